@@ -1,0 +1,69 @@
+// herald start: runs the appliance (HTTP API, workers, or both) until SIGTERM/SIGINT, then drains:
+// stop accepting requests, finish in-flight jobs, stop the embedded PostgreSQL, exit 0.
+import { type Command, Option } from 'commander';
+import { loadConfig } from '../server/config.ts';
+import { startRuntime, stopRuntime, type Role } from '../server/runtime.ts';
+import { startHttpServer, type HttpServer } from '../server/http/server.ts';
+import { usageError } from './support/output.ts';
+
+interface StartOptions {
+  dataDir?: string;
+  role: Role;
+  port?: string;
+  host?: string;
+  migrate: boolean;
+}
+
+export function registerStart(program: Command): void {
+  program
+    .command('start')
+    .description('run Herald: the HTTP API and the delivery workers')
+    .option('--data-dir <dir>', 'data directory (default: $HERALD_HOME, else ~/.herald or /var/lib/herald as root)')
+    .addOption(new Option('--role <role>', 'what this process runs').choices(['all', 'api', 'worker']).default('all'))
+    .option('--port <port>', 'port to listen on (overrides the config)')
+    .option('--host <host>', 'address to listen on (overrides the config)')
+    .option('--no-migrate', 'refuse to start when migrations are pending, instead of applying them')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ herald start --data-dir /var/lib/herald
+  $ herald start --role api --port 8080        # scale out: API-only process
+  $ herald start --role worker --no-migrate     # delivery workers only`,
+    )
+    .action(async (options: StartOptions) => {
+      if (options.port !== undefined && !/^\d+$/.test(options.port)) throw usageError('--port must be a number');
+      const config = loadConfig({
+        dataDir: options.dataDir,
+        port: options.port === undefined ? undefined : Number(options.port),
+        host: options.host,
+      });
+      const runtime = await startRuntime(config, { role: options.role, migrate: options.migrate });
+      let http: HttpServer | null = null;
+      try {
+        if (options.role !== 'worker') http = await startHttpServer(runtime);
+      } catch (error) {
+        await stopRuntime(runtime);
+        throw error;
+      }
+      runtime.logger.info('herald started', { role: options.role, url: http?.url ?? null, mode: config.mode, pid: process.pid });
+      if (http) process.stdout.write(`Herald listening on ${http.url}\n`);
+      await waitForSignal();
+      runtime.logger.info('draining');
+      await http?.close();
+      await stopRuntime(runtime);
+      runtime.logger.info('herald stopped');
+    });
+}
+
+function waitForSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      process.off('SIGTERM', done);
+      process.off('SIGINT', done);
+      resolve();
+    };
+    process.on('SIGTERM', done);
+    process.on('SIGINT', done);
+  });
+}

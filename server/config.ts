@@ -1,0 +1,172 @@
+// Herald's configuration: defaults -> config file in the data directory -> HERALD_* environment -> flags.
+// Parsed once by zod into a frozen, typed object; nothing else reads process.env for settings.
+import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { z } from 'zod';
+
+export const CONFIG_FILE_NAME = 'herald.json';
+
+const durationSeconds = z.coerce.number().int().positive();
+
+export const configSchema = z.object({
+  /** Where Herald keeps its config file, key file, embedded PostgreSQL cluster and exports. */
+  dataDir: z.string().min(1),
+  /** single: pinned to one tenant, signup closed. multi: signup and tenant creation open. */
+  mode: z.enum(['single', 'multi']).default('single'),
+  /** External PostgreSQL; when empty Herald runs the embedded PostgreSQL in the data directory. */
+  databaseUrl: z.string().optional(),
+  /** Port of the embedded PostgreSQL (loopback only). */
+  embeddedPostgresPort: z.coerce.number().int().min(1024).max(65535).default(54329),
+  host: z.string().default('127.0.0.1'),
+  port: z.coerce.number().int().min(0).max(65535).default(8025),
+  /** The URL people and browsers reach Herald at; used in emailed links. */
+  publicUrl: z.string().url().optional(),
+  /** The install's own SMTP (system emails and the default transport), e.g. smtp://user:pass@host:587. */
+  smtpUrl: z.string().optional(),
+  /** From address of system emails. */
+  mailFrom: z.string().default('Herald <herald@localhost>'),
+  /** Which client address counts for per-IP rate limits: the socket's, or X-Forwarded-For from these proxies. */
+  trustedProxies: z.array(z.string()).default([]),
+  /** Origins allowed by CORS on browser routes; '*' allows any (contact tokens travel in a header, not a cookie). */
+  corsOrigins: z.array(z.string()).default(['*']),
+  logLevel: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+  accessTokenTtlSeconds: durationSeconds.default(12 * 3600),
+  contactTokenTtlSeconds: durationSeconds.default(3600),
+  verificationLinkTtlSeconds: durationSeconds.default(48 * 3600),
+  resetLinkTtlSeconds: durationSeconds.default(3600),
+  resetCooldownSeconds: durationSeconds.default(60),
+  invitationTtlSeconds: durationSeconds.default(7 * 24 * 3600),
+  /** Largest JSON request body accepted, in bytes. */
+  maxBodyBytes: z.coerce.number().int().positive().default(1024 * 1024),
+  /** Encryption keys as id:base64 pairs, comma separated; overrides the data directory's key file. */
+  encryptionKeys: z.string().optional(),
+  /** Serve the demo page (/demo); on by default for installs bound to loopback. */
+  demo: z.boolean().optional(),
+  /** Base URLs of push providers; tests point them at local peers. */
+  providers: z
+    .object({
+      apnsProductionUrl: z.string().url().default('https://api.push.apple.com'),
+      apnsSandboxUrl: z.string().url().default('https://api.sandbox.push.apple.com'),
+      fcmUrl: z.string().url().default('https://fcm.googleapis.com'),
+      fcmTokenUrl: z.string().url().optional(),
+      expoUrl: z.string().url().default('https://exp.host'),
+      /** Extra CA certificate (PEM file) trusted for provider TLS connections. */
+      caFile: z.string().optional(),
+    })
+    .default({
+      apnsProductionUrl: 'https://api.push.apple.com',
+      apnsSandboxUrl: 'https://api.sandbox.push.apple.com',
+      fcmUrl: 'https://fcm.googleapis.com',
+      expoUrl: 'https://exp.host',
+    }),
+  /** DNS server(s) used to check sender domains, host:port; empty means the system resolver. */
+  dnsServers: z.array(z.string()).default([]),
+  /** Worker concurrency per process for delivery jobs. */
+  workerConcurrency: z.coerce.number().int().min(1).max(256).default(8),
+});
+
+export type Config = Readonly<z.infer<typeof configSchema>>;
+export type ConfigInput = z.input<typeof configSchema>;
+
+/** Environment variables that map onto config keys (HERALD_PUBLIC_URL -> publicUrl, ...). */
+const ENV_KEYS: Record<string, keyof ConfigInput> = {
+  HERALD_HOME: 'dataDir',
+  HERALD_MODE: 'mode',
+  DATABASE_URL: 'databaseUrl',
+  HERALD_DATABASE_URL: 'databaseUrl',
+  HERALD_EMBEDDED_POSTGRES_PORT: 'embeddedPostgresPort',
+  HERALD_HOST: 'host',
+  HERALD_PORT: 'port',
+  HERALD_PUBLIC_URL: 'publicUrl',
+  HERALD_SMTP_URL: 'smtpUrl',
+  HERALD_MAIL_FROM: 'mailFrom',
+  HERALD_LOG_LEVEL: 'logLevel',
+  HERALD_ENCRYPTION_KEYS: 'encryptionKeys',
+};
+const ENV_LISTS: Record<string, keyof ConfigInput> = {
+  HERALD_TRUSTED_PROXIES: 'trustedProxies',
+  HERALD_CORS_ORIGINS: 'corsOrigins',
+  HERALD_DNS_SERVERS: 'dnsServers',
+};
+
+export function defaultDataDir(): string {
+  // As root the embedded PostgreSQL runs as 'postgres', which cannot enter /root: use a system path.
+  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  return isRoot ? '/var/lib/herald' : join(homedir(), '.herald');
+}
+
+export function configFilePath(dataDir: string): string {
+  return join(dataDir, CONFIG_FILE_NAME);
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Reads the config file of a data directory; {} when there is none. */
+export function readConfigFile(dataDir: string): Record<string, unknown> {
+  const file = configFilePath(dataDir);
+  if (!existsSync(file)) return {};
+  try {
+    const parsed: unknown = JSON.parse(readFileSync(file, 'utf8'));
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+      throw new ConfigError(`${file} must hold a JSON object`);
+    }
+    return parsed as Record<string, unknown>;
+  } catch (error) {
+    if (error instanceof ConfigError) throw error;
+    throw new ConfigError(`${file} is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+function fromEnvironment(env: NodeJS.ProcessEnv): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, key] of Object.entries(ENV_KEYS)) {
+    const value = env[name];
+    if (value !== undefined && value !== '') out[key] = value;
+  }
+  for (const [name, key] of Object.entries(ENV_LISTS)) {
+    const value = env[name];
+    if (value !== undefined && value !== '') out[key] = value.split(',').map((s) => s.trim()).filter(Boolean);
+  }
+  return out;
+}
+
+function dropUndefined(input: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined));
+}
+
+/**
+ * Loads the configuration once. `flags` are the command line's values (undefined ones are ignored);
+ * the data directory itself comes from flags, then HERALD_HOME, then ~/.herald.
+ */
+export function loadConfig(flags: Partial<ConfigInput> = {}, env: NodeJS.ProcessEnv = process.env): Config {
+  const envValues = fromEnvironment(env);
+  const dataDir = resolve(String(flags.dataDir ?? envValues.dataDir ?? defaultDataDir()));
+  const merged = {
+    ...readConfigFile(dataDir),
+    ...envValues,
+    ...dropUndefined(flags as Record<string, unknown>),
+    dataDir,
+  };
+  const parsed = configSchema.safeParse(merged);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+    throw new ConfigError(`invalid configuration: ${problems}`);
+  }
+  return deepFreeze(parsed.data);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object') {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/** The URL Herald is reached at: the configured public URL, else the listening address. */
+export function publicBaseUrl(config: Config): string {
+  return (config.publicUrl ?? `http://${config.host}:${config.port}`).replace(/\/+$/, '');
+}

@@ -1,0 +1,174 @@
+// The h3 application: registers every route of server/routes/index.ts through one wrapper that
+// authenticates, validates, rate-limits, calls the handler and writes the response, then adds the
+// cross-cutting headers (request id, CORS, security) and one access log line per request.
+import { randomUUID } from 'node:crypto';
+import { H3, getRouterParams, type H3Event } from 'h3';
+import { AppError, ValidationFailure } from '../errors.ts';
+import { assertAllowed, rateLimitHeaders, take } from '../rate-limit.ts';
+import type { Runtime } from '../runtime.ts';
+import { authenticate, authorize } from './auth.ts';
+import { readJsonBody } from './body.ts';
+import { clientIp } from './client-ip.ts';
+import { errorResponse, errorToResponse, json } from './respond.ts';
+import { Reply, type RouteContext, type RouteDefinition } from './route.ts';
+import { issuesOf, parseInput } from './validate.ts';
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, Idempotency-Key, Last-Event-ID, X-Request-Id';
+const CORS_EXPOSE_HEADERS = 'Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, RateLimit-Policy, X-Request-Id, Location';
+
+export function createApp(runtime: Runtime, routes: RouteDefinition<any, any, any>[]): H3 {
+  const app = new H3({
+    // Only reached for what no route wrapper handled: unknown paths, wrong methods, malformed URLs.
+    onError: (error, event) => finish(runtime, event, fallbackResponse(error, event, routes, runtime), null, performance.now()),
+  });
+  for (const route of routes) {
+    app.on(route.method, route.path, (event) => handle(runtime, route, event));
+  }
+  // Preflight for every path: answered before routing so browsers can reach any /v1 route.
+  app.on('OPTIONS', '/**', (event) => finish(runtime, event, new Response(null, { status: 204 }), null, performance.now()));
+  return app;
+}
+
+async function handle(runtime: Runtime, route: RouteDefinition<any, any, any>, event: H3Event): Promise<Response> {
+  const started = performance.now();
+  const requestId = requestIdOf(event);
+  const ctx: RouteContext = {
+    runtime,
+    em: runtime.orm.em.fork(),
+    event,
+    auth: null,
+    params: {},
+    query: {},
+    body: undefined,
+    ip: clientIp(event, runtime.config.trustedProxies),
+    requestId,
+    responseHeaders: {},
+  };
+  let response: Response;
+  try {
+    if (route.auth !== 'public') {
+      ctx.auth = await authenticate(runtime, ctx.em, event.req.headers.get('authorization'));
+      authorize(route.auth, ctx.auth);
+    }
+    ctx.params = route.params ? parseInput('path', route.params, getRouterParams(event, { decode: true })) : {};
+    ctx.query = route.query ? parseInput('query', route.query, Object.fromEntries(event.url.searchParams)) : {};
+    if (route.body) ctx.body = parseInput('body', route.body, await readJsonBody(event.req, runtime.config.maxBodyBytes));
+    if (route.rateLimit) {
+      const results = await take(ctx.em, runtime.clock, await route.rateLimit(ctx));
+      Object.assign(ctx.responseHeaders, rateLimitHeaders(results));
+      assertAllowed(results);
+    }
+    const result = await route.handler(ctx);
+    response = toResponse(runtime, route, result, ctx.responseHeaders);
+  } catch (error) {
+    response = errorToResponse(error, runtime.logger, { request_id: requestId, route: `${route.method} ${route.path}` });
+    for (const [k, v] of Object.entries(ctx.responseHeaders)) if (!response.headers.has(k)) response.headers.set(k, v);
+  }
+  return finish(runtime, event, response, route, started);
+}
+
+function toResponse(runtime: Runtime, route: RouteDefinition<any, any, any>, result: unknown, headers: Record<string, string>): Response {
+  if (result instanceof Response) {
+    for (const [k, v] of Object.entries(headers)) result.headers.set(k, v);
+    return result;
+  }
+  const status = result instanceof Reply ? result.status : defaultStatus(route);
+  const body = result instanceof Reply ? result.body : result;
+  const extra = result instanceof Reply ? { ...headers, ...result.headers } : headers;
+  if (runtime.options.validateResponses) checkResponse(route, status, body);
+  return json(status, status === 204 ? undefined : body, extra);
+}
+
+function defaultStatus(route: RouteDefinition<any, any, any>): number {
+  const success = Object.keys(route.responses).map(Number).filter((s) => s >= 200 && s < 300);
+  return success[0] ?? 200;
+}
+
+/** In tests, every response body must match its documented schema: the OpenAPI document cannot lie. */
+function checkResponse(route: RouteDefinition<any, any, any>, status: number, body: unknown): void {
+  if (!(status in route.responses)) throw new Error(`${route.method} ${route.path} answered undocumented status ${status}`);
+  const schema = route.responses[status];
+  if (schema === null || schema === undefined) {
+    if (body !== undefined && body !== null) throw new Error(`${route.method} ${route.path} ${status} must have no body`);
+    return;
+  }
+  const result = schema.safeParse(body);
+  if (!result.success) {
+    throw new Error(`${route.method} ${route.path} ${status} does not match its schema: ${JSON.stringify(issuesOf('body', result.error))}`);
+  }
+}
+
+/** 404 for unknown paths, 405 (with Allow) for a known path called with another method. */
+function fallbackResponse(error: unknown, event: H3Event, routes: RouteDefinition<any, any, any>[], runtime: Runtime): Response {
+  const status = (error as { status?: number }).status;
+  if (status === 404 || status === 405) {
+    const allowed = routes.filter((r) => pathMatches(r.path, event.url.pathname)).map((r) => r.method);
+    if (allowed.length > 0) {
+      return errorResponse(405, 'method_not_allowed', `Method ${event.req.method} is not allowed here`, { Allow: [...new Set(allowed)].join(', ') });
+    }
+    return errorResponse(404, 'route_not_found', `No route for ${event.req.method} ${event.url.pathname}`);
+  }
+  if (status === 400) return json(422, { detail: [{ loc: ['path'], msg: 'Malformed URL', type: 'url_invalid' }] });
+  return errorToResponse(error instanceof AppError || error instanceof ValidationFailure ? error : (error as { cause?: unknown }).cause ?? error, runtime.logger, {
+    request_id: requestIdOf(event),
+  });
+}
+
+const patternCache = new Map<string, RegExp>();
+function pathMatches(pattern: string, path: string): boolean {
+  let re = patternCache.get(pattern);
+  if (!re) {
+    re = new RegExp('^' + pattern.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z0-9_]+/g, '[^/]+') + '/?$');
+    patternCache.set(pattern, re);
+  }
+  return re.test(path);
+}
+
+function requestIdOf(event: H3Event): string {
+  const existing = (event.context as { requestId?: string }).requestId;
+  if (existing) return existing;
+  const incoming = event.req.headers.get('x-request-id');
+  const id = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+  (event.context as { requestId?: string }).requestId = id;
+  return id;
+}
+
+/** Adds request id, CORS and security headers, and writes the access log line. */
+function finish(runtime: Runtime, event: H3Event, response: Response, route: RouteDefinition<any, any, any> | null, started: number): Response {
+  const requestId = requestIdOf(event);
+  const h = response.headers;
+  h.set('X-Request-Id', requestId);
+  h.set('X-Content-Type-Options', 'nosniff');
+  h.set('Referrer-Policy', 'no-referrer');
+  if (!h.has('X-Frame-Options')) h.set('X-Frame-Options', 'DENY');
+  if (!h.has('Content-Security-Policy')) h.set('Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'");
+  if (!h.has('Cache-Control')) h.set('Cache-Control', 'no-store');
+  if (runtime.config.publicUrl?.startsWith('https://')) h.set('Strict-Transport-Security', 'max-age=31536000');
+  applyCors(runtime, event, h);
+  // The route pattern, not the path: paths can carry link tokens (/auth/invitations/{token}).
+  runtime.logger.info('request', {
+    request_id: requestId,
+    method: event.req.method,
+    route: route ? route.path : '(unmatched)',
+    status: response.status,
+    ms: Math.round((performance.now() - started) * 10) / 10,
+  });
+  return response;
+}
+
+function applyCors(runtime: Runtime, event: H3Event, h: Headers): void {
+  const origin = event.req.headers.get('origin');
+  if (!origin) return;
+  const allowed = runtime.config.corsOrigins;
+  const ok = allowed.includes('*') || allowed.includes(origin);
+  if (!ok) return;
+  h.set('Access-Control-Allow-Origin', allowed.includes('*') ? '*' : origin);
+  h.append('Vary', 'Origin');
+  h.set('Access-Control-Expose-Headers', CORS_EXPOSE_HEADERS);
+  if (event.req.method === 'OPTIONS') {
+    h.set('Access-Control-Allow-Methods', 'GET, POST, PUT, PATCH, DELETE, OPTIONS');
+    h.set('Access-Control-Allow-Headers', CORS_ALLOW_HEADERS);
+    h.set('Access-Control-Max-Age', '600');
+  }
+}

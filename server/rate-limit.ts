@@ -1,0 +1,164 @@
+// Rate limiting: token buckets in PostgreSQL, shared by every Herald process of an install. A bucket
+// refills steadily at the sustained rate and holds up to the burst; one statement takes a token or
+// reports how long until one is available. Every rate-limited route goes through take().
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { AppError } from './errors.ts';
+import { query } from './db/sql.ts';
+import type { Clock } from './clock.ts';
+
+export interface RatePolicy {
+  /** Stable name, used in bucket keys and as the per-tenant override name ("rate:<name>"). */
+  name: string;
+  /** Tokens added per second. */
+  perSecond: number;
+  /** Bucket capacity. */
+  burst: number;
+  /** What the bucket is counted per (documentation and key prefix). */
+  per: 'account' | 'ip' | 'email';
+  /** Sustained rate as people read it, for RateLimit-Policy headers. */
+  window: { limit: number; seconds: number };
+}
+
+const policy = (name: string, per: RatePolicy['per'], limit: number, seconds: number, burst = limit): RatePolicy => ({
+  name,
+  per,
+  perSecond: limit / seconds,
+  burst,
+  window: { limit, seconds },
+});
+
+/** The spec's Limits table. Tenant-counted policies can be raised per tenant (herald tenants limits). */
+export const RATE_POLICIES = {
+  trigger: policy('trigger', 'account', 60, 60, 120),
+  contactTokens: policy('contact_tokens', 'account', 120, 60, 120),
+  contactsBulk: policy('contacts_bulk', 'account', 20, 60, 20),
+  loginIp: policy('login_ip', 'ip', 10, 60),
+  loginEmail: policy('login_email', 'email', 5, 15 * 60),
+  register: policy('register', 'ip', 5, 3600),
+  /** One budget shared by password-reset, resend-verification and data requests. */
+  accountRecovery: policy('account_recovery', 'ip', 5, 3600),
+} as const satisfies Record<string, RatePolicy>;
+
+export interface RateCheck {
+  policy: RatePolicy;
+  /** The subject counted: tenant id, client IP or normalised email. */
+  subject: string;
+  /** Overrides for a tenant-counted policy (from tenant_limits), already resolved. */
+  override?: { perSecond: number; burst: number } | undefined;
+}
+
+export interface RateResult {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** Seconds until a token is available (0 when allowed). */
+  retryAfter: number;
+  /** Seconds until the bucket is full again. */
+  reset: number;
+  policy: RatePolicy;
+}
+
+interface BucketRow {
+  key: string;
+  tokens: number;
+  charged: boolean;
+}
+
+// Locks the buckets, refills them to `now`, and charges one token from each only if every bucket has one
+// (and every bucket exists). One round trip on the hot path; row locks are held for the statement only.
+const CHARGE_SQL = `
+  WITH input AS (
+    SELECT * FROM unnest($1::text[], $2::float8[], $3::float8[]) AS t(key, rate, burst)
+  ), locked AS (
+    SELECT b.key, LEAST(i.burst, b.tokens + GREATEST(0, $4::bigint - b.updated_ms) / 1000.0 * i.rate) AS tokens
+      FROM rate_limit_buckets b JOIN input i ON i.key = b.key
+     ORDER BY b.key
+       FOR UPDATE OF b
+  ), decision AS (
+    SELECT coalesce(bool_and(tokens >= 1), false) AND count(*) = $5::int AS ok FROM locked
+  )
+  UPDATE rate_limit_buckets b
+     SET tokens = l.tokens - CASE WHEN d.ok THEN 1 ELSE 0 END,
+         updated_ms = GREATEST(b.updated_ms, $4::bigint)
+    FROM locked l, decision d
+   WHERE b.key = l.key
+  RETURNING b.key, b.tokens, d.ok AS charged`;
+
+const CREATE_SQL = `
+  INSERT INTO rate_limit_buckets (key, tokens, updated_ms)
+  SELECT key, burst, $4::bigint FROM unnest($1::text[], $2::float8[], $3::float8[]) AS t(key, rate, burst)
+  WHERE $5::int > 0
+  ON CONFLICT (key) DO NOTHING`;
+
+/**
+ * Takes one token from each bucket, all or nothing: if any bucket is empty none is charged, so a call
+ * rejected by the per-email login bucket does not also drain the per-IP one.
+ */
+export async function take(em: EntityManager, clock: Clock, checks: RateCheck[]): Promise<RateResult[]> {
+  if (checks.length === 0) return [];
+  const now = clock.now();
+  const keys = checks.map((c) => `${c.policy.name}:${c.subject}`);
+  const rates = checks.map((c) => c.override?.perSecond ?? c.policy.perSecond);
+  const bursts = checks.map((c) => c.override?.burst ?? c.policy.burst);
+  const params = [keys, rates, bursts, now, keys.length];
+  let rows = await query<BucketRow>(em, CHARGE_SQL, params);
+  if (rows.length < keys.length) {
+    // First use of a bucket: create it full, then decide again (nothing was charged: the count differed).
+    await query(em, CREATE_SQL, params);
+    rows = await query<BucketRow>(em, CHARGE_SQL, params);
+  }
+  const byKey = new Map(rows.map((r) => [r.key, r]));
+  return checks.map((check, i) => {
+    const row = byKey.get(keys[i]!)!;
+    const tokens = Number(row.tokens);
+    const rate = rates[i]!;
+    const burst = bursts[i]!;
+    const allowed = Boolean(row.charged);
+    return {
+      allowed,
+      limit: burst,
+      remaining: Math.max(0, Math.floor(tokens)),
+      retryAfter: allowed ? 0 : Math.max(1, Math.ceil((1 - tokens) / rate)),
+      reset: Math.max(0, Math.ceil((burst - tokens) / rate)),
+      policy: check.policy,
+    };
+  });
+}
+
+/** Response headers for the tightest of the results (IETF RateLimit fields + Retry-After). */
+export function rateLimitHeaders(results: RateResult[]): Record<string, string> {
+  if (results.length === 0) return {};
+  const rejected = results.filter((r) => !r.allowed);
+  const pool = rejected.length > 0 ? rejected : results;
+  const tightest = pool.reduce((a, b) => (b.remaining < a.remaining || b.retryAfter > a.retryAfter ? b : a));
+  const headers: Record<string, string> = {
+    'RateLimit-Limit': String(tightest.limit),
+    'RateLimit-Remaining': String(tightest.remaining),
+    'RateLimit-Reset': String(tightest.allowed ? tightest.reset : tightest.retryAfter),
+    'RateLimit-Policy': `${tightest.policy.window.limit};w=${tightest.policy.window.seconds};burst=${tightest.limit}`,
+  };
+  if (!tightest.allowed) headers['Retry-After'] = String(tightest.retryAfter);
+  return headers;
+}
+
+/** Throws the 429 for a rejected set of results. */
+export function assertAllowed(results: RateResult[]): void {
+  if (results.every((r) => r.allowed)) return;
+  throw new AppError('rate_limited', 'Too many requests; retry after the time given in Retry-After', { headers: rateLimitHeaders(results) });
+}
+
+/** Per-tenant overrides of tenant-counted policies: tenant_limits rows named "rate:<policy>" (sustained per minute). */
+export async function tenantOverride(em: EntityManager, tenantId: string, p: RatePolicy): Promise<RateCheck['override']> {
+  const rows = await query<{ name: string; value: number }>(
+    em,
+    `SELECT name, value FROM tenant_limits WHERE tenant_id = $1 AND name IN ($2, $3)`,
+    [tenantId, `rate:${p.name}`, `rate:${p.name}:burst`],
+  );
+  if (rows.length === 0) return undefined;
+  const perMinute = rows.find((r) => r.name === `rate:${p.name}`)?.value;
+  const burst = rows.find((r) => r.name === `rate:${p.name}:burst`)?.value;
+  return {
+    perSecond: perMinute !== undefined ? Number(perMinute) / 60 : p.perSecond,
+    burst: burst !== undefined ? Number(burst) : perMinute !== undefined ? Math.max(p.burst, Number(perMinute)) : p.burst,
+  };
+}

@@ -1,0 +1,115 @@
+// The running appliance: configuration, logger, clock, database, key ring, token signer and job queue,
+// created once at start and passed explicitly to routes, services and jobs. Start order: key ring ->
+// database (embedded or external) -> migrations -> token signer -> queue (+ workers) -> HTTP.
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Config } from './config.ts';
+import { systemClock, type Clock } from './clock.ts';
+import { createLogger, type LogSink, type Logger } from './logger.ts';
+import { applyMigrations, openDatabase, pendingMigrations, type Database } from './db/orm.ts';
+import { loadKeyRing, type KeyRing } from './crypto/keyring.ts';
+import { loadTokenSigner, type TokenSigner } from './auth/tokens.ts';
+import { startBoss, stopBoss, type PgBoss } from './queue.ts';
+import { jobs } from './jobs/index.ts';
+
+export type Role = 'all' | 'api' | 'worker';
+
+export interface Runtime {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly clock: Clock;
+  readonly role: Role;
+  readonly db: Database;
+  readonly orm: MikroORM;
+  readonly keyRing: KeyRing;
+  readonly tokens: TokenSigner;
+  /** null only while starting or after stopping. */
+  boss: PgBoss | null;
+  readonly options: RuntimeOptions;
+  /** Cleanups registered by features (stream listeners, pools), run on stop in reverse order. */
+  readonly cleanups: Array<() => Promise<void>>;
+}
+
+export interface RuntimeOptions {
+  role?: Role;
+  /** Apply pending migrations on start (default); when false, refuse to start if any are pending. */
+  migrate?: boolean;
+  clock?: Clock;
+  logSink?: LogSink;
+  /** Check every response body against its documented schema (tests). */
+  validateResponses?: boolean;
+  /** Start the queue (default true); one-shot CLI commands that only touch the database skip it. */
+  queue?: boolean;
+  poolMax?: number;
+}
+
+export class StartupError extends Error {
+  override name = 'StartupError';
+}
+
+export async function startRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
+  const logger = createLogger(config.logLevel, {}, options.logSink);
+  const role = options.role ?? 'all';
+  let keyRing: KeyRing;
+  try {
+    keyRing = loadKeyRing({ dataDir: config.dataDir, encryptionKeys: config.encryptionKeys });
+  } catch (error) {
+    throw new StartupError((error as Error).message);
+  }
+  const db = await openDatabase(config, { poolMax: options.poolMax, onLog: (line) => logger.debug('postgres', { line: line.trim() }) });
+  try {
+    const pending = await pendingMigrations(db.orm);
+    if (pending.length > 0) {
+      if (options.migrate === false) {
+        throw new StartupError(`${pending.length} database migration(s) pending (${pending.join(', ')}): run 'herald migrate' first`);
+      }
+      const applied = await applyMigrations(db.orm);
+      if (applied.length > 0) logger.info('migrations applied', { migrations: applied });
+    }
+    const tokens = await loadTokenSigner(db.orm.em.fork(), keyRing);
+    const runtime: Runtime = {
+      config,
+      logger,
+      clock: options.clock ?? systemClock,
+      role,
+      db,
+      orm: db.orm,
+      keyRing,
+      tokens,
+      boss: null,
+      options,
+      cleanups: [],
+    };
+    if (options.queue !== false) await startQueue(runtime);
+    return runtime;
+  } catch (error) {
+    await db.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+async function startQueue(runtime: Runtime): Promise<void> {
+  const worker = runtime.role !== 'api';
+  const boss = await startBoss(runtime.db.url, runtime.logger, { supervise: worker, poolMax: runtime.options.poolMax });
+  runtime.boss = boss;
+  // Dead letter queues first: a queue naming one requires it to exist.
+  for (const job of jobs) if (job.queue.deadLetter) await boss.createQueue(job.queue.deadLetter);
+  for (const job of jobs) await boss.createQueue(job.name, job.queue);
+  if (!worker) return;
+  for (const job of jobs) {
+    await boss.work(job.name, { batchSize: 1, ...job.work }, async (batch) => {
+      await job.handler(batch as never, runtime);
+    });
+  }
+}
+
+/** Drains and stops: workers finish in-flight jobs, then cleanups run, then the database closes. */
+export async function stopRuntime(runtime: Runtime): Promise<void> {
+  if (runtime.boss) {
+    await stopBoss(runtime.boss).catch((error) => runtime.logger.warn('queue stop failed', { error }));
+    runtime.boss = null;
+  }
+  for (const cleanup of [...runtime.cleanups].reverse()) {
+    await cleanup().catch((error) => runtime.logger.warn('cleanup failed', { error }));
+  }
+  await runtime.db.close();
+}

@@ -1,0 +1,34 @@
+// Shapes shared by many routes. One zod schema per shape: it validates, types and documents.
+import { z } from 'zod';
+
+/** Keys of notification types and brands. */
+export const resourceKey = z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, 'must match ^[a-z0-9][a-z0-9_.-]{0,63}$');
+
+/** A string id (UUID) in a path. */
+export const idParam = z.string().min(1).max(64);
+
+export const email = z
+  .string()
+  .trim()
+  .max(254)
+  .pipe(z.email({ message: 'must be a valid email address' }))
+  .transform((v) => v.toLowerCase());
+
+export const isoDateTime = z.iso.datetime({ offset: true });
+
+/** Query booleans arrive as strings. */
+export const queryBoolean = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+
+export const cursorPage = {
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  cursor: z.string().max(512).optional(),
+};
+
+export const Channel = z.enum(['inbox', 'email', 'push', 'web_push']).meta({ id: 'Channel' });
+export type Channel = z.infer<typeof Channel>;
+
+export const PushProvider = z.enum(['apns', 'fcm', 'expo', 'webpush']).meta({ id: 'PushProvider' });
+export type PushProvider = z.infer<typeof PushProvider>;
+
+/** A free-form object (202 answers of resend-verification and password-reset). */
+export const FreeFormObject = z.record(z.string(), z.unknown());
