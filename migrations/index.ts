@@ -1,5 +1,11 @@
 // Every migration, in order. Migrations are ordered data: a new one is appended here, never inserted.
 import type { MigrationObject } from '@mikro-orm/core';
 import { Foundation } from './0001-foundation.ts';
+import { Configuration } from './0002-configuration.ts';
+import { Transports } from './0003-transports.ts';
 
-export const migrations: MigrationObject[] = [{ name: '0001-foundation', class: Foundation }];
+export const migrations: MigrationObject[] = [
+  { name: '0001-foundation', class: Foundation },
+  { name: '0002-configuration', class: Configuration },
+  { name: '0003-transports', class: Transports },
+];

@@ -10,6 +10,7 @@ import { loadKeyRing, type KeyRing } from './crypto/keyring.ts';
 import { loadTokenSigner, type TokenSigner } from './auth/tokens.ts';
 import { startBoss, stopBoss, type PgBoss } from './queue.ts';
 import { jobs } from './jobs/index.ts';
+import { SmtpPool } from './email/smtp.ts';
 
 export type Role = 'all' | 'api' | 'worker';
 
@@ -24,6 +25,8 @@ export interface Runtime {
   readonly tokens: TokenSigner;
   /** null only while starting or after stopping. */
   boss: PgBoss | null;
+  /** Pooled SMTP connections (system emails, tenant transports). */
+  readonly smtp: SmtpPool;
   readonly options: RuntimeOptions;
   /** Cleanups registered by features (stream listeners, pools), run on stop in reverse order. */
   readonly cleanups: Array<() => Promise<void>>;
@@ -76,6 +79,7 @@ export async function startRuntime(config: Config, options: RuntimeOptions = {})
       keyRing,
       tokens,
       boss: null,
+      smtp: new SmtpPool(),
       options,
       cleanups: [],
     };
@@ -108,6 +112,7 @@ export async function stopRuntime(runtime: Runtime): Promise<void> {
     await stopBoss(runtime.boss).catch((error) => runtime.logger.warn('queue stop failed', { error }));
     runtime.boss = null;
   }
+  runtime.smtp.close();
   for (const cleanup of [...runtime.cleanups].reverse()) {
     await cleanup().catch((error) => runtime.logger.warn('cleanup failed', { error }));
   }

@@ -56,7 +56,7 @@ export class TokenSigner {
 
 /** Loads the install's token signing key, creating it on first use (safe under concurrent starts). */
 export async function loadTokenSigner(em: EntityManager, keyRing: KeyRing): Promise<TokenSigner> {
-  const aad = `install_secrets/${SIGNING_SECRET}`;
+  const aad = `install_secrets/${SIGNING_SECRET}`; // as in server/crypto/encrypted-columns.ts
   await query(em, `INSERT INTO install_secrets (name, ciphertext) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, [
     SIGNING_SECRET,
     keyRing.encrypt(randomBytes(32).toString('base64'), aad),

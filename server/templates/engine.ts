@@ -1,0 +1,66 @@
+// The template engine: LiquidJS, sandboxed (data only, own properties only, time and size limits) and
+// strict (an unknown variable or filter is an error, never an empty string). Two engines: one that
+// HTML-escapes every output (email HTML), one for plain text (subjects, inbox titles and bodies,
+// push payloads: escaping there would show "&amp;" to people).
+import { Liquid } from 'liquidjs';
+
+const common = {
+  strictVariables: true,
+  strictFilters: true,
+  ownPropertyOnly: true,
+  cache: 500,
+  parseLimit: 100_000,
+  renderLimit: 1_000,
+  memoryLimit: 10_000_000,
+} as const;
+
+const htmlEngine = new Liquid({ ...common, outputEscape: 'escape' });
+const textEngine = new Liquid({ ...common });
+
+/** A template placeholder that neither the variables nor the brand values fill. */
+export class UnfilledSlotError extends Error {
+  override name = 'UnfilledSlotError';
+  readonly slot: string;
+  constructor(slot: string) {
+    super(`template slot "${slot}" is not filled by the variables or the brand values`);
+    this.slot = slot;
+  }
+}
+
+/** A template that does not parse or fails for another reason than a missing value. */
+export class TemplateError extends Error {
+  override name = 'TemplateError';
+}
+
+export type RenderMode = 'html' | 'text';
+
+export async function renderString(source: string, context: Record<string, unknown>, mode: RenderMode): Promise<string> {
+  const engine = mode === 'html' ? htmlEngine : textEngine;
+  try {
+    return await engine.parseAndRender(source, context);
+  } catch (error) {
+    const message = (error as Error).message ?? '';
+    const undefinedVariable = /undefined variable: ([\w.[\]"']+)/.exec(message);
+    if (undefinedVariable) throw new UnfilledSlotError(undefinedVariable[1]!.split(/[.[]/)[0]!);
+    throw new TemplateError(message.split('\n')[0] ?? 'template error', { cause: error });
+  }
+}
+
+/** Checks that a template parses; returns the parse error message, or null. */
+export function templateSyntaxError(source: string): string | null {
+  try {
+    textEngine.parse(source);
+    return null;
+  } catch (error) {
+    return ((error as Error).message ?? 'invalid template').split('\n')[0]!;
+  }
+}
+
+/** Top-level variable names a template refers to ({{ order.id }} -> "order"). */
+export function referencedVariables(source: string): string[] {
+  try {
+    return [...new Set(textEngine.globalVariablesSync(source).map((v) => String(v).split(/[.[]/)[0]!))];
+  } catch {
+    return [];
+  }
+}

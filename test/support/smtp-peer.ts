@@ -1,0 +1,91 @@
+// A real SMTP server (smtp-server) that keeps every message it accepts, parsed with mailparser, so
+// tests read Herald's emails the way a mailbox would.
+import { SMTPServer } from 'smtp-server';
+import { simpleParser, type ParsedMail } from 'mailparser';
+import type { AddressInfo } from 'node:net';
+
+export interface ReceivedMail {
+  envelope: { from: string; to: string[] };
+  raw: string;
+  parsed: ParsedMail;
+  /** Auth user the client logged in as, if any. */
+  user?: string;
+}
+
+export interface SmtpPeer {
+  host: string;
+  port: number;
+  /** smtp://[user:pass@]127.0.0.1:port */
+  url: string;
+  messages: ReceivedMail[];
+  /** Resolves with the first message (already received or arriving) that matches. */
+  waitFor(predicate: (m: ReceivedMail) => boolean, timeoutMs?: number): Promise<ReceivedMail>;
+  close(): Promise<void>;
+}
+
+export async function startSmtpPeer(options: { auth?: { user: string; pass: string }; rejectRecipients?: string[] } = {}): Promise<SmtpPeer> {
+  const messages: ReceivedMail[] = [];
+  const waiters: Array<{ predicate: (m: ReceivedMail) => boolean; resolve: (m: ReceivedMail) => void }> = [];
+  const server = new SMTPServer({
+    secure: false,
+    disabledCommands: ['STARTTLS'],
+    authOptional: !options.auth,
+    allowInsecureAuth: true,
+    logger: false,
+    onAuth(auth, _session, callback) {
+      if (options.auth && auth.username === options.auth.user && auth.password === options.auth.pass) return callback(null, { user: auth.username });
+      return callback(new Error('Invalid username or password'));
+    },
+    onRcptTo(address, _session, callback) {
+      if (options.rejectRecipients?.includes(address.address)) return callback(new Error('Mailbox unavailable'));
+      callback();
+    },
+    onData(stream, session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('end', async () => {
+        const raw = Buffer.concat(chunks).toString('utf8');
+        const parsed = await simpleParser(raw);
+        const mail: ReceivedMail = {
+          envelope: {
+            from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+            to: session.envelope.rcptTo.map((r) => r.address),
+          },
+          raw,
+          parsed,
+          user: session.user as string | undefined,
+        };
+        messages.push(mail);
+        for (const w of [...waiters]) {
+          if (w.predicate(mail)) {
+            waiters.splice(waiters.indexOf(w), 1);
+            w.resolve(mail);
+          }
+        }
+        callback();
+      });
+    },
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.server.address() as AddressInfo).port;
+  const auth = options.auth ? `${encodeURIComponent(options.auth.user)}:${encodeURIComponent(options.auth.pass)}@` : '';
+  return {
+    host: '127.0.0.1',
+    port,
+    url: `smtp://${auth}127.0.0.1:${port}`,
+    messages,
+    waitFor(predicate, timeoutMs = 10_000) {
+      const found = messages.find(predicate);
+      if (found) return Promise.resolve(found);
+      return new Promise((resolve, reject) => {
+        const waiter = { predicate, resolve: (m: ReceivedMail) => (clearTimeout(timer), resolve(m)) };
+        const timer = setTimeout(() => {
+          waiters.splice(waiters.indexOf(waiter), 1);
+          reject(new Error(`no matching email within ${timeoutMs} ms (received ${messages.length})`));
+        }, timeoutMs);
+        waiters.push(waiter);
+      });
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
