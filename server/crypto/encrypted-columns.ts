@@ -25,4 +25,10 @@ export const encryptedColumns: EncryptedColumn[] = [
     keyColumns: ['tenant_id', 'provider'],
     aad: (r) => `push_transports/${r.tenant_id}/${r.provider}/secrets`,
   },
+  {
+    table: 'events',
+    column: 'secret_variables_ciphertext',
+    keyColumns: ['id'],
+    aad: (r) => `events/${r.id}/secret_variables`,
+  },
 ];

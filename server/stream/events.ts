@@ -1,0 +1,32 @@
+// The write side of the real-time stream: every event a contact's stream shows is a row of
+// stream_events (its id is the SSE id, so Last-Event-ID can replay what a client missed) and a
+// pg_notify on STREAM_CHANNEL, sent when the surrounding transaction commits, so every Herald process
+// listening (see the stream hub) pushes it to its connected clients, whichever process wrote it.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { queryOne } from '../db/sql.ts';
+
+export const STREAM_CHANNEL = 'herald_stream';
+
+export type StreamEventKind = 'notification' | 'updated' | 'counts';
+
+/** The NOTIFY payload: small (PostgreSQL caps it at 8000 bytes); listeners load the row by id. */
+export interface StreamNotice {
+  id: string;
+  contact_id: string;
+}
+
+/** Appends an event to a contact's stream; call it inside the transaction that made the change. */
+export async function appendStreamEvent(
+  em: EntityManager,
+  event: { tenantId: string; contactId: string; kind: StreamEventKind; payload: Record<string, unknown> },
+): Promise<string> {
+  const row = await queryOne<{ id: string }>(
+    em,
+    `WITH inserted AS (
+       INSERT INTO stream_events (tenant_id, contact_id, kind, payload) VALUES ($1, $2, $3, $4) RETURNING id
+     )
+     SELECT id::text AS id, pg_notify($5, json_build_object('id', id::text, 'contact_id', $2::text)::text) FROM inserted`,
+    [event.tenantId, event.contactId, event.kind, JSON.stringify(event.payload), STREAM_CHANNEL],
+  );
+  return row!.id;
+}
