@@ -1,0 +1,89 @@
+// Create-or-update of contacts by external_id, in one statement for up to hundreds of contacts: used
+// by triggers (a recipient that is not a contact yet is created bare; an object recipient upserts its
+// fields) and by bulk import. A field left out (or null) keeps its stored value; properties merge.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { newId } from '../ids.ts';
+import { query } from '../db/sql.ts';
+
+export interface ContactFields {
+  external_id: string;
+  email?: string | null;
+  phone?: string | null;
+  name?: string | null;
+  language?: string | null;
+  properties?: Record<string, unknown> | null;
+}
+
+export interface ContactRow {
+  id: string;
+  tenant_id: string;
+  external_id: string;
+  email: string | null;
+  phone: string | null;
+  name: string | null;
+  language: string | null;
+  properties: Record<string, unknown>;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface UpsertedContact extends ContactRow {
+  /** true when this call created the contact. */
+  created: boolean;
+}
+
+export const CONTACT_COLUMNS = 'id, tenant_id, external_id, email, phone, name, language, properties, created_at, updated_at';
+
+/**
+ * Upserts contacts by external_id; returns one row per distinct external_id, in input order. Repeated
+ * external_ids in one call are merged (later fields win), since one statement cannot touch a row twice.
+ */
+export async function upsertContacts(em: EntityManager, tenantId: string, inputs: ContactFields[]): Promise<UpsertedContact[]> {
+  const merged = new Map<string, ContactFields>();
+  for (const input of inputs) {
+    const previous = merged.get(input.external_id);
+    merged.set(input.external_id, previous ? mergeFields(previous, input) : input);
+  }
+  if (merged.size === 0) return [];
+  const rows = [...merged.values()].map((c) => ({
+    id: newId(),
+    external_id: c.external_id,
+    email: c.email ?? null,
+    phone: c.phone ?? null,
+    name: c.name ?? null,
+    language: c.language ?? null,
+    properties: c.properties ?? null,
+  }));
+  const result = await query<ContactRow & { created: boolean }>(
+    em,
+    `INSERT INTO contacts AS c (id, tenant_id, external_id, email, phone, name, language, properties)
+     SELECT (e->>'id')::uuid, $1, e->>'external_id', e->>'email', e->>'phone', e->>'name', e->>'language',
+            coalesce(nullif(e->'properties', 'null'::jsonb), '{}'::jsonb)
+       FROM jsonb_array_elements($2::jsonb) AS e
+     ON CONFLICT (tenant_id, external_id) DO UPDATE SET
+       email = coalesce(EXCLUDED.email, c.email),
+       phone = coalesce(EXCLUDED.phone, c.phone),
+       name = coalesce(EXCLUDED.name, c.name),
+       language = coalesce(EXCLUDED.language, c.language),
+       properties = c.properties || EXCLUDED.properties,
+       updated_at = CASE
+         WHEN (EXCLUDED.email, EXCLUDED.phone, EXCLUDED.name, EXCLUDED.language) IS NOT DISTINCT FROM (NULL::text, NULL::text, NULL::text, NULL::text)
+              AND EXCLUDED.properties = '{}'::jsonb THEN c.updated_at
+         ELSE now() END
+     RETURNING ${CONTACT_COLUMNS.split(', ').map((col) => `c.${col}`).join(', ')}, (xmax = 0) AS created`,
+    [tenantId, JSON.stringify(rows)],
+  );
+  const byExternal = new Map(result.map((r) => [r.external_id, r]));
+  return rows.map((r) => byExternal.get(r.external_id)!);
+}
+
+function mergeFields(a: ContactFields, b: ContactFields): ContactFields {
+  return {
+    external_id: a.external_id,
+    email: b.email ?? a.email,
+    phone: b.phone ?? a.phone,
+    name: b.name ?? a.name,
+    language: b.language ?? a.language,
+    properties: a.properties || b.properties ? { ...a.properties, ...b.properties } : null,
+  };
+}
