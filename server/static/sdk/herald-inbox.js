@@ -545,6 +545,11 @@ export class HeraldInboxElement extends HTMLElement {
         input.dataset.type = type;
         input.dataset.channel = channel;
         input.setAttribute('aria-label', `${typeLabel(type)}: ${CHANNEL_LABELS[channel] ?? channel}`);
+        if (pref.opt_out === false) {
+          // The tenant made this type mandatory: the choice is shown but cannot be changed.
+          input.disabled = true;
+          input.title = 'Always on';
+        }
         cell.append(input);
       }
     }

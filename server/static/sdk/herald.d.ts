@@ -58,6 +58,7 @@ export interface ListOptions {
 
 export interface Counts {
   unread: number;
+  /** As the server sends it (stream counts events): unread_count, unseen_count. */
   [extra: string]: unknown;
 }
 
@@ -66,6 +67,8 @@ export interface Preference {
   channel: Channel;
   enabled: boolean;
   source: 'default' | 'contact';
+  /** The type's opt-out policy: false means the type is mandatory (the choice cannot be changed). */
+  opt_out?: boolean;
 }
 
 export interface PreferenceMatrix {

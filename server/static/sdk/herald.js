@@ -407,9 +407,9 @@ export class HeraldStream {
         idle = setTimeout(() => abort.abort(), this.#options.idleTimeoutMs);
         parse(value);
       }
-    } catch (error) {
+    } catch {
+      // The connection broke (network, server restart) or went idle: reconnect and replay.
       if (this.#closed) return 'closed';
-      if (error && error.name !== 'AbortError') throw error;
     } finally {
       clearTimeout(idle);
     }
