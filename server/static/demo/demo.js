@@ -57,6 +57,7 @@ pushButton.addEventListener('click', async () => {
 });
 
 inbox.addEventListener('herald-state', (event) => {
+  if (event.detail === 'open') showError(null);
   state.textContent = { connecting: 'Connecting…', open: 'Live', reconnecting: 'Reconnecting…', closed: 'Not connected' }[event.detail] ?? event.detail;
   addLog(`stream ${event.detail}`);
 });

@@ -58,7 +58,7 @@ button:focus-visible, input:focus-visible { outline: none; box-shadow: var(--_fo
 :host([placement="left"]) .panel { right: auto; left: 0; }
 .header { display: flex; align-items: center; gap: 8px; padding: 10px 12px; border-bottom: 1px solid var(--_border); }
 .header h2 { flex: 1; margin: 0; font-size: 1em; font-weight: 650; }
-.link { border: 0; background: none; padding: 4px 6px; border-radius: 6px; color: var(--_accent); font-size: 0.9em; }
+.link { border: 0; background: none; padding: 4px 6px; border-radius: 6px; color: var(--_accent); font-size: 0.9em; white-space: nowrap; }
 .link:hover { background: var(--_hover-bg); }
 .link[disabled] { color: var(--_muted); cursor: default; }
 .body { overflow-y: auto; flex: 1; }
@@ -99,7 +99,7 @@ const TEMPLATE = `
   <div class="header">
     <h2 id="heading" tabindex="-1"></h2>
     <button class="link" type="button" data-action="read-all">Mark all read</button>
-    <button class="link" type="button" data-action="prefs" aria-pressed="false" aria-controls="prefs">Preferences</button>
+    <button class="link" type="button" data-action="prefs" aria-controls="prefs">Preferences</button>
   </div>
   <div class="body">
     <section data-view="list">
@@ -493,8 +493,12 @@ export class HeraldInboxElement extends HTMLElement {
     this.#view = view;
     this.#els.listView.hidden = view !== 'list';
     this.#els.prefsView.hidden = view !== 'prefs';
-    this.#els.prefsToggle.setAttribute('aria-pressed', String(view === 'prefs'));
-    this.#els.prefsToggle.textContent = view === 'prefs' ? 'Back to notifications' : 'Preferences';
+    // A plain button whose label names where it leads (not a toggle: its label changes).
+    this.#els.prefsToggle.textContent = view === 'prefs' ? 'Back' : 'Preferences';
+    if (view === 'prefs') this.#els.prefsToggle.setAttribute('aria-label', 'Back to notifications');
+    else this.#els.prefsToggle.removeAttribute('aria-label');
+    this.#els.readAll.hidden = view === 'prefs';
+    this.#els.heading.textContent = view === 'prefs' ? 'Preferences' : this.getAttribute('label') || 'Notifications';
     if (view === 'prefs') {
       await this.#loadPreferences();
       if (focus) (this.#els.prefsTable.querySelector('input') ?? this.#els.heading).focus();
