@@ -209,8 +209,9 @@ export class HeraldClient {
           this.#token = issued.token;
           this.#contactId = issued.contactId;
           this.#expiresAt = now + issued.expiresIn * 1000;
-          // Renew shortly before expiry: 10% of the lifetime, between 5 s and 60 s.
-          this.#refreshMarginMs = Math.min(60_000, Math.max(5_000, issued.expiresIn * 100));
+          // Renew shortly before expiry: 10% of the lifetime, between 5 s and 60 s, and never more
+          // than half of it (short-lived tokens are still used).
+          this.#refreshMarginMs = Math.min(60_000, Math.max(5_000, issued.expiresIn * 100), issued.expiresIn * 500);
           return issued.token;
         } finally {
           this.#pendingToken = null;
