@@ -339,6 +339,17 @@ export class HeraldInboxElement extends HTMLElement {
   #setUnread(unread) {
     if (typeof unread !== 'number') return;
     this.#unread = unread;
+    if (unread === 0) {
+      // Nothing unread on the server (e.g. "mark all read" in another tab): the loaded items agree.
+      let changed = false;
+      for (const item of this.#items.values()) {
+        if (!item.read_at && !item.archived_at) {
+          item.read_at = new Date().toISOString();
+          changed = true;
+        }
+      }
+      if (changed) this.#renderList();
+    }
     this.#renderBadge();
     this.#emit('herald-counts', { unread });
   }

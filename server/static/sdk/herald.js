@@ -311,8 +311,12 @@ export class HeraldStream {
 
   start() {
     if (this.#state !== 'idle') return;
+    // Back online: reconnect now instead of waiting out the backoff.
+    if (typeof window !== 'undefined') window.addEventListener('online', this.#onOnline);
     void this.#run();
   }
+
+  #onOnline = () => this.reconnect();
 
   /** Drops the current connection and reconnects at once (e.g. after the page comes back online). */
   reconnect() {
@@ -326,6 +330,7 @@ export class HeraldStream {
     if (this.#closed) return;
     this.#closed = true;
     clearTimeout(this.#countsTimer);
+    if (typeof window !== 'undefined') window.removeEventListener('online', this.#onOnline);
     if (this.#abort) this.#abort.abort();
     if (this.#wake) this.#wake();
     this.#setState('closed');
