@@ -7,6 +7,9 @@ import { queryOne } from '../db/sql.ts';
 
 export const STREAM_CHANNEL = 'herald_stream';
 
+/** Advisory-lock namespace of stream appends ('HSTR'); the second key is the contact. */
+const STREAM_LOCK_NAMESPACE = 0x48535452;
+
 export type StreamEventKind = 'notification' | 'updated' | 'counts';
 
 /** The NOTIFY payload: small (PostgreSQL caps it at 8000 bytes); listeners load the row by id. */
@@ -20,6 +23,10 @@ export async function appendStreamEvent(
   em: EntityManager,
   event: { tenantId: string; contactId: string; kind: StreamEventKind; payload: Record<string, unknown> },
 ): Promise<string> {
+  // Serialise appends per contact until commit, so a contact's ids become visible in increasing order:
+  // a listener that re-reads "id > last seen" (live or after Last-Event-ID) can never skip a row
+  // that committed late with a smaller id. Two-key form, in Herald's own lock namespace.
+  await queryOne(em, `SELECT pg_advisory_xact_lock(${STREAM_LOCK_NAMESPACE}, hashtext($1::text))`, [event.contactId]);
   const row = await queryOne<{ id: string }>(
     em,
     `WITH inserted AS (
