@@ -176,7 +176,7 @@ export class StreamHub {
         for (;;) {
           const rows = await query<StreamMessage>(
             em,
-            `SELECT id::text AS id, kind, payload FROM stream_events WHERE contact_id = $1 AND id > $2 ORDER BY id LIMIT ${PAGE}`,
+            `SELECT id::text AS id, kind, payload FROM stream_events WHERE contact_id = $1 AND id > $2 ORDER BY stream_events.id LIMIT ${PAGE}`,
             [contactId, after.toString()],
           );
           for (const row of rows) {
