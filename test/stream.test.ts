@@ -277,6 +277,24 @@ describe('across processes', () => {
   });
 });
 
+describe('stream log retention', () => {
+  it('a daily pg-boss schedule prunes stream events older than 7 days', async () => {
+    const { query } = await import('../server/db/sql.ts');
+    const { pruneStreamEvents, streamPrune } = await import('../server/jobs/stream-prune.ts');
+    const em = app.runtime.orm.em.fork();
+    const schedules = await query<{ name: string; cron: string }>(em, `SELECT name, cron FROM pgboss.schedule WHERE name = $1`, [streamPrune.name]);
+    expect(schedules).toEqual([{ name: 'stream-events-prune', cron: streamPrune.schedule }]);
+    const id = await acme.contact('retention-1');
+    await deliverInboxItem(app, acme.tenantId, id, { title: 'old' });
+    await query(em, `UPDATE stream_events SET created_at = now() - interval '8 days' WHERE contact_id = $1`, [id]);
+    await deliverInboxItem(app, acme.tenantId, id, { title: 'recent' });
+    expect(await pruneStreamEvents(em, 7)).toBeGreaterThanOrEqual(2);
+    const left = await query<{ kind: string; payload: { title?: string } }>(em, `SELECT kind, payload FROM stream_events WHERE contact_id = $1 ORDER BY id`, [id]);
+    expect(left.map((r) => r.kind)).toEqual(['notification', 'counts']);
+    expect(left[0]!.payload.title).toBe('recent');
+  });
+});
+
 async function expectEventually(check: () => boolean, timeoutMs = 3000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
