@@ -200,6 +200,18 @@ describe('GET /v1/contacts/{id}/stream', () => {
     }
   });
 
+  it('clamps a Last-Event-ID beyond the last id ever written (a restored database), so new events still arrive', async () => {
+    const id = await acme.contact('replay-3');
+    const client = await StreamClient.open(streamUrl(app.url, id), acme.tokenFor(id), '999999999999');
+    try {
+      await client.until((c) => c.events.length >= 1);
+      const item = await deliverInboxItem(app, acme.tenantId, id);
+      await client.until((c) => c.ofKind('notification').some((e) => e.data.id === item.id));
+    } finally {
+      await client.close();
+    }
+  });
+
   it('sends a comment heartbeat at the configured interval', async () => {
     const id = await acme.contact('heartbeat-1');
     const client = await StreamClient.open(streamUrl(app.url, id), acme.tokenFor(id));

@@ -4,7 +4,7 @@ import { email, FreeFormObject, isoDateTime } from './common.ts';
 import { isUuid } from '../ids.ts';
 
 /** A service-assigned id in a path (UUID); anything else is a 422 on the path. */
-export const uuidParam = z.string().refine(isUuid, 'must be a UUID');
+export const uuidParam = z.string().refine(isUuid, 'must be a UUID').meta({ format: 'uuid' });
 
 export const ContactIdParams = z.object({ id: uuidParam });
 

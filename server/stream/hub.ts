@@ -167,6 +167,12 @@ export class StreamHub {
           const end = await queryOne<{ id: string | null }>(em, `SELECT max(id)::text AS id FROM stream_events WHERE contact_id = $1`, [contactId]);
           for (const s of starting) if (s.pending!.from === null) s.pending!.from = BigInt(end?.id ?? '0');
         }
+        if (starting.some((s) => s.pending!.from !== null)) {
+          // A Last-Event-ID beyond the sequence (a restored database) would hide new events: clamp it.
+          const seq = await queryOne<{ last: string }>(em, `SELECT (CASE WHEN is_called THEN last_value ELSE last_value - 1 END)::text AS last FROM stream_events_id_seq`);
+          const last = BigInt(seq?.last ?? '0');
+          for (const s of starting) if (s.pending!.from! > last) s.pending!.from = last;
+        }
         for (const s of starting) {
           s.lastId = s.pending!.from!;
           s.pending = null;
