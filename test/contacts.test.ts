@@ -63,6 +63,11 @@ describe('POST /v1/contacts', () => {
     expect(json.status).toBe(422);
   });
 
+  it('answers 403 for a console admin: writes take a service key', async () => {
+    const res = await create({ external_id: 'console-1' }, acme.ownerToken);
+    expect(res.status).toBe(403);
+  });
+
   it('answers 401 without a credential and with a revoked-looking key', async () => {
     expect((await app.request('POST', '/v1/contacts', { body: { external_id: 'x' } })).status).toBe(401);
     const res = await create({ external_id: 'x' }, 'sk_not_a_real_key');
@@ -105,6 +110,13 @@ describe('GET /v1/contacts?external_id=', () => {
     const res = await app.request('GET', '/v1/contacts?external_id=find-me', { token: acme.serviceKey });
     expect(res.status).toBe(200);
     expect(res.body.id).toBe(created.body.id);
+  });
+
+  it("is readable by a console admin of the tenant, and not of another tenant's", async () => {
+    const created = await create({ external_id: 'console-read' });
+    expect((await app.request('GET', '/v1/contacts?external_id=console-read', { token: acme.ownerToken })).body.id).toBe(created.body.id);
+    expect((await app.request('GET', `/v1/contacts/${created.body.id}`, { token: acme.ownerToken })).status).toBe(200);
+    expect((await app.request('GET', `/v1/contacts/${created.body.id}`, { token: globex.ownerToken })).status).toBe(404);
   });
 
   it('answers 404 when none (also for an external_id of another tenant)', async () => {

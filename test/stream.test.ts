@@ -238,6 +238,25 @@ describe('GET /v1/contacts/{id}/stream', () => {
     }
   });
 
+  it('caps open streams per contact (429 with Retry-After), freeing a slot when one closes', async () => {
+    const id = await acme.contact('many-tabs');
+    const token = acme.tokenFor(id);
+    const clients: StreamClient[] = [];
+    try {
+      for (let i = 0; i < 16; i++) clients.push(await StreamClient.open(streamUrl(app.url, id), token));
+      expect(clients.every((c) => c.status === 200)).toBe(true);
+      const refused = await app.request('GET', `/v1/contacts/${id}/stream`, { token });
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('retry-after')).toBe('30');
+      await clients.pop()!.close();
+      await expectEventually(() => app.runtime.streamHub!.streamsOf(id) === 15);
+      clients.push(await StreamClient.open(streamUrl(app.url, id), token));
+      expect(clients.at(-1)!.status).toBe(200);
+    } finally {
+      await Promise.all(clients.map((c) => c.close()));
+    }
+  });
+
   it('ends the stream when the contact token expires', async () => {
     const id = await acme.contact('expiry-1');
     const client = await StreamClient.open(streamUrl(app.url, id), acme.tokenFor(id, 1));

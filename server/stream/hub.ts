@@ -40,6 +40,8 @@ interface ContactStreams {
 }
 
 const PAGE = 500;
+/** Open streams per contact on one process: enough for many tabs and devices, not for a flood. */
+export const MAX_STREAMS_PER_CONTACT = 16;
 const MAX_BACKOFF_MS = 10_000;
 
 export class StreamHub {
@@ -63,6 +65,11 @@ export class StreamHub {
     let n = 0;
     for (const c of this.#contacts.values()) n += c.subscriptions.size;
     return n;
+  }
+
+  /** Open streams of one contact on this process. */
+  streamsOf(contactId: string): number {
+    return this.#contacts.get(contactId)?.subscriptions.size ?? 0;
   }
 
   /** false once streams were closed for shutdown: new streams are refused. */

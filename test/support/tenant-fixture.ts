@@ -15,6 +15,8 @@ import type { InboxItemResponse } from '../../server/schemas/inbox.ts';
 export interface TenantFixture {
   tenantId: string;
   serviceKey: string;
+  /** A console access token of the tenant's owner. */
+  ownerToken: string;
   /** Mints a contact token directly (no rate limit charged). */
   tokenFor(contactId: string, ttlSeconds?: number): string;
   /** Creates a contact row; returns its id. */
@@ -35,6 +37,7 @@ export async function createTenantFixture(app: TestApp, name = 'Acme'): Promise<
   return {
     tenantId: tenant.id,
     serviceKey,
+    ownerToken: app.runtime.tokens.sign('access', user.id, tenant.id, 3600, app.runtime.clock.now()),
     tokenFor: (contactId, ttlSeconds = 3600) => app.runtime.tokens.sign('contact', contactId, tenant.id, ttlSeconds, app.runtime.clock.now()),
     contact: async (externalId, fields = {}) => {
       const row = await queryOne<{ id: string }>(
