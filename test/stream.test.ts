@@ -229,7 +229,13 @@ describe('GET /v1/contacts/{id}/stream', () => {
     const client = await StreamClient.open(streamUrl(app.url, id), acme.tokenFor(id));
     try {
       await client.until((c) => c.events.length >= 1);
-      app.runtime.streamHub!.simulateConnectionLoss();
+      // Kill the hub's LISTEN session on the server side, as a failover or network cut would.
+      const { query } = await import('../server/db/sql.ts');
+      const killed = await query(
+        app.runtime.orm.em.fork(),
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'herald-stream' AND datname = current_database()`,
+      );
+      expect(killed).toHaveLength(1);
       const item = await deliverInboxItem(app, acme.tenantId, id, { title: 'during the outage' });
       await client.until((c) => c.ofKind('notification').some((e) => e.data.id === item.id), 10_000);
       expect(app.logs.some((l) => l.includes('stream listener reconnected'))).toBe(true);
@@ -305,6 +311,41 @@ describe('across processes', () => {
       await onSecond.close();
       await second.close().catch(() => undefined);
     }
+  });
+});
+
+describe('stream log appends', () => {
+  it("serialise per contact until commit, so a contact's ids become visible in increasing order", async () => {
+    const { appendStreamEvent } = await import('../server/stream/events.ts');
+    const id = await acme.contact('ordering-1');
+    const other = await acme.contact('ordering-2');
+    let releaseA!: () => void;
+    const aMayCommit = new Promise<void>((r) => (releaseA = r));
+    let aAppended!: () => void;
+    const aHasAppended = new Promise<void>((r) => (aAppended = r));
+    let released = false;
+    const a = app.runtime.orm.em.fork().transactional(async (tx) => {
+      const appended = await appendStreamEvent(tx, { tenantId: acme.tenantId, contactId: id, kind: 'counts', payload: { n: 'a' } });
+      aAppended();
+      await aMayCommit;
+      return appended;
+    });
+    await aHasAppended;
+    // Another contact is not held up.
+    await app.runtime.orm.em.fork().transactional((tx) => appendStreamEvent(tx, { tenantId: acme.tenantId, contactId: other, kind: 'counts', payload: {} }));
+    let bAppendedWhileAOpen = false;
+    const b = app.runtime.orm.em.fork().transactional(async (tx) => {
+      const appended = await appendStreamEvent(tx, { tenantId: acme.tenantId, contactId: id, kind: 'counts', payload: { n: 'b' } });
+      bAppendedWhileAOpen = !released;
+      return appended;
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    released = true;
+    releaseA();
+    const [idA, idB] = await Promise.all([a, b]);
+    // B waited for A's commit before drawing its id.
+    expect(bAppendedWhileAOpen).toBe(false);
+    expect(BigInt(idB) > BigInt(idA)).toBe(true);
   });
 });
 

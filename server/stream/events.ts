@@ -25,14 +25,16 @@ export async function appendStreamEvent(
 ): Promise<string> {
   // Serialise appends per contact until commit, so a contact's ids become visible in increasing order:
   // a listener that re-reads "id > last seen" (live or after Last-Event-ID) can never skip a row
-  // that committed late with a smaller id. Two-key form, in Herald's own lock namespace.
-  await queryOne(em, `SELECT pg_advisory_xact_lock(${STREAM_LOCK_NAMESPACE}, hashtext($1::text))`, [event.contactId]);
+  // that committed late with a smaller id. The INSERT reads its row from the lock CTE, so the lock is
+  // taken before the id is drawn, in the same round trip. Two-key form, in Herald's own namespace.
   const row = await queryOne<{ id: string }>(
     em,
-    `WITH inserted AS (
-       INSERT INTO stream_events (tenant_id, contact_id, kind, payload) VALUES ($1, $2, $3, $4) RETURNING id
+    `WITH locked AS (
+       SELECT pg_advisory_xact_lock(${STREAM_LOCK_NAMESPACE}, hashtext($2::uuid::text))
+     ), inserted AS (
+       INSERT INTO stream_events (tenant_id, contact_id, kind, payload) SELECT $1::uuid, $2::uuid, $3::text, $4::jsonb FROM locked RETURNING id
      )
-     SELECT id::text AS id, pg_notify($5, json_build_object('id', id::text, 'contact_id', $2::text)::text) FROM inserted`,
+     SELECT id::text AS id, pg_notify($5, json_build_object('id', id::text, 'contact_id', $2::uuid::text)::text) FROM inserted`,
     [event.tenantId, event.contactId, event.kind, JSON.stringify(event.payload), STREAM_CHANNEL],
   );
   return row!.id;

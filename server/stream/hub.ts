@@ -125,12 +125,6 @@ export class StreamHub {
     this.#reconnectTimer.unref();
   }
 
-  /** For tests: drops the LISTEN connection as a network failure would. */
-  simulateConnectionLoss(): void {
-    const client = this.#client;
-    if (client) client.emit('error', new Error('simulated connection loss'));
-  }
-
   /**
    * Registers an open stream. With `lastEventId` it first replays what followed that id; without it,
    * it starts at the current end. Either way it then receives a 'counts' event, then live events.
