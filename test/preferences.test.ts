@@ -39,9 +39,11 @@ describe('GET /v1/contacts/{id}/preferences', () => {
     expect(entry(list, 'security_alert', 'web_push')).toMatchObject({ enabled: true, opt_out: false });
   });
 
-  it('is readable with a service key too', async () => {
+  it('is readable with a service key and a console admin of the tenant too', async () => {
     const id = await acme.contact('pref-2');
     expect((await app.request('GET', `/v1/contacts/${id}/preferences`, { token: acme.serviceKey })).status).toBe(200);
+    expect((await app.request('GET', `/v1/contacts/${id}/preferences`, { token: acme.ownerToken })).status).toBe(200);
+    expect((await app.request('GET', `/v1/contacts/${id}/preferences`, { token: globex.ownerToken })).status).toBe(404);
   });
 
   it("answers 404 for another contact's token and across tenants, 422 for a bad id, 401 without credential", async () => {
