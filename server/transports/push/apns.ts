@@ -126,7 +126,7 @@ export async function sendApns(runtime: Runtime, creds: ApnsCredentials, token: 
       return { status: 'failed', error: `APNs unreachable: ${(error as Error).message}`, retryable: true };
     }
     if (answer.status === 200) return { status: 'sent', providerMessageId: answer.apnsId };
-    let reason = '';
+    let reason: string;
     try {
       reason = String((JSON.parse(answer.text) as { reason?: string }).reason ?? '');
     } catch {
