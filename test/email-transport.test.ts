@@ -34,8 +34,9 @@ beforeAll(async () => {
   b = await seedTenant(app.runtime, 'Globex');
 });
 afterAll(async () => {
-  await smtp?.close();
+  // The app first: its pooled SMTP connections must close before the server can.
   await app?.close();
+  await smtp?.close();
 });
 
 describe('PUT /v1/email-transport', () => {
