@@ -65,9 +65,10 @@ function open(key: Buffer, sealed: string, aad: string): Buffer {
 export class KeyRing {
   #keys: Map<string, Buffer>;
   #activeKeyId: string;
-  // Where the ring came from when it is a key file: a running server re-reads it when it meets a key id
-  // it does not know (`herald keys rotate` ran in another process) or when the file changed on disk
-  // before encrypting, so it encrypts under the new active key. Null for HERALD_ENCRYPTION_KEYS.
+  // Where the ring came from when it is a key file. A running server re-reads it when the file changed
+  // on disk (one stat per encrypt/decrypt: it then encrypts under a key rotated in by another process,
+  // and a retired key stops working everywhere) and, once, when it meets a key id it does not know.
+  // Null for HERALD_ENCRYPTION_KEYS.
   readonly #dataDir: string | null;
   #fileStamp: string | null = null;
   readonly #triedReloadFor = new Set<string>();
@@ -133,6 +134,7 @@ export class KeyRing {
   }
 
   decrypt(envelope: string, aad: string): string {
+    this.#refreshIfChanged();
     const { keyId, wrapped, body } = parseEnvelope(envelope);
     const dataKey = open(this.#ringKey(keyId), wrapped, aad);
     return open(dataKey, body, aad).toString('utf8');

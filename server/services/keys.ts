@@ -149,6 +149,9 @@ async function rewrapColumn(em: EntityManager, keyRing: KeyRing, col: EncryptedC
   }
 }
 
+/** Install secrets Herald cannot start without (server/auth/tokens.ts signs every token with this one). */
+const ESSENTIAL_INSTALL_SECRETS = ['token_signing_key'];
+
 export interface RotateResult extends RewrapReport {
   activeKeyId: string;
   added: boolean;
@@ -188,6 +191,20 @@ export async function retireKey(em: EntityManager, keyRing: KeyRing, dataDir: st
       'conflict',
       `Key ${keyId} still protects ${inUse} secret(s): run 'herald keys rotate --resume' to re-wrap them, or pass --force to make them unreadable`,
     );
+  }
+  if (inUse > 0) {
+    const essential = await query<{ name: string }>(
+      em,
+      `SELECT name FROM install_secrets WHERE name = ANY($1) AND split_part(ciphertext, '.', 2) = $2`,
+      [ESSENTIAL_INSTALL_SECRETS, keyId],
+    );
+    if (essential.length > 0) {
+      // Even --force must not orphan these: no Herald process could start any more.
+      throw new AppError(
+        'conflict',
+        `Key ${keyId} still protects ${essential.map((e) => e.name).join(', ')}, without which Herald cannot start: run 'herald keys rotate --resume' first`,
+      );
+    }
   }
   const keys = { ...file.keys };
   delete keys[keyId];
