@@ -110,7 +110,7 @@ describe('rotation end to end, while the server runs', () => {
   beforeAll(async () => {
     smtp = await startSmtpPeer({ auth: { user: 'u', pass: SMTP_PASS } });
     expo = await startExpoPeer({ accessToken: EXPO_TOKEN });
-    app = await startTestApp({ keyFile: { active: 'k1', keys: { k1: generateKey() } }, config: { providers: { expoUrl: expo.url } as never } });
+    app = await startTestApp({ keyFile: { active: 'k1', keys: { k1: generateKey() } }, config: { providers: { expoUrl: expo.url } } });
     t = await seedTenant(app.runtime, 'Rotate');
     const put = (path: string, body: unknown) => app.request('PUT', path, { token: t.serviceKey, body });
     expect((await put('/v1/email-transport', { host: '127.0.0.1', port: smtp.port, username: 'u', password: SMTP_PASS, from_email: 'n@rotate.test' })).status).toBe(200);

@@ -18,7 +18,7 @@ let b: SeededTenant;
 
 beforeAll(async () => {
   service = await startWebPushService();
-  app = await startTestApp({ config: { providers: { caFile: testCertificate().caFile } as never } });
+  app = await startTestApp({ config: { providers: { caFile: testCertificate().caFile } } });
   a = await seedTenant(app.runtime, 'Acme');
   b = await seedTenant(app.runtime, 'Globex');
 });

@@ -1,7 +1,7 @@
 // An HTTP/2 TLS server speaking the APNs provider API: POST /3/device/<token> with a bearer ES256 JWT.
 // It verifies the JWT against the public key of the team's .p8 key (kid, iss, iat), the apns-topic and
 // push type, and answers like Apple: 200 with apns-id, 410 Unregistered, 400 BadDeviceToken, 403 for a bad token.
-import { createSecureServer, constants, type Http2SecureServer } from 'node:http2';
+import { createSecureServer, constants, type Http2SecureServer, type ServerHttp2Session } from 'node:http2';
 import { createPublicKey, randomUUID, verify, type KeyObject } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { testCertificate } from './tls.ts';
@@ -67,7 +67,7 @@ export async function startApnsPeer(options: { privateKeyPem: string; teamId: st
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   peer.url = `https://localhost:${(server.address() as AddressInfo).port}`;
-  const sessions = new Set<import('node:http2').ServerHttp2Session>();
+  const sessions = new Set<ServerHttp2Session>();
   server.on('session', (s) => {
     sessions.add(s);
     s.on('close', () => sessions.delete(s));

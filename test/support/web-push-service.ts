@@ -40,8 +40,8 @@ export async function startWebPushService(): Promise<WebPushService> {
   const log = console.log;
   console.log = () => undefined; // the package announces itself on stdout
   service.startServer();
-  console.log = log;
   await new Promise<void>((resolve) => (service._server.listening ? resolve() : service._server.once('listening', resolve)));
+  console.log = log;
   const backend = `http://localhost:${port}`;
 
   // TLS front: forwards every request to the service unchanged.
