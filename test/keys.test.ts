@@ -45,7 +45,11 @@ describe('KeyRing', () => {
     const ring = loadKeyRing({ dataDir: dir });
     expect(envelopeKeyId(ring.encrypt('a', 'b'))).toBe('k1');
     writeKeyFile(dir, { active: 'k9', keys: { ...readKeyFile(dir)!.keys, k9: generateKey() } });
-    expect(envelopeKeyId(ring.encrypt('a', 'b'))).toBe('k9');
+    const sealed = ring.encrypt('a', 'b');
+    expect(envelopeKeyId(sealed)).toBe('k9');
+    // A key file edited into an invalid state does not break the keys already in memory.
+    writeKeyFile(dir, { active: 'missing', keys: {} });
+    expect(ring.decrypt(sealed, 'b')).toBe('a');
   });
 
   it('binds the row; rewrap moves the data key to the active key without touching the body', () => {

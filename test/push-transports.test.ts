@@ -101,6 +101,7 @@ describe('PUT /v1/push-transport/{provider}', () => {
       ['apns', { ...apnsSettings, private_key: fcmKey }, ['body', 'private_key']],
       ['fcm', { service_account: { ...serviceAccount, private_key: apnsKey } }, ['body', 'service_account', 'private_key']],
       ['fcm', {}, ['body', 'service_account']],
+      ['fcm', { service_account: { ...serviceAccount, token_uri: 'https://169.254.169.254/token' } }, ['body', 'service_account', 'token_uri']],
       ['webpush', { subject: 'ftp://acme.test' }, ['body', 'subject']],
       ['webpush', { subject: 'mailto:ops@acme.test', public_key: 'B'.repeat(87) }, ['body', 'private_key']],
     ];

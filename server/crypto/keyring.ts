@@ -113,7 +113,16 @@ export class KeyRing {
   }
 
   #refreshIfChanged(): void {
-    if (this.#dataDir && stampOf(this.#dataDir) !== this.#fileStamp) this.reload();
+    if (!this.#dataDir) return;
+    const stamp = stampOf(this.#dataDir);
+    if (stamp === this.#fileStamp) return;
+    try {
+      this.reload();
+    } catch {
+      // A key file edited into an invalid state must not break every secret: keep the keys in
+      // memory until the file changes again (herald status reports the broken file).
+      this.#fileStamp = stamp;
+    }
   }
 
   keyIds(): string[] {

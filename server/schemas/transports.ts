@@ -59,7 +59,9 @@ export const FcmServiceAccount = z.looseObject({
   client_email: z.string().min(3).max(320),
   private_key: z.string().min(1).max(10_000).describe('write-only'),
   private_key_id: z.string().max(200).optional(),
-  token_uri: z.url().optional(),
+  // Only Google's own token endpoints: a tenant-supplied URL would make Herald post to any host.
+  // An install points FCM elsewhere with config.providers.fcmTokenUrl instead.
+  token_uri: z.url({ protocol: /^https$/, hostname: /^([a-z0-9-]+\.)*googleapis\.com$/, error: 'must be a googleapis.com token endpoint' }).optional(),
 });
 
 export const FcmSettings = z.object({ service_account: FcmServiceAccount }).meta({ id: 'FcmTransportSettings' });
