@@ -11,6 +11,7 @@ import { startExpoPeer, type ExpoPeer } from './support/expo-peer.ts';
 import { testCertificate } from './support/tls.ts';
 import { sendPush } from '../server/transports/push/index.ts';
 import { queryOne } from '../server/db/sql.ts';
+import { ManualClock } from '../server/clock.ts';
 
 const apnsKey = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
 const fcmKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
@@ -32,12 +33,14 @@ let fcm: FcmPeer;
 let expo: ExpoPeer;
 let a: SeededTenant;
 let b: SeededTenant;
+const clock = new ManualClock();
 
 beforeAll(async () => {
   apns = await startApnsPeer({ privateKeyPem: apnsKey, teamId: apnsSettings.team_id, keyId: apnsSettings.key_id, bundleId: apnsSettings.bundle_id });
   fcm = await startFcmPeer({ privateKeyPem: fcmKey, clientEmail: serviceAccount.client_email, projectId: serviceAccount.project_id });
   expo = await startExpoPeer({ accessToken: EXPO_TOKEN });
   app = await startTestApp({
+    clock,
     config: {
       providers: {
         apnsSandboxUrl: apns.url,
@@ -218,6 +221,24 @@ describe('sendPush', () => {
     expect(await sendPush(app.runtime, em, a.tenantId, { provider: 'apns', token: gone }, message)).toEqual({ status: 'dead', error: 'APNs 410 Unregistered' });
     expect(await sendPush(app.runtime, em, a.tenantId, { provider: 'fcm', token: 'fcm-dead' }, message)).toMatchObject({ status: 'dead' });
     expect(await sendPush(app.runtime, em, a.tenantId, { provider: 'expo', token: 'ExponentPushToken[dead]' }, message)).toMatchObject({ status: 'dead' });
+  });
+
+  it('reuses the APNs JWT and the FCM access token until shortly before they expire', async () => {
+    const em = app.runtime.orm.em.fork();
+    const send = (provider: 'apns' | 'fcm', token: string) => sendPush(app.runtime, em, a.tenantId, { provider, token }, message);
+    await send('apns', deviceToken);
+    const jwt = apns.received.at(-1)!.jwt;
+    await send('apns', deviceToken);
+    expect(apns.received.at(-1)!.jwt).toBe(jwt);
+    await send('fcm', 'fcm-cache-1');
+    const exchanges = fcm.tokenExchanges;
+    // 59 minutes later: Apple wants a JWT younger than an hour, Google's token (3599 s) is about to expire.
+    clock.advance(59 * 60 * 1000);
+    await send('apns', deviceToken);
+    expect(apns.received.at(-1)!.jwt).not.toBe(jwt);
+    expect(JSON.parse(Buffer.from(apns.received.at(-1)!.jwt.split('.')[1]!, 'base64url').toString()).iat).toBe(Math.floor(clock.now() / 1000));
+    expect((await send('fcm', 'fcm-cache-2')).status).toBe('sent');
+    expect(fcm.tokenExchanges).toBe(exchanges + 1);
   });
 
   it('skips with no_transport for a provider the tenant has not configured', async () => {
