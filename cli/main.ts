@@ -7,6 +7,8 @@ import { registerStart } from './start.ts';
 import { registerMigrate } from './migrate.ts';
 import { registerStatus } from './status.ts';
 import { registerContacts } from './contacts.ts';
+import { registerKeys } from './keys.ts';
+import { registerTransports } from './transports.ts';
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -28,6 +30,8 @@ Examples:
   registerMigrate(program);
   registerStatus(program);
   registerContacts(program);
+  registerKeys(program);
+  registerTransports(program);
   // Every command (and sub-command) reports usage errors with exit code 2 instead of exiting itself.
   const override = (command: Command) => {
     command.exitOverride();

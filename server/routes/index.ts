@@ -7,6 +7,9 @@ import * as preferences from './preferences.ts';
 import * as pushSubscriptions from './push-subscriptions.ts';
 import * as inbox from './inbox.ts';
 import * as stream from './stream.ts';
+import * as emailTransport from './email-transport.ts';
+import * as pushTransports from './push-transports.ts';
+import * as webPush from './web-push.ts';
 
 export const routes: RouteDefinition<any, any, any>[] = [
   // system (no credential)
@@ -34,4 +37,14 @@ export const routes: RouteDefinition<any, any, any>[] = [
   inbox.update,
   inbox.readAll,
   stream.open,
+  // transports (management) and the web-push public key (any credential of the tenant)
+  emailTransport.getEmailTransportRoute,
+  emailTransport.putEmailTransportRoute,
+  emailTransport.deleteEmailTransportRoute,
+  emailTransport.testEmailTransportRoute,
+  pushTransports.listPushTransportsRoute,
+  pushTransports.putPushTransportRoute,
+  pushTransports.deletePushTransportRoute,
+  pushTransports.testPushTransportRoute,
+  webPush.webPushPublicKeyRoute,
 ];
