@@ -1,5 +1,10 @@
 // Every background job of Herald, in one list. The runtime creates their queues on start and, in
 // processes with the worker role, runs their handlers.
 import type { JobDefinition } from './types.ts';
+import { systemEmailJob } from './system-email.ts';
+import { dataRequestJob } from './data-request.ts';
 
-export const jobs: JobDefinition<any>[] = [];
+export const jobs: JobDefinition<any>[] = [
+  systemEmailJob,
+  dataRequestJob,
+];

@@ -2,10 +2,45 @@
 // route module's definition. Handlers stay thin (validate -> service -> response).
 import type { RouteDefinition } from '../http/route.ts';
 import * as system from './system.ts';
+import * as auth from './auth.ts';
+import * as tenants from './tenants.ts';
+import * as members from './members.ts';
+import * as invitations from './invitations.ts';
+import * as dataRequests from './data-requests.ts';
 
 export const routes: RouteDefinition<any, any, any>[] = [
   // system (no credential)
   system.healthz,
   system.readyz,
   system.openapi,
+  // sign-up, sign-in and recovery (no credential)
+  auth.register,
+  auth.login,
+  auth.verifyEmail,
+  auth.resendVerification,
+  auth.requestPasswordReset,
+  auth.confirmPasswordReset,
+  auth.passwordResetStatus,
+  // tenants and sessions (console user; owner-only actions judged by membership in the path's tenant)
+  tenants.listTenants,
+  tenants.createTenant,
+  tenants.renameTenant,
+  tenants.archiveTenant,
+  tenants.unarchiveTenant,
+  tenants.switchSession,
+  // members (console user, admin or higher)
+  members.listMembers,
+  members.changeMemberRole,
+  members.removeMember,
+  // invitations (console user, admin or higher) and invitation links
+  invitations.inviteMember,
+  invitations.listInvitations,
+  invitations.revokeInvitation,
+  invitations.previewInvitation,
+  invitations.acceptInvitation,
+  invitations.acceptInvitationExisting,
+  // data requests (console user, owner)
+  dataRequests.fileDataRequest,
+  dataRequests.getDataRequest,
+  dataRequests.downloadDataExport,
 ];
