@@ -78,7 +78,7 @@ describe('POST /v1/auth/verify-email', () => {
     expect(second.status).toBe(422);
     expect(second.body.code).toBe('invalid_link');
     const row = await app.runtime.orm.em.fork().getConnection().execute(`SELECT email_verified_at FROM users WHERE id = ?`, [user.userId]);
-    expect(row[0].email_verified_at).not.toBeNull();
+    expect(row[0]!.email_verified_at).not.toBeNull();
   });
 
   it('answers 422 link_expired once the 48 h lifetime has passed', async () => {
