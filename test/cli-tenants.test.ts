@@ -36,7 +36,8 @@ async function sql<T>(text: string, params: unknown[] = []): Promise<T[]> {
   }
 }
 
-describe('herald users and herald tenants', () => {
+// Each CLI call starts Node and opens the database (~2 s idle, several times that on a loaded machine).
+describe('herald users and herald tenants', { timeout: 180_000 }, () => {
   let tenantId: string;
   const email = 'ops@cli.example.test';
 

@@ -176,3 +176,14 @@ describe('POST /v1/auth/session', () => {
     expect(res.body.code).toBe('wrong_credential_kind');
   });
 });
+
+describe('system emails without an install SMTP', () => {
+  it('logs a warning (never the link) and completes the job', async () => {
+    await signUp(app);
+    for (let i = 0; i < 100 && !app.logs.some((l) => l.includes('system email not sent')); i++) await new Promise((r) => setTimeout(r, 50));
+    const line = app.logs.find((l) => l.includes('system email not sent'));
+    expect(line).toBeDefined();
+    expect(JSON.parse(line!)).toMatchObject({ level: 'warn', kind: 'verify' });
+    expect(line).not.toMatch(/token=|[A-Za-z0-9_-]{43}/);
+  });
+});
