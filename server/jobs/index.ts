@@ -3,8 +3,10 @@
 import type { JobDefinition } from './types.ts';
 import { systemEmailJob } from './system-email.ts';
 import { dataRequestJob } from './data-request.ts';
+import { emailLinkJob } from './email-link.ts';
 
 export const jobs: JobDefinition<any>[] = [
   systemEmailJob,
   dataRequestJob,
+  emailLinkJob,
 ];

@@ -70,9 +70,10 @@ export const resendVerification = defineRoute({
   auth: 'public',
   body: ResendVerificationRequest,
   responses: { 202: FreeFormObject },
+  errors: [503],
   rateLimit: ({ ip }) => [{ policy: RATE_POLICIES.accountRecovery, subject: ip }],
-  handler: async ({ runtime, em, body }) => {
-    await auth.resendVerification(runtime, em, body.email);
+  handler: async ({ runtime, body }) => {
+    await auth.requestEmailLink(runtime, 'verify', body.email);
     return {};
   },
 });
@@ -85,9 +86,10 @@ export const requestPasswordReset = defineRoute({
   auth: 'public',
   body: RequestPasswordResetRequest,
   responses: { 202: FreeFormObject },
+  errors: [503],
   rateLimit: ({ ip }) => [{ policy: RATE_POLICIES.accountRecovery, subject: ip }],
-  handler: async ({ runtime, em, body }) => {
-    await auth.requestPasswordReset(runtime, em, body.email);
+  handler: async ({ runtime, body }) => {
+    await auth.requestEmailLink(runtime, 'reset', body.email);
     return {};
   },
 });

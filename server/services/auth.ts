@@ -1,6 +1,6 @@
 // Sign-up, sign-in and recovery: registration, login (stateless access tokens), email verification and
-// password reset. Anti-enumeration: resend and reset answer the same whatever the address; their mail
-// goes out from a job after the response; a login miss still runs one argon2id verification.
+// password reset. Anti-enumeration: resend and reset only enqueue a job (the lookup and the mail happen
+// after the response, whatever the address); a login miss still runs one argon2id verification.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
@@ -42,7 +42,6 @@ export function issueAccessToken(runtime: Runtime, userId: string, tenantId: str
 }
 
 const nowDate = (runtime: Runtime) => new Date(runtime.clock.now());
-const later = (runtime: Runtime, seconds: number) => new Date(runtime.clock.now() + seconds * 1000);
 
 /**
  * Multi-tenant sign-up: the user (unverified), their tenant, the owner membership (their default), the
@@ -62,13 +61,13 @@ export async function register(runtime: Runtime, em: EntityManager, input: { ema
     );
     if (!user) throw new AppError('email_taken', 'This email address is already registered');
     await createTenant(tx, { name: input.tenantName, ownerUserId: user.id, makeDefault: true });
-    await issueEmailLink(runtime, tx, user, 'verify');
+    await issueEmailLink(runtime, tx, user, 'verify', runtime.clock.now());
     return userResponse(user);
   });
 }
 
 /** Creates a verification or reset link for `user` and enqueues its email in the same transaction. */
-async function issueEmailLink(runtime: Runtime, tx: EntityManager, user: Pick<UserRow, 'id' | 'email'>, purpose: 'verify' | 'reset'): Promise<void> {
+async function issueEmailLink(runtime: Runtime, tx: EntityManager, user: Pick<UserRow, 'id' | 'email'>, purpose: 'verify' | 'reset', nowMs: number): Promise<void> {
   const link = newLinkToken();
   const ttl = purpose === 'verify' ? runtime.config.verificationLinkTtlSeconds : runtime.config.resetLinkTtlSeconds;
   await query(tx, `INSERT INTO email_tokens (id, purpose, token_hash, user_id, expires_at, created_at) VALUES ($1, $2, $3, $4, $5, $6)`, [
@@ -76,8 +75,8 @@ async function issueEmailLink(runtime: Runtime, tx: EntityManager, user: Pick<Us
     purpose,
     link.hash,
     user.id,
-    later(runtime, ttl),
-    nowDate(runtime),
+    new Date(nowMs + ttl * 1000),
+    new Date(nowMs),
   ]);
   await enqueueSystemEmail(runtime, tx, { kind: purpose, to: user.email, token: link.token });
 }
@@ -135,36 +134,50 @@ export async function verifyEmail(runtime: Runtime, em: EntityManager, token: st
 }
 
 /**
+ * Resend-verification and password-reset answer before anything is looked up: the route only enqueues
+ * this request (the same work whether or not the address has an account), and the email-link job
+ * decides, after the response, whether a link is issued. The request time travels with the job, so
+ * the cooldown and the link's lifetime count from the request.
+ */
+export async function requestEmailLink(runtime: Runtime, purpose: 'verify' | 'reset', email: string): Promise<void> {
+  if (!runtime.boss) throw new AppError('service_unavailable', 'The job queue is not running; try again shortly');
+  await runtime.boss.send(EMAIL_LINK_JOB, { purpose, email, requested_at: runtime.clock.now() } satisfies EmailLinkRequest);
+}
+
+export const EMAIL_LINK_JOB = 'email-link-request';
+
+export interface EmailLinkRequest {
+  purpose: 'verify' | 'reset';
+  email: string;
+  /** Milliseconds since the epoch, from the runtime clock at request time. */
+  requested_at: number;
+}
+
+/**
  * True when a link of `purpose` was issued to the user within the cooldown: a re-request then is a
  * silent no-op (the first email is on its way; this stops mail-bombing an address).
  */
-async function inCooldown(runtime: Runtime, tx: EntityManager, userId: string, purpose: 'verify' | 'reset'): Promise<boolean> {
-  const since = new Date(runtime.clock.now() - runtime.config.resetCooldownSeconds * 1000);
+async function inCooldown(runtime: Runtime, tx: EntityManager, userId: string, purpose: 'verify' | 'reset', nowMs: number): Promise<boolean> {
+  const since = new Date(nowMs - runtime.config.resetCooldownSeconds * 1000);
   const row = await queryOne(tx, `SELECT 1 FROM email_tokens WHERE user_id = $1 AND purpose = $2 AND created_at > $3 LIMIT 1`, [userId, purpose, since]);
   return row !== undefined;
 }
 
-/** Always succeeds; mails a new verification link only to an existing, unverified user outside the cooldown. */
-export async function resendVerification(runtime: Runtime, em: EntityManager, email: string): Promise<void> {
-  await em.transactional(async (tx) => {
-    const user = await queryOne<UserRow>(tx, `SELECT id, email, email_verified_at FROM users WHERE lower(email) = lower($1) FOR UPDATE`, [email]);
-    if (!user || user.email_verified_at !== null) return;
-    if (await inCooldown(runtime, tx, user.id, 'verify')) return;
-    await issueEmailLink(runtime, tx, user, 'verify');
-  });
-}
-
 /**
- * Always succeeds; mails a reset link to an existing user outside the cooldown. Earlier unused reset
- * links are retired, so only the newest link in the mailbox works.
+ * The email-link job's decision: a verification link only for an existing, unverified user; a reset
+ * link for any existing user (earlier unused reset links are retired, so only the newest works);
+ * nothing inside the cooldown. A retried job finds the link it already issued and does nothing.
  */
-export async function requestPasswordReset(runtime: Runtime, em: EntityManager, email: string): Promise<void> {
+export async function fulfilEmailLinkRequest(runtime: Runtime, em: EntityManager, request: EmailLinkRequest): Promise<void> {
   await em.transactional(async (tx) => {
-    const user = await queryOne<UserRow>(tx, `SELECT id, email FROM users WHERE lower(email) = lower($1) FOR UPDATE`, [email]);
+    const user = await queryOne<UserRow>(tx, `SELECT id, email, email_verified_at FROM users WHERE lower(email) = lower($1) FOR UPDATE`, [request.email]);
     if (!user) return;
-    if (await inCooldown(runtime, tx, user.id, 'reset')) return;
-    await execute(tx, `UPDATE email_tokens SET consumed_at = $2 WHERE user_id = $1 AND purpose = 'reset' AND consumed_at IS NULL`, [user.id, nowDate(runtime)]);
-    await issueEmailLink(runtime, tx, user, 'reset');
+    if (request.purpose === 'verify' && user.email_verified_at !== null) return;
+    if (await inCooldown(runtime, tx, user.id, request.purpose, request.requested_at)) return;
+    if (request.purpose === 'reset') {
+      await execute(tx, `UPDATE email_tokens SET consumed_at = $2 WHERE user_id = $1 AND purpose = 'reset' AND consumed_at IS NULL`, [user.id, new Date(request.requested_at)]);
+    }
+    await issueEmailLink(runtime, tx, user, request.purpose, request.requested_at);
   });
 }
 

@@ -73,11 +73,11 @@ export function waitForMail(smtp: SmtpPeer, to: string, subject: RegExp, after =
   return smtp.waitFor((m) => m.envelope.to.includes(to) && subject.test(m.parsed.subject ?? '') && smtp.messages.indexOf(m) >= after);
 }
 
-/** Waits until the queue has no pending system-email jobs (so "no mail was sent" can be asserted). */
+/** Waits until the queue has no pending email-link or system-email jobs (so "no mail was sent" can be asserted). */
 export async function drainSystemEmails(app: TestApp): Promise<void> {
   const em = app.runtime.orm.em.fork();
   for (let i = 0; i < 200; i++) {
-    const rows = await query<{ n: number }>(em, `SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'system-email' AND state IN ('created', 'retry', 'active')`);
+    const rows = await query<{ n: number }>(em, `SELECT count(*)::int AS n FROM pgboss.job WHERE name IN ('email-link-request', 'system-email') AND state IN ('created', 'retry', 'active')`);
     if (rows[0]!.n === 0) return;
     await new Promise((r) => setTimeout(r, 50));
   }
