@@ -81,6 +81,13 @@ describe('POST /v1/auth/verify-email', () => {
     expect(row[0]!.email_verified_at).not.toBeNull();
   });
 
+  it('two concurrent uses of one link: exactly one succeeds', async () => {
+    const user = await signUp(app);
+    const token = linkTokenOf(await waitForMail(smtp, user.email, /Confirm your email/));
+    const results = await Promise.all([1, 2, 3].map(() => requestAs(app, 'POST', '/v1/auth/verify-email', { body: { token } })));
+    expect(results.map((r) => r.status).sort()).toEqual([204, 422, 422]);
+  });
+
   it('answers 422 link_expired once the 48 h lifetime has passed', async () => {
     const user = await signUp(app);
     const token = linkTokenOf(await waitForMail(smtp, user.email, /Confirm your email/));

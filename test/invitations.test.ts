@@ -214,6 +214,9 @@ describe('POST /v1/auth/invitations/{token}/accept-existing', () => {
     );
     const again = await app.request('POST', `/v1/auth/invitations/${token}/accept-existing`, { token: known.token });
     expect(again.status).toBe(409);
+    // holding the emailed token proves the mailbox: the (unverified) user is now verified
+    const rows = await query<{ email_verified_at: Date | null }>(app.runtime.orm.em.fork(), `SELECT email_verified_at FROM users WHERE id = $1`, [known.userId]);
+    expect(rows[0]!.email_verified_at).not.toBeNull();
   });
 
   it('answers 403 when signed in as a different address', async () => {
