@@ -9,6 +9,8 @@ import { registerStatus } from './status.ts';
 import { registerContacts } from './contacts.ts';
 import { registerKeys } from './keys.ts';
 import { registerTransports } from './transports.ts';
+import { registerTenants } from './tenants.ts';
+import { registerUsers } from './users.ts';
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -32,6 +34,8 @@ Examples:
   registerContacts(program);
   registerKeys(program);
   registerTransports(program);
+  registerTenants(program);
+  registerUsers(program);
   // Every command (and sub-command) reports usage errors with exit code 2 instead of exiting itself.
   const override = (command: Command) => {
     command.exitOverride();
