@@ -6,6 +6,11 @@ import { registerInit } from './init.ts';
 import { registerStart } from './start.ts';
 import { registerMigrate } from './migrate.ts';
 import { registerStatus } from './status.ts';
+import { registerContacts } from './contacts.ts';
+import { registerKeys } from './keys.ts';
+import { registerTransports } from './transports.ts';
+import { registerTenants } from './tenants.ts';
+import { registerUsers } from './users.ts';
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -26,6 +31,11 @@ Examples:
   registerStart(program);
   registerMigrate(program);
   registerStatus(program);
+  registerContacts(program);
+  registerKeys(program);
+  registerTransports(program);
+  registerTenants(program);
+  registerUsers(program);
   // Every command (and sub-command) reports usage errors with exit code 2 instead of exiting itself.
   const override = (command: Command) => {
     command.exitOverride();

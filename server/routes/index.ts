@@ -2,6 +2,19 @@
 // route module's definition. Handlers stay thin (validate -> service -> response).
 import type { RouteDefinition } from '../http/route.ts';
 import * as system from './system.ts';
+import * as contacts from './contacts.ts';
+import * as preferences from './preferences.ts';
+import * as pushSubscriptions from './push-subscriptions.ts';
+import * as inbox from './inbox.ts';
+import * as stream from './stream.ts';
+import * as emailTransport from './email-transport.ts';
+import * as pushTransports from './push-transports.ts';
+import * as webPush from './web-push.ts';
+import * as auth from './auth.ts';
+import * as tenants from './tenants.ts';
+import * as members from './members.ts';
+import * as invitations from './invitations.ts';
+import * as dataRequests from './data-requests.ts';
 import * as staticFiles from './static.ts';
 
 export const routes: RouteDefinition<any, any, any>[] = [
@@ -9,6 +22,67 @@ export const routes: RouteDefinition<any, any, any>[] = [
   system.healthz,
   system.readyz,
   system.openapi,
+  // contacts (service key), contact tokens (service key), language (either)
+  contacts.create,
+  contacts.find,
+  contacts.bulk,
+  contacts.token,
+  contacts.get,
+  contacts.replace,
+  contacts.remove,
+  contacts.language,
+  // preferences (either)
+  preferences.get,
+  preferences.set,
+  // push subscriptions (either)
+  pushSubscriptions.create,
+  pushSubscriptions.list,
+  pushSubscriptions.remove,
+  // inbox and its real-time stream (contact token)
+  inbox.list,
+  inbox.update,
+  inbox.readAll,
+  stream.open,
+  // transports (management) and the web-push public key (any credential of the tenant)
+  emailTransport.getEmailTransportRoute,
+  emailTransport.putEmailTransportRoute,
+  emailTransport.deleteEmailTransportRoute,
+  emailTransport.testEmailTransportRoute,
+  pushTransports.listPushTransportsRoute,
+  pushTransports.putPushTransportRoute,
+  pushTransports.deletePushTransportRoute,
+  pushTransports.testPushTransportRoute,
+  webPush.webPushPublicKeyRoute,
+  // sign-up, sign-in and recovery (no credential)
+  auth.register,
+  auth.login,
+  auth.verifyEmail,
+  auth.resendVerification,
+  auth.requestPasswordReset,
+  auth.confirmPasswordReset,
+  auth.passwordResetStatus,
+  // tenants and sessions (console user; owner-only actions judged by membership in the path's tenant)
+  tenants.listTenants,
+  tenants.createTenant,
+  tenants.renameTenant,
+  tenants.archiveTenant,
+  tenants.unarchiveTenant,
+  tenants.switchSession,
+  // members (console user, admin or higher)
+  members.listMembers,
+  members.changeMemberRole,
+  members.removeMember,
+  // invitations (console user, admin or higher) and invitation links
+  invitations.inviteMember,
+  invitations.listInvitations,
+  invitations.revokeInvitation,
+  invitations.previewInvitation,
+  invitations.acceptInvitation,
+  invitations.acceptInvitationExisting,
+  // data requests (console user, owner)
+  dataRequests.fileDataRequest,
+  dataRequests.getDataRequest,
+  dataRequests.downloadDataExport,
   // static: browser SDK and demo page (no credential)
   staticFiles.sdkClient,
   staticFiles.sdkWidget,
