@@ -1,0 +1,266 @@
+// Delivering one event: plan its deliveries (once), deliver every pending one through its channel,
+// record each outcome, roll the event's status up from its deliveries. Every step is idempotent, so a
+// job retried after a crash or a failure picks up where the last attempt stopped:
+// - the plan is stored once (UNIQUE event_id + channel + destination; the event row is locked while planning);
+// - a delivery is sent only while 'pending', under a row lock (SKIP LOCKED: a second worker holding the
+//   same job never sends it twice); a final status is never revisited;
+// - the inbox item is keyed by delivery id (see channels/inbox.ts).
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { execute, query, queryOne } from '../db/sql.ts';
+import { KeyUnavailableError } from '../crypto/keyring.ts';
+import type { Runtime } from '../runtime.ts';
+import type { Channel } from '../schemas/common.ts';
+import type { ContactRow } from '../services/contact-upsert.ts';
+import { CONTACT_COLUMNS } from '../services/contact-upsert.ts';
+import { secretVariablesAad } from '../services/notifications.ts';
+import { TemplateError, UnfilledSlotError } from '../templates/engine.ts';
+import { channelRegistry, registeredChannels } from './channels/index.ts';
+import type { DeliveryOutcome, DeliveryRow, EventForDelivery } from './channels/types.ts';
+import { planDeliveries } from './plan.ts';
+
+interface LoadedEvent extends EventForDelivery {
+  status: string;
+  channels: Channel[] | null;
+  contact_id: string | null;
+  secret_variables_ciphertext: string | null;
+  tenant_archived: boolean;
+  channel_defaults: Partial<Record<Channel, boolean>> | null;
+  opt_out: boolean | null;
+  planned: boolean;
+}
+
+interface ContactWithDestinations extends ContactRow {
+  preferences: Array<{ channel: Channel; enabled: boolean }>;
+  subscriptions: Array<{ id: string; provider: string }>;
+}
+
+const FINAL_EVENT_STATUSES = new Set(['delivered', 'partially_delivered', 'failed', 'skipped']);
+
+export class RetryableDeliveryError extends Error {
+  override name = 'RetryableDeliveryError';
+}
+
+/**
+ * Processes one event. Throws RetryableDeliveryError when a delivery failed in a way worth retrying
+ * (the job is retried with backoff); `finalAttempt` turns such failures into final 'failed' statuses.
+ */
+export async function deliverEvent(runtime: Runtime, eventId: string, options: { finalAttempt: boolean }): Promise<void> {
+  const em = runtime.orm.em.fork();
+  const prepared = await em.transactional((tx) => prepareEvent(tx, eventId));
+  if (!prepared) return;
+  const { event, contact, pending } = prepared;
+  let renderVariables: Record<string, unknown> | null = event.variables;
+  let secretsError: string | null = null;
+  if (event.secret_variables_ciphertext) {
+    try {
+      const secrets = JSON.parse(runtime.keyRing.decrypt(event.secret_variables_ciphertext, secretVariablesAad(event.id))) as Record<string, unknown>;
+      renderVariables = { ...event.variables, ...secrets };
+    } catch (error) {
+      renderVariables = null;
+      secretsError =
+        error instanceof KeyUnavailableError
+          ? 'secret variables are unreadable: their encryption key is no longer in the key ring'
+          : 'secret variables could not be decrypted';
+    }
+  }
+  const retryErrors: string[] = [];
+  for (const delivery of pending) {
+    let outcome: DeliveryOutcome | null;
+    if (!contact || renderVariables === null) {
+      outcome = await recordOutside(em, delivery, contact ? { status: 'failed', error: secretsError!, retryable: false } : { status: 'skipped', reason: 'no_destination' }, options);
+    } else {
+      outcome = await deliverOne(runtime, em, delivery, event, contact, renderVariables, options);
+    }
+    if (outcome?.status === 'failed' && outcome.retryable && !options.finalAttempt) retryErrors.push(`${delivery.channel}: ${outcome.error}`);
+  }
+  await rollupEvent(em, event.id);
+  if (retryErrors.length > 0) throw new RetryableDeliveryError(retryErrors.join('; '));
+}
+
+/** Locks the event, plans its deliveries on the first attempt, and returns what is still pending. */
+async function prepareEvent(
+  tx: EntityManager,
+  eventId: string,
+): Promise<{ event: LoadedEvent; contact: ContactRow | null; pending: DeliveryRow[] } | null> {
+  const event = await queryOne<LoadedEvent>(
+    tx,
+    `SELECT e.id, e.tenant_id, e.type_key, e.brand_key, e.external_id, e.variables, e.status, e.channels, e.contact_id,
+            e.secret_variables_ciphertext, t.archived_at IS NOT NULL AS tenant_archived,
+            nt.channel_defaults, nt.opt_out,
+            EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id) AS planned
+       FROM events e
+       JOIN tenants t ON t.id = e.tenant_id
+       LEFT JOIN LATERAL (
+         -- The live type; a type deleted after the trigger still decides for events already accepted.
+         SELECT channel_defaults, opt_out FROM notification_types
+          WHERE tenant_id = e.tenant_id AND key = e.type_key
+          ORDER BY deleted_at DESC NULLS FIRST LIMIT 1
+       ) nt ON true
+      WHERE e.id = $1
+        FOR UPDATE OF e`,
+    [eventId],
+  );
+  if (!event || FINAL_EVENT_STATUSES.has(event.status)) return null;
+  const contact = event.contact_id
+    ? ((await queryOne<ContactWithDestinations>(
+        tx,
+        `SELECT ${CONTACT_COLUMNS},
+                coalesce((SELECT json_agg(json_build_object('channel', p.channel, 'enabled', p.enabled)) FROM contact_preferences p
+                           WHERE p.contact_id = c.id AND p.type_key = $2), '[]') AS preferences,
+                coalesce((SELECT json_agg(json_build_object('id', s.id, 'provider', s.provider) ORDER BY s.created_at) FROM push_subscriptions s
+                           WHERE s.contact_id = c.id), '[]') AS subscriptions
+           FROM contacts c WHERE c.id = $1`,
+        [event.contact_id, event.type_key],
+      )) ?? null)
+    : null;
+  if (!event.planned) {
+    const plan = planDeliveries({
+      channelDefaults: event.channel_defaults ?? {},
+      requestedChannels: event.channels,
+      optOutPolicy: event.opt_out ?? true,
+      preferences: Object.fromEntries((contact?.preferences ?? []).map((p) => [p.channel, p.enabled])),
+      tenantArchived: event.tenant_archived,
+      contactEmail: contact?.email ?? null,
+      contactExists: contact !== null,
+      subscriptions: contact?.subscriptions ?? [],
+      registered: registeredChannels(),
+    });
+    if (plan.length > 0) {
+      await execute(
+        tx,
+        `INSERT INTO deliveries (id, event_id, tenant_id, channel, destination, provider, status, reason)
+         SELECT gen_random_uuid(), $1, $2, d->>'channel', d->>'destination', d->>'provider', d->>'status', d->>'reason'
+           FROM jsonb_array_elements($3::jsonb) AS d
+         ON CONFLICT (event_id, channel, destination) DO NOTHING`,
+        [event.id, event.tenant_id, JSON.stringify(plan)],
+      );
+    }
+    await execute(tx, `UPDATE events SET status = 'processing', updated_at = now() WHERE id = $1 AND status = 'queued'`, [event.id]);
+  }
+  const pending = await query<DeliveryRow>(
+    tx,
+    `SELECT id, channel, destination, provider, attempts FROM deliveries WHERE event_id = $1 AND status = 'pending' ORDER BY channel, destination`,
+    [event.id],
+  );
+  return { event, contact, pending };
+}
+
+/** Sends one delivery under its row lock and records the outcome in the same transaction. */
+async function deliverOne(
+  runtime: Runtime,
+  em: EntityManager,
+  delivery: DeliveryRow,
+  event: EventForDelivery,
+  contact: ContactRow,
+  renderVariables: Record<string, unknown>,
+  options: { finalAttempt: boolean },
+): Promise<DeliveryOutcome | null> {
+  const sender = channelRegistry.get(delivery.channel);
+  if (!sender) return null; // unreachable: only registered channels are planned
+  try {
+    return await em.transactional(async (tx) => {
+      const locked = await queryOne(tx, `SELECT id FROM deliveries WHERE id = $1 AND status = 'pending' FOR UPDATE SKIP LOCKED`, [delivery.id]);
+      if (!locked) return null; // already final, or another worker holds it
+      let outcome: DeliveryOutcome;
+      try {
+        outcome = await sender.deliver({ runtime, em: tx, delivery, event, contact, renderVariables });
+      } catch (error) {
+        if (!(error instanceof UnfilledSlotError || error instanceof TemplateError)) throw error;
+        // A template problem does not heal by retrying: final failure, naming the slot.
+        outcome = { status: 'failed', error: error.message, retryable: false };
+      }
+      await recordOutcome(tx, delivery.id, outcome, options.finalAttempt);
+      return outcome;
+    });
+  } catch (error) {
+    // Unexpected (database, network): the transaction rolled back; count the attempt and retry later.
+    const message = error instanceof Error ? error.message : String(error);
+    runtime.logger.warn('delivery attempt failed', { event_id: event.id, delivery_id: delivery.id, channel: delivery.channel, error: message });
+    return recordOutside(em, delivery, { status: 'failed', error: message, retryable: true }, options);
+  }
+}
+
+async function recordOutside(
+  em: EntityManager,
+  delivery: DeliveryRow,
+  outcome: DeliveryOutcome,
+  options: { finalAttempt: boolean },
+): Promise<DeliveryOutcome> {
+  await recordOutcome(em, delivery.id, outcome, options.finalAttempt);
+  return outcome;
+}
+
+/** Stores an attempt's outcome on a still-pending delivery; a retryable failure stays pending unless it was the last attempt. */
+export async function recordOutcome(em: EntityManager, deliveryId: string, outcome: DeliveryOutcome, finalAttempt: boolean): Promise<void> {
+  const [status, reason, error, messageId] =
+    outcome.status === 'skipped'
+      ? ['skipped', outcome.reason, null, null]
+      : outcome.status === 'failed'
+        ? [outcome.retryable && !finalAttempt ? 'pending' : 'failed', null, truncate(outcome.error), null]
+        : [outcome.status, null, null, outcome.providerMessageId ?? null];
+  await execute(
+    em,
+    `UPDATE deliveries
+        SET status = $2, reason = coalesce($3, reason), last_error = coalesce($4, last_error),
+            provider_message_id = coalesce($5, provider_message_id), attempts = attempts + 1, updated_at = now()
+      WHERE id = $1 AND status = 'pending'`,
+    [deliveryId, status, reason, error, messageId],
+  );
+}
+
+function truncate(text: string): string {
+  return text.length > 1000 ? `${text.slice(0, 997)}...` : text;
+}
+
+/**
+ * The event's status from its deliveries (DESIGN.md): processing while any is pending; skipped when
+ * all were skipped (or there were none); delivered when every one not skipped succeeded; failed when
+ * every one not skipped failed; partially_delivered otherwise. A final event drops its secret
+ * variables' ciphertext: they were needed only to render.
+ */
+export async function rollupEvent(em: EntityManager, eventId: string): Promise<void> {
+  await execute(
+    em,
+    `WITH s AS (
+       SELECT CASE
+                WHEN count(*) FILTER (WHERE status = 'pending') > 0 THEN 'processing'
+                WHEN count(*) FILTER (WHERE status <> 'skipped') = 0 THEN 'skipped'
+                WHEN count(*) FILTER (WHERE status IN ('sent', 'delivered')) = count(*) FILTER (WHERE status <> 'skipped') THEN 'delivered'
+                WHEN count(*) FILTER (WHERE status = 'failed') = count(*) FILTER (WHERE status <> 'skipped') THEN 'failed'
+                ELSE 'partially_delivered'
+              END AS status
+         FROM deliveries WHERE event_id = $1
+     )
+     UPDATE events e
+        SET status = s.status, updated_at = now(),
+            secret_variables_ciphertext = CASE WHEN s.status = 'processing' THEN e.secret_variables_ciphertext ELSE NULL END
+       FROM s
+      WHERE e.id = $1 AND e.status IS DISTINCT FROM s.status`,
+    [eventId],
+  );
+}
+
+/**
+ * Retries exhausted (the dead-letter queue): whatever is still pending failed for good, keeping its
+ * last error. An event that never got planned (every attempt failed before) fails as a whole.
+ */
+export async function finaliseExhaustedEvent(runtime: Runtime, eventId: string): Promise<void> {
+  const em = runtime.orm.em.fork();
+  await em.transactional(async (tx) => {
+    await execute(
+      tx,
+      `UPDATE deliveries SET status = 'failed', last_error = coalesce(last_error, 'retries exhausted'), updated_at = now()
+        WHERE event_id = $1 AND status = 'pending'`,
+      [eventId],
+    );
+    const planned = await queryOne(tx, `SELECT 1 FROM deliveries WHERE event_id = $1 LIMIT 1`, [eventId]);
+    if (planned) await rollupEvent(tx, eventId);
+    else
+      await execute(
+        tx,
+        `UPDATE events SET status = 'failed', secret_variables_ciphertext = NULL, updated_at = now()
+          WHERE id = $1 AND status IN ('queued', 'processing')`,
+        [eventId],
+      );
+  });
+}
