@@ -1,7 +1,13 @@
 // The delivery workers: fan-out to the inbox (item + stream events), channel decisions (defaults,
 // requested channels, opt-outs under the type's policy, destinations), template failures, retries,
 // the dead-letter queue, per-delivery idempotency and the archived-tenant rule.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HERALD_BIN } from './support/cli.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { createInboxTemplate, createServiceTenant, createType, sql, sqlOne, waitForFinal, type ServiceTenant } from './support/delivery-fixtures.ts';
 import { execute } from '../server/db/sql.ts';
@@ -244,3 +250,66 @@ describe('channel decision (planner)', () => {
     expect(summary({ tenantArchived: true, channelDefaults: { inbox: true } })).toEqual(['inbox::skipped:tenant_archived']);
   });
 });
+
+describe('a killed worker process', () => {
+  it('loses no event and duplicates no inbox item', { timeout: 90_000 }, async () => {
+    const app = await startTestApp({ role: 'api' });
+    const children: ChildProcess[] = [];
+    const home = mkdtempSync(join(tmpdir(), 'herald-worker-'));
+    try {
+      const t = await createServiceTenant(app, 'Crash');
+      await createType(app, t.tenantId, { key: 'plain' });
+      await createInboxTemplate(app, t.tenantId, { type: 'plain', title: 'T {{ contact.external_id }}', content: 'B' });
+      // Slow the inbox down so the kill lands mid-batch.
+      const em = app.runtime.orm.em.fork();
+      await execute(em, `CREATE FUNCTION test_slow_inbox() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(0.02); RETURN NEW; END $$ LANGUAGE plpgsql`);
+      await execute(em, `CREATE TRIGGER test_slow_inbox BEFORE INSERT ON inbox_items FOR EACH ROW EXECUTE FUNCTION test_slow_inbox()`);
+      const ids: string[] = [];
+      for (let batch = 0; batch < 3; batch++) {
+        const res = await app.request('POST', '/v1/notifications', {
+          token: t.key,
+          body: { type: 'plain', recipients: Array.from({ length: 100 }, (_, i) => `k${batch}_${i}`) },
+        });
+        expect(res.status).toBe(202);
+        ids.push(...res.body.events.map((e: { event_id: string }) => e.event_id));
+      }
+      const env = { DATABASE_URL: app.database.url, HERALD_HOME: home, HERALD_ENCRYPTION_KEYS: app.config.encryptionKeys, HERALD_LOG_LEVEL: 'warn' };
+      const first = startWorkerProcess(env);
+      children.push(first);
+      const count = async () => (await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM inbox_items WHERE tenant_id = $1`, [t.tenantId]))!.n;
+      for (const deadline = Date.now() + 30_000; (await count()) < 20; ) {
+        if (Date.now() > deadline) throw new Error('the first worker delivered nothing');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      first.kill('SIGKILL');
+      await once(first, 'exit');
+      const active = await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'deliver-event' AND state = 'active'`);
+      expect(active!.n).toBeGreaterThan(0); // it died holding jobs
+      expect(await count()).toBeLessThan(300);
+      children.push(startWorkerProcess(env));
+      // The dead worker's jobs stop heartbeating (10 s); supervision hands them back for retry.
+      await new Promise((r) => setTimeout(r, 11_000));
+      await app.runtime.boss!.supervise('deliver-event');
+      const final = await waitForFinal(app, ids, 45_000);
+      expect(final.filter((e) => e.status !== 'delivered')).toEqual([]);
+      const perDelivery = await sql<{ n: number }>(
+        app,
+        `SELECT count(i.id)::int AS n FROM deliveries d LEFT JOIN inbox_items i ON i.delivery_id = d.id WHERE d.event_id = ANY($1::uuid[]) GROUP BY d.id`,
+        [ids],
+      );
+      expect(perDelivery).toHaveLength(300);
+      expect(perDelivery.every((r) => r.n === 1)).toBe(true);
+      expect(await count()).toBe(300);
+    } finally {
+      for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await app.close();
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+});
+
+function startWorkerProcess(env: Record<string, string | undefined>): ChildProcess {
+  const child = spawn(HERALD_BIN, ['start', '--role', 'worker'], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  child.stderr!.on('data', () => undefined);
+  return child;
+}
