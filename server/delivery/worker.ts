@@ -15,7 +15,7 @@ import { CONTACT_COLUMNS } from '../services/contact-upsert.ts';
 import { secretVariablesAad } from '../services/notifications.ts';
 import { TemplateError, UnfilledSlotError } from '../templates/engine.ts';
 import { channelRegistry, registeredChannels } from './channels/index.ts';
-import type { DeliveryOutcome, DeliveryRow, EventForDelivery } from './channels/types.ts';
+import type { ChannelSender, DeliveryOutcome, DeliveryRow, EventForDelivery } from './channels/types.ts';
 import { planDeliveries } from './plan.ts';
 
 interface LoadedEvent extends EventForDelivery {
@@ -43,38 +43,61 @@ export class RetryableDeliveryError extends Error {
 /**
  * Processes one event. Throws RetryableDeliveryError when a delivery failed in a way worth retrying
  * (the job is retried with backoff); `finalAttempt` turns such failures into final 'failed' statuses.
+ *
+ * Local channels (the inbox: a database write) are delivered inside the event's own transaction, each
+ * under a savepoint, so planning, storing, publishing and the status roll-up commit once. Remote
+ * channels (email, push) send outside it, each under its own row lock.
  */
 export async function deliverEvent(runtime: Runtime, eventId: string, options: { finalAttempt: boolean }): Promise<void> {
   const em = runtime.orm.em.fork();
-  const prepared = await em.transactional((tx) => prepareEvent(tx, eventId));
-  if (!prepared) return;
-  const { event, contact, pending } = prepared;
-  let renderVariables: Record<string, unknown> | null = event.variables;
-  let secretsError: string | null = null;
-  if (event.secret_variables_ciphertext) {
-    try {
-      const secrets = JSON.parse(runtime.keyRing.decrypt(event.secret_variables_ciphertext, secretVariablesAad(event.id))) as Record<string, unknown>;
-      renderVariables = { ...event.variables, ...secrets };
-    } catch (error) {
-      renderVariables = null;
-      secretsError =
+  const retryErrors: string[] = [];
+  const noteRetry = (delivery: DeliveryRow, outcome: DeliveryOutcome | null) => {
+    if (outcome?.status === 'failed' && outcome.retryable && !options.finalAttempt) retryErrors.push(`${delivery.channel}: ${outcome.error}`);
+  };
+  const local = await em.transactional(async (tx) => {
+    const prepared = await prepareEvent(tx, eventId);
+    if (!prepared) return null;
+    const variables = readVariables(runtime, prepared.event);
+    const remote: DeliveryRow[] = [];
+    for (const delivery of prepared.pending) {
+      const sender = channelRegistry.get(delivery.channel);
+      if (!sender) continue; // unreachable: only registered channels are planned
+      if (!prepared.contact || 'error' in variables) {
+        const outcome: DeliveryOutcome =
+          'error' in variables ? { status: 'failed', error: variables.error, retryable: false } : { status: 'skipped', reason: 'no_destination' };
+        await recordOutcome(tx, delivery.id, outcome, options.finalAttempt);
+      } else if (sender.local) {
+        noteRetry(delivery, await deliverLocal(runtime, tx, sender, delivery, prepared.event, prepared.contact, variables.values, options));
+      } else {
+        remote.push(delivery);
+      }
+    }
+    if (remote.length === 0) await rollupEvent(tx, eventId);
+    return { event: prepared.event, contact: prepared.contact, variables, remote };
+  });
+  if (local && local.remote.length > 0 && local.contact && 'values' in local.variables) {
+    for (const delivery of local.remote) {
+      noteRetry(delivery, await deliverRemote(runtime, em, delivery, local.event, local.contact, local.variables.values, options));
+    }
+    await rollupEvent(em, eventId);
+  }
+  if (retryErrors.length > 0) throw new RetryableDeliveryError(retryErrors.join('; '));
+}
+
+/** The variables to render with: the public ones plus the decrypted secret ones (never logged, never stored). */
+function readVariables(runtime: Runtime, event: LoadedEvent): { values: Record<string, unknown> } | { error: string } {
+  if (!event.secret_variables_ciphertext) return { values: event.variables };
+  try {
+    const secrets = JSON.parse(runtime.keyRing.decrypt(event.secret_variables_ciphertext, secretVariablesAad(event.id))) as Record<string, unknown>;
+    return { values: { ...event.variables, ...secrets } };
+  } catch (error) {
+    return {
+      error:
         error instanceof KeyUnavailableError
           ? 'secret variables are unreadable: their encryption key is no longer in the key ring'
-          : 'secret variables could not be decrypted';
-    }
+          : 'secret variables could not be decrypted',
+    };
   }
-  const retryErrors: string[] = [];
-  for (const delivery of pending) {
-    let outcome: DeliveryOutcome | null;
-    if (!contact || renderVariables === null) {
-      outcome = await recordOutside(em, delivery, contact ? { status: 'failed', error: secretsError!, retryable: false } : { status: 'skipped', reason: 'no_destination' }, options);
-    } else {
-      outcome = await deliverOne(runtime, em, delivery, event, contact, renderVariables, options);
-    }
-    if (outcome?.status === 'failed' && outcome.retryable && !options.finalAttempt) retryErrors.push(`${delivery.channel}: ${outcome.error}`);
-  }
-  await rollupEvent(em, event.id);
-  if (retryErrors.length > 0) throw new RetryableDeliveryError(retryErrors.join('; '));
 }
 
 /** Locks the event, plans its deliveries on the first attempt, and returns what is still pending. */
@@ -145,8 +168,33 @@ async function prepareEvent(
   return { event, contact, pending };
 }
 
-/** Sends one delivery under its row lock and records the outcome in the same transaction. */
-async function deliverOne(
+/** Delivers a local (database) delivery under a savepoint of the event's transaction. */
+async function deliverLocal(
+  runtime: Runtime,
+  tx: EntityManager,
+  sender: ChannelSender,
+  delivery: DeliveryRow,
+  event: EventForDelivery,
+  contact: ContactRow,
+  renderVariables: Record<string, unknown>,
+  options: { finalAttempt: boolean },
+): Promise<DeliveryOutcome> {
+  try {
+    return await tx.transactional(async (savepoint) => {
+      const outcome = await attempt(runtime, savepoint, sender, delivery, event, contact, renderVariables);
+      await recordOutcome(savepoint, delivery.id, outcome, options.finalAttempt);
+      return outcome;
+    });
+  } catch (error) {
+    // Rolled back to the savepoint: count the attempt, keep the error, retry later.
+    const outcome = unexpectedFailure(runtime, event, delivery, error);
+    await recordOutcome(tx, delivery.id, outcome, options.finalAttempt);
+    return outcome;
+  }
+}
+
+/** Sends a remote delivery under its own row lock and records the outcome in the same transaction. */
+async function deliverRemote(
   runtime: Runtime,
   em: EntityManager,
   delivery: DeliveryRow,
@@ -155,39 +203,44 @@ async function deliverOne(
   renderVariables: Record<string, unknown>,
   options: { finalAttempt: boolean },
 ): Promise<DeliveryOutcome | null> {
-  const sender = channelRegistry.get(delivery.channel);
-  if (!sender) return null; // unreachable: only registered channels are planned
+  const sender = channelRegistry.get(delivery.channel)!;
   try {
     return await em.transactional(async (tx) => {
       const locked = await queryOne(tx, `SELECT id FROM deliveries WHERE id = $1 AND status = 'pending' FOR UPDATE SKIP LOCKED`, [delivery.id]);
       if (!locked) return null; // already final, or another worker holds it
-      let outcome: DeliveryOutcome;
-      try {
-        outcome = await sender.deliver({ runtime, em: tx, delivery, event, contact, renderVariables });
-      } catch (error) {
-        if (!(error instanceof UnfilledSlotError || error instanceof TemplateError)) throw error;
-        // A template problem does not heal by retrying: final failure, naming the slot.
-        outcome = { status: 'failed', error: error.message, retryable: false };
-      }
+      const outcome = await attempt(runtime, tx, sender, delivery, event, contact, renderVariables);
       await recordOutcome(tx, delivery.id, outcome, options.finalAttempt);
       return outcome;
     });
   } catch (error) {
-    // Unexpected (database, network): the transaction rolled back; count the attempt and retry later.
-    const message = error instanceof Error ? error.message : String(error);
-    runtime.logger.warn('delivery attempt failed', { event_id: event.id, delivery_id: delivery.id, channel: delivery.channel, error: message });
-    return recordOutside(em, delivery, { status: 'failed', error: message, retryable: true }, options);
+    const outcome = unexpectedFailure(runtime, event, delivery, error);
+    await recordOutcome(em, delivery.id, outcome, options.finalAttempt);
+    return outcome;
   }
 }
 
-async function recordOutside(
+async function attempt(
+  runtime: Runtime,
   em: EntityManager,
+  sender: ChannelSender,
   delivery: DeliveryRow,
-  outcome: DeliveryOutcome,
-  options: { finalAttempt: boolean },
+  event: EventForDelivery,
+  contact: ContactRow,
+  renderVariables: Record<string, unknown>,
 ): Promise<DeliveryOutcome> {
-  await recordOutcome(em, delivery.id, outcome, options.finalAttempt);
-  return outcome;
+  try {
+    return await sender.deliver({ runtime, em, delivery, event, contact, renderVariables });
+  } catch (error) {
+    if (!(error instanceof UnfilledSlotError || error instanceof TemplateError)) throw error;
+    // A template problem does not heal by retrying: final failure, naming the slot.
+    return { status: 'failed', error: error.message, retryable: false };
+  }
+}
+
+function unexpectedFailure(runtime: Runtime, event: EventForDelivery, delivery: DeliveryRow, error: unknown): DeliveryOutcome {
+  const message = error instanceof Error ? error.message : String(error);
+  runtime.logger.warn('delivery attempt failed', { event_id: event.id, delivery_id: delivery.id, channel: delivery.channel, error: message });
+  return { status: 'failed', error: message, retryable: true };
 }
 
 /** Stores an attempt's outcome on a still-pending delivery; a retryable failure stays pending unless it was the last attempt. */

@@ -11,6 +11,7 @@ import type { ChannelSender } from './types.ts';
 
 export const inboxChannel: ChannelSender = {
   channel: 'inbox',
+  local: true,
   async deliver({ runtime, em, delivery, event, contact, renderVariables }) {
     const resolved = await deliveryTemplate(em, 'inbox', event, contact);
     if (!resolved) return { status: 'skipped', reason: 'no_template' };

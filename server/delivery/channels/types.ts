@@ -43,7 +43,7 @@ export interface EventForDelivery {
 
 export interface DeliveryContext {
   runtime: Runtime;
-  /** Runs inside the delivery's transaction (the delivery row is locked). */
+  /** Runs inside the delivery's transaction (the event row, or for remote channels the delivery row, is locked). */
   em: EntityManager;
   delivery: DeliveryRow;
   event: EventForDelivery;
@@ -54,5 +54,7 @@ export interface DeliveryContext {
 
 export interface ChannelSender {
   readonly channel: Channel;
+  /** A database-only channel (the inbox): delivered inside the event's transaction, under a savepoint. */
+  readonly local?: boolean;
   deliver(context: DeliveryContext): Promise<DeliveryOutcome>;
 }
