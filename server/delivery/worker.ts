@@ -72,7 +72,8 @@ export async function deliverEvent(runtime: Runtime, eventId: string, options: {
         remote.push(delivery);
       }
     }
-    if (remote.length === 0) await rollupEvent(tx, eventId);
+    // Final when everything was local; 'processing' while remote deliveries remain.
+    await rollupEvent(tx, eventId);
     return { event: prepared.event, contact: prepared.contact, variables, remote };
   });
   if (local && local.remote.length > 0 && local.contact && 'values' in local.variables) {
@@ -136,6 +137,7 @@ async function prepareEvent(
         [event.contact_id, event.type_key],
       )) ?? null)
     : null;
+  let pending: DeliveryRow[];
   if (!event.planned) {
     const plan = planDeliveries({
       channelDefaults: event.channel_defaults ?? {},
@@ -148,23 +150,26 @@ async function prepareEvent(
       subscriptions: contact?.subscriptions ?? [],
       registered: registeredChannels(),
     });
-    if (plan.length > 0) {
-      await execute(
-        tx,
-        `INSERT INTO deliveries (id, event_id, tenant_id, channel, destination, provider, status, reason)
-         SELECT gen_random_uuid(), $1, $2, d->>'channel', d->>'destination', d->>'provider', d->>'status', d->>'reason'
-           FROM jsonb_array_elements($3::jsonb) AS d
-         ON CONFLICT (event_id, channel, destination) DO NOTHING`,
-        [event.id, event.tenant_id, JSON.stringify(plan)],
-      );
-    }
-    await execute(tx, `UPDATE events SET status = 'processing', updated_at = now() WHERE id = $1 AND status = 'queued'`, [event.id]);
+    const inserted =
+      plan.length === 0
+        ? []
+        : await query<DeliveryRow & { status: string }>(
+            tx,
+            `INSERT INTO deliveries (id, event_id, tenant_id, channel, destination, provider, status, reason)
+             SELECT gen_random_uuid(), $1, $2, d->>'channel', d->>'destination', d->>'provider', d->>'status', d->>'reason'
+               FROM jsonb_array_elements($3::jsonb) AS d
+             ON CONFLICT (event_id, channel, destination) DO NOTHING
+             RETURNING id, channel, destination, provider, attempts, status`,
+            [event.id, event.tenant_id, JSON.stringify(plan)],
+          );
+    pending = inserted.filter((d) => d.status === 'pending').map(({ status: _status, ...d }) => d);
+  } else {
+    pending = await query<DeliveryRow>(
+      tx,
+      `SELECT id, channel, destination, provider, attempts FROM deliveries WHERE event_id = $1 AND status = 'pending' ORDER BY channel, destination`,
+      [event.id],
+    );
   }
-  const pending = await query<DeliveryRow>(
-    tx,
-    `SELECT id, channel, destination, provider, attempts FROM deliveries WHERE event_id = $1 AND status = 'pending' ORDER BY channel, destination`,
-    [event.id],
-  );
   return { event, contact, pending };
 }
 

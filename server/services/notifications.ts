@@ -68,7 +68,8 @@ async function acceptTrigger(
 ): Promise<TriggerResponse> {
   checkVariableNames(request);
   return em.transactional(async (tx) => {
-    // Tenant state, type and brand in one round trip; FOR SHARE holds off a concurrent archive until we commit.
+    // Tenant state, type and brand in one round trip. No row lock on the tenant (every trigger would
+    // contend on it): a trigger racing an archive may still be accepted, and fan-out then skips it.
     const check = (await queryOne<TypeCheckRow>(
       tx,
       `SELECT t.archived_at IS NOT NULL AS archived,
@@ -77,8 +78,7 @@ async function acceptTrigger(
               CASE WHEN $3::text IS NULL THEN true ELSE EXISTS (SELECT 1 FROM brands b WHERE b.tenant_id = t.id AND b.key = $3) END AS brand_found
          FROM tenants t
          LEFT JOIN notification_types nt ON nt.tenant_id = t.id AND nt.key = $2 AND nt.deleted_at IS NULL
-        WHERE t.id = $1
-          FOR SHARE OF t`,
+        WHERE t.id = $1`,
       [tenantId, request.type, request.brand ?? null],
     ))!;
     if (check.archived) throw new AppError('tenant_archived', 'This tenant is archived and cannot send notifications');
