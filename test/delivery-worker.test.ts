@@ -84,6 +84,8 @@ describe('inbox delivery', () => {
       expect(stream[1]!.payload).toEqual({ unread_count: 1 });
     }
     for (const id of ids) expect(await deliveriesOf(id)).toEqual([{ channel: 'inbox', status: 'delivered', reason: null, attempts: 1, last_error: null }]);
+    // Delivered by the batch fast path, not the per-event fallback.
+    expect(worker!.logs.filter((l) => l.includes('fell back'))).toEqual([]);
   });
 
   it('skips the inbox for a contact who opted out, only while the type opt-out policy is on', async () => {

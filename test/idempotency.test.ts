@@ -112,6 +112,8 @@ describe('Idempotency-Key', () => {
     expect(again.status).toBe(202);
     expect(again.body.events[0].event_id).not.toBe(first.body.events[0].event_id);
     clock.advance(24 * 3600 * 1000 + 1000);
+    // The prune job is scheduled by the worker processes (hourly).
+    expect((await app.runtime.boss!.getSchedules('prune-idempotency-keys')).map((sch) => sch.cron)).toEqual(['17 * * * *']);
     const removed = await pruneIdempotencyKeys(app.runtime.orm.em.fork(), clock.now());
     expect(removed).toBeGreaterThan(0);
     expect(await sql(app, `SELECT 1 FROM idempotency_keys WHERE expires_at <= to_timestamp($1 / 1000.0)`, [clock.now()])).toHaveLength(0);

@@ -134,6 +134,16 @@ describe('POST /v1/notifications', () => {
     expect(Number(second.headers.get('retry-after'))).toBeGreaterThan(0);
   });
 
+  it('accepts concurrent triggers naming the same recipients in different orders', async () => {
+    const names = Array.from({ length: 40 }, (_, i) => `conc_${i}`);
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => trigger({ type: 'plain', recipients: i % 2 ? names : [...names].reverse() })),
+    );
+    expect(results.map((r) => r.status)).toEqual([202, 202, 202, 202, 202, 202]);
+    expect(results[1]!.body.events.map((e: { external_id: string }) => e.external_id)).toEqual(names);
+    expect(results[0]!.body.events.map((e: { external_id: string }) => e.external_id)).toEqual([...names].reverse());
+  });
+
   it('makes one event per distinct recipient', async () => {
     const res = await trigger({ type: 'plain', recipients: ['dup', { external_id: 'dup', name: 'D' }] });
     expect(res.status).toBe(202);

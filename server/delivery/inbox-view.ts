@@ -2,8 +2,8 @@
 // integration point: the inbox read API (server/services/inbox.ts, branch `inbox`) exports
 // inboxItemView and appendCounts with the same meaning; the lead swaps these two for those at merge.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { queryOne } from '../db/sql.ts';
-import { appendStreamEvent } from '../stream/events.ts';
+import { query, queryOne } from '../db/sql.ts';
+import { appendStreamEvent, STREAM_CHANNEL, type StreamEventKind } from '../stream/events.ts';
 
 export interface InboxItemRow {
   id: string;
@@ -47,4 +47,27 @@ export async function appendCounts(em: EntityManager, tenantId: string, contactI
     [contactId],
   );
   await appendStreamEvent(em, { tenantId, contactId, kind: 'counts', payload: { unread_count: row?.unread_count ?? 0 } });
+}
+
+/**
+ * appendStreamEvent (server/stream/events.ts) for many events in one statement: same rows, same
+ * NOTIFY notice ({id, contact_id} on STREAM_CHANNEL), ids in input order. For the batch fast path.
+ */
+export async function appendStreamEventsBulk(
+  em: EntityManager,
+  events: Array<{ tenantId: string; contactId: string; kind: StreamEventKind; payload: Record<string, unknown> }>,
+): Promise<void> {
+  if (events.length === 0) return;
+  await query(
+    em,
+    `WITH input AS (
+       SELECT * FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (tenant_id uuid, contact_id uuid, kind text, payload jsonb)) WITH ORDINALITY AS x(tenant_id, contact_id, kind, payload, n)
+     ), inserted AS (
+       INSERT INTO stream_events (tenant_id, contact_id, kind, payload)
+       SELECT tenant_id, contact_id, kind, payload FROM input ORDER BY n
+       RETURNING id, contact_id
+     )
+     SELECT pg_notify($2, json_build_object('id', id::text, 'contact_id', contact_id::text)::text) FROM inserted ORDER BY id`,
+    [JSON.stringify(events.map((e) => ({ tenant_id: e.tenantId, contact_id: e.contactId, kind: e.kind, payload: e.payload }))), STREAM_CHANNEL],
+  );
 }

@@ -18,7 +18,7 @@ import { channelRegistry, registeredChannels } from './channels/index.ts';
 import type { ChannelSender, DeliveryOutcome, DeliveryRow, EventForDelivery } from './channels/types.ts';
 import { planDeliveries } from './plan.ts';
 
-interface LoadedEvent extends EventForDelivery {
+export interface LoadedEvent extends EventForDelivery {
   status: string;
   channels: Channel[] | null;
   contact_id: string | null;
@@ -29,12 +29,12 @@ interface LoadedEvent extends EventForDelivery {
   planned: boolean;
 }
 
-interface ContactWithDestinations extends ContactRow {
-  preferences: Array<{ channel: Channel; enabled: boolean }>;
+export interface ContactWithDestinations extends ContactRow {
+  preferences: Array<{ type_key: string; channel: Channel; enabled: boolean }>;
   subscriptions: Array<{ id: string; provider: string }>;
 }
 
-const FINAL_EVENT_STATUSES = new Set(['delivered', 'partially_delivered', 'failed', 'skipped']);
+export const FINAL_EVENT_STATUSES = new Set(['delivered', 'partially_delivered', 'failed', 'skipped']);
 
 export class RetryableDeliveryError extends Error {
   override name = 'RetryableDeliveryError';
@@ -86,7 +86,7 @@ export async function deliverEvent(runtime: Runtime, eventId: string, options: {
 }
 
 /** The variables to render with: the public ones plus the decrypted secret ones (never logged, never stored). */
-function readVariables(runtime: Runtime, event: LoadedEvent): { values: Record<string, unknown> } | { error: string } {
+export function readVariables(runtime: Runtime, event: LoadedEvent): { values: Record<string, unknown> } | { error: string } {
   if (!event.secret_variables_ciphertext) return { values: event.variables };
   try {
     const secrets = JSON.parse(runtime.keyRing.decrypt(event.secret_variables_ciphertext, secretVariablesAad(event.id))) as Record<string, unknown>;
@@ -101,12 +101,9 @@ function readVariables(runtime: Runtime, event: LoadedEvent): { values: Record<s
   }
 }
 
-/** Locks the event, plans its deliveries on the first attempt, and returns what is still pending. */
-async function prepareEvent(
-  tx: EntityManager,
-  eventId: string,
-): Promise<{ event: LoadedEvent; contact: ContactRow | null; pending: DeliveryRow[] } | null> {
-  const event = await queryOne<LoadedEvent>(
+/** Locks events (in id order, so concurrent batches cannot deadlock) with what planning needs. */
+export async function lockEvents(tx: EntityManager, eventIds: string[]): Promise<LoadedEvent[]> {
+  return query<LoadedEvent>(
     tx,
     `SELECT e.id, e.tenant_id, e.type_key, e.brand_key, e.external_id, e.variables, e.status, e.channels, e.contact_id,
             e.secret_variables_ciphertext, t.archived_at IS NOT NULL AS tenant_archived,
@@ -120,30 +117,47 @@ async function prepareEvent(
           WHERE tenant_id = e.tenant_id AND key = e.type_key
           ORDER BY deleted_at DESC NULLS FIRST LIMIT 1
        ) nt ON true
-      WHERE e.id = $1
+      WHERE e.id = ANY($1::uuid[])
+      ORDER BY e.id
         FOR UPDATE OF e`,
-    [eventId],
+    [eventIds],
   );
+}
+
+/** Contacts with their preferences for the given types and their push subscriptions, by id. */
+export async function loadContacts(tx: EntityManager, contactIds: string[], typeKeys: string[]): Promise<Map<string, ContactWithDestinations>> {
+  const rows = await query<ContactWithDestinations>(
+    tx,
+    `SELECT ${CONTACT_COLUMNS},
+            coalesce((SELECT json_agg(json_build_object('type_key', p.type_key, 'channel', p.channel, 'enabled', p.enabled)) FROM contact_preferences p
+                       WHERE p.contact_id = c.id AND p.type_key = ANY($2::text[])), '[]') AS preferences,
+            coalesce((SELECT json_agg(json_build_object('id', s.id, 'provider', s.provider) ORDER BY s.created_at) FROM push_subscriptions s
+                       WHERE s.contact_id = c.id), '[]') AS subscriptions
+       FROM contacts c WHERE c.id = ANY($1::uuid[])`,
+    [[...new Set(contactIds)], [...new Set(typeKeys)]],
+  );
+  return new Map(rows.map((r) => [r.id, r]));
+}
+
+export function preferencesFor(contact: ContactWithDestinations | null, typeKey: string): Partial<Record<Channel, boolean>> {
+  return Object.fromEntries((contact?.preferences ?? []).filter((p) => p.type_key === typeKey).map((p) => [p.channel, p.enabled]));
+}
+
+/** Locks the event, plans its deliveries on the first attempt, and returns what is still pending. */
+async function prepareEvent(
+  tx: EntityManager,
+  eventId: string,
+): Promise<{ event: LoadedEvent; contact: ContactRow | null; pending: DeliveryRow[] } | null> {
+  const [event] = await lockEvents(tx, [eventId]);
   if (!event || FINAL_EVENT_STATUSES.has(event.status)) return null;
-  const contact = event.contact_id
-    ? ((await queryOne<ContactWithDestinations>(
-        tx,
-        `SELECT ${CONTACT_COLUMNS},
-                coalesce((SELECT json_agg(json_build_object('channel', p.channel, 'enabled', p.enabled)) FROM contact_preferences p
-                           WHERE p.contact_id = c.id AND p.type_key = $2), '[]') AS preferences,
-                coalesce((SELECT json_agg(json_build_object('id', s.id, 'provider', s.provider) ORDER BY s.created_at) FROM push_subscriptions s
-                           WHERE s.contact_id = c.id), '[]') AS subscriptions
-           FROM contacts c WHERE c.id = $1`,
-        [event.contact_id, event.type_key],
-      )) ?? null)
-    : null;
+  const contact = event.contact_id ? ((await loadContacts(tx, [event.contact_id], [event.type_key])).get(event.contact_id) ?? null) : null;
   let pending: DeliveryRow[];
   if (!event.planned) {
     const plan = planDeliveries({
       channelDefaults: event.channel_defaults ?? {},
       requestedChannels: event.channels,
       optOutPolicy: event.opt_out ?? true,
-      preferences: Object.fromEntries((contact?.preferences ?? []).map((p) => [p.channel, p.enabled])),
+      preferences: preferencesFor(contact, event.type_key),
       tenantArchived: event.tenant_archived,
       contactEmail: contact?.email ?? null,
       contactExists: contact !== null,
@@ -277,24 +291,31 @@ function truncate(text: string): string {
  * variables' ciphertext: they were needed only to render.
  */
 export async function rollupEvent(em: EntityManager, eventId: string): Promise<void> {
+  await rollupEvents(em, [eventId]);
+}
+
+export async function rollupEvents(em: EntityManager, eventIds: string[]): Promise<void> {
   await execute(
     em,
     `WITH s AS (
-       SELECT CASE
-                WHEN count(*) FILTER (WHERE status = 'pending') > 0 THEN 'processing'
-                WHEN count(*) FILTER (WHERE status <> 'skipped') = 0 THEN 'skipped'
-                WHEN count(*) FILTER (WHERE status IN ('sent', 'delivered')) = count(*) FILTER (WHERE status <> 'skipped') THEN 'delivered'
-                WHEN count(*) FILTER (WHERE status = 'failed') = count(*) FILTER (WHERE status <> 'skipped') THEN 'failed'
+       SELECT e.id,
+              CASE
+                WHEN count(d.id) FILTER (WHERE d.status = 'pending') > 0 THEN 'processing'
+                WHEN count(d.id) FILTER (WHERE d.status <> 'skipped') = 0 THEN 'skipped'
+                WHEN count(d.id) FILTER (WHERE d.status IN ('sent', 'delivered')) = count(d.id) FILTER (WHERE d.status <> 'skipped') THEN 'delivered'
+                WHEN count(d.id) FILTER (WHERE d.status = 'failed') = count(d.id) FILTER (WHERE d.status <> 'skipped') THEN 'failed'
                 ELSE 'partially_delivered'
               END AS status
-         FROM deliveries WHERE event_id = $1
+         FROM events e LEFT JOIN deliveries d ON d.event_id = e.id
+        WHERE e.id = ANY($1::uuid[])
+        GROUP BY e.id
      )
      UPDATE events e
         SET status = s.status, updated_at = now(),
             secret_variables_ciphertext = CASE WHEN s.status = 'processing' THEN e.secret_variables_ciphertext ELSE NULL END
        FROM s
-      WHERE e.id = $1 AND e.status IS DISTINCT FROM s.status`,
-    [eventId],
+      WHERE e.id = s.id AND e.status IS DISTINCT FROM s.status`,
+    [eventIds],
   );
 }
 

@@ -12,6 +12,7 @@ import {
   type DeliverEventJob,
 } from '../delivery/queues.ts';
 import { deliverEvent, finaliseExhaustedEvent, RetryableDeliveryError } from '../delivery/worker.ts';
+import { deliverInboxBatch } from '../delivery/batch.ts';
 
 export const deliverEventJob = defineJob<DeliverEventJob>({
   name: DELIVER_EVENT_QUEUE,
@@ -26,7 +27,7 @@ export const deliverEventJob = defineJob<DeliverEventJob>({
     notify: true,
   },
   work: (config) => ({
-    batchSize: 10,
+    batchSize: 25,
     localConcurrency: config.workerConcurrency,
     perJobResults: true,
     burstWhenBatchFull: true,
@@ -34,8 +35,20 @@ export const deliverEventJob = defineJob<DeliverEventJob>({
     notifyPollingIntervalSeconds: 2,
   }),
   handler: async (jobs, runtime) => {
+    // Fast path first: new all-inbox events of the batch in one transaction; the rest (and everything,
+    // should the fast path fail) one by one, each with its own failure isolation and retry.
+    let settled = new Set<string>();
+    try {
+      settled = await deliverInboxBatch(runtime, [...new Set(jobs.map((j) => j.data.event_id))]);
+    } catch (error) {
+      runtime.logger.warn('batch delivery fell back to per-event delivery', { error: error instanceof Error ? error.message : String(error) });
+    }
     const results: JobResult[] = [];
     for (const job of jobs) {
+      if (settled.has(job.data.event_id)) {
+        results.push({ id: job.id, status: 'completed' });
+        continue;
+      }
       try {
         await deliverEvent(runtime, job.data.event_id, { finalAttempt: job.retryCount >= DELIVERY_RETRY_LIMIT });
         results.push({ id: job.id, status: 'completed' });

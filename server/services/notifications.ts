@@ -92,7 +92,12 @@ async function acceptTrigger(
     }
     if (issues.length > 0) throw new ValidationFailure(issues);
 
-    const contacts = await upsertContacts(tx, tenantId, request.recipients.map(recipientFields));
+    // Upserted in external_id order: concurrent triggers lock contact rows in the same order, so two
+    // triggers naming the same recipients in different orders cannot deadlock. Events keep request order.
+    const fields = request.recipients.map(recipientFields);
+    const upserted = await upsertContacts(tx, tenantId, [...fields].sort((a, b) => (a.external_id < b.external_id ? -1 : a.external_id > b.external_id ? 1 : 0)));
+    const byExternal = new Map(upserted.map((c) => [c.external_id, c]));
+    const contacts = [...new Set(fields.map((f) => f.external_id))].map((id) => byExternal.get(id)!);
     const secretKeys = Object.keys(request.secret_variables);
     const secretJson = secretKeys.length > 0 ? JSON.stringify(request.secret_variables) : null;
     const now = runtime.clock.now();
