@@ -1,8 +1,7 @@
 // Triggering notifications, an event's delivery status, and the activity log (service key only).
 import { defineRoute, reply } from '../http/route.ts';
-import { RATE_POLICIES, tenantOverride } from '../rate-limit.ts';
 import { idempotencyKeyOf } from '../services/idempotency.ts';
-import { getEvent, listEvents, triggerNotifications } from '../services/notifications.ts';
+import { getEvent, listEvents, triggerNotifications, triggerRateChecks } from '../services/notifications.ts';
 import { EventListQuery, EventPage, EventParams, EventResponse, TriggerRequest, TriggerResponse } from '../schemas/notifications.ts';
 
 export const triggerNotification = defineRoute({
@@ -20,9 +19,7 @@ export const triggerNotification = defineRoute({
   ],
   responses: { 202: TriggerResponse },
   errors: [409],
-  rateLimit: async ({ em, auth }) => [
-    { policy: RATE_POLICIES.trigger, subject: auth!.tenantId, override: await tenantOverride(em, auth!.tenantId, RATE_POLICIES.trigger) },
-  ],
+  rateLimit: ({ runtime, em, auth }) => triggerRateChecks(em, auth!.tenantId, runtime.clock.now()),
   handler: async ({ runtime, em, auth, body, event }) => {
     const key = idempotencyKeyOf(event.req.headers.get('idempotency-key'));
     const result = await triggerNotifications(runtime, em, auth!.tenantId, body, key);

@@ -8,6 +8,7 @@ import { AppError, ValidationFailure, invalidField, type ValidationIssue } from 
 import { isUuid, newId } from '../ids.ts';
 import { bossDb, query, queryOne } from '../db/sql.ts';
 import type { Runtime } from '../runtime.ts';
+import { RATE_POLICIES, tenantOverride, type RateCheck } from '../rate-limit.ts';
 import { upsertContacts, type ContactFields } from './contact-upsert.ts';
 import {
   claimIdempotencyKey,
@@ -37,6 +38,23 @@ interface TypeCheckRow {
 export interface TriggerResult {
   status: number;
   body: TriggerResponse;
+}
+
+const OVERRIDE_TTL_MS = 10_000;
+const overrideCache = new Map<string, { value: RateCheck['override']; until: number }>();
+
+/**
+ * The trigger's rate-limit bucket for a tenant. Its per-tenant override (tenant_limits) is cached for
+ * 10 s per process: one round trip less on the hottest route; a changed limit applies within 10 s.
+ */
+export async function triggerRateChecks(em: EntityManager, tenantId: string, now: number): Promise<RateCheck[]> {
+  let cached = overrideCache.get(tenantId);
+  if (!cached || cached.until <= now) {
+    cached = { value: await tenantOverride(em, tenantId, RATE_POLICIES.trigger), until: now + OVERRIDE_TTL_MS };
+    if (overrideCache.size > 10_000) overrideCache.clear();
+    overrideCache.set(tenantId, cached);
+  }
+  return [{ policy: RATE_POLICIES.trigger, subject: tenantId, override: cached.value }];
 }
 
 /** Runs a trigger, with Idempotency-Key semantics when a key is given. */
