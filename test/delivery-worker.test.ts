@@ -15,6 +15,10 @@ import { deliverEvent } from '../server/delivery/worker.ts';
 import { planDeliveries, type PlanInput } from '../server/delivery/plan.ts';
 import { DELIVER_EVENT_DEAD_QUEUE } from '../server/delivery/queues.ts';
 import type { Channel } from '../server/schemas/common.ts';
+import { pushChannel, pushOutcome, type SendPushResult } from '../server/delivery/channels/push.ts';
+import { emailOutcome } from '../server/delivery/channels/email.ts';
+import { CONTACT_COLUMNS, type ContactRow } from '../server/services/contact-upsert.ts';
+import { newId } from '../server/ids.ts';
 
 let api: TestApp;
 let worker: TestApp | null = null;
@@ -315,3 +319,42 @@ function startWorkerProcess(env: Record<string, string | undefined>): ChildProce
   child.stderr!.on('data', () => undefined);
   return child;
 }
+
+describe('push and email channels (their senders are injected until the transport branches merge)', () => {
+  it('deletes a dead push destination and fails the delivery without retry; a sent one records its use', async () => {
+    await trigger({ recipients: ['push_1'], variables: { name: 'x' } });
+    const contact = (await sqlOne<ContactRow>(api, `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE tenant_id = $1 AND external_id = 'push_1'`, [acme.tenantId]))!;
+    const em = api.runtime.orm.em.fork();
+    const subscription = async (token: string) => {
+      const id = newId();
+      await execute(em, `INSERT INTO push_subscriptions (id, tenant_id, contact_id, provider, token, destination_hash) VALUES ($1, $2, $3, 'apns', $4, $4)`, [id, acme.tenantId, contact.id, token]);
+      return id;
+    };
+    const event = { id: newId(), tenant_id: acme.tenantId, type_key: 'plain', brand_key: null, external_id: 'push_1', variables: { name: 'x' } };
+    const messages: unknown[] = [];
+    const run = (result: SendPushResult, destination: string) =>
+      em.transactional((tx) =>
+        pushChannel(async (_rt, _em, _tenant, dest, message) => {
+          messages.push({ token: dest.token, message });
+          return result;
+        }).deliver({ runtime: api.runtime, em: tx, delivery: { id: newId(), channel: 'push', destination, provider: 'apns', attempts: 0 }, event, contact, renderVariables: { name: 'Secret Name' } }),
+      );
+    const dead = await subscription('token-dead');
+    expect(await run({ status: 'dead', error: '410 Unregistered' }, dead)).toEqual({ status: 'failed', error: 'destination removed: 410 Unregistered', retryable: false });
+    expect(await sql(api, `SELECT 1 FROM push_subscriptions WHERE id = $1`, [dead])).toHaveLength(0);
+    expect(messages[0]).toMatchObject({ token: 'token-dead', message: { title: 'Hi push_1', body: 'Hello from Secret Name', action_url: 'https://app.test/push_1' } });
+    const live = await subscription('token-live');
+    expect(await run({ status: 'sent', providerMessageId: 'apns-1' }, live)).toEqual({ status: 'sent', providerMessageId: 'apns-1' });
+    expect((await sqlOne<{ last_used_at: Date | null }>(api, `SELECT last_used_at FROM push_subscriptions WHERE id = $1`, [live]))!.last_used_at).not.toBeNull();
+    // A subscription removed since planning: nothing to send to.
+    expect(await run({ status: 'sent' }, newId())).toEqual({ status: 'skipped', reason: 'no_destination' });
+  });
+
+  it('classifies sender results: retryable failures retry, others are final', () => {
+    expect(pushOutcome({ status: 'failed', error: '503', retryable: true })).toEqual({ status: 'failed', error: '503', retryable: true });
+    expect(pushOutcome({ status: 'skipped', reason: 'no_transport' })).toEqual({ status: 'skipped', reason: 'no_transport' });
+    expect(emailOutcome({ status: 'sent', messageId: '<m@x>' })).toEqual({ status: 'sent', providerMessageId: '<m@x>' });
+    expect(emailOutcome({ status: 'failed', error: '550 no such user', retryable: false })).toEqual({ status: 'failed', error: '550 no such user', retryable: false });
+    expect(emailOutcome({ status: 'skipped', reason: 'credentials_unreadable' })).toEqual({ status: 'skipped', reason: 'credentials_unreadable' });
+  });
+});
