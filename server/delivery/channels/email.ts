@@ -24,9 +24,11 @@ export type SendTenantEmailResult =
   | { status: 'skipped'; reason: string }
   | { status: 'failed'; error: string; retryable: boolean };
 
+type Awaitable<T> = T | Promise<T>;
+
 export interface EmailDependencies {
-  renderEmail(template: EmailTemplateRow, brand: BrandRow, context: Record<string, unknown>): Promise<{ subject: string; html: string; text: string }>;
-  dkimSigningFor(runtime: Runtime, em: EntityManager, tenantId: string, fromEmail: string): Promise<unknown>;
+  renderEmail(template: EmailTemplateRow, brand: BrandRow, context: Record<string, unknown>): Awaitable<{ subject: string; html: string; text: string }>;
+  dkimSigningFor(runtime: Runtime, em: EntityManager, tenantId: string, fromEmail: string): Awaitable<unknown>;
   sendTenantEmail(runtime: Runtime, em: EntityManager, tenantId: string, mail: OutgoingTenantEmail): Promise<SendTenantEmailResult>;
 }
 
