@@ -19,6 +19,8 @@ const COMMAND_GROUPS: Record<string, () => Promise<Register>> = {
   keys: async () => (await import('./keys.ts')).registerKeys,
   transports: async () => (await import('./transports.ts')).registerTransports,
   contacts: async () => (await import('./contacts.ts')).registerContacts,
+  send: async () => (await import('./send.ts')).registerSend,
+  events: async () => (await import('./events.ts')).registerEvents,
 };
 
 /** The groups a command line needs: the one it names, none for --version alone, else all (for help). */

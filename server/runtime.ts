@@ -111,9 +111,8 @@ async function startQueue(runtime: Runtime): Promise<void> {
   for (const job of jobs) if (job.schedule) await boss.schedule(job.name, job.schedule);
   if (!worker) return;
   for (const job of jobs) {
-    await boss.work(job.name, { batchSize: 1, ...job.work }, async (batch) => {
-      await job.handler(batch as never, runtime);
-    });
+    const work = typeof job.work === 'function' ? job.work(runtime.config) : job.work;
+    await boss.work(job.name, { batchSize: 1, ...work }, async (batch) => job.handler(batch as never, runtime));
   }
 }
 

@@ -15,6 +15,7 @@ import * as tenants from './tenants.ts';
 import * as members from './members.ts';
 import * as invitations from './invitations.ts';
 import * as dataRequests from './data-requests.ts';
+import * as notifications from './notifications.ts';
 
 export const routes: RouteDefinition<any, any, any>[] = [
   // system (no credential)
@@ -82,4 +83,8 @@ export const routes: RouteDefinition<any, any, any>[] = [
   dataRequests.fileDataRequest,
   dataRequests.getDataRequest,
   dataRequests.downloadDataExport,
+  // notifications (service key): trigger, event status, activity log
+  notifications.triggerNotification,
+  notifications.getNotificationEvent,
+  notifications.listNotificationEvents,
 ];
