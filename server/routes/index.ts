@@ -16,6 +16,7 @@ import * as members from './members.ts';
 import * as invitations from './invitations.ts';
 import * as dataRequests from './data-requests.ts';
 import * as staticFiles from './static.ts';
+import * as notifications from './notifications.ts';
 
 export const routes: RouteDefinition<any, any, any>[] = [
   // system (no credential)
@@ -91,4 +92,8 @@ export const routes: RouteDefinition<any, any, any>[] = [
   staticFiles.demoPage,
   staticFiles.demoScript,
   staticFiles.demoStyles,
+  // notifications (service key): trigger, event status, activity log
+  notifications.triggerNotification,
+  notifications.getNotificationEvent,
+  notifications.listNotificationEvents,
 ];
