@@ -1,63 +1,56 @@
-// Data for the browser tests: a tenant with a contact and its contact token, inbox items, and a
-// delivery to the inbox as the delivery worker makes it (item + stream events, one transaction).
-import type { EntityManager } from '@mikro-orm/postgresql';
+// Data for the browser tests: a tenant with a service key, a notification type with an inbox
+// template, a contact obtained the way a tenant backend does it (mint a token; on 404 create the
+// contact, then mint again), inbox items already there when the page opens, and triggers.
+import { expect } from 'vitest';
 import { queryOne } from '../../server/db/sql.ts';
 import { newId } from '../../server/ids.ts';
-import { createTenant } from '../../server/services/tenants.ts';
-import { createUser } from '../../server/services/users.ts';
-import { appendStreamEvent } from '../../server/stream/events.ts';
 import type { TestApp } from '../support/app.ts';
+import { createInboxTemplate, createServiceTenant, createType } from '../support/delivery-fixtures.ts';
+
+export const TYPE_KEY = 'build_status';
 
 export interface InboxContact {
   id: string;
   tenantId: string;
   externalId: string;
+  serviceKey: string;
   token: string;
 }
 
+/** The recommended backend pattern, over HTTP with the service key: mint; on 404 create, mint again. */
+export async function mintContactToken(app: TestApp, serviceKey: string, externalId: string): Promise<{ token: string; contact_id: string; expires_in: number }> {
+  const mint = () => app.request('POST', '/v1/contacts/tokens', { token: serviceKey, body: { external_id: externalId } });
+  let minted = await mint();
+  if (minted.status === 404) {
+    const created = await app.request('POST', '/v1/contacts', { token: serviceKey, body: { external_id: externalId, name: 'Ann' } });
+    expect(created.status).toBe(201);
+    minted = await mint();
+  }
+  expect(minted.status).toBe(200);
+  return minted.body;
+}
+
 export async function createInboxContact(app: TestApp, externalId: string): Promise<InboxContact> {
-  const em = app.runtime.orm.em.fork();
-  const user = await createUser(em, { email: `owner-${newId()}@example.test`, password: 'correct horse battery', verified: true });
-  const tenant = await createTenant(em, { name: 'Acme', ownerUserId: user.id, makeDefault: true });
-  const contact = (await queryOne<{ id: string }>(em, `INSERT INTO contacts (id, tenant_id, external_id, name) VALUES ($1, $2, $3, 'Ann') RETURNING id`, [
-    newId(),
-    tenant.id,
-    externalId,
-  ]))!;
-  const token = app.runtime.tokens.sign('contact', contact.id, tenant.id, 3600, Date.now());
-  return { id: contact.id, tenantId: tenant.id, externalId, token };
+  const tenant = await createServiceTenant(app);
+  await createType(app, tenant.tenantId, {
+    key: TYPE_KEY,
+    channels: { inbox: true, email: false, push: false, web_push: false },
+    variables: [
+      { name: 'title', required: true },
+      { name: 'body', required: true },
+    ],
+  });
+  await createType(app, tenant.tenantId, { key: 'account_security', channels: { inbox: true, email: true, push: false, web_push: false }, optOut: false });
+  await createInboxTemplate(app, tenant.tenantId, { type: TYPE_KEY, title: '{{ title }}', content: '{{ body }}' });
+  const minted = await mintContactToken(app, tenant.key, externalId);
+  return { id: minted.contact_id, tenantId: tenant.tenantId, externalId, serviceKey: tenant.key, token: minted.token };
 }
 
 export interface ItemInput {
   title: string;
   body: string;
-  action_url?: string;
   read?: boolean;
-  type?: string;
-}
-
-interface ItemRow {
-  id: string;
-  event_id: string | null;
-  type_key: string;
-  title: string;
-  body: string;
-  action_url: string | null;
-  data: Record<string, unknown>;
-  created_at: Date;
-  seen_at: Date | null;
-  read_at: Date | null;
-  archived_at: Date | null;
-}
-
-async function insertItem(em: EntityManager, contact: InboxContact, input: ItemInput, createdAt: Date): Promise<ItemRow> {
-  return (await queryOne<ItemRow>(
-    em,
-    `INSERT INTO inbox_items (id, tenant_id, contact_id, type_key, title, body, action_url, created_at, read_at, seen_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
-     RETURNING id, event_id, type_key, title, body, action_url, data, created_at, seen_at, read_at, archived_at`,
-    [newId(), contact.tenantId, contact.id, input.type ?? 'account', input.title, input.body, input.action_url ?? null, createdAt, input.read ? createdAt : null],
-  ))!;
+  action_url?: string;
 }
 
 /** Items already in the inbox before the page opens (oldest first; spaced minutes apart). */
@@ -65,39 +58,22 @@ export async function seedInboxItems(app: TestApp, contact: InboxContact, inputs
   const em = app.runtime.orm.em.fork();
   const now = Date.now();
   for (const [index, input] of inputs.entries()) {
-    await insertItem(em, contact, input, new Date(now - (inputs.length - index) * 17 * 60_000));
+    const createdAt = new Date(now - (inputs.length - index) * 17 * 60_000);
+    await queryOne(
+      em,
+      `INSERT INTO inbox_items (id, tenant_id, contact_id, type_key, title, body, action_url, created_at, read_at, seen_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING id`,
+      [newId(), contact.tenantId, contact.id, TYPE_KEY, input.title, input.body, input.action_url ?? null, createdAt, input.read ? createdAt : null],
+    );
   }
 }
 
-const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
-
-/** Delivers to the inbox as the worker does: the item, its 'notification' and 'counts' stream events. */
-export async function deliverInboxItem(app: TestApp, contact: InboxContact, input: ItemInput): Promise<string> {
-  const em = app.runtime.orm.em.fork();
-  return em.transactional(async (tx) => {
-    const row = await insertItem(tx, contact, input, new Date());
-    const item = {
-      id: row.id,
-      event_id: row.event_id,
-      type: row.type_key,
-      title: row.title,
-      body: row.body,
-      action_url: row.action_url,
-      data: row.data,
-      created_at: iso(row.created_at),
-      seen_at: iso(row.seen_at),
-      read_at: iso(row.read_at),
-      archived_at: iso(row.archived_at),
-    };
-    await appendStreamEvent(tx, { tenantId: contact.tenantId, contactId: contact.id, kind: 'notification', payload: item });
-    const counts = (await queryOne<{ unread_count: number; unseen_count: number }>(
-      tx,
-      `SELECT count(*) FILTER (WHERE read_at IS NULL)::int AS unread_count,
-              count(*) FILTER (WHERE seen_at IS NULL AND read_at IS NULL)::int AS unseen_count
-         FROM inbox_items WHERE contact_id = $1 AND archived_at IS NULL`,
-      [contact.id],
-    ))!;
-    await appendStreamEvent(tx, { tenantId: contact.tenantId, contactId: contact.id, kind: 'counts', payload: counts });
-    return row.id;
+/** Triggers a notification for the contact (POST /v1/notifications); the worker delivers it to the inbox. */
+export async function triggerNotification(app: TestApp, contact: InboxContact, input: ItemInput): Promise<string> {
+  const res = await app.request('POST', '/v1/notifications', {
+    token: contact.serviceKey,
+    body: { type: TYPE_KEY, recipients: [contact.externalId], variables: { title: input.title, body: input.body }, channels: ['inbox'] },
   });
+  expect(res.status).toBe(202);
+  return res.body.events[0].event_id;
 }

@@ -1,13 +1,13 @@
 // The browser SDK in real Chromium against a real Herald: the demo page connects <herald-inbox> with
-// a contact token; the badge shows the server's unread count; a notification delivered during the
-// test arrives live; clicking an item marks it read on the server; after the connection drops, the
+// a contact token; the badge shows the server's unread count; a notification triggered during the
+// test (POST /v1/notifications, delivered by the worker) arrives live; clicking an item marks it read on the server; after the connection drops, the
 // reconnect (Last-Event-ID) replays what was missed and the badge equals the server's count again.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdirSync } from 'node:fs';
 import type { Page } from 'playwright-core';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { chromiumAvailable, launchChromium, startTcpRelay, type ChromiumSession, type TcpRelay } from '../support/browser.ts';
-import { createInboxContact, deliverInboxItem, seedInboxItems, type InboxContact } from './fixtures.ts';
+import { createInboxContact, seedInboxItems, triggerNotification, type InboxContact } from './fixtures.ts';
 
 if (!chromiumAvailable) console.warn('browser tests skipped: /usr/bin/chromium is absent (apt-get install -y chromium)');
 
@@ -25,7 +25,7 @@ describe.skipIf(!chromiumAvailable)('<herald-inbox> in Chromium', () => {
     contact = await createInboxContact(app, 'ext-widget');
     await seedInboxItems(app, contact, [
       { title: 'Welcome to Acme', body: 'Thanks for signing up.' },
-      { title: 'Your invoice is ready', body: 'Invoice #1042 for November.' },
+      { title: 'Your invoice is ready', body: 'Invoice #1042 for November.', action_url: `${relay.url}/demo#invoice-1042` },
       { title: 'Password changed', body: 'If this was not you, contact support.', read: true },
       { title: 'Order shipped', body: 'Your order #881 is on its way.' },
     ]);
@@ -33,7 +33,8 @@ describe.skipIf(!chromiumAvailable)('<herald-inbox> in Chromium', () => {
     page = await browser.context.newPage();
     page.on('pageerror', (error) => pageErrors.push(error.message));
     page.on('console', (message) => {
-      if (message.type() === 'error') pageErrors.push(message.text());
+      // Network failures while the relay is down are expected; script errors are not.
+      if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) pageErrors.push(message.text());
     });
   });
 
@@ -60,18 +61,25 @@ describe.skipIf(!chromiumAvailable)('<herald-inbox> in Chromium', () => {
     await expect.poll(() => page.locator('herald-inbox').getAttribute('data-state'), { timeout: 10_000 }).toBe('open');
     expect(await page.locator('herald-inbox .bell').getAttribute('aria-label')).toBe('Notifications, 3 unread');
 
+    // Pages of three: the fourth item comes with "Load more".
+    await page.locator('herald-inbox').evaluate((el) => el.setAttribute('page-size', '3'));
     await page.locator('herald-inbox .bell').click();
+    await expect.poll(() => items().count(), { timeout: 10_000 }).toBe(3);
+    // Focus moved into the popover, on the first item.
+    expect(await page.evaluate(() => document.querySelector('herald-inbox')!.shadowRoot!.activeElement?.className)).toBe('open');
+    const more = page.locator('herald-inbox [data-action="more"]');
+    expect(await more.isVisible()).toBe(true);
+    await more.click();
     await expect.poll(() => items().count(), { timeout: 10_000 }).toBe(4);
+    expect(await more.isHidden()).toBe(true);
     expect(await page.locator('herald-inbox .bell').getAttribute('aria-expanded')).toBe('true');
     // Newest first; unread ones marked.
     expect(await items().nth(0).locator('.title').textContent()).toBe('Order shipped');
     expect(await page.locator('herald-inbox li.item.unread').count()).toBe(3);
-    // Focus moved into the popover, on the first item.
-    expect(await page.evaluate(() => document.querySelector('herald-inbox')!.shadowRoot!.activeElement?.className)).toBe('open');
   });
 
-  it('shows a notification delivered during the test live, with the badge rising', async () => {
-    await deliverInboxItem(app, contact, { title: 'Build 2718 passed', body: 'All 412 tests green.' });
+  it('shows a notification triggered during the test live, with the badge rising', async () => {
+    await triggerNotification(app, contact, { title: 'Build 2718 passed', body: 'All 412 tests green.' });
     await expect.poll(() => badge().textContent(), { timeout: 10_000 }).toBe('4');
     await expect.poll(() => items().nth(0).locator('.title').textContent(), { timeout: 10_000 }).toBe('Build 2718 passed');
     expect(await items().count()).toBe(5);
@@ -82,9 +90,10 @@ describe.skipIf(!chromiumAvailable)('<herald-inbox> in Chromium', () => {
     await page.screenshot({ path: 'test-results/herald-inbox-widget.png' });
   });
 
-  it('marks an item read on click, and the server agrees', async () => {
+  it('marks an item read on click, and the server agrees; its action URL opens', async () => {
     const target = items().filter({ hasText: 'Your invoice is ready' });
     await target.locator('button.open').click();
+    await expect.poll(() => new URL(page.url()).hash, { timeout: 10_000 }).toBe('#invoice-1042');
     await expect.poll(() => badge().textContent(), { timeout: 10_000 }).toBe('3');
     await expect.poll(async () => (await target.getAttribute('class')) ?? '', { timeout: 5_000 }).toBe('item');
     const inbox = await serverInbox();
@@ -97,8 +106,10 @@ describe.skipIf(!chromiumAvailable)('<herald-inbox> in Chromium', () => {
     relay.down();
     await expect.poll(() => page.locator('herald-inbox').getAttribute('data-state'), { timeout: 10_000 }).toBe('reconnecting');
     // While the browser is cut off: two new notifications, and one item read elsewhere.
-    await deliverInboxItem(app, contact, { title: 'Missed one', body: 'Delivered while offline.' });
-    await deliverInboxItem(app, contact, { title: 'Missed two', body: 'Also delivered while offline.' });
+    await triggerNotification(app, contact, { title: 'Missed one', body: 'Delivered while offline.' });
+    await expect.poll(async () => (await serverInbox()).unread_count, { timeout: 15_000 }).toBe(4);
+    await triggerNotification(app, contact, { title: 'Missed two', body: 'Also delivered while offline.' });
+    await expect.poll(async () => (await serverInbox()).unread_count, { timeout: 15_000 }).toBe(5);
     const welcome = (await serverInbox()).items.find((i) => i.title === 'Welcome to Acme')!;
     const patched = await app.request('PATCH', `/v1/contacts/${contact.id}/notifications/${welcome.id}`, { token: contact.token, body: { read: true } });
     expect(patched.status).toBe(200);
@@ -134,6 +145,30 @@ describe.skipIf(!chromiumAvailable)('<herald-inbox> in Chromium', () => {
     await page.keyboard.press('Escape');
     expect(await page.locator('herald-inbox .panel').isHidden()).toBe(true);
     expect(await page.evaluate(() => document.querySelector('herald-inbox')!.shadowRoot!.activeElement?.className)).toBe('bell');
+  });
+
+  it('toggles a preference in the panel, and the server agrees; mandatory types are locked', async () => {
+    await page.locator('herald-inbox .bell').click();
+    await page.locator('herald-inbox [data-action="prefs"]').click();
+    const email = page.locator('herald-inbox input[data-type="build_status"][data-channel="email"]');
+    const inbox = page.locator('herald-inbox input[data-type="build_status"][data-channel="inbox"]');
+    await expect.poll(() => inbox.isChecked(), { timeout: 10_000 }).toBe(true);
+    expect(await email.isChecked()).toBe(false);
+    expect(await page.locator('herald-inbox input[data-type="account_security"][data-channel="email"]').isDisabled()).toBe(true);
+    expect(await inbox.getAttribute('aria-label')).toBe('Build status: In-app');
+    await page.screenshot({ path: 'test-results/herald-inbox-preferences.png' });
+
+    await inbox.click();
+    const saved = async () => {
+      const res = await app.request('GET', `/v1/contacts/${contact.id}/preferences`, { token: contact.token });
+      return res.body.preferences.find((p: { type: string; channel: string }) => p.type === 'build_status' && p.channel === 'inbox');
+    };
+    await expect.poll(saved, { timeout: 10_000 }).toEqual(expect.objectContaining({ enabled: false, source: 'contact' }));
+    // Re-rendered from the server's matrix, with focus kept on the same switch.
+    const focused = () => inbox.evaluate((el) => el === (el.getRootNode() as ShadowRoot).activeElement && !(el as HTMLInputElement).disabled);
+    await expect.poll(focused, { timeout: 10_000 }).toBe(true);
+    expect(await inbox.isChecked()).toBe(false);
+    await page.keyboard.press('Escape');
     expect(pageErrors).toEqual([]);
   });
 });
