@@ -179,3 +179,9 @@ export interface HeraldInboxEventMap {
   'herald-state': CustomEvent<StreamState>;
   'herald-error': CustomEvent<unknown>;
 }
+
+declare global {
+  interface HTMLElementTagNameMap {
+    'herald-inbox': HeraldInboxElement;
+  }
+}
