@@ -51,7 +51,8 @@ describe.skipIf(!chromiumAvailable)('herald.js client in Chromium', () => {
       const { createHerald } = await import('/sdk/herald.js');
       // The client's clock runs with real time plus an offset the tests move forward.
       window.offset = 0;
-      window.herald = createHerald({ url: location.origin, getToken: () => window.backendToken(), now: () => Date.now() + window.offset });
+      window.tokenCalls = 0;
+      window.herald = createHerald({ url: location.origin, getToken: () => (window.tokenCalls++, window.backendToken()), now: () => Date.now() + window.offset });
     })()`);
   });
 
@@ -179,15 +180,19 @@ describe.skipIf(!chromiumAvailable)('herald.js client in Chromium', () => {
       w.offset += 3600 * 1000; // the stream starts with a fresh token
       w.events = [];
       w.states = [];
+      w.callsAt = [];
       w.stream = herald.connect({
         onNotification: (item) => w.events.push(item.title),
         onCounts: (counts) => w.events.push('counts:' + counts.unread),
-        onStateChange: (state) => w.states.push(state),
+        onStateChange: (state) => { w.states.push(state); w.callsAt.push(w.tokenCalls); },
       }, { minRetryMs: 200 });`);
     await expect.poll(() => run<string[]>(`return w.states;`), { timeout: 10_000 }).toContain('open');
     // The server ends the stream when its token expires (4 s); the client renews and reconnects.
     await expect.poll(() => run<string[]>(`return w.states;`), { timeout: 15_000 }).toEqual(['connecting', 'open', 'reconnecting', 'open']);
     expect(issued.length).toBeGreaterThan(before);
+    // The next token was fetched shortly before the old one expired, not after the stream dropped.
+    const [, openedWith, droppedWith] = await run<number[]>(`return w.callsAt;`);
+    expect(droppedWith).toBeGreaterThan(openedWith!);
     await triggerNotification(app, contact, { title: 'After renewal', body: 'Still live.' });
     await expect.poll(() => run<string[]>(`return w.events;`), { timeout: 10_000 }).toContain('After renewal');
     const server = await app.request('GET', `/v1/contacts/${contact.id}/notifications?limit=1`, { token: await serverToken() });

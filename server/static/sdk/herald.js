@@ -55,6 +55,8 @@ export class HeraldClient {
       contactPath: () => this.#contactPath(),
       fetch: (input, init) => this.#fetch(input, init),
       now: () => this.#now(),
+      // Milliseconds until the current token is due for renewal (0 when it already is).
+      renewalDueInMs: () => Math.max(0, this.#expiresAt - this.#refreshMarginMs - this.#now()),
     };
   }
 
@@ -280,6 +282,7 @@ export class HeraldStream {
   #counts = null;
   #countsVersion = 0;
   #countsTimer = null;
+  #renewTimer = null;
 
   constructor(client, handlers, options) {
     this.#client = client;
@@ -330,6 +333,7 @@ export class HeraldStream {
     if (this.#closed) return;
     this.#closed = true;
     clearTimeout(this.#countsTimer);
+    clearTimeout(this.#renewTimer);
     if (typeof window !== 'undefined') window.removeEventListener('online', this.#onOnline);
     if (this.#abort) this.#abort.abort();
     if (this.#wake) this.#wake();
@@ -401,6 +405,12 @@ export class HeraldStream {
     this.#setState('open');
     this.#retryMs = this.#options.minRetryMs;
     void this.#refreshCounts();
+    // Herald ends the stream when its token expires: have the next token ready by then, so the
+    // reconnect needs no round trip to the backend.
+    clearTimeout(this.#renewTimer);
+    this.#renewTimer = setTimeout(() => {
+      if (!this.#closed) hooks.token(false).catch((error) => this.#emit('onError', error));
+    }, hooks.renewalDueInMs());
 
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
     const parse = createSseParser((message) => this.#dispatch(message));
