@@ -197,6 +197,10 @@ describe.skipIf(!chromiumAvailable)('herald.js client in Chromium', () => {
     await expect.poll(() => run<string[]>(`return w.events;`), { timeout: 10_000 }).toContain('After renewal');
     const server = await app.request('GET', `/v1/contacts/${contact.id}/notifications?limit=1`, { token: await serverToken() });
     await expect.poll(() => run<string | undefined>(`return w.events.filter((e) => e.startsWith('counts:')).at(-1);`), { timeout: 5_000 }).toBe(`counts:${server.body.unread_count}`);
+    // reconnect() reconnects at once, resuming after the last event: nothing is delivered twice.
+    await run(`w.stream.reconnect();`);
+    await expect.poll(() => run<number>(`return w.states.filter((s) => s === 'open').length;`), { timeout: 5_000 }).toBe(3);
+    expect((await run<string[]>(`return w.events;`)).filter((e) => e === 'After renewal')).toHaveLength(1);
     await run(`w.stream.close();`);
     expect(await run<string>(`return w.stream.state;`)).toBe('closed');
   });

@@ -283,6 +283,7 @@ export class HeraldStream {
   #countsVersion = 0;
   #countsTimer = null;
   #renewTimer = null;
+  #immediate = false;
 
   constructor(client, handlers, options) {
     this.#client = client;
@@ -325,6 +326,7 @@ export class HeraldStream {
   reconnect() {
     if (this.#closed) return;
     this.#retryMs = this.#options.minRetryMs;
+    this.#immediate = true;
     if (this.#abort) this.#abort.abort();
     if (this.#wake) this.#wake();
   }
@@ -363,7 +365,9 @@ export class HeraldStream {
       // After a connection that had opened, start the backoff afresh; otherwise double it each time.
       failures = outcome === 'dropped' ? 0 : failures + 1;
       const base = Math.min(this.#options.maxRetryMs, this.#retryMs * 2 ** Math.max(0, failures - 1));
-      await this.#pause(Math.round(base / 2 + Math.random() * (base / 2)));
+      // reconnect() asks for no wait, whether it came during the connection or the pause.
+      if (!this.#immediate) await this.#pause(Math.round(base / 2 + Math.random() * (base / 2)));
+      this.#immediate = false;
     }
     if (!this.#closed) {
       this.#closed = true;
