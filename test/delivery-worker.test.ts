@@ -85,7 +85,7 @@ describe('inbox delivery', () => {
       const stream = await sql<{ kind: string; payload: Record<string, unknown> }>(api, `SELECT kind, payload FROM stream_events WHERE contact_id = $1 ORDER BY id`, [item.contact_id]);
       expect(stream.map((s) => s.kind)).toEqual(['notification', 'counts']);
       expect(stream[0]!.payload).toMatchObject({ event_id: item.event_id, type: 'plain', title: item.title, body: item.body, read_at: null });
-      expect(stream[1]!.payload).toEqual({ unread_count: 1 });
+      expect(stream[1]!.payload).toEqual({ unread_count: 1, unseen_count: 1 });
     }
     for (const id of ids) expect(await deliveriesOf(id)).toEqual([{ channel: 'inbox', status: 'delivered', reason: null, attempts: 1, last_error: null }]);
     // Delivered by the batch fast path, not the per-event fallback.
