@@ -3,14 +3,16 @@
 // deliveries are neither created nor reported as sent).
 import type { Channel } from '../../schemas/common.ts';
 import { inboxChannel } from './inbox.ts';
+import { pushChannel } from './push.ts';
+import { webPushChannel } from './web-push.ts';
+import { sendPush } from '../../transports/push/index.ts';
 import type { ChannelSender } from './types.ts';
 
 const senders: ChannelSender[] = [
   inboxChannel,
-  // integration point: register the other three once their senders are merged:
-  //   emailChannel({ renderEmail, dkimSigningFor, sendTenantEmail })   (./email.ts)
-  //   pushChannel(sendPush)                                             (./push.ts)
-  //   webPushChannel(sendPush)                                          (./web-push.ts)
+  pushChannel(sendPush),
+  webPushChannel(sendPush),
+  // integration point: emailChannel({ renderEmail, dkimSigningFor, sendTenantEmail }) (./email.ts)
 ];
 
 export const channelRegistry: ReadonlyMap<Channel, ChannelSender> = new Map(senders.map((s) => [s.channel, s]));
