@@ -37,3 +37,11 @@ export function bossDb(em: EntityManager): { executeSql(text: string, values?: u
     },
   };
 }
+
+/** True for PostgreSQL's unique_violation (23505), however the driver wrapped it. */
+export function isUniqueViolation(error: unknown): boolean {
+  for (let e = error as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+    if (e.code === '23505') return true;
+  }
+  return false;
+}
