@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { execute, query, queryOne } from '../db/sql.ts';
+import { execute, query, queryOne, toIsoTimestamp } from '../db/sql.ts';
 import { SERVICE_KEY_PREFIX, hashServiceKey } from '../http/auth.ts';
 import type { ApiKeyResponse, IssuedApiKeyResponse } from '../schemas/api-keys.ts';
 
@@ -17,8 +17,8 @@ interface ApiKeyRow {
   id: string;
   name: string;
   prefix: string;
-  created_at: Date;
-  last_used_at: Date | null;
+  created_at: Date | string;
+  last_used_at: Date | string | null;
 }
 
 const COLUMNS = 'id, name, prefix, created_at, last_used_at';
@@ -32,8 +32,8 @@ function toResponse(row: ApiKeyRow): ApiKeyResponse {
     id: row.id,
     name: row.name,
     prefix: row.prefix,
-    created_at: row.created_at.toISOString(),
-    last_used_at: row.last_used_at ? row.last_used_at.toISOString() : null,
+    created_at: toIsoTimestamp(row.created_at),
+    last_used_at: row.last_used_at ? toIsoTimestamp(row.last_used_at) : null,
   };
 }
 

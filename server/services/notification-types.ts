@@ -8,7 +8,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { isUniqueViolation, query, queryOne } from '../db/sql.ts';
+import { isUniqueViolation, query, queryOne, toIsoTimestamp } from '../db/sql.ts';
 import {
   DEFAULT_CHANNEL_DEFAULTS,
   type ChannelDefaults,
@@ -25,9 +25,9 @@ export interface NotificationTypeRow {
   channel_defaults: ChannelDefaults;
   opt_out: boolean;
   variables: NotificationTypeVariable[];
-  deleted_at: Date | null;
-  created_at: Date;
-  updated_at: Date;
+  deleted_at: Date | string | null;
+  created_at: Date | string;
+  updated_at: Date | string;
 }
 
 const COLUMNS = 'id, key, name, description, channel_defaults, opt_out, variables, deleted_at, created_at, updated_at';
@@ -41,8 +41,8 @@ export function toNotificationTypeResponse(row: NotificationTypeRow): Notificati
     opt_out: row.opt_out,
     variables: row.variables,
     deleted: row.deleted_at !== null,
-    created_at: row.created_at.toISOString(),
-    updated_at: row.updated_at.toISOString(),
+    created_at: toIsoTimestamp(row.created_at),
+    updated_at: toIsoTimestamp(row.updated_at),
   };
 }
 

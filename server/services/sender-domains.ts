@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { execute, query, queryOne } from '../db/sql.ts';
+import { execute, query, queryOne, toIsoTimestamp } from '../db/sql.ts';
 import type { Runtime } from '../runtime.ts';
 import type { DkimSigning } from '../email/smtp.ts';
 import type { DnsRecord, SenderDomainResponse, SenderDomainStatus } from '../schemas/sender-domains.ts';
@@ -19,7 +19,7 @@ interface SenderDomainRow {
   status: SenderDomainStatus;
   dkim_selector: string;
   dkim_public_key: string;
-  last_checked_at: Date | null;
+  last_checked_at: Date | string | null;
   last_error: string | null;
 }
 
@@ -50,7 +50,7 @@ export function toSenderDomainResponse(row: SenderDomainRow): SenderDomainRespon
     domain: row.domain,
     status: row.status,
     dns_records: dnsRecords(row),
-    last_checked_at: row.last_checked_at ? row.last_checked_at.toISOString() : null,
+    last_checked_at: row.last_checked_at ? toIsoTimestamp(row.last_checked_at) : null,
     last_error: row.last_error,
   };
 }

@@ -5,7 +5,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, ValidationFailure, notFound, type ValidationIssue } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { execute, isUniqueViolation, query, queryOne } from '../db/sql.ts';
+import { execute, isUniqueViolation, query, queryOne, toIsoTimestamp } from '../db/sql.ts';
 import { templateSyntaxError } from '../templates/engine.ts';
 import type { EmailTemplateResponse, InboxTemplateResponse, TemplateListQuery } from '../schemas/templates.ts';
 import { findType } from './notification-types.ts';
@@ -31,8 +31,8 @@ interface TemplateRow {
   notification_type_key: string;
   brand_key: string;
   language: string;
-  created_at: Date;
-  updated_at: Date;
+  created_at: Date | string;
+  updated_at: Date | string;
   [field: string]: unknown;
 }
 
@@ -47,7 +47,7 @@ function columns(kind: TemplateKind): string {
 }
 
 function toResponse<K extends TemplateKind>(row: TemplateRow): ResponseOf<K> {
-  return { ...row, created_at: row.created_at.toISOString(), updated_at: row.updated_at.toISOString() } as unknown as ResponseOf<K>;
+  return { ...row, created_at: toIsoTimestamp(row.created_at), updated_at: toIsoTimestamp(row.updated_at) } as unknown as ResponseOf<K>;
 }
 
 /** Checks a template slot (type live, brand present: locked against deletion until commit) and the fields' syntax. */
