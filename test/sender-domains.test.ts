@@ -248,7 +248,7 @@ describe('DKIM signing (dkimSigningFor)', () => {
 
   it('signs mail from a verified domain so that an independent verifier passes it against the published record', async () => {
     const dkim = await dkimSigningFor(app.runtime, app.runtime.orm.em.fork(), acme.tenantId, 'news@signed.acme.test');
-    expect(dkim).toMatchObject({ domainName: 'signed.acme.test', keySelector: verified.dns_records[0].name.split('.')[0] });
+    expect(dkim).toMatchObject({ domainName: 'signed.acme.test', keySelector: verified.dns_records[0]!.name.split('.')[0] });
     await app.runtime.smtp.send(
       { host: smtp.host, port: smtp.port, secure: false },
       { from: 'Acme <news@signed.acme.test>', to: 'reader@example.test', subject: 'Signed', text: 'Hello', html: '<p>Hello</p>', dkim: dkim! },
