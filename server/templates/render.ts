@@ -20,6 +20,11 @@ export async function renderInbox(template: InboxTemplateRow, context: Record<st
   };
 }
 
+// Headings keep their case in the text part (html-to-text shouts them by default).
+const TEXT_OPTIONS = {
+  selectors: ['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((selector) => ({ selector, options: { uppercase: false } })),
+};
+
 export interface RenderedEmail {
   subject: string;
   html: string;
@@ -37,6 +42,6 @@ export async function renderEmail(template: EmailTemplateRow, brand: BrandRow, c
   const contentHtml = await renderString(template.content, context, 'html');
   const name = typeof brand.values.name === 'string' ? brand.values.name : null;
   const element = BrandLayout({ name, colour: brand.values.colour, logoUrl: brand.values.logo_url, title: subject, contentHtml, language: template.language });
-  const [html, text] = await Promise.all([renderReactEmail(element), renderReactEmail(element, { plainText: true })]);
+  const [html, text] = await Promise.all([renderReactEmail(element), renderReactEmail(element, { plainText: true, htmlToTextOptions: TEXT_OPTIONS })]);
   return { subject, html, text: text.trim() };
 }
