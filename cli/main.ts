@@ -6,6 +6,8 @@ import { registerInit } from './init.ts';
 import { registerStart } from './start.ts';
 import { registerMigrate } from './migrate.ts';
 import { registerStatus } from './status.ts';
+import { registerApiKeys } from './api-keys.ts';
+import { registerBrandings } from './brandings.ts';
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -26,6 +28,8 @@ Examples:
   registerStart(program);
   registerMigrate(program);
   registerStatus(program);
+  registerApiKeys(program);
+  registerBrandings(program);
   // Every command (and sub-command) reports usage errors with exit code 2 instead of exiting itself.
   const override = (command: Command) => {
     command.exitOverride();
