@@ -3,6 +3,7 @@
 // name is unknown). Herald's resolver is pointed at it through config.dnsServers.
 import dns2 from 'dns2';
 import { promises as dns } from 'node:dns';
+import type { Server as NetServer } from 'node:net';
 
 export interface DnsServer {
   /** host:port, for config.dnsServers */
@@ -49,7 +50,7 @@ export async function startDnsServer(): Promise<DnsServer> {
     const udp = (server as unknown as { servers: { udp: { listen(port: number, address: string): Promise<void>; address(): { port: number } } } }).servers.udp;
     await udp.listen(0, '127.0.0.1');
     const port = udp.address().port;
-    const tcp = (server as unknown as { servers: { tcp: import('node:net').Server } }).servers.tcp;
+    const tcp = (server as unknown as { servers: { tcp: NetServer } }).servers.tcp;
     const ok = await new Promise<boolean>((resolve) => {
       tcp.once('error', () => resolve(false));
       tcp.listen(port, '127.0.0.1', () => resolve(true));
