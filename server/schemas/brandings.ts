@@ -1,6 +1,6 @@
 // Brands: a named set of values templates render against, and the sender settings of its emails.
 import { z } from 'zod';
-import { email, resourceKey } from './common.ts';
+import { JsonValue, email, resourceKey } from './common.ts';
 import { RESERVED_VARIABLE_NAMES } from './notification-types.ts';
 
 export const HEX_COLOUR = /^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$/;
@@ -31,7 +31,7 @@ export const BrandValues = z
     colour: z.string().regex(HEX_COLOUR, 'must be a hex colour like #1a2b3c').optional(),
     logo_url: httpUrl.optional(),
   })
-  .catchall(z.json())
+  .catchall(JsonValue)
   .superRefine((values, ctx) => {
     const keys = Object.keys(values);
     if (keys.length > MAX_VALUE_KEYS) ctx.addIssue({ code: 'custom', message: `at most ${MAX_VALUE_KEYS} values` });

@@ -1,7 +1,7 @@
 // Email and inbox templates (one slot = notification type + brand + language), the email preview and
 // the "affected by a variable change" report.
 import { z } from 'zod';
-import { isoDateTime, resourceKey } from './common.ts';
+import { JsonValue, isoDateTime, resourceKey } from './common.ts';
 
 /** The most a template field may hold (the engine's parse limit). */
 export const TEMPLATE_MAX = 100_000;
@@ -129,8 +129,8 @@ export const RenderRequest = z
     notification_type_key: resourceKey,
     brand_key: resourceKey.optional().describe("Defaults to the tenant's default brand"),
     language: languageTag.optional().describe("Defaults to the tenant's default language"),
-    variables: z.record(z.string(), z.json()).default({}).describe("Merged over the brand's values"),
-    contact: z.record(z.string(), z.json()).optional().describe('Sample recipient fields for {{ contact.* }} placeholders'),
+    variables: z.record(z.string(), JsonValue).default({}).describe("Merged over the brand's values"),
+    contact: z.record(z.string(), JsonValue).optional().describe('Sample recipient fields for {{ contact.* }} placeholders'),
   })
   .meta({ id: 'RenderRequest' });
 export type RenderRequest = z.infer<typeof RenderRequest>;
