@@ -97,6 +97,7 @@ describe('POST /v1/brandings', () => {
     expectValidationError(await post({ key: 'x', values: { colour: 'red; background:url(x)' } }), ['body', 'values', 'colour']);
     expectValidationError(await post({ key: 'x', values: { logo_url: 'javascript:alert(1)' } }), ['body', 'values', 'logo_url']);
     expectValidationError(await post({ key: 'x', values: { 'bad-name': 1 } }), ['body', 'values', 'bad-name']);
+    expectValidationError(await post({ key: 'x', values: { __secret: 1 } }), ['body', 'values', '__secret']);
     expectValidationError(await post({ key: 'x', values: { contact: 'x' } }), ['body', 'values', 'contact']);
     expectValidationError(await post({ key: 'x', sender: { from_email: 'not an email' } }), ['body', 'sender', 'from_email']);
     expectValidationError(await post({ key: 'x', sender: { from_name: 'Evil\r\nBcc: victim@example.test' } }), ['body', 'sender', 'from_name']);

@@ -90,6 +90,7 @@ describe('POST /v1/notification-types', () => {
     expectValidationError(await post({ key: 'x', opt_out: 'no' }), ['body', 'opt_out']);
     expectValidationError(await post({ key: 'x', variables: [{ name: '1st' }] }), ['body', 'variables', 0, 'name']);
     expectValidationError(await post({ key: 'x', variables: [{ name: 'contact' }] }), ['body', 'variables', 0, 'name']);
+    expectValidationError(await post({ key: 'x', variables: [{ name: '__proto__' }] }), ['body', 'variables', 0, 'name']);
     expectValidationError(await post({ key: 'x', variables: [{ name: 'a' }, { name: 'a' }] }), ['body', 'variables', 1, 'name']);
     expectValidationError(await app.request('POST', '/v1/notification-types', { token: acme.serviceKey, rawBody: 'nope' }), ['body']);
   });

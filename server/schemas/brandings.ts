@@ -1,7 +1,7 @@
 // Brands: a named set of values templates render against, and the sender settings of its emails.
 import { z } from 'zod';
 import { JsonValue, email, resourceKey } from './common.ts';
-import { RESERVED_VARIABLE_NAMES } from './notification-types.ts';
+import { RESERVED_VARIABLE_NAMES, VARIABLE_NAME } from './notification-types.ts';
 
 export const HEX_COLOUR = /^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$/;
 const MAX_VALUE_KEYS = 50;
@@ -36,8 +36,8 @@ export const BrandValues = z
     const keys = Object.keys(values);
     if (keys.length > MAX_VALUE_KEYS) ctx.addIssue({ code: 'custom', message: `at most ${MAX_VALUE_KEYS} values` });
     for (const key of keys) {
-      if (!/^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(key)) {
-        ctx.addIssue({ code: 'custom', path: [key], message: 'value names must match ^[A-Za-z_][A-Za-z0-9_]{0,63}$' });
+      if (!VARIABLE_NAME.test(key)) {
+        ctx.addIssue({ code: 'custom', path: [key], message: 'value names must be letters, digits or _ (at most 64, not starting with a digit or __)' });
       } else if ((RESERVED_VARIABLE_NAMES as readonly string[]).includes(key)) {
         ctx.addIssue({ code: 'custom', path: [key], message: 'brand and contact are reserved names' });
       }

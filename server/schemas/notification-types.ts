@@ -5,10 +5,15 @@ import { isoDateTime, queryBoolean, resourceKey } from './common.ts';
 /** Names the render context reserves (brand values under `brand`, the recipient under `contact`). */
 export const RESERVED_VARIABLE_NAMES = ['brand', 'contact'] as const;
 
-/** A template variable name: usable as a top-level Liquid variable ({{ order_id }}). */
+/**
+ * A template variable name: usable as a top-level Liquid variable ({{ order_id }}). A leading double
+ * underscore is refused, so no name can ever be __proto__ or a similar special property.
+ */
+export const VARIABLE_NAME = /^(?!__)[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+const VARIABLE_NAME_MESSAGE = 'must be a letter or _ then letters, digits or _ (at most 64, not starting with __)';
 export const variableName = z
   .string()
-  .regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'must match ^[A-Za-z_][A-Za-z0-9_]{0,63}$')
+  .regex(VARIABLE_NAME, VARIABLE_NAME_MESSAGE)
   .refine((v) => !(RESERVED_VARIABLE_NAMES as readonly string[]).includes(v), { message: 'brand and contact are reserved names' });
 
 export const DEFAULT_CHANNEL_DEFAULTS = { inbox: true, email: true, push: false, web_push: false } as const;
