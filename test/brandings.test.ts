@@ -1,17 +1,17 @@
 // Brands: the default brand (never deleted), values and sender settings, the plan's brand cap (402).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { createTenantFixture, expectManagementOnly, expectValidationError, type TenantFixture } from './support/tenant-fixture.ts';
+import { createManagementFixture, expectManagementOnly, expectValidationError, type ManagementFixture } from './support/management-fixture.ts';
 import { setTenantLimit } from '../server/services/tenant-limits.ts';
 import { query } from '../server/db/sql.ts';
 
 let app: TestApp;
-let acme: TenantFixture;
-let globex: TenantFixture;
+let acme: ManagementFixture;
+let globex: ManagementFixture;
 
 beforeAll(async () => {
   app = await startTestApp();
-  [acme, globex] = await Promise.all([createTenantFixture(app, 'Acme'), createTenantFixture(app, 'Globex')]);
+  [acme, globex] = await Promise.all([createManagementFixture(app, 'Acme'), createManagementFixture(app, 'Globex')]);
 });
 afterAll(async () => {
   await app?.close();
@@ -20,7 +20,7 @@ afterAll(async () => {
 let counter = 0;
 const uniqueKey = () => `brand-${++counter}`;
 
-async function createBrand(fx: TenantFixture, body: Record<string, unknown> = {}) {
+async function createBrand(fx: ManagementFixture, body: Record<string, unknown> = {}) {
   const res = await app.request('POST', '/v1/brandings', { token: fx.serviceKey, body: { key: uniqueKey(), ...body } });
   expect(res.status).toBe(201);
   return res.body;
@@ -62,7 +62,7 @@ describe('POST /v1/brandings', () => {
   });
 
   it("answers 402 once the plan's cap is reached (the default brand counts), and again after it is raised", async () => {
-    const fx = await createTenantFixture(app, 'Capped');
+    const fx = await createManagementFixture(app, 'Capped');
     const em = app.runtime.orm.em.fork();
     await setTenantLimit(em, fx.tenantId, 'brands', 3);
     await createBrand(fx);
@@ -75,7 +75,7 @@ describe('POST /v1/brandings', () => {
   });
 
   it('keeps to the cap under concurrent creation', async () => {
-    const fx = await createTenantFixture(app, 'Racing');
+    const fx = await createManagementFixture(app, 'Racing');
     await setTenantLimit(app.runtime.orm.em.fork(), fx.tenantId, 'brands', 3);
     const results = await Promise.all(
       Array.from({ length: 6 }, (_, i) => app.request('POST', '/v1/brandings', { token: fx.serviceKey, body: { key: `race-${i}` } })),
@@ -85,7 +85,7 @@ describe('POST /v1/brandings', () => {
   });
 
   it('has a default cap of 10 brands', async () => {
-    const fx = await createTenantFixture(app, 'Ten');
+    const fx = await createManagementFixture(app, 'Ten');
     for (let i = 0; i < 9; i++) await createBrand(fx);
     expect((await app.request('POST', '/v1/brandings', { token: fx.serviceKey, body: { key: 'eleventh' } })).status).toBe(402);
   });
@@ -111,7 +111,7 @@ describe('POST /v1/brandings', () => {
 
 describe('GET /v1/brandings', () => {
   it("lists the tenant's brands, the default one (created with the tenant) first", async () => {
-    const fx = await createTenantFixture(app, 'Listing Co');
+    const fx = await createManagementFixture(app, 'Listing Co');
     const brand = await createBrand(fx, { values: { name: 'Second' } });
     const res = await app.request('GET', '/v1/brandings', { token: fx.ownerToken });
     expect(res.status).toBe(200);

@@ -3,18 +3,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { runCli } from './support/cli.ts';
-import { createTenantFixture, type TenantFixture } from './support/tenant-fixture.ts';
+import { createManagementFixture, type ManagementFixture } from './support/management-fixture.ts';
 
 // Each command starts a Node process and opens the database: slow on a busy machine.
 const CLI_TIMEOUT = 180_000;
 
 let app: TestApp;
-let acme: TenantFixture;
+let acme: ManagementFixture;
 let env: Record<string, string>;
 
 beforeAll(async () => {
   app = await startTestApp();
-  acme = await createTenantFixture(app, 'Acme');
+  acme = await createManagementFixture(app, 'Acme');
   env = { HERALD_HOME: app.dataDir, DATABASE_URL: app.database.url, HERALD_ENCRYPTION_KEYS: app.config.encryptionKeys!, HERALD_LOG_LEVEL: 'error' };
 });
 afterAll(async () => {

@@ -2,16 +2,16 @@
 // colour and logo, fallback to the default brand's template) and the variable-change report.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { createTenantFixture, expectManagementOnly, expectValidationError, type TenantFixture } from './support/tenant-fixture.ts';
+import { createManagementFixture, expectManagementOnly, expectValidationError, type ManagementFixture } from './support/management-fixture.ts';
 
 let app: TestApp;
-let acme: TenantFixture;
-let globex: TenantFixture;
+let acme: ManagementFixture;
+let globex: ManagementFixture;
 const MISSING_ID = '0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6';
 
 beforeAll(async () => {
   app = await startTestApp();
-  [acme, globex] = await Promise.all([createTenantFixture(app, 'Acme'), createTenantFixture(app, 'Globex')]);
+  [acme, globex] = await Promise.all([createManagementFixture(app, 'Acme'), createManagementFixture(app, 'Globex')]);
   for (const fx of [acme, globex]) {
     for (const key of ['order_shipped', 'welcome', 'digest']) {
       const res = await app.request('POST', '/v1/notification-types', { token: fx.serviceKey, body: { key, variables: [{ name: 'name' }, { name: 'order_id' }] } });
@@ -35,14 +35,14 @@ afterAll(async () => {
 });
 
 let counter = 0;
-async function newType(fx: TenantFixture, variables: Array<{ name: string }> = [{ name: 'name' }]) {
+async function newType(fx: ManagementFixture, variables: Array<{ name: string }> = [{ name: 'name' }]) {
   const key = `type_${++counter}`;
   const res = await app.request('POST', '/v1/notification-types', { token: fx.serviceKey, body: { key, variables } });
   expect(res.status).toBe(201);
   return key;
 }
 
-async function createTemplate(fx: TenantFixture, body: Record<string, unknown>) {
+async function createTemplate(fx: ManagementFixture, body: Record<string, unknown>) {
   const res = await app.request('POST', '/v1/email-templates', { token: fx.serviceKey, body: { subject: 'Subject', content: '<p>Body</p>', ...body } });
   expect(res.status).toBe(201);
   return res.body;

@@ -1,18 +1,18 @@
 // Inbox templates: CRUD over type + brand + language slots, like email templates.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { createTenantFixture, expectManagementOnly, expectValidationError, type TenantFixture } from './support/tenant-fixture.ts';
+import { createManagementFixture, expectManagementOnly, expectValidationError, type ManagementFixture } from './support/management-fixture.ts';
 import { renderInbox } from '../server/templates/render.ts';
 import { findBrand, renderContext, resolveTemplate } from '../server/templates/resolve.ts';
 
 let app: TestApp;
-let acme: TenantFixture;
-let globex: TenantFixture;
+let acme: ManagementFixture;
+let globex: ManagementFixture;
 const MISSING_ID = '0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6';
 
 beforeAll(async () => {
   app = await startTestApp();
-  [acme, globex] = await Promise.all([createTenantFixture(app, 'Acme'), createTenantFixture(app, 'Globex')]);
+  [acme, globex] = await Promise.all([createManagementFixture(app, 'Acme'), createManagementFixture(app, 'Globex')]);
   expect((await app.request('POST', '/v1/brandings', { token: acme.serviceKey, body: { key: 'shop', values: { name: 'Acme Shop' } } })).status).toBe(201);
 });
 afterAll(async () => {
@@ -20,13 +20,13 @@ afterAll(async () => {
 });
 
 let counter = 0;
-async function newType(fx: TenantFixture) {
+async function newType(fx: ManagementFixture) {
   const key = `type_${++counter}`;
   expect((await app.request('POST', '/v1/notification-types', { token: fx.serviceKey, body: { key, variables: [{ name: 'name' }] } })).status).toBe(201);
   return key;
 }
 
-async function createTemplate(fx: TenantFixture, body: Record<string, unknown>) {
+async function createTemplate(fx: ManagementFixture, body: Record<string, unknown>) {
   const res = await app.request('POST', '/v1/inbox-templates', { token: fx.serviceKey, body: { title: 'Title', content: 'Body', ...body } });
   expect(res.status).toBe(201);
   return res.body;

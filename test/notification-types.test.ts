@@ -1,15 +1,15 @@
 // Notification types: create, list (include_deleted), get, soft delete, restore, and the setters.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { createTenantFixture, expectManagementOnly, expectValidationError, type TenantFixture } from './support/tenant-fixture.ts';
+import { createManagementFixture, expectManagementOnly, expectValidationError, type ManagementFixture } from './support/management-fixture.ts';
 
 let app: TestApp;
-let acme: TenantFixture;
-let globex: TenantFixture;
+let acme: ManagementFixture;
+let globex: ManagementFixture;
 
 beforeAll(async () => {
   app = await startTestApp();
-  [acme, globex] = await Promise.all([createTenantFixture(app, 'Acme'), createTenantFixture(app, 'Globex')]);
+  [acme, globex] = await Promise.all([createManagementFixture(app, 'Acme'), createManagementFixture(app, 'Globex')]);
 });
 afterAll(async () => {
   await app?.close();
@@ -18,7 +18,7 @@ afterAll(async () => {
 let counter = 0;
 const uniqueKey = (base = 'type') => `${base}_${++counter}`;
 
-async function createType(fx: TenantFixture, body: Record<string, unknown> = {}) {
+async function createType(fx: ManagementFixture, body: Record<string, unknown> = {}) {
   const res = await app.request('POST', '/v1/notification-types', { token: fx.serviceKey, body: { key: uniqueKey(), ...body } });
   expect(res.status).toBe(201);
   return res.body;

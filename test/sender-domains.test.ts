@@ -6,7 +6,7 @@ import { authenticate } from 'mailauth';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { startDnsServer, type DnsServer } from './support/dns-server.ts';
 import { startSmtpPeer, type SmtpPeer } from './support/smtp-peer.ts';
-import { createTenantFixture, expectManagementOnly, expectValidationError, type TenantFixture } from './support/tenant-fixture.ts';
+import { createManagementFixture, expectManagementOnly, expectValidationError, type ManagementFixture } from './support/management-fixture.ts';
 import { query, queryOne } from '../server/db/sql.ts';
 import { KeyRing } from '../server/crypto/keyring.ts';
 import { generateKey } from '../server/crypto/keyring.ts';
@@ -15,14 +15,14 @@ import { dkimKeyAad, dkimSigningFor } from '../server/services/sender-domains.ts
 let app: TestApp;
 let dnsServer: DnsServer;
 let smtp: SmtpPeer;
-let acme: TenantFixture;
-let globex: TenantFixture;
+let acme: ManagementFixture;
+let globex: ManagementFixture;
 
 beforeAll(async () => {
   dnsServer = await startDnsServer();
   smtp = await startSmtpPeer();
   app = await startTestApp({ config: { dnsServers: [dnsServer.address] } });
-  [acme, globex] = await Promise.all([createTenantFixture(app, 'Acme'), createTenantFixture(app, 'Globex')]);
+  [acme, globex] = await Promise.all([createManagementFixture(app, 'Acme'), createManagementFixture(app, 'Globex')]);
 });
 afterAll(async () => {
   await app?.close();
@@ -33,7 +33,7 @@ afterAll(async () => {
 let counter = 0;
 const uniqueDomain = () => `mail${++counter}.acme.test`;
 
-async function register(fx: TenantFixture, domain = uniqueDomain()) {
+async function register(fx: ManagementFixture, domain = uniqueDomain()) {
   const res = await app.request('POST', '/v1/sender-domains', { token: fx.serviceKey, body: { domain } });
   expect(res.status).toBe(201);
   return res.body;
@@ -105,7 +105,7 @@ describe('POST /v1/sender-domains', () => {
 
 describe('GET /v1/sender-domains', () => {
   it("lists the tenant's domains only", async () => {
-    const fx = await createTenantFixture(app, 'Lister');
+    const fx = await createManagementFixture(app, 'Lister');
     const a = await register(fx, 'b.lister.test');
     const b = await register(fx, 'a.lister.test');
     const res = await app.request('GET', '/v1/sender-domains', { token: fx.ownerToken });

@@ -1,4 +1,4 @@
-// A tenant with every kind of credential, made through the services (no identity routes needed): its
+// A tenant for management-route tests, with every kind of credential, made through the services (no identity routes needed): its
 // owner and an admin (console access tokens), a user who is not a member (a token scoped to the tenant
 // that must not pass), a contact token, and a service key.
 import { randomBytes } from 'node:crypto';
@@ -10,7 +10,7 @@ import { issueApiKey } from '../../server/services/api-keys.ts';
 import { query } from '../../server/db/sql.ts';
 import { newId } from '../../server/ids.ts';
 
-export interface TenantFixture {
+export interface ManagementFixture {
   tenantId: string;
   ownerId: string;
   serviceKey: string;
@@ -22,7 +22,7 @@ export interface TenantFixture {
   contactToken: string;
 }
 
-export async function createTenantFixture(app: TestApp, name = 'Acme'): Promise<TenantFixture> {
+export async function createManagementFixture(app: TestApp, name = 'Acme'): Promise<ManagementFixture> {
   const em = app.runtime.orm.em.fork();
   const tag = randomBytes(4).toString('hex');
   const password = 'correct horse battery staple';
@@ -47,7 +47,7 @@ export async function createTenantFixture(app: TestApp, name = 'Acme'): Promise<
 }
 
 /** A management route refuses a missing credential (401), a contact token and a non-member's token (403). */
-export async function expectManagementOnly(app: TestApp, fx: TenantFixture, method: string, path: string, body?: unknown): Promise<void> {
+export async function expectManagementOnly(app: TestApp, fx: ManagementFixture, method: string, path: string, body?: unknown): Promise<void> {
   const none = await app.request(method, path, { body });
   expect(none.status).toBe(401);
   expect(none.body.code).toBe('unauthorized');
