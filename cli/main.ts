@@ -8,6 +8,7 @@ import { registerMigrate } from './migrate.ts';
 import { registerStatus } from './status.ts';
 import { registerApiKeys } from './api-keys.ts';
 import { registerBrandings } from './brandings.ts';
+import { registerContacts } from './contacts.ts';
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -30,6 +31,7 @@ Examples:
   registerStatus(program);
   registerApiKeys(program);
   registerBrandings(program);
+  registerContacts(program);
   // Every command (and sub-command) reports usage errors with exit code 2 instead of exiting itself.
   const override = (command: Command) => {
     command.exitOverride();

@@ -62,6 +62,8 @@ export const configSchema = z.object({
     }),
   /** DNS server(s) used to check sender domains, host:port; empty means the system resolver. */
   dnsServers: z.array(z.string()).default([]),
+  /** Interval of the comment heartbeat on real-time streams (keeps proxies from closing idle connections). */
+  streamHeartbeatMs: z.coerce.number().int().min(10).default(15_000),
   /** Worker concurrency per process for delivery jobs. */
   workerConcurrency: z.coerce.number().int().min(1).max(256).default(8),
 });

@@ -2,10 +2,26 @@
 // creation time, so cursor paging over ids follows creation order without an extra column.
 import { randomBytes } from 'node:crypto';
 
+// Within one process ids are strictly increasing: in the same millisecond the 12-bit rand_a field is a
+// counter (RFC 9562, method 1), so two items created together still list in creation order.
+let lastMs = 0;
+let sequence = 0;
+
 export function newId(now: number = Date.now()): string {
   const bytes = randomBytes(16);
-  bytes.writeUIntBE(now, 0, 6);
-  bytes[6] = (bytes[6]! & 0x0f) | 0x70; // version 7
+  if (now <= lastMs) {
+    sequence++;
+    if (sequence > 0xfff) {
+      lastMs++; // counter exhausted: borrow the next millisecond
+      sequence = 0;
+    }
+  } else {
+    lastMs = now;
+    sequence = bytes.readUInt16BE(6) & 0x3ff; // random start, leaving room to count up
+  }
+  bytes.writeUIntBE(lastMs, 0, 6);
+  bytes[6] = 0x70 | (sequence >> 8); // version 7 + counter high bits
+  bytes[7] = sequence & 0xff;
   bytes[8] = (bytes[8]! & 0x3f) | 0x80; // RFC 4122 variant
   const hex = bytes.toString('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;

@@ -65,7 +65,8 @@ interface BucketRow {
 }
 
 // Locks the buckets, refills them to `now`, and charges one token from each only if every bucket has one
-// (and every bucket exists). One round trip on the hot path; row locks are held for the statement only.
+// (and every bucket exists). The epsilon absorbs float rounding: a client that waits exactly the
+// Retry-After it was given must get its token. One round trip on the hot path; row locks are held for the statement only.
 const CHARGE_SQL = `
   WITH input AS (
     SELECT * FROM unnest($1::text[], $2::float8[], $3::float8[]) AS t(key, rate, burst)
@@ -75,7 +76,7 @@ const CHARGE_SQL = `
      ORDER BY b.key
        FOR UPDATE OF b
   ), decision AS (
-    SELECT coalesce(bool_and(tokens >= 1), false) AND count(*) = $5::int AS ok FROM locked
+    SELECT coalesce(bool_and(tokens >= 1 - 1e-9), false) AND count(*) = $5::int AS ok FROM locked
   )
   UPDATE rate_limit_buckets b
      SET tokens = l.tokens - CASE WHEN d.ok THEN 1 ELSE 0 END,

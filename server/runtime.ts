@@ -11,6 +11,7 @@ import { loadTokenSigner, type TokenSigner } from './auth/tokens.ts';
 import { startBoss, stopBoss, type PgBoss } from './queue.ts';
 import { jobs } from './jobs/index.ts';
 import { SmtpPool } from './email/smtp.ts';
+import { startStreamHub, type StreamHub } from './stream/hub.ts';
 
 export type Role = 'all' | 'api' | 'worker';
 
@@ -30,6 +31,8 @@ export interface Runtime {
   readonly options: RuntimeOptions;
   /** Cleanups registered by features (stream listeners, pools), run on stop in reverse order. */
   readonly cleanups: Array<() => Promise<void>>;
+  /** The real-time stream hub (one LISTEN connection); null in worker-only and one-shot CLI runtimes. */
+  streamHub: StreamHub | null;
 }
 
 export interface RuntimeOptions {
@@ -82,8 +85,11 @@ export async function startRuntime(config: Config, options: RuntimeOptions = {})
       smtp: new SmtpPool(),
       options,
       cleanups: [],
+      streamHub: null,
     };
     if (options.queue !== false) await startQueue(runtime);
+    // Processes that serve HTTP hold the stream hub; one-shot CLI runtimes (no queue) do not need it.
+    if (role !== 'worker' && options.queue !== false) await startStreamHub(runtime);
     return runtime;
   } catch (error) {
     await db.close().catch(() => undefined);
@@ -98,6 +104,8 @@ async function startQueue(runtime: Runtime): Promise<void> {
   // Dead letter queues first: a queue naming one requires it to exist.
   for (const job of jobs) if (job.queue.deadLetter) await boss.createQueue(job.queue.deadLetter);
   for (const job of jobs) await boss.createQueue(job.name, job.queue);
+  // Schedules live in the database (an idempotent upsert); only supervising workers fire them.
+  for (const job of jobs) if (job.schedule) await boss.schedule(job.name, job.schedule);
   if (!worker) return;
   for (const job of jobs) {
     await boss.work(job.name, { batchSize: 1, ...job.work }, async (batch) => {

@@ -24,7 +24,7 @@ export function unauthorized(detail = 'A valid bearer credential is required', i
   });
 }
 
-function bearerToken(header: string | null): string | null {
+export function bearerToken(header: string | null): string | null {
   if (!header) return null;
   const match = /^Bearer[ \t]+(\S+)\s*$/i.exec(header);
   return match ? match[1]! : null;

@@ -41,6 +41,8 @@ export async function startHttpServer(runtime: Runtime, options: { host?: string
     url: `http://${displayHost}:${port}`,
     port,
     async close(graceMs = 10_000) {
+      // End real-time streams first: their clients reconnect elsewhere (Last-Event-ID) instead of holding the drain.
+      runtime.streamHub?.closeStreams();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       const timer = setTimeout(() => server.closeAllConnections(), graceMs);

@@ -8,6 +8,8 @@ export interface JobDefinition<T extends object = object> {
   name: string;
   /** Queue settings: retries, backoff, expiry, dead letter queue, notify. */
   queue: Omit<Queue, 'name'>;
+  /** A cron schedule (pg-boss schedule) that enqueues this job periodically, e.g. '17 3 * * *'. */
+  schedule?: string;
   /** Worker options (batch size, concurrency, polling). */
   work?: WorkOptions;
   /** Handles one batch. Throwing fails (and retries) every job of the batch. */

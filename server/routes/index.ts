@@ -8,6 +8,11 @@ import * as brandings from './brandings.ts';
 import * as senderDomains from './sender-domains.ts';
 import * as emailTemplates from './email-templates.ts';
 import * as inboxTemplates from './inbox-templates.ts';
+import * as contacts from './contacts.ts';
+import * as preferences from './preferences.ts';
+import * as pushSubscriptions from './push-subscriptions.ts';
+import * as inbox from './inbox.ts';
+import * as stream from './stream.ts';
 
 export const routes: RouteDefinition<any, any, any>[] = [
   // system (no credential)
@@ -54,4 +59,25 @@ export const routes: RouteDefinition<any, any, any>[] = [
   inboxTemplates.get,
   inboxTemplates.update,
   inboxTemplates.remove,
+  // contacts (service key), contact tokens (service key), language (either)
+  contacts.create,
+  contacts.find,
+  contacts.bulk,
+  contacts.token,
+  contacts.get,
+  contacts.replace,
+  contacts.remove,
+  contacts.language,
+  // preferences (either)
+  preferences.get,
+  preferences.set,
+  // push subscriptions (either)
+  pushSubscriptions.create,
+  pushSubscriptions.list,
+  pushSubscriptions.remove,
+  // inbox and its real-time stream (contact token)
+  inbox.list,
+  inbox.update,
+  inbox.readAll,
+  stream.open,
 ];

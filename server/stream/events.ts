@@ -7,6 +7,9 @@ import { queryOne } from '../db/sql.ts';
 
 export const STREAM_CHANNEL = 'herald_stream';
 
+/** Advisory-lock namespace of stream appends ('HSTR'); the second key is the contact. */
+const STREAM_LOCK_NAMESPACE = 0x48535452;
+
 export type StreamEventKind = 'notification' | 'updated' | 'counts';
 
 /** The NOTIFY payload: small (PostgreSQL caps it at 8000 bytes); listeners load the row by id. */
@@ -20,12 +23,18 @@ export async function appendStreamEvent(
   em: EntityManager,
   event: { tenantId: string; contactId: string; kind: StreamEventKind; payload: Record<string, unknown> },
 ): Promise<string> {
+  // Serialise appends per contact until commit, so a contact's ids become visible in increasing order:
+  // a listener that re-reads "id > last seen" (live or after Last-Event-ID) can never skip a row
+  // that committed late with a smaller id. The INSERT reads its row from the lock CTE, so the lock is
+  // taken before the id is drawn, in the same round trip. Two-key form, in Herald's own namespace.
   const row = await queryOne<{ id: string }>(
     em,
-    `WITH inserted AS (
-       INSERT INTO stream_events (tenant_id, contact_id, kind, payload) VALUES ($1, $2, $3, $4) RETURNING id
+    `WITH locked AS (
+       SELECT pg_advisory_xact_lock(${STREAM_LOCK_NAMESPACE}, hashtext($2::uuid::text))
+     ), inserted AS (
+       INSERT INTO stream_events (tenant_id, contact_id, kind, payload) SELECT $1::uuid, $2::uuid, $3::text, $4::jsonb FROM locked RETURNING id
      )
-     SELECT id::text AS id, pg_notify($5, json_build_object('id', id::text, 'contact_id', $2::text)::text) FROM inserted`,
+     SELECT id::text AS id, pg_notify($5, json_build_object('id', id::text, 'contact_id', $2::uuid::text)::text) FROM inserted`,
     [event.tenantId, event.contactId, event.kind, JSON.stringify(event.payload), STREAM_CHANNEL],
   );
   return row!.id;

@@ -1,0 +1,21 @@
+// Prunes the stream log: stream_events exist for Last-Event-ID replay of short disconnects, so rows
+// older than a week have no reader left (a client away longer refetches its inbox).
+import { defineJob } from './types.ts';
+import { execute } from '../db/sql.ts';
+
+export const STREAM_RETENTION_DAYS = 7;
+
+export const streamPrune = defineJob({
+  name: 'stream-events-prune',
+  queue: { retryLimit: 2, retryDelay: 300, policy: 'singleton' },
+  schedule: '23 3 * * *',
+  handler: async (_jobs, runtime) => {
+    const em = runtime.orm.em.fork();
+    const removed = await pruneStreamEvents(em, STREAM_RETENTION_DAYS);
+    runtime.logger.info('stream events pruned', { removed });
+  },
+});
+
+export async function pruneStreamEvents(em: Parameters<typeof execute>[0], days: number): Promise<number> {
+  return execute(em, `DELETE FROM stream_events WHERE created_at < now() - make_interval(days => $1)`, [days]);
+}

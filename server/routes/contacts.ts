@@ -1,0 +1,140 @@
+// /v1/contacts: the recipients of a tenant, their contact tokens, and their language. Writes and
+// token minting take a service key (the spec's table); reads also accept a console admin (support).
+import { defineRoute, reply } from '../http/route.ts';
+import { RATE_POLICIES, tenantOverride } from '../rate-limit.ts';
+import {
+  BulkContactsRequest,
+  BulkContactsResponse,
+  ContactIdParams,
+  ContactResponse,
+  ContactTokenRequest,
+  ContactTokenResponse,
+  CreateContactRequest,
+  FindContactQuery,
+  ReplaceContactRequest,
+  SetLanguageRequest,
+} from '../schemas/contacts.ts';
+import {
+  bulkUpsertContacts,
+  contactInScope,
+  contactView,
+  createContact,
+  deleteContact,
+  findContactByExternalId,
+  getContact,
+  mintContactToken,
+  replaceContact,
+  setContactLanguage,
+} from '../services/contacts.ts';
+
+const TAG = 'contacts';
+
+export const create = defineRoute({
+  method: 'POST',
+  path: '/v1/contacts',
+  summary: 'Create a contact (409 when the external_id exists)',
+  tag: TAG,
+  auth: 'service',
+  body: CreateContactRequest,
+  responses: { 201: ContactResponse },
+  errors: [409],
+  handler: async ({ em, auth, body }) => contactView(await createContact(em, auth!.tenantId, body)),
+});
+
+export const find = defineRoute({
+  method: 'GET',
+  path: '/v1/contacts',
+  summary: 'Find the contact with an external_id (404 when there is none)',
+  tag: TAG,
+  auth: 'management',
+  query: FindContactQuery,
+  responses: { 200: ContactResponse },
+  errors: [404],
+  handler: async ({ em, auth, query }) => contactView(await findContactByExternalId(em, auth!.tenantId, query.external_id)),
+});
+
+export const get = defineRoute({
+  method: 'GET',
+  path: '/v1/contacts/:id',
+  summary: 'Get a contact',
+  tag: TAG,
+  auth: 'management',
+  params: ContactIdParams,
+  responses: { 200: ContactResponse },
+  errors: [404],
+  handler: async ({ em, auth, params }) => contactView(await getContact(em, auth!.tenantId, params.id)),
+});
+
+export const replace = defineRoute({
+  method: 'PUT',
+  path: '/v1/contacts/:id',
+  summary: "Replace a contact's mutable fields (email, phone, name, language, properties)",
+  tag: TAG,
+  auth: 'service',
+  params: ContactIdParams,
+  body: ReplaceContactRequest,
+  responses: { 200: ContactResponse },
+  errors: [404],
+  handler: async ({ em, auth, params, body }) => contactView(await replaceContact(em, auth!.tenantId, params.id, body)),
+});
+
+export const remove = defineRoute({
+  method: 'DELETE',
+  path: '/v1/contacts/:id',
+  summary: 'Delete a contact, its preferences, push subscriptions and inbox',
+  tag: TAG,
+  auth: 'service',
+  params: ContactIdParams,
+  responses: { 204: null },
+  errors: [404],
+  handler: async ({ em, auth, params }) => {
+    await deleteContact(em, auth!.tenantId, params.id);
+    return reply(204);
+  },
+});
+
+export const bulk = defineRoute({
+  method: 'POST',
+  path: '/v1/contacts/bulk',
+  summary: 'Create or update up to 500 contacts by external_id; invalid entries are reported, not fatal',
+  tag: TAG,
+  auth: 'service',
+  body: BulkContactsRequest,
+  responses: { 200: BulkContactsResponse },
+  rateLimit: async ({ em, auth }) => [
+    { policy: RATE_POLICIES.contactsBulk, subject: auth!.tenantId, override: await tenantOverride(em, auth!.tenantId, RATE_POLICIES.contactsBulk) },
+  ],
+  handler: async ({ em, auth, body }) => bulkUpsertContacts(em, auth!.tenantId, body.contacts),
+});
+
+export const token = defineRoute({
+  method: 'POST',
+  path: '/v1/contacts/tokens',
+  summary: 'Mint a short-lived token scoped to one contact (404 when the contact is unknown)',
+  tag: TAG,
+  auth: 'service',
+  body: ContactTokenRequest,
+  responses: { 200: ContactTokenResponse },
+  errors: [404],
+  rateLimit: async ({ em, auth }) => [
+    { policy: RATE_POLICIES.contactTokens, subject: auth!.tenantId, override: await tenantOverride(em, auth!.tenantId, RATE_POLICIES.contactTokens) },
+  ],
+  handler: async ({ runtime, em, auth, body }) => mintContactToken(runtime, em, auth!.tenantId, body.external_id),
+});
+
+export const language = defineRoute({
+  method: 'PUT',
+  path: '/v1/contacts/:id/language',
+  summary: "Set the contact's preferred language (BCP 47)",
+  tag: TAG,
+  auth: 'either',
+  params: ContactIdParams,
+  body: SetLanguageRequest,
+  responses: { 200: ContactResponse },
+  errors: [404],
+  handler: async ({ em, auth, params, body }) => {
+    const contact = await contactInScope(em, auth!, params.id);
+    return contactView(await setContactLanguage(em, contact.tenant_id, contact.id, body.language));
+  },
+});
+

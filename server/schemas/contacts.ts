@@ -1,0 +1,98 @@
+// Contacts: the recipients of a tenant, addressed by the caller's own external_id.
+import { z } from 'zod';
+import { email, FreeFormObject, isoDateTime } from './common.ts';
+import { isUuid } from '../ids.ts';
+
+/** A service-assigned id in a path (UUID); anything else is a 422 on the path. */
+export const uuidParam = z.string().refine(isUuid, 'must be a UUID').meta({ format: 'uuid' });
+
+export const ContactIdParams = z.object({ id: uuidParam });
+
+export const externalId = z.string().trim().min(1).max(255);
+
+/** A BCP 47 language tag, stored in its canonical form ("DE-at" -> "de-AT"). */
+export const languageTag = z
+  .string()
+  .trim()
+  .min(1)
+  .max(35)
+  .transform((value, ctx) => {
+    try {
+      const [canonical] = Intl.getCanonicalLocales(value);
+      if (canonical) return canonical;
+    } catch {
+      // RangeError: not a well-formed tag; reported below.
+    }
+    ctx.issues.push({ code: 'custom', message: 'must be a BCP 47 language tag, e.g. "en" or "pt-BR"', input: value });
+    return z.NEVER;
+  });
+
+const phone = z.string().trim().min(1).max(64);
+const name = z.string().trim().min(1).max(200);
+
+/** The mutable fields of a contact; null clears a field. */
+const mutableFields = {
+  email: email.nullable().optional(),
+  phone: phone.nullable().optional(),
+  name: name.nullable().optional(),
+  language: languageTag.nullable().optional(),
+  properties: FreeFormObject.nullable().optional(),
+};
+
+export const CreateContactRequest = z.object({ external_id: externalId, ...mutableFields }).meta({ id: 'CreateContactRequest' });
+export type CreateContactRequest = z.infer<typeof CreateContactRequest>;
+
+/** PUT replaces every mutable field: a field left out becomes null (properties: {}). external_id never changes. */
+export const ReplaceContactRequest = z.object(mutableFields).meta({ id: 'ReplaceContactRequest' });
+export type ReplaceContactRequest = z.infer<typeof ReplaceContactRequest>;
+
+export const ContactResponse = z
+  .object({
+    id: z.string(),
+    external_id: z.string(),
+    email: z.string().nullable(),
+    phone: z.string().nullable(),
+    name: z.string().nullable(),
+    language: z.string().nullable(),
+    properties: FreeFormObject,
+    created_at: isoDateTime,
+    updated_at: isoDateTime,
+  })
+  .meta({ id: 'ContactResponse' });
+export type ContactResponse = z.infer<typeof ContactResponse>;
+
+export const FindContactQuery = z.object({ external_id: externalId });
+
+// Entries are validated one by one (an invalid entry is reported in `errors`, the others are applied).
+export const BulkContactsRequest = z
+  .object({
+    contacts: z
+      .array(z.unknown())
+      .min(1)
+      .max(500)
+      .describe('1 to 500 CreateContactRequest objects; contacts are matched by external_id, a field left out keeps its stored value'),
+  })
+  .meta({ id: 'BulkContactsRequest' });
+
+export const BulkContactsResponse = z
+  .object({
+    created: z.number().int(),
+    updated: z.number().int(),
+    errors: z.array(z.object({ index: z.number().int(), detail: z.string() })),
+  })
+  .meta({ id: 'BulkContactsResponse' });
+export type BulkContactsResponse = z.infer<typeof BulkContactsResponse>;
+
+export const ContactTokenRequest = z.object({ external_id: externalId }).meta({ id: 'ContactTokenRequest' });
+
+export const ContactTokenResponse = z
+  .object({
+    token: z.string(),
+    token_type: z.literal('bearer'),
+    expires_in: z.number().int(),
+    contact_id: z.string(),
+  })
+  .meta({ id: 'ContactTokenResponse' });
+export type ContactTokenResponse = z.infer<typeof ContactTokenResponse>;
+
+export const SetLanguageRequest = z.object({ language: languageTag }).meta({ id: 'SetLanguageRequest' });

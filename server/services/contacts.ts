@@ -1,0 +1,126 @@
+// Contacts: create, read, find by external_id, replace, delete, bulk create-or-update, preferred
+// language, contact tokens, and the scope rule every /v1/contacts/{id}/... route applies.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { AppError, notFound } from '../errors.ts';
+import { newId } from '../ids.ts';
+import { execute, queryOne } from '../db/sql.ts';
+import type { Credential } from '../http/auth.ts';
+import type { Runtime } from '../runtime.ts';
+import { issuesOf } from '../http/validate.ts';
+import { CONTACT_COLUMNS, upsertContacts, type ContactFields, type ContactRow } from './contact-upsert.ts';
+import {
+  CreateContactRequest,
+  type BulkContactsResponse,
+  type ContactResponse,
+  type ContactTokenResponse,
+  type ReplaceContactRequest,
+} from '../schemas/contacts.ts';
+
+export function contactView(row: ContactRow): ContactResponse {
+  return {
+    id: row.id,
+    external_id: row.external_id,
+    email: row.email,
+    phone: row.phone,
+    name: row.name,
+    language: row.language,
+    properties: row.properties ?? {},
+    created_at: new Date(row.created_at).toISOString(),
+    updated_at: new Date(row.updated_at).toISOString(),
+  };
+}
+
+/** 409 when the external_id is taken: the recommended client pattern mints first and creates on 404. */
+export async function createContact(em: EntityManager, tenantId: string, input: CreateContactRequest): Promise<ContactRow> {
+  const row = await queryOne<ContactRow>(
+    em,
+    `INSERT INTO contacts (id, tenant_id, external_id, email, phone, name, language, properties)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+     ON CONFLICT (tenant_id, external_id) DO NOTHING
+     RETURNING ${CONTACT_COLUMNS}`,
+    [newId(), tenantId, input.external_id, input.email ?? null, input.phone ?? null, input.name ?? null, input.language ?? null, JSON.stringify(input.properties ?? {})],
+  );
+  if (!row) throw new AppError('already_exists', 'A contact with this external_id already exists');
+  return row;
+}
+
+export async function getContact(em: EntityManager, tenantId: string, id: string): Promise<ContactRow> {
+  const row = await queryOne<ContactRow>(em, `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE id = $1 AND tenant_id = $2`, [id, tenantId]);
+  if (!row) throw notFound('Contact');
+  return row;
+}
+
+export async function findContactByExternalId(em: EntityManager, tenantId: string, externalId: string): Promise<ContactRow> {
+  const row = await queryOne<ContactRow>(em, `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE tenant_id = $1 AND external_id = $2`, [
+    tenantId,
+    externalId,
+  ]);
+  if (!row) throw notFound('Contact');
+  return row;
+}
+
+/**
+ * The contact a /v1/contacts/{id}/... route acts on. A contact token acts only as its own contact and a
+ * tenant credential only within its tenant; anything else is 404, so ids of others are never confirmed.
+ */
+export async function contactInScope(em: EntityManager, auth: Credential, id: string): Promise<ContactRow> {
+  if (auth.kind === 'contact' && auth.contactId !== id) throw notFound('Contact');
+  return getContact(em, auth.tenantId, id);
+}
+
+export async function replaceContact(em: EntityManager, tenantId: string, id: string, fields: ReplaceContactRequest): Promise<ContactRow> {
+  const row = await queryOne<ContactRow>(
+    em,
+    `UPDATE contacts SET email = $3, phone = $4, name = $5, language = $6, properties = $7, updated_at = now()
+      WHERE id = $1 AND tenant_id = $2
+      RETURNING ${CONTACT_COLUMNS}`,
+    [id, tenantId, fields.email ?? null, fields.phone ?? null, fields.name ?? null, fields.language ?? null, JSON.stringify(fields.properties ?? {})],
+  );
+  if (!row) throw notFound('Contact');
+  return row;
+}
+
+/** Deleting a contact removes its preferences, subscriptions, inbox and stream; its events stay (contact_id cleared). */
+export async function deleteContact(em: EntityManager, tenantId: string, id: string): Promise<void> {
+  const deleted = await execute(em, `DELETE FROM contacts WHERE id = $1 AND tenant_id = $2`, [id, tenantId]);
+  if (deleted === 0) throw notFound('Contact');
+}
+
+export async function setContactLanguage(em: EntityManager, tenantId: string, id: string, language: string): Promise<ContactRow> {
+  const row = await queryOne<ContactRow>(
+    em,
+    `UPDATE contacts SET language = $3, updated_at = now() WHERE id = $1 AND tenant_id = $2 RETURNING ${CONTACT_COLUMNS}`,
+    [id, tenantId, language],
+  );
+  if (!row) throw notFound('Contact');
+  return row;
+}
+
+/**
+ * Creates or updates up to 500 contacts by external_id. Each entry is validated on its own: invalid
+ * entries are reported by index and the valid ones are applied, in one statement.
+ */
+export async function bulkUpsertContacts(em: EntityManager, tenantId: string, entries: unknown[]): Promise<BulkContactsResponse> {
+  const valid: ContactFields[] = [];
+  const errors: BulkContactsResponse['errors'] = [];
+  entries.forEach((entry, index) => {
+    const parsed = CreateContactRequest.safeParse(entry);
+    if (parsed.success) valid.push(parsed.data);
+    else errors.push({ index, detail: issuesOf('body', parsed.error).map((i) => `${i.loc.slice(1).join('.') || '(entry)'}: ${i.msg}`).join('; ') });
+  });
+  const rows = await upsertContacts(em, tenantId, valid);
+  const created = rows.filter((r) => r.created).length;
+  return { created, updated: rows.length - created, errors };
+}
+
+/** Mints a short-lived token scoped to one contact; 404 when the external_id is not a contact yet. */
+export async function mintContactToken(runtime: Runtime, em: EntityManager, tenantId: string, externalId: string): Promise<ContactTokenResponse> {
+  const contact = await findContactByExternalId(em, tenantId, externalId);
+  const ttl = runtime.config.contactTokenTtlSeconds;
+  return {
+    token: runtime.tokens.sign('contact', contact.id, tenantId, ttl, runtime.clock.now()),
+    token_type: 'bearer',
+    expires_in: ttl,
+    contact_id: contact.id,
+  };
+}

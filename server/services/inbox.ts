@@ -1,0 +1,148 @@
+// The in-app inbox of a contact: cursor-paged listing (newest first, over the UUIDv7 ids), unread
+// counts, read/seen/archived marks and read-all. Every change is also appended to the contact's
+// stream ('updated' with the item, then 'counts') in the same transaction, so every open stream of
+// the contact, on any Herald process, sees it once the change commits.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { notFound } from '../errors.ts';
+import { query, queryOne } from '../db/sql.ts';
+import { appendStreamEvent } from '../stream/events.ts';
+import type { InboxCounts, InboxItemResponse, InboxListQuery, UpdateInboxItemRequest } from '../schemas/inbox.ts';
+
+export interface InboxItemRow {
+  id: string;
+  tenant_id: string;
+  contact_id: string;
+  event_id: string | null;
+  type_key: string;
+  title: string;
+  body: string;
+  action_url: string | null;
+  data: Record<string, unknown>;
+  created_at: Date | string;
+  seen_at: Date | string | null;
+  read_at: Date | string | null;
+  archived_at: Date | string | null;
+}
+
+export const INBOX_COLUMNS = 'id, tenant_id, contact_id, event_id, type_key, title, body, action_url, data, created_at, seen_at, read_at, archived_at';
+
+const iso = (value: Date | string | null): string | null => (value === null ? null : new Date(value).toISOString());
+
+/** The item as the inbox list, PATCH and the stream's `notification`/`updated` events show it. */
+export function inboxItemView(row: InboxItemRow): InboxItemResponse {
+  return {
+    id: row.id,
+    event_id: row.event_id,
+    type: row.type_key,
+    title: row.title,
+    body: row.body,
+    action_url: row.action_url,
+    data: row.data ?? {},
+    created_at: iso(row.created_at)!,
+    seen_at: iso(row.seen_at),
+    read_at: iso(row.read_at),
+    archived_at: iso(row.archived_at),
+  };
+}
+
+export async function inboxCounts(em: EntityManager, contactId: string): Promise<InboxCounts> {
+  const row = await queryOne<{ unread_count: number; unseen_count: number }>(
+    em,
+    `SELECT count(*) FILTER (WHERE read_at IS NULL)::int AS unread_count,
+            count(*) FILTER (WHERE seen_at IS NULL AND read_at IS NULL)::int AS unseen_count
+       FROM inbox_items WHERE contact_id = $1 AND archived_at IS NULL`,
+    [contactId],
+  );
+  return { unread_count: row?.unread_count ?? 0, unseen_count: row?.unseen_count ?? 0 };
+}
+
+/** Computes the contact's counts and appends a 'counts' stream event; call it in the changing transaction. */
+export async function appendCounts(em: EntityManager, tenantId: string, contactId: string): Promise<InboxCounts> {
+  const counts = await inboxCounts(em, contactId);
+  await appendStreamEvent(em, { tenantId, contactId, kind: 'counts', payload: { ...counts } });
+  return counts;
+}
+
+export async function listInbox(
+  em: EntityManager,
+  contactId: string,
+  filters: InboxListQuery,
+): Promise<{ items: InboxItemResponse[]; next_cursor: string | null; unread_count: number }> {
+  const rows = await query<InboxItemRow>(
+    em,
+    `SELECT ${INBOX_COLUMNS} FROM inbox_items
+      WHERE contact_id = $1
+        AND ($2::uuid IS NULL OR id < $2)
+        AND (CASE $3 WHEN 'unread' THEN read_at IS NULL WHEN 'read' THEN read_at IS NOT NULL ELSE true END)
+        AND (archived_at IS NOT NULL) = $4
+      ORDER BY id DESC
+      LIMIT $5`,
+    [contactId, filters.cursor ?? null, filters.status, filters.archived, filters.limit + 1],
+  );
+  const page = rows.slice(0, filters.limit);
+  const { unread_count } = await inboxCounts(em, contactId);
+  return {
+    items: page.map(inboxItemView),
+    next_cursor: rows.length > filters.limit ? page[page.length - 1]!.id : null,
+    unread_count,
+  };
+}
+
+/**
+ * Sets or clears read/seen/archived marks. Reading implies seeing. Appends 'updated' and 'counts' to
+ * the stream when something changed; setting a mark that is already set keeps its first timestamp.
+ */
+export async function updateInboxItem(
+  em: EntityManager,
+  tenantId: string,
+  contactId: string,
+  itemId: string,
+  changes: UpdateInboxItemRequest,
+): Promise<InboxItemResponse> {
+  return em.transactional(async (tx) => {
+    const mark = (flag: boolean | undefined, column: string) =>
+      flag === undefined ? column : flag ? `coalesce(${column}, now())` : 'NULL';
+    const seenFlag = changes.read === true ? true : changes.seen;
+    const row = await queryOne<InboxItemRow & { changed: boolean }>(
+      tx,
+      `WITH before AS (
+         SELECT id, seen_at, read_at, archived_at FROM inbox_items WHERE id = $1 AND contact_id = $2 FOR UPDATE
+       )
+       UPDATE inbox_items i SET
+         read_at = ${mark(changes.read, 'i.read_at')},
+         seen_at = ${mark(seenFlag, 'i.seen_at')},
+         archived_at = ${mark(changes.archived, 'i.archived_at')}
+         FROM before b
+        WHERE i.id = b.id
+        RETURNING ${INBOX_COLUMNS.split(', ').map((c) => `i.${c}`).join(', ')},
+          (i.read_at, i.seen_at, i.archived_at) IS DISTINCT FROM (b.read_at, b.seen_at, b.archived_at) AS changed`,
+      [itemId, contactId],
+    );
+    if (!row) throw notFound('Notification');
+    const item = inboxItemView(row);
+    if (row.changed) {
+      await appendStreamEvent(tx, { tenantId, contactId, kind: 'updated', payload: { ...item } });
+      await appendCounts(tx, tenantId, contactId);
+    }
+    return item;
+  });
+}
+
+/** Marks every unread item read (archived ones too); appends one 'counts' event when any changed. */
+export async function readAllInbox(em: EntityManager, tenantId: string, contactId: string): Promise<{ updated: number }> {
+  return em.transactional(async (tx) => {
+    const row = await queryOne<{ updated: number }>(
+      tx,
+      `WITH changed AS (
+         UPDATE inbox_items SET read_at = now(), seen_at = coalesce(seen_at, now())
+          WHERE contact_id = $1 AND read_at IS NULL
+          RETURNING 1
+       )
+       SELECT count(*)::int AS updated FROM changed`,
+      [contactId],
+    );
+    const updated = row?.updated ?? 0;
+    if (updated > 0) await appendCounts(tx, tenantId, contactId);
+    return { updated };
+  });
+}

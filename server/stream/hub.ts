@@ -1,0 +1,255 @@
+// The read side of the real-time stream, one per HTTP-serving process: ONE dedicated PostgreSQL
+// connection LISTENs on STREAM_CHANNEL; a notice names a contact, and if that contact has open
+// streams here, the hub re-reads the contact's stream_events after the oldest id its streams have
+// seen and pushes each row to the streams that have not seen it. Reading "id > last seen" instead
+// of trusting the notice makes it loss-free: a missed notice (reconnect) or a new stream (replay
+// from Last-Event-ID) is served by the same read. Appends are serialised per contact until commit
+// (see events.ts), so a contact's ids become visible in increasing order and none is skipped.
+import pg from 'pg';
+import type { Runtime } from '../runtime.ts';
+import { query, queryOne } from '../db/sql.ts';
+import { inboxCounts } from '../services/inbox.ts';
+import { STREAM_CHANNEL, type StreamEventKind, type StreamNotice } from './events.ts';
+
+export interface StreamMessage {
+  id: string;
+  kind: StreamEventKind;
+  payload: Record<string, unknown>;
+}
+
+/** What the hub needs from one open stream (see sse.ts). */
+export interface StreamSink {
+  send(message: StreamMessage): void;
+  comment(text: string): void;
+  close(): void;
+}
+
+interface Subscription {
+  contactId: string;
+  /** The last stream_events id this stream has been sent (or chose to start after). */
+  lastId: bigint;
+  /** Until the first read: the Last-Event-ID to replay after, or null to start at the current end. */
+  pending: { from: bigint | null } | null;
+  sink: StreamSink;
+}
+
+interface ContactStreams {
+  subscriptions: Set<Subscription>;
+  dirty: boolean;
+  draining: boolean;
+}
+
+const PAGE = 500;
+/** Open streams per contact on one process: enough for many tabs and devices, not for a flood. */
+export const MAX_STREAMS_PER_CONTACT = 16;
+const MAX_BACKOFF_MS = 10_000;
+
+export class StreamHub {
+  readonly #runtime: Runtime;
+  readonly #contacts = new Map<string, ContactStreams>();
+  #client: pg.Client | null = null;
+  #stopping = false;
+  #closed = false;
+  #attempt = 0;
+  #reconnectTimer: NodeJS.Timeout | null = null;
+  #heartbeat: NodeJS.Timeout;
+
+  constructor(runtime: Runtime) {
+    this.#runtime = runtime;
+    this.#heartbeat = setInterval(() => this.#beat(), runtime.config.streamHeartbeatMs);
+    this.#heartbeat.unref();
+  }
+
+  /** Open streams on this process (for tests and status). */
+  get size(): number {
+    let n = 0;
+    for (const c of this.#contacts.values()) n += c.subscriptions.size;
+    return n;
+  }
+
+  /** Open streams of one contact on this process. */
+  streamsOf(contactId: string): number {
+    return this.#contacts.get(contactId)?.subscriptions.size ?? 0;
+  }
+
+  /** false once streams were closed for shutdown: new streams are refused. */
+  get accepting(): boolean {
+    return !this.#closed;
+  }
+
+  async connect(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.#runtime.db.url, application_name: 'herald-stream' });
+    client.on('notification', (message) => {
+      if (message.channel !== STREAM_CHANNEL || !message.payload) return;
+      try {
+        const notice = JSON.parse(message.payload) as StreamNotice;
+        this.#wake(notice.contact_id);
+      } catch {
+        this.#runtime.logger.warn('stream notice unreadable');
+      }
+    });
+    const lost = (error?: unknown) => {
+      if (this.#client !== client) return;
+      this.#client = null;
+      client.end().catch(() => undefined);
+      if (this.#stopping) return;
+      this.#runtime.logger.warn('stream listener lost; reconnecting', { error: error instanceof Error ? error.message : undefined });
+      this.#scheduleReconnect();
+    };
+    client.on('error', lost);
+    client.on('end', () => lost());
+    await client.connect();
+    await client.query(`LISTEN ${STREAM_CHANNEL}`);
+    this.#client = client;
+    this.#attempt = 0;
+  }
+
+  #scheduleReconnect(): void {
+    const delay = Math.min(MAX_BACKOFF_MS, 100 * 2 ** this.#attempt) * (0.5 + Math.random() / 2);
+    this.#attempt++;
+    this.#reconnectTimer = setTimeout(() => {
+      this.#reconnectTimer = null;
+      this.connect().then(
+        () => {
+          this.#runtime.logger.info('stream listener reconnected');
+          // Notices sent while we were away are gone: every contact re-reads from its last id.
+          for (const contactId of this.#contacts.keys()) this.#wake(contactId);
+        },
+        (error: unknown) => {
+          if (this.#stopping) return;
+          this.#runtime.logger.warn('stream listener reconnect failed', { error: (error as Error).message });
+          this.#scheduleReconnect();
+        },
+      );
+    }, delay);
+    this.#reconnectTimer.unref();
+  }
+
+  /**
+   * Registers an open stream. With `lastEventId` it first replays what followed that id; without it,
+   * it starts at the current end. Either way it then receives a 'counts' event, then live events.
+   */
+  subscribe(contactId: string, lastEventId: bigint | null, sink: StreamSink): () => void {
+    const subscription: Subscription = { contactId, lastId: 0n, pending: { from: lastEventId }, sink };
+    let streams = this.#contacts.get(contactId);
+    if (!streams) {
+      streams = { subscriptions: new Set(), dirty: false, draining: false };
+      this.#contacts.set(contactId, streams);
+    }
+    streams.subscriptions.add(subscription);
+    this.#wake(contactId);
+    return () => this.#unsubscribe(subscription);
+  }
+
+  #unsubscribe(subscription: Subscription): void {
+    const streams = this.#contacts.get(subscription.contactId);
+    if (!streams) return;
+    streams.subscriptions.delete(subscription);
+    if (streams.subscriptions.size === 0 && !streams.draining) this.#contacts.delete(subscription.contactId);
+  }
+
+  #wake(contactId: string): void {
+    const streams = this.#contacts.get(contactId);
+    if (!streams) return;
+    streams.dirty = true;
+    if (streams.draining) return;
+    streams.draining = true;
+    void this.#drain(contactId, streams);
+  }
+
+  /** One drain at a time per contact; notices arriving meanwhile make it read again. */
+  async #drain(contactId: string, streams: ContactStreams): Promise<void> {
+    const em = this.#runtime.orm.em.fork();
+    try {
+      while (streams.dirty && streams.subscriptions.size > 0) {
+        streams.dirty = false;
+        const starting = [...streams.subscriptions].filter((s) => s.pending);
+        if (starting.some((s) => s.pending!.from === null)) {
+          const end = await queryOne<{ id: string | null }>(em, `SELECT max(id)::text AS id FROM stream_events WHERE contact_id = $1`, [contactId]);
+          for (const s of starting) if (s.pending!.from === null) s.pending!.from = BigInt(end?.id ?? '0');
+        }
+        if (starting.some((s) => s.pending!.from !== null)) {
+          // A Last-Event-ID beyond the sequence (a restored database) would hide new events: clamp it.
+          const seq = await queryOne<{ last: string }>(em, `SELECT (CASE WHEN is_called THEN last_value ELSE last_value - 1 END)::text AS last FROM stream_events_id_seq`);
+          const last = BigInt(seq?.last ?? '0');
+          for (const s of starting) if (s.pending!.from! > last) s.pending!.from = last;
+        }
+        for (const s of starting) {
+          s.lastId = s.pending!.from!;
+          s.pending = null;
+        }
+        const subscriptions = [...streams.subscriptions].filter((s) => !s.pending);
+        let after = subscriptions.reduce((min, s) => (s.lastId < min ? s.lastId : min), subscriptions[0]?.lastId ?? 0n);
+        for (;;) {
+          const rows = await query<StreamMessage>(
+            em,
+            `SELECT id::text AS id, kind, payload FROM stream_events WHERE contact_id = $1 AND id > $2 ORDER BY stream_events.id LIMIT ${PAGE}`,
+            [contactId, after.toString()],
+          );
+          for (const row of rows) {
+            const id = BigInt(row.id);
+            for (const s of subscriptions) {
+              if (id <= s.lastId) continue;
+              s.sink.send(row);
+              s.lastId = id;
+            }
+            after = id;
+          }
+          if (rows.length < PAGE) break;
+        }
+        // A new stream learns the current counts once it has caught up (its id: the last it was sent).
+        if (starting.length > 0) {
+          const counts = await inboxCounts(em, contactId);
+          for (const s of starting) {
+            if (streams.subscriptions.has(s)) s.sink.send({ id: s.lastId.toString(), kind: 'counts', payload: { ...counts } });
+          }
+        }
+      }
+    } catch (error) {
+      if (!this.#stopping) {
+        this.#runtime.logger.warn('stream read failed; retrying', { error: (error as Error).message });
+        const retry = setTimeout(() => this.#wake(contactId), 1000);
+        retry.unref();
+      }
+    } finally {
+      streams.draining = false;
+      if (streams.subscriptions.size === 0) {
+        if (this.#contacts.get(contactId) === streams) this.#contacts.delete(contactId);
+      }
+      else if (streams.dirty) this.#wake(contactId);
+    }
+  }
+
+  #beat(): void {
+    for (const streams of this.#contacts.values()) for (const s of streams.subscriptions) s.sink.comment('heartbeat');
+  }
+
+  /** Ends every open stream (shutdown): clients reconnect, to another process, with Last-Event-ID. */
+  closeStreams(): void {
+    this.#closed = true;
+    for (const streams of this.#contacts.values()) {
+      for (const s of [...streams.subscriptions]) s.sink.close();
+      streams.subscriptions.clear();
+    }
+    this.#contacts.clear();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    this.closeStreams();
+    clearInterval(this.#heartbeat);
+    if (this.#reconnectTimer) clearTimeout(this.#reconnectTimer);
+    const client = this.#client;
+    this.#client = null;
+    await client?.end().catch(() => undefined);
+  }
+}
+
+/** Starts the process's hub and registers its stop with the runtime's cleanups. */
+export async function startStreamHub(runtime: Runtime): Promise<StreamHub> {
+  const hub = new StreamHub(runtime);
+  await hub.connect();
+  runtime.streamHub = hub;
+  runtime.cleanups.push(() => hub.stop());
+  return hub;
+}

@@ -1,0 +1,225 @@
+// The herald executable as an admin uses it: init, start, status, migrate, signals and exit codes,
+// on the embedded PostgreSQL and on an external one (DATABASE_URL).
+import { afterAll, describe, expect, it } from 'vitest';
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { inject } from 'vitest';
+import { validate } from '@readme/openapi-parser';
+import { HERALD_BIN, runCli } from './support/cli.ts';
+import { admin, withDatabase } from './support/global-setup.ts';
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function tempDataDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'herald-cli-'));
+  chmodSync(dir, 0o711); // the embedded cluster runs as 'postgres' when tests run as root
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  return join(dir, 'data');
+}
+
+interface Started {
+  child: ChildProcess;
+  url: string;
+  output: () => string;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+async function startHerald(args: string[], env: Record<string, string>): Promise<Started> {
+  const child = spawn(HERALD_BIN, ['start', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`herald start did not come up:\n${out}`)), 60_000);
+    const check = () => {
+      const m = /Herald listening on (http:\/\/\S+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    };
+    child.stdout!.on('data', check);
+    child.on('exit', () => reject(new Error(`herald start exited early:\n${out}`)));
+  });
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
+    child.kill(signal);
+    return exited;
+  };
+  cleanups.push(async () => {
+    if (child.exitCode === null) await stop('SIGKILL');
+  });
+  return { child, url, output: () => out, stop };
+}
+
+function postgresProcessesFor(dataDir: string): string[] {
+  try {
+    return execFileSync('pgrep', ['-af', 'postgres'], { encoding: 'utf8' })
+      .split('\n')
+      .filter((l) => l.includes(dataDir));
+  } catch {
+    return [];
+  }
+}
+
+describe('herald (no database needed)', () => {
+  it('--version prints the package version and exits 0', async () => {
+    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+    const r = await runCli(['--version']);
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim()).toBe(version);
+  });
+
+  it('--help lists the commands with examples, and every command has examples', async () => {
+    const r = await runCli(['--help']);
+    expect(r.code).toBe(0);
+    for (const c of ['init', 'start', 'migrate', 'status']) expect(r.stdout).toContain(c);
+    for (const c of ['init', 'start', 'migrate', 'status']) {
+      const sub = await runCli([c, '--help']);
+      expect(sub.code).toBe(0);
+      expect(sub.stdout).toContain('Examples:');
+    }
+  });
+
+  it('exits 2 on usage errors', async () => {
+    expect((await runCli(['no-such-command'])).code).toBe(2);
+    expect((await runCli(['start', '--role', 'everything'])).code).toBe(2);
+    expect((await runCli(['init', '--bogus-flag'])).code).toBe(2);
+  });
+
+  it('refuses an interactive init without a terminal', async () => {
+    const r = await runCli(['init', '--data-dir', tempDataDir()]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--yes/);
+  });
+});
+
+describe('embedded PostgreSQL install', () => {
+  it('init -> start serves health, readiness and a valid OpenAPI document; SIGTERM drains and exits 0; a second start reuses the data', async () => {
+    const dataDir = tempDataDir();
+    const env = { HERALD_EMBEDDED_POSTGRES_PORT: String(await freePort()), DATABASE_URL: '', HERALD_LOG_LEVEL: 'info' };
+    const port = await freePort();
+    const init = await runCli(['init', '--yes', '--data-dir', dataDir, '--mode', 'multi', '--port', String(port), '--json'], { env });
+    expect(init.code, init.stderr).toBe(0);
+    expect(JSON.parse(init.stdout)).toMatchObject({ mode: 'multi', database: 'embedded', migrations_applied: expect.arrayContaining(['0001-foundation']) });
+    // init stopped its cluster
+    expect(postgresProcessesFor(dataDir)).toEqual([]);
+    const keyFile = readFileSync(join(dataDir, 'keys.json'), 'utf8');
+
+    const first = await startHerald(['--data-dir', dataDir], env);
+    expect(first.url).toBe(`http://127.0.0.1:${port}`);
+    expect((await fetch(`${first.url}/healthz`)).status).toBe(200);
+    const ready = await fetch(`${first.url}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ status: 'ready', database: true, queue: true });
+    const doc = await (await fetch(`${first.url}/v1/openapi.json`)).json();
+    expect((await validate(doc)).valid).toBe(true);
+    // status sees the running install (and its embedded database) without starting another one
+    const status = await runCli(['status', '--json', '--data-dir', dataDir], { env });
+    expect(status.code, status.stderr).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject({
+      database: { kind: 'embedded', reachable: true },
+      migrations: { pending: [] },
+      queue: { installed: true },
+      http: { reachable: true },
+    });
+    expect(await first.stop('SIGTERM')).toBe(0);
+    expect(first.output()).toMatch(/herald stopped/);
+    expect(postgresProcessesFor(dataDir)).toEqual([]);
+
+    const second = await startHerald(['--data-dir', dataDir], env);
+    expect((await fetch(`${second.url}/readyz`)).status).toBe(200);
+    expect(second.output()).not.toMatch(/migrations applied/);
+    expect(readFileSync(join(dataDir, 'keys.json'), 'utf8')).toBe(keyFile);
+    expect(await second.stop('SIGINT')).toBe(0);
+    expect(postgresProcessesFor(dataDir)).toEqual([]);
+  });
+
+  it('single mode: init creates the tenant and a verified owner once; re-running init keeps them', async () => {
+    const dataDir = tempDataDir();
+    const env = { HERALD_EMBEDDED_POSTGRES_PORT: String(await freePort()), DATABASE_URL: '' };
+    const args = ['init', '--yes', '--data-dir', dataDir, '--tenant', 'Acme', '--owner-email', 'Owner@Acme.test', '--owner-password', 'correct horse battery', '--json'];
+    const first = await runCli(args, { env });
+    expect(first.code, first.stderr).toBe(0);
+    const created = JSON.parse(first.stdout);
+    expect(created).toMatchObject({ mode: 'single', tenant_name: 'Acme', owner_email: 'owner@acme.test', created: true });
+    expect(created.generated_password).toBeUndefined();
+    const again = await runCli(args, { env });
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ tenant_id: created.tenant_id, created: false });
+  });
+
+  it('single mode without a tenant name is a usage error', async () => {
+    const r = await runCli(['init', '--yes', '--data-dir', tempDataDir(), '--owner-email', 'a@b.test'], {
+      env: { HERALD_EMBEDDED_POSTGRES_PORT: String(await freePort()), DATABASE_URL: '' },
+    });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--tenant/);
+  });
+});
+
+describe('external PostgreSQL (DATABASE_URL)', () => {
+  async function emptyDatabase(): Promise<string> {
+    const name = `herald_cli_${Math.random().toString(36).slice(2, 10)}`;
+    const adminUrl = inject('adminUrl');
+    await admin(adminUrl, `CREATE DATABASE "${name}"`);
+    cleanups.push(() => admin(adminUrl, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
+    return withDatabase(adminUrl, name);
+  }
+
+  it('start --no-migrate refuses with pending migrations and names the command; migrate --dry-run prints the SQL; migrate applies it', async () => {
+    const databaseUrl = await emptyDatabase();
+    const dataDir = tempDataDir();
+    const env = { DATABASE_URL: databaseUrl, HERALD_HOME: dataDir, HERALD_ENCRYPTION_KEYS: `k1:${Buffer.alloc(32, 7).toString('base64')}` };
+    const refused = await runCli(['start', '--no-migrate', '--port', String(await freePort())], { env });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/herald migrate/);
+    const dry = await runCli(['migrate', '--dry-run'], { env });
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stdout).toMatch(/-- migration 0001-foundation/);
+    expect(dry.stdout).toMatch(/CREATE TABLE tenants/);
+    const stillPending = await runCli(['migrate', '--dry-run', '--json'], { env });
+    expect(JSON.parse(stillPending.stdout).pending.length).toBeGreaterThan(0);
+    const applied = await runCli(['migrate', '--json'], { env });
+    expect(applied.code, applied.stderr).toBe(0);
+    expect(JSON.parse(applied.stdout).applied).toContain('0001-foundation');
+    const upToDate = await runCli(['migrate'], { env });
+    expect(upToDate.stdout).toMatch(/up to date/);
+    const started = await startHerald(['--no-migrate', '--port', String(await freePort())], env);
+    expect((await fetch(`${started.url}/readyz`)).status).toBe(200);
+    expect(await started.stop()).toBe(0);
+  });
+
+  it('init -> start -> SIGTERM on an external database', async () => {
+    const databaseUrl = await emptyDatabase();
+    const dataDir = tempDataDir();
+    const port = await freePort();
+    const init = await runCli(['init', '--yes', '--data-dir', dataDir, '--mode', 'multi', '--database-url', databaseUrl, '--port', String(port), '--json'], {
+      env: { DATABASE_URL: '' },
+    });
+    expect(init.code, init.stderr).toBe(0);
+    expect(JSON.parse(init.stdout).database).toBe('external');
+    // The config file keeps the URL (it may hold a password): owner-only.
+    expect(readFileSync(join(dataDir, 'herald.json'), 'utf8')).toContain('databaseUrl');
+    const started = await startHerald(['--data-dir', dataDir], { DATABASE_URL: '' });
+    expect(started.url).toBe(`http://127.0.0.1:${port}`);
+    expect((await fetch(`${started.url}/readyz`)).status).toBe(200);
+    expect(await started.stop()).toBe(0);
+  });
+});

@@ -1,0 +1,72 @@
+// Configuration precedence (defaults -> file -> environment -> flags), validation and immutability.
+import { describe, expect, it } from 'vitest';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, configFilePath, loadConfig, publicBaseUrl } from '../server/config.ts';
+
+const dataDir = () => mkdtempSync(join(tmpdir(), 'herald-config-'));
+
+describe('loadConfig', () => {
+  it('applies defaults', () => {
+    const config = loadConfig({ dataDir: dataDir() }, {});
+    expect(config.mode).toBe('single');
+    expect(config.port).toBe(8025);
+    expect(config.host).toBe('127.0.0.1');
+    expect(config.maxBodyBytes).toBe(1024 * 1024);
+    expect(config.accessTokenTtlSeconds).toBe(12 * 3600);
+    expect(config.contactTokenTtlSeconds).toBe(3600);
+  });
+
+  it('layers file < environment < flags', () => {
+    const dir = dataDir();
+    writeFileSync(configFilePath(dir), JSON.stringify({ port: 9001, mode: 'multi', publicUrl: 'https://file.example' }));
+    const fromFile = loadConfig({ dataDir: dir }, {});
+    expect([fromFile.port, fromFile.mode, fromFile.publicUrl]).toEqual([9001, 'multi', 'https://file.example']);
+    const fromEnv = loadConfig({ dataDir: dir }, { HERALD_PORT: '9002', HERALD_TRUSTED_PROXIES: '10.0.0.1, 10.0.0.2' });
+    expect(fromEnv.port).toBe(9002);
+    expect(fromEnv.trustedProxies).toEqual(['10.0.0.1', '10.0.0.2']);
+    const fromFlags = loadConfig({ dataDir: dir, port: 9003 }, { HERALD_PORT: '9002' });
+    expect(fromFlags.port).toBe(9003);
+    expect(fromFlags.mode).toBe('multi');
+  });
+
+  it('takes the data directory from HERALD_HOME when no flag is given', () => {
+    const dir = dataDir();
+    expect(loadConfig({}, { HERALD_HOME: dir }).dataDir).toBe(dir);
+  });
+
+  it('reads DATABASE_URL', () => {
+    expect(loadConfig({ dataDir: dataDir() }, { DATABASE_URL: 'postgres://u@h/db' }).databaseUrl).toBe('postgres://u@h/db');
+  });
+
+  it('is frozen, deeply', () => {
+    const config = loadConfig({ dataDir: dataDir() }, {});
+    expect(Object.isFrozen(config)).toBe(true);
+    expect(Object.isFrozen(config.providers)).toBe(true);
+    expect(() => {
+      (config as { port: number }).port = 1;
+    }).toThrow(TypeError);
+  });
+
+  it('names every invalid key', () => {
+    expect(() => loadConfig({ dataDir: dataDir() }, { HERALD_PORT: 'eighty', HERALD_MODE: 'both' })).toThrow(ConfigError);
+    try {
+      loadConfig({ dataDir: dataDir() }, { HERALD_PORT: 'eighty', HERALD_MODE: 'both' });
+    } catch (error) {
+      expect((error as Error).message).toMatch(/port/);
+      expect((error as Error).message).toMatch(/mode/);
+    }
+  });
+
+  it('reports a config file that is not JSON', () => {
+    const dir = dataDir();
+    writeFileSync(configFilePath(dir), '{ not json');
+    expect(() => loadConfig({ dataDir: dir }, {})).toThrow(/not valid JSON/);
+  });
+
+  it('derives the public URL from the listening address unless configured', () => {
+    expect(publicBaseUrl(loadConfig({ dataDir: dataDir(), port: 1234 }, {}))).toBe('http://127.0.0.1:1234');
+    expect(publicBaseUrl(loadConfig({ dataDir: dataDir(), publicUrl: 'https://h.example/' }, {}))).toBe('https://h.example');
+  });
+});
