@@ -2,14 +2,12 @@
 // database directly, through the same services as the API), e.g. to bootstrap a tenant's backend.
 import { type Command } from 'commander';
 import * as prompts from '@clack/prompts';
+import { issueApiKey, listApiKeys, revokeApiKey } from '../server/services/api-keys.ts';
 import { AppError } from '../server/errors.ts';
 import { isUuid } from '../server/ids.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
 import { checkTenantId, requireTenant } from './support/tenant-option.ts';
-
-// Loaded when a command runs, so `herald --help` does not pay for the database layer.
-const service = () => import('../server/services/api-keys.ts');
 
 interface Common {
   dataDir?: string;
@@ -43,7 +41,7 @@ Examples:
       const issued = await withLocalRuntime(configFrom(options), async (runtime) => {
         const em = runtime.orm.em.fork();
         await requireTenant(em, tenantId);
-        return (await service()).issueApiKey(em, tenantId, name);
+        return issueApiKey(em, tenantId, name);
       });
       if (options.json) return printJson(issued);
       print(issued.key);
@@ -59,7 +57,7 @@ Examples:
       const keys = await withLocalRuntime(configFrom(options), async (runtime) => {
         const em = runtime.orm.em.fork();
         await requireTenant(em, tenantId);
-        return (await service()).listApiKeys(em, tenantId);
+        return listApiKeys(em, tenantId);
       });
       if (options.json) return printJson(keys);
       printTable(keys, ['id', 'name', 'prefix', 'created_at', 'last_used_at']);
@@ -83,7 +81,7 @@ Examples:
         const em = runtime.orm.em.fork();
         await requireTenant(em, tenantId);
         try {
-          await (await service()).revokeApiKey(em, tenantId, apiKeyId);
+          await revokeApiKey(em, tenantId, apiKeyId);
         } catch (error) {
           if (error instanceof AppError && error.status === 404) throw new CliError(`no live service key ${apiKeyId} in tenant ${tenantId}`);
           throw error;

@@ -1,7 +1,8 @@
 // herald brands: the plan's brand cap of a tenant (default 10), shown, raised or lowered, or reset to
 // the default. The cap only limits creating brands; sending never looks at it.
 import { type Command } from 'commander';
-import { PLAN_DEFAULTS } from '../server/services/tenant-limits.ts';
+import { BRAND_LIMIT, brandLimit, countBrands } from '../server/services/brandings.ts';
+import { PLAN_DEFAULTS, listTenantLimits, setTenantLimit } from '../server/services/tenant-limits.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { print, printJson, usageError } from './support/output.ts';
 import { checkTenantId, requireTenant } from './support/tenant-option.ts';
@@ -30,9 +31,6 @@ Examples:
       if (n !== undefined && options.reset) throw usageError('give a number or --reset, not both');
       if (n !== undefined && !/^\d{1,6}$/.test(n)) throw usageError(`the cap must be a whole number >= 0, got "${n}"`);
       const result = await withLocalRuntime(configFrom(options), async (runtime) => {
-        // Loaded when the command runs, so `herald --help` does not pay for the database layer.
-        const { BRAND_LIMIT, brandLimit, countBrands } = await import('../server/services/brandings.ts');
-        const { listTenantLimits, setTenantLimit } = await import('../server/services/tenant-limits.ts');
         const em = runtime.orm.em.fork();
         await requireTenant(em, tenantId);
         if (options.reset) await setTenantLimit(em, tenantId, BRAND_LIMIT, null);

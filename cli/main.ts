@@ -1,18 +1,40 @@
-// The herald CLI. Each command group lives in its own file and registers itself here.
+// The herald CLI. Each command group lives in its own file and is listed in COMMAND_GROUPS. Only the
+// group a command line names is loaded (its server modules are heavy), so `herald send` or
+// `herald --version` start fast; --help and unknown commands load them all.
 import { Command, CommanderError } from 'commander';
 import { readFileSync } from 'node:fs';
 import { EXIT_OK, EXIT_USAGE, describeFailure } from './support/output.ts';
-import { registerInit } from './init.ts';
-import { registerStart } from './start.ts';
-import { registerMigrate } from './migrate.ts';
-import { registerStatus } from './status.ts';
-import { registerApiKeys } from './api-keys.ts';
-import { registerBrandings } from './brandings.ts';
-import { registerContacts } from './contacts.ts';
-
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
 
-export function buildProgram(): Command {
+type Register = (program: Command) => void;
+
+/** Top-level command name -> the module that registers it. */
+const COMMAND_GROUPS: Record<string, () => Promise<Register>> = {
+  init: async () => (await import('./init.ts')).registerInit,
+  start: async () => (await import('./start.ts')).registerStart,
+  migrate: async () => (await import('./migrate.ts')).registerMigrate,
+  status: async () => (await import('./status.ts')).registerStatus,
+  tenants: async () => (await import('./tenants.ts')).registerTenants,
+  users: async () => (await import('./users.ts')).registerUsers,
+  keys: async () => (await import('./keys.ts')).registerKeys,
+  transports: async () => (await import('./transports.ts')).registerTransports,
+  contacts: async () => (await import('./contacts.ts')).registerContacts,
+  send: async () => (await import('./send.ts')).registerSend,
+  events: async () => (await import('./events.ts')).registerEvents,
+  'api-keys': async () => (await import('./api-keys.ts')).registerApiKeys,
+  brands: async () => (await import('./brandings.ts')).registerBrandings,
+};
+
+/** The groups a command line needs: the one it names, none for --version alone, else all (for help). */
+function groupsFor(argv: string[]): string[] {
+  const args = argv.slice(2);
+  const named = args.find((a) => !a.startsWith('-'));
+  if (named && named in COMMAND_GROUPS) return [named];
+  if (!named && args.length > 0 && args.every((a) => a === '--version' || a === '-v')) return [];
+  return Object.keys(COMMAND_GROUPS);
+}
+
+export async function buildProgram(argv: string[] = process.argv): Promise<Command> {
   const program = new Command('herald')
     .description('Herald: self-hosted notification delivery (inbox, email, mobile push, web push)')
     .version(pkg.version, '-v, --version', 'print the version')
@@ -25,13 +47,7 @@ Examples:
   $ herald start --data-dir /var/lib/herald
   $ herald status --json`,
     );
-  registerInit(program);
-  registerStart(program);
-  registerMigrate(program);
-  registerStatus(program);
-  registerApiKeys(program);
-  registerBrandings(program);
-  registerContacts(program);
+  for (const name of groupsFor(argv)) (await COMMAND_GROUPS[name]!())(program);
   // Every command (and sub-command) reports usage errors with exit code 2 instead of exiting itself.
   const override = (command: Command) => {
     command.exitOverride();
@@ -42,7 +58,7 @@ Examples:
 }
 
 async function main(argv: string[]): Promise<number> {
-  const program = buildProgram();
+  const program = await buildProgram(argv);
   try {
     await program.parseAsync(argv);
     return typeof process.exitCode === 'number' ? process.exitCode : EXIT_OK;

@@ -4,10 +4,12 @@ import { Foundation } from './0001-foundation.ts';
 import { Configuration } from './0002-configuration.ts';
 import { Transports } from './0003-transports.ts';
 import { Delivery } from './0004-delivery.ts';
+import { Identity } from './0005-identity.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-foundation', class: Foundation },
   { name: '0002-configuration', class: Configuration },
   { name: '0003-transports', class: Transports },
   { name: '0004-delivery', class: Delivery },
+  { name: '0005-identity', class: Identity },
 ];

@@ -65,8 +65,8 @@ interface BucketRow {
 }
 
 // Locks the buckets, refills them to `now`, and charges one token from each only if every bucket has one
-// (and every bucket exists). The epsilon absorbs float rounding: a client that waits exactly the
-// Retry-After it was given must get its token. One round trip on the hot path; row locks are held for the statement only.
+// (and every bucket exists). One round trip on the hot path; row locks are held for the statement only.
+// The epsilon absorbs float drift of stepwise refills (5 s + 1 s of 1/6 token per s must make one token).
 const CHARGE_SQL = `
   WITH input AS (
     SELECT * FROM unnest($1::text[], $2::float8[], $3::float8[]) AS t(key, rate, burst)
@@ -119,7 +119,7 @@ export async function take(em: EntityManager, clock: Clock, checks: RateCheck[])
       allowed,
       limit: burst,
       remaining: Math.max(0, Math.floor(tokens)),
-      retryAfter: allowed ? 0 : Math.max(1, Math.ceil((1 - tokens) / rate)),
+      retryAfter: allowed ? 0 : Math.max(1, Math.ceil((1 - tokens) / rate - 1e-6)),
       reset: Math.max(0, Math.ceil((burst - tokens) / rate)),
       policy: check.policy,
     };

@@ -62,6 +62,7 @@ export async function startRuntime(config: Config, options: RuntimeOptions = {})
     throw new StartupError((error as Error).message);
   }
   const db = await openDatabase(config, { poolMax: options.poolMax, onLog: (line) => logger.debug('postgres', { line: line.trim() }) });
+  let runtime: Runtime | null = null;
   try {
     const pending = await pendingMigrations(db.orm);
     if (pending.length > 0) {
@@ -72,7 +73,7 @@ export async function startRuntime(config: Config, options: RuntimeOptions = {})
       if (applied.length > 0) logger.info('migrations applied', { migrations: applied });
     }
     const tokens = await loadTokenSigner(db.orm.em.fork(), keyRing);
-    const runtime: Runtime = {
+    runtime = {
       config,
       logger,
       clock: options.clock ?? systemClock,
@@ -92,7 +93,9 @@ export async function startRuntime(config: Config, options: RuntimeOptions = {})
     if (role !== 'worker' && options.queue !== false) await startStreamHub(runtime);
     return runtime;
   } catch (error) {
-    await db.close().catch(() => undefined);
+    // Undo whatever started (queue, hub, pools) before the database goes away.
+    if (runtime) await stopRuntime(runtime).catch(() => undefined);
+    else await db.close().catch(() => undefined);
     throw error;
   }
 }
@@ -108,9 +111,8 @@ async function startQueue(runtime: Runtime): Promise<void> {
   for (const job of jobs) if (job.schedule) await boss.schedule(job.name, job.schedule);
   if (!worker) return;
   for (const job of jobs) {
-    await boss.work(job.name, { batchSize: 1, ...job.work }, async (batch) => {
-      await job.handler(batch as never, runtime);
-    });
+    const work = typeof job.work === 'function' ? job.work(runtime.config) : job.work;
+    await boss.work(job.name, { batchSize: 1, ...work }, async (batch) => job.handler(batch as never, runtime));
   }
 }
 

@@ -78,7 +78,7 @@ function postgresProcessesFor(dataDir: string): string[] {
   }
 }
 
-describe('herald (no database needed)', () => {
+describe('herald (no database needed)', { timeout: 120_000 }, () => {
   it('--version prints the package version and exits 0', async () => {
     const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
     const r = await runCli(['--version']);
@@ -110,7 +110,7 @@ describe('herald (no database needed)', () => {
   });
 });
 
-describe('embedded PostgreSQL install', () => {
+describe('embedded PostgreSQL install', { timeout: 180_000 }, () => {
   it('init -> start serves health, readiness and a valid OpenAPI document; SIGTERM drains and exits 0; a second start reuses the data', async () => {
     const dataDir = tempDataDir();
     const env = { HERALD_EMBEDDED_POSTGRES_PORT: String(await freePort()), DATABASE_URL: '', HERALD_LOG_LEVEL: 'info' };
@@ -174,7 +174,7 @@ describe('embedded PostgreSQL install', () => {
   });
 });
 
-describe('external PostgreSQL (DATABASE_URL)', () => {
+describe('external PostgreSQL (DATABASE_URL)', { timeout: 180_000 }, () => {
   async function emptyDatabase(): Promise<string> {
     const name = `herald_cli_${Math.random().toString(36).slice(2, 10)}`;
     const adminUrl = inject('adminUrl');

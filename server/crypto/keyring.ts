@@ -5,7 +5,7 @@
 // authenticated data, so a ciphertext copied to another row fails to decrypt. Rotating re-wraps only
 // the data keys. Ring keys live outside the database: in <dataDir>/keys.json (mode 0600) or in
 // HERALD_ENCRYPTION_KEYS ("id:base64,id:base64", the first one active).
-import { chmodSync, existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 
@@ -63,19 +63,66 @@ function open(key: Buffer, sealed: string, aad: string): Buffer {
 }
 
 export class KeyRing {
-  readonly #keys: Map<string, Buffer>;
-  readonly activeKeyId: string;
+  #keys: Map<string, Buffer>;
+  #activeKeyId: string;
+  // Where the ring came from when it is a key file. A running server re-reads it when the file changed
+  // on disk (one stat per encrypt/decrypt: it then encrypts under a key rotated in by another process,
+  // and a retired key stops working everywhere) and, once, when it meets a key id it does not know.
+  // Null for HERALD_ENCRYPTION_KEYS.
+  readonly #dataDir: string | null;
+  #fileStamp: string | null = null;
+  readonly #triedReloadFor = new Set<string>();
 
-  constructor(file: KeyFile) {
-    this.#keys = new Map();
-    for (const [id, b64] of Object.entries(file.keys)) {
-      const key = Buffer.from(b64, 'base64');
-      if (key.length !== KEY_BYTES) throw new Error(`encryption key ${id} must be ${KEY_BYTES} bytes`);
-      if (!/^[A-Za-z0-9_-]{1,32}$/.test(id)) throw new Error(`encryption key id ${JSON.stringify(id)} is invalid`);
-      this.#keys.set(id, key);
+  constructor(file: KeyFile, options: { dataDir?: string } = {}) {
+    this.#dataDir = options.dataDir ?? null;
+    this.#keys = parseKeys(file);
+    this.#activeKeyId = file.active;
+    if (this.#dataDir) this.#fileStamp = stampOf(this.#dataDir);
+  }
+
+  get activeKeyId(): string {
+    return this.#activeKeyId;
+  }
+
+  /** True when the ring comes from the data directory's key file (rotate/retire may change it). */
+  get fromKeyFile(): boolean {
+    return this.#dataDir !== null;
+  }
+
+  /** Re-reads the key file (no-op for HERALD_ENCRYPTION_KEYS). */
+  reload(): void {
+    if (!this.#dataDir) return;
+    const file = readKeyFile(this.#dataDir);
+    if (!file) return;
+    this.#keys = parseKeys(file);
+    this.#activeKeyId = file.active;
+    this.#fileStamp = stampOf(this.#dataDir);
+    this.#triedReloadFor.clear();
+  }
+
+  /** The ring key for `keyId`, re-reading the key file once for an id it has not seen. */
+  #ringKey(keyId: string): Buffer {
+    let key = this.#keys.get(keyId);
+    if (!key && this.#dataDir && !this.#triedReloadFor.has(keyId)) {
+      this.reload();
+      this.#triedReloadFor.add(keyId);
+      key = this.#keys.get(keyId);
     }
-    if (!this.#keys.has(file.active)) throw new Error(`active encryption key ${file.active} is not in the key ring`);
-    this.activeKeyId = file.active;
+    if (!key) throw new KeyUnavailableError(keyId);
+    return key;
+  }
+
+  #refreshIfChanged(): void {
+    if (!this.#dataDir) return;
+    const stamp = stampOf(this.#dataDir);
+    if (stamp === this.#fileStamp) return;
+    try {
+      this.reload();
+    } catch {
+      // A key file edited into an invalid state must not break every secret: keep the keys in
+      // memory until the file changes again (herald status reports the broken file).
+      this.#fileStamp = stamp;
+    }
   }
 
   keyIds(): string[] {
@@ -88,6 +135,7 @@ export class KeyRing {
 
   /** Encrypts `plaintext` for the row named by `aad` (e.g. "push_transports/<tenant>/apns"). */
   encrypt(plaintext: string, aad: string): string {
+    this.#refreshIfChanged();
     const dataKey = randomBytes(KEY_BYTES);
     const wrapped = seal(this.#keys.get(this.activeKeyId)!, dataKey, aad);
     const body = seal(dataKey, Buffer.from(plaintext, 'utf8'), aad);
@@ -95,10 +143,9 @@ export class KeyRing {
   }
 
   decrypt(envelope: string, aad: string): string {
+    this.#refreshIfChanged();
     const { keyId, wrapped, body } = parseEnvelope(envelope);
-    const ringKey = this.#keys.get(keyId);
-    if (!ringKey) throw new KeyUnavailableError(keyId);
-    const dataKey = open(ringKey, wrapped, aad);
+    const dataKey = open(this.#ringKey(keyId), wrapped, aad);
     return open(dataKey, body, aad).toString('utf8');
   }
 
@@ -106,10 +153,29 @@ export class KeyRing {
   rewrap(envelope: string, aad: string): string {
     const { keyId, wrapped, body } = parseEnvelope(envelope);
     if (keyId === this.activeKeyId) return envelope;
-    const ringKey = this.#keys.get(keyId);
-    if (!ringKey) throw new KeyUnavailableError(keyId);
-    const dataKey = open(ringKey, wrapped, aad);
+    const dataKey = open(this.#ringKey(keyId), wrapped, aad);
     return `${VERSION}.${this.activeKeyId}.${seal(this.#keys.get(this.activeKeyId)!, dataKey, aad)}.${body}`;
+  }
+}
+
+function parseKeys(file: KeyFile): Map<string, Buffer> {
+  const keys = new Map<string, Buffer>();
+  for (const [id, b64] of Object.entries(file.keys)) {
+    const key = Buffer.from(b64, 'base64');
+    if (key.length !== KEY_BYTES) throw new Error(`encryption key ${id} must be ${KEY_BYTES} bytes`);
+    if (!/^[A-Za-z0-9_-]{1,32}$/.test(id)) throw new Error(`encryption key id ${JSON.stringify(id)} is invalid`);
+    keys.set(id, key);
+  }
+  if (!keys.has(file.active)) throw new Error(`active encryption key ${file.active} is not in the key ring`);
+  return keys;
+}
+
+function stampOf(dataDir: string): string | null {
+  try {
+    const st = statSync(keyFilePath(dataDir));
+    return `${st.mtimeMs}:${st.size}:${st.ino}`;
+  } catch {
+    return null;
   }
 }
 
@@ -172,5 +238,5 @@ export function loadKeyRing(options: { dataDir: string; encryptionKeys?: string 
     file = { active: id, keys: { [id]: generateKey() } };
     writeKeyFile(options.dataDir, file);
   }
-  return new KeyRing(file);
+  return new KeyRing(file, { dataDir: options.dataDir });
 }

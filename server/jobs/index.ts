@@ -1,9 +1,23 @@
 // Every background job of Herald, in one list. The runtime creates their queues on start and, in
 // processes with the worker role, runs their handlers.
 import type { JobDefinition } from './types.ts';
+import { deliverEventDeadJob, deliverEventJob } from './deliver-event.ts';
+import { pruneIdempotencyKeysJob } from './prune-idempotency-keys.ts';
 import { streamPrune } from './stream-prune.ts';
+import { systemEmailJob } from './system-email.ts';
+import { dataRequestJob } from './data-request.ts';
+import { emailLinkJob } from './email-link.ts';
 
 export const jobs: JobDefinition<any>[] = [
+  // delivery of triggered events, its dead letters, and idempotency-key retention (hourly)
+  deliverEventJob,
+  deliverEventDeadJob,
+  pruneIdempotencyKeysJob,
   // the stream log's retention (daily)
   streamPrune,
+  // system emails (verification, reset, invitation) and the lookups behind them
+  systemEmailJob,
+  emailLinkJob,
+  // tenant data exports and deletions
+  dataRequestJob,
 ];

@@ -1,6 +1,7 @@
 // The shape of a background job: its queue settings and its worker. Every job Herald runs is listed in
 // server/jobs/index.ts; features add their own definition files next to this one.
-import type { Job, Queue, WorkOptions } from 'pg-boss';
+import type { Job, JobResult, Queue, WorkOptions } from 'pg-boss';
+import type { Config } from '../config.ts';
 import type { Runtime } from '../runtime.ts';
 
 export interface JobDefinition<T extends object = object> {
@@ -8,12 +9,15 @@ export interface JobDefinition<T extends object = object> {
   name: string;
   /** Queue settings: retries, backoff, expiry, dead letter queue, notify. */
   queue: Omit<Queue, 'name'>;
-  /** A cron schedule (pg-boss schedule) that enqueues this job periodically, e.g. '17 3 * * *'. */
+  /** Worker options (batch size, concurrency, polling); a function when they depend on the config. */
+  work?: WorkOptions | ((config: Config) => WorkOptions);
+  /** A cron expression: the job is also sent on that schedule (by worker processes). */
   schedule?: string;
-  /** Worker options (batch size, concurrency, polling). */
-  work?: WorkOptions;
-  /** Handles one batch. Throwing fails (and retries) every job of the batch. */
-  handler: (jobs: Job<T>[], runtime: Runtime) => Promise<void>;
+  /**
+   * Handles one batch. Throwing fails (and retries) every job of the batch; with `perJobResults` in
+   * `work`, it returns one JobResult per job instead.
+   */
+  handler: (jobs: Job<T>[], runtime: Runtime) => Promise<void | JobResult[]>;
 }
 
 export function defineJob<T extends object>(definition: JobDefinition<T>): JobDefinition<T> {

@@ -13,6 +13,15 @@ import * as preferences from './preferences.ts';
 import * as pushSubscriptions from './push-subscriptions.ts';
 import * as inbox from './inbox.ts';
 import * as stream from './stream.ts';
+import * as emailTransport from './email-transport.ts';
+import * as pushTransports from './push-transports.ts';
+import * as webPush from './web-push.ts';
+import * as auth from './auth.ts';
+import * as tenants from './tenants.ts';
+import * as members from './members.ts';
+import * as invitations from './invitations.ts';
+import * as dataRequests from './data-requests.ts';
+import * as notifications from './notifications.ts';
 
 export const routes: RouteDefinition<any, any, any>[] = [
   // system (no credential)
@@ -80,4 +89,48 @@ export const routes: RouteDefinition<any, any, any>[] = [
   inbox.update,
   inbox.readAll,
   stream.open,
+  // transports (management) and the web-push public key (any credential of the tenant)
+  emailTransport.getEmailTransportRoute,
+  emailTransport.putEmailTransportRoute,
+  emailTransport.deleteEmailTransportRoute,
+  emailTransport.testEmailTransportRoute,
+  pushTransports.listPushTransportsRoute,
+  pushTransports.putPushTransportRoute,
+  pushTransports.deletePushTransportRoute,
+  pushTransports.testPushTransportRoute,
+  webPush.webPushPublicKeyRoute,
+  // sign-up, sign-in and recovery (no credential)
+  auth.register,
+  auth.login,
+  auth.verifyEmail,
+  auth.resendVerification,
+  auth.requestPasswordReset,
+  auth.confirmPasswordReset,
+  auth.passwordResetStatus,
+  // tenants and sessions (console user; owner-only actions judged by membership in the path's tenant)
+  tenants.listTenants,
+  tenants.createTenant,
+  tenants.renameTenant,
+  tenants.archiveTenant,
+  tenants.unarchiveTenant,
+  tenants.switchSession,
+  // members (console user, admin or higher)
+  members.listMembers,
+  members.changeMemberRole,
+  members.removeMember,
+  // invitations (console user, admin or higher) and invitation links
+  invitations.inviteMember,
+  invitations.listInvitations,
+  invitations.revokeInvitation,
+  invitations.previewInvitation,
+  invitations.acceptInvitation,
+  invitations.acceptInvitationExisting,
+  // data requests (console user, owner)
+  dataRequests.fileDataRequest,
+  dataRequests.getDataRequest,
+  dataRequests.downloadDataExport,
+  // notifications (service key): trigger, event status, activity log
+  notifications.triggerNotification,
+  notifications.getNotificationEvent,
+  notifications.listNotificationEvents,
 ];

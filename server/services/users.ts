@@ -1,7 +1,9 @@
-// Console users: creation with an argon2id password hash, lookup by email (case-insensitive).
+// Console users: creation with an argon2id password hash, lookup by email (case-insensitive), and the
+// local admin operations of `herald users`.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../ids.ts';
-import { queryOne } from '../db/sql.ts';
+import { query, queryOne } from '../db/sql.ts';
+import { AppError } from '../errors.ts';
 import { hashPassword } from '../auth/passwords.ts';
 
 export interface UserRow {
@@ -25,4 +27,46 @@ export async function createUser(em: EntityManager, input: { email: string; pass
 
 export async function findUserByEmail(em: EntityManager, email: string): Promise<UserRow | undefined> {
   return queryOne<UserRow>(em, `SELECT id, email, password_hash, email_verified_at, created_at FROM users WHERE lower(email) = lower($1)`, [email]);
+}
+
+// ---- Local admin operations (herald users ...) ----
+
+export interface UserListRow {
+  id: string;
+  email: string;
+  email_verified: boolean;
+  tenants: number;
+  created_at: Date;
+}
+
+export async function listUsers(em: EntityManager): Promise<UserListRow[]> {
+  return query<UserListRow>(
+    em,
+    `SELECT u.id, u.email, u.email_verified_at IS NOT NULL AS email_verified, count(m.tenant_id)::int AS tenants, u.created_at
+       FROM users u LEFT JOIN memberships m ON m.user_id = u.id GROUP BY u.id ORDER BY u.created_at, u.id`,
+  );
+}
+
+/** Sets a user's password (argon2id); 404 when no user has that email. Issued access tokens stay valid. */
+export async function setUserPassword(em: EntityManager, email: string, password: string): Promise<UserRow> {
+  const passwordHash = await hashPassword(password);
+  const row = await queryOne<UserRow>(
+    em,
+    `UPDATE users SET password_hash = $2, updated_at = now() WHERE lower(email) = lower($1)
+     RETURNING id, email, password_hash, email_verified_at, created_at`,
+    [email, passwordHash],
+  );
+  if (!row) throw new AppError('not_found', `No user with email ${email}`);
+  return row;
+}
+
+export async function markUserVerified(em: EntityManager, email: string): Promise<UserRow> {
+  const row = await queryOne<UserRow>(
+    em,
+    `UPDATE users SET email_verified_at = coalesce(email_verified_at, now()), updated_at = now() WHERE lower(email) = lower($1)
+     RETURNING id, email, password_hash, email_verified_at, created_at`,
+    [email],
+  );
+  if (!row) throw new AppError('not_found', `No user with email ${email}`);
+  return row;
 }

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, type Config, type ConfigInput } from '../../server/config.ts';
-import { generateKey } from '../../server/crypto/keyring.ts';
+import { generateKey, writeKeyFile, type KeyFile } from '../../server/crypto/keyring.ts';
 import { startRuntime, stopRuntime, type Role, type Runtime } from '../../server/runtime.ts';
 import { startHttpServer, type HttpServer } from '../../server/http/server.ts';
 import type { Clock } from '../../server/clock.ts';
@@ -45,19 +45,22 @@ export interface TestAppOptions {
   database?: TestDatabase;
   /** Do not start the HTTP server (worker-only processes). */
   http?: boolean;
+  /** Use <dataDir>/keys.json with these keys instead of HERALD_ENCRYPTION_KEYS (key rotation tests). */
+  keyFile?: KeyFile;
 }
 
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const database = options.database ?? (await createTestDatabase());
   const dataDir = mkdtempSync(join(tmpdir(), 'herald-test-'));
   chmodSync(dataDir, 0o711);
+  if (options.keyFile) writeKeyFile(dataDir, options.keyFile);
   const config = loadConfig(
     {
       mode: 'multi',
       host: '127.0.0.1',
       port: 0,
       logLevel: 'debug',
-      encryptionKeys: `test1:${generateKey()}`,
+      encryptionKeys: options.keyFile ? undefined : `test1:${generateKey()}`,
       ...options.config,
       dataDir,
       databaseUrl: database.url,

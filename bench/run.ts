@@ -1,0 +1,283 @@
+// npm run bench: Herald's delivery benchmark, on loopback and a fresh database (DATABASE_URL's server,
+// else an embedded PostgreSQL in a temporary directory). Herald runs as real processes (`herald start
+// --role api` and `--role worker`, log level warn, raised trigger limits); this process generates load.
+// Bounded in count and time. Prints, in one run:
+//   1. trigger, 1 recipient: requests/s, p50/p99 latency (workers stopped: the API alone)
+//   2. trigger, 100 recipients: requests/s and events/s, p50/p99
+//   3. inbox delivery at saturation: the backlog of 1+2 drained by one worker process (items/s)
+//   4. end-to-end latency at light load: trigger -> the stream's NOTIFY for the stored inbox item
+//      (what the SSE hub listens to; the stream route itself lives on the inbox branch)
+//   5. raw pg-boss throughput: a no-op handler, same database, queue and worker settings; the ratio 3 / 5.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync, chmodSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { PgBoss, type JobResult } from 'pg-boss';
+import { loadConfig } from '../server/config.ts';
+import { generateKey } from '../server/crypto/keyring.ts';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '../server/db/embedded-postgres.ts';
+import { startRuntime, stopRuntime } from '../server/runtime.ts';
+import { createTenant } from '../server/services/tenants.ts';
+import { createUser } from '../server/services/users.ts';
+import { hashServiceKey } from '../server/http/auth.ts';
+import { execute } from '../server/db/sql.ts';
+import { newId } from '../server/ids.ts';
+import { BOSS_SCHEMA } from '../server/queue.ts';
+import { STREAM_CHANNEL } from '../server/stream/events.ts';
+import { deliverEventJob } from '../server/jobs/deliver-event.ts';
+
+const HERALD_BIN = fileURLToPath(new URL('../bin/herald', import.meta.url));
+const SINGLE_REQUESTS = Number(process.env.BENCH_SINGLE_REQUESTS ?? 3000);
+const BULK_REQUESTS = Number(process.env.BENCH_BULK_REQUESTS ?? 60);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
+const LATENCY_SAMPLES = Number(process.env.BENCH_LATENCY_SAMPLES ?? 200);
+const RAW_JOBS = Number(process.env.BENCH_RAW_JOBS ?? 8000);
+const WORKER_CONCURRENCY = 8; // config.workerConcurrency default
+
+const cleanups: Array<() => Promise<unknown>> = [];
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const dataDir = mkdtempSync(join(tmpdir(), 'herald-bench-'));
+  chmodSync(dataDir, 0o711);
+  cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
+  const url = await freshDatabase(dataDir);
+  const encryptionKeys = `bench:${generateKey()}`;
+  const config = loadConfig({ dataDir, databaseUrl: url, encryptionKeys, logLevel: 'warn' }, {});
+
+  // Migrate and create the tenant, its key, a type and an inbox template.
+  const setup = await startRuntime(config, { role: 'api', queue: true, poolMax: 4 });
+  const em = setup.orm.em.fork();
+  const user = await createUser(em, { email: 'bench@example.test', password: 'bench password 1', verified: true });
+  const tenant = await createTenant(em, { name: 'Bench', ownerUserId: user.id, makeDefault: true });
+  const apiKey = `sk_${randomBytes(24).toString('base64url')}`;
+  await execute(em, `INSERT INTO api_keys (id, tenant_id, name, prefix, key_hash) VALUES ($1, $2, 'bench', 'sk_bench', $3)`, [newId(), tenant.id, hashServiceKey(apiKey)]);
+  await execute(em, `INSERT INTO tenant_limits (tenant_id, name, value) VALUES ($1, 'rate:trigger', 10000000), ($1, 'rate:trigger:burst', 10000000)`, [tenant.id]);
+  await execute(em, `INSERT INTO notification_types (id, tenant_id, key, name, channel_defaults) VALUES ($1, $2, 'bench', 'Bench', '{"inbox": true}')`, [newId(), tenant.id]);
+  await execute(
+    em,
+    `INSERT INTO inbox_templates (id, tenant_id, notification_type_key, brand_key, language, title, content) VALUES ($1, $2, 'bench', 'default', 'en', 'Hello {{ contact.external_id }}', 'Order {{ order }} shipped')`,
+    [newId(), tenant.id],
+  );
+  await stopRuntime(setup);
+
+  const port = await freePort();
+  const env = { DATABASE_URL: url, HERALD_HOME: dataDir, HERALD_ENCRYPTION_KEYS: encryptionKeys, HERALD_LOG_LEVEL: 'warn', HERALD_PORT: String(port) };
+  const apiProcess = await startHerald(['--role', 'api'], env, `Herald listening`);
+  const base = `http://127.0.0.1:${port}`;
+  const trigger = async (recipients: string[]) => {
+    const t0 = performance.now();
+    const res = await fetch(`${base}/v1/notifications`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'bench', recipients, variables: { order: 'A-1' } }),
+    });
+    const body = (await res.json()) as { events?: Array<{ event_id: string; contact_id: string }> };
+    if (res.status !== 202) throw new Error(`trigger answered ${res.status}: ${JSON.stringify(body)}`);
+    return { ms: performance.now() - t0, events: body.events! };
+  };
+  // Warm-up (connections, JIT, contact rows).
+  await runLoad(200, 16, (i) => trigger([`warm_${i % 50}`]));
+
+  print(`Herald benchmark (loopback, ${config.workerConcurrency} worker concurrency, log level warn)`);
+  const single = await runLoad(SINGLE_REQUESTS, CONCURRENCY, (i) => trigger([`user_${i % 1000}`]));
+  print(`1. trigger, 1 recipient:    ${fmt(single.rps)} req/s   p50 ${fmt(single.p50)} ms   p99 ${fmt(single.p99)} ms   (${SINGLE_REQUESTS} requests, ${CONCURRENCY} concurrent; target >= 1000 req/s, p99 <= 50 ms)`);
+  const bulk = await runLoad(BULK_REQUESTS, Math.min(CONCURRENCY, 8), (i) =>
+    trigger(Array.from({ length: 100 }, (_, j) => `bulk_${(i * 100 + j) % 5000}`)),
+  );
+  print(`2. trigger, 100 recipients: ${fmt(bulk.rps)} req/s = ${fmt(bulk.rps * 100)} events/s   p50 ${fmt(bulk.p50)} ms   p99 ${fmt(bulk.p99)} ms   (${BULK_REQUESTS} requests; target >= 10000 events/s)`);
+
+  // 3. Saturation: one worker process drains the backlog left by 1 and 2.
+  const db = new pg.Client({ connectionString: url });
+  await db.connect();
+  cleanups.push(() => db.end());
+  const backlog = Number((await db.query(`SELECT count(*) AS n FROM events WHERE status = 'queued'`)).rows[0].n);
+  const workerProcess = await startHerald(['--role', 'worker'], env, null);
+  const drainDeadline = Date.now() + 180_000;
+  for (;;) {
+    const { rows } = await db.query(`SELECT count(*)::int AS n FROM events WHERE status IN ('queued', 'processing')`);
+    if (rows[0].n === 0) break;
+    if (Date.now() > drainDeadline) throw new Error(`backlog not drained in 180 s (${rows[0].n} left)`);
+    await sleep(200);
+  }
+  const drained = (
+    await db.query(
+      `SELECT count(*)::int AS n, extract(epoch FROM max(created_at) - min(created_at)) AS seconds FROM inbox_items`,
+    )
+  ).rows[0];
+  const herald = drained.n / Number(drained.seconds);
+  const failures = Number((await db.query(`SELECT count(*) AS n FROM events WHERE status <> 'delivered'`)).rows[0].n);
+  print(`3. inbox delivery at saturation: ${fmt(herald)} items/s   (${drained.n} items from a backlog of ${backlog} events, ${failures} not delivered)`);
+
+  // 4. End-to-end at light load: trigger -> NOTIFY of the stored item on the stream channel.
+  const listener = new pg.Client({ connectionString: url });
+  await listener.connect();
+  cleanups.push(() => listener.end());
+  const waiting = new Map<string, (t: number) => void>();
+  listener.on('notification', (n) => {
+    const notice = JSON.parse(n.payload ?? '{}') as { contact_id?: string };
+    const done = notice.contact_id ? waiting.get(notice.contact_id) : undefined;
+    if (done) {
+      waiting.delete(notice.contact_id!);
+      done(performance.now());
+    }
+  });
+  await listener.query(`LISTEN ${STREAM_CHANNEL}`);
+  // Contacts exist already (warm-up), so their ids are known before the trigger answers.
+  const contacts = new Map<string, string>(
+    (await db.query(`SELECT external_id, id::text FROM contacts WHERE external_id LIKE 'warm_%'`)).rows.map((r) => [r.external_id, r.id]),
+  );
+  const e2e: number[] = [];
+  for (let i = 0; i < LATENCY_SAMPLES; i++) {
+    const external = `warm_${i % 50}`;
+    const contactId = contacts.get(external)!;
+    const arrived = new Promise<number>((resolve, reject) => {
+      waiting.set(contactId, resolve);
+      setTimeout(() => reject(new Error('no stream notice within 5 s')), 5000).unref();
+    });
+    const t0 = performance.now();
+    await trigger([external]);
+    e2e.push((await arrived) - t0);
+    await sleep(20);
+  }
+  const e2eStats = stats(e2e);
+  print(`4. trigger -> stream notice (light load): p50 ${fmt(e2eStats.p50)} ms   p99 ${fmt(e2eStats.p99)} ms   (${LATENCY_SAMPLES} sequential triggers; target p50 <= 30 ms, p99 <= 150 ms; measured on the NOTIFY the SSE hub consumes)`);
+
+  // 5. Raw pg-boss with a no-op handler, same database, queue options and worker options.
+  workerProcess.kill('SIGTERM');
+  await once(workerProcess, 'exit');
+  const raw = new PgBoss({ connectionString: url, schema: BOSS_SCHEMA, useListenNotify: true, max: 10, supervise: false, schedule: false });
+  raw.on('error', () => undefined);
+  await raw.start();
+  cleanups.push(() => raw.stop({ graceful: false, close: true }));
+  const { deadLetter: _unused, ...queueOptions } = deliverEventJob.queue;
+  await raw.createQueue('bench-noop', queueOptions);
+  for (let i = 0; i < RAW_JOBS; i += 1000) {
+    await raw.insert('bench-noop', Array.from({ length: Math.min(1000, RAW_JOBS - i) }, () => ({ data: { event_id: newId() } })));
+  }
+  const workOptions = typeof deliverEventJob.work === 'function' ? deliverEventJob.work(config) : deliverEventJob.work;
+  await raw.work('bench-noop', { ...workOptions, localConcurrency: WORKER_CONCURRENCY }, async (jobs): Promise<JobResult[]> =>
+    jobs.map((j) => ({ id: j.id, status: 'completed' as const })),
+  );
+  const rawDeadline = Date.now() + 120_000;
+  for (;;) {
+    const { rows } = await db.query(`SELECT count(*)::int AS n FROM ${BOSS_SCHEMA}.job WHERE name = 'bench-noop' AND state <> 'completed'`);
+    if (rows[0].n === 0) break;
+    if (Date.now() > rawDeadline) throw new Error('raw pg-boss jobs not done in 120 s');
+    await sleep(100);
+  }
+  const rawRow = (
+    await db.query(
+      `SELECT count(*)::int AS n, extract(epoch FROM max(completed_on) - min(started_on)) AS seconds FROM ${BOSS_SCHEMA}.job WHERE name = 'bench-noop'`,
+    )
+  ).rows[0];
+  const rawRate = rawRow.n / Number(rawRow.seconds);
+  print(`5. raw pg-boss (no-op handler): ${fmt(rawRate)} jobs/s   (${rawRow.n} jobs)`);
+  print(`   Herald inbox delivery / raw pg-boss = ${(herald / rawRate).toFixed(2)}   (target >= 0.70)`);
+  print(`done in ${Math.round((Date.now() - started) / 1000)} s`);
+  apiProcess.kill('SIGTERM');
+  await once(apiProcess, 'exit');
+}
+
+interface LoadResult {
+  rps: number;
+  p50: number;
+  p99: number;
+}
+
+async function runLoad(count: number, concurrency: number, fn: (i: number) => Promise<{ ms: number }>): Promise<LoadResult> {
+  const latencies: number[] = [];
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < count) {
+        const i = next++;
+        latencies.push((await fn(i)).ms);
+      }
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  return { rps: count / seconds, ...stats(latencies) };
+}
+
+function stats(values: number[]): { p50: number; p99: number } {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+  return { p50: at(0.5), p99: at(0.99) };
+}
+
+async function freshDatabase(dataDir: string): Promise<string> {
+  const name = `herald_bench_${randomBytes(4).toString('hex')}`;
+  let adminUrl = process.env.DATABASE_URL;
+  if (!adminUrl) {
+    const embedded: EmbeddedDatabase = await startEmbeddedPostgres({ dir: join(dataDir, 'pg'), port: await freePort(), database: 'postgres' });
+    cleanups.push(() => embedded.stop());
+    adminUrl = embedded.url;
+  }
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${name}"`);
+  await admin.end();
+  const u = new URL(adminUrl);
+  u.pathname = `/${name}`;
+  if (process.env.DATABASE_URL) {
+    cleanups.push(async () => {
+      const c = new pg.Client({ connectionString: adminUrl });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      await c.end();
+    });
+  }
+  return u.toString();
+}
+
+async function startHerald(args: string[], env: Record<string, string>, readyText: string | null): Promise<ChildProcess> {
+  const child = spawn(HERALD_BIN, ['start', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  cleanups.push(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  child.stderr!.on('data', (d) => process.stderr.write(d));
+  if (readyText) {
+    await new Promise<void>((resolve, reject) => {
+      let out = '';
+      child.stdout!.on('data', (d) => {
+        out += d;
+        if (out.includes(readyText)) resolve();
+      });
+      child.on('exit', (code) => reject(new Error(`herald ${args.join(' ')} exited with ${code}`)));
+    });
+  } else {
+    child.stdout!.resume();
+  }
+  return child;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const port = (server.address() as { port: number }).port;
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const fmt = (n: number) => (n >= 100 ? Math.round(n).toString() : n.toFixed(1));
+const print = (line: string) => console.log(line);
+
+try {
+  await main();
+} catch (error) {
+  console.error(`bench failed: ${(error as Error).message}`);
+  process.exitCode = 1;
+} finally {
+  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+}

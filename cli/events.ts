@@ -1,0 +1,56 @@
+// herald events get|list: an event's delivery status and the activity log (remote mode).
+import type { Command } from 'commander';
+import { apiClient, withRemote, type RemoteOptions } from './support/api-client.ts';
+import { print, printJson, printTable, usageError } from './support/output.ts';
+import { summaryRow } from './send.ts';
+
+interface ListOptions extends RemoteOptions {
+  type?: string;
+  status?: string;
+  externalId?: string;
+  limit: string;
+  cursor?: string;
+  json?: boolean;
+}
+
+export function registerEvents(program: Command): void {
+  const events = program.command('events').description("events and their delivery status (remote mode: --url/--api-key or HERALD_URL/HERALD_API_KEY)");
+  withRemote(events.command('get').description("one event's delivery status").argument('<event_id>').option('--json', 'print JSON'))
+    .addHelpText('after', `\nExamples:\n  $ herald events get 0193f1c2-...-7a1b --json`)
+    .action(async (eventId: string, options: RemoteOptions & { json?: boolean }) => {
+      const { body } = await apiClient(options).request('GET', `/v1/notifications/${encodeURIComponent(eventId)}`);
+      if (options.json) return printJson(body);
+      print(`event      ${body.event_id}`);
+      print(`type       ${body.type}`);
+      print(`recipient  ${body.external_id}`);
+      print(`status     ${body.status}`);
+      print(`created    ${body.created_at}`);
+      print(`variables  ${JSON.stringify(body.variables)}`);
+      print('');
+      printTable(body.deliveries, ['channel', 'status', 'reason', 'provider', 'attempts', 'last_error']);
+    });
+  withRemote(
+    events
+      .command('list')
+      .description('the activity log, newest first')
+      .option('--type <key>', 'only this notification type')
+      .option('--status <status>', 'queued, processing, delivered, partially_delivered, failed or skipped')
+      .option('--external-id <id>', 'only this recipient')
+      .option('--limit <n>', 'how many (1-100)', '20')
+      .option('--cursor <cursor>', 'the next page, as printed by the previous one')
+      .option('--json', 'print JSON'),
+  )
+    .addHelpText('after', `\nExamples:\n  $ herald events list --status failed --limit 50\n  $ herald events list --external-id user_42 --json`)
+    .action(async (options: ListOptions) => {
+      if (!/^\d+$/.test(options.limit)) throw usageError('--limit must be a number');
+      const query = new URLSearchParams({ limit: options.limit });
+      if (options.type) query.set('type', options.type);
+      if (options.status) query.set('status', options.status);
+      if (options.externalId) query.set('external_id', options.externalId);
+      if (options.cursor) query.set('cursor', options.cursor);
+      const { body } = await apiClient(options).request('GET', `/v1/notifications?${query}`);
+      if (options.json) return printJson(body);
+      printTable(body.items.map(summaryRow), ['event_id', 'type', 'external_id', 'status', 'created_at', 'deliveries']);
+      if (body.next_cursor) print(`\nmore: --cursor ${body.next_cursor}`);
+    });
+}

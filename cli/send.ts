@@ -1,0 +1,125 @@
+// herald send: trigger a notification from a CI script or a terminal (remote mode), optionally
+// waiting until every event is final. Exit 0 delivered (or still running without --wait), 1 an API
+// error or a failed delivery, 2 a usage error.
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { apiClient, withRemote, type ApiClient, type RemoteOptions } from './support/api-client.ts';
+import { CliError, EXIT_FAILURE, print, printJson, printTable, usageError } from './support/output.ts';
+
+interface SendOptions extends RemoteOptions {
+  type: string;
+  to: string[];
+  var: string[];
+  secret: string[];
+  dataFile?: string;
+  brand?: string;
+  channel: string[];
+  idempotencyKey?: string;
+  wait?: boolean;
+  timeout: string;
+  json?: boolean;
+}
+
+interface EventView {
+  event_id: string;
+  external_id: string;
+  status: string;
+  deliveries?: Array<{ channel: string; status: string; reason: string | null; last_error: string | null }>;
+}
+
+const FINAL = new Set(['delivered', 'partially_delivered', 'failed', 'skipped']);
+const collect = (value: string, previous: string[]) => [...previous, value];
+
+export function registerSend(program: Command): void {
+  withRemote(
+    program
+      .command('send')
+      .description('trigger a notification (remote mode: --url/--api-key or HERALD_URL/HERALD_API_KEY)')
+      .requiredOption('--type <key>', 'notification type key')
+      .option('--to <external_id>', 'recipient external id (repeat for more, up to 100)', collect, [])
+      .option('--var <name=value>', 'a variable (repeatable)', collect, [])
+      .option('--secret <name=value>', 'a secret variable, masked in the activity log (repeatable)', collect, [])
+      .option('--data-file <file>', 'JSON object of variables (merged under --var)')
+      .option('--brand <key>', 'brand key (default: the tenant default brand)')
+      .option('--channel <channel>', 'only these channels: inbox, email, push, web_push (repeatable)', collect, [])
+      .option('--idempotency-key <key>', 'makes a retried send safe: the same key and input never send twice')
+      .option('--wait', 'wait until every event is final; exit 1 when a delivery failed')
+      .option('--timeout <seconds>', 'with --wait: give up after this long', '60')
+      .option('--json', 'print JSON'),
+  )
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ export HERALD_URL=https://herald.example.com HERALD_API_KEY=sk_...
+  $ herald send --type deploy_finished --to ops_team --var version=1.4.2
+  $ herald send --type login_code --to user_42 --secret code=913455 --wait --json
+  $ herald send --type report --to a --to b --data-file vars.json --idempotency-key build-1234`,
+    )
+    .action(async (options: SendOptions) => {
+      if (options.to.length === 0) throw usageError('at least one --to is required');
+      const timeout = Number(options.timeout);
+      if (!Number.isFinite(timeout) || timeout <= 0) throw usageError('--timeout must be a positive number of seconds');
+      const variables = { ...readDataFile(options.dataFile), ...pairs(options.var, '--var') };
+      const secretVariables = pairs(options.secret, '--secret');
+      const client = apiClient(options);
+      const body: Record<string, unknown> = { type: options.type, recipients: options.to, variables, secret_variables: secretVariables };
+      if (options.brand) body.brand = options.brand;
+      if (options.channel.length > 0) body.channels = options.channel;
+      const headers = options.idempotencyKey ? { 'idempotency-key': options.idempotencyKey } : undefined;
+      const accepted = await client.request<{ events: EventView[] }>('POST', '/v1/notifications', { body, headers });
+      if (!options.wait) {
+        if (options.json) printJson(accepted.body);
+        else for (const e of accepted.body.events) print(`queued ${e.event_id} for ${e.external_id}`);
+        return;
+      }
+      const events = await waitForEvents(client, accepted.body.events.map((e) => e.event_id), timeout * 1000);
+      if (options.json) printJson({ events });
+      else printTable(events.map(summaryRow), ['event_id', 'external_id', 'status', 'deliveries']);
+      const unfinished = events.filter((e) => !FINAL.has(e.status));
+      if (unfinished.length > 0) throw new CliError(`${unfinished.length} event(s) not final after ${timeout} s`, EXIT_FAILURE);
+      const failed = events.filter((e) => e.status === 'failed' || e.status === 'partially_delivered');
+      if (failed.length > 0) {
+        process.stderr.write(`herald: ${failed.length} event(s) had a failed delivery\n`);
+        process.exitCode = EXIT_FAILURE;
+      }
+    });
+}
+
+function pairs(values: string[], flag: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const value of values) {
+    const at = value.indexOf('=');
+    if (at <= 0) throw usageError(`${flag} takes name=value, got "${flag === '--secret' ? value.split('=')[0] : value}"`);
+    out[value.slice(0, at)] = value.slice(at + 1);
+  }
+  return out;
+}
+
+function readDataFile(file: string | undefined): Record<string, unknown> {
+  if (!file) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw usageError(`--data-file ${file}: ${(error as Error).message}`);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw usageError(`--data-file ${file} must hold a JSON object`);
+  return parsed as Record<string, unknown>;
+}
+
+async function waitForEvents(client: ApiClient, ids: string[], timeoutMs: number): Promise<EventView[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {
+    const events = await Promise.all(ids.map(async (id) => (await client.request<EventView>('GET', `/v1/notifications/${encodeURIComponent(id)}`)).body));
+    if (events.every((e) => FINAL.has(e.status)) || Date.now() >= deadline) return events;
+    await new Promise((r) => setTimeout(r, Math.min(delay, Math.max(0, deadline - Date.now()))));
+  }
+}
+
+export function summaryRow(e: EventView): Record<string, unknown> {
+  const deliveries = (e.deliveries ?? [])
+    .map((d) => `${d.channel}:${d.status}${d.reason ? `(${d.reason})` : ''}${d.last_error ? ` [${d.last_error}]` : ''}`)
+    .join(', ');
+  return { ...e, deliveries: deliveries || '-' };
+}

@@ -1,0 +1,486 @@
+// herald transports email|push: a tenant's delivery transports, for local admins (--tenant, straight
+// to the database through the services) and in remote mode (--url/--api-key or HERALD_URL/
+// HERALD_API_KEY, through the HTTP API). Secrets come from files or stdin, never from flags, and are
+// never printed.
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import * as prompts from '@clack/prompts';
+import type { Config } from '../server/config.ts';
+import { PushProvider } from '../server/schemas/common.ts';
+import type { EmailTransportResponse, PushTransportResponse, SendTestResult } from '../server/schemas/transports.ts';
+import {
+  deleteEmailTransport,
+  describeDefaultSmtp,
+  getEmailTransport,
+  putEmailTransport,
+  setDefaultSmtp,
+  testEmailTransport,
+} from '../server/services/email-transport.ts';
+import { deletePushTransport, listPushTransports, putPushTransport, testPushTransport } from '../server/services/push-transports.ts';
+import { findTenant } from '../server/services/tenants.ts';
+import { EmailTransportRequest, SendTestEmailRequest, SendTestPushRequest } from '../server/schemas/transports.ts';
+import { parseInput } from '../server/http/validate.ts';
+import { smtpSettingsFromUrl } from '../server/email/smtp.ts';
+import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
+import { CliError, EXIT_USAGE, print, printJson, printTable, usageError } from './support/output.ts';
+import type { Runtime } from '../server/runtime.ts';
+
+interface TargetOptions {
+  dataDir?: string;
+  tenant?: string;
+  url?: string;
+  apiKey?: string;
+  json?: boolean;
+}
+
+/** The operations the commands need, answered locally (services) or remotely (HTTP API). */
+interface TransportApi {
+  getEmail(): Promise<EmailTransportResponse>;
+  putEmail(body: unknown): Promise<EmailTransportResponse>;
+  deleteEmail(): Promise<void>;
+  testEmail(body: unknown): Promise<SendTestResult>;
+  listPush(): Promise<PushTransportResponse[]>;
+  putPush(provider: PushProvider, body: unknown): Promise<PushTransportResponse>;
+  deletePush(provider: PushProvider): Promise<void>;
+  testPush(provider: PushProvider, body: unknown): Promise<SendTestResult>;
+}
+
+function withTarget(command: Command): Command {
+  return withDataDir(command)
+    .option('--tenant <id>', 'local mode: the tenant id')
+    .option('--url <url>', 'remote mode: Herald base URL (default $HERALD_URL)')
+    .option('--api-key <key>', 'remote mode: a service key of the tenant (default $HERALD_API_KEY)')
+    .option('--json', 'print as JSON');
+}
+
+function remoteApi(baseUrl: string, apiKey: string): TransportApi {
+  const call = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+    let response: Response;
+    try {
+      response = await fetch(baseUrl.replace(/\/+$/, '') + path, {
+        method,
+        headers: { authorization: `Bearer ${apiKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(60_000),
+      });
+    } catch (error) {
+      throw new CliError(`cannot reach ${baseUrl}: ${(error as Error).message}`);
+    }
+    const text = await response.text();
+    const parsed = text ? (JSON.parse(text) as unknown) : undefined;
+    if (!response.ok) {
+      const detail = (parsed as { detail?: unknown } | undefined)?.detail;
+      const message = Array.isArray(detail)
+        ? detail.map((d: { loc?: unknown[]; msg?: string }) => `${(d.loc ?? []).join('.')}: ${d.msg}`).join('; ')
+        : String(detail ?? response.statusText);
+      throw new CliError(`HTTP ${response.status}: ${message}`, response.status === 422 ? EXIT_USAGE : 1);
+    }
+    return parsed as T;
+  };
+  return {
+    getEmail: () => call('GET', '/v1/email-transport'),
+    putEmail: (body) => call('PUT', '/v1/email-transport', body),
+    deleteEmail: () => call('DELETE', '/v1/email-transport'),
+    testEmail: (body) => call('POST', '/v1/email-transport/test', body),
+    listPush: () => call('GET', '/v1/push-transport'),
+    putPush: (provider, body) => call('PUT', `/v1/push-transport/${provider}`, body),
+    deletePush: (provider) => call('DELETE', `/v1/push-transport/${provider}`),
+    testPush: (provider, body) => call('POST', `/v1/push-transport/${provider}/test`, body),
+  };
+}
+
+function localApi(runtime: Runtime, tenantId: string): TransportApi {
+  const em = () => runtime.orm.em.fork();
+  return {
+    getEmail: () => getEmailTransport(runtime, em(), tenantId),
+    putEmail: (body) => putEmailTransport(runtime, em(), tenantId, parseInput('body', EmailTransportRequest, body)),
+    deleteEmail: () => deleteEmailTransport(em(), tenantId),
+    testEmail: (body) => testEmailTransport(runtime, em(), tenantId, parseInput('body', SendTestEmailRequest, body).to),
+    listPush: () => listPushTransports(runtime, em(), tenantId),
+    putPush: (provider, body) => putPushTransport(runtime, em(), tenantId, provider, body),
+    deletePush: (provider) => deletePushTransport(em(), tenantId, provider),
+    testPush: (provider, body) => testPushTransport(runtime, em(), tenantId, provider, parseInput('body', SendTestPushRequest, body)),
+  };
+}
+
+/** Runs `fn` against the remote API or, with --tenant, the local database. */
+async function withApi<T>(options: TargetOptions, fn: (api: TransportApi, local: { runtime: Runtime; config: Config } | null) => Promise<T>): Promise<T> {
+  const url = options.url ?? process.env.HERALD_URL;
+  if (url) {
+    const apiKey = options.apiKey ?? process.env.HERALD_API_KEY;
+    if (!apiKey) throw usageError('remote mode needs a service key: --api-key or HERALD_API_KEY');
+    return fn(remoteApi(url, apiKey), null);
+  }
+  if (!options.tenant) throw usageError('give --tenant <id> (local mode) or --url and --api-key (remote mode)');
+  const config = configFrom({ dataDir: options.dataDir });
+  const tenantId = options.tenant;
+  return withLocalRuntime(config, async (runtime) => {
+    if (!/^[0-9a-f-]{36}$/i.test(tenantId) || !(await findTenant(runtime.orm.em.fork(), tenantId))) throw new CliError(`no tenant ${tenantId}`);
+    return fn(localApi(runtime, tenantId), { runtime, config });
+  });
+}
+
+let stdinUsed = false;
+/** A secret from a file, or from stdin with "-"; surrounding whitespace is trimmed. */
+function readSecret(source: string, what: string): string {
+  let value: string;
+  try {
+    if (source === '-') {
+      if (stdinUsed) throw usageError('only one secret can come from stdin');
+      stdinUsed = true;
+      value = readFileSync(0, 'utf8');
+    } else value = readFileSync(source, 'utf8');
+  } catch (error) {
+    if (error instanceof CliError) throw error;
+    throw usageError(`cannot read ${what} from ${source === '-' ? 'stdin' : source}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
+  value = value.trim();
+  if (!value) throw usageError(`${what} is empty`);
+  return value;
+}
+
+function readJsonFile(path: string, what: string): Record<string, unknown> {
+  const text = path === '-' ? readSecret('-', what) : readSecret(path, what);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw usageError(`${what} is not valid JSON`);
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw usageError(`${what} must hold a JSON object`);
+  return parsed as Record<string, unknown>;
+}
+
+function parsePort(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw usageError('--port must be an integer from 1 to 65535');
+  return port;
+}
+
+async function confirmDestructive(yes: boolean | undefined, message: string): Promise<void> {
+  if (yes) return;
+  if (!process.stdin.isTTY) throw usageError('this removes configuration: confirm with --yes');
+  const ok = await prompts.confirm({ message });
+  if (ok !== true) throw new CliError('cancelled');
+}
+
+function printEmail(transport: EmailTransportResponse): void {
+  if (!transport.configured) return print('no email transport configured');
+  printTable(
+    [
+      { field: 'host', value: transport.host },
+      { field: 'port', value: transport.port },
+      { field: 'secure', value: transport.secure },
+      { field: 'username', value: transport.username },
+      { field: 'from', value: transport.from_name ? `${transport.from_name} <${transport.from_email}>` : transport.from_email },
+      { field: 'credentials', value: transport.credentials_unreadable ? 'UNREADABLE (key gone): set the password again' : 'ok' },
+    ],
+    ['field', 'value'],
+  );
+}
+
+function printTestResult(result: SendTestResult, json?: boolean): void {
+  if (json) printJson(result);
+  else if (result.ok) print(`sent${result.message_id ? ` (message id ${result.message_id})` : ''}`);
+  else print(`not sent: ${result.error}`);
+  if (!result.ok) process.exitCode = 1;
+}
+
+function parseProvider(value: string): PushProvider {
+  const parsed = PushProvider.safeParse(value);
+  if (!parsed.success) throw usageError(`unknown provider ${value}: use ${PushProvider.options.join(', ')}`);
+  return parsed.data;
+}
+
+interface EmailSetOptions extends TargetOptions {
+  file?: string;
+  host?: string;
+  port?: string;
+  secure?: boolean;
+  username?: string;
+  passwordFile?: string;
+  password?: boolean;
+  fromEmail?: string;
+  fromName?: string;
+}
+
+function emailBody(options: EmailSetOptions): Record<string, unknown> {
+  const body: Record<string, unknown> = options.file ? readJsonFile(options.file, 'settings file') : {};
+  if ('password' in body) throw usageError('the settings file must not hold the password: use --password-file');
+  if (options.host !== undefined) body.host = options.host;
+  if (options.port !== undefined) body.port = parsePort(options.port);
+  if (options.secure !== undefined) body.secure = options.secure;
+  if (options.username !== undefined) body.username = options.username;
+  if (options.fromEmail !== undefined) body.from_email = options.fromEmail;
+  if (options.fromName !== undefined) body.from_name = options.fromName;
+  if (options.passwordFile) body.password = readSecret(options.passwordFile, 'password');
+  else if (options.password === false) body.password = null;
+  return body;
+}
+
+function registerEmail(transports: Command): void {
+  const email = transports
+    .command('email')
+    .description("the tenant's SMTP transport and the install's default SMTP")
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ herald transports email show --tenant <id>
+  $ printf '%s' "$SMTP_PASSWORD" | herald transports email set --tenant <id> --host smtp.acme.test --port 587 --username herald --password-file - --from-email noreply@acme.test
+  $ herald transports email test --url https://herald.acme.test --api-key sk_... --to ops@acme.test`,
+    );
+
+  withTarget(email.command('show'))
+    .description("show the tenant's email transport (the password is never shown)")
+    .addHelpText('after', '\nExamples:\n  $ herald transports email show --tenant <id> --json')
+    .action(async (options: TargetOptions) => {
+      await withApi(options, async (api, local) => {
+        const transport = await api.getEmail();
+        const installDefault = local ? await describeDefaultSmtp(local.runtime, local.runtime.orm.em.fork()) : undefined;
+        if (options.json) return printJson(installDefault ? { ...transport, install_default: installDefault } : transport);
+        printEmail(transport);
+        if (installDefault && !transport.configured) {
+          print(installDefault.source === 'none' ? 'install default SMTP: none (email is skipped: no_transport)' : `install default SMTP (${installDefault.source}): ${installDefault.host ?? 'unreadable'}:${installDefault.port ?? ''}`);
+        }
+      });
+    });
+
+  withTarget(email.command('set'))
+    .description("create or replace the tenant's email transport")
+    .option('--file <path>', 'JSON settings file {host, port, secure, username, from_email, from_name}; flags override it')
+    .option('--host <host>', 'SMTP host')
+    .option('--port <port>', 'SMTP port (465 implicit TLS, 587 STARTTLS)')
+    .option('--secure', 'implicit TLS (smtps, usually port 465)')
+    .option('--no-secure', 'STARTTLS when offered (default)')
+    .option('--username <user>', 'SMTP user name')
+    .option('--password-file <path>', 'read the SMTP password from a file, or "-" for stdin')
+    .option('--no-password', 'remove the stored password')
+    .option('--from-email <email>', 'default From address')
+    .option('--from-name <name>', 'default From name')
+    .addHelpText(
+      'after',
+      `
+Without --password-file the stored password is kept.
+Examples:
+  $ herald transports email set --tenant <id> --host smtp.acme.test --port 587 --username herald --password-file /run/secrets/smtp --from-email noreply@acme.test
+  $ herald transports email set --url $HERALD_URL --api-key $KEY --file smtp.json --password-file -`,
+    )
+    .action(async (options: EmailSetOptions) => {
+      const body = emailBody(options);
+      await withApi(options, async (api) => {
+        const transport = await api.putEmail(body);
+        if (options.json) return printJson(transport);
+        print('email transport saved');
+        printEmail(transport);
+      });
+    });
+
+  withTarget(email.command('remove'))
+    .description("remove the tenant's email transport")
+    .option('-y, --yes', 'do not ask for confirmation')
+    .addHelpText('after', '\nExamples:\n  $ herald transports email remove --tenant <id> --yes')
+    .action(async (options: TargetOptions & { yes?: boolean }) => {
+      await confirmDestructive(options.yes, 'Remove the email transport?');
+      await withApi(options, async (api) => {
+        await api.deleteEmail();
+        if (options.json) printJson({ removed: true });
+        else print('email transport removed');
+      });
+    });
+
+  withTarget(email.command('test'))
+    .description("send a test email through the tenant's transport")
+    .requiredOption('--to <email>', 'recipient')
+    .addHelpText('after', '\nExamples:\n  $ herald transports email test --tenant <id> --to ops@acme.test')
+    .action(async (options: TargetOptions & { to: string }) => {
+      await withApi(options, async (api) => printTestResult(await api.testEmail({ to: options.to }), options.json));
+    });
+
+  withDataDir(email.command('set-default'))
+    .description("set the install's default SMTP (tenants without their own transport, system emails)")
+    .option('--smtp-url-file <path>', 'read smtp://user:pass@host:port from a file, or "-" for stdin')
+    .option('--host <host>', 'SMTP host')
+    .option('--port <port>', 'SMTP port')
+    .option('--secure', 'implicit TLS (smtps)')
+    .option('--username <user>', 'SMTP user name')
+    .option('--password-file <path>', 'read the SMTP password from a file, or "-" for stdin')
+    .option('--from <from>', 'From of system emails, e.g. "Herald <herald@acme.test>"')
+    .option('--json', 'print as JSON')
+    .addHelpText(
+      'after',
+      `
+config.smtpUrl (herald init --smtp-url) takes precedence over this stored default.
+Examples:
+  $ herald transports email set-default --host smtp.acme.test --port 587 --username herald --password-file - --from "Herald <herald@acme.test>"
+  $ herald transports email set-default --smtp-url-file /run/secrets/smtp-url`,
+    )
+    .action(async (options: { dataDir?: string; smtpUrlFile?: string; host?: string; port?: string; secure?: boolean; username?: string; passwordFile?: string; from?: string; json?: boolean }) => {
+      let settings;
+      if (options.smtpUrlFile) {
+        try {
+          settings = smtpSettingsFromUrl(readSecret(options.smtpUrlFile, 'SMTP URL'));
+        } catch (error) {
+          if (error instanceof CliError) throw error;
+          throw usageError('the SMTP URL must look like smtp://user:pass@host:587 or smtps://...');
+        }
+      } else {
+        if (!options.host) throw usageError('give --host (and --port ...) or --smtp-url-file');
+        settings = {
+          host: options.host,
+          port: parsePort(options.port) ?? (options.secure ? 465 : 587),
+          secure: Boolean(options.secure),
+          username: options.username ?? null,
+          password: options.passwordFile ? readSecret(options.passwordFile, 'password') : null,
+        };
+      }
+      const config = configFrom({ dataDir: options.dataDir });
+      await withLocalRuntime(config, (runtime) => setDefaultSmtp(runtime, runtime.orm.em.fork(), { ...settings, from: options.from ?? null }));
+      if (options.json) printJson({ host: settings.host, port: settings.port, secure: settings.secure, username: settings.username ?? null, from: options.from ?? null });
+      else print(`install default SMTP set to ${settings.host}:${settings.port}${config.smtpUrl ? ' (note: config smtpUrl is set and takes precedence)' : ''}`);
+    });
+}
+
+interface PushSetOptions extends TargetOptions {
+  file?: string;
+  teamId?: string;
+  keyId?: string;
+  bundleId?: string;
+  environment?: string;
+  privateKeyFile?: string;
+  serviceAccountFile?: string;
+  accessTokenFile?: string;
+  subject?: string;
+  publicKey?: string;
+}
+
+function pushBody(provider: PushProvider, options: PushSetOptions): Record<string, unknown> {
+  const body: Record<string, unknown> = options.file ? readJsonFile(options.file, 'settings file') : {};
+  for (const secret of ['private_key', 'access_token', 'service_account']) {
+    if (secret in body) throw usageError(`the settings file must not hold ${secret}: pass it with its --*-file option`);
+  }
+  const flags: Record<string, string | undefined> = {
+    team_id: options.teamId,
+    key_id: options.keyId,
+    bundle_id: options.bundleId,
+    environment: options.environment,
+    subject: options.subject,
+    public_key: options.publicKey,
+  };
+  for (const [k, v] of Object.entries(flags)) if (v !== undefined) body[k] = v;
+  if (options.privateKeyFile) {
+    if (provider !== 'apns' && provider !== 'webpush') throw usageError('--private-key-file is for apns (.p8) and webpush (VAPID private key)');
+    body.private_key = readSecret(options.privateKeyFile, 'private key');
+  }
+  if (options.serviceAccountFile) {
+    if (provider !== 'fcm') throw usageError('--service-account-file is for fcm');
+    body.service_account = readJsonFile(options.serviceAccountFile, 'service account file');
+  }
+  if (options.accessTokenFile) {
+    if (provider !== 'expo') throw usageError('--access-token-file is for expo');
+    body.access_token = readSecret(options.accessTokenFile, 'access token');
+  }
+  return body;
+}
+
+function registerPush(transports: Command): void {
+  const push = transports
+    .command('push')
+    .description("the tenant's push transports: apns, fcm, expo, webpush")
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ herald transports push list --tenant <id>
+  $ herald transports push set apns --tenant <id> --team-id ABCDE12345 --key-id KEY1234567 --bundle-id com.acme.app --environment production --private-key-file AuthKey.p8
+  $ herald transports push set fcm --tenant <id> --service-account-file firebase-sa.json
+  $ herald transports push set webpush --tenant <id> --subject mailto:ops@acme.test     # VAPID keys are generated
+  $ herald transports push test expo --tenant <id> --token 'ExponentPushToken[...]'`,
+    );
+
+  withTarget(push.command('list'))
+    .description("list the tenant's push transports (secrets are never shown)")
+    .addHelpText('after', '\nExamples:\n  $ herald transports push list --tenant <id> --json')
+    .action(async (options: TargetOptions) => {
+      await withApi(options, async (api) => {
+        const list = await api.listPush();
+        if (options.json) return printJson(list);
+        if (list.length === 0) return print('no push transports: no push can be sent');
+        printTable(
+          list.map((t) => ({ provider: t.provider, settings: JSON.stringify(t.settings), credentials: t.credentials_unreadable ? 'UNREADABLE' : 'ok', updated_at: t.updated_at })),
+          ['provider', 'settings', 'credentials', 'updated_at'],
+        );
+      });
+    });
+
+  withTarget(push.command('set <provider>'))
+    .description("create or replace one provider's transport")
+    .option('--file <path>', 'JSON file with the non-secret settings; flags override it')
+    .option('--team-id <id>', 'apns: Apple team id')
+    .option('--key-id <id>', 'apns: key id of the .p8 key')
+    .option('--bundle-id <id>', 'apns: app bundle id (apns-topic)')
+    .option('--environment <env>', 'apns: sandbox or production')
+    .option('--private-key-file <path>', 'apns: the .p8 key; webpush: the VAPID private key ("-" for stdin)')
+    .option('--service-account-file <path>', 'fcm: the service account JSON ("-" for stdin)')
+    .option('--access-token-file <path>', 'expo: the access token ("-" for stdin)')
+    .option('--subject <subject>', 'webpush: mailto: or https: contact of the sender')
+    .option('--public-key <key>', 'webpush: the VAPID public key (with --private-key-file)')
+    .addHelpText('after', '\nExamples:\n  $ herald transports push set webpush --tenant <id> --subject mailto:ops@acme.test\n  $ cat AuthKey.p8 | herald transports push set apns --url $HERALD_URL --api-key $KEY --file apns.json --private-key-file -')
+    .action(async (providerName: string, options: PushSetOptions) => {
+      const provider = parseProvider(providerName);
+      const body = pushBody(provider, options);
+      await withApi(options, async (api) => {
+        const transport = await api.putPush(provider, body);
+        if (options.json) return printJson(transport);
+        print(`${provider} push transport saved`);
+        for (const [k, v] of Object.entries(transport.settings)) print(`  ${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`);
+      });
+    });
+
+  withTarget(push.command('remove <provider>'))
+    .description("remove one provider's transport")
+    .option('-y, --yes', 'do not ask for confirmation')
+    .addHelpText('after', '\nExamples:\n  $ herald transports push remove expo --tenant <id> --yes')
+    .action(async (providerName: string, options: TargetOptions & { yes?: boolean }) => {
+      const provider = parseProvider(providerName);
+      await confirmDestructive(options.yes, `Remove the ${provider} push transport?`);
+      await withApi(options, async (api) => {
+        await api.deletePush(provider);
+        if (options.json) printJson({ removed: true, provider });
+        else print(`${provider} push transport removed`);
+      });
+    });
+
+  withTarget(push.command('test <provider>'))
+    .description('send a test notification to a device token or a browser subscription')
+    .option('--token <token>', 'apns, fcm, expo: the device or Expo push token')
+    .option('--subscription-file <path>', 'webpush: the browser PushSubscription JSON ("-" for stdin)')
+    .addHelpText('after', "\nExamples:\n  $ herald transports push test fcm --tenant <id> --token <fcm-registration-token>\n  $ herald transports push test webpush --tenant <id> --subscription-file sub.json")
+    .action(async (providerName: string, options: TargetOptions & { token?: string; subscriptionFile?: string }) => {
+      const provider = parseProvider(providerName);
+      const body: Record<string, unknown> = {};
+      if (options.token) body.token = options.token;
+      if (options.subscriptionFile) {
+        const sub = readJsonFile(options.subscriptionFile, 'subscription file');
+        body.subscription = { endpoint: sub.endpoint, keys: sub.keys };
+      }
+      await withApi(options, async (api) => printTestResult(await api.testPush(provider, body), options.json));
+    });
+}
+
+export function registerTransports(program: Command): void {
+  const transports = program
+    .command('transports')
+    .description("manage a tenant's email and push transports")
+    .addHelpText(
+      'after',
+      `
+Local mode (on the host): --tenant <id> [--data-dir <dir>]. Remote mode: --url and --api-key, or HERALD_URL and HERALD_API_KEY.
+Examples:
+  $ herald transports email show --tenant <id>
+  $ herald transports push list --url https://herald.acme.test --api-key sk_...`,
+    );
+  registerEmail(transports);
+  registerPush(transports);
+}

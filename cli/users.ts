@@ -1,0 +1,105 @@
+// herald users: local admin commands over console users (through the services, never HTTP): create,
+// list, reset-password, verify. Generated passwords are printed once and never logged.
+import { randomBytes } from 'node:crypto';
+import { type Command, Option } from 'commander';
+import { PASSWORD_MAX, PASSWORD_MIN } from '../server/auth/passwords.ts';
+import { createUser, findUserByEmail, listUsers, markUserVerified, setUserPassword } from '../server/services/users.ts';
+import { userResponse } from '../server/services/auth.ts';
+import { query, queryOne } from '../server/db/sql.ts';
+import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
+import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
+import { emailArg } from './tenants.ts';
+
+interface CommonOptions {
+  dataDir?: string;
+  json?: boolean;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The given password (checked against the bounds) or a generated one. */
+function passwordOf(given: string | undefined): { password: string; generated: boolean } {
+  if (given === undefined) return { password: randomBytes(18).toString('base64url'), generated: true };
+  if (given.length < PASSWORD_MIN || given.length > PASSWORD_MAX) throw usageError(`the password must be ${PASSWORD_MIN} to ${PASSWORD_MAX} characters`);
+  return { password: given, generated: false };
+}
+
+export function registerUsers(program: Command): void {
+  const users = program
+    .command('users')
+    .description('manage console users (local admin: talks to the database directly)')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ herald users create ops@acme.test --verified
+  $ herald users create dev@acme.test --tenant 0190f5e2-... --role admin
+  $ herald users list --json
+  $ herald users reset-password ops@acme.test
+  $ herald users verify dev@acme.test`,
+    );
+
+  withDataDir(users.command('create <email>').description('create a console user (password generated and printed once unless given)'))
+    .option('--password <password>', `the password (${PASSWORD_MIN} to ${PASSWORD_MAX} characters); default: generated`)
+    .option('--verified', 'mark the email address as verified')
+    .option('--tenant <tenant-id>', 'also add the user to this tenant')
+    .addOption(new Option('--role <role>', 'role in --tenant').choices(['owner', 'admin']).default('admin'))
+    .option('--json', 'print JSON')
+    .addHelpText('after', '\nExamples:\n  $ herald users create ops@acme.test --verified --json')
+    .action(async (rawEmail: string, options: CommonOptions & { password?: string; verified?: boolean; tenant?: string; role: 'owner' | 'admin' }) => {
+      const email = emailArg(rawEmail);
+      if (options.tenant !== undefined && !UUID.test(options.tenant)) throw usageError(`not a tenant id: ${options.tenant}`);
+      const { password, generated } = passwordOf(options.password);
+      const user = await withLocalRuntime(configFrom(options), async (runtime) =>
+        runtime.orm.em.fork().transactional(async (tx) => {
+          if (await findUserByEmail(tx, email)) throw new CliError(`a user with email ${email} already exists`);
+          const created = await createUser(tx, { email, password, verified: Boolean(options.verified) });
+          if (options.tenant) {
+            if (!(await queryOne(tx, `SELECT 1 FROM tenants WHERE id = $1`, [options.tenant]))) throw new CliError(`no tenant ${options.tenant}`);
+            await query(tx, `INSERT INTO memberships (user_id, tenant_id, role, is_default) VALUES ($1, $2, $3, true)`, [created.id, options.tenant, options.role]);
+          }
+          return created;
+        }),
+      );
+      if (options.json) printJson({ ...userResponse(user), ...(generated ? { generated_password: password } : {}) });
+      else {
+        print(`Created user ${user.email} (${user.id})`);
+        if (generated) print(`Password (shown once, store it now): ${password}`);
+      }
+    });
+
+  withDataDir(users.command('list').description('list console users with their verification state and tenant count'))
+    .option('--json', 'print JSON')
+    .addHelpText('after', '\nExamples:\n  $ herald users list\n  $ herald users list --json')
+    .action(async (options: CommonOptions) => {
+      const rows = await withLocalRuntime(configFrom(options), (runtime) => listUsers(runtime.orm.em.fork()));
+      const out = rows.map((r) => ({ id: r.id, email: r.email, email_verified: r.email_verified, tenants: r.tenants, created_at: new Date(r.created_at).toISOString() }));
+      if (options.json) printJson(out);
+      else printTable(out, ['id', 'email', 'email_verified', 'tenants', 'created_at']);
+    });
+
+  withDataDir(users.command('reset-password <email>').description("set a user's password (generated and printed once unless given)"))
+    .option('--password <password>', `the new password (${PASSWORD_MIN} to ${PASSWORD_MAX} characters); default: generated`)
+    .option('--json', 'print JSON')
+    .addHelpText('after', '\nExamples:\n  $ herald users reset-password ops@acme.test\n  $ herald users reset-password ops@acme.test --password "a long passphrase"')
+    .action(async (rawEmail: string, options: CommonOptions & { password?: string }) => {
+      const email = emailArg(rawEmail);
+      const { password, generated } = passwordOf(options.password);
+      const user = await withLocalRuntime(configFrom(options), (runtime) => setUserPassword(runtime.orm.em.fork(), email, password));
+      if (options.json) printJson({ ...userResponse(user), ...(generated ? { generated_password: password } : {}) });
+      else {
+        print(`Password of ${user.email} changed (access tokens already issued stay valid until they expire).`);
+        if (generated) print(`New password (shown once, store it now): ${password}`);
+      }
+    });
+
+  withDataDir(users.command('verify <email>').description("mark a user's email address as verified"))
+    .option('--json', 'print JSON')
+    .addHelpText('after', '\nExamples:\n  $ herald users verify dev@acme.test')
+    .action(async (rawEmail: string, options: CommonOptions) => {
+      const email = emailArg(rawEmail);
+      const user = await withLocalRuntime(configFrom(options), (runtime) => markUserVerified(runtime.orm.em.fork(), email));
+      if (options.json) printJson(userResponse(user));
+      else print(`Verified ${user.email}`);
+    });
+}

@@ -1,0 +1,82 @@
+// The mobile push channel (APNs, FCM, Expo): one delivery per device subscription. The message is the
+// inbox template rendered as plain text (title, body, action URL). A destination the provider reports
+// gone (APNs 410 Unregistered, FCM UNREGISTERED, web push 404/410) is deleted in the same job and the
+// delivery fails without retry. The provider adapters are on another branch; the registry wires
+// pushChannel(sendPush) from server/transports/push/index.ts.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { execute, queryOne } from '../../db/sql.ts';
+import type { Runtime } from '../../runtime.ts';
+import type { Channel } from '../../schemas/common.ts';
+import { renderInbox } from '../../templates/render.ts';
+import { deliveryContext, deliveryTemplate } from '../templates.ts';
+import type { ChannelSender, DeliveryOutcome, SkipReason } from './types.ts';
+
+export interface PushDestination {
+  id: string;
+  provider: 'apns' | 'fcm' | 'expo' | 'webpush';
+  token: string | null;
+  endpoint: string | null;
+  keys: { p256dh: string; auth: string } | null;
+}
+
+export interface PushMessage {
+  title: string;
+  body: string;
+  data: Record<string, unknown>;
+  action_url: string | null;
+}
+
+export type SendPushResult =
+  | { status: 'sent'; providerMessageId?: string }
+  | { status: 'dead'; error: string }
+  | { status: 'failed'; error: string; retryable: boolean }
+  | { status: 'skipped'; reason: string };
+
+export type SendPush = (runtime: Runtime, em: EntityManager, tenantId: string, destination: PushDestination, message: PushMessage) => Promise<SendPushResult>;
+
+/** Shared by push and web_push: they differ only in which subscriptions they address. */
+export function subscriptionChannel(channel: Extract<Channel, 'push' | 'web_push'>, sendPush: SendPush): ChannelSender {
+  return {
+    channel,
+    async deliver({ runtime, em, delivery, event, contact, renderVariables }) {
+      const destination = await queryOne<PushDestination>(
+        em,
+        `SELECT id, provider, token, endpoint, keys FROM push_subscriptions WHERE id = $1 AND contact_id = $2`,
+        [delivery.destination, contact.id],
+      );
+      if (!destination) return { status: 'skipped', reason: 'no_destination' };
+      const resolved = await deliveryTemplate(em, 'inbox', event, contact);
+      if (!resolved) return { status: 'skipped', reason: 'no_template' };
+      const rendered = await renderInbox(resolved.template, deliveryContext(resolved.brand, renderVariables, contact));
+      const result = await sendPush(runtime, em, event.tenant_id, destination, {
+        title: rendered.title,
+        body: rendered.body,
+        action_url: rendered.action_url,
+        data: { event_id: event.id, type: event.type_key, ...event.variables },
+      });
+      if (result.status === 'dead') {
+        await execute(em, `DELETE FROM push_subscriptions WHERE id = $1`, [destination.id]);
+      } else if (result.status === 'sent') {
+        await execute(em, `UPDATE push_subscriptions SET last_used_at = now() WHERE id = $1`, [destination.id]);
+      }
+      return pushOutcome(result);
+    },
+  };
+}
+
+export function pushOutcome(result: SendPushResult): DeliveryOutcome {
+  switch (result.status) {
+    case 'sent':
+      return { status: 'sent', providerMessageId: result.providerMessageId ?? null };
+    case 'dead':
+      return { status: 'failed', error: `destination removed: ${result.error}`, retryable: false };
+    case 'failed':
+      return { status: 'failed', error: result.error, retryable: result.retryable };
+    case 'skipped':
+      return { status: 'skipped', reason: result.reason as SkipReason };
+  }
+}
+
+export function pushChannel(sendPush: SendPush): ChannelSender {
+  return subscriptionChannel('push', sendPush);
+}

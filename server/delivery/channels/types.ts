@@ -1,0 +1,60 @@
+// The contract every delivery channel implements: deliver one delivery row (one channel, one
+// destination) and say what happened. The worker records the outcome; channels never touch statuses.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Runtime } from '../../runtime.ts';
+import type { Channel } from '../../schemas/common.ts';
+import type { ContactRow } from '../../services/contact-upsert.ts';
+
+/** Why a delivery was skipped (DESIGN.md), plus tenant_archived for events of a tenant archived after the trigger. */
+export type SkipReason =
+  | 'opted_out'
+  | 'channel_disabled'
+  | 'no_template'
+  | 'no_destination'
+  | 'no_transport'
+  | 'credentials_unreadable'
+  | 'tenant_archived';
+
+export type DeliveryOutcome =
+  /** delivered: stored in the inbox or confirmed; sent: accepted by SMTP or a push service. */
+  | { status: 'delivered' | 'sent'; providerMessageId?: string | null }
+  | { status: 'skipped'; reason: SkipReason }
+  /** retryable: worth another attempt later (network, 5xx, 429); otherwise final at once. */
+  | { status: 'failed'; error: string; retryable: boolean };
+
+export interface DeliveryRow {
+  id: string;
+  channel: Channel;
+  /** '' for inbox; the email address; the push subscription id. */
+  destination: string;
+  provider: string | null;
+  attempts: number;
+}
+
+export interface EventForDelivery {
+  id: string;
+  tenant_id: string;
+  type_key: string;
+  brand_key: string | null;
+  external_id: string;
+  /** Public variables only (what may be stored in clear, e.g. an inbox item's data). */
+  variables: Record<string, unknown>;
+}
+
+export interface DeliveryContext {
+  runtime: Runtime;
+  /** Runs inside the delivery's transaction (the event row, or for remote channels the delivery row, is locked). */
+  em: EntityManager;
+  delivery: DeliveryRow;
+  event: EventForDelivery;
+  contact: ContactRow;
+  /** Variables with the decrypted secret ones merged in: for rendering only, never logged or stored. */
+  renderVariables: Record<string, unknown>;
+}
+
+export interface ChannelSender {
+  readonly channel: Channel;
+  /** A database-only channel (the inbox): delivered inside the event's transaction, under a savepoint. */
+  readonly local?: boolean;
+  deliver(context: DeliveryContext): Promise<DeliveryOutcome>;
+}

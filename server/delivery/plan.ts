@@ -1,0 +1,84 @@
+// Which deliveries an event gets: one per channel and destination, each either pending (to send) or
+// skipped with its reason. Pure: the worker loads the inputs and stores the result.
+//
+// Decisions (DESIGN.md gaps):
+// - The type's channel_defaults say which channels are on. A trigger's `channels` narrows them: a
+//   channel left out is not attempted (no row); a channel listed but off for the type is recorded as
+//   skipped 'channel_disabled' (a trigger cannot switch on what the type switched off).
+// - A tenant archived after the trigger: every channel that would be attempted is skipped 'tenant_archived'.
+// - Contact opt-outs count only while the type's opt-out policy is on ('opted_out').
+// - Destinations: inbox always; email needs the contact's email; push one per apns/fcm/expo
+//   subscription; web_push one per webpush subscription; none -> 'no_destination'.
+// - Channels without a registered sender are left out entirely (see channels/index.ts).
+import type { Channel } from '../schemas/common.ts';
+import type { SkipReason } from './channels/types.ts';
+
+export const CHANNELS: readonly Channel[] = ['inbox', 'email', 'push', 'web_push'];
+
+export interface PlanInput {
+  channelDefaults: Partial<Record<Channel, boolean>>;
+  requestedChannels: Channel[] | null;
+  optOutPolicy: boolean;
+  /** Explicit contact choices for this type: channel -> enabled. */
+  preferences: Partial<Record<Channel, boolean>>;
+  tenantArchived: boolean;
+  /** null when the contact no longer exists. */
+  contactEmail: string | null;
+  contactExists: boolean;
+  subscriptions: Array<{ id: string; provider: string }>;
+  registered: ReadonlySet<Channel>;
+}
+
+export interface PlannedDelivery {
+  channel: Channel;
+  destination: string;
+  provider: string | null;
+  status: 'pending' | 'skipped';
+  reason: SkipReason | null;
+}
+
+const MOBILE_PROVIDERS = new Set(['apns', 'fcm', 'expo']);
+
+export function planDeliveries(input: PlanInput): PlannedDelivery[] {
+  const out: PlannedDelivery[] = [];
+  const skip = (channel: Channel, reason: SkipReason) => out.push({ channel, destination: '', provider: null, status: 'skipped', reason });
+  for (const channel of CHANNELS) {
+    if (!input.registered.has(channel)) continue;
+    const onByDefault = input.channelDefaults[channel] === true;
+    const requested = input.requestedChannels ? input.requestedChannels.includes(channel) : onByDefault;
+    if (!requested) continue;
+    if (input.tenantArchived) {
+      skip(channel, 'tenant_archived');
+      continue;
+    }
+    if (!onByDefault) {
+      skip(channel, 'channel_disabled');
+      continue;
+    }
+    if (input.optOutPolicy && input.preferences[channel] === false) {
+      skip(channel, 'opted_out');
+      continue;
+    }
+    const destinations = destinationsFor(channel, input);
+    if (destinations.length === 0) {
+      skip(channel, 'no_destination');
+      continue;
+    }
+    for (const d of destinations) out.push({ channel, destination: d.destination, provider: d.provider, status: 'pending', reason: null });
+  }
+  return out;
+}
+
+function destinationsFor(channel: Channel, input: PlanInput): Array<{ destination: string; provider: string | null }> {
+  if (!input.contactExists) return [];
+  switch (channel) {
+    case 'inbox':
+      return [{ destination: '', provider: null }];
+    case 'email':
+      return input.contactEmail ? [{ destination: input.contactEmail, provider: null }] : [];
+    case 'push':
+      return input.subscriptions.filter((s) => MOBILE_PROVIDERS.has(s.provider)).map((s) => ({ destination: s.id, provider: s.provider }));
+    case 'web_push':
+      return input.subscriptions.filter((s) => s.provider === 'webpush').map((s) => ({ destination: s.id, provider: s.provider }));
+  }
+}

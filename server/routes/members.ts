@@ -1,0 +1,50 @@
+// Members of a tenant (admin or higher, judged by membership in the tenant of the path).
+import { z } from 'zod';
+import { defineRoute, reply } from '../http/route.ts';
+import { ChangeMemberRoleRequest, MemberParams, MemberResponse } from '../schemas/members.ts';
+import { TenantParams } from '../schemas/tenants.ts';
+import * as members from '../services/members.ts';
+import type { Credential } from '../http/auth.ts';
+
+const TAG = 'members';
+const userOf = (auth: Credential | null) => (auth as Extract<Credential, { kind: 'user' }>).userId;
+
+export const listMembers = defineRoute({
+  method: 'GET',
+  path: '/v1/auth/tenants/:tenant_id/members',
+  summary: "The tenant's members with their roles (admin or higher)",
+  tag: TAG,
+  auth: 'user',
+  params: TenantParams,
+  responses: { 200: z.array(MemberResponse) },
+  errors: [403, 404],
+  handler: ({ em, auth, params }) => members.listMembers(em, userOf(auth), params.tenant_id),
+});
+
+export const changeMemberRole = defineRoute({
+  method: 'PATCH',
+  path: '/v1/auth/tenants/:tenant_id/members/:user_id',
+  summary: "Changes a member's role (admin or higher; owners only by owners; never your own; never to owner)",
+  tag: TAG,
+  auth: 'user',
+  params: MemberParams,
+  body: ChangeMemberRoleRequest,
+  responses: { 200: MemberResponse },
+  errors: [403, 404, 409],
+  handler: ({ em, auth, params, body }) => members.changeMemberRole(em, userOf(auth), params.tenant_id, params.user_id, body.role),
+});
+
+export const removeMember = defineRoute({
+  method: 'DELETE',
+  path: '/v1/auth/tenants/:tenant_id/members/:user_id',
+  summary: 'Removes a member (admin or higher; owners only by owners; never yourself); a removed default tenant is replaced',
+  tag: TAG,
+  auth: 'user',
+  params: MemberParams,
+  responses: { 204: null },
+  errors: [403, 404, 409],
+  handler: async ({ em, auth, params }) => {
+    await members.removeMember(em, userOf(auth), params.tenant_id, params.user_id);
+    return reply(204);
+  },
+});

@@ -1,0 +1,51 @@
+// Triggering notifications, an event's delivery status, and the activity log (service key only).
+import { defineRoute, reply } from '../http/route.ts';
+import { idempotencyKeyOf } from '../services/idempotency.ts';
+import { getEvent, listEvents, triggerNotifications, triggerRateChecks } from '../services/notifications.ts';
+import { EventListQuery, EventPage, EventParams, EventResponse, TriggerRequest, TriggerResponse } from '../schemas/notifications.ts';
+
+export const triggerNotification = defineRoute({
+  method: 'POST',
+  path: '/v1/notifications',
+  summary: 'Trigger a notification for 1 to 100 recipients (one event each)',
+  tag: 'notifications',
+  auth: 'service',
+  body: TriggerRequest,
+  headers: [
+    {
+      name: 'Idempotency-Key',
+      description: 'Up to 255 characters, kept 24 h: a retry with the same key and body replays the first answer',
+    },
+  ],
+  responses: { 202: TriggerResponse },
+  errors: [409],
+  rateLimit: ({ runtime, em, auth }) => triggerRateChecks(em, auth!.tenantId, runtime.clock.now()),
+  handler: async ({ runtime, em, auth, body, event }) => {
+    const key = idempotencyKeyOf(event.req.headers.get('idempotency-key'));
+    const result = await triggerNotifications(runtime, em, auth!.tenantId, body, key);
+    return reply(result.status, result.body);
+  },
+});
+
+export const getNotificationEvent = defineRoute({
+  method: 'GET',
+  path: '/v1/notifications/:event_id',
+  summary: "One event's delivery status (secret variables masked)",
+  tag: 'notifications',
+  auth: 'service',
+  params: EventParams,
+  responses: { 200: EventResponse },
+  errors: [404],
+  handler: ({ em, auth, params }) => getEvent(em, auth!.tenantId, params.event_id),
+});
+
+export const listNotificationEvents = defineRoute({
+  method: 'GET',
+  path: '/v1/notifications',
+  summary: 'The activity log: events newest first, filtered by type, status or external id',
+  tag: 'notifications',
+  auth: 'service',
+  query: EventListQuery,
+  responses: { 200: EventPage },
+  handler: ({ em, auth, query }) => listEvents(em, auth!.tenantId, query),
+});

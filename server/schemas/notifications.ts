@@ -1,0 +1,90 @@
+// Shapes of the trigger (POST /v1/notifications), the event status and the activity log.
+import { z } from 'zod';
+import { Channel, cursorPage, email, idParam, isoDateTime, resourceKey } from './common.ts';
+
+const externalId = z.string().trim().min(1).max(255);
+
+export const Recipient = z
+  .union([
+    externalId,
+    z.object({
+      external_id: externalId,
+      email: email.nullable().optional(),
+      name: z.string().max(255).nullable().optional(),
+      phone: z.string().max(64).nullable().optional(),
+      language: z.string().regex(/^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$/, 'must be a BCP 47 language tag').nullable().optional(),
+      properties: z.record(z.string(), z.unknown()).nullable().optional(),
+    }),
+  ])
+  .meta({ id: 'Recipient' });
+export type Recipient = z.infer<typeof Recipient>;
+
+export const TriggerRequest = z
+  .object({
+    type: resourceKey,
+    recipients: z.array(Recipient).min(1, 'at least one recipient is required').max(100, 'at most 100 recipients per trigger'),
+    variables: z.record(z.string(), z.unknown()).default({}),
+    /** Delivered in full to the recipient; masked ("********") everywhere Herald shows the event. */
+    secret_variables: z.record(z.string(), z.unknown()).default({}),
+    brand: resourceKey.optional(),
+    /** Narrows the type's channel defaults; cannot enable a channel the type has switched off. */
+    channels: z.array(Channel).min(1).max(4).optional(),
+  })
+  .meta({ id: 'TriggerRequest' });
+export type TriggerRequest = z.infer<typeof TriggerRequest>;
+
+export const EventStatus = z.enum(['queued', 'processing', 'delivered', 'partially_delivered', 'failed', 'skipped']).meta({ id: 'EventStatus' });
+export type EventStatus = z.infer<typeof EventStatus>;
+
+export const DeliveryStatus = z.enum(['pending', 'sent', 'delivered', 'failed', 'skipped']).meta({ id: 'DeliveryStatus' });
+export type DeliveryStatus = z.infer<typeof DeliveryStatus>;
+
+export const TriggeredEvent = z
+  .object({ event_id: z.string(), external_id: z.string(), contact_id: z.string(), status: z.literal('queued') })
+  .meta({ id: 'TriggeredEvent' });
+
+export const TriggerResponse = z.object({ events: z.array(TriggeredEvent) }).meta({ id: 'TriggerResponse' });
+export type TriggerResponse = z.infer<typeof TriggerResponse>;
+
+export const DeliveryResponse = z
+  .object({
+    channel: Channel,
+    status: DeliveryStatus,
+    reason: z.string().nullable(),
+    provider: z.string().nullable(),
+    attempts: z.number().int(),
+    last_error: z.string().nullable(),
+    updated_at: isoDateTime,
+  })
+  .meta({ id: 'DeliveryResponse' });
+
+export const EventResponse = z
+  .object({
+    event_id: z.string(),
+    type: z.string(),
+    external_id: z.string(),
+    contact_id: z.string().nullable(),
+    status: EventStatus,
+    created_at: isoDateTime,
+    updated_at: isoDateTime,
+    /** Trigger variables; secret variables appear with the value "********". */
+    variables: z.record(z.string(), z.unknown()),
+    deliveries: z.array(DeliveryResponse),
+  })
+  .meta({ id: 'EventResponse' });
+export type EventResponse = z.infer<typeof EventResponse>;
+
+export const EventPage = z
+  .object({ items: z.array(EventResponse), next_cursor: z.string().nullable() })
+  .meta({ id: 'EventPage' });
+export type EventPage = z.infer<typeof EventPage>;
+
+export const EventParams = z.object({ event_id: idParam });
+
+export const EventListQuery = z.object({
+  type: resourceKey.optional(),
+  status: EventStatus.optional(),
+  external_id: externalId.optional(),
+  ...cursorPage,
+});
+export type EventListQuery = z.infer<typeof EventListQuery>;

@@ -1,0 +1,171 @@
+// The tenant's own SMTP transport (one per tenant) and the install's default SMTP. The password is
+// write-only: stored as a key-ring ciphertext bound to the tenant's row, never returned.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { DecryptionError, KeyUnavailableError } from '../crypto/keyring.ts';
+import { execute, queryOne } from '../db/sql.ts';
+import { DEFAULT_SMTP_SECRET } from '../email/install-smtp.ts';
+import type { SmtpSettings } from '../email/smtp.ts';
+import { AppError } from '../errors.ts';
+import type { Runtime } from '../runtime.ts';
+import type { EmailTransportRequest, EmailTransportResponse, SendTestResult } from '../schemas/transports.ts';
+import { deliverEmail, formatFrom } from '../transports/email.ts';
+
+interface EmailTransportRow {
+  tenant_id: string;
+  host: string;
+  port: number;
+  secure: boolean;
+  username: string | null;
+  password_ciphertext: string | null;
+  from_email: string;
+  from_name: string | null;
+}
+
+export const passwordAad = (tenantId: string) => `email_transports/${tenantId}/password`;
+const installSecretAad = (name: string) => `install_secrets/${name}`;
+
+/** A secret that cannot be decrypted because its key is gone (or it was tampered with). */
+export function isUnreadable(error: unknown): boolean {
+  return error instanceof KeyUnavailableError || error instanceof DecryptionError;
+}
+
+export type LoadedEmailTransport =
+  | { state: 'ready'; row: EmailTransportRow; settings: SmtpSettings; fromEmail: string; fromName: string | null }
+  | { state: 'unreadable'; row: EmailTransportRow };
+
+async function findRow(em: EntityManager, tenantId: string): Promise<EmailTransportRow | undefined> {
+  return queryOne<EmailTransportRow>(
+    em,
+    `SELECT tenant_id, host, port, secure, username, password_ciphertext, from_email, from_name FROM email_transports WHERE tenant_id = $1`,
+    [tenantId],
+  );
+}
+
+/** The tenant's transport with its password decrypted; null when the tenant has none. */
+export async function loadEmailTransport(runtime: Runtime, em: EntityManager, tenantId: string): Promise<LoadedEmailTransport | null> {
+  const row = await findRow(em, tenantId);
+  if (!row) return null;
+  let password: string | null = null;
+  if (row.password_ciphertext) {
+    try {
+      password = runtime.keyRing.decrypt(row.password_ciphertext, passwordAad(tenantId));
+    } catch (error) {
+      if (isUnreadable(error)) return { state: 'unreadable', row };
+      throw error;
+    }
+  }
+  return {
+    state: 'ready',
+    row,
+    settings: { host: row.host, port: row.port, secure: row.secure, username: row.username, password },
+    fromEmail: row.from_email,
+    fromName: row.from_name,
+  };
+}
+
+function toResponse(row: EmailTransportRow, unreadable: boolean): EmailTransportResponse {
+  return {
+    configured: true,
+    host: row.host,
+    port: row.port,
+    secure: row.secure,
+    username: row.username,
+    from_email: row.from_email,
+    from_name: row.from_name,
+    credentials_unreadable: unreadable,
+  };
+}
+
+export async function getEmailTransport(runtime: Runtime, em: EntityManager, tenantId: string): Promise<EmailTransportResponse> {
+  const loaded = await loadEmailTransport(runtime, em, tenantId);
+  if (!loaded) return { configured: false };
+  return toResponse(loaded.row, loaded.state === 'unreadable');
+}
+
+/**
+ * Creates or replaces the tenant's transport. An omitted password keeps the stored one (clients
+ * cannot read it back to resend it); null removes it.
+ */
+export async function putEmailTransport(runtime: Runtime, em: EntityManager, tenantId: string, input: EmailTransportRequest): Promise<EmailTransportResponse> {
+  const ciphertext = input.password ? runtime.keyRing.encrypt(input.password, passwordAad(tenantId)) : null;
+  const keepPassword = input.password === undefined;
+  await execute(
+    em,
+    `INSERT INTO email_transports (tenant_id, host, port, secure, username, password_ciphertext, from_email, from_name)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+     ON CONFLICT (tenant_id) DO UPDATE SET host = EXCLUDED.host, port = EXCLUDED.port, secure = EXCLUDED.secure,
+       username = EXCLUDED.username, from_email = EXCLUDED.from_email, from_name = EXCLUDED.from_name,
+       password_ciphertext = CASE WHEN $9 THEN email_transports.password_ciphertext ELSE EXCLUDED.password_ciphertext END,
+       updated_at = now()`,
+    [tenantId, input.host, input.port, input.secure, input.username ?? null, ciphertext, input.from_email, input.from_name ?? null, keepPassword],
+  );
+  return getEmailTransport(runtime, em, tenantId);
+}
+
+export async function deleteEmailTransport(em: EntityManager, tenantId: string): Promise<void> {
+  await execute(em, `DELETE FROM email_transports WHERE tenant_id = $1`, [tenantId]);
+}
+
+/** Sends a test email through the tenant's own transport and reports the SMTP server's answer. */
+export async function testEmailTransport(runtime: Runtime, em: EntityManager, tenantId: string, to: string): Promise<SendTestResult> {
+  const loaded = await loadEmailTransport(runtime, em, tenantId);
+  if (!loaded) throw new AppError('not_configured', 'No email transport is configured for this tenant');
+  if (loaded.state === 'unreadable') {
+    return { ok: false, error: 'credentials_unreadable: the password was encrypted with a key that is no longer in the key ring; set it again' };
+  }
+  const outcome = await deliverEmail(runtime, loaded.settings, {
+    from: formatFrom(loaded.fromEmail, loaded.fromName),
+    to,
+    subject: 'Herald test email',
+    text: 'This is a test email from Herald: your email transport works.',
+    html: '<p>This is a test email from Herald: your email transport works.</p>',
+  });
+  if (outcome.status === 'sent') return { ok: true, message_id: outcome.messageId };
+  return { ok: false, error: outcome.status === 'failed' ? outcome.error : outcome.reason };
+}
+
+export interface DefaultSmtpInput extends SmtpSettings {
+  from?: string | null;
+}
+
+/** Stores the install's default SMTP (used by tenants without their own transport and system emails). */
+export async function setDefaultSmtp(runtime: Runtime, em: EntityManager, input: DefaultSmtpInput): Promise<void> {
+  const value = JSON.stringify({
+    host: input.host,
+    port: input.port,
+    secure: input.secure,
+    username: input.username ?? null,
+    password: input.password ?? null,
+    ...(input.from ? { from: input.from } : {}),
+  });
+  await execute(
+    em,
+    `INSERT INTO install_secrets (name, ciphertext) VALUES ($1, $2)
+     ON CONFLICT (name) DO UPDATE SET ciphertext = EXCLUDED.ciphertext, updated_at = now()`,
+    [DEFAULT_SMTP_SECRET, runtime.keyRing.encrypt(value, installSecretAad(DEFAULT_SMTP_SECRET))],
+  );
+}
+
+/** The stored default SMTP without its password, for display. */
+export async function describeDefaultSmtp(
+  runtime: Runtime,
+  em: EntityManager,
+): Promise<{ source: 'config' | 'stored' | 'none'; host?: string; port?: number; secure?: boolean; username?: string | null; from?: string; credentials_unreadable?: boolean }> {
+  if (runtime.config.smtpUrl) {
+    const u = new URL(runtime.config.smtpUrl);
+    return { source: 'config', host: u.hostname, port: Number(u.port) || undefined, secure: u.protocol === 'smtps:', username: u.username || null, from: runtime.config.mailFrom };
+  }
+  const row = await queryOne<{ ciphertext: string }>(em, `SELECT ciphertext FROM install_secrets WHERE name = $1`, [DEFAULT_SMTP_SECRET]);
+  if (!row) return { source: 'none' };
+  try {
+    const stored = JSON.parse(runtime.keyRing.decrypt(row.ciphertext, installSecretAad(DEFAULT_SMTP_SECRET))) as DefaultSmtpInput;
+    return { source: 'stored', host: stored.host, port: stored.port, secure: stored.secure, username: stored.username ?? null, from: stored.from ?? runtime.config.mailFrom };
+  } catch (error) {
+    if (isUnreadable(error)) return { source: 'stored', credentials_unreadable: true };
+    throw error;
+  }
+}
+
+export async function removeDefaultSmtp(em: EntityManager): Promise<boolean> {
+  return (await execute(em, `DELETE FROM install_secrets WHERE name = $1`, [DEFAULT_SMTP_SECRET])) > 0;
+}

@@ -1,0 +1,63 @@
+// Sending one push notification for a tenant: loads the provider's transport, then hands over to the
+// provider's adapter. Outcomes tell the caller what to do next: 'dead' means the destination is gone
+// (delete the subscription, do not retry); 'failed' says whether a retry can help; 'skipped' means
+// there is nothing usable to send with.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Runtime } from '../../runtime.ts';
+import { loadPushTransport } from '../../services/push-transports.ts';
+import { sendApns, type ApnsCredentials } from './apns.ts';
+import { sendExpo, type ExpoCredentials } from './expo.ts';
+import { sendFcm, type FcmCredentials } from './fcm.ts';
+import { sendWebPush, type WebPushCredentials } from './webpush.ts';
+
+export interface WebPushSubscription {
+  endpoint: string;
+  keys: { p256dh: string; auth: string };
+}
+
+export type PushDestination = { provider: 'apns' | 'fcm' | 'expo'; token: string } | { provider: 'webpush'; subscription: WebPushSubscription };
+
+export type PushMessage = { title: string; body: string; data?: Record<string, unknown>; action_url?: string | null };
+
+export type PushOutcome =
+  | { status: 'sent'; providerMessageId?: string }
+  | { status: 'dead'; error: string }
+  | { status: 'failed'; error: string; retryable: boolean }
+  | { status: 'skipped'; reason: 'no_transport' | 'credentials_unreadable' };
+
+/** A provider's settings and decrypted secrets together. */
+export type ProviderCredentials =
+  | ({ provider: 'apns' } & ApnsCredentials)
+  | ({ provider: 'fcm' } & FcmCredentials)
+  | ({ provider: 'expo' } & ExpoCredentials)
+  | ({ provider: 'webpush' } & WebPushCredentials);
+
+export async function sendPushWith(runtime: Runtime, credentials: ProviderCredentials, destination: PushDestination, message: PushMessage): Promise<PushOutcome> {
+  try {
+    if (destination.provider === 'webpush') {
+      if (credentials.provider !== 'webpush') return { status: 'skipped', reason: 'no_transport' };
+      return await sendWebPush(runtime, credentials, destination.subscription, message);
+    }
+    switch (credentials.provider) {
+      case 'apns':
+        return await sendApns(runtime, credentials, destination.token, message);
+      case 'fcm':
+        return await sendFcm(runtime, credentials, destination.token, message);
+      case 'expo':
+        return await sendExpo(runtime, credentials, destination.token, message);
+      default:
+        return { status: 'skipped', reason: 'no_transport' };
+    }
+  } catch (error) {
+    // An adapter bug or an unexpected answer must not take the job down unrecorded.
+    runtime.logger.warn('push send failed unexpectedly', { provider: destination.provider, error });
+    return { status: 'failed', error: `${destination.provider}: ${(error as Error).message}`, retryable: true };
+  }
+}
+
+export async function sendPush(runtime: Runtime, em: EntityManager, tenantId: string, destination: PushDestination, message: PushMessage): Promise<PushOutcome> {
+  const loaded = await loadPushTransport(runtime, em, tenantId, destination.provider);
+  if (!loaded) return { status: 'skipped', reason: 'no_transport' };
+  if (loaded.state === 'unreadable') return { status: 'skipped', reason: 'credentials_unreadable' };
+  return sendPushWith(runtime, loaded.credentials, destination, message);
+}

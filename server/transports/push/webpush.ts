@@ -1,0 +1,75 @@
+// Web push (RFC 8030) with VAPID (RFC 8292) and aes128gcm payload encryption (RFC 8291). The web-push
+// library encrypts the payload and builds the VAPID headers; the request itself goes through our
+// provider HTTP client (deadline, configured CA). Endpoints must be https: they come from browsers,
+// so anything else would let a contact make Herald call arbitrary internal addresses.
+import webpush from 'web-push';
+import { createECDH } from 'node:crypto';
+import type { Runtime } from '../../runtime.ts';
+import type { PushMessage, PushOutcome, WebPushSubscription } from './index.ts';
+import { describeAnswer, providerRequest } from './provider-http.ts';
+
+export interface WebPushCredentials {
+  subject: string;
+  public_key: string;
+  private_key: string;
+}
+
+/** Time a push service keeps an undelivered message (seconds). */
+export const WEB_PUSH_TTL_SECONDS = 24 * 3600;
+
+export function generateVapidKeys(): { public_key: string; private_key: string } {
+  const keys = webpush.generateVAPIDKeys();
+  return { public_key: keys.publicKey, private_key: keys.privateKey };
+}
+
+/** The uncompressed public key (base64url) of a VAPID private key; null when it is not a P-256 scalar. */
+export function vapidPublicKeyOf(privateKey: string): string | null {
+  try {
+    const ecdh = createECDH('prime256v1');
+    ecdh.setPrivateKey(Buffer.from(privateKey, 'base64url'));
+    return ecdh.getPublicKey().toString('base64url');
+  } catch {
+    return null;
+  }
+}
+
+export function webPushPayload(message: PushMessage): string {
+  return JSON.stringify({ title: message.title, body: message.body, data: message.data ?? {}, action_url: message.action_url ?? null });
+}
+
+export async function sendWebPush(runtime: Runtime, creds: WebPushCredentials, subscription: WebPushSubscription, message: PushMessage): Promise<PushOutcome> {
+  let endpoint: URL;
+  try {
+    endpoint = new URL(subscription.endpoint);
+  } catch {
+    return { status: 'dead', error: 'the subscription endpoint is not a URL' };
+  }
+  if (endpoint.protocol !== 'https:') return { status: 'dead', error: 'the subscription endpoint is not https' };
+  let details;
+  try {
+    details = webpush.generateRequestDetails(subscription, webPushPayload(message), {
+      vapidDetails: { subject: creds.subject, publicKey: creds.public_key, privateKey: creds.private_key },
+      TTL: WEB_PUSH_TTL_SECONDS,
+      contentEncoding: 'aes128gcm',
+      urgency: 'normal',
+    });
+  } catch (error) {
+    // Malformed subscription keys (p256dh not on the curve, short auth): the browser side is broken.
+    return { status: 'dead', error: `web push: ${(error as Error).message}` };
+  }
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(details.headers)) headers[k] = String(v);
+  let answer;
+  try {
+    answer = await providerRequest(runtime, details.endpoint, { method: details.method, headers, body: details.body ?? undefined });
+  } catch (error) {
+    return { status: 'failed', error: `web push service unreachable: ${(error as Error).message}`, retryable: true };
+  }
+  if (answer.status >= 200 && answer.status < 300) {
+    const location = answer.headers.location;
+    return { status: 'sent', providerMessageId: typeof location === 'string' ? location : undefined };
+  }
+  const error = `web push ${describeAnswer(answer)}`;
+  if (answer.status === 404 || answer.status === 410) return { status: 'dead', error };
+  return { status: 'failed', error, retryable: answer.status === 429 || answer.status >= 500 };
+}

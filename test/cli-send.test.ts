@@ -1,0 +1,112 @@
+// herald send and herald events get|list, run as the real executable against a running Herald.
+import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from './support/app.ts';
+import { runCli } from './support/cli.ts';
+import { createInboxTemplate, createServiceTenant, createType, sqlOne, type ServiceTenant } from './support/delivery-fixtures.ts';
+
+let app: TestApp;
+let acme: ServiceTenant;
+let dir: string;
+
+beforeAll(async () => {
+  app = await startTestApp();
+  acme = await createServiceTenant(app, 'Acme');
+  await createType(app, acme.tenantId, { key: 'deploy', variables: [{ name: 'version', required: true }] });
+  await createInboxTemplate(app, acme.tenantId, { type: 'deploy', title: 'Deployed {{ version }}', content: 'by {{ who }} code {{ code }}' });
+  await createType(app, acme.tenantId, { key: 'broken' });
+  await createInboxTemplate(app, acme.tenantId, { type: 'broken', title: 'x', content: '{{ missing_slot }}' });
+  dir = mkdtempSync(join(tmpdir(), 'herald-cli-send-'));
+});
+afterAll(async () => {
+  await app?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const remote = () => ['--url', app.url, '--api-key', acme.key];
+
+describe('herald send', () => {
+  it('sends, waits until delivered and prints JSON with secrets masked', async () => {
+    const file = join(dir, 'vars.json');
+    writeFileSync(file, JSON.stringify({ who: 'file', version: 'from-file' }));
+    const res = await runCli(['send', '--type', 'deploy', '--to', 'ops_1', '--to', 'ops_2', '--var', 'version=1.4.2', '--data-file', file, '--secret', 'code=s3cr3t-cli', '--wait', '--json', ...remote()]);
+    expect(res.stderr).toBe('');
+    expect(res.code).toBe(0);
+    const out = JSON.parse(res.stdout);
+    expect(out.events).toHaveLength(2);
+    for (const e of out.events) {
+      expect(e.status).toBe('delivered');
+      expect(e.variables).toEqual({ who: 'file', version: '1.4.2', code: '********' });
+    }
+    expect(res.stdout).not.toContain('s3cr3t-cli');
+    const item = await sqlOne<{ title: string; body: string }>(app, `SELECT title, body FROM inbox_items WHERE event_id = $1`, [out.events[0].event_id]);
+    expect(item).toEqual({ title: 'Deployed 1.4.2', body: 'by file code s3cr3t-cli' });
+  });
+
+  it('exits 1 with --wait when a delivery failed', async () => {
+    const res = await runCli(['send', '--type', 'broken', '--to', 'b1', '--wait', ...remote()]);
+    expect(res.code).toBe(1);
+    expect(res.stdout).toContain('failed');
+    expect(res.stderr).toContain('failed delivery');
+  });
+
+  it('takes the server and key from HERALD_URL / HERALD_API_KEY, and replays with an idempotency key', async () => {
+    const env = { HERALD_URL: app.url, HERALD_API_KEY: acme.key };
+    const args = ['send', '--type', 'deploy', '--to', 'idem', '--var', 'version=2', '--idempotency-key', 'ci-build-77', '--json'];
+    const first = await runCli(args, { env });
+    const second = await runCli(args, { env });
+    expect(first.code).toBe(0);
+    expect(second.code).toBe(0);
+    expect(JSON.parse(second.stdout)).toEqual(JSON.parse(first.stdout));
+  });
+
+  it('exits 1 on an API error, with the server message', async () => {
+    const res = await runCli(['send', '--type', 'nope', '--to', 'x', ...remote()]);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toContain('422');
+    expect(res.stderr).toContain('body.type');
+  });
+
+  it.each([
+    ['no --type', ['send', '--to', 'x']],
+    ['no --to', ['send', '--type', 'deploy']],
+    ['a malformed --var', ['send', '--type', 'deploy', '--to', 'x', '--var', 'novalue']],
+    ['a bad --timeout', ['send', '--type', 'deploy', '--to', 'x', '--wait', '--timeout', 'soon']],
+  ])('exits 2 for %s', async (_name, args) => {
+    const res = await runCli([...args, ...remote()]);
+    expect(res.code).toBe(2);
+  });
+
+  it('exits 2 without a server or key', async () => {
+    const res = await runCli(['send', '--type', 'deploy', '--to', 'x'], { env: { HERALD_URL: undefined, HERALD_API_KEY: undefined } });
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain('HERALD_URL');
+  });
+});
+
+describe('herald events', () => {
+  it('gets one event and lists the activity log', async () => {
+    const sent = await runCli(['send', '--type', 'deploy', '--to', 'ev_1', '--var', 'version=3', '--var', 'who=ci', '--secret', 'code=zz-hidden', '--wait', '--json', ...remote()]);
+    const id = JSON.parse(sent.stdout).events[0].event_id;
+    const got = await runCli(['events', 'get', id, '--json', ...remote()]);
+    expect(got.code).toBe(0);
+    expect(JSON.parse(got.stdout)).toMatchObject({ event_id: id, status: 'delivered', variables: { version: '3', code: '********' } });
+    const human = await runCli(['events', 'get', id, ...remote()]);
+    expect(human.stdout).toContain('delivered');
+    expect(human.stdout).not.toContain('zz-hidden');
+    const list = await runCli(['events', 'list', '--external-id', 'ev_1', '--json', ...remote()]);
+    expect(list.code).toBe(0);
+    expect(JSON.parse(list.stdout).items.map((e: { event_id: string }) => e.event_id)).toEqual([id]);
+    const table = await runCli(['events', 'list', '--type', 'deploy', '--limit', '1', ...remote()]);
+    expect(table.code).toBe(0);
+    expect(table.stdout).toContain('more: --cursor');
+  });
+
+  it('exits 1 for an unknown event', async () => {
+    const res = await runCli(['events', 'get', '0190a000-0000-7000-8000-000000000000', ...remote()]);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toContain('404');
+  });
+});

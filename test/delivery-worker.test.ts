@@ -1,0 +1,360 @@
+// The delivery workers: fan-out to the inbox (item + stream events), channel decisions (defaults,
+// requested channels, opt-outs under the type's policy, destinations), template failures, retries,
+// the dead-letter queue, per-delivery idempotency and the archived-tenant rule.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HERALD_BIN } from './support/cli.ts';
+import { startTestApp, type TestApp } from './support/app.ts';
+import { createInboxTemplate, createServiceTenant, createType, sql, sqlOne, waitForFinal, type ServiceTenant } from './support/delivery-fixtures.ts';
+import { execute } from '../server/db/sql.ts';
+import { deliverEvent } from '../server/delivery/worker.ts';
+import { planDeliveries, type PlanInput } from '../server/delivery/plan.ts';
+import { DELIVER_EVENT_DEAD_QUEUE } from '../server/delivery/queues.ts';
+import type { Channel } from '../server/schemas/common.ts';
+import { pushChannel, pushOutcome, type SendPushResult } from '../server/delivery/channels/push.ts';
+import { emailOutcome } from '../server/delivery/channels/email.ts';
+import { CONTACT_COLUMNS, type ContactRow } from '../server/services/contact-upsert.ts';
+import { newId } from '../server/ids.ts';
+
+let api: TestApp;
+let worker: TestApp | null = null;
+let acme: ServiceTenant;
+
+beforeAll(async () => {
+  // The API process does not deliver; a separate worker process (same database) does, once started.
+  api = await startTestApp({ role: 'api' });
+  acme = await createServiceTenant(api, 'Acme');
+  await createType(api, acme.tenantId, { key: 'plain' });
+  await createInboxTemplate(api, acme.tenantId, { type: 'plain', title: 'Hi {{ contact.external_id }}', content: 'Hello from {{ name }}', actionUrl: 'https://app.test/{{ contact.external_id }}' });
+});
+afterAll(async () => {
+  await worker?.close();
+  await api?.close();
+});
+
+async function trigger(body: Record<string, unknown>): Promise<string[]> {
+  const res = await api.request('POST', '/v1/notifications', { token: acme.key, body: { type: 'plain', ...body } });
+  expect(res.status).toBe(202);
+  return res.body.events.map((e: { event_id: string }) => e.event_id);
+}
+
+const deliveriesOf = (eventId: string) =>
+  sql<{ channel: string; status: string; reason: string | null; attempts: number; last_error: string | null }>(
+    api,
+    `SELECT channel, status, reason, attempts, last_error FROM deliveries WHERE event_id = $1 ORDER BY channel`,
+    [eventId],
+  );
+
+describe('archived tenant (fan-out skips it)', () => {
+  it('skips events queued before the tenant was archived', async () => {
+    const t = await createServiceTenant(api, 'Soon archived');
+    await createType(api, t.tenantId, { key: 'plain' });
+    await createInboxTemplate(api, t.tenantId, { type: 'plain', title: 'x', content: 'y' });
+    const res = await api.request('POST', '/v1/notifications', { token: t.key, body: { type: 'plain', recipients: ['a', 'b'] } });
+    expect(res.status).toBe(202);
+    await execute(api.runtime.orm.em.fork(), `UPDATE tenants SET archived_at = now() WHERE id = $1`, [t.tenantId]);
+    const ids = res.body.events.map((e: { event_id: string }) => e.event_id);
+    worker = await startTestApp({ role: 'worker', http: false, database: api.database, config: { encryptionKeys: api.config.encryptionKeys } });
+    const final = await waitForFinal(api, ids);
+    expect(final.map((e) => e.status)).toEqual(['skipped', 'skipped']);
+    expect(await deliveriesOf(ids[0])).toEqual([{ channel: 'inbox', status: 'skipped', reason: 'tenant_archived', attempts: 0, last_error: null }]);
+    expect(await sql(api, `SELECT 1 FROM inbox_items WHERE tenant_id = $1`, [t.tenantId])).toHaveLength(0);
+  });
+});
+
+describe('inbox delivery', () => {
+  it('delivers a trigger for three recipients to their inboxes and streams', async () => {
+    const ids = await trigger({ recipients: ['in_1', 'in_2', { external_id: 'in_3', name: 'Three' }], variables: { name: 'Acme' } });
+    const final = await waitForFinal(api, ids);
+    expect(final.every((e) => e.status === 'delivered')).toBe(true);
+    const items = await sql<{ title: string; body: string; action_url: string; event_id: string; contact_id: string }>(
+      api,
+      `SELECT title, body, action_url, event_id::text, contact_id::text FROM inbox_items WHERE event_id = ANY($1::uuid[]) ORDER BY title`,
+      [ids],
+    );
+    expect(items.map((i) => [i.title, i.body, i.action_url])).toEqual([
+      ['Hi in_1', 'Hello from Acme', 'https://app.test/in_1'],
+      ['Hi in_2', 'Hello from Acme', 'https://app.test/in_2'],
+      ['Hi in_3', 'Hello from Acme', 'https://app.test/in_3'],
+    ]);
+    for (const item of items) {
+      const stream = await sql<{ kind: string; payload: Record<string, unknown> }>(api, `SELECT kind, payload FROM stream_events WHERE contact_id = $1 ORDER BY id`, [item.contact_id]);
+      expect(stream.map((s) => s.kind)).toEqual(['notification', 'counts']);
+      expect(stream[0]!.payload).toMatchObject({ event_id: item.event_id, type: 'plain', title: item.title, body: item.body, read_at: null });
+      expect(stream[1]!.payload).toEqual({ unread_count: 1 });
+    }
+    for (const id of ids) expect(await deliveriesOf(id)).toEqual([{ channel: 'inbox', status: 'delivered', reason: null, attempts: 1, last_error: null }]);
+    // Delivered by the batch fast path, not the per-event fallback.
+    expect(worker!.logs.filter((l) => l.includes('fell back'))).toEqual([]);
+  });
+
+  it('skips the inbox for a contact who opted out, only while the type opt-out policy is on', async () => {
+    await createType(api, acme.tenantId, { key: 'optable', optOut: true });
+    await createInboxTemplate(api, acme.tenantId, { type: 'optable', title: 't', content: 'c' });
+    const [warm] = await trigger({ type: 'optable', recipients: ['opt_1', 'opt_2'] });
+    await waitForFinal(api, [warm!]);
+    const contact = await sqlOne<{ id: string }>(api, `SELECT id FROM contacts WHERE tenant_id = $1 AND external_id = 'opt_1'`, [acme.tenantId]);
+    await execute(api.runtime.orm.em.fork(), `INSERT INTO contact_preferences (contact_id, tenant_id, type_key, channel, enabled) VALUES ($1, $2, 'optable', 'inbox', false)`, [contact!.id, acme.tenantId]);
+    const [optedOut, notOptedOut] = await trigger({ type: 'optable', recipients: ['opt_1', 'opt_2'] });
+    await waitForFinal(api, [optedOut!, notOptedOut!]);
+    expect(await deliveriesOf(optedOut!)).toEqual([{ channel: 'inbox', status: 'skipped', reason: 'opted_out', attempts: 0, last_error: null }]);
+    expect((await deliveriesOf(notOptedOut!))[0]!.status).toBe('delivered');
+    // Policy off: the stored choice is dormant.
+    await execute(api.runtime.orm.em.fork(), `UPDATE notification_types SET opt_out = false WHERE tenant_id = $1 AND key = 'optable'`, [acme.tenantId]);
+    const [dormant] = await trigger({ type: 'optable', recipients: ['opt_1'] });
+    await waitForFinal(api, [dormant!]);
+    expect((await deliveriesOf(dormant!))[0]!.status).toBe('delivered');
+  });
+
+  it("records channel_disabled for a requested channel the type has off", async () => {
+    await createType(api, acme.tenantId, { key: 'no_inbox', channels: { inbox: false, email: true } });
+    const [id] = await trigger({ type: 'no_inbox', recipients: ['cd_1'], channels: ['inbox'] });
+    const [event] = await waitForFinal(api, [id!]);
+    expect(event!.status).toBe('skipped');
+    expect(await deliveriesOf(id!)).toEqual([{ channel: 'inbox', status: 'skipped', reason: 'channel_disabled', attempts: 0, last_error: null }]);
+  });
+
+  it('skips with no_template when no inbox template resolves', async () => {
+    await createType(api, acme.tenantId, { key: 'untemplated' });
+    const [id] = await trigger({ type: 'untemplated', recipients: ['nt_1'] });
+    const [event] = await waitForFinal(api, [id!]);
+    expect(event!.status).toBe('skipped');
+    expect(await deliveriesOf(id!)).toEqual([{ channel: 'inbox', status: 'skipped', reason: 'no_template', attempts: 1, last_error: null }]);
+  });
+
+  it('fails a delivery whose template has an unfilled slot, naming the slot, without retrying', async () => {
+    await createType(api, acme.tenantId, { key: 'slotted' });
+    await createInboxTemplate(api, acme.tenantId, { type: 'slotted', title: 'Order', content: 'Ref {{ order_ref }}' });
+    const [id] = await trigger({ type: 'slotted', recipients: ['slot_1'] }); // no "order_ref" variable
+    const [event] = await waitForFinal(api, [id!]);
+    expect(event!.status).toBe('failed');
+    const [delivery] = await deliveriesOf(id!);
+    expect(delivery).toMatchObject({ status: 'failed', attempts: 1 });
+    expect(delivery!.last_error).toContain('"order_ref"');
+  });
+
+  it('uses the template of the contact language, falling back to the tenant default', async () => {
+    await createType(api, acme.tenantId, { key: 'localised' });
+    await createInboxTemplate(api, acme.tenantId, { type: 'localised', title: 'Hello', content: 'en' });
+    await createInboxTemplate(api, acme.tenantId, { type: 'localised', title: 'Hallo', content: 'de', language: 'de' });
+    const ids = await trigger({ type: 'localised', recipients: [{ external_id: 'lang_de', language: 'de-AT' }, { external_id: 'lang_fr', language: 'fr' }] });
+    await waitForFinal(api, ids);
+    const titles = await sql<{ title: string }>(api, `SELECT title FROM inbox_items WHERE event_id = ANY($1::uuid[]) ORDER BY title`, [ids]);
+    expect(titles.map((t) => t.title)).toEqual(['Hallo', 'Hello']);
+  });
+
+  it('retries a failed attempt with backoff, counting attempts and keeping the last error', async () => {
+    const em = api.runtime.orm.em.fork();
+    await execute(em, `CREATE OR REPLACE FUNCTION test_inbox_refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'inbox store unavailable'; END $$ LANGUAGE plpgsql`);
+    await execute(em, `CREATE TRIGGER test_inbox_refuse BEFORE INSERT ON inbox_items FOR EACH ROW WHEN (NEW.title = 'Hi retry_1') EXECUTE FUNCTION test_inbox_refuse()`);
+    const [id] = await trigger({ recipients: ['retry_1'], variables: { name: 'x' } });
+    const deadline = Date.now() + 10_000;
+    let first: Awaited<ReturnType<typeof deliveriesOf>>;
+    for (;;) {
+      first = await deliveriesOf(id!);
+      if (first[0]?.attempts) break;
+      if (Date.now() > deadline) throw new Error('no attempt recorded');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(first[0]).toMatchObject({ status: 'pending', attempts: 1 });
+    expect(first[0]!.last_error).toContain('inbox store unavailable');
+    expect((await sqlOne<{ status: string }>(api, `SELECT status FROM events WHERE id = $1`, [id]))!.status).toBe('processing');
+    await execute(em, `DROP TRIGGER test_inbox_refuse ON inbox_items`);
+    const [event] = await waitForFinal(api, [id!]);
+    expect(event!.status).toBe('delivered');
+    const [delivery] = await deliveriesOf(id!);
+    expect(delivery!.status).toBe('delivered');
+    expect(delivery!.attempts).toBeGreaterThanOrEqual(2);
+  });
+
+  it('a delivery already final is never delivered again, and a re-run never duplicates the inbox item', async () => {
+    const [id] = await trigger({ recipients: ['idem_1'], variables: { name: 'x' } });
+    await waitForFinal(api, [id!]);
+    await deliverEvent(api.runtime, id!, { finalAttempt: false });
+    // Even when the delivery is forced back to pending (a crash between store and status), the item stays single.
+    await execute(api.runtime.orm.em.fork(), `UPDATE deliveries SET status = 'pending' WHERE event_id = $1`, [id]);
+    await execute(api.runtime.orm.em.fork(), `UPDATE events SET status = 'processing' WHERE id = $1`, [id]);
+    await deliverEvent(api.runtime, id!, { finalAttempt: false });
+    expect(await sql(api, `SELECT 1 FROM inbox_items WHERE event_id = $1`, [id])).toHaveLength(1);
+    expect((await sqlOne<{ status: string }>(api, `SELECT status FROM events WHERE id = $1`, [id]))!.status).toBe('delivered');
+  });
+
+  it('the dead-letter worker fails what is still pending when retries are exhausted', async () => {
+    const em = api.runtime.orm.em.fork();
+    await execute(em, `CREATE TRIGGER test_inbox_refuse2 BEFORE INSERT ON inbox_items FOR EACH ROW WHEN (NEW.title = 'Hi dead_1') EXECUTE FUNCTION test_inbox_refuse()`);
+    const [id] = await trigger({ recipients: ['dead_1'], variables: { name: 'x' } });
+    for (const deadline = Date.now() + 10_000; (await deliveriesOf(id!))[0]?.attempts !== 1; ) {
+      if (Date.now() > deadline) throw new Error('no attempt recorded');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await api.runtime.boss!.send(DELIVER_EVENT_DEAD_QUEUE, { event_id: id });
+    const [event] = await waitForFinal(api, [id!]);
+    expect(event!.status).toBe('failed');
+    const [delivery] = await deliveriesOf(id!);
+    expect(delivery!.status).toBe('failed');
+    expect(delivery!.last_error).toContain('inbox store unavailable');
+    await execute(em, `DROP TRIGGER test_inbox_refuse2 ON inbox_items`);
+  });
+
+  it('the last attempt records a final failure instead of retrying', async () => {
+    const em = api.runtime.orm.em.fork();
+    await execute(em, `CREATE TRIGGER test_inbox_refuse3 BEFORE INSERT ON inbox_items FOR EACH ROW WHEN (NEW.title LIKE 'Hi last_%') EXECUTE FUNCTION test_inbox_refuse()`);
+    await worker!.runtime.boss!.offWork('deliver-event');
+    const [id] = await trigger({ recipients: ['last_1'], variables: { name: 'x' } });
+    await deliverEvent(api.runtime, id!, { finalAttempt: true });
+    const [delivery] = await deliveriesOf(id!);
+    expect(delivery).toMatchObject({ status: 'failed', attempts: 1 });
+    expect((await sqlOne<{ status: string }>(api, `SELECT status FROM events WHERE id = $1`, [id]))!.status).toBe('failed');
+    await execute(em, `DROP TRIGGER test_inbox_refuse3 ON inbox_items`);
+  });
+});
+
+describe('channel decision (planner)', () => {
+  const base: PlanInput = {
+    channelDefaults: { inbox: true, email: true, push: true, web_push: true },
+    requestedChannels: null,
+    optOutPolicy: true,
+    preferences: {},
+    tenantArchived: false,
+    contactEmail: 'a@example.org',
+    contactExists: true,
+    subscriptions: [
+      { id: 's1', provider: 'apns' },
+      { id: 's2', provider: 'fcm' },
+      { id: 's3', provider: 'webpush' },
+    ],
+    registered: new Set<Channel>(['inbox', 'email', 'push', 'web_push']),
+  };
+  const summary = (input: Partial<PlanInput>) => planDeliveries({ ...base, ...input }).map((d) => `${d.channel}:${d.destination}:${d.status}:${d.reason ?? ''}`);
+
+  it('one delivery per channel and destination', () => {
+    expect(summary({})).toEqual(['inbox::pending:', 'email:a@example.org:pending:', 'push:s1:pending:', 'push:s2:pending:', 'web_push:s3:pending:']);
+  });
+
+  it('an opt-out skips exactly that channel, only while the policy is on', () => {
+    expect(summary({ preferences: { email: false } })).toEqual(['inbox::pending:', 'email::skipped:opted_out', 'push:s1:pending:', 'push:s2:pending:', 'web_push:s3:pending:']);
+    expect(summary({ preferences: { email: false }, optOutPolicy: false })).toContain('email:a@example.org:pending:');
+  });
+
+  it('no destination: no email address, no subscriptions', () => {
+    expect(summary({ contactEmail: null, subscriptions: [] })).toEqual(['inbox::pending:', 'email::skipped:no_destination', 'push::skipped:no_destination', 'web_push::skipped:no_destination']);
+  });
+
+  it('requested channels narrow the defaults; a requested channel off by default is channel_disabled', () => {
+    expect(summary({ channelDefaults: { inbox: true, email: false }, requestedChannels: ['email', 'inbox'] })).toEqual(['inbox::pending:', 'email::skipped:channel_disabled']);
+  });
+
+  it('leaves out channels without a registered sender', () => {
+    expect(summary({ registered: new Set<Channel>(['inbox']) })).toEqual(['inbox::pending:']);
+  });
+
+  it('skips every attempted channel of an archived tenant', () => {
+    expect(summary({ tenantArchived: true, channelDefaults: { inbox: true } })).toEqual(['inbox::skipped:tenant_archived']);
+  });
+});
+
+describe('a killed worker process', () => {
+  it('loses no event and duplicates no inbox item', { timeout: 90_000 }, async () => {
+    const app = await startTestApp({ role: 'api' });
+    const children: ChildProcess[] = [];
+    const home = mkdtempSync(join(tmpdir(), 'herald-worker-'));
+    try {
+      const t = await createServiceTenant(app, 'Crash');
+      await createType(app, t.tenantId, { key: 'plain' });
+      await createInboxTemplate(app, t.tenantId, { type: 'plain', title: 'T {{ contact.external_id }}', content: 'B' });
+      // Slow the inbox down so the kill lands mid-batch.
+      const em = app.runtime.orm.em.fork();
+      await execute(em, `CREATE FUNCTION test_slow_inbox() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(0.02); RETURN NEW; END $$ LANGUAGE plpgsql`);
+      await execute(em, `CREATE TRIGGER test_slow_inbox BEFORE INSERT ON inbox_items FOR EACH ROW EXECUTE FUNCTION test_slow_inbox()`);
+      const ids: string[] = [];
+      for (let batch = 0; batch < 3; batch++) {
+        const res = await app.request('POST', '/v1/notifications', {
+          token: t.key,
+          body: { type: 'plain', recipients: Array.from({ length: 100 }, (_, i) => `k${batch}_${i}`) },
+        });
+        expect(res.status).toBe(202);
+        ids.push(...res.body.events.map((e: { event_id: string }) => e.event_id));
+      }
+      const env = { DATABASE_URL: app.database.url, HERALD_HOME: home, HERALD_ENCRYPTION_KEYS: app.config.encryptionKeys, HERALD_LOG_LEVEL: 'warn' };
+      const first = startWorkerProcess(env);
+      children.push(first);
+      const count = async () => (await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM inbox_items WHERE tenant_id = $1`, [t.tenantId]))!.n;
+      for (const deadline = Date.now() + 30_000; (await count()) < 20; ) {
+        if (Date.now() > deadline) throw new Error('the first worker delivered nothing');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      first.kill('SIGKILL');
+      await once(first, 'exit');
+      const active = await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'deliver-event' AND state = 'active'`);
+      expect(active!.n).toBeGreaterThan(0); // it died holding jobs
+      expect(await count()).toBeLessThan(300);
+      children.push(startWorkerProcess(env));
+      // The dead worker's jobs stop heartbeating (10 s); supervision hands them back for retry.
+      await new Promise((r) => setTimeout(r, 11_000));
+      await app.runtime.boss!.supervise('deliver-event');
+      const final = await waitForFinal(app, ids, 45_000);
+      expect(final.filter((e) => e.status !== 'delivered')).toEqual([]);
+      const perDelivery = await sql<{ n: number }>(
+        app,
+        `SELECT count(i.id)::int AS n FROM deliveries d LEFT JOIN inbox_items i ON i.delivery_id = d.id WHERE d.event_id = ANY($1::uuid[]) GROUP BY d.id`,
+        [ids],
+      );
+      expect(perDelivery).toHaveLength(300);
+      expect(perDelivery.every((r) => r.n === 1)).toBe(true);
+      expect(await count()).toBe(300);
+    } finally {
+      for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await app.close();
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+});
+
+function startWorkerProcess(env: Record<string, string | undefined>): ChildProcess {
+  const child = spawn(HERALD_BIN, ['start', '--role', 'worker'], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  child.stderr!.on('data', () => undefined);
+  return child;
+}
+
+describe('push and email channels (their senders are injected until the transport branches merge)', () => {
+  it('deletes a dead push destination and fails the delivery without retry; a sent one records its use', async () => {
+    await trigger({ recipients: ['push_1'], variables: { name: 'x' } });
+    const contact = (await sqlOne<ContactRow>(api, `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE tenant_id = $1 AND external_id = 'push_1'`, [acme.tenantId]))!;
+    const em = api.runtime.orm.em.fork();
+    const subscription = async (token: string) => {
+      const id = newId();
+      await execute(em, `INSERT INTO push_subscriptions (id, tenant_id, contact_id, provider, token, destination_hash) VALUES ($1, $2, $3, 'apns', $4, $4)`, [id, acme.tenantId, contact.id, token]);
+      return id;
+    };
+    const event = { id: newId(), tenant_id: acme.tenantId, type_key: 'plain', brand_key: null, external_id: 'push_1', variables: { name: 'x' } };
+    const messages: unknown[] = [];
+    const run = (result: SendPushResult, destination: string) =>
+      em.transactional((tx) =>
+        pushChannel(async (_rt, _em, _tenant, dest, message) => {
+          messages.push({ token: dest.token, message });
+          return result;
+        }).deliver({ runtime: api.runtime, em: tx, delivery: { id: newId(), channel: 'push', destination, provider: 'apns', attempts: 0 }, event, contact, renderVariables: { name: 'Secret Name' } }),
+      );
+    const dead = await subscription('token-dead');
+    expect(await run({ status: 'dead', error: '410 Unregistered' }, dead)).toEqual({ status: 'failed', error: 'destination removed: 410 Unregistered', retryable: false });
+    expect(await sql(api, `SELECT 1 FROM push_subscriptions WHERE id = $1`, [dead])).toHaveLength(0);
+    expect(messages[0]).toMatchObject({ token: 'token-dead', message: { title: 'Hi push_1', body: 'Hello from Secret Name', action_url: 'https://app.test/push_1' } });
+    const live = await subscription('token-live');
+    expect(await run({ status: 'sent', providerMessageId: 'apns-1' }, live)).toEqual({ status: 'sent', providerMessageId: 'apns-1' });
+    expect((await sqlOne<{ last_used_at: Date | null }>(api, `SELECT last_used_at FROM push_subscriptions WHERE id = $1`, [live]))!.last_used_at).not.toBeNull();
+    // A subscription removed since planning: nothing to send to.
+    expect(await run({ status: 'sent' }, newId())).toEqual({ status: 'skipped', reason: 'no_destination' });
+  });
+
+  it('classifies sender results: retryable failures retry, others are final', () => {
+    expect(pushOutcome({ status: 'failed', error: '503', retryable: true })).toEqual({ status: 'failed', error: '503', retryable: true });
+    expect(pushOutcome({ status: 'skipped', reason: 'no_transport' })).toEqual({ status: 'skipped', reason: 'no_transport' });
+    expect(emailOutcome({ status: 'sent', messageId: '<m@x>' })).toEqual({ status: 'sent', providerMessageId: '<m@x>' });
+    expect(emailOutcome({ status: 'failed', error: '550 no such user', retryable: false })).toEqual({ status: 'failed', error: '550 no such user', retryable: false });
+    expect(emailOutcome({ status: 'skipped', reason: 'credentials_unreadable' })).toEqual({ status: 'skipped', reason: 'credentials_unreadable' });
+  });
+});

@@ -1,0 +1,200 @@
+// POST /v1/notifications (trigger) and GET /v1/notifications/{event_id} (event status).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from './support/app.ts';
+import { createInboxTemplate, createServiceTenant, createType, sql, sqlOne, waitForFinal, type ServiceTenant } from './support/delivery-fixtures.ts';
+import { execute } from '../server/db/sql.ts';
+
+let app: TestApp;
+let acme: ServiceTenant;
+let other: ServiceTenant;
+
+beforeAll(async () => {
+  app = await startTestApp();
+  acme = await createServiceTenant(app, 'Acme');
+  other = await createServiceTenant(app, 'Other');
+  await createType(app, acme.tenantId, { key: 'order_shipped', variables: [{ name: 'order_id', required: true }] });
+  await createInboxTemplate(app, acme.tenantId, { type: 'order_shipped', title: 'Order {{ order_id }}', content: 'Code {{ code }}' });
+  await createType(app, acme.tenantId, { key: 'plain' });
+  await createInboxTemplate(app, acme.tenantId, { type: 'plain', title: 'Hi', content: 'Hello {{ contact.external_id }}' });
+});
+afterAll(async () => {
+  await app?.close();
+});
+
+const trigger = (body: unknown, key = acme.key, headers: Record<string, string> = {}) =>
+  app.request('POST', '/v1/notifications', { token: key, body, headers });
+
+function contactToken(tenantId: string, contactId: string): string {
+  return app.runtime.tokens.sign('contact', contactId, tenantId, 3600, app.runtime.clock.now());
+}
+
+describe('POST /v1/notifications', () => {
+  it('accepts a trigger: one queued event per recipient, contacts upserted, 202 only after commit', async () => {
+    const res = await trigger({
+      type: 'order_shipped',
+      recipients: ['ext_1', { external_id: 'ext_2', email: 'Ann@Example.org', name: 'Ann', language: 'de' }],
+      variables: { order_id: 'A-1' },
+      secret_variables: { code: '4711-secret' },
+    });
+    expect(res.status).toBe(202);
+    expect(res.body.events).toHaveLength(2);
+    expect(res.body.events.map((e: { external_id: string }) => e.external_id)).toEqual(['ext_1', 'ext_2']);
+    for (const e of res.body.events) expect(e).toEqual({ event_id: expect.any(String), external_id: expect.any(String), contact_id: expect.any(String), status: 'queued' });
+    const contact = await sqlOne<{ email: string; name: string; language: string }>(app, `SELECT email, name, language FROM contacts WHERE tenant_id = $1 AND external_id = 'ext_2'`, [acme.tenantId]);
+    expect(contact).toEqual({ email: 'ann@example.org', name: 'Ann', language: 'de' });
+    const events = await sql<{ secret_variables_ciphertext: string | null; secret_keys: string[]; variables: object }>(
+      app,
+      `SELECT secret_variables_ciphertext, secret_keys, variables FROM events WHERE id = ANY($1::uuid[])`,
+      [res.body.events.map((e: { event_id: string }) => e.event_id)],
+    );
+    expect(events).toHaveLength(2);
+    for (const e of events) {
+      expect(e.secret_keys).toEqual(['code']);
+      expect(e.variables).toEqual({ order_id: 'A-1' });
+      if (e.secret_variables_ciphertext) expect(e.secret_variables_ciphertext).not.toContain('4711');
+    }
+    const jobs = await sql(app, `SELECT id FROM pgboss.job WHERE name = 'deliver-event' AND id = ANY($1::uuid[])`, [res.body.events.map((e: { event_id: string }) => e.event_id)]);
+    expect(jobs.length).toBe(2);
+    await waitForFinal(app, res.body.events.map((e: { event_id: string }) => e.event_id));
+  });
+
+  it('answers 401 without a credential', async () => {
+    const res = await app.request('POST', '/v1/notifications', { body: { type: 'plain', recipients: ['x'] } });
+    expect(res.status).toBe(401);
+    expect(res.body.code).toBe('unauthorized');
+  });
+
+  it('answers 403 for a contact token', async () => {
+    const created = await trigger({ type: 'plain', recipients: ['ext_tok'] });
+    const res = await trigger({ type: 'plain', recipients: ['x'] }, contactToken(acme.tenantId, created.body.events[0].contact_id));
+    expect(res.status).toBe(403);
+    expect(res.body.code).toBe('wrong_credential_kind');
+  });
+
+  it.each([
+    ['an unknown type', { type: 'nope', recipients: ['a'] }, ['body', 'type']],
+    ['no recipients', { type: 'plain', recipients: [] }, ['body', 'recipients']],
+    ['more than 100 recipients', { type: 'plain', recipients: Array.from({ length: 101 }, (_, i) => `r${i}`) }, ['body', 'recipients']],
+    ['a missing required variable', { type: 'order_shipped', recipients: ['a'] }, ['body', 'variables', 'order_id']],
+    ['a key in both variables and secret_variables', { type: 'plain', recipients: ['a'], variables: { k: 1 }, secret_variables: { k: 2 } }, ['body', 'secret_variables', 'k']],
+    ['an unknown brand', { type: 'plain', recipients: ['a'], brand: 'nope' }, ['body', 'brand']],
+    ['a malformed recipient', { type: 'plain', recipients: [{ email: 'x@y.z' }] }, ['body', 'recipients', 0]],
+    ['an unknown channel', { type: 'plain', recipients: ['a'], channels: ['fax'] }, ['body', 'channels', 0]],
+  ])('answers 422 for %s', async (_name, body, loc) => {
+    const before = await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM events WHERE tenant_id = $1`, [acme.tenantId]);
+    const res = await trigger(body);
+    expect(res.status).toBe(422);
+    expect(res.body.detail[0].loc.slice(0, loc.length)).toEqual(loc);
+    const after = await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM events WHERE tenant_id = $1`, [acme.tenantId]);
+    expect(after!.n).toBe(before!.n);
+  });
+
+  it('accepts a required variable given as a secret variable', async () => {
+    const res = await trigger({ type: 'order_shipped', recipients: ['a'], secret_variables: { order_id: 'S-1', code: 'x' } });
+    expect(res.status).toBe(202);
+  });
+
+  it('answers 422 for a deleted type', async () => {
+    await createType(app, acme.tenantId, { key: 'gone' });
+    await execute(app.runtime.orm.em.fork(), `UPDATE notification_types SET deleted_at = now() WHERE tenant_id = $1 AND key = 'gone'`, [acme.tenantId]);
+    const res = await trigger({ type: 'gone', recipients: ['a'] });
+    expect(res.status).toBe(422);
+    expect(res.body.detail[0].loc).toEqual(['body', 'type']);
+  });
+
+  it('answers 422 for malformed JSON', async () => {
+    const res = await app.request('POST', '/v1/notifications', { token: acme.key, rawBody: '{"type": ' });
+    expect(res.status).toBe(422);
+    expect(res.body.detail[0].loc).toEqual(['body']);
+  });
+
+  it("does not see another tenant's types (422, never another tenant's data)", async () => {
+    const res = await trigger({ type: 'plain', recipients: ['a'] }, other.key);
+    expect(res.status).toBe(422);
+  });
+
+  it('answers 409 tenant_archived for an archived tenant', async () => {
+    const archived = await createServiceTenant(app, 'Archived');
+    await createType(app, archived.tenantId, { key: 'plain' });
+    await execute(app.runtime.orm.em.fork(), `UPDATE tenants SET archived_at = now() WHERE id = $1`, [archived.tenantId]);
+    const res = await trigger({ type: 'plain', recipients: ['a'] }, archived.key);
+    expect(res.status).toBe(409);
+    expect(res.body.code).toBe('tenant_archived');
+    expect(await sql(app, `SELECT 1 FROM events WHERE tenant_id = $1`, [archived.tenantId])).toHaveLength(0);
+  });
+
+  it('answers 429 with Retry-After past the tenant trigger budget, counted per account', async () => {
+    const limited = await createServiceTenant(app, 'Limited');
+    await createType(app, limited.tenantId, { key: 'plain' });
+    await execute(app.runtime.orm.em.fork(), `INSERT INTO tenant_limits (tenant_id, name, value) VALUES ($1, 'rate:trigger', 1), ($1, 'rate:trigger:burst', 1)`, [limited.tenantId]);
+    const first = await trigger({ type: 'plain', recipients: ['a'] }, limited.key);
+    expect(first.status).toBe(202);
+    const second = await trigger({ type: 'plain', recipients: ['a'] }, limited.key);
+    expect(second.status).toBe(429);
+    expect(Number(second.headers.get('retry-after'))).toBeGreaterThan(0);
+  });
+
+  it('accepts concurrent triggers naming the same recipients in different orders', async () => {
+    const names = Array.from({ length: 40 }, (_, i) => `conc_${i}`);
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => trigger({ type: 'plain', recipients: i % 2 ? names : [...names].reverse() })),
+    );
+    expect(results.map((r) => r.status)).toEqual([202, 202, 202, 202, 202, 202]);
+    expect(results[1]!.body.events.map((e: { external_id: string }) => e.external_id)).toEqual(names);
+    expect(results[0]!.body.events.map((e: { external_id: string }) => e.external_id)).toEqual([...names].reverse());
+  });
+
+  it('makes one event per distinct recipient', async () => {
+    const res = await trigger({ type: 'plain', recipients: ['dup', { external_id: 'dup', name: 'D' }] });
+    expect(res.status).toBe(202);
+    expect(res.body.events).toHaveLength(1);
+  });
+});
+
+describe('GET /v1/notifications/{event_id}', () => {
+  it('shows the status with deliveries and secret values masked', async () => {
+    const res = await trigger({ type: 'order_shipped', recipients: ['status_1'], variables: { order_id: 'B-2' }, secret_variables: { code: 'top-secret-77' } });
+    const id = res.body.events[0].event_id;
+    await waitForFinal(app, [id]);
+    const got = await app.request('GET', `/v1/notifications/${id}`, { token: acme.key });
+    expect(got.status).toBe(200);
+    expect(got.body).toMatchObject({
+      event_id: id,
+      type: 'order_shipped',
+      external_id: 'status_1',
+      contact_id: res.body.events[0].contact_id,
+      status: 'delivered',
+      variables: { order_id: 'B-2', code: '********' },
+      deliveries: [{ channel: 'inbox', status: 'delivered', reason: null, provider: null, attempts: 1, last_error: null }],
+    });
+    expect(got.text).not.toContain('top-secret-77');
+    // The recipient got it in full, and the logs never saw it.
+    const item = await sqlOne<{ body: string }>(app, `SELECT body FROM inbox_items WHERE event_id = $1`, [id]);
+    expect(item!.body).toBe('Code top-secret-77');
+    expect(app.logs.join('\n')).not.toContain('top-secret-77');
+    // Delivered: the ciphertext is gone too.
+    expect((await sqlOne<{ c: string | null }>(app, `SELECT secret_variables_ciphertext AS c FROM events WHERE id = $1`, [id]))!.c).toBeNull();
+  });
+
+  it("answers 404 for another tenant's event and for an unknown id", async () => {
+    const res = await trigger({ type: 'plain', recipients: ['x404'] });
+    const id = res.body.events[0].event_id;
+    expect((await app.request('GET', `/v1/notifications/${id}`, { token: other.key })).status).toBe(404);
+    expect((await app.request('GET', `/v1/notifications/0190a000-0000-7000-8000-000000000000`, { token: acme.key })).status).toBe(404);
+    expect((await app.request('GET', `/v1/notifications/not-a-uuid`, { token: acme.key })).status).toBe(404);
+  });
+
+  it('answers 401 without a credential and 403 for a contact token', async () => {
+    const res = await trigger({ type: 'plain', recipients: ['x403'] });
+    const id = res.body.events[0].event_id;
+    expect((await app.request('GET', `/v1/notifications/${id}`)).status).toBe(401);
+    const forbidden = await app.request('GET', `/v1/notifications/${id}`, { token: contactToken(acme.tenantId, res.body.events[0].contact_id) });
+    expect(forbidden.status).toBe(403);
+  });
+
+  it('answers 422 for a malformed event id', async () => {
+    const res = await app.request('GET', `/v1/notifications/${'x'.repeat(80)}`, { token: acme.key });
+    expect(res.status).toBe(422);
+    expect(res.body.detail[0].loc[0]).toBe('path');
+  });
+});

@@ -1,0 +1,186 @@
+// Web push: the VAPID key pair of the webpush transport, GET /v1/web-push/public-key, sends decrypted by
+// an independent push service (web-push-testing), dead subscriptions, and the RFC 8291 Appendix A vector.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRequire } from 'node:module';
+import { createECDH, createDecipheriv, hkdfSync } from 'node:crypto';
+import webpush from 'web-push';
+import { startTestApp, type TestApp } from './support/app.ts';
+import { seedTenant, type SeededTenant } from './support/transport-fixtures.ts';
+import { startWebPushService, type WebPushService } from './support/web-push-service.ts';
+import { testCertificate } from './support/tls.ts';
+import { sendPush } from '../server/transports/push/index.ts';
+import { vapidPublicKeyOf } from '../server/transports/push/webpush.ts';
+
+let app: TestApp;
+let service: WebPushService;
+let a: SeededTenant;
+let b: SeededTenant;
+
+beforeAll(async () => {
+  service = await startWebPushService();
+  app = await startTestApp({ config: { providers: { caFile: testCertificate().caFile } } });
+  a = await seedTenant(app.runtime, 'Acme');
+  b = await seedTenant(app.runtime, 'Globex');
+});
+afterAll(async () => {
+  await app?.close();
+  await service?.close();
+});
+
+describe('GET /v1/web-push/public-key', () => {
+  it('answers 404 (never an empty string) while the tenant has no webpush transport', async () => {
+    const res = await app.request('GET', '/v1/web-push/public-key', { token: a.contactToken });
+    expect(res.status).toBe(404);
+    expect(res.body.code).toBe('not_found');
+  });
+
+  it('answers the generated VAPID public key to a contact token, a service key and a console user', async () => {
+    const put = await app.request('PUT', '/v1/push-transport/webpush', { token: a.serviceKey, body: { subject: 'mailto:ops@acme.test' } });
+    expect(put.status).toBe(200);
+    const publicKey = put.body.settings.public_key as string;
+    expect(Buffer.from(publicKey, 'base64url')).toHaveLength(65);
+    expect(put.body.settings).toEqual({ subject: 'mailto:ops@acme.test', public_key: publicKey });
+    for (const token of [a.contactToken, a.serviceKey, a.accessToken]) {
+      const res = await app.request('GET', '/v1/web-push/public-key', { token });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ public_key: publicKey });
+    }
+  });
+
+  it("keeps the key pair when only the subject changes, and never answers another tenant's key", async () => {
+    const before = (await app.request('GET', '/v1/web-push/public-key', { token: a.serviceKey })).body.public_key;
+    const put = await app.request('PUT', '/v1/push-transport/webpush', { token: a.serviceKey, body: { subject: 'https://acme.test/contact' } });
+    expect(put.body.settings.public_key).toBe(before);
+    expect((await app.request('GET', '/v1/web-push/public-key', { token: b.contactToken })).status).toBe(404);
+  });
+
+  it('accepts a given key pair and checks it matches', async () => {
+    const keys = webpush.generateVAPIDKeys();
+    const ok = await app.request('PUT', '/v1/push-transport/webpush', { token: b.serviceKey, body: { subject: 'mailto:ops@globex.test', public_key: keys.publicKey, private_key: keys.privateKey } });
+    expect(ok.status).toBe(200);
+    expect(ok.text).not.toContain(keys.privateKey);
+    expect((await app.request('GET', '/v1/web-push/public-key', { token: b.contactToken })).body.public_key).toBe(keys.publicKey);
+    const other = webpush.generateVAPIDKeys();
+    const mismatch = await app.request('PUT', '/v1/push-transport/webpush', { token: b.serviceKey, body: { subject: 'mailto:ops@globex.test', public_key: other.publicKey, private_key: keys.privateKey } });
+    expect(mismatch.status).toBe(422);
+    expect(mismatch.body.detail[0].loc).toEqual(['body', 'public_key']);
+    expect(vapidPublicKeyOf(keys.privateKey)).toBe(keys.publicKey);
+  });
+
+  it('answers 401 without a credential or with a bad one, and 403 for a user outside the tenant', async () => {
+    expect((await app.request('GET', '/v1/web-push/public-key')).status).toBe(401);
+    expect((await app.request('GET', '/v1/web-push/public-key', { token: 'garbage' })).status).toBe(401);
+    const stranger = app.runtime.tokens.sign('access', b.userId, a.tenantId, 3600, app.runtime.clock.now());
+    expect((await app.request('GET', '/v1/web-push/public-key', { token: stranger })).status).toBe(403);
+  });
+});
+
+describe('web push delivery through an independent push service', () => {
+  it('a test send arrives and the service decrypts it (RFC 8291 aes128gcm, VAPID checked)', async () => {
+    const publicKey = (await app.request('GET', '/v1/web-push/public-key', { token: a.contactToken })).body.public_key;
+    const sub = await service.subscribe(publicKey);
+    const res = await app.request('POST', '/v1/push-transport/webpush/test', {
+      token: a.serviceKey,
+      body: { subscription: { endpoint: sub.endpoint, keys: sub.keys }, title: 'Hello', body: 'From Herald' },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.ok).toBe(true);
+    const messages = await service.messages(sub.clientHash);
+    expect(messages).toHaveLength(1);
+    expect(JSON.parse(messages[0]!)).toEqual({ title: 'Hello', body: 'From Herald', data: { herald_test: true }, action_url: null });
+  });
+
+  it('sendPush delivers the message and reports an expired subscription as dead', async () => {
+    const publicKey = (await app.request('GET', '/v1/web-push/public-key', { token: a.contactToken })).body.public_key;
+    const sub = await service.subscribe(publicKey);
+    const destination = { provider: 'webpush' as const, subscription: { endpoint: sub.endpoint, keys: sub.keys } };
+    const message = { title: 'Order shipped', body: 'On its way', data: { order: 7 }, action_url: 'https://acme.test/o/7' };
+    const em = app.runtime.orm.em.fork();
+    expect(await sendPush(app.runtime, em, a.tenantId, destination, message)).toMatchObject({ status: 'sent' });
+    expect(JSON.parse((await service.messages(sub.clientHash))[0]!)).toEqual({ ...message });
+    await service.expire(sub.clientHash);
+    expect(await sendPush(app.runtime, em, a.tenantId, destination, message)).toMatchObject({ status: 'dead', error: expect.stringContaining('410') });
+  });
+
+  it('the push service refuses a message signed with another VAPID key (our VAPID header is really checked)', async () => {
+    const sub = await service.subscribe(webpush.generateVAPIDKeys().publicKey);
+    const outcome = await sendPush(app.runtime, app.runtime.orm.em.fork(), a.tenantId, { provider: 'webpush', subscription: { endpoint: sub.endpoint, keys: sub.keys } }, { title: 't', body: 'b' });
+    expect(outcome).toMatchObject({ status: 'failed', retryable: false });
+    expect(await service.messages(sub.clientHash)).toEqual([]);
+  });
+
+  it('answers 422 for a test without a subscription or with a non-https endpoint', async () => {
+    const missing = await app.request('POST', '/v1/push-transport/webpush/test', { token: a.serviceKey, body: { token: 'x' } });
+    expect(missing.status).toBe(422);
+    expect(missing.body.detail[0].loc).toEqual(['body', 'subscription']);
+    const http = await app.request('POST', '/v1/push-transport/webpush/test', {
+      token: a.serviceKey,
+      body: { subscription: { endpoint: 'http://169.254.169.254/latest', keys: { p256dh: 'B'.repeat(87), auth: 'A'.repeat(22) } } },
+    });
+    expect(http.status).toBe(422);
+  });
+
+  it('sendPush never calls a non-https endpoint (the subscription is marked dead)', async () => {
+    const outcome = await sendPush(app.runtime, app.runtime.orm.em.fork(), a.tenantId, { provider: 'webpush', subscription: { endpoint: 'http://127.0.0.1:9/x', keys: { p256dh: 'B'.repeat(87), auth: 'A'.repeat(22) } } }, { title: 't', body: 'b' });
+    expect(outcome).toEqual({ status: 'dead', error: 'the subscription endpoint is not https' });
+  });
+});
+
+// RFC 8291 Appendix A. The same plaintext, keys and salt must give exactly the RFC's message, and a
+// message produced by our path (web-push's encrypt, as used by sendWebPush) must decrypt with an
+// independent RFC 8291 decryption written here with node:crypto (ECDH + HKDF + AES-128-GCM).
+describe('RFC 8291 Appendix A test vector', () => {
+  const v = {
+    plaintext: 'When I grow up, I want to be a watermelon',
+    asPrivate: 'yfWPiYE-n46HLnH0KqZOF1fJJU3MYrct3AELtAQ-oRw',
+    uaPrivate: 'q1dXpw3UpT5VOmu_cf_v6ih07Aems3njxI-JWgLcM94',
+    uaPublic: 'BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4',
+    authSecret: 'BTBZMqHH6r4Tts7J_aSIgg',
+    salt: 'DGv6ra1nlYgDCS1FRnbzlw',
+    message:
+      'DGv6ra1nlYgDCS1FRnbzlwAAEABBBP4z9KsN6nGRTbVYI_c7VJSPQTBtkgcy27mlmlMoZIIgDll6e3vCYLocInmYWAmS6TlzAC8wEqKK6PBru3jl7A_yl95bQpu6cVPTpK4Mqgkf1CXztLVBSt2Ks3oZwbuwXPXLWyouBWLVWGNWQexSgSxsj_Qulcy4a-fN',
+  };
+
+  function rfc8291Decrypt(message: Buffer, uaPrivate: Buffer, authSecret: Buffer): string {
+    const salt = message.subarray(0, 16);
+    const rs = message.readUInt32BE(16);
+    const idlen = message[20]!;
+    const asPublic = message.subarray(21, 21 + idlen);
+    const ciphertext = message.subarray(21 + idlen);
+    expect(ciphertext.length).toBeLessThanOrEqual(rs);
+    const ecdh = createECDH('prime256v1');
+    ecdh.setPrivateKey(uaPrivate);
+    const uaPublic = ecdh.getPublicKey();
+    const shared = ecdh.computeSecret(asPublic);
+    const keyInfo = Buffer.concat([Buffer.from('WebPush: info\0'), uaPublic, asPublic]);
+    const ikm = Buffer.from(hkdfSync('sha256', shared, authSecret, keyInfo, 32));
+    const cek = Buffer.from(hkdfSync('sha256', ikm, salt, Buffer.from('Content-Encoding: aes128gcm\0'), 16));
+    const nonce = Buffer.from(hkdfSync('sha256', ikm, salt, Buffer.from('Content-Encoding: nonce\0'), 12));
+    const decipher = createDecipheriv('aes-128-gcm', cek, nonce);
+    decipher.setAuthTag(ciphertext.subarray(ciphertext.length - 16));
+    const padded = Buffer.concat([decipher.update(ciphertext.subarray(0, ciphertext.length - 16)), decipher.final()]);
+    let end = padded.length - 1;
+    while (end >= 0 && padded[end] === 0) end--;
+    expect(padded[end]).toBe(2); // last-record delimiter
+    return padded.subarray(0, end).toString('utf8');
+  }
+
+  const b64 = (s: string) => Buffer.from(s, 'base64url');
+
+  it('the independent decryption recovers the RFC plaintext from the RFC message', () => {
+    expect(rfc8291Decrypt(b64(v.message), b64(v.uaPrivate), b64(v.authSecret))).toBe(v.plaintext);
+  });
+
+  it("web-push's ECE implementation (http_ece), given the RFC's keys and salt, produces exactly the RFC message", () => {
+    const ece = createRequire(import.meta.url)('http_ece') as { encrypt(buf: Buffer, params: Record<string, unknown>): Buffer };
+    const sender = createECDH('prime256v1');
+    sender.setPrivateKey(b64(v.asPrivate));
+    const out = ece.encrypt(Buffer.from(v.plaintext), { version: 'aes128gcm', privateKey: sender, dh: v.uaPublic, authSecret: v.authSecret, salt: v.salt, rs: 4096 });
+    expect(out.toString('base64url')).toBe(v.message);
+  });
+
+  it('what our send path encrypts (web-push encrypt, aes128gcm) decrypts with the RFC receiver keys', () => {
+    const encrypted = webpush.encrypt(v.uaPublic, v.authSecret, v.plaintext, 'aes128gcm');
+    expect(rfc8291Decrypt(encrypted.cipherText, b64(v.uaPrivate), b64(v.authSecret))).toBe(v.plaintext);
+  });
+});
