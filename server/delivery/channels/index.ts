@@ -1,8 +1,8 @@
-// The channel registry: which channels this build can deliver. The planner only fans out to
-// registered channels, so a channel whose sender is not wired yet is left out entirely (its
-// deliveries are neither created nor reported as sent).
+// The channel registry: the four channels Herald delivers over. The planner fans out only to
+// registered channels.
 import type { Channel } from '../../schemas/common.ts';
 import { inboxChannel } from './inbox.ts';
+import { emailChannel } from './email.ts';
 import { pushChannel } from './push.ts';
 import { webPushChannel } from './web-push.ts';
 import { sendPush } from '../../transports/push/index.ts';
@@ -10,9 +10,9 @@ import type { ChannelSender } from './types.ts';
 
 const senders: ChannelSender[] = [
   inboxChannel,
+  emailChannel,
   pushChannel(sendPush),
   webPushChannel(sendPush),
-  // integration point: emailChannel({ renderEmail, dkimSigningFor, sendTenantEmail }) (./email.ts)
 ];
 
 export const channelRegistry: ReadonlyMap<Channel, ChannelSender> = new Map(senders.map((s) => [s.channel, s]));
