@@ -21,6 +21,8 @@ const COMMAND_GROUPS: Record<string, () => Promise<Register>> = {
   contacts: async () => (await import('./contacts.ts')).registerContacts,
   send: async () => (await import('./send.ts')).registerSend,
   events: async () => (await import('./events.ts')).registerEvents,
+  'api-keys': async () => (await import('./api-keys.ts')).registerApiKeys,
+  brands: async () => (await import('./brandings.ts')).registerBrandings,
 };
 
 /** The groups a command line needs: the one it names, none for --version alone, else all (for help). */

@@ -15,10 +15,11 @@ import { deliverEvent } from '../server/delivery/worker.ts';
 import { planDeliveries, type PlanInput } from '../server/delivery/plan.ts';
 import { DELIVER_EVENT_DEAD_QUEUE } from '../server/delivery/queues.ts';
 import type { Channel } from '../server/schemas/common.ts';
-import { pushChannel, pushOutcome, type SendPushResult } from '../server/delivery/channels/push.ts';
+import { pushChannel, pushOutcome } from '../server/delivery/channels/push.ts';
 import { emailOutcome } from '../server/delivery/channels/email.ts';
 import { CONTACT_COLUMNS, type ContactRow } from '../server/services/contact-upsert.ts';
 import { newId } from '../server/ids.ts';
+import type { PushOutcome } from '../server/transports/push/index.ts';
 
 let api: TestApp;
 let worker: TestApp | null = null;
@@ -85,7 +86,7 @@ describe('inbox delivery', () => {
       const stream = await sql<{ kind: string; payload: Record<string, unknown> }>(api, `SELECT kind, payload FROM stream_events WHERE contact_id = $1 ORDER BY id`, [item.contact_id]);
       expect(stream.map((s) => s.kind)).toEqual(['notification', 'counts']);
       expect(stream[0]!.payload).toMatchObject({ event_id: item.event_id, type: 'plain', title: item.title, body: item.body, read_at: null });
-      expect(stream[1]!.payload).toEqual({ unread_count: 1 });
+      expect(stream[1]!.payload).toEqual({ unread_count: 1, unseen_count: 1 });
     }
     for (const id of ids) expect(await deliveriesOf(id)).toEqual([{ channel: 'inbox', status: 'delivered', reason: null, attempts: 1, last_error: null }]);
     // Delivered by the batch fast path, not the per-event fallback.
@@ -332,10 +333,10 @@ describe('push and email channels (their senders are injected until the transpor
     };
     const event = { id: newId(), tenant_id: acme.tenantId, type_key: 'plain', brand_key: null, external_id: 'push_1', variables: { name: 'x' } };
     const messages: unknown[] = [];
-    const run = (result: SendPushResult, destination: string) =>
+    const run = (result: PushOutcome, destination: string) =>
       em.transactional((tx) =>
         pushChannel(async (_rt, _em, _tenant, dest, message) => {
-          messages.push({ token: dest.token, message });
+          messages.push({ token: 'token' in dest ? dest.token : null, message });
           return result;
         }).deliver({ runtime: api.runtime, em: tx, delivery: { id: newId(), channel: 'push', destination, provider: 'apns', attempts: 0 }, event, contact, renderVariables: { name: 'Secret Name' } }),
       );

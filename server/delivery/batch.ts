@@ -10,7 +10,8 @@ import type { Runtime } from '../runtime.ts';
 import { TemplateError, UnfilledSlotError } from '../templates/engine.ts';
 import { renderInbox } from '../templates/render.ts';
 import { registeredChannels } from './channels/index.ts';
-import { appendStreamEventsBulk, inboxItemView, type InboxItemRow } from './inbox-view.ts';
+import { inboxItemView, type InboxItemRow } from '../services/inbox.ts';
+import { appendStreamEventsBulk } from '../stream/events.ts';
 import { planDeliveries } from './plan.ts';
 import { deliveryContext, deliveryTemplate } from './templates.ts';
 import {
@@ -167,19 +168,28 @@ export async function deliverInboxBatch(runtime: Runtime, eventIds: string[]): P
   });
 }
 
-/** One 'counts' stream event per contact that received items. */
+/** One 'counts' stream event per contact that received items (the same counts as inboxCounts). */
 async function appendCountsBulk(tx: EntityManager, items: InboxItemRow[]): Promise<void> {
   const contacts = new Map(items.map((i) => [i.contact_id, i.tenant_id]));
   if (contacts.size === 0) return;
-  const counts = await query<{ contact_id: string; unread_count: number }>(
+  const counts = await query<{ contact_id: string; unread_count: number; unseen_count: number }>(
     tx,
-    `SELECT contact_id::text, count(*)::int AS unread_count FROM inbox_items
-      WHERE contact_id = ANY($1::uuid[]) AND read_at IS NULL AND archived_at IS NULL GROUP BY contact_id`,
+    `SELECT contact_id::text,
+            count(*) FILTER (WHERE read_at IS NULL)::int AS unread_count,
+            count(*) FILTER (WHERE seen_at IS NULL AND read_at IS NULL)::int AS unseen_count
+       FROM inbox_items
+      WHERE contact_id = ANY($1::uuid[]) AND archived_at IS NULL
+      GROUP BY contact_id`,
     [[...contacts.keys()]],
   );
-  const byContact = new Map(counts.map((c) => [c.contact_id, c.unread_count]));
+  const byContact = new Map(counts.map((c) => [c.contact_id, c]));
   await appendStreamEventsBulk(
     tx,
-    [...contacts].map(([contactId, tenantId]) => ({ tenantId, contactId, kind: 'counts' as const, payload: { unread_count: byContact.get(contactId) ?? 0 } })),
+    [...contacts].map(([contactId, tenantId]) => ({
+      tenantId,
+      contactId,
+      kind: 'counts' as const,
+      payload: { unread_count: byContact.get(contactId)?.unread_count ?? 0, unseen_count: byContact.get(contactId)?.unseen_count ?? 0 },
+    })),
   );
 }

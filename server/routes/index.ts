@@ -2,6 +2,12 @@
 // route module's definition. Handlers stay thin (validate -> service -> response).
 import type { RouteDefinition } from '../http/route.ts';
 import * as system from './system.ts';
+import * as apiKeys from './api-keys.ts';
+import * as notificationTypes from './notification-types.ts';
+import * as brandings from './brandings.ts';
+import * as senderDomains from './sender-domains.ts';
+import * as emailTemplates from './email-templates.ts';
+import * as inboxTemplates from './inbox-templates.ts';
 import * as contacts from './contacts.ts';
 import * as preferences from './preferences.ts';
 import * as pushSubscriptions from './push-subscriptions.ts';
@@ -23,6 +29,46 @@ export const routes: RouteDefinition<any, any, any>[] = [
   system.healthz,
   system.readyz,
   system.openapi,
+  // service keys (management)
+  apiKeys.issue,
+  apiKeys.list,
+  apiKeys.revoke,
+  // notification types (management)
+  notificationTypes.create,
+  notificationTypes.list,
+  notificationTypes.get,
+  notificationTypes.remove,
+  notificationTypes.channelDefaults,
+  notificationTypes.optOutPolicy,
+  notificationTypes.variables,
+  notificationTypes.restore,
+  // brands (management)
+  brandings.create,
+  brandings.list,
+  brandings.get,
+  brandings.remove,
+  brandings.values,
+  brandings.sender,
+  // sender domains (management)
+  senderDomains.register,
+  senderDomains.list,
+  senderDomains.get,
+  senderDomains.remove,
+  senderDomains.refresh,
+  // email templates (management)
+  emailTemplates.create,
+  emailTemplates.list,
+  emailTemplates.render,
+  emailTemplates.affectedBy,
+  emailTemplates.get,
+  emailTemplates.update,
+  emailTemplates.remove,
+  // inbox templates (management)
+  inboxTemplates.create,
+  inboxTemplates.list,
+  inboxTemplates.get,
+  inboxTemplates.update,
+  inboxTemplates.remove,
   // contacts (service key), contact tokens (service key), language (either)
   contacts.create,
   contacts.find,

@@ -32,3 +32,16 @@ export type PushProvider = z.infer<typeof PushProvider>;
 
 /** A free-form object (202 answers of resend-verification and password-reset). */
 export const FreeFormObject = z.record(z.string(), z.unknown());
+
+/** Any JSON value (brand values, template variables); named so the OpenAPI document has one component for it. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+export const JsonValue: z.ZodType<JsonValue> = z
+  .union([
+    z.string(),
+    z.number(),
+    z.boolean(),
+    z.null(),
+    z.array(z.lazy(() => JsonValue)),
+    z.record(z.string(), z.lazy(() => JsonValue)),
+  ])
+  .meta({ id: 'JsonValue' });

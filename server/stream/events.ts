@@ -3,7 +3,7 @@
 // pg_notify on STREAM_CHANNEL, sent when the surrounding transaction commits, so every Herald process
 // listening (see the stream hub) pushes it to its connected clients, whichever process wrote it.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { queryOne } from '../db/sql.ts';
+import { query, queryOne } from '../db/sql.ts';
 
 export const STREAM_CHANNEL = 'herald_stream';
 
@@ -38,4 +38,32 @@ export async function appendStreamEvent(
     [event.tenantId, event.contactId, event.kind, JSON.stringify(event.payload), STREAM_CHANNEL],
   );
   return row!.id;
+}
+
+/**
+ * appendStreamEvent for many events in one statement (the delivery worker's batch path): the same
+ * rows and NOTIFY notices, ids in input order, under the same per-contact locks. The locks are taken
+ * in contact order, so two batches sharing contacts cannot deadlock.
+ */
+export async function appendStreamEventsBulk(
+  em: EntityManager,
+  events: Array<{ tenantId: string; contactId: string; kind: StreamEventKind; payload: Record<string, unknown> }>,
+): Promise<void> {
+  if (events.length === 0) return;
+  await query(
+    em,
+    `WITH input AS (
+       SELECT * FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (tenant_id uuid, contact_id uuid, kind text, payload jsonb))
+         WITH ORDINALITY AS x(tenant_id, contact_id, kind, payload, n)
+     ), locked AS (
+       SELECT count(pg_advisory_xact_lock(${STREAM_LOCK_NAMESPACE}, hashtext(contact_id::text))) AS n
+         FROM (SELECT DISTINCT contact_id FROM input ORDER BY contact_id) AS contacts
+     ), inserted AS (
+       INSERT INTO stream_events (tenant_id, contact_id, kind, payload)
+       SELECT i.tenant_id, i.contact_id, i.kind, i.payload FROM input i, locked ORDER BY i.n
+       RETURNING id, contact_id
+     )
+     SELECT pg_notify($2, json_build_object('id', id::text, 'contact_id', contact_id::text)::text) FROM inserted ORDER BY id`,
+    [JSON.stringify(events.map((e) => ({ tenant_id: e.tenantId, contact_id: e.contactId, kind: e.kind, payload: e.payload }))), STREAM_CHANNEL],
+  );
 }

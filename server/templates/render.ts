@@ -1,7 +1,9 @@
 // Rendering templates into what a channel sends. Inbox items are plain text (title, body, action URL);
-// email rendering (subject + brand layout + derived text part) is added alongside as renderEmail().
+// emails are a subject, the content in the brand's react-email layout, and a derived text part.
+import { render as renderReactEmail } from '@react-email/render';
+import { BrandLayout } from '../../templates/layouts/brand-layout.ts';
 import { renderString } from './engine.ts';
-import type { InboxTemplateRow } from './resolve.ts';
+import type { BrandRow, EmailTemplateRow, InboxTemplateRow } from './resolve.ts';
 
 export interface RenderedInbox {
   title: string;
@@ -16,4 +18,30 @@ export async function renderInbox(template: InboxTemplateRow, context: Record<st
     body: await renderString(template.content, context, 'text'),
     action_url: template.action_url ? await renderString(template.action_url, context, 'text') : null,
   };
+}
+
+// Headings keep their case in the text part (html-to-text shouts them by default).
+const TEXT_OPTIONS = {
+  selectors: ['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((selector) => ({ selector, options: { uppercase: false } })),
+};
+
+export interface RenderedEmail {
+  subject: string;
+  html: string;
+  text: string;
+}
+
+/**
+ * An email from a template: the subject rendered as text (line breaks from values folded to spaces,
+ * since it becomes a header), the content rendered as HTML (every value escaped) inside the brand's
+ * layout, and the text part derived from that HTML. Throws UnfilledSlotError naming the first
+ * placeholder the context does not fill, TemplateError for any other template failure.
+ */
+export async function renderEmail(template: EmailTemplateRow, brand: BrandRow, context: Record<string, unknown>): Promise<RenderedEmail> {
+  const subject = (await renderString(template.subject, context, 'text')).replace(/\s*[\r\n]+\s*/g, ' ').trim();
+  const contentHtml = await renderString(template.content, context, 'html');
+  const name = typeof brand.values.name === 'string' ? brand.values.name : null;
+  const element = BrandLayout({ name, colour: brand.values.colour, logoUrl: brand.values.logo_url, title: subject, contentHtml, language: template.language });
+  const [html, text] = await Promise.all([renderReactEmail(element), renderReactEmail(element, { plainText: true, htmlToTextOptions: TEXT_OPTIONS })]);
+  return { subject, html, text: text.trim() };
 }

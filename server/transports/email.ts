@@ -21,7 +21,8 @@ export interface TenantMail {
   fromName?: string | null;
   fromEmail?: string | null;
   replyTo?: string | null;
-  dkim?: DkimSigning | null;
+  /** Chooses the DKIM signature for the From address finally used (brand sender or transport default). */
+  sign?: (fromEmail: string) => Promise<DkimSigning | null>;
 }
 
 /** "Name" <address>, with the display name quoted and stripped of line breaks. */
@@ -81,7 +82,9 @@ export async function sendTenantEmail(runtime: Runtime, em: EntityManager, tenan
     settings = install.settings;
     defaultFrom = addressOf(install.from);
   }
+  const fromEmail = mail.fromEmail ?? defaultFrom.email;
   const from = mail.fromEmail ? formatFrom(mail.fromEmail, mail.fromName) : formatFrom(defaultFrom.email, mail.fromName ?? defaultFrom.name);
+  const dkim = mail.sign ? await mail.sign(fromEmail) : null;
   return deliverEmail(runtime, settings, {
     from,
     to: mail.to,
@@ -89,6 +92,6 @@ export async function sendTenantEmail(runtime: Runtime, em: EntityManager, tenan
     html: mail.html,
     text: mail.text,
     ...(mail.replyTo ? { replyTo: mail.replyTo } : {}),
-    ...(mail.dkim ? { dkim: mail.dkim } : {}),
+    ...(dkim ? { dkim } : {}),
   });
 }

@@ -5,7 +5,7 @@ import { queryOne } from '../../db/sql.ts';
 import { newId } from '../../ids.ts';
 import { appendStreamEvent } from '../../stream/events.ts';
 import { renderInbox } from '../../templates/render.ts';
-import { appendCounts, inboxItemView, type InboxItemRow } from '../inbox-view.ts';
+import { appendCounts, inboxItemView, type InboxItemRow } from '../../services/inbox.ts';
 import { deliveryContext, deliveryTemplate } from '../templates.ts';
 import type { ChannelSender } from './types.ts';
 

@@ -1,16 +1,18 @@
-// The channel registry: which channels this build can deliver. The planner only fans out to
-// registered channels, so a channel whose sender is not wired yet is left out entirely (its
-// deliveries are neither created nor reported as sent).
+// The channel registry: the four channels Herald delivers over. The planner fans out only to
+// registered channels.
 import type { Channel } from '../../schemas/common.ts';
 import { inboxChannel } from './inbox.ts';
+import { emailChannel } from './email.ts';
+import { pushChannel } from './push.ts';
+import { webPushChannel } from './web-push.ts';
+import { sendPush } from '../../transports/push/index.ts';
 import type { ChannelSender } from './types.ts';
 
 const senders: ChannelSender[] = [
   inboxChannel,
-  // integration point: register the other three once their senders are merged:
-  //   emailChannel({ renderEmail, dkimSigningFor, sendTenantEmail })   (./email.ts)
-  //   pushChannel(sendPush)                                             (./push.ts)
-  //   webPushChannel(sendPush)                                          (./web-push.ts)
+  emailChannel,
+  pushChannel(sendPush),
+  webPushChannel(sendPush),
 ];
 
 export const channelRegistry: ReadonlyMap<Channel, ChannelSender> = new Map(senders.map((s) => [s.channel, s]));

@@ -1,8 +1,7 @@
 // The mobile push channel (APNs, FCM, Expo): one delivery per device subscription. The message is the
 // inbox template rendered as plain text (title, body, action URL). A destination the provider reports
 // gone (APNs 410 Unregistered, FCM UNREGISTERED, web push 404/410) is deleted in the same job and the
-// delivery fails without retry. The provider adapters are on another branch; the registry wires
-// pushChannel(sendPush) from server/transports/push/index.ts.
+// delivery fails without retry. The registry wires pushChannel(sendPush) from server/transports/push.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { execute, queryOne } from '../../db/sql.ts';
 import type { Runtime } from '../../runtime.ts';
@@ -10,8 +9,10 @@ import type { Channel } from '../../schemas/common.ts';
 import { renderInbox } from '../../templates/render.ts';
 import { deliveryContext, deliveryTemplate } from '../templates.ts';
 import type { ChannelSender, DeliveryOutcome, SkipReason } from './types.ts';
+import type { PushDestination, PushMessage, PushOutcome } from '../../transports/push/index.ts';
 
-export interface PushDestination {
+/** A contact's stored push subscription (push_subscriptions row). */
+interface SubscriptionRow {
   id: string;
   provider: 'apns' | 'fcm' | 'expo' | 'webpush';
   token: string | null;
@@ -19,32 +20,26 @@ export interface PushDestination {
   keys: { p256dh: string; auth: string } | null;
 }
 
-export interface PushMessage {
-  title: string;
-  body: string;
-  data: Record<string, unknown>;
-  action_url: string | null;
+/** What the channel sends through: sendPush of server/transports/push (injected, so tests can stand in a provider). */
+export type SendPush = (runtime: Runtime, em: EntityManager, tenantId: string, destination: PushDestination, message: PushMessage) => Promise<PushOutcome>;
+
+function providerDestination(row: SubscriptionRow): PushDestination | null {
+  if (row.provider === 'webpush') return row.endpoint && row.keys ? { provider: 'webpush', subscription: { endpoint: row.endpoint, keys: row.keys } } : null;
+  return row.token ? { provider: row.provider, token: row.token } : null;
 }
-
-export type SendPushResult =
-  | { status: 'sent'; providerMessageId?: string }
-  | { status: 'dead'; error: string }
-  | { status: 'failed'; error: string; retryable: boolean }
-  | { status: 'skipped'; reason: string };
-
-export type SendPush = (runtime: Runtime, em: EntityManager, tenantId: string, destination: PushDestination, message: PushMessage) => Promise<SendPushResult>;
 
 /** Shared by push and web_push: they differ only in which subscriptions they address. */
 export function subscriptionChannel(channel: Extract<Channel, 'push' | 'web_push'>, sendPush: SendPush): ChannelSender {
   return {
     channel,
     async deliver({ runtime, em, delivery, event, contact, renderVariables }) {
-      const destination = await queryOne<PushDestination>(
+      const subscription = await queryOne<SubscriptionRow>(
         em,
         `SELECT id, provider, token, endpoint, keys FROM push_subscriptions WHERE id = $1 AND contact_id = $2`,
         [delivery.destination, contact.id],
       );
-      if (!destination) return { status: 'skipped', reason: 'no_destination' };
+      const destination = subscription ? providerDestination(subscription) : null;
+      if (!subscription || !destination) return { status: 'skipped', reason: 'no_destination' };
       const resolved = await deliveryTemplate(em, 'inbox', event, contact);
       if (!resolved) return { status: 'skipped', reason: 'no_template' };
       const rendered = await renderInbox(resolved.template, deliveryContext(resolved.brand, renderVariables, contact));
@@ -55,16 +50,16 @@ export function subscriptionChannel(channel: Extract<Channel, 'push' | 'web_push
         data: { event_id: event.id, type: event.type_key, ...event.variables },
       });
       if (result.status === 'dead') {
-        await execute(em, `DELETE FROM push_subscriptions WHERE id = $1`, [destination.id]);
+        await execute(em, `DELETE FROM push_subscriptions WHERE id = $1`, [subscription.id]);
       } else if (result.status === 'sent') {
-        await execute(em, `UPDATE push_subscriptions SET last_used_at = now() WHERE id = $1`, [destination.id]);
+        await execute(em, `UPDATE push_subscriptions SET last_used_at = now() WHERE id = $1`, [subscription.id]);
       }
       return pushOutcome(result);
     },
   };
 }
 
-export function pushOutcome(result: SendPushResult): DeliveryOutcome {
+export function pushOutcome(result: PushOutcome): DeliveryOutcome {
   switch (result.status) {
     case 'sent':
       return { status: 'sent', providerMessageId: result.providerMessageId ?? null };

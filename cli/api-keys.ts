@@ -1,0 +1,93 @@
+// herald api-keys: issue, list and revoke a tenant's service keys from the host (local admin: the
+// database directly, through the same services as the API), e.g. to bootstrap a tenant's backend.
+import { type Command } from 'commander';
+import * as prompts from '@clack/prompts';
+import { issueApiKey, listApiKeys, revokeApiKey } from '../server/services/api-keys.ts';
+import { AppError } from '../server/errors.ts';
+import { isUuid } from '../server/ids.ts';
+import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
+import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
+import { checkTenantId, requireTenant } from './support/tenant-option.ts';
+
+interface Common {
+  dataDir?: string;
+  tenant?: string;
+  json?: boolean;
+}
+
+export function registerApiKeys(program: Command): void {
+  const group = program
+    .command('api-keys')
+    .description("manage a tenant's service keys (sk_...) on this host")
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ herald api-keys issue --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 --name "billing backend"
+  $ herald api-keys list --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 --json
+  $ herald api-keys revoke 0190f5e3-0000-7000-8000-000000000001 --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 --yes`,
+    );
+
+  withDataDir(group.command('issue'))
+    .description('issue a service key; it is printed once and cannot be shown again')
+    .requiredOption('--tenant <id>', 'tenant id')
+    .option('--name <name>', 'a label for the key (which backend or script holds it)', 'herald-cli')
+    .option('--json', 'print the key and its details as JSON')
+    .addHelpText('after', '\nExample:\n  $ herald api-keys issue --tenant <tenant-id> --name ci --json | jq -r .key')
+    .action(async (options: Common & { name: string }) => {
+      const tenantId = checkTenantId(options.tenant);
+      const name = options.name.trim();
+      if (name.length < 1 || name.length > 100) throw usageError('--name must be 1 to 100 characters');
+      const issued = await withLocalRuntime(configFrom(options), async (runtime) => {
+        const em = runtime.orm.em.fork();
+        await requireTenant(em, tenantId);
+        return issueApiKey(em, tenantId, name);
+      });
+      if (options.json) return printJson(issued);
+      print(issued.key);
+      process.stderr.write(`Issued service key "${issued.name}" (id ${issued.id}). Store it now: it is not shown again.\n`);
+    });
+
+  withDataDir(group.command('list'))
+    .description("list a tenant's live service keys (never the keys themselves)")
+    .requiredOption('--tenant <id>', 'tenant id')
+    .option('--json', 'print the keys as JSON')
+    .action(async (options: Common) => {
+      const tenantId = checkTenantId(options.tenant);
+      const keys = await withLocalRuntime(configFrom(options), async (runtime) => {
+        const em = runtime.orm.em.fork();
+        await requireTenant(em, tenantId);
+        return listApiKeys(em, tenantId);
+      });
+      if (options.json) return printJson(keys);
+      printTable(keys, ['id', 'name', 'prefix', 'created_at', 'last_used_at']);
+    });
+
+  withDataDir(group.command('revoke'))
+    .description('revoke a service key: it stops working at once')
+    .argument('<api_key_id>', 'the id of the key (see herald api-keys list)')
+    .requiredOption('--tenant <id>', 'tenant id')
+    .option('-y, --yes', 'revoke without asking')
+    .option('--json', 'print the result as JSON')
+    .action(async (apiKeyId: string, options: Common & { yes?: boolean }) => {
+      const tenantId = checkTenantId(options.tenant);
+      if (!isUuid(apiKeyId)) throw usageError(`<api_key_id> must be a key id (a UUID), got "${apiKeyId}"`);
+      if (!options.yes) {
+        if (!process.stdin.isTTY) throw usageError('revoking a key cannot be undone: pass --yes to confirm');
+        const answer = await prompts.confirm({ message: `Revoke service key ${apiKeyId}? Callers using it start failing at once.`, initialValue: false });
+        if (prompts.isCancel(answer) || !answer) throw new CliError('not revoked');
+      }
+      await withLocalRuntime(configFrom(options), async (runtime) => {
+        const em = runtime.orm.em.fork();
+        await requireTenant(em, tenantId);
+        try {
+          await revokeApiKey(em, tenantId, apiKeyId);
+        } catch (error) {
+          if (error instanceof AppError && error.status === 404) throw new CliError(`no live service key ${apiKeyId} in tenant ${tenantId}`);
+          throw error;
+        }
+      });
+      if (options.json) return printJson({ id: apiKeyId, revoked: true });
+      print(`Revoked service key ${apiKeyId}.`);
+    });
+}

@@ -1,0 +1,45 @@
+// herald brands: the plan's brand cap of a tenant (default 10), shown, raised or lowered, or reset to
+// the default. The cap only limits creating brands; sending never looks at it.
+import { type Command } from 'commander';
+import { BRAND_LIMIT, brandLimit, countBrands } from '../server/services/brandings.ts';
+import { PLAN_DEFAULTS, listTenantLimits, setTenantLimit } from '../server/services/tenant-limits.ts';
+import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
+import { print, printJson, usageError } from './support/output.ts';
+import { checkTenantId, requireTenant } from './support/tenant-option.ts';
+
+export function registerBrandings(program: Command): void {
+  const group = program
+    .command('brands')
+    .description("a tenant's brands: the plan's brand cap")
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ herald brands limit --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6          # show
+  $ herald brands limit --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 25       # raise to 25
+  $ herald brands limit --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 --reset  # back to the default (${PLAN_DEFAULTS.brands})`,
+    );
+
+  withDataDir(group.command('limit'))
+    .description(`show or set how many brands a tenant may have (default ${PLAN_DEFAULTS.brands}, the default brand included)`)
+    .argument('[n]', 'the new cap (a whole number >= 0)')
+    .requiredOption('--tenant <id>', 'tenant id')
+    .option('--reset', `remove the override: back to the default of ${PLAN_DEFAULTS.brands}`)
+    .option('--json', 'print the result as JSON')
+    .action(async (n: string | undefined, options: { dataDir?: string; tenant?: string; reset?: boolean; json?: boolean }) => {
+      const tenantId = checkTenantId(options.tenant);
+      if (n !== undefined && options.reset) throw usageError('give a number or --reset, not both');
+      if (n !== undefined && !/^\d{1,6}$/.test(n)) throw usageError(`the cap must be a whole number >= 0, got "${n}"`);
+      const result = await withLocalRuntime(configFrom(options), async (runtime) => {
+        const em = runtime.orm.em.fork();
+        await requireTenant(em, tenantId);
+        if (options.reset) await setTenantLimit(em, tenantId, BRAND_LIMIT, null);
+        else if (n !== undefined) await setTenantLimit(em, tenantId, BRAND_LIMIT, Number(n));
+        const overridden = (await listTenantLimits(em, tenantId)).some((l) => l.name === BRAND_LIMIT);
+        return { tenant_id: tenantId, limit: await brandLimit(em, tenantId), default: !overridden, brands: await countBrands(em, tenantId) };
+      });
+      if (options.json) return printJson(result);
+      print(`Brand cap of tenant ${tenantId}: ${result.limit}${result.default ? ' (default)' : ''}; ${result.brands} brand(s) in use.`);
+      if (result.brands > result.limit) print('The tenant has more brands than the cap: existing brands stay, new ones are refused (402).');
+    });
+}
