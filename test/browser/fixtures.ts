@@ -1,11 +1,12 @@
-// Data for the browser tests: a tenant with a service key, a notification type with an inbox
-// template, a contact obtained the way a tenant backend does it (mint a token; on 404 create the
-// contact, then mint again), inbox items already there when the page opens, and triggers.
+// Data for the browser tests: a tenant with a service key that sets up a notification type and its
+// inbox template through the API, a contact obtained the way a tenant backend does it (mint a token;
+// on 404 create the contact, then mint again), inbox items already there when the page opens, and
+// triggers (POST /v1/notifications, delivered by the worker).
 import { expect } from 'vitest';
 import { queryOne } from '../../server/db/sql.ts';
 import { newId } from '../../server/ids.ts';
 import type { TestApp } from '../support/app.ts';
-import { createInboxTemplate, createServiceTenant, createType } from '../support/delivery-fixtures.ts';
+import { createServiceTenant } from '../support/delivery-fixtures.ts';
 
 export const TYPE_KEY = 'build_status';
 
@@ -30,18 +31,23 @@ export async function mintContactToken(app: TestApp, serviceKey: string, externa
   return minted.body;
 }
 
+/** A tenant set up as its backend would: a type and its inbox template through the API, then a contact token. */
 export async function createInboxContact(app: TestApp, externalId: string): Promise<InboxContact> {
   const tenant = await createServiceTenant(app);
-  await createType(app, tenant.tenantId, {
+  const setup = async (path: string, body: unknown) => {
+    const res = await app.request('POST', path, { token: tenant.key, body });
+    expect(res.status, `${path}: ${res.text}`).toBe(201);
+  };
+  await setup('/v1/notification-types', {
     key: TYPE_KEY,
-    channels: { inbox: true, email: false, push: false, web_push: false },
+    channel_defaults: { inbox: true, email: false, push: false, web_push: false },
     variables: [
       { name: 'title', required: true },
       { name: 'body', required: true },
     ],
   });
-  await createType(app, tenant.tenantId, { key: 'account_security', channels: { inbox: true, email: true, push: false, web_push: false }, optOut: false });
-  await createInboxTemplate(app, tenant.tenantId, { type: TYPE_KEY, title: '{{ title }}', content: '{{ body }}' });
+  await setup('/v1/notification-types', { key: 'account_security', channel_defaults: { inbox: true, email: true }, opt_out: false });
+  await setup('/v1/inbox-templates', { notification_type_key: TYPE_KEY, title: '{{ title }}', content: '{{ body }}' });
   const minted = await mintContactToken(app, tenant.key, externalId);
   return { id: minted.contact_id, tenantId: tenant.tenantId, externalId, serviceKey: tenant.key, token: minted.token };
 }
