@@ -60,6 +60,11 @@ export const configSchema = z.object({
       fcmUrl: 'https://fcm.googleapis.com',
       expoUrl: 'https://exp.host',
     }),
+  /**
+   * Let web push endpoints (chosen by browsers) resolve to loopback or private addresses. Off in
+   * production: it would let anyone with a contact token make Herald call internal services.
+   */
+  allowPrivatePushEndpoints: z.boolean().default(false),
   /** DNS server(s) used to check sender domains, host:port; empty means the system resolver. */
   dnsServers: z.array(z.string()).default([]),
   /** Interval of the comment heartbeat on real-time streams (keeps proxies from closing idle connections). */

@@ -7,7 +7,6 @@ import { Migrator, type Migration } from '@mikro-orm/migrations';
 import type { Config } from '../config.ts';
 import pg from 'pg';
 import { embeddedUrl, startEmbeddedPostgres, type EmbeddedDatabase } from './embedded-postgres.ts';
-import { entities } from './entities/index.ts';
 import { migrations } from '../../migrations/index.ts';
 
 export type { EntityManager };
@@ -25,7 +24,9 @@ const MIGRATION_LOCK_ID = 7_361_029_114; // arbitrary, fixed: pg_advisory_lock k
 export async function initOrm(url: string, options: { poolMax?: number } = {}): Promise<MikroORM> {
   return MikroORM.init({
     clientUrl: url,
-    entities,
+    // Herald uses MikroORM for connections, transactions and migrations; data access is explicit SQL
+    // through server/db/sql.ts (set-based statements on hot paths), so no entities are mapped.
+    entities: [],
     extensions: [Migrator],
     discovery: { warnWhenNoEntities: false },
     allowGlobalContext: false,

@@ -61,6 +61,8 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       port: 0,
       logLevel: 'debug',
       encryptionKeys: options.keyFile ? undefined : `test1:${generateKey()}`,
+      // The test peers (web push service, APNs, FCM) listen on loopback.
+      allowPrivatePushEndpoints: true,
       ...options.config,
       dataDir,
       databaseUrl: database.url,

@@ -6,6 +6,7 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { rootCertificates } from 'node:tls';
 import type { Runtime } from '../../runtime.ts';
+import { NonPublicAddressError, assertPublicHost, publicOnlyLookup } from '../../net/public-address.ts';
 
 export interface ProviderState {
   ca: string[] | undefined;
@@ -50,11 +51,25 @@ export class ProviderUnreachableError extends Error {
 export function providerRequest(
   runtime: Runtime,
   url: string,
-  options: { method?: string; headers?: Record<string, string>; body?: string | Buffer; timeoutMs?: number },
+  options: {
+    method?: string;
+    headers?: Record<string, string>;
+    body?: string | Buffer;
+    timeoutMs?: number;
+    /** Refuse to connect to non-public addresses (for destinations a tenant or browser chose). */
+    publicOnly?: boolean;
+  },
 ): Promise<ProviderResponse> {
   const target = new URL(url);
   const send = target.protocol === 'https:' ? httpsRequest : target.protocol === 'http:' ? httpRequest : null;
   if (!send) return Promise.reject(new ProviderUnreachableError(`unsupported URL scheme ${target.protocol}`));
+  if (options.publicOnly) {
+    try {
+      assertPublicHost(target);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
   const { ca } = providerState(runtime);
   return new Promise((resolve, reject) => {
     const req = send(
@@ -63,6 +78,7 @@ export function providerRequest(
         method: options.method ?? 'POST',
         headers: options.headers,
         ...(target.protocol === 'https:' && ca ? { ca } : {}),
+        ...(options.publicOnly ? { lookup: publicOnlyLookup as never } : {}),
         timeout: options.timeoutMs ?? 15_000,
       },
       (res) => {
@@ -78,7 +94,7 @@ export function providerRequest(
       },
     );
     req.on('timeout', () => req.destroy(new Error('request timed out')));
-    req.on('error', (error) => reject(new ProviderUnreachableError(`${target.origin}: ${error.message}`)));
+    req.on('error', (error) => reject(error instanceof NonPublicAddressError ? error : new ProviderUnreachableError(`${target.origin}: ${error.message}`)));
     req.end(options.body);
   });
 }

@@ -7,6 +7,7 @@ import { createECDH } from 'node:crypto';
 import type { Runtime } from '../../runtime.ts';
 import type { PushMessage, PushOutcome, WebPushSubscription } from './index.ts';
 import { describeAnswer, providerRequest } from './provider-http.ts';
+import { NonPublicAddressError } from '../../net/public-address.ts';
 
 export interface WebPushCredentials {
   subject: string;
@@ -61,8 +62,15 @@ export async function sendWebPush(runtime: Runtime, creds: WebPushCredentials, s
   for (const [k, v] of Object.entries(details.headers)) headers[k] = String(v);
   let answer;
   try {
-    answer = await providerRequest(runtime, details.endpoint, { method: details.method, headers, body: details.body ?? undefined });
+    answer = await providerRequest(runtime, details.endpoint, {
+      method: details.method,
+      headers,
+      body: details.body ?? undefined,
+      // Endpoints come from browsers: never let one point Herald at its own network.
+      publicOnly: !runtime.config.allowPrivatePushEndpoints,
+    });
   } catch (error) {
+    if (error instanceof NonPublicAddressError) return { status: 'dead', error: `web push endpoint refused: ${error.message}` };
     return { status: 'failed', error: `web push service unreachable: ${(error as Error).message}`, retryable: true };
   }
   if (answer.status >= 200 && answer.status < 300) {

@@ -1,0 +1,68 @@
+// Outbound requests to addresses a tenant or a browser chose (web push endpoints) must not reach
+// Herald's own network: loopback, private, link-local, carrier-grade NAT, multicast and reserved
+// ranges are refused. The check runs in the socket's DNS lookup, so a name that resolves (or later
+// re-resolves) to an internal address is refused too; IP-literal hosts are checked before connecting.
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { isIP } from 'node:net';
+
+const V4_BLOCKED: Array<[number, number]> = [
+  [0x00000000, 8], // 0.0.0.0/8 "this network"
+  [0x0a000000, 8], // 10/8
+  [0x64400000, 10], // 100.64/10 carrier-grade NAT
+  [0x7f000000, 8], // 127/8 loopback
+  [0xa9fe0000, 16], // 169.254/16 link-local (cloud metadata)
+  [0xac100000, 12], // 172.16/12
+  [0xc0000000, 24], // 192.0.0/24 IETF protocol assignments
+  [0xc0000200, 24], // 192.0.2/24 documentation
+  [0xc0a80000, 16], // 192.168/16
+  [0xc6120000, 15], // 198.18/15 benchmarking
+  [0xc6336400, 24], // 198.51.100/24 documentation
+  [0xcb007100, 24], // 203.0.113/24 documentation
+  [0xe0000000, 4], // 224/4 multicast
+  [0xf0000000, 4], // 240/4 reserved, broadcast
+];
+
+function v4ToInt(ip: string): number {
+  return ip.split('.').reduce((n, part) => (n << 8) + Number(part), 0) >>> 0;
+}
+
+export function isNonPublicAddress(ip: string): boolean {
+  const family = isIP(ip);
+  if (family === 4) {
+    const n = v4ToInt(ip);
+    return V4_BLOCKED.some(([base, bits]) => (n >>> (32 - bits)) === (base >>> (32 - bits)));
+  }
+  if (family === 6) {
+    const lower = ip.toLowerCase();
+    const mapped = /^(?:0*:)*:?ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(lower) ?? /^::(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
+    if (mapped) return isNonPublicAddress(mapped[1]!);
+    if (lower === '::' || lower === '::1') return true;
+    const first = parseInt(lower.split(':')[0] || '0', 16);
+    return (first & 0xfe00) === 0xfc00 /* fc00::/7 unique local */ || (first & 0xffc0) === 0xfe80 /* fe80::/10 link-local */ || (first & 0xff00) === 0xff00; /* multicast */
+  }
+  return true; // not an address at all
+}
+
+export class NonPublicAddressError extends Error {
+  override name = 'NonPublicAddressError';
+}
+
+/** Throws for a URL whose host is an IP literal in a non-public range (Node does not call `lookup` for those). */
+export function assertPublicHost(url: URL): void {
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (isIP(host) && isNonPublicAddress(host)) throw new NonPublicAddressError(`${host} is not a public address`);
+  if (host === 'localhost' || host.endsWith('.localhost')) throw new NonPublicAddressError(`${host} is not a public address`);
+}
+
+type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/** A `lookup` for http(s).request that only ever connects to public addresses. */
+export function publicOnlyLookup(hostname: string, options: { all?: boolean; family?: number | string }, callback: LookupCallback): void {
+  dnsLookup(hostname, { ...options, all: true } as never, (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => {
+    if (error) return callback(error, []);
+    const allowed = addresses.filter((a) => !isNonPublicAddress(a.address));
+    if (allowed.length === 0) return callback(new NonPublicAddressError(`${hostname} resolves only to non-public addresses`), []);
+    if (options.all) return callback(null, allowed);
+    callback(null, allowed[0]!.address, allowed[0]!.family);
+  });
+}

@@ -1,0 +1,70 @@
+// Web push endpoints are chosen by browsers: Herald must never let one point it at its own network.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import webpush from 'web-push';
+import { isNonPublicAddress, publicOnlyLookup } from '../server/net/public-address.ts';
+import { startTestApp, type TestApp } from './support/app.ts';
+import { testCertificate } from './support/tls.ts';
+import { sendPush } from '../server/transports/push/index.ts';
+import { createTenant } from '../server/services/tenants.ts';
+import { createUser } from '../server/services/users.ts';
+
+describe('isNonPublicAddress', () => {
+  it.each(['127.0.0.1', '10.1.2.3', '172.20.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1', '::1', '::', 'fd00::1', 'fe80::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1'])(
+    '%s is not public',
+    (ip) => expect(isNonPublicAddress(ip)).toBe(true),
+  );
+  it.each(['8.8.8.8', '1.1.1.1', '172.32.0.1', '100.128.0.1', '2001:4860:4860::8888', '::ffff:8.8.8.8'])('%s is public', (ip) =>
+    expect(isNonPublicAddress(ip)).toBe(false),
+  );
+});
+
+describe('publicOnlyLookup', () => {
+  it('refuses a name that resolves only to loopback', async () => {
+    const error = await new Promise<Error | null>((resolve) => publicOnlyLookup('localhost', {}, (e) => resolve(e)));
+    expect(error?.message).toMatch(/non-public/);
+  });
+});
+
+describe('sending web push with allowPrivatePushEndpoints off (the production default)', () => {
+  let app: TestApp;
+  let target: Server;
+  let hits = 0;
+  let port = 0;
+
+  beforeAll(async () => {
+    const { cert, key, caFile } = testCertificate();
+    target = createServer({ cert, key }, (_req, res) => {
+      hits++;
+      res.writeHead(201).end();
+    });
+    await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
+    port = (target.address() as AddressInfo).port;
+    app = await startTestApp({ config: { allowPrivatePushEndpoints: false, providers: { caFile } as never } });
+  });
+  afterAll(async () => {
+    await app?.close();
+    await new Promise<void>((resolve) => target.close(() => resolve()));
+  });
+
+  it('treats an endpoint on a loopback address as dead without calling it', async () => {
+    const em = app.runtime.orm.em.fork();
+    const user = await createUser(em, { email: 'owner@ssrf.test', password: 'a long password', verified: true });
+    const tenant = await createTenant(em, { name: 'Ssrf', ownerUserId: user.id, makeDefault: true });
+    const vapid = webpush.generateVAPIDKeys();
+    await em.transactional(async (tx) => {
+      const { putPushTransport } = await import('../server/services/push-transports.ts');
+      await putPushTransport(app.runtime, tx, tenant.id, 'webpush', { subject: 'mailto:ops@ssrf.test', public_key: vapid.publicKey, private_key: vapid.privateKey });
+    });
+    // A browser-like subscription (valid keys) whose endpoint points at Herald's own network.
+    const browser = webpush.generateVAPIDKeys();
+    const subscription = { endpoint: `https://127.0.0.1:${port}/push/abc`, keys: { p256dh: browser.publicKey, auth: Buffer.alloc(16, 1).toString('base64url') } };
+    const outcome = await sendPush(app.runtime, app.runtime.orm.em.fork(), tenant.id, { provider: 'webpush', subscription }, { title: 't', body: 'b' });
+    expect(outcome).toMatchObject({ status: 'dead' });
+    expect((outcome as { error: string }).error).toMatch(/not a public address/);
+    const byName = await sendPush(app.runtime, app.runtime.orm.em.fork(), tenant.id, { provider: 'webpush', subscription: { ...subscription, endpoint: `https://localhost:${port}/push/abc` } }, { title: 't', body: 'b' });
+    expect(byName).toMatchObject({ status: 'dead' });
+    expect(hits).toBe(0);
+  });
+});
