@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { confirm, isCancel } from '@clack/prompts';
 import { CliError, print, printJson, usageError } from './support/output.ts';
-import { apiError, remoteClient, withRemote, type RemoteOptions } from './support/remote.ts';
+import { remoteClient, withRemote, type RemoteOptions } from './support/remote.ts';
 
 interface ContactFieldOptions {
   email?: string;
@@ -104,7 +104,7 @@ Examples:
     .addHelpText('after', '\nExample:\n  $ herald contacts create user-42 --email ann@example.com --property plan=\\"pro\\"')
     .action(async (externalId: string, options: ContactFieldOptions & RemoteOptions & Json) => {
       const client = remoteClient(options);
-      printContact(await client.call<Contact>('POST', '/v1/contacts', { external_id: externalId, ...fieldsOf(options) }), options);
+      printContact(await client.call<Contact>('POST', '/v1/contacts', { body: { external_id: externalId, ...fieldsOf(options) } }), options);
     });
 
   withRemote(contacts.command('get <id>'))
@@ -148,7 +148,7 @@ Examples:
         properties: { ...current.properties, ...((changes.properties as object | undefined) ?? {}) },
       };
       for (const field of clear) next[field] = field === 'properties' ? {} : null;
-      printContact(await client.call<Contact>('PUT', idPath(id), next), options);
+      printContact(await client.call<Contact>('PUT', idPath(id), { body: next }), options);
     });
 
   withRemote(contacts.command('delete <id>'))
@@ -187,21 +187,13 @@ Example:
       const summary = { created: 0, updated: 0, errors: [] as Array<{ index: number; detail: string }> };
       for (let start = 0; start < entries.length; start += BULK_SIZE) {
         const chunk = entries.slice(start, start + BULK_SIZE);
-        for (;;) {
-          const res = await client.send<{ created: number; updated: number; errors: Array<{ index: number; detail: string }> }>('POST', '/v1/contacts/bulk', {
-            contacts: chunk,
-          });
-          if (res.status === 429) {
-            const wait = Number(res.headers.get('retry-after') ?? '1');
-            await new Promise((r) => setTimeout(r, Math.max(1, wait) * 1000));
-            continue;
-          }
-          if (res.status !== 200) throw apiError(res);
-          summary.created += res.body.created;
-          summary.updated += res.body.updated;
-          summary.errors.push(...res.body.errors.map((e) => ({ index: e.index + start, detail: e.detail })));
-          break;
-        }
+        const result = await client.call<{ created: number; updated: number; errors: Array<{ index: number; detail: string }> }>('POST', '/v1/contacts/bulk', {
+          body: { contacts: chunk },
+          waitWhenRateLimited: true,
+        });
+        summary.created += result.created;
+        summary.updated += result.updated;
+        summary.errors.push(...result.errors.map((e) => ({ index: e.index + start, detail: e.detail })));
       }
       if (options.json) printJson(summary);
       else {
@@ -217,7 +209,7 @@ Example:
     .addHelpText('after', '\nExample:\n  $ TOKEN=$(herald contacts token user-42)')
     .action(async (externalId: string, options: RemoteOptions & Json) => {
       const result = await remoteClient(options).call<{ token: string; expires_in: number; contact_id: string }>('POST', '/v1/contacts/tokens', {
-        external_id: externalId,
+        body: { external_id: externalId },
       });
       if (options.json) printJson(result);
       else print(result.token);
