@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { CliError, EXIT_FAILURE, print, printJson, printTable, usageError } from './support/output.ts';
 import { remoteClient, withRemote, type RemoteClient, type RemoteOptions } from './support/remote.ts';
+import type { EventResponse, TriggerResponse } from '../server/schemas/notifications.ts';
 
 interface SendOptions extends RemoteOptions {
   type: string;
@@ -18,13 +19,6 @@ interface SendOptions extends RemoteOptions {
   wait?: boolean;
   timeout: string;
   json?: boolean;
-}
-
-interface EventView {
-  event_id: string;
-  external_id: string;
-  status: string;
-  deliveries?: Array<{ channel: string; status: string; reason: string | null; last_error: string | null }>;
 }
 
 const FINAL = new Set(['delivered', 'partially_delivered', 'failed', 'skipped']);
@@ -67,7 +61,7 @@ Examples:
       if (options.brand) body.brand = options.brand;
       if (options.channel.length > 0) body.channels = options.channel;
       const headers = options.idempotencyKey ? { 'idempotency-key': options.idempotencyKey } : undefined;
-      const accepted = await client.call<{ events: EventView[] }>('POST', '/v1/notifications', { body, headers });
+      const accepted = await client.call<TriggerResponse>('POST', '/v1/notifications', { body, headers });
       if (!options.wait) {
         if (options.json) printJson(accepted);
         else for (const e of accepted.events) print(`queued ${e.event_id} for ${e.external_id}`);
@@ -108,17 +102,17 @@ function readDataFile(file: string | undefined): Record<string, unknown> {
   return parsed as Record<string, unknown>;
 }
 
-async function waitForEvents(client: RemoteClient, ids: string[], timeoutMs: number): Promise<EventView[]> {
+async function waitForEvents(client: RemoteClient, ids: string[], timeoutMs: number): Promise<EventResponse[]> {
   const deadline = Date.now() + timeoutMs;
   for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {
-    const events = await Promise.all(ids.map((id) => client.call<EventView>('GET', `/v1/notifications/${encodeURIComponent(id)}`)));
+    const events = await Promise.all(ids.map((id) => client.call<EventResponse>('GET', `/v1/notifications/${encodeURIComponent(id)}`)));
     if (events.every((e) => FINAL.has(e.status)) || Date.now() >= deadline) return events;
     await new Promise((r) => setTimeout(r, Math.min(delay, Math.max(0, deadline - Date.now()))));
   }
 }
 
-export function summaryRow(e: EventView): Record<string, unknown> {
-  const deliveries = (e.deliveries ?? [])
+export function summaryRow(e: EventResponse): Record<string, unknown> {
+  const deliveries = e.deliveries
     .map((d) => `${d.channel}:${d.status}${d.reason ? `(${d.reason})` : ''}${d.last_error ? ` [${d.last_error}]` : ''}`)
     .join(', ');
   return { ...e, deliveries: deliveries || '-' };
