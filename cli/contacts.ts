@@ -3,8 +3,8 @@
 // and mint a contact token for testing a front end.
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { confirm, isCancel } from '@clack/prompts';
-import { CliError, print, printJson, usageError } from './support/output.ts';
+import { print, printJson, usageError } from './support/output.ts';
+import { confirmUnlessYes } from './support/confirm.ts';
 import { remoteClient, withRemote, type RemoteOptions } from './support/remote.ts';
 import type { BulkContactsResponse, ContactResponse, ContactTokenResponse } from '../server/schemas/contacts.ts';
 
@@ -147,11 +147,10 @@ Examples:
     .addHelpText('after', '\nExample:\n  $ herald contacts delete 01890a5d-ac96-774b-bcce-b302099a8057 --yes')
     .action(async (id: string, options: RemoteOptions & Json & { yes?: boolean }) => {
       const client = remoteClient(options);
-      if (!options.yes) {
-        if (!process.stdin.isTTY) throw usageError('refusing to delete without --yes (stdin is not a terminal)');
-        const answer = await confirm({ message: `Delete contact ${id}, its preferences, push subscriptions and inbox?` });
-        if (isCancel(answer) || !answer) throw new CliError('cancelled');
-      }
+      await confirmUnlessYes(options.yes, {
+        question: `Delete contact ${id}, its preferences, push subscriptions and inbox?`,
+        withoutTerminal: 'refusing to delete without --yes (stdin is not a terminal)',
+      });
       await client.call('DELETE', idPath(id));
       if (options.json) printJson({ deleted: id });
       else print(`deleted contact ${id}`);

@@ -4,7 +4,6 @@
 // never printed.
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import * as prompts from '@clack/prompts';
 import type { Config } from '../server/config.ts';
 import { PushProvider } from '../server/schemas/common.ts';
 import type { EmailTransportResponse, PushTransportResponse, SendTestResult } from '../server/schemas/transports.ts';
@@ -23,6 +22,7 @@ import { parseInput } from '../server/http/validate.ts';
 import { smtpSettingsFromUrl } from '../server/email/smtp.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
+import { confirmUnlessYes } from './support/confirm.ts';
 import { remoteClient, type RemoteClient, type RemoteOptions } from './support/remote.ts';
 import type { Runtime } from '../server/runtime.ts';
 
@@ -130,11 +130,8 @@ function parsePort(value: string | undefined): number | undefined {
   return port;
 }
 
-async function confirmDestructive(yes: boolean | undefined, message: string): Promise<void> {
-  if (yes) return;
-  if (!process.stdin.isTTY) throw usageError('this removes configuration: confirm with --yes');
-  const ok = await prompts.confirm({ message });
-  if (ok !== true) throw new CliError('cancelled');
+function confirmRemoval(yes: boolean | undefined, question: string): Promise<void> {
+  return confirmUnlessYes(yes, { question, withoutTerminal: 'this removes configuration: confirm with --yes' });
 }
 
 function printEmail(transport: EmailTransportResponse): void {
@@ -254,7 +251,7 @@ Examples:
     .option('-y, --yes', 'do not ask for confirmation')
     .addHelpText('after', '\nExamples:\n  $ herald transports email remove --tenant <id> --yes')
     .action(async (options: TargetOptions & { yes?: boolean }) => {
-      await confirmDestructive(options.yes, 'Remove the email transport?');
+      await confirmRemoval(options.yes, 'Remove the email transport?');
       await withApi(options, async (api) => {
         await api.deleteEmail();
         if (options.json) printJson({ removed: true });
@@ -416,7 +413,7 @@ Examples:
     .addHelpText('after', '\nExamples:\n  $ herald transports push remove expo --tenant <id> --yes')
     .action(async (providerName: string, options: TargetOptions & { yes?: boolean }) => {
       const provider = parseProvider(providerName);
-      await confirmDestructive(options.yes, `Remove the ${provider} push transport?`);
+      await confirmRemoval(options.yes, `Remove the ${provider} push transport?`);
       await withApi(options, async (api) => {
         await api.deletePush(provider);
         if (options.json) printJson({ removed: true, provider });
