@@ -1,12 +1,12 @@
 // herald api-keys: issue, list and revoke a tenant's service keys from the host (local admin: the
 // database directly, through the same services as the API), e.g. to bootstrap a tenant's backend.
 import { type Command } from 'commander';
-import * as prompts from '@clack/prompts';
 import { issueApiKey, listApiKeys, revokeApiKey } from '../server/services/api-keys.ts';
 import { AppError } from '../server/errors.ts';
 import { isUuid } from '../server/ids.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
+import { confirmUnlessYes } from './support/confirm.ts';
 import { checkTenantId, requireTenant } from './support/tenant-option.ts';
 
 interface Common {
@@ -72,11 +72,12 @@ Examples:
     .action(async (apiKeyId: string, options: Common & { yes?: boolean }) => {
       const tenantId = checkTenantId(options.tenant);
       if (!isUuid(apiKeyId)) throw usageError(`<api_key_id> must be a key id (a UUID), got "${apiKeyId}"`);
-      if (!options.yes) {
-        if (!process.stdin.isTTY) throw usageError('revoking a key cannot be undone: pass --yes to confirm');
-        const answer = await prompts.confirm({ message: `Revoke service key ${apiKeyId}? Callers using it start failing at once.`, initialValue: false });
-        if (prompts.isCancel(answer) || !answer) throw new CliError('not revoked');
-      }
+      await confirmUnlessYes(options.yes, {
+        question: `Revoke service key ${apiKeyId}? Callers using it start failing at once.`,
+        withoutTerminal: 'revoking a key cannot be undone: pass --yes to confirm',
+        declined: 'not revoked',
+        initialValue: false,
+      });
       await withLocalRuntime(configFrom(options), async (runtime) => {
         const em = runtime.orm.em.fork();
         await requireTenant(em, tenantId);

@@ -3,9 +3,10 @@
 // and mint a contact token for testing a front end.
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { confirm, isCancel } from '@clack/prompts';
-import { CliError, print, printJson, usageError } from './support/output.ts';
-import { apiError, remoteClient, withRemote, type RemoteOptions } from './support/remote.ts';
+import { print, printJson, usageError } from './support/output.ts';
+import { confirmUnlessYes } from './support/confirm.ts';
+import { remoteClient, withRemote, type RemoteOptions } from './support/remote.ts';
+import type { BulkContactsResponse, ContactResponse, ContactTokenResponse } from '../server/schemas/contacts.ts';
 
 interface ContactFieldOptions {
   email?: string;
@@ -13,18 +14,6 @@ interface ContactFieldOptions {
   name?: string;
   language?: string;
   property?: string[];
-}
-
-interface Contact {
-  id: string;
-  external_id: string;
-  email: string | null;
-  phone: string | null;
-  name: string | null;
-  language: string | null;
-  properties: Record<string, unknown>;
-  created_at: string;
-  updated_at: string;
 }
 
 type Json = { json?: boolean };
@@ -68,7 +57,7 @@ function fieldsOf(options: ContactFieldOptions): Record<string, unknown> {
   return fields;
 }
 
-function printContact(contact: Contact, options: Json): void {
+function printContact(contact: ContactResponse, options: Json): void {
   if (options.json) return printJson(contact);
   print(`id           ${contact.id}`);
   print(`external_id  ${contact.external_id}`);
@@ -104,7 +93,7 @@ Examples:
     .addHelpText('after', '\nExample:\n  $ herald contacts create user-42 --email ann@example.com --property plan=\\"pro\\"')
     .action(async (externalId: string, options: ContactFieldOptions & RemoteOptions & Json) => {
       const client = remoteClient(options);
-      printContact(await client.call<Contact>('POST', '/v1/contacts', { external_id: externalId, ...fieldsOf(options) }), options);
+      printContact(await client.call<ContactResponse>('POST', '/v1/contacts', { body: { external_id: externalId, ...fieldsOf(options) } }), options);
     });
 
   withRemote(contacts.command('get <id>'))
@@ -112,7 +101,7 @@ Examples:
     .option('--json', 'print the contact as JSON')
     .addHelpText('after', '\nExample:\n  $ herald contacts get 01890a5d-ac96-774b-bcce-b302099a8057 --json')
     .action(async (id: string, options: RemoteOptions & Json) => {
-      printContact(await remoteClient(options).call<Contact>('GET', idPath(id)), options);
+      printContact(await remoteClient(options).call<ContactResponse>('GET', idPath(id)), options);
     });
 
   withRemote(contacts.command('find <external_id>'))
@@ -120,7 +109,7 @@ Examples:
     .option('--json', 'print the contact as JSON')
     .addHelpText('after', '\nExample:\n  $ herald contacts find user-42')
     .action(async (externalId: string, options: RemoteOptions & Json) => {
-      printContact(await remoteClient(options).call<Contact>('GET', `/v1/contacts?external_id=${encodeURIComponent(externalId)}`), options);
+      printContact(await remoteClient(options).call<ContactResponse>('GET', `/v1/contacts?external_id=${encodeURIComponent(externalId)}`), options);
     });
 
   withFields(withRemote(contacts.command('update <id>')))
@@ -137,7 +126,7 @@ Examples:
       }
       if (Object.keys(changes).length === 0 && clear.length === 0) throw usageError('nothing to update: give --email, --phone, --name, --language, --property or --clear');
       // The API's PUT replaces every mutable field: start from the stored contact.
-      const current = await client.call<Contact>('GET', idPath(id));
+      const current = await client.call<ContactResponse>('GET', idPath(id));
       const next: Record<string, unknown> = {
         email: current.email,
         phone: current.phone,
@@ -148,7 +137,7 @@ Examples:
         properties: { ...current.properties, ...((changes.properties as object | undefined) ?? {}) },
       };
       for (const field of clear) next[field] = field === 'properties' ? {} : null;
-      printContact(await client.call<Contact>('PUT', idPath(id), next), options);
+      printContact(await client.call<ContactResponse>('PUT', idPath(id), { body: next }), options);
     });
 
   withRemote(contacts.command('delete <id>'))
@@ -158,11 +147,10 @@ Examples:
     .addHelpText('after', '\nExample:\n  $ herald contacts delete 01890a5d-ac96-774b-bcce-b302099a8057 --yes')
     .action(async (id: string, options: RemoteOptions & Json & { yes?: boolean }) => {
       const client = remoteClient(options);
-      if (!options.yes) {
-        if (!process.stdin.isTTY) throw usageError('refusing to delete without --yes (stdin is not a terminal)');
-        const answer = await confirm({ message: `Delete contact ${id}, its preferences, push subscriptions and inbox?` });
-        if (isCancel(answer) || !answer) throw new CliError('cancelled');
-      }
+      await confirmUnlessYes(options.yes, {
+        question: `Delete contact ${id}, its preferences, push subscriptions and inbox?`,
+        withoutTerminal: 'refusing to delete without --yes (stdin is not a terminal)',
+      });
       await client.call('DELETE', idPath(id));
       if (options.json) printJson({ deleted: id });
       else print(`deleted contact ${id}`);
@@ -184,24 +172,16 @@ Example:
     .action(async (file: string, options: RemoteOptions & Json) => {
       const client = remoteClient(options);
       const entries = readContactsFile(file);
-      const summary = { created: 0, updated: 0, errors: [] as Array<{ index: number; detail: string }> };
+      const summary: BulkContactsResponse = { created: 0, updated: 0, errors: [] };
       for (let start = 0; start < entries.length; start += BULK_SIZE) {
         const chunk = entries.slice(start, start + BULK_SIZE);
-        for (;;) {
-          const res = await client.send<{ created: number; updated: number; errors: Array<{ index: number; detail: string }> }>('POST', '/v1/contacts/bulk', {
-            contacts: chunk,
-          });
-          if (res.status === 429) {
-            const wait = Number(res.headers.get('retry-after') ?? '1');
-            await new Promise((r) => setTimeout(r, Math.max(1, wait) * 1000));
-            continue;
-          }
-          if (res.status !== 200) throw apiError(res);
-          summary.created += res.body.created;
-          summary.updated += res.body.updated;
-          summary.errors.push(...res.body.errors.map((e) => ({ index: e.index + start, detail: e.detail })));
-          break;
-        }
+        const result = await client.call<BulkContactsResponse>('POST', '/v1/contacts/bulk', {
+          body: { contacts: chunk },
+          waitWhenRateLimited: true,
+        });
+        summary.created += result.created;
+        summary.updated += result.updated;
+        summary.errors.push(...result.errors.map((e) => ({ index: e.index + start, detail: e.detail })));
       }
       if (options.json) printJson(summary);
       else {
@@ -216,8 +196,8 @@ Example:
     .option('--json', 'print {token, token_type, expires_in, contact_id} as JSON')
     .addHelpText('after', '\nExample:\n  $ TOKEN=$(herald contacts token user-42)')
     .action(async (externalId: string, options: RemoteOptions & Json) => {
-      const result = await remoteClient(options).call<{ token: string; expires_in: number; contact_id: string }>('POST', '/v1/contacts/tokens', {
-        external_id: externalId,
+      const result = await remoteClient(options).call<ContactTokenResponse>('POST', '/v1/contacts/tokens', {
+        body: { external_id: externalId },
       });
       if (options.json) printJson(result);
       else print(result.token);

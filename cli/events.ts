@@ -1,8 +1,10 @@
 // herald events get|list: an event's delivery status and the activity log (remote mode).
+// Like herald send, every API error (a 422 too) exits 1.
 import type { Command } from 'commander';
-import { apiClient, withRemote, type RemoteOptions } from './support/api-client.ts';
-import { print, printJson, printTable, usageError } from './support/output.ts';
+import { EXIT_FAILURE, print, printJson, printTable, usageError } from './support/output.ts';
+import { remoteClient, withRemote, type RemoteOptions } from './support/remote.ts';
 import { summaryRow } from './send.ts';
+import type { EventPage, EventResponse } from '../server/schemas/notifications.ts';
 
 interface ListOptions extends RemoteOptions {
   type?: string;
@@ -18,7 +20,7 @@ export function registerEvents(program: Command): void {
   withRemote(events.command('get').description("one event's delivery status").argument('<event_id>').option('--json', 'print JSON'))
     .addHelpText('after', `\nExamples:\n  $ herald events get 0193f1c2-...-7a1b --json`)
     .action(async (eventId: string, options: RemoteOptions & { json?: boolean }) => {
-      const { body } = await apiClient(options).request('GET', `/v1/notifications/${encodeURIComponent(eventId)}`);
+      const body = await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call<EventResponse>('GET', `/v1/notifications/${encodeURIComponent(eventId)}`);
       if (options.json) return printJson(body);
       print(`event      ${body.event_id}`);
       print(`type       ${body.type}`);
@@ -48,7 +50,7 @@ export function registerEvents(program: Command): void {
       if (options.status) query.set('status', options.status);
       if (options.externalId) query.set('external_id', options.externalId);
       if (options.cursor) query.set('cursor', options.cursor);
-      const { body } = await apiClient(options).request('GET', `/v1/notifications?${query}`);
+      const body = await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call<EventPage>('GET', `/v1/notifications?${query}`);
       if (options.json) return printJson(body);
       printTable(body.items.map(summaryRow), ['event_id', 'type', 'external_id', 'status', 'created_at', 'deliveries']);
       if (body.next_cursor) print(`\nmore: --cursor ${body.next_cursor}`);

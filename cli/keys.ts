@@ -1,10 +1,10 @@
 // herald keys list|rotate|retire: the encryption key ring that protects every stored secret.
 import type { Command } from 'commander';
-import * as prompts from '@clack/prompts';
 import type { Config } from '../server/config.ts';
 import { listKeys, retireKey, rotateKeys } from '../server/services/keys.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
+import { confirmUnlessYes } from './support/confirm.ts';
 
 function refuseEnvironmentSource(config: Config, action: string): void {
   if (config.encryptionKeys) {
@@ -81,10 +81,11 @@ Examples:
     .action(async (keyId: string, options: { dataDir?: string; force?: boolean; yes?: boolean; json?: boolean }) => {
       const config = configFrom({ dataDir: options.dataDir });
       refuseEnvironmentSource(config, 'retire');
-      if (options.force && !options.yes) {
-        if (!process.stdin.isTTY) throw usageError('--force makes secrets under the key unreadable: confirm with --yes');
-        const ok = await prompts.confirm({ message: `Remove key ${keyId} even if secrets still use it? They become unreadable.` });
-        if (ok !== true) throw new CliError('cancelled');
+      if (options.force) {
+        await confirmUnlessYes(options.yes, {
+          question: `Remove key ${keyId} even if secrets still use it? They become unreadable.`,
+          withoutTerminal: '--force makes secrets under the key unreadable: confirm with --yes',
+        });
       }
       const result = await withLocalRuntime(config, (runtime) => retireKey(runtime.orm.em.fork(), runtime.keyRing, config.dataDir, keyId, { force: options.force }));
       if (options.json) return printJson(result);

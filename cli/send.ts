@@ -3,8 +3,9 @@
 // error or a failed delivery, 2 a usage error.
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { apiClient, withRemote, type ApiClient, type RemoteOptions } from './support/api-client.ts';
 import { CliError, EXIT_FAILURE, print, printJson, printTable, usageError } from './support/output.ts';
+import { remoteClient, withRemote, type RemoteClient, type RemoteOptions } from './support/remote.ts';
+import type { EventResponse, TriggerResponse } from '../server/schemas/notifications.ts';
 
 interface SendOptions extends RemoteOptions {
   type: string;
@@ -18,13 +19,6 @@ interface SendOptions extends RemoteOptions {
   wait?: boolean;
   timeout: string;
   json?: boolean;
-}
-
-interface EventView {
-  event_id: string;
-  external_id: string;
-  status: string;
-  deliveries?: Array<{ channel: string; status: string; reason: string | null; last_error: string | null }>;
 }
 
 const FINAL = new Set(['delivered', 'partially_delivered', 'failed', 'skipped']);
@@ -62,18 +56,18 @@ Examples:
       if (!Number.isFinite(timeout) || timeout <= 0) throw usageError('--timeout must be a positive number of seconds');
       const variables = { ...readDataFile(options.dataFile), ...pairs(options.var, '--var') };
       const secretVariables = pairs(options.secret, '--secret');
-      const client = apiClient(options);
+      const client = remoteClient(options, { invalidInputExit: EXIT_FAILURE });
       const body: Record<string, unknown> = { type: options.type, recipients: options.to, variables, secret_variables: secretVariables };
       if (options.brand) body.brand = options.brand;
       if (options.channel.length > 0) body.channels = options.channel;
       const headers = options.idempotencyKey ? { 'idempotency-key': options.idempotencyKey } : undefined;
-      const accepted = await client.request<{ events: EventView[] }>('POST', '/v1/notifications', { body, headers });
+      const accepted = await client.call<TriggerResponse>('POST', '/v1/notifications', { body, headers });
       if (!options.wait) {
-        if (options.json) printJson(accepted.body);
-        else for (const e of accepted.body.events) print(`queued ${e.event_id} for ${e.external_id}`);
+        if (options.json) printJson(accepted);
+        else for (const e of accepted.events) print(`queued ${e.event_id} for ${e.external_id}`);
         return;
       }
-      const events = await waitForEvents(client, accepted.body.events.map((e) => e.event_id), timeout * 1000);
+      const events = await waitForEvents(client, accepted.events.map((e) => e.event_id), timeout * 1000);
       if (options.json) printJson({ events });
       else printTable(events.map(summaryRow), ['event_id', 'external_id', 'status', 'deliveries']);
       const unfinished = events.filter((e) => !FINAL.has(e.status));
@@ -108,17 +102,17 @@ function readDataFile(file: string | undefined): Record<string, unknown> {
   return parsed as Record<string, unknown>;
 }
 
-async function waitForEvents(client: ApiClient, ids: string[], timeoutMs: number): Promise<EventView[]> {
+async function waitForEvents(client: RemoteClient, ids: string[], timeoutMs: number): Promise<EventResponse[]> {
   const deadline = Date.now() + timeoutMs;
   for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {
-    const events = await Promise.all(ids.map(async (id) => (await client.request<EventView>('GET', `/v1/notifications/${encodeURIComponent(id)}`)).body));
+    const events = await Promise.all(ids.map((id) => client.call<EventResponse>('GET', `/v1/notifications/${encodeURIComponent(id)}`)));
     if (events.every((e) => FINAL.has(e.status)) || Date.now() >= deadline) return events;
     await new Promise((r) => setTimeout(r, Math.min(delay, Math.max(0, deadline - Date.now()))));
   }
 }
 
-export function summaryRow(e: EventView): Record<string, unknown> {
-  const deliveries = (e.deliveries ?? [])
+export function summaryRow(e: EventResponse): Record<string, unknown> {
+  const deliveries = e.deliveries
     .map((d) => `${d.channel}:${d.status}${d.reason ? `(${d.reason})` : ''}${d.last_error ? ` [${d.last_error}]` : ''}`)
     .join(', ');
   return { ...e, deliveries: deliveries || '-' };

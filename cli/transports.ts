@@ -4,7 +4,6 @@
 // never printed.
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import * as prompts from '@clack/prompts';
 import type { Config } from '../server/config.ts';
 import { PushProvider } from '../server/schemas/common.ts';
 import type { EmailTransportResponse, PushTransportResponse, SendTestResult } from '../server/schemas/transports.ts';
@@ -22,14 +21,14 @@ import { EmailTransportRequest, SendTestEmailRequest, SendTestPushRequest } from
 import { parseInput } from '../server/http/validate.ts';
 import { smtpSettingsFromUrl } from '../server/email/smtp.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
-import { CliError, EXIT_USAGE, print, printJson, printTable, usageError } from './support/output.ts';
+import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
+import { confirmUnlessYes } from './support/confirm.ts';
+import { remoteClient, type RemoteClient, type RemoteOptions } from './support/remote.ts';
 import type { Runtime } from '../server/runtime.ts';
 
-interface TargetOptions {
+interface TargetOptions extends RemoteOptions {
   dataDir?: string;
   tenant?: string;
-  url?: string;
-  apiKey?: string;
   json?: boolean;
 }
 
@@ -53,30 +52,8 @@ function withTarget(command: Command): Command {
     .option('--json', 'print as JSON');
 }
 
-function remoteApi(baseUrl: string, apiKey: string): TransportApi {
-  const call = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
-    let response: Response;
-    try {
-      response = await fetch(baseUrl.replace(/\/+$/, '') + path, {
-        method,
-        headers: { authorization: `Bearer ${apiKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(60_000),
-      });
-    } catch (error) {
-      throw new CliError(`cannot reach ${baseUrl}: ${(error as Error).message}`);
-    }
-    const text = await response.text();
-    const parsed = text ? (JSON.parse(text) as unknown) : undefined;
-    if (!response.ok) {
-      const detail = (parsed as { detail?: unknown } | undefined)?.detail;
-      const message = Array.isArray(detail)
-        ? detail.map((d: { loc?: unknown[]; msg?: string }) => `${(d.loc ?? []).join('.')}: ${d.msg}`).join('; ')
-        : String(detail ?? response.statusText);
-      throw new CliError(`HTTP ${response.status}: ${message}`, response.status === 422 ? EXIT_USAGE : 1);
-    }
-    return parsed as T;
-  };
+function remoteApi(client: RemoteClient): TransportApi {
+  const call = <T>(method: string, path: string, body?: unknown): Promise<T> => client.call<T>(method, path, { body });
   return {
     getEmail: () => call('GET', '/v1/email-transport'),
     putEmail: (body) => call('PUT', '/v1/email-transport', body),
@@ -105,12 +82,7 @@ function localApi(runtime: Runtime, tenantId: string): TransportApi {
 
 /** Runs `fn` against the remote API or, with --tenant, the local database. */
 async function withApi<T>(options: TargetOptions, fn: (api: TransportApi, local: { runtime: Runtime; config: Config } | null) => Promise<T>): Promise<T> {
-  const url = options.url ?? process.env.HERALD_URL;
-  if (url) {
-    const apiKey = options.apiKey ?? process.env.HERALD_API_KEY;
-    if (!apiKey) throw usageError('remote mode needs a service key: --api-key or HERALD_API_KEY');
-    return fn(remoteApi(url, apiKey), null);
-  }
+  if (options.url ?? process.env.HERALD_URL) return fn(remoteApi(remoteClient(options)), null);
   if (!options.tenant) throw usageError('give --tenant <id> (local mode) or --url and --api-key (remote mode)');
   const config = configFrom({ dataDir: options.dataDir });
   const tenantId = options.tenant;
@@ -158,11 +130,8 @@ function parsePort(value: string | undefined): number | undefined {
   return port;
 }
 
-async function confirmDestructive(yes: boolean | undefined, message: string): Promise<void> {
-  if (yes) return;
-  if (!process.stdin.isTTY) throw usageError('this removes configuration: confirm with --yes');
-  const ok = await prompts.confirm({ message });
-  if (ok !== true) throw new CliError('cancelled');
+function confirmRemoval(yes: boolean | undefined, question: string): Promise<void> {
+  return confirmUnlessYes(yes, { question, withoutTerminal: 'this removes configuration: confirm with --yes' });
 }
 
 function printEmail(transport: EmailTransportResponse): void {
@@ -282,7 +251,7 @@ Examples:
     .option('-y, --yes', 'do not ask for confirmation')
     .addHelpText('after', '\nExamples:\n  $ herald transports email remove --tenant <id> --yes')
     .action(async (options: TargetOptions & { yes?: boolean }) => {
-      await confirmDestructive(options.yes, 'Remove the email transport?');
+      await confirmRemoval(options.yes, 'Remove the email transport?');
       await withApi(options, async (api) => {
         await api.deleteEmail();
         if (options.json) printJson({ removed: true });
@@ -444,7 +413,7 @@ Examples:
     .addHelpText('after', '\nExamples:\n  $ herald transports push remove expo --tenant <id> --yes')
     .action(async (providerName: string, options: TargetOptions & { yes?: boolean }) => {
       const provider = parseProvider(providerName);
-      await confirmDestructive(options.yes, `Remove the ${provider} push transport?`);
+      await confirmRemoval(options.yes, `Remove the ${provider} push transport?`);
       await withApi(options, async (api) => {
         await api.deletePush(provider);
         if (options.json) printJson({ removed: true, provider });

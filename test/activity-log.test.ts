@@ -1,38 +1,38 @@
 // GET /v1/notifications: the activity log, newest first, filters, cursor paging, secrets masked.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { createInboxTemplate, createServiceTenant, createType, waitForFinal, type ServiceTenant } from './support/delivery-fixtures.ts';
+import { insertInboxTemplate, createTenantFixture, insertNotificationType, waitForFinal, type TenantFixture } from './support/fixtures.ts';
 
 let app: TestApp;
-let acme: ServiceTenant;
-let other: ServiceTenant;
+let acme: TenantFixture;
+let other: TenantFixture;
 const triggered: string[] = [];
 
 beforeAll(async () => {
   app = await startTestApp();
-  acme = await createServiceTenant(app, 'Acme');
-  other = await createServiceTenant(app, 'Other');
+  acme = await createTenantFixture(app, 'Acme');
+  other = await createTenantFixture(app, 'Other');
   for (const key of ['alpha', 'beta']) {
-    await createType(app, acme.tenantId, { key });
-    await createInboxTemplate(app, acme.tenantId, { type: key, title: key, content: 'pin {{ pin }}' });
+    await insertNotificationType(app, acme.tenantId, { key });
+    await insertInboxTemplate(app, acme.tenantId, { type: key, title: key, content: 'pin {{ pin }}' });
   }
-  await createType(app, other.tenantId, { key: 'alpha' });
+  await insertNotificationType(app, other.tenantId, { key: 'alpha' });
   for (const [type, recipient] of [['alpha', 'u1'], ['beta', 'u2'], ['alpha', 'u2'], ['beta', 'u1'], ['alpha', 'u3']] as const) {
     const res = await app.request('POST', '/v1/notifications', {
-      token: acme.key,
+      token: acme.serviceKey,
       body: { type, recipients: [recipient], variables: { visible: 'yes' }, secret_variables: { pin: 'pin-9931' } },
     });
     expect(res.status).toBe(202);
     triggered.push(res.body.events[0].event_id);
   }
-  await app.request('POST', '/v1/notifications', { token: other.key, body: { type: 'alpha', recipients: ['u1'] } });
+  await app.request('POST', '/v1/notifications', { token: other.serviceKey, body: { type: 'alpha', recipients: ['u1'] } });
   await waitForFinal(app, triggered);
 });
 afterAll(async () => {
   await app?.close();
 });
 
-const list = (query = '', token = acme.key) => app.request('GET', `/v1/notifications${query}`, { token });
+const list = (query = '', token = acme.serviceKey) => app.request('GET', `/v1/notifications${query}`, { token });
 
 describe('GET /v1/notifications', () => {
   it("lists the tenant's events newest first, secrets masked", async () => {
@@ -67,7 +67,7 @@ describe('GET /v1/notifications', () => {
   });
 
   it("never shows another tenant's events", async () => {
-    const res = await list('', other.key);
+    const res = await list('', other.serviceKey);
     expect(res.status).toBe(200);
     expect(res.body.items).toHaveLength(1);
     expect(triggered).not.toContain(res.body.items[0].event_id);
@@ -76,7 +76,7 @@ describe('GET /v1/notifications', () => {
   it('answers 401 without a credential and 403 for a contact token', async () => {
     expect((await app.request('GET', '/v1/notifications')).status).toBe(401);
     const event = (await list()).body.items[0];
-    const token = app.runtime.tokens.sign('contact', event.contact_id, acme.tenantId, 3600, app.runtime.clock.now());
+    const token = acme.tokenFor(event.contact_id);
     expect((await list('', token)).status).toBe(403);
   });
 

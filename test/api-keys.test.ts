@@ -2,16 +2,20 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { createManagementFixture, expectManagementOnly, expectValidationError, type ManagementFixture } from './support/management-fixture.ts';
+import { addUser, createTenantFixture, expectManagementOnly, expectValidationError, type TenantFixture } from './support/fixtures.ts';
 import { query } from '../server/db/sql.ts';
 
 let app: TestApp;
-let acme: ManagementFixture;
-let globex: ManagementFixture;
+let acme: TenantFixture;
+let globex: TenantFixture;
+let acmeAdmin: string;
+let globexAdmin: string;
 
 beforeAll(async () => {
   app = await startTestApp();
-  [acme, globex] = await Promise.all([createManagementFixture(app, 'Acme'), createManagementFixture(app, 'Globex')]);
+  [acme, globex] = await Promise.all([createTenantFixture(app, 'Acme'), createTenantFixture(app, 'Globex')]);
+  acmeAdmin = (await addUser(app, acme.tenantId, 'admin', true)).token;
+  globexAdmin = (await addUser(app, globex.tenantId, 'admin', true)).token;
 });
 afterAll(async () => {
   await app?.close();
@@ -19,7 +23,7 @@ afterAll(async () => {
 
 describe('POST /v1/api-keys', () => {
   it('issues an sk_ key with 32 random bytes, shown once, usable at once', async () => {
-    const res = await app.request('POST', '/v1/api-keys', { token: acme.adminToken, body: { name: '  billing backend ' } });
+    const res = await app.request('POST', '/v1/api-keys', { token: acmeAdmin, body: { name: '  billing backend ' } });
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
       id: expect.any(String),
@@ -43,7 +47,7 @@ describe('POST /v1/api-keys', () => {
   });
 
   it('is open to the owner, an admin and a service key', async () => {
-    for (const token of [acme.ownerToken, acme.adminToken, acme.serviceKey]) {
+    for (const token of [acme.ownerToken, acmeAdmin, acme.serviceKey]) {
       const res = await app.request('POST', '/v1/api-keys', { token, body: { name: 'k' } });
       expect(res.status).toBe(201);
     }
@@ -65,7 +69,7 @@ describe('GET /v1/api-keys', () => {
   it("lists the tenant's live keys without the secret, and records their last use", async () => {
     const issued = await app.request('POST', '/v1/api-keys', { token: globex.serviceKey, body: { name: 'listed' } });
     await app.request('GET', '/v1/api-keys', { token: issued.body.key });
-    const res = await app.request('GET', '/v1/api-keys', { token: globex.adminToken });
+    const res = await app.request('GET', '/v1/api-keys', { token: globexAdmin });
     expect(res.status).toBe(200);
     const listed = res.body.find((k: { id: string }) => k.id === issued.body.id);
     expect(listed).toEqual({ id: issued.body.id, name: 'listed', prefix: issued.body.prefix, created_at: issued.body.created_at, last_used_at: expect.any(String) });

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { startSmtpPeer, type SmtpPeer } from './support/smtp-peer.ts';
 import { ManualClock } from '../server/clock.ts';
-import { drainSystemEmails, linkTokenOf, mailsTo, requestAs, signUp, uniqueEmail, waitForMail } from './support/identity.ts';
+import { drainSystemEmails, linkTokenOf, mailsTo, requestAs, signUp, uniqueEmail, waitForMail } from './support/fixtures.ts';
 
 let app: TestApp;
 let smtp: SmtpPeer;

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { startSmtpPeer, type SmtpPeer } from './support/smtp-peer.ts';
 import { ManualClock } from '../server/clock.ts';
-import { PASSWORD, drainSystemEmails, linkTokenOf, mailsTo, requestAs, signUp, uniqueEmail, waitForMail } from './support/identity.ts';
+import { PASSWORD, drainSystemEmails, linkTokenOf, mailsTo, requestAs, signUp, sql, uniqueEmail, waitForMail } from './support/fixtures.ts';
 
 let app: TestApp;
 let smtp: SmtpPeer;
@@ -36,7 +36,7 @@ describe('POST /v1/auth/register', () => {
     expect(tenants.body).toEqual([
       { id: login.body.tenant_id, name: 'Acme Ltd', archived: false, role: 'owner', is_default: true, created_at: expect.any(String) },
     ]);
-    const brand = await app.runtime.orm.em.fork().getConnection().execute(`SELECT key, "values", is_default FROM brands WHERE tenant_id = ?`, [login.body.tenant_id]);
+    const brand = await sql(app, `SELECT key, "values", is_default FROM brands WHERE tenant_id = $1`, [login.body.tenant_id]);
     expect(brand).toEqual([{ key: 'default', values: { name: 'Acme Ltd' }, is_default: true }]);
   });
 
@@ -77,7 +77,7 @@ describe('POST /v1/auth/verify-email', () => {
     const second = await requestAs(app, 'POST', '/v1/auth/verify-email', { body: { token } });
     expect(second.status).toBe(422);
     expect(second.body.code).toBe('invalid_link');
-    const row = await app.runtime.orm.em.fork().getConnection().execute(`SELECT email_verified_at FROM users WHERE id = ?`, [user.userId]);
+    const row = await sql<{ email_verified_at: Date | null }>(app, `SELECT email_verified_at FROM users WHERE id = $1`, [user.userId]);
     expect(row[0]!.email_verified_at).not.toBeNull();
   });
 

@@ -2,19 +2,14 @@
 // while the install's users sign in and manage their one tenant as usual.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { PASSWORD, requestAs, uniqueEmail } from './support/identity.ts';
-import { createUser } from '../server/services/users.ts';
-import { createTenant } from '../server/services/tenants.ts';
+import { PASSWORD, createTenantFixture, requestAs, uniqueEmail } from './support/fixtures.ts';
 
 let app: TestApp;
 let ownerEmail: string;
 
 beforeAll(async () => {
   app = await startTestApp({ config: { mode: 'single', trustedProxies: ['127.0.0.1'] } });
-  ownerEmail = uniqueEmail('owner');
-  const em = app.runtime.orm.em.fork();
-  const user = await createUser(em, { email: ownerEmail, password: PASSWORD, verified: true });
-  await createTenant(em, { name: 'On-prem', ownerUserId: user.id, makeDefault: true });
+  ownerEmail = (await createTenantFixture(app, 'On-prem')).ownerEmail;
 });
 afterAll(async () => {
   await app?.close();

@@ -1,17 +1,19 @@
 // Brands: the default brand (never deleted), values and sender settings, the plan's brand cap (402).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { createManagementFixture, expectManagementOnly, expectValidationError, type ManagementFixture } from './support/management-fixture.ts';
+import { addUser, createTenantFixture, expectManagementOnly, expectValidationError, type TenantFixture } from './support/fixtures.ts';
 import { setTenantLimit } from '../server/services/tenant-limits.ts';
 import { query } from '../server/db/sql.ts';
 
 let app: TestApp;
-let acme: ManagementFixture;
-let globex: ManagementFixture;
+let acme: TenantFixture;
+let globex: TenantFixture;
+let acmeAdmin: string;
 
 beforeAll(async () => {
   app = await startTestApp();
-  [acme, globex] = await Promise.all([createManagementFixture(app, 'Acme'), createManagementFixture(app, 'Globex')]);
+  [acme, globex] = await Promise.all([createTenantFixture(app, 'Acme'), createTenantFixture(app, 'Globex')]);
+  acmeAdmin = (await addUser(app, acme.tenantId, 'admin', true)).token;
 });
 afterAll(async () => {
   await app?.close();
@@ -20,7 +22,7 @@ afterAll(async () => {
 let counter = 0;
 const uniqueKey = () => `brand-${++counter}`;
 
-async function createBrand(fx: ManagementFixture, body: Record<string, unknown> = {}) {
+async function createBrand(fx: TenantFixture, body: Record<string, unknown> = {}) {
   const res = await app.request('POST', '/v1/brandings', { token: fx.serviceKey, body: { key: uniqueKey(), ...body } });
   expect(res.status).toBe(201);
   return res.body;
@@ -29,7 +31,7 @@ async function createBrand(fx: ManagementFixture, body: Record<string, unknown> 
 describe('POST /v1/brandings', () => {
   it('creates a brand with values (free keys too) and sender settings', async () => {
     const res = await app.request('POST', '/v1/brandings', {
-      token: acme.adminToken,
+      token: acmeAdmin,
       body: {
         key: 'premium',
         values: { name: 'Acme Premium', colour: '#AA3300', logo_url: 'https://cdn.acme.test/premium.png', support_email: 'help@acme.test', tier: 2 },
@@ -62,7 +64,7 @@ describe('POST /v1/brandings', () => {
   });
 
   it("answers 402 once the plan's cap is reached (the default brand counts), and again after it is raised", async () => {
-    const fx = await createManagementFixture(app, 'Capped');
+    const fx = await createTenantFixture(app, 'Capped');
     const em = app.runtime.orm.em.fork();
     await setTenantLimit(em, fx.tenantId, 'brands', 3);
     await createBrand(fx);
@@ -75,7 +77,7 @@ describe('POST /v1/brandings', () => {
   });
 
   it('keeps to the cap under concurrent creation', async () => {
-    const fx = await createManagementFixture(app, 'Racing');
+    const fx = await createTenantFixture(app, 'Racing');
     await setTenantLimit(app.runtime.orm.em.fork(), fx.tenantId, 'brands', 3);
     const results = await Promise.all(
       Array.from({ length: 6 }, (_, i) => app.request('POST', '/v1/brandings', { token: fx.serviceKey, body: { key: `race-${i}` } })),
@@ -85,7 +87,7 @@ describe('POST /v1/brandings', () => {
   });
 
   it('has a default cap of 10 brands', async () => {
-    const fx = await createManagementFixture(app, 'Ten');
+    const fx = await createTenantFixture(app, 'Ten');
     for (let i = 0; i < 9; i++) await createBrand(fx);
     expect((await app.request('POST', '/v1/brandings', { token: fx.serviceKey, body: { key: 'eleventh' } })).status).toBe(402);
   });
@@ -111,7 +113,7 @@ describe('POST /v1/brandings', () => {
 
 describe('GET /v1/brandings', () => {
   it("lists the tenant's brands, the default one (created with the tenant) first", async () => {
-    const fx = await createManagementFixture(app, 'Listing Co');
+    const fx = await createTenantFixture(app, 'Listing Co');
     const brand = await createBrand(fx, { values: { name: 'Second' } });
     const res = await app.request('GET', '/v1/brandings', { token: fx.ownerToken });
     expect(res.status).toBe(200);
@@ -160,7 +162,7 @@ describe('DELETE /v1/brandings/{key}', () => {
       body: { notification_type_key: 'brand_delete_type', brand_key: brand.key, subject: 's', content: 'c' },
     });
     expect(template.status).toBe(201);
-    const res = await app.request('DELETE', `/v1/brandings/${brand.key}`, { token: acme.adminToken });
+    const res = await app.request('DELETE', `/v1/brandings/${brand.key}`, { token: acmeAdmin });
     expect(res.status).toBe(204);
     expect(res.text).toBe('');
     expect((await app.request('GET', `/v1/brandings/${brand.key}`, { token: acme.serviceKey })).status).toBe(404);
@@ -230,7 +232,7 @@ describe('PUT /v1/brandings/{key}/values', () => {
 describe('PUT /v1/brandings/{key}/sender', () => {
   it('replaces the sender settings', async () => {
     const brand = await createBrand(acme, { sender: { from_name: 'Old', from_email: 'old@acme.test', reply_to: 'old@acme.test' } });
-    const res = await app.request('PUT', `/v1/brandings/${brand.key}/sender`, { token: acme.adminToken, body: { from_name: 'Acme', from_email: 'news@acme.test' } });
+    const res = await app.request('PUT', `/v1/brandings/${brand.key}/sender`, { token: acmeAdmin, body: { from_name: 'Acme', from_email: 'news@acme.test' } });
     expect(res.status).toBe(200);
     expect(res.body.sender).toEqual({ from_name: 'Acme', from_email: 'news@acme.test', reply_to: null });
     const [row] = await query<{ sender: unknown }>(app.runtime.orm.em.fork(), `SELECT sender FROM brands WHERE tenant_id = $1 AND key = $2`, [acme.tenantId, brand.key]);

@@ -2,18 +2,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { runCli } from './support/cli.ts';
-import { createManagementFixture, type ManagementFixture } from './support/management-fixture.ts';
+import { createTenantFixture, type TenantFixture } from './support/fixtures.ts';
 
 // Each command starts a Node process and opens the database: slow on a busy machine.
 const CLI_TIMEOUT = 180_000;
 
 let app: TestApp;
-let acme: ManagementFixture;
+let acme: TenantFixture;
 let env: Record<string, string>;
 
 beforeAll(async () => {
   app = await startTestApp();
-  acme = await createManagementFixture(app, 'Acme');
+  acme = await createTenantFixture(app, 'Acme');
   env = { HERALD_HOME: app.dataDir, DATABASE_URL: app.database.url, HERALD_ENCRYPTION_KEYS: app.config.encryptionKeys!, HERALD_LOG_LEVEL: 'error' };
 });
 afterAll(async () => {

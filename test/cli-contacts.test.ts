@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { runCli } from './support/cli.ts';
-import { createTenantFixture, type TenantFixture } from './support/tenant-fixture.ts';
+import { createTenantFixture, type TenantFixture } from './support/fixtures.ts';
 
 // Every CLI call starts a Node process; allow for a loaded machine.
 vi.setConfig({ testTimeout: 120_000 });

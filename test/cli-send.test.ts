@@ -5,19 +5,19 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { runCli } from './support/cli.ts';
-import { createInboxTemplate, createServiceTenant, createType, sqlOne, type ServiceTenant } from './support/delivery-fixtures.ts';
+import { insertInboxTemplate, createTenantFixture, insertNotificationType, sqlOne, type TenantFixture } from './support/fixtures.ts';
 
 let app: TestApp;
-let acme: ServiceTenant;
+let acme: TenantFixture;
 let dir: string;
 
 beforeAll(async () => {
   app = await startTestApp();
-  acme = await createServiceTenant(app, 'Acme');
-  await createType(app, acme.tenantId, { key: 'deploy', variables: [{ name: 'version', required: true }] });
-  await createInboxTemplate(app, acme.tenantId, { type: 'deploy', title: 'Deployed {{ version }}', content: 'by {{ who }} code {{ code }}' });
-  await createType(app, acme.tenantId, { key: 'broken' });
-  await createInboxTemplate(app, acme.tenantId, { type: 'broken', title: 'x', content: '{{ missing_slot }}' });
+  acme = await createTenantFixture(app, 'Acme');
+  await insertNotificationType(app, acme.tenantId, { key: 'deploy', variables: [{ name: 'version', required: true }] });
+  await insertInboxTemplate(app, acme.tenantId, { type: 'deploy', title: 'Deployed {{ version }}', content: 'by {{ who }} code {{ code }}' });
+  await insertNotificationType(app, acme.tenantId, { key: 'broken' });
+  await insertInboxTemplate(app, acme.tenantId, { type: 'broken', title: 'x', content: '{{ missing_slot }}' });
   dir = mkdtempSync(join(tmpdir(), 'herald-cli-send-'));
 });
 afterAll(async () => {
@@ -25,7 +25,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const remote = () => ['--url', app.url, '--api-key', acme.key];
+const remote = () => ['--url', app.url, '--api-key', acme.serviceKey];
 
 describe('herald send', () => {
   it('sends, waits until delivered and prints JSON with secrets masked', async () => {
@@ -53,7 +53,7 @@ describe('herald send', () => {
   });
 
   it('takes the server and key from HERALD_URL / HERALD_API_KEY, and replays with an idempotency key', async () => {
-    const env = { HERALD_URL: app.url, HERALD_API_KEY: acme.key };
+    const env = { HERALD_URL: app.url, HERALD_API_KEY: acme.serviceKey };
     const args = ['send', '--type', 'deploy', '--to', 'idem', '--var', 'version=2', '--idempotency-key', 'ci-build-77', '--json'];
     const first = await runCli(args, { env });
     const second = await runCli(args, { env });

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { runCli, type CliResult } from './support/cli.ts';
 import { startSmtpPeer, type SmtpPeer } from './support/smtp-peer.ts';
-import { seedTenant, type SeededTenant } from './support/transport-fixtures.ts';
+import { createTenantFixture, type TenantFixture } from './support/fixtures.ts';
 import { sendTenantEmail } from '../server/transports/email.ts';
 
 const SMTP_PASS = 'cli-smtp-Secret-5150';
@@ -17,8 +17,8 @@ const apnsKey = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateK
 
 let app: TestApp;
 let smtp: SmtpPeer;
-let t: SeededTenant;
-let other: SeededTenant;
+let t: TenantFixture;
+let other: TenantFixture;
 let dir: string;
 const outputs: CliResult[] = [];
 
@@ -41,8 +41,8 @@ async function herald(args: string[], options: { input?: string; env?: Record<st
 beforeAll(async () => {
   smtp = await startSmtpPeer({ auth: { user: 'cli', pass: SMTP_PASS } });
   app = await startTestApp();
-  t = await seedTenant(app.runtime, 'Cli');
-  other = await seedTenant(app.runtime, 'NoTransport');
+  t = await createTenantFixture(app, 'Cli');
+  other = await createTenantFixture(app, 'NoTransport');
   dir = mkdtempSync(join(tmpdir(), 'herald-cli-transports-'));
   writeFileSync(join(dir, 'AuthKey.p8'), apnsKey);
   writeFileSync(join(dir, 'apns.json'), JSON.stringify({ team_id: 'TEAM123456', key_id: 'KEYID12345', bundle_id: 'com.acme.app', environment: 'sandbox' }));

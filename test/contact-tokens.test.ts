@@ -2,7 +2,7 @@
 // what a token may reach: its own contact only, never a management route, never after expiry.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { createTenantFixture, type TenantFixture } from './support/tenant-fixture.ts';
+import { createTenantFixture, type TenantFixture } from './support/fixtures.ts';
 import { ManualClock } from '../server/clock.ts';
 
 let app: TestApp;

@@ -2,7 +2,7 @@
 // its rate limit) and the preferred language; credentials, tenants and contact scope.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { createTenantFixture, type TenantFixture } from './support/tenant-fixture.ts';
+import { createTenantFixture, type TenantFixture } from './support/fixtures.ts';
 import { ManualClock } from '../server/clock.ts';
 import { newId } from '../server/ids.ts';
 

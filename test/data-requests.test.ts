@@ -4,7 +4,7 @@
 import { statSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { addUser, requestAs, signUp, type SignedUp } from './support/identity.ts';
+import { addUser, requestAs, signUp, type SignedUp } from './support/fixtures.ts';
 import { query, queryOne } from '../server/db/sql.ts';
 import { hashServiceKey } from '../server/http/auth.ts';
 

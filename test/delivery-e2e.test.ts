@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeyPairSync } from 'node:crypto';
 import { authenticate } from 'mailauth';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { seedTenant, type SeededTenant } from './support/transport-fixtures.ts';
+import { createTenantFixture, type TenantFixture } from './support/fixtures.ts';
 import { startSmtpPeer, type SmtpPeer } from './support/smtp-peer.ts';
 import { startDnsServer, type DnsServer } from './support/dns-server.ts';
 import { startApnsPeer, type ApnsPeer } from './support/apns-peer.ts';
@@ -36,7 +36,7 @@ let dns: DnsServer;
 let apns: ApnsPeer;
 let fcm: FcmPeer;
 let pushService: WebPushService;
-let acme: SeededTenant;
+let acme: TenantFixture;
 let cySubscription: TestSubscription;
 const contactIds: Record<string, string> = {};
 
@@ -124,7 +124,7 @@ beforeAll(async () => {
       },
     },
   });
-  acme = await seedTenant(app.runtime, 'Acme');
+  acme = await createTenantFixture(app, 'Acme');
 
   // Transports, sender domain (verified against the local DNS), brand, type and templates: all over HTTP.
   await api('PUT', '/v1/email-transport', { host: smtp.host, port: smtp.port, secure: false, from_email: 'robot@acme.test', from_name: 'Acme Robot' });

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HERALD_BIN } from './support/cli.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { createInboxTemplate, createServiceTenant, createType, sql, sqlOne, waitForFinal, type ServiceTenant } from './support/delivery-fixtures.ts';
+import { insertInboxTemplate, createTenantFixture, insertNotificationType, sql, sqlOne, waitForFinal, type TenantFixture } from './support/fixtures.ts';
 import { execute } from '../server/db/sql.ts';
 import { deliverEvent } from '../server/delivery/worker.ts';
 import { planDeliveries, type PlanInput } from '../server/delivery/plan.ts';
@@ -23,14 +23,14 @@ import type { PushOutcome } from '../server/transports/push/index.ts';
 
 let api: TestApp;
 let worker: TestApp | null = null;
-let acme: ServiceTenant;
+let acme: TenantFixture;
 
 beforeAll(async () => {
   // The API process does not deliver; a separate worker process (same database) does, once started.
   api = await startTestApp({ role: 'api' });
-  acme = await createServiceTenant(api, 'Acme');
-  await createType(api, acme.tenantId, { key: 'plain' });
-  await createInboxTemplate(api, acme.tenantId, { type: 'plain', title: 'Hi {{ contact.external_id }}', content: 'Hello from {{ name }}', actionUrl: 'https://app.test/{{ contact.external_id }}' });
+  acme = await createTenantFixture(api, 'Acme');
+  await insertNotificationType(api, acme.tenantId, { key: 'plain' });
+  await insertInboxTemplate(api, acme.tenantId, { type: 'plain', title: 'Hi {{ contact.external_id }}', content: 'Hello from {{ name }}', actionUrl: 'https://app.test/{{ contact.external_id }}' });
 });
 afterAll(async () => {
   await worker?.close();
@@ -38,7 +38,7 @@ afterAll(async () => {
 });
 
 async function trigger(body: Record<string, unknown>): Promise<string[]> {
-  const res = await api.request('POST', '/v1/notifications', { token: acme.key, body: { type: 'plain', ...body } });
+  const res = await api.request('POST', '/v1/notifications', { token: acme.serviceKey, body: { type: 'plain', ...body } });
   expect(res.status).toBe(202);
   return res.body.events.map((e: { event_id: string }) => e.event_id);
 }
@@ -52,10 +52,10 @@ const deliveriesOf = (eventId: string) =>
 
 describe('archived tenant (fan-out skips it)', () => {
   it('skips events queued before the tenant was archived', async () => {
-    const t = await createServiceTenant(api, 'Soon archived');
-    await createType(api, t.tenantId, { key: 'plain' });
-    await createInboxTemplate(api, t.tenantId, { type: 'plain', title: 'x', content: 'y' });
-    const res = await api.request('POST', '/v1/notifications', { token: t.key, body: { type: 'plain', recipients: ['a', 'b'] } });
+    const t = await createTenantFixture(api, 'Soon archived');
+    await insertNotificationType(api, t.tenantId, { key: 'plain' });
+    await insertInboxTemplate(api, t.tenantId, { type: 'plain', title: 'x', content: 'y' });
+    const res = await api.request('POST', '/v1/notifications', { token: t.serviceKey, body: { type: 'plain', recipients: ['a', 'b'] } });
     expect(res.status).toBe(202);
     await execute(api.runtime.orm.em.fork(), `UPDATE tenants SET archived_at = now() WHERE id = $1`, [t.tenantId]);
     const ids = res.body.events.map((e: { event_id: string }) => e.event_id);
@@ -94,8 +94,8 @@ describe('inbox delivery', () => {
   });
 
   it('skips the inbox for a contact who opted out, only while the type opt-out policy is on', async () => {
-    await createType(api, acme.tenantId, { key: 'optable', optOut: true });
-    await createInboxTemplate(api, acme.tenantId, { type: 'optable', title: 't', content: 'c' });
+    await insertNotificationType(api, acme.tenantId, { key: 'optable', optOut: true });
+    await insertInboxTemplate(api, acme.tenantId, { type: 'optable', title: 't', content: 'c' });
     const [warm] = await trigger({ type: 'optable', recipients: ['opt_1', 'opt_2'] });
     await waitForFinal(api, [warm!]);
     const contact = await sqlOne<{ id: string }>(api, `SELECT id FROM contacts WHERE tenant_id = $1 AND external_id = 'opt_1'`, [acme.tenantId]);
@@ -112,7 +112,7 @@ describe('inbox delivery', () => {
   });
 
   it("records channel_disabled for a requested channel the type has off", async () => {
-    await createType(api, acme.tenantId, { key: 'no_inbox', channels: { inbox: false, email: true } });
+    await insertNotificationType(api, acme.tenantId, { key: 'no_inbox', channels: { inbox: false, email: true } });
     const [id] = await trigger({ type: 'no_inbox', recipients: ['cd_1'], channels: ['inbox'] });
     const [event] = await waitForFinal(api, [id!]);
     expect(event!.status).toBe('skipped');
@@ -120,7 +120,7 @@ describe('inbox delivery', () => {
   });
 
   it('skips with no_template when no inbox template resolves', async () => {
-    await createType(api, acme.tenantId, { key: 'untemplated' });
+    await insertNotificationType(api, acme.tenantId, { key: 'untemplated' });
     const [id] = await trigger({ type: 'untemplated', recipients: ['nt_1'] });
     const [event] = await waitForFinal(api, [id!]);
     expect(event!.status).toBe('skipped');
@@ -128,8 +128,8 @@ describe('inbox delivery', () => {
   });
 
   it('fails a delivery whose template has an unfilled slot, naming the slot, without retrying', async () => {
-    await createType(api, acme.tenantId, { key: 'slotted' });
-    await createInboxTemplate(api, acme.tenantId, { type: 'slotted', title: 'Order', content: 'Ref {{ order_ref }}' });
+    await insertNotificationType(api, acme.tenantId, { key: 'slotted' });
+    await insertInboxTemplate(api, acme.tenantId, { type: 'slotted', title: 'Order', content: 'Ref {{ order_ref }}' });
     const [id] = await trigger({ type: 'slotted', recipients: ['slot_1'] }); // no "order_ref" variable
     const [event] = await waitForFinal(api, [id!]);
     expect(event!.status).toBe('failed');
@@ -139,9 +139,9 @@ describe('inbox delivery', () => {
   });
 
   it('uses the template of the contact language, falling back to the tenant default', async () => {
-    await createType(api, acme.tenantId, { key: 'localised' });
-    await createInboxTemplate(api, acme.tenantId, { type: 'localised', title: 'Hello', content: 'en' });
-    await createInboxTemplate(api, acme.tenantId, { type: 'localised', title: 'Hallo', content: 'de', language: 'de' });
+    await insertNotificationType(api, acme.tenantId, { key: 'localised' });
+    await insertInboxTemplate(api, acme.tenantId, { type: 'localised', title: 'Hello', content: 'en' });
+    await insertInboxTemplate(api, acme.tenantId, { type: 'localised', title: 'Hallo', content: 'de', language: 'de' });
     const ids = await trigger({ type: 'localised', recipients: [{ external_id: 'lang_de', language: 'de-AT' }, { external_id: 'lang_fr', language: 'fr' }] });
     await waitForFinal(api, ids);
     const titles = await sql<{ title: string }>(api, `SELECT title FROM inbox_items WHERE event_id = ANY($1::uuid[]) ORDER BY title`, [ids]);
@@ -264,9 +264,9 @@ describe('a killed worker process', () => {
     const children: ChildProcess[] = [];
     const home = mkdtempSync(join(tmpdir(), 'herald-worker-'));
     try {
-      const t = await createServiceTenant(app, 'Crash');
-      await createType(app, t.tenantId, { key: 'plain' });
-      await createInboxTemplate(app, t.tenantId, { type: 'plain', title: 'T {{ contact.external_id }}', content: 'B' });
+      const t = await createTenantFixture(app, 'Crash');
+      await insertNotificationType(app, t.tenantId, { key: 'plain' });
+      await insertInboxTemplate(app, t.tenantId, { type: 'plain', title: 'T {{ contact.external_id }}', content: 'B' });
       // Slow the inbox down so the kill lands mid-batch.
       const em = app.runtime.orm.em.fork();
       await execute(em, `CREATE FUNCTION test_slow_inbox() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(0.02); RETURN NEW; END $$ LANGUAGE plpgsql`);
@@ -274,7 +274,7 @@ describe('a killed worker process', () => {
       const ids: string[] = [];
       for (let batch = 0; batch < 3; batch++) {
         const res = await app.request('POST', '/v1/notifications', {
-          token: t.key,
+          token: t.serviceKey,
           body: { type: 'plain', recipients: Array.from({ length: 100 }, (_, i) => `k${batch}_${i}`) },
         });
         expect(res.status).toBe(202);

@@ -2,16 +2,18 @@
 // colour and logo, fallback to the default brand's template) and the variable-change report.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { createManagementFixture, expectManagementOnly, expectValidationError, type ManagementFixture } from './support/management-fixture.ts';
+import { addUser, createTenantFixture, expectManagementOnly, expectValidationError, type TenantFixture } from './support/fixtures.ts';
 
 let app: TestApp;
-let acme: ManagementFixture;
-let globex: ManagementFixture;
+let acme: TenantFixture;
+let globex: TenantFixture;
+let acmeAdmin: string;
 const MISSING_ID = '0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6';
 
 beforeAll(async () => {
   app = await startTestApp();
-  [acme, globex] = await Promise.all([createManagementFixture(app, 'Acme'), createManagementFixture(app, 'Globex')]);
+  [acme, globex] = await Promise.all([createTenantFixture(app, 'Acme'), createTenantFixture(app, 'Globex')]);
+  acmeAdmin = (await addUser(app, acme.tenantId, 'admin', true)).token;
   for (const fx of [acme, globex]) {
     for (const key of ['order_shipped', 'welcome', 'digest']) {
       const res = await app.request('POST', '/v1/notification-types', { token: fx.serviceKey, body: { key, variables: [{ name: 'name' }, { name: 'order_id' }] } });
@@ -35,14 +37,14 @@ afterAll(async () => {
 });
 
 let counter = 0;
-async function newType(fx: ManagementFixture, variables: Array<{ name: string }> = [{ name: 'name' }]) {
+async function newType(fx: TenantFixture, variables: Array<{ name: string }> = [{ name: 'name' }]) {
   const key = `type_${++counter}`;
   const res = await app.request('POST', '/v1/notification-types', { token: fx.serviceKey, body: { key, variables } });
   expect(res.status).toBe(201);
   return key;
 }
 
-async function createTemplate(fx: ManagementFixture, body: Record<string, unknown>) {
+async function createTemplate(fx: TenantFixture, body: Record<string, unknown>) {
   const res = await app.request('POST', '/v1/email-templates', { token: fx.serviceKey, body: { subject: 'Subject', content: '<p>Body</p>', ...body } });
   expect(res.status).toBe(201);
   return res.body;
@@ -52,7 +54,7 @@ describe('POST /v1/email-templates', () => {
   it("creates a template in the default brand and the tenant's default language when none are named", async () => {
     const type = await newType(acme);
     const res = await app.request('POST', '/v1/email-templates', {
-      token: acme.adminToken,
+      token: acmeAdmin,
       body: { notification_type_key: type, subject: 'Hi {{ name }}', content: '<p>Hello {{ name }}</p>' },
     });
     expect(res.status).toBe(201);
@@ -184,7 +186,7 @@ describe('GET /v1/email-templates/{template_id}', () => {
 describe('PUT /v1/email-templates/{template_id}', () => {
   it('changes the fields given and keeps the rest', async () => {
     const template = await createTemplate(acme, { notification_type_key: await newType(acme), subject: 'Old', content: '<p>Old</p>' });
-    const res = await app.request('PUT', `/v1/email-templates/${template.id}`, { token: acme.adminToken, body: { content: '<p>New {{ name }}</p>', language: 'fr' } });
+    const res = await app.request('PUT', `/v1/email-templates/${template.id}`, { token: acmeAdmin, body: { content: '<p>New {{ name }}</p>', language: 'fr' } });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ ...template, content: '<p>New {{ name }}</p>', language: 'fr', updated_at: expect.any(String) });
     expect((await app.request('GET', `/v1/email-templates/${template.id}`, { token: acme.serviceKey })).body).toEqual(res.body);
@@ -279,7 +281,7 @@ describe('POST /v1/email-templates/render', () => {
     app.request('POST', '/v1/email-templates/render', { token, body: { notification_type_key: type, ...body } });
 
   it("renders the brand's template in its layout, escaping variables, with the brand's colour and logo", async () => {
-    const res = await render({ brand_key: 'shop', variables: { name: '<script>alert("x")</script>', order_id: 'A-1' } }, acme.adminToken);
+    const res = await render({ brand_key: 'shop', variables: { name: '<script>alert("x")</script>', order_id: 'A-1' } }, acmeAdmin);
     expect(res.status).toBe(200);
     expect(res.body.subject).toBe('Order A-1 for <script>alert("x")</script>');
     const html: string = res.body.html;
@@ -373,7 +375,7 @@ describe('GET /v1/email-templates/affected-by/{notification_type_key}', () => {
       content: '{{ total }} {{ tagline }} {{ contact.name }} {% for i in (1..2) %}{{ i }}{% endfor %}',
     });
     const stale = await createTemplate(acme, { notification_type_key: type, subject: '{{ order_id }}', content: '{{ tracking_url }} {{ carrier.name }}' });
-    const first = await app.request('GET', `/v1/email-templates/affected-by/${type}`, { token: acme.adminToken });
+    const first = await app.request('GET', `/v1/email-templates/affected-by/${type}`, { token: acmeAdmin });
     expect(first.status).toBe(200);
     expect(first.body).toEqual([{ template_id: stale.id, brand_key: 'default', language: 'en', missing_variables: ['carrier', 'tracking_url'] }]);
     await app.request('PUT', `/v1/notification-types/${type}/variables`, { token: acme.serviceKey, body: { variables: [{ name: 'total' }] } });

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { startSmtpPeer, type SmtpPeer } from './support/smtp-peer.ts';
-import { seedTenant, type SeededTenant } from './support/transport-fixtures.ts';
+import { createTenantFixture, type TenantFixture } from './support/fixtures.ts';
 import { sendTenantEmail } from '../server/transports/email.ts';
 import { setDefaultSmtp, removeDefaultSmtp } from '../server/services/email-transport.ts';
 import { queryOne } from '../server/db/sql.ts';
@@ -12,8 +12,8 @@ import { newId } from '../server/ids.ts';
 
 let app: TestApp;
 let smtp: SmtpPeer;
-let a: SeededTenant;
-let b: SeededTenant;
+let a: TenantFixture;
+let b: TenantFixture;
 const SMTP_USER = 'acme-mailer';
 const SMTP_PASS = 'smtp-pass-4f1c9e7b';
 
@@ -30,8 +30,8 @@ const transport = () => ({
 beforeAll(async () => {
   app = await startTestApp();
   smtp = await startSmtpPeer({ auth: { user: SMTP_USER, pass: SMTP_PASS }, rejectRecipients: ['bounce@example.test'] });
-  a = await seedTenant(app.runtime, 'Acme');
-  b = await seedTenant(app.runtime, 'Globex');
+  a = await createTenantFixture(app, 'Acme');
+  b = await createTenantFixture(app, 'Globex');
 });
 afterAll(async () => {
   // The app first: its pooled SMTP connections must close before the server can.
@@ -66,7 +66,7 @@ describe('PUT /v1/email-transport', () => {
 
   it('keeps the stored password when a replacement omits it', async () => {
     const { password: _omit, ...withoutPassword } = transport();
-    const res = await app.request('PUT', '/v1/email-transport', { token: a.accessToken, body: { ...withoutPassword, from_name: 'Acme Ops' } });
+    const res = await app.request('PUT', '/v1/email-transport', { token: a.ownerToken, body: { ...withoutPassword, from_name: 'Acme Ops' } });
     expect(res.status).toBe(200);
     expect(res.body.from_name).toBe('Acme Ops');
     const test = await app.request('POST', '/v1/email-transport/test', { token: a.serviceKey, body: { to: 'ops@example.test' } });
@@ -98,7 +98,7 @@ describe('PUT /v1/email-transport', () => {
 
 describe('GET /v1/email-transport', () => {
   it('answers the tenant transport to a service key and a console admin', async () => {
-    for (const token of [a.serviceKey, a.accessToken]) {
+    for (const token of [a.serviceKey, a.ownerToken]) {
       const res = await app.request('GET', '/v1/email-transport', { token });
       expect(res.status).toBe(200);
       expect(res.body).toMatchObject({ configured: true, host: '127.0.0.1', credentials_unreadable: false });
@@ -116,7 +116,7 @@ describe('GET /v1/email-transport', () => {
     expect((await app.request('GET', '/v1/email-transport')).status).toBe(401);
     expect((await app.request('GET', '/v1/email-transport', { token: 'sk_not_a_real_key' })).status).toBe(401);
     expect((await app.request('GET', '/v1/email-transport', { token: a.contactToken })).status).toBe(403);
-    const stranger = app.runtime.tokens.sign('access', b.userId, a.tenantId, 3600, app.runtime.clock.now());
+    const stranger = app.runtime.tokens.sign('access', b.ownerId, a.tenantId, 3600, app.runtime.clock.now());
     expect((await app.request('GET', '/v1/email-transport', { token: stranger })).status).toBe(403);
   });
 });
@@ -186,7 +186,7 @@ describe('sendTenantEmail', () => {
     const em = app.runtime.orm.em.fork();
     const rejected = await sendTenantEmail(app.runtime, em, a.tenantId, { ...mail, to: 'bounce@example.test' });
     expect(rejected).toMatchObject({ status: 'failed', retryable: false });
-    const tenant = await seedTenant(app.runtime, 'Down');
+    const tenant = await createTenantFixture(app, 'Down');
     const put = await app.request('PUT', '/v1/email-transport', { token: tenant.serviceKey, body: { ...transport(), port: 1 } });
     expect(put.status).toBe(200);
     const refused = await sendTenantEmail(app.runtime, em, tenant.tenantId, mail);
@@ -206,7 +206,7 @@ describe('DELETE /v1/email-transport', () => {
   });
 
   it("removes only the caller's transport and answers 204 (also when there is none)", async () => {
-    const other = await seedTenant(app.runtime, 'Initech');
+    const other = await createTenantFixture(app, 'Initech');
     await app.request('PUT', '/v1/email-transport', { token: other.serviceKey, body: transport() });
     const res = await app.request('DELETE', '/v1/email-transport', { token: a.serviceKey });
     expect(res.status).toBe(204);

@@ -2,30 +2,30 @@
 // concurrency, release after failure, stale claims, expiry and the prune job.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { createInboxTemplate, createServiceTenant, createType, sql, sqlOne, type ServiceTenant } from './support/delivery-fixtures.ts';
+import { insertInboxTemplate, createTenantFixture, insertNotificationType, sql, sqlOne, type TenantFixture } from './support/fixtures.ts';
 import { ManualClock } from '../server/clock.ts';
 import { execute } from '../server/db/sql.ts';
 import { pruneIdempotencyKeys, requestHash } from '../server/services/idempotency.ts';
 
 let app: TestApp;
-let acme: ServiceTenant;
-let other: ServiceTenant;
+let acme: TenantFixture;
+let other: TenantFixture;
 const clock = new ManualClock(Date.parse('2026-11-21T12:00:00Z'));
 
 beforeAll(async () => {
   app = await startTestApp({ clock });
-  acme = await createServiceTenant(app, 'Acme');
-  other = await createServiceTenant(app, 'Other');
+  acme = await createTenantFixture(app, 'Acme');
+  other = await createTenantFixture(app, 'Other');
   for (const t of [acme, other]) {
-    await createType(app, t.tenantId, { key: 'plain' });
-    await createInboxTemplate(app, t.tenantId, { type: 'plain', title: 'Hi', content: 'Hello' });
+    await insertNotificationType(app, t.tenantId, { key: 'plain' });
+    await insertInboxTemplate(app, t.tenantId, { type: 'plain', title: 'Hi', content: 'Hello' });
   }
 });
 afterAll(async () => {
   await app?.close();
 });
 
-const send = (key: string | undefined, body: unknown, token = acme.key) =>
+const send = (key: string | undefined, body: unknown, token = acme.serviceKey) =>
   app.request('POST', '/v1/notifications', { token, body, headers: key === undefined ? {} : { 'idempotency-key': key } });
 
 const eventCount = async (tenantId: string) =>
@@ -92,7 +92,7 @@ describe('Idempotency-Key', () => {
 
   it('keys are per tenant', async () => {
     const a = await send('key-shared', { type: 'plain', recipients: ['s'] });
-    const b = await send('key-shared', { type: 'plain', recipients: ['s'] }, other.key);
+    const b = await send('key-shared', { type: 'plain', recipients: ['s'] }, other.serviceKey);
     expect(a.status).toBe(202);
     expect(b.status).toBe(202);
     expect(b.body.events[0].event_id).not.toBe(a.body.events[0].event_id);

@@ -1,18 +1,20 @@
 // Inbox templates: CRUD over type + brand + language slots, like email templates.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { createManagementFixture, expectManagementOnly, expectValidationError, type ManagementFixture } from './support/management-fixture.ts';
+import { addUser, createTenantFixture, expectManagementOnly, expectValidationError, type TenantFixture } from './support/fixtures.ts';
 import { renderInbox } from '../server/templates/render.ts';
 import { findBrand, renderContext, resolveTemplate } from '../server/templates/resolve.ts';
 
 let app: TestApp;
-let acme: ManagementFixture;
-let globex: ManagementFixture;
+let acme: TenantFixture;
+let globex: TenantFixture;
+let acmeAdmin: string;
 const MISSING_ID = '0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6';
 
 beforeAll(async () => {
   app = await startTestApp();
-  [acme, globex] = await Promise.all([createManagementFixture(app, 'Acme'), createManagementFixture(app, 'Globex')]);
+  [acme, globex] = await Promise.all([createTenantFixture(app, 'Acme'), createTenantFixture(app, 'Globex')]);
+  acmeAdmin = (await addUser(app, acme.tenantId, 'admin', true)).token;
   expect((await app.request('POST', '/v1/brandings', { token: acme.serviceKey, body: { key: 'shop', values: { name: 'Acme Shop' } } })).status).toBe(201);
 });
 afterAll(async () => {
@@ -20,13 +22,13 @@ afterAll(async () => {
 });
 
 let counter = 0;
-async function newType(fx: ManagementFixture) {
+async function newType(fx: TenantFixture) {
   const key = `type_${++counter}`;
   expect((await app.request('POST', '/v1/notification-types', { token: fx.serviceKey, body: { key, variables: [{ name: 'name' }] } })).status).toBe(201);
   return key;
 }
 
-async function createTemplate(fx: ManagementFixture, body: Record<string, unknown>) {
+async function createTemplate(fx: TenantFixture, body: Record<string, unknown>) {
   const res = await app.request('POST', '/v1/inbox-templates', { token: fx.serviceKey, body: { title: 'Title', content: 'Body', ...body } });
   expect(res.status).toBe(201);
   return res.body;
@@ -36,7 +38,7 @@ describe('POST /v1/inbox-templates', () => {
   it('creates a template with title, content and action URL; default brand and language when not named', async () => {
     const type = await newType(acme);
     const res = await app.request('POST', '/v1/inbox-templates', {
-      token: acme.adminToken,
+      token: acmeAdmin,
       body: { notification_type_key: type, title: 'Shipped: {{ name }}', content: 'Your order is on its way, {{ name }}', action_url: 'https://acme.test/orders/{{ name }}' },
     });
     expect(res.status).toBe(201);
@@ -163,7 +165,7 @@ describe('GET /v1/inbox-templates/{template_id}', () => {
 describe('PUT /v1/inbox-templates/{template_id}', () => {
   it('changes the fields given, and clears the action URL with null', async () => {
     const template = await createTemplate(acme, { notification_type_key: await newType(acme), action_url: 'https://acme.test' });
-    const res = await app.request('PUT', `/v1/inbox-templates/${template.id}`, { token: acme.adminToken, body: { title: 'New title', action_url: null } });
+    const res = await app.request('PUT', `/v1/inbox-templates/${template.id}`, { token: acmeAdmin, body: { title: 'New title', action_url: null } });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ ...template, title: 'New title', action_url: null, updated_at: expect.any(String) });
   });

@@ -2,7 +2,7 @@
 // and read-all, each appended to the contact's stream log; credentials and scope.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { createTenantFixture, deliverInboxItem, type TenantFixture } from './support/tenant-fixture.ts';
+import { createTenantFixture, deliverInboxItem, type TenantFixture } from './support/fixtures.ts';
 import { query } from '../server/db/sql.ts';
 import { newId } from '../server/ids.ts';
 

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { startSmtpPeer, type SmtpPeer } from './support/smtp-peer.ts';
 import { ManualClock } from '../server/clock.ts';
-import { addUser, linkTokenOf, requestAs, signUp, uniqueEmail, waitForMail, type SignedUp } from './support/identity.ts';
+import { addMembership, addUser, linkTokenOf, requestAs, signUp, uniqueEmail, waitForMail, type SignedUp } from './support/fixtures.ts';
 import { query } from '../server/db/sql.ts';
 
 let app: TestApp;
@@ -230,7 +230,7 @@ describe('POST /v1/auth/invitations/{token}/accept-existing', () => {
   it('answers 409 when already a member (invited before joining by another path)', async () => {
     const known = await signUp(app);
     const { token } = await invite(known.email);
-    await app.runtime.orm.em.fork().getConnection().execute(`INSERT INTO memberships (user_id, tenant_id, role) VALUES (?, ?, 'admin')`, [known.userId, owner.tenantId]);
+    await addMembership(app, known.userId, owner.tenantId);
     const res = await app.request('POST', `/v1/auth/invitations/${token}/accept-existing`, { token: known.token });
     expect(res.status).toBe(409);
     expect(res.body.code).toBe('already_member');

@@ -11,7 +11,7 @@ import { startTestApp, type TestApp } from './support/app.ts';
 import { runCli } from './support/cli.ts';
 import { startSmtpPeer, type SmtpPeer } from './support/smtp-peer.ts';
 import { startExpoPeer, type ExpoPeer } from './support/expo-peer.ts';
-import { seedTenant, type SeededTenant } from './support/transport-fixtures.ts';
+import { createTenantFixture, type TenantFixture } from './support/fixtures.ts';
 import { KeyRing, KeyUnavailableError, envelopeKeyId, generateKey, loadKeyRing, readKeyFile, writeKeyFile } from '../server/crypto/keyring.ts';
 import { query, queryOne, execute } from '../server/db/sql.ts';
 import { listKeys, retireKey, rotateKeys } from '../server/services/keys.ts';
@@ -94,7 +94,7 @@ describe('rotation end to end, while the server runs', () => {
   let app: TestApp;
   let smtp: SmtpPeer;
   let expo: ExpoPeer;
-  let t: SeededTenant;
+  let t: TenantFixture;
   const SMTP_PASS = 'rotate-smtp-pass-77';
   const EXPO_TOKEN = 'rotate-expo-token-55';
   const cli = (args: string[]) => runCli([...args, '--data-dir', app.dataDir], { env: { DATABASE_URL: app.database.url, HERALD_ENCRYPTION_KEYS: undefined, HERALD_HOME: undefined } });
@@ -115,7 +115,7 @@ describe('rotation end to end, while the server runs', () => {
     smtp = await startSmtpPeer({ auth: { user: 'u', pass: SMTP_PASS } });
     expo = await startExpoPeer({ accessToken: EXPO_TOKEN });
     app = await startTestApp({ keyFile: { active: 'k1', keys: { k1: generateKey() } }, config: { providers: { expoUrl: expo.url } } });
-    t = await seedTenant(app.runtime, 'Rotate');
+    t = await createTenantFixture(app, 'Rotate');
     const put = (path: string, body: unknown) => app.request('PUT', path, { token: t.serviceKey, body });
     expect((await put('/v1/email-transport', { host: '127.0.0.1', port: smtp.port, username: 'u', password: SMTP_PASS, from_email: 'n@rotate.test' })).status).toBe(200);
     expect((await put('/v1/push-transport/expo', { access_token: EXPO_TOKEN })).status).toBe(200);

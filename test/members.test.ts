@@ -2,7 +2,7 @@
 // owner; a removed default membership hands the default to one of the user's remaining tenants.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { addUser, requestAs, signUp, type SignedUp } from './support/identity.ts';
+import { addMembership, addUser, requestAs, signUp, type SignedUp } from './support/fixtures.ts';
 import { query } from '../server/db/sql.ts';
 
 let app: TestApp;
@@ -117,7 +117,7 @@ describe('DELETE /v1/auth/tenants/{tenant_id}/members/{user_id}', () => {
   it('reassigns the default tenant when the removed membership was the default', async () => {
     const user = await signUp(app, { tenantName: 'Own' });
     // the user joins the owner's tenant and makes it their default
-    await app.runtime.orm.em.fork().getConnection().execute(`INSERT INTO memberships (user_id, tenant_id, role) VALUES (?, ?, 'admin')`, [user.userId, owner.tenantId]);
+    await addMembership(app, user.userId, owner.tenantId);
     const switched = await app.request('POST', '/v1/auth/session', { token: user.token, body: { tenant_id: owner.tenantId, remember: true } });
     expect(switched.status).toBe(200);
     const res = await app.request('DELETE', `${members(owner.tenantId)}/${user.userId}`, { token: owner.token });

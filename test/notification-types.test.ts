@@ -1,15 +1,19 @@
 // Notification types: create, list (include_deleted), get, soft delete, restore, and the setters.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { createManagementFixture, expectManagementOnly, expectValidationError, type ManagementFixture } from './support/management-fixture.ts';
+import { addUser, createTenantFixture, expectManagementOnly, expectValidationError, type TenantFixture } from './support/fixtures.ts';
 
 let app: TestApp;
-let acme: ManagementFixture;
-let globex: ManagementFixture;
+let acme: TenantFixture;
+let globex: TenantFixture;
+let acmeAdmin: string;
+let globexAdmin: string;
 
 beforeAll(async () => {
   app = await startTestApp();
-  [acme, globex] = await Promise.all([createManagementFixture(app, 'Acme'), createManagementFixture(app, 'Globex')]);
+  [acme, globex] = await Promise.all([createTenantFixture(app, 'Acme'), createTenantFixture(app, 'Globex')]);
+  acmeAdmin = (await addUser(app, acme.tenantId, 'admin', true)).token;
+  globexAdmin = (await addUser(app, globex.tenantId, 'admin', true)).token;
 });
 afterAll(async () => {
   await app?.close();
@@ -18,7 +22,7 @@ afterAll(async () => {
 let counter = 0;
 const uniqueKey = (base = 'type') => `${base}_${++counter}`;
 
-async function createType(fx: ManagementFixture, body: Record<string, unknown> = {}) {
+async function createType(fx: TenantFixture, body: Record<string, unknown> = {}) {
   const res = await app.request('POST', '/v1/notification-types', { token: fx.serviceKey, body: { key: uniqueKey(), ...body } });
   expect(res.status).toBe(201);
   return res.body;
@@ -27,7 +31,7 @@ async function createType(fx: ManagementFixture, body: Record<string, unknown> =
 describe('POST /v1/notification-types', () => {
   it('creates a type with every field', async () => {
     const res = await app.request('POST', '/v1/notification-types', {
-      token: acme.adminToken,
+      token: acmeAdmin,
       body: {
         key: 'order.shipped',
         name: 'Order shipped',
@@ -105,7 +109,7 @@ describe('GET /v1/notification-types', () => {
     const live = await createType(globex);
     const gone = await createType(globex);
     await app.request('DELETE', `/v1/notification-types/${gone.key}`, { token: globex.serviceKey });
-    const res = await app.request('GET', '/v1/notification-types', { token: globex.adminToken });
+    const res = await app.request('GET', '/v1/notification-types', { token: globexAdmin });
     expect(res.status).toBe(200);
     const keys = res.body.map((t: { key: string }) => t.key);
     expect(keys).toContain(live.key);
@@ -196,7 +200,7 @@ describe('PATCH /v1/notification-types/{key}/channel-defaults', () => {
   it('changes only the channels named', async () => {
     const type = await createType(acme);
     const res = await app.request('PATCH', `/v1/notification-types/${type.key}/channel-defaults`, {
-      token: acme.adminToken,
+      token: acmeAdmin,
       body: { channel_defaults: { email: false, web_push: true } },
     });
     expect(res.status).toBe(200);
@@ -306,7 +310,7 @@ describe('POST /v1/notification-types/{key}/restore', () => {
   it('brings a deleted type back live, with its settings', async () => {
     const type = await createType(acme, { variables: [{ name: 'kept' }], opt_out: false });
     await app.request('DELETE', `/v1/notification-types/${type.key}`, { token: acme.serviceKey });
-    const res = await app.request('POST', `/v1/notification-types/${type.key}/restore`, { token: acme.adminToken });
+    const res = await app.request('POST', `/v1/notification-types/${type.key}/restore`, { token: acmeAdmin });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ key: type.key, deleted: false, opt_out: false, variables: [{ name: 'kept', required: false, description: '' }] });
     const list = await app.request('GET', '/v1/notification-types', { token: acme.serviceKey });

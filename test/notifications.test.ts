@@ -1,32 +1,28 @@
 // POST /v1/notifications (trigger) and GET /v1/notifications/{event_id} (event status).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { createInboxTemplate, createServiceTenant, createType, sql, sqlOne, waitForFinal, type ServiceTenant } from './support/delivery-fixtures.ts';
+import { insertInboxTemplate, createTenantFixture, insertNotificationType, sql, sqlOne, waitForFinal, type TenantFixture } from './support/fixtures.ts';
 import { execute } from '../server/db/sql.ts';
 
 let app: TestApp;
-let acme: ServiceTenant;
-let other: ServiceTenant;
+let acme: TenantFixture;
+let other: TenantFixture;
 
 beforeAll(async () => {
   app = await startTestApp();
-  acme = await createServiceTenant(app, 'Acme');
-  other = await createServiceTenant(app, 'Other');
-  await createType(app, acme.tenantId, { key: 'order_shipped', variables: [{ name: 'order_id', required: true }] });
-  await createInboxTemplate(app, acme.tenantId, { type: 'order_shipped', title: 'Order {{ order_id }}', content: 'Code {{ code }}' });
-  await createType(app, acme.tenantId, { key: 'plain' });
-  await createInboxTemplate(app, acme.tenantId, { type: 'plain', title: 'Hi', content: 'Hello {{ contact.external_id }}' });
+  acme = await createTenantFixture(app, 'Acme');
+  other = await createTenantFixture(app, 'Other');
+  await insertNotificationType(app, acme.tenantId, { key: 'order_shipped', variables: [{ name: 'order_id', required: true }] });
+  await insertInboxTemplate(app, acme.tenantId, { type: 'order_shipped', title: 'Order {{ order_id }}', content: 'Code {{ code }}' });
+  await insertNotificationType(app, acme.tenantId, { key: 'plain' });
+  await insertInboxTemplate(app, acme.tenantId, { type: 'plain', title: 'Hi', content: 'Hello {{ contact.external_id }}' });
 });
 afterAll(async () => {
   await app?.close();
 });
 
-const trigger = (body: unknown, key = acme.key, headers: Record<string, string> = {}) =>
+const trigger = (body: unknown, key = acme.serviceKey, headers: Record<string, string> = {}) =>
   app.request('POST', '/v1/notifications', { token: key, body, headers });
-
-function contactToken(tenantId: string, contactId: string): string {
-  return app.runtime.tokens.sign('contact', contactId, tenantId, 3600, app.runtime.clock.now());
-}
 
 describe('POST /v1/notifications', () => {
   it('accepts a trigger: one queued event per recipient, contacts upserted, 202 only after commit', async () => {
@@ -66,7 +62,7 @@ describe('POST /v1/notifications', () => {
 
   it('answers 403 for a contact token', async () => {
     const created = await trigger({ type: 'plain', recipients: ['ext_tok'] });
-    const res = await trigger({ type: 'plain', recipients: ['x'] }, contactToken(acme.tenantId, created.body.events[0].contact_id));
+    const res = await trigger({ type: 'plain', recipients: ['x'] }, acme.tokenFor(created.body.events[0].contact_id));
     expect(res.status).toBe(403);
     expect(res.body.code).toBe('wrong_credential_kind');
   });
@@ -95,7 +91,7 @@ describe('POST /v1/notifications', () => {
   });
 
   it('answers 422 for a deleted type', async () => {
-    await createType(app, acme.tenantId, { key: 'gone' });
+    await insertNotificationType(app, acme.tenantId, { key: 'gone' });
     await execute(app.runtime.orm.em.fork(), `UPDATE notification_types SET deleted_at = now() WHERE tenant_id = $1 AND key = 'gone'`, [acme.tenantId]);
     const res = await trigger({ type: 'gone', recipients: ['a'] });
     expect(res.status).toBe(422);
@@ -103,33 +99,33 @@ describe('POST /v1/notifications', () => {
   });
 
   it('answers 422 for malformed JSON', async () => {
-    const res = await app.request('POST', '/v1/notifications', { token: acme.key, rawBody: '{"type": ' });
+    const res = await app.request('POST', '/v1/notifications', { token: acme.serviceKey, rawBody: '{"type": ' });
     expect(res.status).toBe(422);
     expect(res.body.detail[0].loc).toEqual(['body']);
   });
 
   it("does not see another tenant's types (422, never another tenant's data)", async () => {
-    const res = await trigger({ type: 'plain', recipients: ['a'] }, other.key);
+    const res = await trigger({ type: 'plain', recipients: ['a'] }, other.serviceKey);
     expect(res.status).toBe(422);
   });
 
   it('answers 409 tenant_archived for an archived tenant', async () => {
-    const archived = await createServiceTenant(app, 'Archived');
-    await createType(app, archived.tenantId, { key: 'plain' });
+    const archived = await createTenantFixture(app, 'Archived');
+    await insertNotificationType(app, archived.tenantId, { key: 'plain' });
     await execute(app.runtime.orm.em.fork(), `UPDATE tenants SET archived_at = now() WHERE id = $1`, [archived.tenantId]);
-    const res = await trigger({ type: 'plain', recipients: ['a'] }, archived.key);
+    const res = await trigger({ type: 'plain', recipients: ['a'] }, archived.serviceKey);
     expect(res.status).toBe(409);
     expect(res.body.code).toBe('tenant_archived');
     expect(await sql(app, `SELECT 1 FROM events WHERE tenant_id = $1`, [archived.tenantId])).toHaveLength(0);
   });
 
   it('answers 429 with Retry-After past the tenant trigger budget, counted per account', async () => {
-    const limited = await createServiceTenant(app, 'Limited');
-    await createType(app, limited.tenantId, { key: 'plain' });
+    const limited = await createTenantFixture(app, 'Limited');
+    await insertNotificationType(app, limited.tenantId, { key: 'plain' });
     await execute(app.runtime.orm.em.fork(), `INSERT INTO tenant_limits (tenant_id, name, value) VALUES ($1, 'rate:trigger', 1), ($1, 'rate:trigger:burst', 1)`, [limited.tenantId]);
-    const first = await trigger({ type: 'plain', recipients: ['a'] }, limited.key);
+    const first = await trigger({ type: 'plain', recipients: ['a'] }, limited.serviceKey);
     expect(first.status).toBe(202);
-    const second = await trigger({ type: 'plain', recipients: ['a'] }, limited.key);
+    const second = await trigger({ type: 'plain', recipients: ['a'] }, limited.serviceKey);
     expect(second.status).toBe(429);
     expect(Number(second.headers.get('retry-after'))).toBeGreaterThan(0);
   });
@@ -156,7 +152,7 @@ describe('GET /v1/notifications/{event_id}', () => {
     const res = await trigger({ type: 'order_shipped', recipients: ['status_1'], variables: { order_id: 'B-2' }, secret_variables: { code: 'top-secret-77' } });
     const id = res.body.events[0].event_id;
     await waitForFinal(app, [id]);
-    const got = await app.request('GET', `/v1/notifications/${id}`, { token: acme.key });
+    const got = await app.request('GET', `/v1/notifications/${id}`, { token: acme.serviceKey });
     expect(got.status).toBe(200);
     expect(got.body).toMatchObject({
       event_id: id,
@@ -179,21 +175,21 @@ describe('GET /v1/notifications/{event_id}', () => {
   it("answers 404 for another tenant's event and for an unknown id", async () => {
     const res = await trigger({ type: 'plain', recipients: ['x404'] });
     const id = res.body.events[0].event_id;
-    expect((await app.request('GET', `/v1/notifications/${id}`, { token: other.key })).status).toBe(404);
-    expect((await app.request('GET', `/v1/notifications/0190a000-0000-7000-8000-000000000000`, { token: acme.key })).status).toBe(404);
-    expect((await app.request('GET', `/v1/notifications/not-a-uuid`, { token: acme.key })).status).toBe(404);
+    expect((await app.request('GET', `/v1/notifications/${id}`, { token: other.serviceKey })).status).toBe(404);
+    expect((await app.request('GET', `/v1/notifications/0190a000-0000-7000-8000-000000000000`, { token: acme.serviceKey })).status).toBe(404);
+    expect((await app.request('GET', `/v1/notifications/not-a-uuid`, { token: acme.serviceKey })).status).toBe(404);
   });
 
   it('answers 401 without a credential and 403 for a contact token', async () => {
     const res = await trigger({ type: 'plain', recipients: ['x403'] });
     const id = res.body.events[0].event_id;
     expect((await app.request('GET', `/v1/notifications/${id}`)).status).toBe(401);
-    const forbidden = await app.request('GET', `/v1/notifications/${id}`, { token: contactToken(acme.tenantId, res.body.events[0].contact_id) });
+    const forbidden = await app.request('GET', `/v1/notifications/${id}`, { token: acme.tokenFor(res.body.events[0].contact_id) });
     expect(forbidden.status).toBe(403);
   });
 
   it('answers 422 for a malformed event id', async () => {
-    const res = await app.request('GET', `/v1/notifications/${'x'.repeat(80)}`, { token: acme.key });
+    const res = await app.request('GET', `/v1/notifications/${'x'.repeat(80)}`, { token: acme.serviceKey });
     expect(res.status).toBe(422);
     expect(res.body.detail[0].loc[0]).toBe('path');
   });

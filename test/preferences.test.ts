@@ -2,7 +2,7 @@
 // choices, the opt-out policy (choices dormant while it is off), credentials and scope.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { createTenantFixture, insertNotificationType, type TenantFixture } from './support/tenant-fixture.ts';
+import { createTenantFixture, insertNotificationType, type TenantFixture } from './support/fixtures.ts';
 import { enabledChannels } from '../server/services/preferences.ts';
 import { execute } from '../server/db/sql.ts';
 
@@ -14,10 +14,10 @@ beforeAll(async () => {
   app = await startTestApp();
   acme = await createTenantFixture(app, 'Acme');
   globex = await createTenantFixture(app, 'Globex');
-  await insertNotificationType(app, acme.tenantId, 'order_shipped', { channelDefaults: { inbox: true, email: true, push: false, web_push: false } });
-  await insertNotificationType(app, acme.tenantId, 'security_alert', { channelDefaults: { inbox: true, email: true, push: true, web_push: true }, optOut: false });
-  await insertNotificationType(app, acme.tenantId, 'old_type', { deleted: true });
-  await insertNotificationType(app, globex.tenantId, 'globex_type');
+  await insertNotificationType(app, acme.tenantId, { key: 'order_shipped', channels: { inbox: true, email: true, push: false, web_push: false } });
+  await insertNotificationType(app, acme.tenantId, { key: 'security_alert', channels: { inbox: true, email: true, push: true, web_push: true }, optOut: false });
+  await insertNotificationType(app, acme.tenantId, { key: 'old_type', channels: { inbox: true, email: true, push: false, web_push: false }, deleted: true });
+  await insertNotificationType(app, globex.tenantId, { key: 'globex_type', channels: { inbox: true, email: true, push: false, web_push: false } });
 });
 afterAll(async () => {
   await app?.close();

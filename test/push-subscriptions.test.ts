@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { createTenantFixture, type TenantFixture } from './support/tenant-fixture.ts';
+import { createTenantFixture, type TenantFixture } from './support/fixtures.ts';
 import { newId } from '../server/ids.ts';
 
 let app: TestApp;

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeyPairSync } from 'node:crypto';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { seedTenant, type SeededTenant } from './support/transport-fixtures.ts';
+import { createTenantFixture, type TenantFixture } from './support/fixtures.ts';
 import { startApnsPeer, type ApnsPeer } from './support/apns-peer.ts';
 import { startFcmPeer, type FcmPeer } from './support/fcm-peer.ts';
 import { startExpoPeer, type ExpoPeer } from './support/expo-peer.ts';
@@ -31,8 +31,8 @@ let app: TestApp;
 let apns: ApnsPeer;
 let fcm: FcmPeer;
 let expo: ExpoPeer;
-let a: SeededTenant;
-let b: SeededTenant;
+let a: TenantFixture;
+let b: TenantFixture;
 const clock = new ManualClock();
 
 beforeAll(async () => {
@@ -52,8 +52,8 @@ beforeAll(async () => {
       },
     },
   });
-  a = await seedTenant(app.runtime, 'Acme');
-  b = await seedTenant(app.runtime, 'Globex');
+  a = await createTenantFixture(app, 'Acme');
+  b = await createTenantFixture(app, 'Globex');
 });
 afterAll(async () => {
   await app?.close();
@@ -74,7 +74,7 @@ describe('PUT /v1/push-transport/{provider}', () => {
   });
 
   it('stores fcm from a service account, keeping its private key secret', async () => {
-    const res = await app.request('PUT', '/v1/push-transport/fcm', { token: a.accessToken, body: { service_account: serviceAccount } });
+    const res = await app.request('PUT', '/v1/push-transport/fcm', { token: a.ownerToken, body: { service_account: serviceAccount } });
     expect(res.status).toBe(200);
     expect(res.body.settings).toMatchObject({ project_id: 'acme-push', client_email: serviceAccount.client_email });
     expect(res.text).not.toContain('PRIVATE KEY');
@@ -247,14 +247,14 @@ describe('sendPush', () => {
   });
 
   it('reports an unreachable provider as a retryable failure', async () => {
-    const tenant = await seedTenant(app.runtime, 'Prod');
+    const tenant = await createTenantFixture(app, 'Prod');
     await app.request('PUT', '/v1/push-transport/apns', { token: tenant.serviceKey, body: { ...apnsSettings, environment: 'production' } });
     const outcome = await sendPush(app.runtime, app.runtime.orm.em.fork(), tenant.tenantId, { provider: 'apns', token: deviceToken }, message);
     expect(outcome).toMatchObject({ status: 'failed', retryable: true });
   });
 
   it('rejects a token the provider refuses as a non-retryable failure (wrong project credentials)', async () => {
-    const tenant = await seedTenant(app.runtime, 'Wrong');
+    const tenant = await createTenantFixture(app, 'Wrong');
     const otherKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
     await app.request('PUT', '/v1/push-transport/fcm', { token: tenant.serviceKey, body: { service_account: { ...serviceAccount, private_key: otherKey } } });
     const outcome = await sendPush(app.runtime, app.runtime.orm.em.fork(), tenant.tenantId, { provider: 'fcm', token: 'fcm-token-9' }, message);

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { ManualClock } from '../server/clock.ts';
-import { PASSWORD, freshIp, requestAs, signUp, uniqueEmail } from './support/identity.ts';
+import { PASSWORD, freshIp, requestAs, signUp, uniqueEmail } from './support/fixtures.ts';
 import { queryOne } from '../server/db/sql.ts';
 
 let app: TestApp;

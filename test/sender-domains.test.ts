@@ -6,7 +6,7 @@ import { authenticate } from 'mailauth';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { startDnsServer, type DnsServer } from './support/dns-server.ts';
 import { startSmtpPeer, type SmtpPeer } from './support/smtp-peer.ts';
-import { createManagementFixture, expectManagementOnly, expectValidationError, type ManagementFixture } from './support/management-fixture.ts';
+import { addUser, createTenantFixture, expectManagementOnly, expectValidationError, type TenantFixture } from './support/fixtures.ts';
 import { query, queryOne } from '../server/db/sql.ts';
 import { KeyRing } from '../server/crypto/keyring.ts';
 import { generateKey } from '../server/crypto/keyring.ts';
@@ -15,14 +15,16 @@ import { dkimKeyAad, dkimSigningFor } from '../server/services/sender-domains.ts
 let app: TestApp;
 let dnsServer: DnsServer;
 let smtp: SmtpPeer;
-let acme: ManagementFixture;
-let globex: ManagementFixture;
+let acme: TenantFixture;
+let globex: TenantFixture;
+let acmeAdmin: string;
 
 beforeAll(async () => {
   dnsServer = await startDnsServer();
   smtp = await startSmtpPeer();
   app = await startTestApp({ config: { dnsServers: [dnsServer.address] } });
-  [acme, globex] = await Promise.all([createManagementFixture(app, 'Acme'), createManagementFixture(app, 'Globex')]);
+  [acme, globex] = await Promise.all([createTenantFixture(app, 'Acme'), createTenantFixture(app, 'Globex')]);
+  acmeAdmin = (await addUser(app, acme.tenantId, 'admin', true)).token;
 });
 afterAll(async () => {
   await app?.close();
@@ -33,7 +35,7 @@ afterAll(async () => {
 let counter = 0;
 const uniqueDomain = () => `mail${++counter}.acme.test`;
 
-async function register(fx: ManagementFixture, domain = uniqueDomain()) {
+async function register(fx: TenantFixture, domain = uniqueDomain()) {
   const res = await app.request('POST', '/v1/sender-domains', { token: fx.serviceKey, body: { domain } });
   expect(res.status).toBe(201);
   return res.body;
@@ -47,7 +49,7 @@ function publish(domain: { dns_records: Array<{ name: string; value: string }> }
 
 describe('POST /v1/sender-domains', () => {
   it('generates an RSA-2048 DKIM key and answers the TXT record to publish', async () => {
-    const res = await app.request('POST', '/v1/sender-domains', { token: acme.adminToken, body: { domain: 'news.acme.test' } });
+    const res = await app.request('POST', '/v1/sender-domains', { token: acmeAdmin, body: { domain: 'news.acme.test' } });
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
       domain: 'news.acme.test',
@@ -105,7 +107,7 @@ describe('POST /v1/sender-domains', () => {
 
 describe('GET /v1/sender-domains', () => {
   it("lists the tenant's domains only", async () => {
-    const fx = await createManagementFixture(app, 'Lister');
+    const fx = await createTenantFixture(app, 'Lister');
     const a = await register(fx, 'b.lister.test');
     const b = await register(fx, 'a.lister.test');
     const res = await app.request('GET', '/v1/sender-domains', { token: fx.ownerToken });
@@ -146,7 +148,7 @@ describe('GET /v1/sender-domains/{domain}', () => {
 describe('DELETE /v1/sender-domains/{domain}', () => {
   it('removes the domain', async () => {
     const domain = await register(acme);
-    const res = await app.request('DELETE', `/v1/sender-domains/${domain.domain}`, { token: acme.adminToken });
+    const res = await app.request('DELETE', `/v1/sender-domains/${domain.domain}`, { token: acmeAdmin });
     expect(res.status).toBe(204);
     expect(res.text).toBe('');
     expect((await app.request('GET', `/v1/sender-domains/${domain.domain}`, { token: acme.serviceKey })).status).toBe(404);
@@ -180,7 +182,7 @@ describe('POST /v1/sender-domains/{domain}/refresh', () => {
 
   it('moves the domain to failed while the record is missing, with the reason', async () => {
     const domain = await register(acme);
-    const res = await app.request('POST', `/v1/sender-domains/${domain.domain}/refresh`, { token: acme.adminToken });
+    const res = await app.request('POST', `/v1/sender-domains/${domain.domain}/refresh`, { token: acmeAdmin });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: 'failed', last_error: expect.stringContaining('No TXT record found'), last_checked_at: expect.any(String) });
   });

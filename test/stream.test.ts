@@ -3,7 +3,7 @@
 // expiry and shutdown; credentials and scope.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { createTenantFixture, deliverInboxItem, type TenantFixture } from './support/tenant-fixture.ts';
+import { createTenantFixture, deliverInboxItem, type TenantFixture } from './support/fixtures.ts';
 
 interface SseEvent {
   id: string | undefined;

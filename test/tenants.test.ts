@@ -2,8 +2,9 @@
 // unarchive judged by membership in the tenant of the path, and switching tenant with POST /session.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { addUser, signUp, type SignedUp } from './support/identity.ts';
+import { addMembership, addUser, signUp, type SignedUp } from './support/fixtures.ts';
 import { queryOne } from '../server/db/sql.ts';
+import { issueApiKey } from '../server/services/api-keys.ts';
 
 let app: TestApp;
 let owner: SignedUp;
@@ -27,7 +28,7 @@ describe('GET /v1/auth/tenants', () => {
   it('lists every tenant the user belongs to, not only the token tenant, with role and default flag', async () => {
     const user = await signUp(app, { tenantName: 'Mine' });
     const admin = await addUser(app, owner.tenantId, 'admin');
-    await app.runtime.orm.em.fork().getConnection().execute(`INSERT INTO memberships (user_id, tenant_id, role) VALUES (?, ?, 'admin')`, [user.userId, owner.tenantId]);
+    await addMembership(app, user.userId, owner.tenantId);
     const res = await app.request('GET', '/v1/auth/tenants', { token: user.token });
     expect(res.status).toBe(200);
     expect(res.body.map((t: any) => [t.name, t.role, t.is_default])).toEqual(
@@ -165,12 +166,7 @@ describe('POST /v1/auth/session', () => {
   });
 
   it('refuses a service key on console routes with 403', async () => {
-    const { hashServiceKey } = await import('../server/http/auth.ts');
-    const key = 'sk_test_' + 'k'.repeat(40);
-    await app.runtime.orm.em.fork().getConnection().execute(
-      `INSERT INTO api_keys (id, tenant_id, name, prefix, key_hash) VALUES (gen_random_uuid(), ?, 'ci', 'sk_test', ?)`,
-      [owner.tenantId, hashServiceKey(key)],
-    );
+    const { key } = await issueApiKey(app.runtime.orm.em.fork(), owner.tenantId, 'ci');
     const res = await app.request('POST', '/v1/auth/session', { token: key, body: { tenant_id: owner.tenantId } });
     expect(res.status).toBe(403);
     expect(res.body.code).toBe('wrong_credential_kind');

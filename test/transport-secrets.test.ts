@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeyPairSync } from 'node:crypto';
 import webpush from 'web-push';
 import { startTestApp, type TestApp, type RequestOptions } from './support/app.ts';
-import { seedTenant, type SeededTenant } from './support/transport-fixtures.ts';
+import { createTenantFixture, type TenantFixture } from './support/fixtures.ts';
 import { startSmtpPeer, type SmtpPeer } from './support/smtp-peer.ts';
 import { startApnsPeer, type ApnsPeer } from './support/apns-peer.ts';
 import { startFcmPeer, type FcmPeer } from './support/fcm-peer.ts';
@@ -37,7 +37,7 @@ let apns: ApnsPeer;
 let fcm: FcmPeer;
 let expo: ExpoPeer;
 let push: WebPushService;
-let t: SeededTenant;
+let t: TenantFixture;
 const transcript: string[] = [];
 
 async function call(method: string, path: string, options: RequestOptions = {}) {
@@ -56,7 +56,7 @@ beforeAll(async () => {
   app = await startTestApp({
     config: { providers: { apnsSandboxUrl: apns.url, fcmUrl: fcm.url, fcmTokenUrl: fcm.tokenUrl, expoUrl: expo.url, caFile: testCertificate().caFile } },
   });
-  t = await seedTenant(app.runtime, 'Secretive');
+  t = await createTenantFixture(app, 'Secretive');
 });
 afterAll(async () => {
   await app?.close();

@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 import { createECDH, createDecipheriv, hkdfSync } from 'node:crypto';
 import webpush from 'web-push';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { seedTenant, type SeededTenant } from './support/transport-fixtures.ts';
+import { createTenantFixture, type TenantFixture } from './support/fixtures.ts';
 import { startWebPushService, type WebPushService } from './support/web-push-service.ts';
 import { testCertificate } from './support/tls.ts';
 import { sendPush } from '../server/transports/push/index.ts';
@@ -13,14 +13,14 @@ import { vapidPublicKeyOf } from '../server/transports/push/webpush.ts';
 
 let app: TestApp;
 let service: WebPushService;
-let a: SeededTenant;
-let b: SeededTenant;
+let a: TenantFixture;
+let b: TenantFixture;
 
 beforeAll(async () => {
   service = await startWebPushService();
   app = await startTestApp({ config: { providers: { caFile: testCertificate().caFile } } });
-  a = await seedTenant(app.runtime, 'Acme');
-  b = await seedTenant(app.runtime, 'Globex');
+  a = await createTenantFixture(app, 'Acme');
+  b = await createTenantFixture(app, 'Globex');
 });
 afterAll(async () => {
   await app?.close();
@@ -40,7 +40,7 @@ describe('GET /v1/web-push/public-key', () => {
     const publicKey = put.body.settings.public_key as string;
     expect(Buffer.from(publicKey, 'base64url')).toHaveLength(65);
     expect(put.body.settings).toEqual({ subject: 'mailto:ops@acme.test', public_key: publicKey });
-    for (const token of [a.contactToken, a.serviceKey, a.accessToken]) {
+    for (const token of [a.contactToken, a.serviceKey, a.ownerToken]) {
       const res = await app.request('GET', '/v1/web-push/public-key', { token });
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ public_key: publicKey });
@@ -70,7 +70,7 @@ describe('GET /v1/web-push/public-key', () => {
   it('answers 401 without a credential or with a bad one, and 403 for a user outside the tenant', async () => {
     expect((await app.request('GET', '/v1/web-push/public-key')).status).toBe(401);
     expect((await app.request('GET', '/v1/web-push/public-key', { token: 'garbage' })).status).toBe(401);
-    const stranger = app.runtime.tokens.sign('access', b.userId, a.tenantId, 3600, app.runtime.clock.now());
+    const stranger = app.runtime.tokens.sign('access', b.ownerId, a.tenantId, 3600, app.runtime.clock.now());
     expect((await app.request('GET', '/v1/web-push/public-key', { token: stranger })).status).toBe(403);
   });
 });

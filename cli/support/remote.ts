@@ -1,6 +1,8 @@
-// Remote mode: commands that talk to a running Herald over its HTTP API with a service key, from
-// --url/--api-key or HERALD_URL/HERALD_API_KEY. API errors become one-line CliErrors: 422 (the input
-// was refused) exits 2 like a usage error, everything else exits 1.
+// Remote mode: the one HTTP client of the commands that talk to a running Herald over its API with a
+// service key, from --url/--api-key or HERALD_URL/HERALD_API_KEY. An API error becomes a one-line
+// CliError "HTTP <status>: <detail>" (ErrorResponse detail and code, or the HTTPValidationError
+// entries as "loc: msg"); it exits 1, and a 422 exits as the command chose (see `invalidInputExit`).
+// The service key is only ever sent in the Authorization header, never printed.
 import type { Command } from 'commander';
 import { CliError, EXIT_FAILURE, EXIT_USAGE, usageError } from './output.ts';
 
@@ -9,11 +11,29 @@ export interface RemoteOptions {
   apiKey?: string;
 }
 
-export interface RemoteResponse<T> {
+interface RemoteResponse<T> {
   status: number;
   headers: Headers;
   body: T;
 }
+
+export interface RemoteRequest {
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** On 429, wait for Retry-After and send again instead of failing (bulk imports). */
+  waitWhenRateLimited?: boolean;
+}
+
+export interface RemoteClientSettings {
+  /**
+   * The exit code of a 422: 2 (a usage error, the default) where the command passes its flags to the
+   * API as they are; `herald send` and `herald events` document every API error as exit 1.
+   */
+  invalidInputExit?: number;
+}
+
+/** A request gives up after this long: a hung server must not hang a CI script. */
+const REQUEST_TIMEOUT_MS = 60_000;
 
 /** Adds --url and --api-key to a remote command. */
 export function withRemote(command: Command): Command {
@@ -25,23 +45,48 @@ export function withRemote(command: Command): Command {
 export class RemoteClient {
   readonly baseUrl: string;
   readonly #apiKey: string;
+  readonly #invalidInputExit: number;
 
-  constructor(baseUrl: string, apiKey: string) {
+  constructor(baseUrl: string, apiKey: string, settings: RemoteClientSettings = {}) {
     this.baseUrl = baseUrl.replace(/\/+$/, '');
     this.#apiKey = apiKey;
+    this.#invalidInputExit = settings.invalidInputExit ?? EXIT_USAGE;
   }
 
-  /** Sends a request; answers any status (callers decide), throws only when Herald cannot be reached. */
-  async send<T = any>(method: string, path: string, body?: unknown): Promise<RemoteResponse<T>> {
+  /** Sends a request and answers the body of a 2xx; throws a CliError for any other answer. */
+  async call<T = any>(method: string, path: string, request: RemoteRequest = {}): Promise<T> {
+    for (;;) {
+      const res = await this.#send<T>(method, path, request);
+      if (res.status >= 200 && res.status < 300) return res.body;
+      if (res.status === 429 && request.waitWhenRateLimited) {
+        const wait = Number(res.headers.get('retry-after') ?? '1');
+        await new Promise((resolve) => setTimeout(resolve, Math.max(1, wait) * 1000));
+        continue;
+      }
+      throw this.#error(res);
+    }
+  }
+
+  /** Sends a request; answers any status, throws only when Herald cannot be reached. */
+  async #send<T>(method: string, path: string, request: RemoteRequest): Promise<RemoteResponse<T>> {
+    const { body, headers } = request;
     let response: Response;
     try {
       response = await fetch(this.baseUrl + path, {
         method,
-        headers: { authorization: `Bearer ${this.#apiKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        headers: {
+          authorization: `Bearer ${this.#apiKey}`,
+          accept: 'application/json',
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...headers,
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
       });
     } catch (error) {
-      throw new CliError(`cannot reach Herald at ${this.baseUrl}: ${(error as Error).cause instanceof Error ? ((error as Error).cause as Error).message : (error as Error).message}`);
+      // fetch() reports "fetch failed" and puts the reason (ECONNREFUSED, a DNS error...) in `cause`.
+      const cause = (error as Error).cause;
+      throw new CliError(`cannot reach Herald at ${this.baseUrl}: ${cause instanceof Error ? cause.message : (error as Error).message}`);
     }
     const text = await response.text();
     let parsed: unknown = text;
@@ -55,34 +100,31 @@ export class RemoteClient {
     return { status: response.status, headers: response.headers, body: parsed as T };
   }
 
-  /** Sends a request and throws a CliError for any non-2xx answer. */
-  async call<T = any>(method: string, path: string, body?: unknown): Promise<T> {
-    const res = await this.send<T>(method, path, body);
-    if (res.status >= 200 && res.status < 300) return res.body;
-    throw apiError(res);
+  #error(res: RemoteResponse<unknown>): CliError {
+    let message = describeBody(res.body);
+    if (res.status === 401) message = `the service key was refused (${message}); check --api-key or HERALD_API_KEY`;
+    if (res.status === 429) message = `rate limited; retry after ${res.headers.get('retry-after') ?? '?'} s`;
+    return new CliError(`HTTP ${res.status}: ${message}`, res.status === 422 ? this.#invalidInputExit : EXIT_FAILURE);
   }
 }
 
-export function apiError(res: RemoteResponse<unknown>): CliError {
-  const body = res.body as { detail?: unknown } | string;
-  let message = `HTTP ${res.status}`;
-  if (typeof body === 'object' && body && 'detail' in body) {
-    const detail = body.detail;
-    message = Array.isArray(detail)
-      ? detail.map((d: { loc?: unknown[]; msg?: string }) => `${(d.loc ?? []).join('.')}: ${d.msg}`).join('; ')
-      : String(detail);
+/** The message of an error body: HTTPValidationError entries, an ErrorResponse, or the start of a text. */
+function describeBody(body: unknown): string {
+  if (body && typeof body === 'object' && 'detail' in body) {
+    const { detail, code } = body as { detail: unknown; code?: unknown };
+    if (Array.isArray(detail)) return detail.map((d: { loc?: unknown[]; msg?: string }) => `${(d.loc ?? []).join('.')}: ${d.msg}`).join('; ');
+    return typeof code === 'string' ? `${String(detail)} (${code})` : String(detail);
   }
-  if (res.status === 401) message = `the service key was refused (${message}); check --api-key or HERALD_API_KEY`;
-  if (res.status === 429) message = `rate limited; retry after ${res.headers.get('retry-after') ?? '?'} s`;
-  return new CliError(message, res.status === 422 ? EXIT_USAGE : EXIT_FAILURE);
+  return typeof body === 'string' && body ? body.slice(0, 200) : 'request failed';
 }
 
-export function remoteClient(options: RemoteOptions, env: NodeJS.ProcessEnv = process.env): RemoteClient {
-  const url = options.url ?? env.HERALD_URL;
-  const apiKey = options.apiKey ?? env.HERALD_API_KEY;
+/** The client for --url/--api-key or HERALD_URL/HERALD_API_KEY; a missing or malformed one is a usage error. */
+export function remoteClient(options: RemoteOptions, settings: RemoteClientSettings = {}): RemoteClient {
+  const url = options.url ?? process.env.HERALD_URL;
+  const apiKey = options.apiKey ?? process.env.HERALD_API_KEY;
   if (!url) throw usageError('no Herald URL: pass --url or set HERALD_URL');
   if (!/^https?:\/\//.test(url)) throw usageError('--url must be an http(s) URL');
   if (!apiKey) throw usageError('no service key: pass --api-key or set HERALD_API_KEY');
   if (!apiKey.startsWith('sk_')) throw usageError('the service key must begin with sk_');
-  return new RemoteClient(url, apiKey);
+  return new RemoteClient(url, apiKey, settings);
 }

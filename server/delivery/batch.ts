@@ -9,16 +9,14 @@ import { newId } from '../ids.ts';
 import type { Runtime } from '../runtime.ts';
 import { TemplateError, UnfilledSlotError } from '../templates/engine.ts';
 import { renderInbox } from '../templates/render.ts';
-import { registeredChannels } from './channels/index.ts';
 import { inboxItemView, type InboxItemRow } from '../services/inbox.ts';
 import { appendStreamEventsBulk } from '../stream/events.ts';
-import { planDeliveries } from './plan.ts';
 import { deliveryContext, deliveryTemplate } from './templates.ts';
 import {
   FINAL_EVENT_STATUSES,
   loadContacts,
   lockEvents,
-  preferencesFor,
+  planEvent,
   readVariables,
   rollupEvents,
   type LoadedEvent,
@@ -60,21 +58,9 @@ export async function deliverInboxBatch(runtime: Runtime, eventIds: string[]): P
       fresh.flatMap((e) => (e.contact_id ? [e.contact_id] : [])),
       fresh.map((e) => e.type_key),
     );
-    const registered = registeredChannels();
     const plans = fresh.map((event) => {
       const contact = event.contact_id ? (contacts.get(event.contact_id) ?? null) : null;
-      const plan = planDeliveries({
-        channelDefaults: event.channel_defaults ?? {},
-        requestedChannels: event.channels,
-        optOutPolicy: event.opt_out ?? true,
-        preferences: preferencesFor(contact, event.type_key),
-        tenantArchived: event.tenant_archived,
-        contactEmail: contact?.email ?? null,
-        contactExists: contact !== null,
-        subscriptions: contact?.subscriptions ?? [],
-        registered,
-      });
-      return { event, contact, plan };
+      return { event, contact, plan: planEvent(event, contact) };
     });
     // Only events whose pending deliveries are all inbox take this path.
     const local = plans.filter((p) => p.plan.every((d) => d.status !== 'pending' || d.channel === 'inbox'));

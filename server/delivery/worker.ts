@@ -16,7 +16,7 @@ import { secretVariablesAad } from '../services/notifications.ts';
 import { TemplateError, UnfilledSlotError } from '../templates/engine.ts';
 import { channelRegistry, registeredChannels } from './channels/index.ts';
 import type { ChannelSender, DeliveryOutcome, DeliveryRow, EventForDelivery } from './channels/types.ts';
-import { planDeliveries } from './plan.ts';
+import { planDeliveries, type PlannedDelivery } from './plan.ts';
 
 export interface LoadedEvent extends EventForDelivery {
   status: string;
@@ -139,8 +139,20 @@ export async function loadContacts(tx: EntityManager, contactIds: string[], type
   return new Map(rows.map((r) => [r.id, r]));
 }
 
-export function preferencesFor(contact: ContactWithDestinations | null, typeKey: string): Partial<Record<Channel, boolean>> {
-  return Object.fromEntries((contact?.preferences ?? []).filter((p) => p.type_key === typeKey).map((p) => [p.channel, p.enabled]));
+/** The deliveries an event gets: its type's channel defaults and opt-out policy, the contact's preferences and destinations. */
+export function planEvent(event: LoadedEvent, contact: ContactWithDestinations | null): PlannedDelivery[] {
+  const preferences = Object.fromEntries((contact?.preferences ?? []).filter((p) => p.type_key === event.type_key).map((p) => [p.channel, p.enabled]));
+  return planDeliveries({
+    channelDefaults: event.channel_defaults ?? {},
+    requestedChannels: event.channels,
+    optOutPolicy: event.opt_out ?? true,
+    preferences,
+    tenantArchived: event.tenant_archived,
+    contactEmail: contact?.email ?? null,
+    contactExists: contact !== null,
+    subscriptions: contact?.subscriptions ?? [],
+    registered: registeredChannels(),
+  });
 }
 
 /** Locks the event, plans its deliveries on the first attempt, and returns what is still pending. */
@@ -153,17 +165,7 @@ async function prepareEvent(
   const contact = event.contact_id ? ((await loadContacts(tx, [event.contact_id], [event.type_key])).get(event.contact_id) ?? null) : null;
   let pending: DeliveryRow[];
   if (!event.planned) {
-    const plan = planDeliveries({
-      channelDefaults: event.channel_defaults ?? {},
-      requestedChannels: event.channels,
-      optOutPolicy: event.opt_out ?? true,
-      preferences: preferencesFor(contact, event.type_key),
-      tenantArchived: event.tenant_archived,
-      contactEmail: contact?.email ?? null,
-      contactExists: contact !== null,
-      subscriptions: contact?.subscriptions ?? [],
-      registered: registeredChannels(),
-    });
+    const plan = planEvent(event, contact);
     const inserted =
       plan.length === 0
         ? []

@@ -153,15 +153,35 @@ async function exportableTables(em: EntityManager): Promise<Map<string, string[]
 
 const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
+const MASK = '********';
+
+/**
+ * Delivered content rendered from an event's secret variables (inbox items, and the stream log's
+ * copies of them) holds those values in clear for the recipient. Secrets never leave in an export,
+ * so such content is masked there; the events themselves keep only the secrets' names.
+ */
+async function maskSecretContent(em: EntityManager, tenantId: string, tables: Record<string, Array<Record<string, unknown>>>): Promise<void> {
+  const rows = await query<{ id: string }>(em, `SELECT id::text FROM events WHERE tenant_id = $1 AND cardinality(secret_keys) > 0`, [tenantId]);
+  const withSecrets = new Set(rows.map((r) => r.id));
+  if (withSecrets.size === 0) return;
+  const maskItem = (item: Record<string, unknown>) => ({ ...item, title: MASK, body: MASK, action_url: item.action_url == null ? null : MASK });
+  tables.inbox_items = (tables.inbox_items ?? []).map((item) => (withSecrets.has(String(item.event_id)) ? maskItem(item) : item));
+  tables.stream_events = (tables.stream_events ?? []).map((event) => {
+    const payload = event.payload as Record<string, unknown> | null;
+    return payload && withSecrets.has(String(payload.event_id)) ? { ...event, payload: maskItem(payload) } : event;
+  });
+}
+
 async function writeExport(runtime: Runtime, em: EntityManager, request: DataRequestRow): Promise<string> {
   const tenantId = request.tenant_id;
   // The tenants table holds no secrets; SELECT * keeps columns added by later migrations.
   const tenant = await queryOne(em, `SELECT * FROM tenants WHERE id = $1`, [tenantId]);
   if (!tenant) throw new Error('tenant no longer exists');
-  const tables: Record<string, unknown[]> = {};
+  const tables: Record<string, Array<Record<string, unknown>>> = {};
   for (const [table, columns] of await exportableTables(em)) {
     tables[table] = await query(em, `SELECT ${columns.map(quoteIdent).join(', ')} FROM ${quoteIdent(table)} WHERE tenant_id = $1`, [tenantId]);
   }
+  await maskSecretContent(em, tenantId, tables);
   const members = await query(
     em,
     `SELECT u.id AS user_id, u.email, m.role, m.created_at FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.tenant_id = $1 ORDER BY m.created_at`,
