@@ -3,10 +3,9 @@
 // on 404 create the contact, then mint again), inbox items already there when the page opens, and
 // triggers (POST /v1/notifications, delivered by the worker).
 import { expect } from 'vitest';
-import { queryOne } from '../../server/db/sql.ts';
 import { newId } from '../../server/ids.ts';
 import type { TestApp } from '../support/app.ts';
-import { createServiceTenant } from '../support/delivery-fixtures.ts';
+import { createTenantFixture, sql } from '../support/fixtures.ts';
 
 export const TYPE_KEY = 'build_status';
 
@@ -33,9 +32,9 @@ export async function mintContactToken(app: TestApp, serviceKey: string, externa
 
 /** A tenant set up as its backend would: a type and its inbox template through the API, then a contact token. */
 export async function createInboxContact(app: TestApp, externalId: string): Promise<InboxContact> {
-  const tenant = await createServiceTenant(app);
+  const tenant = await createTenantFixture(app);
   const setup = async (path: string, body: unknown) => {
-    const res = await app.request('POST', path, { token: tenant.key, body });
+    const res = await app.request('POST', path, { token: tenant.serviceKey, body });
     expect(res.status, `${path}: ${res.text}`).toBe(201);
   };
   await setup('/v1/notification-types', {
@@ -48,8 +47,8 @@ export async function createInboxContact(app: TestApp, externalId: string): Prom
   });
   await setup('/v1/notification-types', { key: 'account_security', channel_defaults: { inbox: true, email: true }, opt_out: false });
   await setup('/v1/inbox-templates', { notification_type_key: TYPE_KEY, title: '{{ title }}', content: '{{ body }}' });
-  const minted = await mintContactToken(app, tenant.key, externalId);
-  return { id: minted.contact_id, tenantId: tenant.tenantId, externalId, serviceKey: tenant.key, token: minted.token };
+  const minted = await mintContactToken(app, tenant.serviceKey, externalId);
+  return { id: minted.contact_id, tenantId: tenant.tenantId, externalId, serviceKey: tenant.serviceKey, token: minted.token };
 }
 
 export interface ItemInput {
@@ -61,14 +60,13 @@ export interface ItemInput {
 
 /** Items already in the inbox before the page opens (oldest first; spaced minutes apart). */
 export async function seedInboxItems(app: TestApp, contact: InboxContact, inputs: ItemInput[]): Promise<void> {
-  const em = app.runtime.orm.em.fork();
   const now = Date.now();
   for (const [index, input] of inputs.entries()) {
     const createdAt = new Date(now - (inputs.length - index) * 17 * 60_000);
-    await queryOne(
-      em,
+    await sql(
+      app,
       `INSERT INTO inbox_items (id, tenant_id, contact_id, type_key, title, body, action_url, created_at, read_at, seen_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING id`,
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)`,
       [newId(), contact.tenantId, contact.id, TYPE_KEY, input.title, input.body, input.action_url ?? null, createdAt, input.read ? createdAt : null],
     );
   }
