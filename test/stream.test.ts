@@ -74,7 +74,7 @@ class StreamClient {
   }
 
   /** Waits until `predicate` holds (checked on every chunk), failing after `timeoutMs`. */
-  async until(predicate: (client: StreamClient) => boolean, timeoutMs = 5000): Promise<void> {
+  async until(predicate: (client: StreamClient) => boolean, timeoutMs = 15_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!predicate(this)) {
       if (Date.now() > deadline) throw new Error(`stream condition not met; events: ${JSON.stringify(this.events)}`);
@@ -216,7 +216,7 @@ describe('GET /v1/contacts/{id}/stream', () => {
     const id = await acme.contact('heartbeat-1');
     const client = await StreamClient.open(streamUrl(app.url, id), acme.tokenFor(id));
     try {
-      await client.until((c) => c.comments.filter((t) => t === 'heartbeat').length >= 2, 3000);
+      await client.until((c) => c.comments.filter((t) => t === 'heartbeat').length >= 2, 10_000);
     } finally {
       await client.close();
     }
@@ -371,7 +371,7 @@ describe('stream log retention', () => {
   });
 });
 
-async function expectEventually(check: () => boolean, timeoutMs = 3000): Promise<void> {
+async function expectEventually(check: () => boolean, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
