@@ -21,6 +21,7 @@ import * as tenants from './tenants.ts';
 import * as members from './members.ts';
 import * as invitations from './invitations.ts';
 import * as dataRequests from './data-requests.ts';
+import * as staticFiles from './static.ts';
 import * as notifications from './notifications.ts';
 
 export const routes: RouteDefinition<any, any, any>[] = [
@@ -129,6 +130,14 @@ export const routes: RouteDefinition<any, any, any>[] = [
   dataRequests.fileDataRequest,
   dataRequests.getDataRequest,
   dataRequests.downloadDataExport,
+  // static: browser SDK and demo page (no credential)
+  staticFiles.sdkClient,
+  staticFiles.sdkWidget,
+  staticFiles.sdkServiceWorker,
+  staticFiles.sdkTypes,
+  staticFiles.demoPage,
+  staticFiles.demoScript,
+  staticFiles.demoStyles,
   // notifications (service key): trigger, event status, activity log
   notifications.triggerNotification,
   notifications.getNotificationEvent,
