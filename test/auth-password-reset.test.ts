@@ -101,6 +101,10 @@ describe('POST /v1/auth/password-reset/confirm', () => {
     expect((await requestAs(app, 'POST', '/v1/auth/login', { body: { email: user.email, password: user.password } })).status).toBe(401);
     expect((await requestAs(app, 'POST', '/v1/auth/login', { body: { email: user.email, password: NEW_PASSWORD } })).status).toBe(200);
     expect((await app.request('GET', '/v1/auth/tenants', { token: user.token })).status).toBe(200);
+    // A used link previews exactly like an unknown one.
+    const used = await requestAs(app, 'GET', `/v1/auth/password-reset/${token}`);
+    expect(used.status).toBe(200);
+    expect(used.body).toEqual({ valid: false });
     const second = await requestAs(app, 'POST', '/v1/auth/password-reset/confirm', { body: { token, password: 'another good passphrase' } });
     expect(second.status).toBe(422);
     expect(second.body.code).toBe('invalid_link');

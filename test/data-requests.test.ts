@@ -116,6 +116,11 @@ describe('GET /v1/auth/tenants/{tenant_id}/data-requests/{id} and /download', ()
     expect((await app.request('GET', `${path(owner.tenantId)}/${mine.body.id}/download`, { token: admin.token })).status).toBe(403);
     expect((await app.request('GET', `${path(owner.tenantId)}/${mine.body.id}`)).status).toBe(401);
     expect((await app.request('GET', `${path(owner.tenantId)}/nope`, { token: owner.token })).status).toBe(422);
+    expect((await app.request('GET', `${path(owner.tenantId)}/nope/download`, { token: owner.token })).status).toBe(422);
+    expect((await app.request('GET', `${path(owner.tenantId)}/${mine.body.id}/download`)).status).toBe(401);
+    const unknown = '00000000-0000-7000-8000-000000000000';
+    expect((await app.request('GET', `${path(owner.tenantId)}/${unknown}`, { token: owner.token })).status).toBe(404);
+    expect((await app.request('GET', `${path(owner.tenantId)}/${unknown}/download`, { token: owner.token })).status).toBe(404);
   });
 });
 

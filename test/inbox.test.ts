@@ -144,6 +144,9 @@ describe('PATCH /v1/contacts/{id}/notifications/{notification_id}', () => {
     expect((await app.request('PATCH', `/v1/contacts/${other}/notifications/${item.id}`, { token: acme.tokenFor(id), body: { read: true } })).status).toBe(404);
     const foreign = await globex.contact('patch-g');
     expect((await app.request('PATCH', `/v1/contacts/${other}/notifications/${item.id}`, { token: globex.tokenFor(foreign), body: { read: true } })).status).toBe(404);
+    // None of the refused calls touched the item.
+    const owned = await app.request('GET', `/v1/contacts/${other}/notifications`, { token: acme.tokenFor(other) });
+    expect(owned.body.items.find((i: { id: string }) => i.id === item.id)).toMatchObject({ read_at: null, seen_at: null });
   });
 
   it('answers 422 for an empty or malformed body, 401 without credential, 403 for a service key', async () => {

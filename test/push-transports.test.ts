@@ -91,6 +91,13 @@ describe('PUT /v1/push-transport/{provider}', () => {
   });
 
   it('replaces only that provider and answers 422 for an unknown provider', async () => {
+    const before = (await app.request('GET', '/v1/push-transport', { token: a.serviceKey })).body as Array<{ provider: string; settings: unknown; updated_at: string }>;
+    await app.request('PUT', '/v1/push-transport/apns', { token: a.serviceKey, body: { ...apnsSettings, environment: 'production' } });
+    const after = (await app.request('GET', '/v1/push-transport', { token: a.serviceKey })).body as typeof before;
+    expect(after.find((t) => t.provider === 'apns')!.settings).toMatchObject({ environment: 'production' });
+    expect(before.length).toBeGreaterThan(1);
+    for (const other of before.filter((t) => t.provider !== 'apns')) expect(after.find((t) => t.provider === other.provider)).toEqual(other);
+    await app.request('PUT', '/v1/push-transport/apns', { token: a.serviceKey, body: apnsSettings });
     const res = await app.request('PUT', '/v1/push-transport/pigeon', { token: a.serviceKey, body: {} });
     expect(res.status).toBe(422);
     expect(res.body.detail[0].loc).toEqual(['path', 'provider']);
