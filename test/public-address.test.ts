@@ -11,11 +11,16 @@ import { createTenant } from '../server/services/tenants.ts';
 import { createUser } from '../server/services/users.ts';
 
 describe('isNonPublicAddress', () => {
-  it.each(['127.0.0.1', '10.1.2.3', '172.20.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1', '::1', '::', 'fd00::1', 'fe80::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1'])(
+  it.each([
+    '127.0.0.1', '10.1.2.3', '172.20.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1',
+    '::1', '::', 'fd00::1', 'fe80::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1',
+    // The same addresses as a URL normalises them (hex), and the other IPv6 forms that embed IPv4.
+    '::ffff:7f00:1', '::ffff:a9fe:a9fe', '::7f00:1', '64:ff9b::7f00:1', '64:ff9b::a9fe:a9fe', '2002:7f00:1::1', '0:0:0:0:0:ffff:7f00:0001',
+  ])(
     '%s is not public',
     (ip) => expect(isNonPublicAddress(ip)).toBe(true),
   );
-  it.each(['8.8.8.8', '1.1.1.1', '172.32.0.1', '100.128.0.1', '2001:4860:4860::8888', '::ffff:8.8.8.8'])('%s is public', (ip) =>
+  it.each(['8.8.8.8', '1.1.1.1', '172.32.0.1', '100.128.0.1', '2001:4860:4860::8888', '::ffff:8.8.8.8', '::ffff:808:808', '2002:808:808::1'])('%s is public', (ip) =>
     expect(isNonPublicAddress(ip)).toBe(false),
   );
 });
@@ -65,6 +70,9 @@ describe('sending web push with allowPrivatePushEndpoints off (the production de
     expect((outcome as { error: string }).error).toMatch(/not a public address/);
     const byName = await sendPush(app.runtime, app.runtime.orm.em.fork(), tenant.id, { provider: 'webpush', subscription: { ...subscription, endpoint: `https://localhost:${port}/push/abc` } }, { title: 't', body: 'b' });
     expect(byName).toMatchObject({ status: 'dead' });
+    // IPv4-mapped IPv6 literals, which URL parsing turns into hex (https://[::ffff:7f00:1]/), are refused too.
+    const mapped = await sendPush(app.runtime, app.runtime.orm.em.fork(), tenant.id, { provider: 'webpush', subscription: { ...subscription, endpoint: `https://[::ffff:127.0.0.1]:${port}/push/abc` } }, { title: 't', body: 'b' });
+    expect(mapped).toMatchObject({ status: 'dead' });
     expect(hits).toBe(0);
   });
 });

@@ -26,6 +26,24 @@ function v4ToInt(ip: string): number {
   return ip.split('.').reduce((n, part) => (n << 8) + Number(part), 0) >>> 0;
 }
 
+/** The eight 16-bit groups of an IPv6 address (also in dotted-tail or compressed form). */
+function ipv6Groups(ip: string): number[] | null {
+  let text = ip.toLowerCase().replace(/%.*$/, '');
+  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (dotted) {
+    const n = v4ToInt(dotted[1]!);
+    text = text.slice(0, -dotted[1]!.length) + `${(n >>> 16).toString(16)}:${(n & 0xffff).toString(16)}`;
+  }
+  const [head, tail] = text.split('::') as [string, string | undefined];
+  const parse = (part: string) => (part ? part.split(':').map((g) => parseInt(g, 16)) : []);
+  const left = parse(head);
+  const right = tail === undefined ? [] : parse(tail);
+  const groups = tail === undefined ? left : [...left, ...Array(8 - left.length - right.length).fill(0), ...right];
+  return groups.length === 8 && groups.every((g) => Number.isInteger(g) && g >= 0 && g <= 0xffff) ? groups : null;
+}
+
+const v4FromGroups = (hi: number, lo: number) => `${hi >>> 8}.${hi & 0xff}.${lo >>> 8}.${lo & 0xff}`;
+
 export function isNonPublicAddress(ip: string): boolean {
   const family = isIP(ip);
   if (family === 4) {
@@ -33,12 +51,25 @@ export function isNonPublicAddress(ip: string): boolean {
     return V4_BLOCKED.some(([base, bits]) => (n >>> (32 - bits)) === (base >>> (32 - bits)));
   }
   if (family === 6) {
-    const lower = ip.toLowerCase();
-    const mapped = /^(?:0*:)*:?ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(lower) ?? /^::(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
-    if (mapped) return isNonPublicAddress(mapped[1]!);
-    if (lower === '::' || lower === '::1') return true;
-    const first = parseInt(lower.split(':')[0] || '0', 16);
-    return (first & 0xfe00) === 0xfc00 /* fc00::/7 unique local */ || (first & 0xffc0) === 0xfe80 /* fe80::/10 link-local */ || (first & 0xff00) === 0xff00; /* multicast */
+    const g = ipv6Groups(ip);
+    if (!g) return true;
+    const zeros = (from: number, to: number) => g.slice(from, to).every((x) => x === 0);
+    // IPv6 forms that carry an IPv4 address are judged by that address (in any spelling, hex included):
+    // ::ffff:a.b.c.d (mapped), ::a.b.c.d (compatible), 64:ff9b::a.b.c.d (NAT64), 2002:AABB:CCDD:: (6to4).
+    if (zeros(0, 5) && (g[5] === 0xffff || g[5] === 0)) {
+      if (g[5] === 0 && g[6] === 0 && (g[7] === 0 || g[7] === 1)) return true; // :: and ::1
+      return isNonPublicAddress(v4FromGroups(g[6]!, g[7]!));
+    }
+    if (g[0] === 0x64 && g[1] === 0xff9b && zeros(2, 6)) return isNonPublicAddress(v4FromGroups(g[6]!, g[7]!));
+    if (g[0] === 0x2002) return isNonPublicAddress(v4FromGroups(g[1]!, g[2]!));
+    const first = g[0]!;
+    return (
+      (first & 0xfe00) === 0xfc00 /* fc00::/7 unique local */ ||
+      (first & 0xffc0) === 0xfe80 /* fe80::/10 link-local */ ||
+      (first & 0xffc0) === 0xfec0 /* fec0::/10 site-local (deprecated) */ ||
+      (first & 0xff00) === 0xff00 /* multicast */ ||
+      (first === 0x2001 && g[1] === 0x0db8) /* documentation */
+    );
   }
   return true; // not an address at all
 }
