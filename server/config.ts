@@ -65,6 +65,12 @@ export const configSchema = z.object({
    * production: it would let anyone with a contact token make Herald call internal services.
    */
   allowPrivatePushEndpoints: z.boolean().default(false),
+  /**
+   * Let tenants point their email transport at loopback or private addresses. Off in production: a
+   * tenant could otherwise probe the install's network through its SMTP test send. The install's own
+   * SMTP (smtpUrl, set-default) is trusted and never checked.
+   */
+  allowPrivateSmtpHosts: z.boolean().default(false),
   /** DNS server(s) used to check sender domains, host:port; empty means the system resolver. */
   dnsServers: z.array(z.string()).default([]),
   /** Interval of the comment heartbeat on real-time streams (keeps proxies from closing idle connections). */
@@ -90,6 +96,11 @@ const ENV_KEYS: Record<string, keyof ConfigInput> = {
   HERALD_MAIL_FROM: 'mailFrom',
   HERALD_LOG_LEVEL: 'logLevel',
   HERALD_ENCRYPTION_KEYS: 'encryptionKeys',
+};
+const ENV_BOOLEANS: Record<string, keyof ConfigInput> = {
+  HERALD_DEMO: 'demo',
+  HERALD_ALLOW_PRIVATE_PUSH_ENDPOINTS: 'allowPrivatePushEndpoints',
+  HERALD_ALLOW_PRIVATE_SMTP_HOSTS: 'allowPrivateSmtpHosts',
 };
 const ENV_LISTS: Record<string, keyof ConfigInput> = {
   HERALD_TRUSTED_PROXIES: 'trustedProxies',
@@ -132,6 +143,10 @@ function fromEnvironment(env: NodeJS.ProcessEnv): Record<string, unknown> {
   for (const [name, key] of Object.entries(ENV_KEYS)) {
     const value = env[name];
     if (value !== undefined && value !== '') out[key] = value;
+  }
+  for (const [name, key] of Object.entries(ENV_BOOLEANS)) {
+    const value = env[name]?.trim().toLowerCase();
+    if (value) out[key] = value === 'true' || value === '1' || value === 'yes' ? true : value === 'false' || value === '0' || value === 'no' ? false : value;
   }
   for (const [name, key] of Object.entries(ENV_LISTS)) {
     const value = env[name];

@@ -29,6 +29,8 @@ async function herald(args: string[], options: { input?: string; env?: Record<st
       DATABASE_URL: app.database.url,
       HERALD_ENCRYPTION_KEYS: app.config.encryptionKeys,
       HERALD_HOME: app.dataDir,
+      // The SMTP peer listens on loopback.
+      HERALD_ALLOW_PRIVATE_SMTP_HOSTS: 'true',
       HERALD_URL: undefined,
       HERALD_API_KEY: undefined,
       ...options.env,

@@ -36,6 +36,12 @@ describe('loadConfig', () => {
     expect(loadConfig({}, { HERALD_HOME: dir }).dataDir).toBe(dir);
   });
 
+  it('reads boolean switches from the environment', () => {
+    const config = loadConfig({ dataDir: dataDir() }, { HERALD_ALLOW_PRIVATE_SMTP_HOSTS: 'true', HERALD_DEMO: '0' });
+    expect([config.allowPrivateSmtpHosts, config.allowPrivatePushEndpoints, config.demo]).toEqual([true, false, false]);
+    expect(() => loadConfig({ dataDir: dataDir() }, { HERALD_ALLOW_PRIVATE_SMTP_HOSTS: 'perhaps' })).toThrow(/allowPrivateSmtpHosts/);
+  });
+
   it('reads DATABASE_URL', () => {
     expect(loadConfig({ dataDir: dataDir() }, { DATABASE_URL: 'postgres://u@h/db' }).databaseUrl).toBe('postgres://u@h/db');
   });

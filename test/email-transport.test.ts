@@ -73,6 +73,20 @@ describe('PUT /v1/email-transport', () => {
     expect(test.body.ok).toBe(true);
   });
 
+  it('refuses to keep the stored password for another server: moving host, port, TLS or username needs it again', async () => {
+    const { password: _omit, ...withoutPassword } = transport();
+    for (const moved of [{ host: 'localhost' }, { port: smtp.port + 1 }, { secure: true }, { username: 'someone-else' }]) {
+      const res = await app.request('PUT', '/v1/email-transport', { token: a.serviceKey, body: { ...withoutPassword, ...moved } });
+      expect(res.status).toBe(422);
+      expect(res.body.detail[0].loc).toEqual(['body', 'password']);
+    }
+    // Unchanged: still the original server.
+    expect((await app.request('GET', '/v1/email-transport', { token: a.serviceKey })).body).toMatchObject({ host: '127.0.0.1', port: smtp.port });
+    const withPassword = await app.request('PUT', '/v1/email-transport', { token: a.serviceKey, body: { ...transport(), host: 'localhost' } });
+    expect(withPassword.status).toBe(200);
+    expect((await app.request('PUT', '/v1/email-transport', { token: a.serviceKey, body: { ...transport(), from_name: 'Acme Ops' } })).status).toBe(200);
+  });
+
   it('answers 422 HTTPValidationError for malformed settings', async () => {
     for (const body of [
       { ...transport(), port: 70000 },
@@ -179,6 +193,12 @@ describe('sendTenantEmail', () => {
     expect(sent.status).toBe('sent');
     const received = await smtp.waitFor((m) => m.parsed.messageId === (sent as { messageId: string }).messageId);
     expect(received.parsed.from?.value[0]).toMatchObject({ address: 'herald@install.test', name: 'Herald' });
+    // On the shared install SMTP a brand cannot claim an address outside its verified sender domains:
+    // the mail comes from the install, with the brand's address as Reply-To.
+    const branded = await sendTenantEmail(app.runtime, em, b.tenantId, { ...mail, fromEmail: 'ceo@other-company.test', fromName: 'Brand', sign: async () => null });
+    const spoofAttempt = await smtp.waitFor((m) => m.parsed.messageId === (branded as { messageId: string }).messageId);
+    expect(spoofAttempt.parsed.from?.value[0]).toMatchObject({ address: 'herald@install.test', name: 'Brand' });
+    expect(spoofAttempt.parsed.replyTo?.value[0]?.address).toBe('ceo@other-company.test');
     await removeDefaultSmtp(em);
   });
 

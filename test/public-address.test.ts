@@ -1,7 +1,7 @@
 // Web push endpoints are chosen by browsers: Herald must never let one point it at its own network.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Server as NetServer } from 'node:net';
 import webpush from 'web-push';
 import { isNonPublicAddress, publicOnlyLookup } from '../server/net/public-address.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
@@ -9,6 +9,7 @@ import { testCertificate } from './support/tls.ts';
 import { sendPush } from '../server/transports/push/index.ts';
 import { createTenant } from '../server/services/tenants.ts';
 import { createUser } from '../server/services/users.ts';
+import { createTenantFixture, sql } from './support/fixtures.ts';
 
 describe('isNonPublicAddress', () => {
   it.each([
@@ -46,7 +47,7 @@ describe('sending web push with allowPrivatePushEndpoints off (the production de
     });
     await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
     port = (target.address() as AddressInfo).port;
-    app = await startTestApp({ config: { allowPrivatePushEndpoints: false, providers: { caFile } as never } });
+    app = await startTestApp({ config: { allowPrivatePushEndpoints: false, allowPrivateSmtpHosts: false, providers: { caFile } as never } });
   });
   afterAll(async () => {
     await app?.close();
@@ -76,3 +77,41 @@ describe('sending web push with allowPrivatePushEndpoints off (the production de
     expect(hits).toBe(0);
   });
 });
+
+describe('tenant SMTP hosts with allowPrivateSmtpHosts off (the production default)', () => {
+  let app: TestApp;
+  let target: NetServer;
+  let connections = 0;
+  beforeAll(async () => {
+    const { createServer: createTcpServer } = await import('node:net');
+    target = createTcpServer((socket) => {
+      connections++;
+      socket.end('220 internal ESMTP\r\n');
+    });
+    await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
+    app = await startTestApp({ config: { allowPrivateSmtpHosts: false } });
+  });
+  afterAll(async () => {
+    await app?.close();
+    await new Promise<void>((resolve) => target.close(() => resolve()));
+  });
+
+  it('refuses a transport on a loopback or private host (422), and never connects to one already stored', async () => {
+    const fx = await createTenantFixture(app, 'Prober');
+    const port = (target.address() as AddressInfo).port;
+    for (const host of ['127.0.0.1', 'localhost', '10.0.0.8', '[::ffff:7f00:1]']) {
+      const res = await app.request('PUT', '/v1/email-transport', { token: fx.serviceKey, body: { host, port, secure: false, from_email: 'a@prober.test' } });
+      expect(res.status).toBe(422);
+      expect(res.body.detail[0]).toMatchObject({ loc: ['body', 'host'], type: 'host_not_allowed' });
+    }
+    // A row stored before the setting was turned off (or by DNS changing later): checked again at send time.
+    await sql(app, `INSERT INTO email_transports (tenant_id, host, port, secure, from_email) VALUES ($1, '127.0.0.1', $2, false, 'a@prober.test')`, [fx.tenantId, port]);
+    const test = await app.request('POST', '/v1/email-transport/test', { token: fx.serviceKey, body: { to: 'x@example.test' } });
+    expect(test.body).toEqual({ ok: false, error: expect.stringMatching(/public address/) });
+    const { sendTenantEmail } = await import('../server/transports/email.ts');
+    const sent = await sendTenantEmail(app.runtime, app.runtime.orm.em.fork(), fx.tenantId, { to: 'x@example.test', subject: 's', html: '<p>b</p>', text: 'b' });
+    expect(sent).toMatchObject({ status: 'failed', retryable: false });
+    expect(connections).toBe(0);
+  });
+});
+

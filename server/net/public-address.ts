@@ -2,7 +2,7 @@
 // Herald's own network: loopback, private, link-local, carrier-grade NAT, multicast and reserved
 // ranges are refused. The check runs in the socket's DNS lookup, so a name that resolves (or later
 // re-resolves) to an internal address is refused too; IP-literal hosts are checked before connecting.
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { lookup as dnsLookup, promises as dnsPromises, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
 
 const V4_BLOCKED: Array<[number, number]> = [
@@ -96,4 +96,20 @@ export function publicOnlyLookup(hostname: string, options: { all?: boolean; fam
     if (options.all) return callback(null, allowed);
     callback(null, allowed[0]!.address, allowed[0]!.family);
   });
+}
+
+/**
+ * Whether a hostname (or IP literal) reaches only public addresses. For clients that resolve names
+ * themselves (nodemailer), checked before each connection; a name that does not resolve is not public.
+ */
+export async function resolvesPublicly(host: string): Promise<boolean> {
+  const bare = host.replace(/^\[|\]$/g, '');
+  if (bare === 'localhost' || bare.endsWith('.localhost')) return false;
+  if (isIP(bare)) return !isNonPublicAddress(bare);
+  try {
+    const addresses = await dnsPromises.lookup(bare, { all: true });
+    return addresses.length > 0 && addresses.every((a) => !isNonPublicAddress(a.address));
+  } catch {
+    return false;
+  }
 }

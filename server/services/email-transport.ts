@@ -5,7 +5,8 @@ import { DecryptionError, KeyUnavailableError } from '../crypto/keyring.ts';
 import { execute, queryOne } from '../db/sql.ts';
 import { DEFAULT_SMTP_SECRET } from '../email/install-smtp.ts';
 import type { SmtpSettings } from '../email/smtp.ts';
-import { AppError } from '../errors.ts';
+import { AppError, invalidField } from '../errors.ts';
+import { resolvesPublicly } from '../net/public-address.ts';
 import type { Runtime } from '../runtime.ts';
 import type { EmailTransportRequest, EmailTransportResponse, SendTestResult } from '../schemas/transports.ts';
 import { deliverEmail, formatFrom } from '../transports/email.ts';
@@ -87,8 +88,24 @@ export async function getEmailTransport(runtime: Runtime, em: EntityManager, ten
  * cannot read it back to resend it); null removes it.
  */
 export async function putEmailTransport(runtime: Runtime, em: EntityManager, tenantId: string, input: EmailTransportRequest): Promise<EmailTransportResponse> {
+  if (!(await smtpHostAllowed(runtime, input.host))) {
+    throw invalidField(['body', 'host'], 'must resolve to a public address', 'host_not_allowed');
+  }
   const ciphertext = input.password ? runtime.keyRing.encrypt(input.password, passwordAad(tenantId)) : null;
   const keepPassword = input.password === undefined;
+  if (keepPassword) {
+    // The stored password stays bound to the server it was given for: pointing the transport elsewhere
+    // (or dropping TLS) without resending it would hand it to that server at the next send.
+    const stored = await queryOne<{ host: string; port: number; secure: boolean; username: string | null; has_password: boolean }>(
+      em,
+      `SELECT host, port, secure, username, password_ciphertext IS NOT NULL AS has_password FROM email_transports WHERE tenant_id = $1`,
+      [tenantId],
+    );
+    const moved = stored && (stored.host !== input.host || stored.port !== input.port || stored.secure !== input.secure || stored.username !== (input.username ?? null));
+    if (stored?.has_password && moved) {
+      throw invalidField(['body', 'password'], 'required when host, port, secure or username change', 'missing');
+    }
+  }
   await execute(
     em,
     `INSERT INTO email_transports (tenant_id, host, port, secure, username, password_ciphertext, from_email, from_name)
@@ -113,6 +130,7 @@ export async function testEmailTransport(runtime: Runtime, em: EntityManager, te
   if (loaded.state === 'unreadable') {
     return { ok: false, error: 'credentials_unreadable: the password was encrypted with a key that is no longer in the key ring; set it again' };
   }
+  if (!(await smtpHostAllowed(runtime, loaded.settings.host))) return { ok: false, error: SMTP_HOST_REFUSED };
   const outcome = await deliverEmail(runtime, loaded.settings, {
     from: formatFrom(loaded.fromEmail, loaded.fromName),
     to,
@@ -122,6 +140,13 @@ export async function testEmailTransport(runtime: Runtime, em: EntityManager, te
   });
   if (outcome.status === 'sent') return { ok: true, message_id: outcome.messageId };
   return { ok: false, error: outcome.status === 'failed' ? outcome.error : outcome.reason };
+}
+
+export const SMTP_HOST_REFUSED = 'the SMTP host does not resolve to a public address (allowPrivateSmtpHosts is off)';
+
+/** Tenant SMTP hosts must be public (see config.allowPrivateSmtpHosts); the install's own SMTP is trusted. */
+export async function smtpHostAllowed(runtime: Runtime, host: string): Promise<boolean> {
+  return runtime.config.allowPrivateSmtpHosts || resolvesPublicly(host);
 }
 
 export interface DefaultSmtpInput extends SmtpSettings {

@@ -6,7 +6,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { installSmtp } from '../email/install-smtp.ts';
 import type { DkimSigning, OutgoingMail, SmtpSettings } from '../email/smtp.ts';
 import type { Runtime } from '../runtime.ts';
-import { isUnreadable, loadEmailTransport } from '../services/email-transport.ts';
+import { isUnreadable, loadEmailTransport, SMTP_HOST_REFUSED, smtpHostAllowed } from '../services/email-transport.ts';
 
 export type EmailOutcome =
   | { status: 'sent'; messageId: string }
@@ -65,9 +65,12 @@ export async function deliverEmail(runtime: Runtime, settings: SmtpSettings, mai
 export async function sendTenantEmail(runtime: Runtime, em: EntityManager, tenantId: string, mail: TenantMail): Promise<EmailOutcome> {
   let settings: SmtpSettings;
   let defaultFrom: { email: string; name: string | null };
+  let fromEmail = mail.fromEmail ?? null;
+  let replyTo = mail.replyTo ?? null;
   const own = await loadEmailTransport(runtime, em, tenantId);
   if (own?.state === 'unreadable') return { status: 'skipped', reason: 'credentials_unreadable' };
   if (own) {
+    if (!(await smtpHostAllowed(runtime, own.settings.host))) return { status: 'failed', error: SMTP_HOST_REFUSED, retryable: false };
     settings = own.settings;
     defaultFrom = { email: own.fromEmail, name: own.fromName };
   } else {
@@ -81,17 +84,24 @@ export async function sendTenantEmail(runtime: Runtime, em: EntityManager, tenan
     if (!install) return { status: 'skipped', reason: 'no_transport' };
     settings = install.settings;
     defaultFrom = addressOf(install.from);
+    // The install's SMTP is shared by every tenant: a brand may only claim a From address on one of its
+    // tenant's verified sender domains. Otherwise the mail comes from the install's address, with the
+    // brand's address as Reply-To, so no tenant can send as another (or as the operator).
+    if (fromEmail && !(mail.sign && (await mail.sign(fromEmail)))) {
+      replyTo ??= fromEmail;
+      fromEmail = null;
+    }
   }
-  const fromEmail = mail.fromEmail ?? defaultFrom.email;
-  const from = mail.fromEmail ? formatFrom(mail.fromEmail, mail.fromName) : formatFrom(defaultFrom.email, mail.fromName ?? defaultFrom.name);
-  const dkim = mail.sign ? await mail.sign(fromEmail) : null;
+  const finalFrom = fromEmail ?? defaultFrom.email;
+  const from = fromEmail ? formatFrom(fromEmail, mail.fromName) : formatFrom(defaultFrom.email, mail.fromName ?? defaultFrom.name);
+  const dkim = mail.sign ? await mail.sign(finalFrom) : null;
   return deliverEmail(runtime, settings, {
     from,
     to: mail.to,
     subject: mail.subject,
     html: mail.html,
     text: mail.text,
-    ...(mail.replyTo ? { replyTo: mail.replyTo } : {}),
+    ...(replyTo ? { replyTo } : {}),
     ...(dkim ? { dkim } : {}),
   });
 }

@@ -63,6 +63,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       encryptionKeys: options.keyFile ? undefined : `test1:${generateKey()}`,
       // The test peers (web push service, APNs, FCM) listen on loopback.
       allowPrivatePushEndpoints: true,
+      allowPrivateSmtpHosts: true,
       ...options.config,
       dataDir,
       databaseUrl: database.url,
