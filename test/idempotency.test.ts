@@ -57,7 +57,7 @@ describe('Idempotency-Key', () => {
       app.runtime.orm.em.fork(),
       `INSERT INTO idempotency_keys (tenant_id, key, request_hash, state, created_at, expires_at)
        VALUES ($1, 'key-flight', $2, 'in_flight', to_timestamp($3 / 1000.0), to_timestamp($3 / 1000.0) + interval '1 day')`,
-      [acme.tenantId, requestHash({ ...body, variables: {}, secret_variables: {} }), clock.now()],
+      [acme.tenantId, requestHash({ ...body, variables: {}, secret_variables: {} }, app.runtime.tokens.derive('idempotency')), clock.now()],
     );
     const res = await send('key-flight', body);
     expect(res.status).toBe(409);

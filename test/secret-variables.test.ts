@@ -17,6 +17,7 @@ beforeAll(async () => {
   await insertInboxTemplate(app, acme.tenantId, { type: 'login_code', title: 'Your code', content: 'Code {{ code }} for {{ device }}' });
   const res = await app.request('POST', '/v1/notifications', {
     token: acme.serviceKey,
+    headers: { 'idempotency-key': 'login-code-1' },
     body: { type: 'login_code', recipients: ['ann'], variables: { device: 'Firefox' }, secret_variables: { code: SECRET } },
   });
   expect(res.status).toBe(202);
@@ -60,6 +61,9 @@ describe('secret_variables', () => {
     expect(download.body.tables.events.map((e: { id: string }) => e.id)).toContain(eventId);
     // The delivered item is exported, with its secret-bearing text masked.
     expect(download.body.tables.inbox_items.find((i: { event_id: string }) => i.event_id === eventId)).toMatchObject({ title: '********', body: '********' });
+    // The idempotency record is exported without its request hash (which covers the secret values).
+    expect(download.body.tables.idempotency_keys).toEqual([expect.objectContaining({ key: 'login-code-1' })]);
+    expect(download.body.tables.idempotency_keys[0]).not.toHaveProperty('request_hash');
     expect(download.text).not.toContain(SECRET);
   });
 

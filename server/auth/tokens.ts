@@ -35,6 +35,14 @@ export class TokenSigner {
     return encodeJWT(HEADER, payload, signature);
   }
 
+  /**
+   * A key for another purpose (e.g. keyed request hashes), derived from the install secret so every
+   * process agrees on it; it survives key-ring rotations, unlike anything derived from ring keys.
+   */
+  derive(purpose: string): Buffer {
+    return createHmac('sha256', this.#key).update(`herald:${purpose}`).digest();
+  }
+
   /** The claims of a valid, unexpired token of `kind`; null for anything else. */
   verify(token: string, nowMs: number): TokenClaims | null {
     let parts: ReturnType<typeof parseJWT>;

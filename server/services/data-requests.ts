@@ -130,7 +130,10 @@ export async function runDataRequest(runtime: Runtime, id: string): Promise<void
   }
 }
 
-const HASH_COLUMN = /(^|_)(password|key|token)_hash$/;
+// Never exported: credential hashes, the idempotency request hash (it covers secret variables), browser
+// push keys, and server-side paths.
+const HASH_COLUMN = /(^|_)(password|key|token|request)_hash$/;
+const NOT_EXPORTED = new Set(['push_subscriptions.keys', 'data_requests.file_path']);
 
 /** Tables with a tenant_id column and the columns of each that may leave the install. */
 async function exportableTables(em: EntityManager): Promise<Map<string, string[]>> {
@@ -145,7 +148,8 @@ async function exportableTables(em: EntityManager): Promise<Map<string, string[]
   const secret = new Set(encryptedColumns.map((c) => `${c.table}.${c.column}`));
   const tables = new Map<string, string[]>();
   for (const r of rows) {
-    if (secret.has(`${r.table_name}.${r.column_name}`) || HASH_COLUMN.test(r.column_name)) continue;
+    const column = `${r.table_name}.${r.column_name}`;
+    if (secret.has(column) || NOT_EXPORTED.has(column) || HASH_COLUMN.test(r.column_name)) continue;
     tables.set(r.table_name, [...(tables.get(r.table_name) ?? []), r.column_name]);
   }
   return tables;

@@ -2,7 +2,7 @@
 // statement before the work starts, so a concurrent request with the same key sees it at once; the
 // work's own transaction marks it 'done' with the response, so the answer and the accepted events
 // commit together. A failed request releases its claim; a claim left by a crashed process goes stale.
-import { createHash } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, invalidField } from '../errors.ts';
 import { execute, queryOne } from '../db/sql.ts';
@@ -29,9 +29,13 @@ export function idempotencyKeyOf(header: string | null): string | null {
   return header;
 }
 
-/** A stable hash of a parsed body: object keys sorted at every level, so key order does not matter. */
-export function requestHash(body: unknown): string {
-  return createHash('sha256').update(canonicalJson(body)).digest('hex');
+/**
+ * A stable, keyed hash of a parsed body (object keys sorted at every level, so key order does not
+ * matter). Keyed (HMAC), because the body carries secret variables: a plain hash of a short secret
+ * such as a one-time code could be reversed by trying every value.
+ */
+export function requestHash(body: unknown, key: Buffer): string {
+  return createHmac('sha256', key).update(canonicalJson(body)).digest('hex');
 }
 
 function canonicalJson(value: unknown): string {

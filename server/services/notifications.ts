@@ -66,7 +66,7 @@ export async function triggerNotifications(
   idempotencyKey: string | null,
 ): Promise<TriggerResult> {
   if (!idempotencyKey) return { status: 202, body: await acceptTrigger(runtime, em, tenantId, request, null) };
-  const claim: IdempotencyClaim = { tenantId, key: idempotencyKey, requestHash: requestHash(request) };
+  const claim: IdempotencyClaim = { tenantId, key: idempotencyKey, requestHash: requestHash(request, runtime.tokens.derive('idempotency')) };
   const claimed = await claimIdempotencyKey(em, claim, runtime.clock.now());
   if (claimed.kind === 'replay') return { status: claimed.status, body: claimed.body as TriggerResponse };
   try {
@@ -104,7 +104,7 @@ async function acceptTrigger(
     if (!check.type_found) issues.push({ loc: ['body', 'type'], msg: `no live notification type "${request.type}"`, type: 'value_error' });
     if (!check.brand_found) issues.push({ loc: ['body', 'brand'], msg: `no brand "${request.brand}"`, type: 'value_error' });
     for (const variable of check.variables ?? []) {
-      if (variable.required && !(variable.name in request.variables) && !(variable.name in request.secret_variables)) {
+      if (variable.required && !Object.hasOwn(request.variables, variable.name) && !Object.hasOwn(request.secret_variables, variable.name)) {
         issues.push({ loc: ['body', 'variables', variable.name], msg: `the type requires the variable "${variable.name}"`, type: 'missing' });
       }
     }
@@ -154,7 +154,7 @@ function recipientFields(recipient: TriggerRequest['recipients'][number]): Conta
 }
 
 function checkVariableNames(request: TriggerRequest): void {
-  const both = Object.keys(request.secret_variables).filter((k) => k in request.variables);
+  const both = Object.keys(request.secret_variables).filter((k) => Object.hasOwn(request.variables, k));
   if (both.length > 0) {
     throw new ValidationFailure(
       both.map((k) => ({ loc: ['body', 'secret_variables', k], msg: `"${k}" is also given in variables`, type: 'value_error' })),
