@@ -3,7 +3,7 @@
 // reports how long until one is available. Every rate-limited route goes through take().
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from './errors.ts';
-import { query } from './db/sql.ts';
+import { execute, query } from './db/sql.ts';
 import type { Clock } from './clock.ts';
 
 export interface RatePolicy {
@@ -162,4 +162,9 @@ export async function tenantOverride(em: EntityManager, tenantId: string, p: Rat
     perSecond: perMinute !== undefined ? Number(perMinute) / 60 : p.perSecond,
     burst: burst !== undefined ? Number(burst) : perMinute !== undefined ? Math.max(p.burst, Number(perMinute)) : p.burst,
   };
+}
+
+/** Deletes buckets not touched since `beforeMs` (see server/jobs/rate-limit-prune.ts). */
+export async function pruneIdleBuckets(em: EntityManager, beforeMs: number): Promise<number> {
+  return execute(em, `DELETE FROM rate_limit_buckets WHERE updated_ms < $1`, [beforeMs]);
 }

@@ -359,3 +359,16 @@ describe('push and email channels (their senders are injected until the transpor
     expect(emailOutcome({ status: 'skipped', reason: 'credentials_unreadable' })).toEqual({ status: 'skipped', reason: 'credentials_unreadable' });
   });
 });
+
+describe('safeActionUrl (rendered action URLs)', () => {
+  it('keeps http(s) URLs and site paths, drops script and protocol-relative ones', async () => {
+    const { safeActionUrl } = await import('../server/templates/render.ts');
+    expect(safeActionUrl('https://app.test/orders/1')).toBe('https://app.test/orders/1');
+    expect(safeActionUrl(' /orders/1 ')).toBe('/orders/1');
+    expect(safeActionUrl('javascript:alert(1)')).toBeNull();
+    expect(safeActionUrl('java\tscript:alert(1)')).toBeNull();
+    expect(safeActionUrl('//evil.example/x')).toBeNull();
+    expect(safeActionUrl('/\\evil.example/x')).toBeNull();
+    expect(safeActionUrl('data:text/html,x')).toBeNull();
+  });
+});

@@ -121,3 +121,17 @@ describe('client address', () => {
     }
   });
 });
+
+describe('idle bucket pruning', () => {
+  it('deletes buckets idle for a day and keeps recent ones', async () => {
+    const { pruneIdleBuckets } = await import('../server/rate-limit.ts');
+    const { RATE_LIMIT_IDLE_MS } = await import('../server/jobs/rate-limit-prune.ts');
+    const { execute, query } = await import('../server/db/sql.ts');
+    const em = app.runtime.orm.em.fork();
+    const now = Date.now();
+    await execute(em, `INSERT INTO rate_limit_buckets (key, tokens, updated_ms) VALUES ('prune:old', 1, $1), ('prune:new', 1, $2)`, [now - RATE_LIMIT_IDLE_MS - 1000, now]);
+    expect(await pruneIdleBuckets(em, now - RATE_LIMIT_IDLE_MS)).toBeGreaterThanOrEqual(1);
+    const left = await query<{ key: string }>(em, `SELECT key FROM rate_limit_buckets WHERE key LIKE 'prune:%'`);
+    expect(left.map((r) => r.key)).toEqual(['prune:new']);
+  });
+});

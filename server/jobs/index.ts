@@ -4,6 +4,7 @@ import type { JobDefinition } from './types.ts';
 import { deliverEventDeadJob, deliverEventJob } from './deliver-event.ts';
 import { pruneIdempotencyKeysJob } from './prune-idempotency-keys.ts';
 import { streamPrune } from './stream-prune.ts';
+import { rateLimitPrune } from './rate-limit-prune.ts';
 import { systemEmailJob } from './system-email.ts';
 import { dataRequestJob } from './data-request.ts';
 import { emailLinkJob } from './email-link.ts';
@@ -13,8 +14,9 @@ export const jobs: JobDefinition<any>[] = [
   deliverEventJob,
   deliverEventDeadJob,
   pruneIdempotencyKeysJob,
-  // the stream log's retention (daily)
+  // the stream log's retention (daily) and idle rate-limit buckets (hourly)
   streamPrune,
+  rateLimitPrune,
   // system emails (verification, reset, invitation) and the lookups behind them
   systemEmailJob,
   emailLinkJob,

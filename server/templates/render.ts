@@ -11,12 +11,28 @@ export interface RenderedInbox {
   action_url: string | null;
 }
 
+/**
+ * The rendered action URL if it is safe to hand to clients: an absolute http(s) URL, or a path on the
+ * client's own site ("/orders/1"). Anything else (javascript:, data:, "//evil.example") becomes null:
+ * the template is checked when written, but variables rendered into it are only known here.
+ */
+export function safeActionUrl(value: string): string | null {
+  const url = value.trim();
+  if (url.startsWith('/') && !url.startsWith('//') && !url.startsWith('/\\')) return url;
+  try {
+    const parsed = new URL(url);
+    return parsed.protocol === 'https:' || parsed.protocol === 'http:' ? parsed.toString() : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Throws UnfilledSlotError naming the first placeholder the context does not fill. */
 export async function renderInbox(template: InboxTemplateRow, context: Record<string, unknown>): Promise<RenderedInbox> {
   return {
     title: await renderString(template.title, context, 'text'),
     body: await renderString(template.content, context, 'text'),
-    action_url: template.action_url ? await renderString(template.action_url, context, 'text') : null,
+    action_url: template.action_url ? safeActionUrl(await renderString(template.action_url, context, 'text')) : null,
   };
 }
 
