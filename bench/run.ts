@@ -103,7 +103,8 @@ async function main(): Promise<void> {
   await stopRuntime(setup);
 
   const port = await freePort();
-  const env = { DATABASE_URL: url, HERALD_HOME: dataDir, HERALD_ENCRYPTION_KEYS: encryptionKeys, HERALD_LOG_LEVEL: 'warn', HERALD_PORT: String(port) };
+  // The SMTP server the benchmark measures listens on loopback, which tenant transports may not use by default.
+  const env = { DATABASE_URL: url, HERALD_HOME: dataDir, HERALD_ENCRYPTION_KEYS: encryptionKeys, HERALD_LOG_LEVEL: 'warn', HERALD_PORT: String(port), HERALD_ALLOW_PRIVATE_SMTP_HOSTS: 'true' };
   const apiProcess = await startHerald(['--role', 'api'], env, `Herald listening`);
   const base = `http://127.0.0.1:${port}`;
   const trigger = async (recipients: string[], type = 'bench', variables: Record<string, string> = { order: 'A-1' }) => {
