@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../errors.ts';
+import { roleAtLeast } from '../auth/roles.ts';
 import { queryOne } from '../db/sql.ts';
 import type { Runtime } from '../runtime.ts';
 import type { AuthRule } from './route.ts';
@@ -94,9 +95,14 @@ export function authorize(rule: AuthRule, credential: Credential): void {
   }
 }
 
-const RANK = { admin: 1, owner: 2 } as const;
 
 export function requireTenantRole(credential: Extract<Credential, { kind: 'user' }>, minimum: 'admin' | 'owner'): void {
   if (credential.role === null) throw new AppError('not_a_member', 'You are not a member of this tenant');
-  if (RANK[credential.role] < RANK[minimum]) throw new AppError('insufficient_role', `This action needs the ${minimum} role`);
+  if (!roleAtLeast(credential.role, minimum)) throw new AppError('insufficient_role', `This action needs the ${minimum} role`);
+}
+
+/** The signed-in user of a route whose rule is 'user' (the wrapper has already checked the kind). */
+export function userIdOf(auth: Credential | null): string {
+  if (auth?.kind !== 'user') throw new AppError('wrong_credential_kind', 'This route needs a signed-in console user');
+  return auth.userId;
 }

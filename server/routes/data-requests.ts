@@ -4,11 +4,9 @@ import { DataRequestBody, DataRequestParams, DataRequestResponse } from '../sche
 import { TenantParams } from '../schemas/tenants.ts';
 import { RATE_POLICIES } from '../rate-limit.ts';
 import * as dataRequests from '../services/data-requests.ts';
-import type { Credential } from '../http/auth.ts';
+import { userIdOf } from '../http/auth.ts';
 
 const TAG = 'data-requests';
-const userOf = (auth: Credential | null) => (auth as Extract<Credential, { kind: 'user' }>).userId;
-
 export const fileDataRequest = defineRoute({
   method: 'POST',
   path: '/v1/auth/tenants/:tenant_id/data-requests',
@@ -21,7 +19,7 @@ export const fileDataRequest = defineRoute({
   errors: [403, 404, 503],
   // Shares the per-IP account-recovery budget with password-reset and resend-verification.
   rateLimit: ({ ip }) => [{ policy: RATE_POLICIES.accountRecovery, subject: ip }],
-  handler: ({ runtime, em, auth, params, body }) => dataRequests.fileDataRequest(runtime, em, userOf(auth), params.tenant_id, body.kind),
+  handler: ({ runtime, em, auth, params, body }) => dataRequests.fileDataRequest(runtime, em, userIdOf(auth), params.tenant_id, body.kind),
 });
 
 export const getDataRequest = defineRoute({
@@ -33,7 +31,7 @@ export const getDataRequest = defineRoute({
   params: DataRequestParams,
   responses: { 200: DataRequestResponse },
   errors: [403, 404],
-  handler: ({ em, auth, params }) => dataRequests.getDataRequest(em, userOf(auth), params.tenant_id, params.id),
+  handler: ({ em, auth, params }) => dataRequests.getDataRequest(em, userIdOf(auth), params.tenant_id, params.id),
 });
 
 export const downloadDataExport = defineRoute({
@@ -47,7 +45,7 @@ export const downloadDataExport = defineRoute({
   responses: { 200: null },
   errors: [403, 404],
   handler: async ({ em, auth, params }) => {
-    const file = await dataRequests.openExport(em, userOf(auth), params.tenant_id, params.id);
+    const file = await dataRequests.openExport(em, userIdOf(auth), params.tenant_id, params.id);
     return new Response(file.stream, {
       status: 200,
       headers: {

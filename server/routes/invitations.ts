@@ -5,11 +5,9 @@ import { AcceptInvitationRequest, InvitationParams, InvitationPreviewResponse, I
 import { TenantParams } from '../schemas/tenants.ts';
 import { AccessTokenResponse, TokenParams } from '../schemas/auth.ts';
 import * as invitations from '../services/invitations.ts';
-import type { Credential } from '../http/auth.ts';
+import { userIdOf } from '../http/auth.ts';
 
 const TAG = 'invitations';
-const userOf = (auth: Credential | null) => (auth as Extract<Credential, { kind: 'user' }>).userId;
-
 export const inviteMember = defineRoute({
   method: 'POST',
   path: '/v1/auth/tenants/:tenant_id/invitations',
@@ -20,7 +18,7 @@ export const inviteMember = defineRoute({
   body: InviteMemberRequest,
   responses: { 201: InvitationResponse },
   errors: [403, 404, 409],
-  handler: ({ runtime, em, auth, params, body }) => invitations.inviteMember(runtime, em, userOf(auth), params.tenant_id, body),
+  handler: ({ runtime, em, auth, params, body }) => invitations.inviteMember(runtime, em, userIdOf(auth), params.tenant_id, body),
 });
 
 export const listInvitations = defineRoute({
@@ -32,7 +30,7 @@ export const listInvitations = defineRoute({
   params: TenantParams,
   responses: { 200: z.array(InvitationResponse) },
   errors: [403, 404],
-  handler: ({ em, auth, params }) => invitations.listPendingInvitations(em, userOf(auth), params.tenant_id),
+  handler: ({ em, auth, params }) => invitations.listPendingInvitations(em, userIdOf(auth), params.tenant_id),
 });
 
 export const revokeInvitation = defineRoute({
@@ -45,7 +43,7 @@ export const revokeInvitation = defineRoute({
   responses: { 204: null },
   errors: [403, 404, 409],
   handler: async ({ em, auth, params }) => {
-    await invitations.revokeInvitation(em, userOf(auth), params.tenant_id, params.invitation_id);
+    await invitations.revokeInvitation(em, userIdOf(auth), params.tenant_id, params.invitation_id);
     return reply(204);
   },
 });
@@ -84,5 +82,5 @@ export const acceptInvitationExisting = defineRoute({
   params: TokenParams,
   responses: { 200: AccessTokenResponse },
   errors: [403, 404, 409],
-  handler: ({ runtime, em, auth, params }) => invitations.acceptInvitationAsUser(runtime, em, userOf(auth), params.token),
+  handler: ({ runtime, em, auth, params }) => invitations.acceptInvitationAsUser(runtime, em, userIdOf(auth), params.token),
 });

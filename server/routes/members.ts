@@ -4,11 +4,9 @@ import { defineRoute, reply } from '../http/route.ts';
 import { ChangeMemberRoleRequest, MemberParams, MemberResponse } from '../schemas/members.ts';
 import { TenantParams } from '../schemas/tenants.ts';
 import * as members from '../services/members.ts';
-import type { Credential } from '../http/auth.ts';
+import { userIdOf } from '../http/auth.ts';
 
 const TAG = 'members';
-const userOf = (auth: Credential | null) => (auth as Extract<Credential, { kind: 'user' }>).userId;
-
 export const listMembers = defineRoute({
   method: 'GET',
   path: '/v1/auth/tenants/:tenant_id/members',
@@ -18,7 +16,7 @@ export const listMembers = defineRoute({
   params: TenantParams,
   responses: { 200: z.array(MemberResponse) },
   errors: [403, 404],
-  handler: ({ em, auth, params }) => members.listMembers(em, userOf(auth), params.tenant_id),
+  handler: ({ em, auth, params }) => members.listMembers(em, userIdOf(auth), params.tenant_id),
 });
 
 export const changeMemberRole = defineRoute({
@@ -31,7 +29,7 @@ export const changeMemberRole = defineRoute({
   body: ChangeMemberRoleRequest,
   responses: { 200: MemberResponse },
   errors: [403, 404, 409],
-  handler: ({ em, auth, params, body }) => members.changeMemberRole(em, userOf(auth), params.tenant_id, params.user_id, body.role),
+  handler: ({ em, auth, params, body }) => members.changeMemberRole(em, userIdOf(auth), params.tenant_id, params.user_id, body.role),
 });
 
 export const removeMember = defineRoute({
@@ -44,7 +42,7 @@ export const removeMember = defineRoute({
   responses: { 204: null },
   errors: [403, 404, 409],
   handler: async ({ em, auth, params }) => {
-    await members.removeMember(em, userOf(auth), params.tenant_id, params.user_id);
+    await members.removeMember(em, userIdOf(auth), params.tenant_id, params.user_id);
     return reply(204);
   },
 });

@@ -6,12 +6,9 @@ import { AccessTokenResponse } from '../schemas/auth.ts';
 import { z } from 'zod';
 import * as tenants from '../services/tenants.ts';
 import { issueAccessToken } from '../services/auth.ts';
-import type { Credential } from '../http/auth.ts';
+import { userIdOf } from '../http/auth.ts';
 
 const TAG = 'tenants';
-type UserCredential = Extract<Credential, { kind: 'user' }>;
-const userOf = (auth: Credential | null) => (auth as UserCredential).userId;
-
 export const listTenants = defineRoute({
   method: 'GET',
   path: '/v1/auth/tenants',
@@ -20,7 +17,7 @@ export const listTenants = defineRoute({
   auth: 'user',
   query: ListTenantsQuery,
   responses: { 200: z.array(TenantResponse) },
-  handler: ({ em, auth, query }) => tenants.listUserTenants(em, userOf(auth), query.include_archived),
+  handler: ({ em, auth, query }) => tenants.listUserTenants(em, userIdOf(auth), query.include_archived),
 });
 
 export const createTenant = defineRoute({
@@ -32,7 +29,7 @@ export const createTenant = defineRoute({
   body: CreateTenantRequest,
   responses: { 201: TenantResponse },
   errors: [403],
-  handler: ({ runtime, em, auth, body }) => tenants.createTenantForUser(runtime.config, em, userOf(auth), body.name),
+  handler: ({ runtime, em, auth, body }) => tenants.createTenantForUser(runtime.config, em, userIdOf(auth), body.name),
 });
 
 export const renameTenant = defineRoute({
@@ -45,7 +42,7 @@ export const renameTenant = defineRoute({
   body: RenameTenantRequest,
   responses: { 200: TenantResponse },
   errors: [403, 404],
-  handler: ({ em, auth, params, body }) => tenants.renameTenant(em, userOf(auth), params.tenant_id, body.name),
+  handler: ({ em, auth, params, body }) => tenants.renameTenant(em, userIdOf(auth), params.tenant_id, body.name),
 });
 
 export const archiveTenant = defineRoute({
@@ -57,7 +54,7 @@ export const archiveTenant = defineRoute({
   params: TenantParams,
   responses: { 200: TenantResponse },
   errors: [403, 404],
-  handler: ({ runtime, em, auth, params }) => tenants.setTenantArchived(em, userOf(auth), params.tenant_id, true, runtime.clock.now()),
+  handler: ({ runtime, em, auth, params }) => tenants.setTenantArchived(em, userIdOf(auth), params.tenant_id, true, runtime.clock.now()),
 });
 
 export const unarchiveTenant = defineRoute({
@@ -69,7 +66,7 @@ export const unarchiveTenant = defineRoute({
   params: TenantParams,
   responses: { 200: TenantResponse },
   errors: [403, 404],
-  handler: ({ runtime, em, auth, params }) => tenants.setTenantArchived(em, userOf(auth), params.tenant_id, false, runtime.clock.now()),
+  handler: ({ runtime, em, auth, params }) => tenants.setTenantArchived(em, userIdOf(auth), params.tenant_id, false, runtime.clock.now()),
 });
 
 export const switchSession = defineRoute({
@@ -82,7 +79,7 @@ export const switchSession = defineRoute({
   responses: { 200: AccessTokenResponse },
   errors: [403],
   handler: async ({ runtime, em, auth, body }) => {
-    await tenants.switchTenant(em, userOf(auth), body.tenant_id, body.remember);
-    return issueAccessToken(runtime, userOf(auth), body.tenant_id);
+    await tenants.switchTenant(em, userIdOf(auth), body.tenant_id, body.remember);
+    return issueAccessToken(runtime, userIdOf(auth), body.tenant_id);
   },
 });

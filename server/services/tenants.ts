@@ -5,6 +5,7 @@ import { newId } from '../ids.ts';
 import { execute, query, queryOne } from '../db/sql.ts';
 import { AppError } from '../errors.ts';
 import type { Config } from '../config.ts';
+import { roleAtLeast, type MemberRole } from '../auth/roles.ts';
 
 export interface TenantRow {
   id: string;
@@ -59,7 +60,7 @@ export async function listAllTenants(em: EntityManager): Promise<TenantRow[]> {
 
 // ---- Console tenancy: the caller's tenants, owner-only changes, session switching ----
 
-export type MemberRole = 'owner' | 'admin';
+export type { MemberRole };
 
 export interface TenantResponseBody {
   id: string;
@@ -86,7 +87,6 @@ function tenantResponse(row: MembershipTenantRow): TenantResponseBody {
   };
 }
 
-const RANK: Record<MemberRole, number> = { admin: 1, owner: 2 };
 
 /**
  * The caller's role in `tenantId`, judged by their membership in that tenant (not the token's tenant):
@@ -100,7 +100,7 @@ export async function requireMembership(em: EntityManager, userId: string, tenan
   );
   if (!row) throw new AppError('not_found', 'Tenant not found');
   if (row.role === null) throw new AppError('not_a_member', 'You are not a member of this tenant');
-  if (RANK[row.role] < RANK[minimum]) throw new AppError('insufficient_role', `This action needs the ${minimum} role`);
+  if (!roleAtLeast(row.role, minimum)) throw new AppError('insufficient_role', `This action needs the ${minimum} role`);
   return row.role;
 }
 
