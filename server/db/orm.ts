@@ -6,6 +6,7 @@ import { MikroORM, type EntityManager } from '@mikro-orm/postgresql';
 import { Migrator, type Migration } from '@mikro-orm/migrations';
 import type { Config } from '../config.ts';
 import pg from 'pg';
+import { prepareStatementsOf } from './prepared.ts';
 import { embeddedUrl, startEmbeddedPostgres, type EmbeddedDatabase } from './embedded-postgres.ts';
 import { migrations } from '../../migrations/index.ts';
 
@@ -33,6 +34,7 @@ export async function initOrm(url: string, options: { poolMax?: number } = {}): 
     forceUtcTimezone: true,
     debug: false,
     pool: { min: 0, max: options.poolMax ?? 20 },
+    driverOptions: { onPoolCreated: (pool: pg.Pool) => pool.on('connect', (client) => prepareStatementsOf(client)) },
     migrations: {
       migrationsList: migrations,
       tableName: 'herald_migrations',
