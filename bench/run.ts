@@ -31,6 +31,7 @@ import { newId } from '../server/ids.ts';
 import { BOSS_SCHEMA } from '../server/queue.ts';
 import { SMTPServer } from 'smtp-server';
 import { deliverEventJob } from '../server/jobs/deliver-event.ts';
+import { KeepAliveConnection } from './keep-alive-client.ts';
 
 const HERALD_BIN = fileURLToPath(new URL('../bin/herald', import.meta.url));
 const SINGLE_REQUESTS = Number(process.env.BENCH_SINGLE_REQUESTS ?? 3000);
@@ -107,25 +108,27 @@ async function main(): Promise<void> {
   const env = { DATABASE_URL: url, HERALD_HOME: dataDir, HERALD_ENCRYPTION_KEYS: encryptionKeys, HERALD_LOG_LEVEL: 'warn', HERALD_PORT: String(port), HERALD_ALLOW_PRIVATE_SMTP_HOSTS: 'true' };
   const apiProcess = await startHerald(['--role', 'api'], env, `Herald listening`);
   const base = `http://127.0.0.1:${port}`;
-  const trigger = async (recipients: string[], type = 'bench', variables: Record<string, string> = { order: 'A-1' }) => {
+  const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
+  const trigger = async (connection: KeepAliveConnection, recipients: string[], type = 'bench', variables: Record<string, string> = { order: 'A-1' }) => {
     const t0 = performance.now();
-    const res = await fetch(`${base}/v1/notifications`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ type, recipients, variables }),
-    });
-    const body = (await res.json()) as { events?: Array<{ event_id: string; contact_id: string }> };
-    if (res.status !== 202) throw new Error(`trigger answered ${res.status}: ${JSON.stringify(body)}`);
-    return { ms: performance.now() - t0, events: body.events! };
+    const res = await connection.request('POST', '/v1/notifications', headers, JSON.stringify({ type, recipients, variables }));
+    if (res.status !== 202) throw new Error(`trigger answered ${res.status}: ${res.body}`);
+    const body = JSON.parse(res.body) as { events: Array<{ event_id: string; contact_id: string }> };
+    return { ms: performance.now() - t0, events: body.events };
   };
+  const connectionPool = await Promise.all(Array.from({ length: CONCURRENCY }, () => KeepAliveConnection.open(port)));
+  cleanups.push(async () => connectionPool.forEach((c) => c.close()));
+  /** Runs `count` calls of fn, `concurrency` at a time, each worker on its own connection. */
+  const runLoad = (count: number, concurrency: number, fn: (i: number, connection: KeepAliveConnection) => Promise<{ ms: number }>) =>
+    measure(count, connectionPool.slice(0, concurrency), fn);
   // Warm-up (connections, JIT, contact rows).
-  await runLoad(200, 16, (i) => trigger([`warm_${i % 50}`]));
+  await runLoad(200, 16, (i, c) => trigger(c, [`warm_${i % 50}`]));
 
   print(`Herald benchmark (loopback, ${config.workerConcurrency} worker concurrency, log level warn)`);
-  const single = await runLoad(SINGLE_REQUESTS, CONCURRENCY, (i) => trigger([`user_${i % 1000}`]));
+  const single = await runLoad(SINGLE_REQUESTS, CONCURRENCY, (i, c) => trigger(c, [`user_${i % 1000}`]));
   print(`1. trigger, 1 recipient:    ${fmt(single.rps)} req/s   p50 ${fmt(single.p50)} ms   p99 ${fmt(single.p99)} ms   (${SINGLE_REQUESTS} requests, ${CONCURRENCY} concurrent; target >= 1000 req/s, p99 <= 50 ms)`);
-  const bulk = await runLoad(BULK_REQUESTS, Math.min(CONCURRENCY, 8), (i) =>
-    trigger(Array.from({ length: 100 }, (_, j) => `bulk_${(i * 100 + j) % 5000}`)),
+  const bulk = await runLoad(BULK_REQUESTS, Math.min(CONCURRENCY, 8), (i, c) =>
+    trigger(c, Array.from({ length: 100 }, (_, j) => `bulk_${(i * 100 + j) % 5000}`)),
   );
   print(`2. trigger, 100 recipients: ${fmt(bulk.rps)} req/s = ${fmt(bulk.rps * 100)} events/s   p50 ${fmt(bulk.p50)} ms   p99 ${fmt(bulk.p99)} ms   (${BULK_REQUESTS} requests; target >= 10000 events/s)`);
 
@@ -196,7 +199,7 @@ async function main(): Promise<void> {
   const toStream: number[] = [];
   for (let i = 0; i < LATENCY_SAMPLES; i++) {
     const t0 = performance.now();
-    const { events } = await trigger(['warm_0']);
+    const { events } = await trigger(connectionPool[0]!, ['warm_0']);
     toStream.push((await arrival(streamArrivals, streamWaiters, events[0]!.event_id)) - t0);
     await sleep(20);
   }
@@ -206,7 +209,7 @@ async function main(): Promise<void> {
   for (let i = 0; i < LATENCY_SAMPLES; i++) {
     const tag = `m${i}`;
     const t0 = performance.now();
-    await trigger(['mail_reader'], 'bench_mail', { tag });
+    await trigger(connectionPool[0]!, ['mail_reader'], 'bench_mail', { tag });
     toSmtp.push((await arrival(smtpAccepted, smtpWaiters, tag)) - t0);
     await sleep(20);
   }
@@ -256,15 +259,15 @@ interface LoadResult {
   p99: number;
 }
 
-async function runLoad(count: number, concurrency: number, fn: (i: number) => Promise<{ ms: number }>): Promise<LoadResult> {
+async function measure<C>(count: number, connections: C[], fn: (i: number, connection: C) => Promise<{ ms: number }>): Promise<LoadResult> {
   const latencies: number[] = [];
   let next = 0;
   const t0 = performance.now();
   await Promise.all(
-    Array.from({ length: concurrency }, async () => {
+    connections.map(async (connection) => {
       while (next < count) {
         const i = next++;
-        latencies.push((await fn(i)).ms);
+        latencies.push((await fn(i, connection)).ms);
       }
     }),
   );

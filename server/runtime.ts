@@ -12,6 +12,7 @@ import { startBoss, stopBoss, type PgBoss } from './queue.ts';
 import { jobs } from './jobs/index.ts';
 import { SmtpPool } from './email/smtp.ts';
 import { startStreamHub, type StreamHub } from './stream/hub.ts';
+import { ServiceKeyCache } from './auth/service-key-cache.ts';
 
 export type Role = 'all' | 'api' | 'worker';
 
@@ -33,6 +34,8 @@ export interface Runtime {
   readonly cleanups: Array<() => Promise<void>>;
   /** The real-time stream hub (one LISTEN connection); null in worker-only and one-shot CLI runtimes. */
   streamHub: StreamHub | null;
+  /** Verified service keys; in use only while the stream hub's connection hears key changes. */
+  readonly serviceKeys: ServiceKeyCache;
 }
 
 export interface RuntimeOptions {
@@ -87,6 +90,7 @@ export async function startRuntime(config: Config, options: RuntimeOptions = {})
       options,
       cleanups: [],
       streamHub: null,
+      serviceKeys: new ServiceKeyCache(),
     };
     if (options.queue !== false) await startQueue(runtime);
     // Processes that serve HTTP hold the stream hub; one-shot CLI runtimes (no queue) do not need it.

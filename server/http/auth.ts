@@ -31,8 +31,17 @@ export function bearerToken(header: string | null): string | null {
   return match ? match[1]! : null;
 }
 
-/** Finds an unrevoked service key by hash and records its use (at most once a minute, same round trip). */
-async function resolveServiceKey(em: EntityManager, key: string): Promise<Credential | null> {
+/**
+ * Finds an unrevoked service key by hash and records its use (at most once a minute, same round trip).
+ * A key verified in the last minute is taken from the process's cache, which change notices keep exact.
+ */
+async function resolveServiceKey(runtime: Runtime, em: EntityManager, key: string): Promise<Credential | null> {
+  const hash = hashServiceKey(key);
+  const cacheKey = hash.toString('hex');
+  const cache = runtime.serviceKeys;
+  const cached = cache.get(cacheKey, runtime.clock.now());
+  if (cached) return cached;
+  const generation = cache.generation;
   const row = await queryOne<{ id: string; tenant_id: string }>(
     em,
     `WITH k AS (
@@ -42,9 +51,12 @@ async function resolveServiceKey(em: EntityManager, key: string): Promise<Creden
         WHERE a.id = k.id AND (k.last_used_at IS NULL OR k.last_used_at < now() - interval '60 seconds')
      )
      SELECT id, tenant_id FROM k`,
-    [hashServiceKey(key)],
+    [hash],
   );
-  return row ? { kind: 'service', tenantId: row.tenant_id, apiKeyId: row.id } : null;
+  if (!row) return null;
+  const credential = { kind: 'service' as const, tenantId: row.tenant_id, apiKeyId: row.id };
+  cache.remember(cacheKey, credential, generation, runtime.clock.now());
+  return credential;
 }
 
 async function membershipRole(em: EntityManager, userId: string, tenantId: string): Promise<'owner' | 'admin' | null> {
@@ -57,7 +69,7 @@ export async function authenticate(runtime: Runtime, em: EntityManager, authoriz
   const token = bearerToken(authorization);
   if (!token) throw unauthorized();
   if (token.startsWith(SERVICE_KEY_PREFIX)) {
-    const credential = await resolveServiceKey(em, token);
+    const credential = await resolveServiceKey(runtime, em, token);
     if (!credential) throw unauthorized('The service key is invalid or revoked', true);
     return credential;
   }

@@ -36,7 +36,9 @@ export const revoke = defineRoute({
   params: ApiKeyParams,
   responses: { 204: null },
   errors: [404],
-  handler: async ({ em, auth, params }) => {
+  handler: async ({ runtime, em, auth, params }) => {
     await revokeApiKey(em, auth!.tenantId, params.api_key_id);
+    // Other processes hear of it through the change notice; this one forgets the key before answering.
+    runtime.serviceKeys.evict(params.api_key_id);
   },
 });

@@ -34,18 +34,28 @@ export interface UpsertedContact extends ContactRow {
 
 export const CONTACT_COLUMNS = 'id, tenant_id, external_id, email, phone, name, language, properties, created_at, updated_at';
 
+/** One row of the upsert's input (the JSON array given to contactUpsertStatement). */
+export interface ContactUpsertInput {
+  id: string;
+  external_id: string;
+  email: string | null;
+  phone: string | null;
+  name: string | null;
+  language: string | null;
+  properties: Record<string, unknown> | null;
+}
+
 /**
- * Upserts contacts by external_id; returns one row per distinct external_id, in input order. Repeated
- * external_ids in one call are merged (later fields win), since one statement cannot touch a row twice.
+ * The upsert's input: one row per distinct external_id, in first-seen order. Repeated external_ids
+ * are merged (later fields win), since one statement cannot touch a row twice.
  */
-export async function upsertContacts(em: EntityManager, tenantId: string, inputs: ContactFields[]): Promise<UpsertedContact[]> {
+export function contactUpsertInput(inputs: ContactFields[]): ContactUpsertInput[] {
   const merged = new Map<string, ContactFields>();
   for (const input of inputs) {
     const previous = merged.get(input.external_id);
     merged.set(input.external_id, previous ? mergeFields(previous, input) : input);
   }
-  if (merged.size === 0) return [];
-  const rows = [...merged.values()].map((c) => ({
+  return [...merged.values()].map((c) => ({
     id: newId(),
     external_id: c.external_id,
     email: c.email ?? null,
@@ -54,12 +64,19 @@ export async function upsertContacts(em: EntityManager, tenantId: string, inputs
     language: c.language ?? null,
     properties: c.properties ?? null,
   }));
-  const result = await query<ContactRow & { created: boolean }>(
-    em,
-    `INSERT INTO contacts AS c (id, tenant_id, external_id, email, phone, name, language, properties)
-     SELECT (e->>'id')::uuid, $1, e->>'external_id', e->>'email', e->>'phone', e->>'name', e->>'language',
+}
+
+/**
+ * The one create-or-update statement for contacts, also embedded by the trigger as a CTE: `tenant` and
+ * `rows` are the SQL of its parameters (a uuid, a jsonb array of ContactUpsertInput), `when` an
+ * optional condition that must hold for anything to be written. Rows are written in input order.
+ */
+export function contactUpsertStatement(tenant: string, rows: string, when = 'true'): string {
+  return `INSERT INTO contacts AS c (id, tenant_id, external_id, email, phone, name, language, properties)
+     SELECT (e->>'id')::uuid, ${tenant}, e->>'external_id', e->>'email', e->>'phone', e->>'name', e->>'language',
             coalesce(nullif(e->'properties', 'null'::jsonb), '{}'::jsonb)
-       FROM jsonb_array_elements($2::jsonb) AS e
+       FROM jsonb_array_elements(${rows}) AS e
+      WHERE ${when}
      ON CONFLICT (tenant_id, external_id) DO UPDATE SET
        email = coalesce(EXCLUDED.email, c.email),
        phone = coalesce(EXCLUDED.phone, c.phone),
@@ -70,9 +87,14 @@ export async function upsertContacts(em: EntityManager, tenantId: string, inputs
          WHEN (EXCLUDED.email, EXCLUDED.phone, EXCLUDED.name, EXCLUDED.language) IS NOT DISTINCT FROM (NULL::text, NULL::text, NULL::text, NULL::text)
               AND EXCLUDED.properties = '{}'::jsonb THEN c.updated_at
          ELSE now() END
-     RETURNING ${CONTACT_COLUMNS.split(', ').map((col) => `c.${col}`).join(', ')}, (xmax = 0) AS created`,
-    [tenantId, JSON.stringify(rows)],
-  );
+     RETURNING ${CONTACT_COLUMNS.split(', ').map((col) => `c.${col}`).join(', ')}, (xmax = 0) AS created`;
+}
+
+/** Upserts contacts by external_id; returns one row per distinct external_id, in input order. */
+export async function upsertContacts(em: EntityManager, tenantId: string, inputs: ContactFields[]): Promise<UpsertedContact[]> {
+  const rows = contactUpsertInput(inputs);
+  if (rows.length === 0) return [];
+  const result = await query<ContactRow & { created: boolean }>(em, contactUpsertStatement('$1', '$2::jsonb'), [tenantId, JSON.stringify(rows)]);
   const byExternal = new Map(result.map((r) => [r.external_id, r]));
   return rows.map((r) => byExternal.get(r.external_id)!);
 }

@@ -1,15 +1,16 @@
-// Triggering notifications and reading their events. A trigger is one transaction: claim of the
-// idempotency key aside (its own statement, see idempotency.ts), it checks the tenant and the type,
-// upserts the recipients as contacts, inserts one event per recipient (secret variables encrypted)
-// and enqueues one delivery job per event through pg-boss on the same transaction. The 202 is
-// answered only after the commit: nothing accepted is lost, nothing uncommitted is sent.
+// Triggering notifications and reading their events. A trigger is one statement, hence one
+// transaction: claim of the idempotency key aside (its own statement, see idempotency.ts), it checks
+// the tenant and the type, upserts the recipients as contacts, inserts one event per recipient
+// (secret variables encrypted) and enqueues one pg-boss delivery job per event. The 202 is answered
+// only after the commit: nothing accepted is lost, nothing uncommitted is sent.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, ValidationFailure, invalidField, type ValidationIssue } from '../errors.ts';
 import { isUuid, newId } from '../ids.ts';
-import { bossDb, query, queryOne } from '../db/sql.ts';
+import { query, queryOne } from '../db/sql.ts';
 import type { Runtime } from '../runtime.ts';
 import { RATE_POLICIES, tenantOverride, type RateCheck } from '../rate-limit.ts';
-import { upsertContacts, type ContactFields } from './contact-upsert.ts';
+import { contactUpsertInput, contactUpsertStatement, type ContactFields } from './contact-upsert.ts';
+import { unauthorized } from '../http/auth.ts';
 import {
   claimIdempotencyKey,
   completeIdempotencyKey,
@@ -18,7 +19,8 @@ import {
   type IdempotencyClaim,
 } from './idempotency.ts';
 import type { EventListQuery, EventPage, EventResponse, TriggerRequest, TriggerResponse } from '../schemas/notifications.ts';
-import { DELIVER_EVENT_QUEUE } from '../delivery/queues.ts';
+import { deliveryJobCtes } from '../delivery/enqueue.ts';
+import type { PgBoss } from '../queue.ts';
 
 /** What secret values look like wherever Herald shows an event. */
 export const SECRET_MASK = '********';
@@ -26,13 +28,6 @@ export const SECRET_MASK = '********';
 /** The additional data binding an event's secret variables to its row (server/crypto/encrypted-columns.ts). */
 export function secretVariablesAad(eventId: string): string {
   return `events/${eventId}/secret_variables`;
-}
-
-interface TypeCheckRow {
-  archived: boolean;
-  type_found: boolean;
-  variables: Array<{ name: string; required?: boolean }> | null;
-  brand_found: boolean;
 }
 
 export interface TriggerResult {
@@ -77,6 +72,70 @@ export async function triggerNotifications(
   }
 }
 
+/**
+ * The trigger's one statement: checks the tenant, the type, the brand and the type's required
+ * variables, and only if all pass upserts the recipients as contacts, inserts their events and
+ * enqueues one delivery job per event (see server/delivery/enqueue.ts). One statement is one
+ * transaction: all of it commits, or none. A
+ * refused trigger writes nothing and reports why. The tenant row is not locked (every trigger would
+ * contend on it): a trigger racing an archive may still be accepted, and fan-out then skips it.
+ * $1 tenant, $2 type, $3 brand, $4 channels, $5 variables, $6 names given (variables and secret
+ * variables), $7 contacts (ContactUpsertInput[], external_id order: concurrent triggers lock contact
+ * rows in the same order, so they cannot deadlock), $8 events [{id, external_id, ciphertext}] in
+ * request order, $9 secret variable names.
+ */
+const triggerStatements = new WeakMap<PgBoss, Promise<string>>();
+
+function triggerStatement(boss: PgBoss): Promise<string> {
+  let statement = triggerStatements.get(boss);
+  if (!statement) {
+    statement = deliveryJobCtes(boss, 'inserted').then((jobCtes) => buildTriggerStatement(jobCtes));
+    statement.catch(() => triggerStatements.delete(boss));
+    triggerStatements.set(boss, statement);
+  }
+  return statement;
+}
+
+const buildTriggerStatement = (jobCtes: string) => `
+  WITH checked AS (
+    SELECT t.archived_at IS NOT NULL AS archived,
+           nt.key IS NOT NULL AS type_found,
+           ($3::text IS NULL OR EXISTS (SELECT 1 FROM brands b WHERE b.tenant_id = t.id AND b.key = $3)) AS brand_found,
+           ARRAY(SELECT v->>'name' FROM jsonb_array_elements(coalesce(nt.variables, '[]'::jsonb)) AS v
+                  WHERE (v->>'required')::boolean AND NOT (v->>'name' = ANY ($6::text[]))) AS missing
+      FROM tenants t
+      LEFT JOIN notification_types nt ON nt.tenant_id = t.id AND nt.key = $2 AND nt.deleted_at IS NULL
+     WHERE t.id = $1
+  ), accepted AS (
+    SELECT 1 FROM checked WHERE NOT archived AND type_found AND brand_found AND cardinality(missing) = 0
+  ), upserted AS (
+    ${contactUpsertStatement('$1', '$7::jsonb', 'EXISTS (SELECT 1 FROM accepted)')}
+  ), inserted AS (
+    INSERT INTO events (id, tenant_id, type_key, contact_id, external_id, brand_key, channels, variables, secret_variables_ciphertext, secret_keys)
+    SELECT (x.e->>'id')::uuid, $1, $2, u.id, u.external_id, $3, $4::text[], $5::jsonb, x.e->>'ciphertext', $9::text[]
+      FROM jsonb_array_elements($8::jsonb) WITH ORDINALITY AS x(e, n)
+      JOIN upserted u ON u.external_id = x.e->>'external_id'
+     ORDER BY x.n
+    RETURNING id
+  ), ${jobCtes}
+  SELECT c.archived, c.type_found, c.brand_found, c.missing,
+         (SELECT coalesce(json_object_agg(external_id, id), '{}') FROM upserted) AS contact_ids,
+         (SELECT count(*) FROM inserted)::int AS inserted,
+         (SELECT count(*) FROM delivery_jobs)::int AS enqueued,
+         (SELECT count(*) FROM delivery_wakeup)::int AS woken
+    FROM checked c`;
+
+interface TriggerRow {
+  archived: boolean;
+  type_found: boolean;
+  brand_found: boolean;
+  missing: string[];
+  /** external_id -> contact id, for an accepted trigger. */
+  contact_ids: Record<string, string>;
+  inserted: number;
+  enqueued: number;
+}
+
 async function acceptTrigger(
   runtime: Runtime,
   em: EntityManager,
@@ -85,68 +144,54 @@ async function acceptTrigger(
   claim: IdempotencyClaim | null,
 ): Promise<TriggerResponse> {
   checkVariableNames(request);
-  return em.transactional(async (tx) => {
-    // Tenant state, type and brand in one round trip. No row lock on the tenant (every trigger would
-    // contend on it): a trigger racing an archive may still be accepted, and fan-out then skips it.
-    const check = (await queryOne<TypeCheckRow>(
-      tx,
-      `SELECT t.archived_at IS NOT NULL AS archived,
-              nt.key IS NOT NULL AS type_found,
-              nt.variables,
-              CASE WHEN $3::text IS NULL THEN true ELSE EXISTS (SELECT 1 FROM brands b WHERE b.tenant_id = t.id AND b.key = $3) END AS brand_found
-         FROM tenants t
-         LEFT JOIN notification_types nt ON nt.tenant_id = t.id AND nt.key = $2 AND nt.deleted_at IS NULL
-        WHERE t.id = $1`,
-      [tenantId, request.type, request.brand ?? null],
-    ))!;
-    if (check.archived) throw new AppError('tenant_archived', 'This tenant is archived and cannot send notifications');
+  // One event per distinct recipient, in request order.
+  const recipients = contactUpsertInput(request.recipients.map(recipientFields));
+  const secretKeys = Object.keys(request.secret_variables);
+  const secretJson = secretKeys.length > 0 ? JSON.stringify(request.secret_variables) : null;
+  const now = runtime.clock.now();
+  const events = recipients.map((recipient) => {
+    const id = newId(now);
+    return {
+      id,
+      external_id: recipient.external_id,
+      ciphertext: secretJson === null ? null : runtime.keyRing.encrypt(secretJson, secretVariablesAad(id)),
+    };
+  });
+  const byExternalId = (a: { external_id: string }, b: { external_id: string }) => (a.external_id < b.external_id ? -1 : a.external_id > b.external_id ? 1 : 0);
+  const params = [
+    tenantId,
+    request.type,
+    request.brand ?? null,
+    request.channels ?? null,
+    JSON.stringify(request.variables),
+    [...Object.keys(request.variables), ...secretKeys],
+    JSON.stringify([...recipients].sort(byExternalId)),
+    JSON.stringify(events),
+    secretKeys,
+  ];
+  const statement = await triggerStatement(runtime.boss!);
+  // Without an idempotency key the statement is its own transaction; with one, the key's answer
+  // commits together with the events.
+  const run = async (tx: EntityManager): Promise<TriggerResponse> => {
+    const row = await queryOne<TriggerRow>(tx, statement, params);
+    if (!row) throw unauthorized('The credential belongs to no tenant', true);
+    if (row.archived) throw new AppError('tenant_archived', 'This tenant is archived and cannot send notifications');
     const issues: ValidationIssue[] = [];
-    if (!check.type_found) issues.push({ loc: ['body', 'type'], msg: `no live notification type "${request.type}"`, type: 'value_error' });
-    if (!check.brand_found) issues.push({ loc: ['body', 'brand'], msg: `no brand "${request.brand}"`, type: 'value_error' });
-    for (const variable of check.variables ?? []) {
-      if (variable.required && !Object.hasOwn(request.variables, variable.name) && !Object.hasOwn(request.secret_variables, variable.name)) {
-        issues.push({ loc: ['body', 'variables', variable.name], msg: `the type requires the variable "${variable.name}"`, type: 'missing' });
-      }
-    }
+    if (!row.type_found) issues.push({ loc: ['body', 'type'], msg: `no live notification type "${request.type}"`, type: 'value_error' });
+    if (!row.brand_found) issues.push({ loc: ['body', 'brand'], msg: `no brand "${request.brand}"`, type: 'value_error' });
+    for (const name of row.missing) issues.push({ loc: ['body', 'variables', name], msg: `the type requires the variable "${name}"`, type: 'missing' });
     if (issues.length > 0) throw new ValidationFailure(issues);
-
-    // Upserted in external_id order: concurrent triggers lock contact rows in the same order, so two
-    // triggers naming the same recipients in different orders cannot deadlock. Events keep request order.
-    const fields = request.recipients.map(recipientFields);
-    const upserted = await upsertContacts(tx, tenantId, [...fields].sort((a, b) => (a.external_id < b.external_id ? -1 : a.external_id > b.external_id ? 1 : 0)));
-    const byExternal = new Map(upserted.map((c) => [c.external_id, c]));
-    const contacts = [...new Set(fields.map((f) => f.external_id))].map((id) => byExternal.get(id)!);
-    const secretKeys = Object.keys(request.secret_variables);
-    const secretJson = secretKeys.length > 0 ? JSON.stringify(request.secret_variables) : null;
-    const now = runtime.clock.now();
-    const events = contacts.map((contact) => {
-      const id = newId(now);
-      return {
-        id,
-        contact_id: contact.id,
-        external_id: contact.external_id,
-        ciphertext: secretJson === null ? null : runtime.keyRing.encrypt(secretJson, secretVariablesAad(id)),
-      };
-    });
-    await query(
-      tx,
-      `INSERT INTO events (id, tenant_id, type_key, contact_id, external_id, brand_key, channels, variables, secret_variables_ciphertext, secret_keys)
-       SELECT (e->>'id')::uuid, $1, $2, (e->>'contact_id')::uuid, e->>'external_id', $3, $4::text[], $5::jsonb, e->>'ciphertext', $6::text[]
-         FROM jsonb_array_elements($7::jsonb) AS e`,
-      [tenantId, request.type, request.brand ?? null, request.channels ?? null, JSON.stringify(request.variables), secretKeys, JSON.stringify(events)],
-    );
-    // The job id is the event id: a job can never be enqueued twice for one event.
-    await runtime.boss!.insert(
-      DELIVER_EVENT_QUEUE,
-      events.map((e) => ({ id: e.id, data: { event_id: e.id } })),
-      { db: bossDb(tx) },
-    );
+    // Unreachable unless the statement is broken; if so, better a 500 than a lost notification.
+    if (row.inserted !== events.length || row.enqueued !== events.length) {
+      throw new Error(`trigger wrote ${row.inserted} events and ${row.enqueued} jobs for ${events.length} recipients`);
+    }
     const body: TriggerResponse = {
-      events: events.map((e) => ({ event_id: e.id, external_id: e.external_id, contact_id: e.contact_id, status: 'queued' as const })),
+      events: events.map((e) => ({ event_id: e.id, external_id: e.external_id, contact_id: row.contact_ids[e.external_id]!, status: 'queued' as const })),
     };
     if (claim) await completeIdempotencyKey(tx, claim, 202, body);
     return body;
-  });
+  };
+  return claim ? em.transactional(run) : run(em);
 }
 
 function recipientFields(recipient: TriggerRequest['recipients'][number]): ContactFields {

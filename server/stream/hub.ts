@@ -5,10 +5,13 @@
 // of trusting the notice makes it loss-free: a missed notice (reconnect) or a new stream (replay
 // from Last-Event-ID) is served by the same read. Appends are serialised per contact until commit
 // (see events.ts), so a contact's ids become visible in increasing order and none is skipped.
+// The same connection also hears service-key changes, for the process's key cache
+// (server/auth/service-key-cache.ts), which it enables only while it is listening.
 import pg from 'pg';
 import type { Runtime } from '../runtime.ts';
 import { query, queryOne } from '../db/sql.ts';
 import { inboxCounts } from '../services/inbox.ts';
+import { API_KEYS_CHANNEL } from '../auth/service-key-cache.ts';
 import { STREAM_CHANNEL, type StreamEventKind, type StreamNotice } from './events.ts';
 
 export interface StreamMessage {
@@ -80,6 +83,7 @@ export class StreamHub {
   async connect(): Promise<void> {
     const client = new pg.Client({ connectionString: this.#runtime.db.url, application_name: 'herald-stream' });
     client.on('notification', (message) => {
+      if (message.channel === API_KEYS_CHANNEL && message.payload) return this.#runtime.serviceKeys.evict(message.payload);
       if (message.channel !== STREAM_CHANNEL || !message.payload) return;
       try {
         const notice = JSON.parse(message.payload) as StreamNotice;
@@ -91,6 +95,7 @@ export class StreamHub {
     const lost = (error?: unknown) => {
       if (this.#client !== client) return;
       this.#client = null;
+      this.#runtime.serviceKeys.setListening(false);
       client.end().catch(() => undefined);
       if (this.#stopping) return;
       this.#runtime.logger.warn('stream listener lost; reconnecting', { error: error instanceof Error ? error.message : undefined });
@@ -99,8 +104,9 @@ export class StreamHub {
     client.on('error', lost);
     client.on('end', () => lost());
     await client.connect();
-    await client.query(`LISTEN ${STREAM_CHANNEL}`);
+    await client.query(`LISTEN ${STREAM_CHANNEL}; LISTEN ${API_KEYS_CHANNEL}`);
     this.#client = client;
+    this.#runtime.serviceKeys.setListening(true);
     this.#attempt = 0;
   }
 
@@ -241,6 +247,7 @@ export class StreamHub {
     if (this.#reconnectTimer) clearTimeout(this.#reconnectTimer);
     const client = this.#client;
     this.#client = null;
+    this.#runtime.serviceKeys.setListening(false);
     await client?.end().catch(() => undefined);
   }
 }
