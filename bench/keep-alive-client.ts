@@ -12,6 +12,7 @@ export class KeepAliveConnection {
   readonly #socket: Socket;
   #buffer: Buffer = Buffer.alloc(0);
   #waiting: { resolve: (r: ClientResponse) => void; reject: (e: Error) => void } | null = null;
+  #closed = false;
 
   private constructor(socket: Socket) {
     this.#socket = socket;
@@ -25,7 +26,10 @@ export class KeepAliveConnection {
       this.#waiting = null;
     };
     socket.on('error', fail);
-    socket.on('close', () => fail(new Error('connection closed')));
+    socket.on('close', () => {
+      this.#closed = true;
+      fail(new Error('connection closed'));
+    });
   }
 
   static open(port: number, host = '127.0.0.1'): Promise<KeepAliveConnection> {
@@ -37,6 +41,8 @@ export class KeepAliveConnection {
 
   request(method: string, path: string, headers: Record<string, string>, body?: string): Promise<ClientResponse> {
     if (this.#waiting) throw new Error('one request at a time per connection');
+    // The server closes idle keep-alive connections (after 5 s by default): open a new one then.
+    if (this.#closed) return Promise.reject(new Error('connection closed by the server'));
     const payload = body === undefined ? '' : body;
     let head = `${method} ${path} HTTP/1.1\r\nhost: bench\r\ncontent-length: ${Buffer.byteLength(payload)}\r\n`;
     for (const [name, value] of Object.entries(headers)) head += `${name}: ${value}\r\n`;
