@@ -72,18 +72,7 @@ export async function triggerNotifications(
   }
 }
 
-/**
- * The trigger's one statement: checks the tenant, the type, the brand and the type's required
- * variables, and only if all pass upserts the recipients as contacts, inserts their events and
- * enqueues one delivery job per event (see server/delivery/enqueue.ts). One statement is one
- * transaction: all of it commits, or none. A
- * refused trigger writes nothing and reports why. The tenant row is not locked (every trigger would
- * contend on it): a trigger racing an archive may still be accepted, and fan-out then skips it.
- * $1 tenant, $2 type, $3 brand, $4 channels, $5 variables, $6 names given (variables and secret
- * variables), $7 contacts (ContactUpsertInput[], external_id order: concurrent triggers lock contact
- * rows in the same order, so they cannot deadlock), $8 events [{id, external_id, ciphertext}] in
- * request order, $9 secret variable names.
- */
+/** The statement per queue instance: it embeds the queue's table name, read from pg-boss once. */
 const triggerStatements = new WeakMap<PgBoss, Promise<string>>();
 
 function triggerStatement(boss: PgBoss): Promise<string> {
@@ -96,6 +85,18 @@ function triggerStatement(boss: PgBoss): Promise<string> {
   return statement;
 }
 
+/**
+ * The trigger's one statement: checks the tenant, the type, the brand and the type's required
+ * variables, and only if all pass upserts the recipients as contacts, inserts their events and
+ * enqueues one delivery job per event (see server/delivery/enqueue.ts). One statement is one
+ * transaction: all of it commits, or none. A refused trigger writes nothing and reports why. The
+ * tenant row is not locked (every trigger would contend on it): a trigger racing an archive may
+ * still be accepted, and fan-out then skips it.
+ * $1 tenant, $2 type, $3 brand, $4 channels, $5 variables, $6 names given (variables and secret
+ * variables), $7 contacts (ContactUpsertInput[], external_id order: concurrent triggers lock contact
+ * rows in the same order, so they cannot deadlock), $8 events [{id, external_id, ciphertext}] in
+ * request order, $9 secret variable names.
+ */
 const buildTriggerStatement = (jobCtes: string) => `
   WITH checked AS (
     SELECT t.archived_at IS NOT NULL AS archived,
