@@ -44,6 +44,8 @@ export async function deliverInboxBatch(runtime: Runtime, eventIds: string[]): P
     }
     if (local.length === 0) return settled;
 
+    // The stream shows items as stored: created at the transaction's timestamp (the column default).
+    const createdAt = toIsoTimestamp(local[0]!.event.now);
     const templates = new Map<string, Promise<InboxTemplateRow | null>>();
     const deliveries: StoredDelivery[] = [];
     const items: StoredItem[] = [];
@@ -55,7 +57,7 @@ export async function deliverInboxBatch(runtime: Runtime, eventIds: string[]): P
           deliveries.push({ ...row, status: 'skipped', reason: planned.reason, last_error: null, attempts: 0 });
           continue;
         }
-        const outcome = await deliverToInbox(runtime, tx, event, id, templates);
+        const outcome = await deliverToInbox(runtime, tx, event, id, templates, createdAt);
         deliveries.push({ ...row, status: outcome.status, reason: outcome.reason, last_error: outcome.lastError, attempts: 1 });
         if (outcome.item) items.push(outcome.item);
       }
@@ -80,6 +82,7 @@ async function deliverToInbox(
   event: BatchEvent,
   deliveryId: string,
   templates: Map<string, Promise<InboxTemplateRow | null>>,
+  createdAt: string,
 ): Promise<InboxOutcome> {
   const { contact, brand } = event;
   if (!contact) return { status: 'skipped', reason: 'no_destination', lastError: null, item: null }; // unreachable: planned as no_destination
@@ -117,7 +120,6 @@ async function deliverToInbox(
     action_url: rendered.action_url,
     data: event.variables,
   };
-  // The stream shows the item as stored: created at the transaction's timestamp (the column default), no marks yet.
-  const payload = inboxItemView({ ...row, created_at: toIsoTimestamp(event.now), seen_at: null, read_at: null, archived_at: null });
+  const payload = inboxItemView({ ...row, created_at: createdAt, seen_at: null, read_at: null, archived_at: null });
   return { status: 'delivered', reason: null, lastError: null, item: { ...row, payload } };
 }
