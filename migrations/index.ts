@@ -5,6 +5,7 @@ import { Configuration } from './0002-configuration.ts';
 import { Transports } from './0003-transports.ts';
 import { Delivery } from './0004-delivery.ts';
 import { Identity } from './0005-identity.ts';
+import { DeliveryWritePath } from './0006-delivery-write-path.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-foundation', class: Foundation },
@@ -12,4 +13,5 @@ export const migrations: MigrationObject[] = [
   { name: '0003-transports', class: Transports },
   { name: '0004-delivery', class: Delivery },
   { name: '0005-identity', class: Identity },
+  { name: '0006-delivery-write-path', class: DeliveryWritePath },
 ];
