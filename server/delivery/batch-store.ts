@@ -71,13 +71,13 @@ export async function storeBatch(
      ), added AS (
        SELECT tenant_id, contact_id, count(*)::int AS n FROM stored GROUP BY tenant_id, contact_id
      ), counts AS (
-       -- Every new item is unread and unseen; the others are the ones this statement sees.
+       -- Every new item is unread and unseen; the others are the ones this statement sees (inboxCounts'
+       -- query: only unread items count, found through the partial index inbox_items_unread).
        SELECT a.tenant_id, a.contact_id, jsonb_build_object('unread_count', a.n + c.unread, 'unseen_count', a.n + c.unseen) AS payload
          FROM added a
          CROSS JOIN LATERAL (
-           SELECT count(*) FILTER (WHERE read_at IS NULL)::int AS unread,
-                  count(*) FILTER (WHERE seen_at IS NULL AND read_at IS NULL)::int AS unseen
-             FROM inbox_items WHERE contact_id = a.contact_id AND archived_at IS NULL
+           SELECT count(*)::int AS unread, count(*) FILTER (WHERE seen_at IS NULL)::int AS unseen
+             FROM inbox_items WHERE contact_id = a.contact_id AND read_at IS NULL AND archived_at IS NULL
          ) c
      ), appended AS (
        -- Ids in order: the notifications in item order, then each contact's counts.
