@@ -6,6 +6,7 @@ import { Transports } from './0003-transports.ts';
 import { Delivery } from './0004-delivery.ts';
 import { Identity } from './0005-identity.ts';
 import { ApiKeyNotices } from './0006-api-key-notices.ts';
+import { DeliveryWritePath } from './0007-delivery-write-path.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-foundation', class: Foundation },
@@ -14,4 +15,5 @@ export const migrations: MigrationObject[] = [
   { name: '0004-delivery', class: Delivery },
   { name: '0005-identity', class: Identity },
   { name: '0006-api-key-notices', class: ApiKeyNotices },
+  { name: '0007-delivery-write-path', class: DeliveryWritePath },
 ];

@@ -93,6 +93,32 @@ describe('inbox delivery', () => {
     expect(worker!.logs.filter((l) => l.includes('fell back'))).toEqual([]);
   });
 
+  it("publishes counts that include the contact's earlier items (read, seen, unseen) and every new one", async () => {
+    const [first] = await trigger({ recipients: ['cnt_1'], variables: { name: 'x' } });
+    const [second] = await trigger({ recipients: ['cnt_1'], variables: { name: 'x' } });
+    await waitForFinal(api, [first!, second!]);
+    const contact = (await sqlOne<{ id: string }>(api, `SELECT id FROM contacts WHERE tenant_id = $1 AND external_id = 'cnt_1'`, [acme.tenantId]))!;
+    const em = api.runtime.orm.em.fork();
+    await execute(em, `UPDATE inbox_items SET read_at = now(), seen_at = now() WHERE event_id = $1`, [first]);
+    await execute(em, `UPDATE inbox_items SET seen_at = now() WHERE event_id = $1`, [second]);
+    const before = (await sqlOne<{ id: string }>(api, `SELECT max(id)::text AS id FROM stream_events WHERE contact_id = $1`, [contact.id]))!.id;
+    // Three at once: one batch or several, each 'counts' must match the items stored up to it.
+    const ids = (await Promise.all([1, 2, 3].map(() => trigger({ recipients: ['cnt_1'], variables: { name: 'x' } })))).flat();
+    await waitForFinal(api, ids);
+    const stream = await sql<{ kind: string; payload: Record<string, unknown> }>(
+      api,
+      `SELECT kind, payload FROM stream_events WHERE contact_id = $1 AND id > $2 ORDER BY id`,
+      [contact.id, before],
+    );
+    expect(stream.filter((s) => s.kind === 'notification').map((s) => s.payload.event_id).sort()).toEqual([...ids].sort());
+    let added = 0;
+    for (const event of stream) {
+      if (event.kind === 'notification') added++;
+      else expect(event.payload).toEqual({ unread_count: 1 + added, unseen_count: added });
+    }
+    expect(stream.at(-1)).toEqual({ kind: 'counts', payload: { unread_count: 4, unseen_count: 3 } });
+  });
+
   it('skips the inbox for a contact who opted out, only while the type opt-out policy is on', async () => {
     await insertNotificationType(api, acme.tenantId, { key: 'optable', optOut: true });
     await insertInboxTemplate(api, acme.tenantId, { type: 'optable', title: 't', content: 'c' });

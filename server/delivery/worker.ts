@@ -282,7 +282,8 @@ export async function recordOutcome(em: EntityManager, deliveryId: string, outco
   );
 }
 
-function truncate(text: string): string {
+/** A last_error short enough to store. */
+export function truncate(text: string): string {
   return text.length > 1000 ? `${text.slice(0, 997)}...` : text;
 }
 
@@ -296,18 +297,21 @@ export async function rollupEvent(em: EntityManager, eventId: string): Promise<v
   await rollupEvents(em, [eventId]);
 }
 
-export async function rollupEvents(em: EntityManager, eventIds: string[]): Promise<void> {
-  await execute(
-    em,
-    `WITH s AS (
-       SELECT e.id,
-              CASE
+/** The roll-up as an aggregate over the event's deliveries `d` (grouped by event; no rows: skipped). */
+export const EVENT_STATUS_FROM_DELIVERIES = `CASE
                 WHEN count(d.id) FILTER (WHERE d.status = 'pending') > 0 THEN 'processing'
                 WHEN count(d.id) FILTER (WHERE d.status <> 'skipped') = 0 THEN 'skipped'
                 WHEN count(d.id) FILTER (WHERE d.status IN ('sent', 'delivered')) = count(d.id) FILTER (WHERE d.status <> 'skipped') THEN 'delivered'
                 WHEN count(d.id) FILTER (WHERE d.status = 'failed') = count(d.id) FILTER (WHERE d.status <> 'skipped') THEN 'failed'
                 ELSE 'partially_delivered'
-              END AS status
+              END`;
+
+export async function rollupEvents(em: EntityManager, eventIds: string[]): Promise<void> {
+  await execute(
+    em,
+    `WITH s AS (
+       SELECT e.id,
+              ${EVENT_STATUS_FROM_DELIVERIES} AS status
          FROM events e LEFT JOIN deliveries d ON d.event_id = e.id
         WHERE e.id = ANY($1::uuid[])
         GROUP BY e.id

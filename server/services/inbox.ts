@@ -45,12 +45,14 @@ export function inboxItemView(row: InboxItemRow): InboxItemResponse {
   };
 }
 
+/** Unread and unseen (unread and never seen) items, archived ones left out. */
 export async function inboxCounts(em: EntityManager, contactId: string): Promise<InboxCounts> {
+  // Both counts are of unread items: only those are visited, through the partial index inbox_items_unread
+  // (a contact's read items, however many, are not).
   const row = await queryOne<{ unread_count: number; unseen_count: number }>(
     em,
-    `SELECT count(*) FILTER (WHERE read_at IS NULL)::int AS unread_count,
-            count(*) FILTER (WHERE seen_at IS NULL AND read_at IS NULL)::int AS unseen_count
-       FROM inbox_items WHERE contact_id = $1 AND archived_at IS NULL`,
+    `SELECT count(*)::int AS unread_count, count(*) FILTER (WHERE seen_at IS NULL)::int AS unseen_count
+       FROM inbox_items WHERE contact_id = $1 AND read_at IS NULL AND archived_at IS NULL`,
     [contactId],
   );
   return { unread_count: row?.unread_count ?? 0, unseen_count: row?.unseen_count ?? 0 };

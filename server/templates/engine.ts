@@ -2,7 +2,7 @@
 // strict (an unknown variable or filter is an error, never an empty string). Two engines: one that
 // HTML-escapes every output (email HTML), one for plain text (subjects, inbox titles and bodies,
 // push payloads: escaping there would show "&amp;" to people).
-import { Liquid } from 'liquidjs';
+import { Liquid, type Template } from 'liquidjs';
 
 const common = {
   strictVariables: true,
@@ -34,10 +34,28 @@ export class TemplateError extends Error {
 
 export type RenderMode = 'html' | 'text';
 
+/** Parsed templates by source, per engine: liquidjs caches parsed files, never strings (parseAndRender parses every time). */
+const PARSED_CACHE_SIZE = 500;
+const parsed = new Map<Liquid, Map<string, Template[]>>([
+  [htmlEngine, new Map()],
+  [textEngine, new Map()],
+]);
+
+function parse(engine: Liquid, source: string): Template[] {
+  const cache = parsed.get(engine)!;
+  let templates = cache.get(source);
+  if (templates) return templates;
+  templates = engine.parse(source);
+  // Oldest first out (a Map iterates in insertion order); the cap bounds memory, whatever the sources.
+  if (cache.size >= PARSED_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+  cache.set(source, templates);
+  return templates;
+}
+
 export async function renderString(source: string, context: Record<string, unknown>, mode: RenderMode): Promise<string> {
   const engine = mode === 'html' ? htmlEngine : textEngine;
   try {
-    return await engine.parseAndRender(source, context);
+    return await engine.render(parse(engine, source), context);
   } catch (error) {
     const message = (error as Error).message ?? '';
     const undefinedVariable = /undefined variable: ([\w.[\]"']+)/.exec(message);

@@ -73,18 +73,25 @@ export async function resolveTemplate<K extends TemplateKind>(
   const languages = languageCandidates(request.language, tenant?.default_language ?? 'en');
   const defaultBrand = request.brand.is_default ? request.brand : await findBrand(em, request.tenantId, null);
   const brandKeys = [...new Set([request.brand.key, defaultBrand?.key].filter((k): k is string => Boolean(k)))];
-  // All candidates in one query, ranked by (brand preference, language preference).
+  const template = await findTemplate(em, kind, { tenantId: request.tenantId, typeKey: request.typeKey, brandKeys, languages });
+  return template ? { template, brand: request.brand } : null;
+}
+
+/** The best template among the candidates, ranked by (brand preference, language preference), in one query. */
+export async function findTemplate<K extends TemplateKind>(
+  em: EntityManager,
+  kind: K,
+  candidates: { tenantId: string; typeKey: string; brandKeys: string[]; languages: string[] },
+): Promise<(K extends 'email' ? EmailTemplateRow : InboxTemplateRow) | null> {
   const rows = await query<Record<string, unknown>>(
     em,
     `SELECT ${COLUMNS[kind]} FROM ${TABLE[kind]}
       WHERE tenant_id = $1 AND notification_type_key = $2 AND brand_key = ANY($3::text[]) AND language = ANY($4::text[])
       ORDER BY array_position($3::text[], brand_key), array_position($4::text[], language)
       LIMIT 1`,
-    [request.tenantId, request.typeKey, brandKeys, languages],
+    [candidates.tenantId, candidates.typeKey, candidates.brandKeys, candidates.languages],
   );
-  const template = rows[0];
-  if (!template) return null;
-  return { template: template as never, brand: request.brand };
+  return (rows[0] as never) ?? null;
 }
 
 /** The render context: brand values, then the event's variables over them, plus `brand` and `contact`. */

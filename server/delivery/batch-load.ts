@@ -1,0 +1,71 @@
+// The read side of the batch fast path (batch.ts): one statement that locks a batch's events and
+// their contacts' streams and loads everything planning and rendering need. It is lockEvents and
+// loadContacts of worker.ts, plus the brand lookups of delivery/templates.ts, in one round trip.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { query } from '../db/sql.ts';
+import { CONTACT_COLUMNS } from '../services/contact-upsert.ts';
+import { streamLockSql } from '../stream/events.ts';
+import type { BrandRow } from '../templates/resolve.ts';
+import type { ContactWithDestinations, LoadedEvent } from './worker.ts';
+
+export interface BatchEvent extends LoadedEvent {
+  contact: ContactWithDestinations | null;
+  /** The brand to render with: the event's, or the tenant's default when none was named or it has been deleted since. */
+  brand: BrandRow | null;
+  default_brand_key: string | null;
+  default_language: string;
+  /** The transaction's timestamp, which every row it stores gets as created_at. */
+  now: Date | string;
+}
+
+/**
+ * Locks the events (in id order, so concurrent batches cannot deadlock), then the streams of their
+ * contacts (in contact order, after every event lock), and loads them with their type's policy,
+ * contact, preferences for the type, push subscriptions and brands.
+ *
+ * The stream locks are taken here, before anything is stored, so that the store statement's snapshot
+ * starts after them: the counts it publishes then include every item an earlier holder of a contact's
+ * lock committed (batch-store.ts counts the stored items and adds the new ones).
+ */
+export async function loadBatch(tx: EntityManager, eventIds: string[]): Promise<BatchEvent[]> {
+  return query<BatchEvent>(
+    tx,
+    `WITH ev AS (
+       SELECT id, tenant_id, type_key, brand_key, external_id, variables, status, channels, contact_id, secret_variables_ciphertext
+         FROM events WHERE id = ANY($1::uuid[])
+        ORDER BY id
+          FOR UPDATE
+     ), stream_locks AS (
+       SELECT count(${streamLockSql('contact_id')}) AS n
+         FROM (SELECT DISTINCT contact_id FROM ev WHERE contact_id IS NOT NULL ORDER BY contact_id) AS contacts
+     )
+     SELECT ev.*, now() AS now, t.archived_at IS NOT NULL AS tenant_archived, t.default_language,
+            nt.channel_defaults, nt.opt_out,
+            EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = ev.id) AS planned,
+            (SELECT row_to_json(c) FROM (
+               SELECT ${CONTACT_COLUMNS},
+                      coalesce((SELECT json_agg(json_build_object('type_key', p.type_key, 'channel', p.channel, 'enabled', p.enabled))
+                                  FROM contact_preferences p WHERE p.contact_id = contacts.id AND p.type_key = ev.type_key), '[]') AS preferences,
+                      coalesce((SELECT json_agg(json_build_object('id', s.id, 'provider', s.provider) ORDER BY s.created_at)
+                                  FROM push_subscriptions s WHERE s.contact_id = contacts.id), '[]') AS subscriptions
+                 FROM contacts WHERE contacts.id = ev.contact_id
+             ) c) AS contact,
+            (SELECT json_build_object('id', b.id, 'key', b.key, 'values', b."values", 'sender', b.sender, 'is_default', b.is_default)
+               FROM brands b
+              WHERE b.tenant_id = ev.tenant_id AND (b.key = ev.brand_key OR b.is_default)
+              ORDER BY b.is_default -- the named brand before the default
+              LIMIT 1) AS brand,
+            (SELECT key FROM brands WHERE tenant_id = ev.tenant_id AND is_default) AS default_brand_key
+       FROM ev
+       CROSS JOIN stream_locks
+       JOIN tenants t ON t.id = ev.tenant_id
+       LEFT JOIN LATERAL (
+         -- The live type; a type deleted after the trigger still decides for events already accepted.
+         SELECT channel_defaults, opt_out FROM notification_types
+          WHERE tenant_id = ev.tenant_id AND key = ev.type_key
+          ORDER BY deleted_at DESC NULLS FIRST LIMIT 1
+       ) nt ON true
+      ORDER BY ev.id`,
+    [eventIds],
+  );
+}

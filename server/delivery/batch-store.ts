@@ -1,0 +1,109 @@
+// The write side of the batch fast path (batch.ts): one statement that stores a batch's outcome.
+// Deliveries are inserted with their final status (no 'pending' row version to update), inbox items
+// and their stream events ('notification' per item, then one 'counts' per contact) are appended, and
+// the events get their final status, all from data-modifying CTEs.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { query } from '../db/sql.ts';
+import { streamNoticeSql } from '../stream/events.ts';
+import type { InboxItemResponse } from '../schemas/inbox.ts';
+import { EVENT_STATUS_FROM_DELIVERIES } from './worker.ts';
+
+export interface StoredDelivery {
+  id: string;
+  event_id: string;
+  tenant_id: string;
+  channel: string;
+  destination: string;
+  provider: string | null;
+  status: 'delivered' | 'failed' | 'skipped';
+  reason: string | null;
+  last_error: string | null;
+  attempts: number;
+}
+
+export interface StoredItem {
+  id: string;
+  tenant_id: string;
+  contact_id: string;
+  event_id: string;
+  delivery_id: string;
+  type_key: string;
+  title: string;
+  body: string;
+  action_url: string | null;
+  data: Record<string, unknown>;
+  /** The item as its 'notification' stream event shows it. */
+  payload: InboxItemResponse;
+}
+
+/**
+ * Stores every delivery of the events (all of them: the events are locked and were unplanned), the
+ * items of the delivered ones, their stream events and the events' final statuses. An item and its
+ * stream events exist only if its delivery row was inserted here (UNIQUE event, channel, destination),
+ * so a duplicate can never store a second item. The caller must hold the stream locks of the items'
+ * contacts since before this statement (batch-load.ts): the counts are the contact's items this
+ * statement's snapshot sees plus the new ones, which the statement itself cannot see.
+ * Throws if anything was already stored (nothing of the transaction then stays; the per-event path takes over).
+ */
+export async function storeBatch(
+  tx: EntityManager,
+  batch: { deliveries: StoredDelivery[]; items: StoredItem[]; eventIds: string[] },
+): Promise<void> {
+  const [stored] = await query<{ deliveries: number; stream_events: number }>(
+    tx,
+    `WITH planned AS (
+       INSERT INTO deliveries (id, event_id, tenant_id, channel, destination, provider, status, reason, last_error, attempts)
+       SELECT id, event_id, tenant_id, channel, destination, provider, status, reason, last_error, attempts
+         FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, event_id uuid, tenant_id uuid, channel text, destination text, provider text,
+                                                 status text, reason text, last_error text, attempts int)
+       ON CONFLICT (event_id, channel, destination) DO NOTHING
+       RETURNING id, event_id, status
+     ), input AS (
+       SELECT * FROM ROWS FROM (jsonb_to_recordset($2::jsonb) AS (id uuid, tenant_id uuid, contact_id uuid, event_id uuid, delivery_id uuid,
+                                                                  type_key text, title text, body text, action_url text, data jsonb, payload jsonb))
+         WITH ORDINALITY AS x(id, tenant_id, contact_id, event_id, delivery_id, type_key, title, body, action_url, data, payload, n)
+     ), stored AS (
+       INSERT INTO inbox_items (id, tenant_id, contact_id, event_id, delivery_id, type_key, title, body, action_url, data)
+       SELECT i.id, i.tenant_id, i.contact_id, i.event_id, i.delivery_id, i.type_key, i.title, i.body, i.action_url, coalesce(i.data, '{}')
+         FROM input i JOIN planned p ON p.id = i.delivery_id
+       ON CONFLICT (delivery_id) DO NOTHING
+       RETURNING id, tenant_id, contact_id
+     ), added AS (
+       SELECT tenant_id, contact_id, count(*)::int AS n FROM stored GROUP BY tenant_id, contact_id
+     ), counts AS (
+       -- Every new item is unread and unseen; the others are the ones this statement sees (inboxCounts'
+       -- query: only unread items count, found through the partial index inbox_items_unread).
+       SELECT a.tenant_id, a.contact_id, jsonb_build_object('unread_count', a.n + c.unread, 'unseen_count', a.n + c.unseen) AS payload
+         FROM added a
+         CROSS JOIN LATERAL (
+           SELECT count(*)::int AS unread, count(*) FILTER (WHERE seen_at IS NULL)::int AS unseen
+             FROM inbox_items WHERE contact_id = a.contact_id AND read_at IS NULL AND archived_at IS NULL
+         ) c
+     ), appended AS (
+       -- Ids in order: the notifications in item order, then each contact's counts.
+       INSERT INTO stream_events (tenant_id, contact_id, kind, payload)
+       SELECT tenant_id, contact_id, kind, payload FROM (
+         SELECT s.tenant_id, s.contact_id, 'notification' AS kind, i.payload, i.n AS position FROM stored s JOIN input i ON i.id = s.id
+         UNION ALL
+         SELECT tenant_id, contact_id, 'counts', payload, NULL FROM counts
+       ) AS e
+       ORDER BY position NULLS LAST, contact_id
+       RETURNING id, contact_id
+     ), rolled_up AS (
+       UPDATE events e
+          SET status = s.status, updated_at = now(),
+              secret_variables_ciphertext = CASE WHEN s.status = 'processing' THEN e.secret_variables_ciphertext ELSE NULL END
+         FROM (SELECT ev.id, ${EVENT_STATUS_FROM_DELIVERIES} AS status
+                 FROM unnest($3::uuid[]) AS ev(id) LEFT JOIN planned d ON d.event_id = ev.id
+                GROUP BY ev.id) AS s
+        WHERE e.id = s.id
+     )
+     SELECT (SELECT count(*) FROM planned)::int AS deliveries,
+            (SELECT count(*) FROM (SELECT ${streamNoticeSql('id', 'contact_id')} FROM appended ORDER BY id) AS notified)::int AS stream_events`,
+    [JSON.stringify(batch.deliveries), JSON.stringify(batch.items), batch.eventIds],
+  );
+  const streamEvents = batch.items.length + new Set(batch.items.map((i) => i.contact_id)).size;
+  if (stored!.deliveries !== batch.deliveries.length || stored!.stream_events !== streamEvents) {
+    throw new Error('batch store found deliveries or inbox items already stored');
+  }
+}
