@@ -7,6 +7,7 @@ import { Delivery } from './0004-delivery.ts';
 import { Identity } from './0005-identity.ts';
 import { ApiKeyNotices } from './0006-api-key-notices.ts';
 import { DeliveryWritePath } from './0007-delivery-write-path.ts';
+import { EventStatusUpdates } from './0008-event-status-updates.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-foundation', class: Foundation },
@@ -16,4 +17,5 @@ export const migrations: MigrationObject[] = [
   { name: '0005-identity', class: Identity },
   { name: '0006-api-key-notices', class: ApiKeyNotices },
   { name: '0007-delivery-write-path', class: DeliveryWritePath },
+  { name: '0008-event-status-updates', class: EventStatusUpdates },
 ];
