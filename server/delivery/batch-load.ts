@@ -6,7 +6,7 @@ import { query } from '../db/sql.ts';
 import { CONTACT_COLUMNS } from '../services/contact-upsert.ts';
 import { streamLockSql } from '../stream/events.ts';
 import type { BrandRow } from '../templates/resolve.ts';
-import type { ContactWithDestinations, LoadedEvent } from './worker.ts';
+import { eventTypeJoin, type ContactWithDestinations, type LoadedEvent } from './worker.ts';
 
 export interface BatchEvent extends LoadedEvent {
   contact: ContactWithDestinations | null;
@@ -59,12 +59,7 @@ export async function loadBatch(tx: EntityManager, eventIds: string[]): Promise<
        FROM ev
        CROSS JOIN stream_locks
        JOIN tenants t ON t.id = ev.tenant_id
-       LEFT JOIN LATERAL (
-         -- The live type; a type deleted after the trigger still decides for events already accepted.
-         SELECT channel_defaults, opt_out FROM notification_types
-          WHERE tenant_id = ev.tenant_id AND key = ev.type_key
-          ORDER BY deleted_at DESC NULLS FIRST LIMIT 1
-       ) nt ON true
+       ${eventTypeJoin('ev')}
       ORDER BY ev.id`,
     [eventIds],
   );

@@ -101,6 +101,18 @@ export function readVariables(runtime: Runtime, event: LoadedEvent): { values: R
   }
 }
 
+/**
+ * Joins `nt`, the type deciding an event's channels: the live type, or, for an event whose type was
+ * deleted after the trigger, the deleted one (events already accepted still follow it).
+ */
+export function eventTypeJoin(eventAlias: string): string {
+  return `LEFT JOIN LATERAL (
+         SELECT channel_defaults, opt_out FROM notification_types
+          WHERE tenant_id = ${eventAlias}.tenant_id AND key = ${eventAlias}.type_key
+          ORDER BY deleted_at DESC NULLS FIRST LIMIT 1
+       ) nt ON true`;
+}
+
 /** Locks events (in id order, so concurrent batches cannot deadlock) with what planning needs. */
 export async function lockEvents(tx: EntityManager, eventIds: string[]): Promise<LoadedEvent[]> {
   return query<LoadedEvent>(
@@ -111,12 +123,7 @@ export async function lockEvents(tx: EntityManager, eventIds: string[]): Promise
             EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id) AS planned
        FROM events e
        JOIN tenants t ON t.id = e.tenant_id
-       LEFT JOIN LATERAL (
-         -- The live type; a type deleted after the trigger still decides for events already accepted.
-         SELECT channel_defaults, opt_out FROM notification_types
-          WHERE tenant_id = e.tenant_id AND key = e.type_key
-          ORDER BY deleted_at DESC NULLS FIRST LIMIT 1
-       ) nt ON true
+       ${eventTypeJoin('e')}
       WHERE e.id = ANY($1::uuid[])
       ORDER BY e.id
         FOR UPDATE OF e`,
