@@ -60,12 +60,15 @@ export interface RateResult {
 
 interface BucketRow {
   key: string;
+  /** Tokens left after this statement's charge. */
   tokens: number;
-  charged: boolean;
+  /** How many of the requested charges were granted. */
+  granted: number;
 }
 
-// Locks the buckets, refills them to `now`, and charges one token from each only if every bucket has one
-// (and every bucket exists). One round trip on the hot path; row locks are held for the statement only.
+// Locks the buckets, refills them to `now`, and grants up to $4 charges of one token from each bucket:
+// as many as every bucket can pay for (and none if a bucket is missing). One round trip on the hot
+// path; row locks are held for the statement only (the table is unlogged: its commit waits for no flush).
 // The input is a jsonb array rather than arrays: PostgreSQL estimates unnest() of a known array
 // exactly, so it re-planned the statement on every call; with jsonb its cached generic plan is used.
 // The epsilon absorbs float drift of stepwise refills (5 s + 1 s of 1/6 token per s must make one token).
@@ -78,53 +81,108 @@ const CHARGE_SQL = `
      ORDER BY b.key
        FOR UPDATE OF b
   ), decision AS (
-    SELECT coalesce(bool_and(tokens >= 1 - 1e-9), false) AND count(*) = $3::int AS ok FROM locked
+    SELECT CASE WHEN count(*) = $3::int THEN GREATEST(0, LEAST($4::int, floor(min(tokens) + 1e-9)))::int ELSE 0 END AS granted
+      FROM locked
   )
   UPDATE rate_limit_buckets b
-     SET tokens = l.tokens - CASE WHEN d.ok THEN 1 ELSE 0 END,
+     SET tokens = l.tokens - d.granted,
          updated_ms = GREATEST(b.updated_ms, $2::bigint)
     FROM locked l, decision d
    WHERE b.key = l.key
-  RETURNING b.key, b.tokens, d.ok AS charged`;
+  RETURNING b.key, b.tokens, d.granted`;
 
 const CREATE_SQL = `
   INSERT INTO rate_limit_buckets (key, tokens, updated_ms)
   SELECT key, burst, $2::bigint FROM jsonb_to_recordset($1::jsonb) AS t(key text, burst float8)
   ON CONFLICT (key) DO NOTHING`;
 
+interface BucketSet {
+  checks: RateCheck[];
+  keys: string[];
+  rates: number[];
+  bursts: number[];
+  /** The statement's input, also the identity of the set (same buckets, same rates). */
+  json: string;
+}
+
+interface Waiter {
+  em: EntityManager;
+  resolve: (results: RateResult[]) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * Takes waiting for a statement on the same buckets. Under load, the concurrent requests of one tenant
+ * would each wait on the bucket's row lock in turn; instead, while one statement is in flight, later
+ * takes of the same buckets queue here and the next statement charges them all at once, in arrival
+ * order. A single take still costs exactly one statement.
+ */
+const queues = new Map<string, Waiter[]>();
+
 /**
  * Takes one token from each bucket, all or nothing: if any bucket is empty none is charged, so a call
  * rejected by the per-email login bucket does not also drain the per-IP one.
  */
-export async function take(em: EntityManager, clock: Clock, checks: RateCheck[]): Promise<RateResult[]> {
-  if (checks.length === 0) return [];
-  const now = clock.now();
+export function take(em: EntityManager, clock: Clock, checks: RateCheck[]): Promise<RateResult[]> {
+  if (checks.length === 0) return Promise.resolve([]);
   const keys = checks.map((c) => `${c.policy.name}:${c.subject}`);
   const rates = checks.map((c) => c.override?.perSecond ?? c.policy.perSecond);
   const bursts = checks.map((c) => c.override?.burst ?? c.policy.burst);
-  const buckets = JSON.stringify(keys.map((key, i) => ({ key, rate: rates[i], burst: bursts[i] })));
-  let rows = await query<BucketRow>(em, CHARGE_SQL, [buckets, now, keys.length]);
+  const set: BucketSet = { checks, keys, rates, bursts, json: JSON.stringify(keys.map((key, i) => ({ key, rate: rates[i], burst: bursts[i] }))) };
+  return new Promise((resolve, reject) => {
+    const waiting = queues.get(set.json);
+    if (waiting) return void waiting.push({ em, resolve, reject });
+    queues.set(set.json, [{ em, resolve, reject }]);
+    void drain(clock, set);
+  });
+}
+
+/** Charges the queue of a bucket set, batch after batch, until nobody waits. */
+async function drain(clock: Clock, set: BucketSet): Promise<void> {
+  for (;;) {
+    const batch = queues.get(set.json)!.splice(0);
+    if (batch.length === 0) {
+      queues.delete(set.json);
+      return;
+    }
+    try {
+      const results = await charge(batch[0]!.em, clock.now(), set, batch.length);
+      batch.forEach((waiter, i) => waiter.resolve(results[i]!));
+    } catch (error) {
+      for (const waiter of batch) waiter.reject(error);
+    }
+  }
+}
+
+/** One statement for `count` takes of the set; the results in take order. */
+async function charge(em: EntityManager, now: number, set: BucketSet, count: number): Promise<RateResult[][]> {
+  const { checks, keys, rates, bursts, json } = set;
+  let rows = await query<BucketRow>(em, CHARGE_SQL, [json, now, keys.length, count]);
   if (rows.length < keys.length) {
     // First use of a bucket: create it full, then decide again (nothing was charged: the count differed).
-    await query(em, CREATE_SQL, [buckets, now]);
-    rows = await query<BucketRow>(em, CHARGE_SQL, [buckets, now, keys.length]);
+    await query(em, CREATE_SQL, [json, now]);
+    rows = await query<BucketRow>(em, CHARGE_SQL, [json, now, keys.length, count]);
   }
   const byKey = new Map(rows.map((r) => [r.key, r]));
-  return checks.map((check, i) => {
-    const row = byKey.get(keys[i]!)!;
-    const tokens = Number(row.tokens);
-    const rate = rates[i]!;
-    const burst = bursts[i]!;
-    const allowed = Boolean(row.charged);
-    return {
-      allowed,
-      limit: burst,
-      remaining: Math.max(0, Math.floor(tokens)),
-      retryAfter: allowed ? 0 : Math.max(1, Math.ceil((1 - tokens) / rate - 1e-6)),
-      reset: Math.max(0, Math.ceil((burst - tokens) / rate)),
-      policy: check.policy,
-    };
-  });
+  const granted = Number(rows[0]?.granted ?? 0);
+  return Array.from({ length: count }, (_, n) =>
+    checks.map((check, i) => {
+      const row = byKey.get(keys[i]!)!;
+      const allowed = n < granted;
+      // What this take left in the bucket: the takes granted after it have not charged yet.
+      const tokens = Number(row.tokens) + (allowed ? granted - 1 - n : 0);
+      const rate = rates[i]!;
+      const burst = bursts[i]!;
+      return {
+        allowed,
+        limit: burst,
+        remaining: Math.max(0, Math.floor(tokens)),
+        retryAfter: allowed ? 0 : Math.max(1, Math.ceil((1 - tokens) / rate - 1e-6)),
+        reset: Math.max(0, Math.ceil((burst - tokens) / rate)),
+        policy: check.policy,
+      };
+    }),
+  );
 }
 
 /** Response headers for the tightest of the results (IETF RateLimit fields + Retry-After). */

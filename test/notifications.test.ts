@@ -130,6 +130,20 @@ describe('POST /v1/notifications', () => {
     expect(Number(second.headers.get('retry-after'))).toBeGreaterThan(0);
   });
 
+  it('grants exactly the burst to concurrent triggers (charged together), each told what it left', async () => {
+    const busy = await createTenantFixture(app, 'Busy');
+    await insertNotificationType(app, busy.tenantId, { key: 'plain' });
+    // 5 per minute, burst 8: nothing refills noticeably during the test.
+    await execute(app.runtime.orm.em.fork(), `INSERT INTO tenant_limits (tenant_id, name, value) VALUES ($1, 'rate:trigger', 5), ($1, 'rate:trigger:burst', 8)`, [busy.tenantId]);
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => trigger({ type: 'plain', recipients: [`c${i}`] }, busy.serviceKey)));
+    const accepted = results.filter((r) => r.status === 202);
+    expect(accepted).toHaveLength(8);
+    expect(results.filter((r) => r.status === 429)).toHaveLength(12);
+    // Every accepted trigger saw its own place in the bucket: 7, 6, ..., 0 left, each once.
+    expect(accepted.map((r) => Number(r.headers.get('ratelimit-remaining'))).sort()).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(await sql(app, `SELECT 1 FROM events WHERE tenant_id = $1`, [busy.tenantId])).toHaveLength(8);
+  });
+
   it('accepts concurrent triggers naming the same recipients in different orders', async () => {
     const names = Array.from({ length: 40 }, (_, i) => `conc_${i}`);
     const results = await Promise.all(
