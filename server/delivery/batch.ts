@@ -7,7 +7,7 @@
 // Anything unusual (an event already planned, a remote channel, any error) is left to the per-event
 // path, which isolates failures per delivery and retries; both paths are idempotent.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { findTemplate, languageCandidates, type InboxTemplateRow } from '../templates/resolve.ts';
+import { findTemplate, templateCandidates, type InboxTemplateRow } from '../templates/resolve.ts';
 import { newId } from '../ids.ts';
 import type { Runtime } from '../runtime.ts';
 import { TemplateError, UnfilledSlotError } from '../templates/engine.ts';
@@ -90,12 +90,11 @@ async function deliverToInbox(
   if ('error' in variables) return { status: 'failed', reason: null, lastError: variables.error, item: null };
   if (!brand) return { status: 'skipped', reason: 'no_template', lastError: null, item: null };
   // The fallback chain of resolveTemplate, over the brand and defaults batch-load.ts looked up.
-  const brandKeys = [...new Set([brand.key, event.default_brand_key].filter((k): k is string => Boolean(k)))];
-  const languages = languageCandidates(contact.language, event.default_language);
-  const cacheKey = JSON.stringify([event.tenant_id, event.type_key, brandKeys, languages]);
+  const candidates = templateCandidates(brand.key, event.default_brand_key, contact.language, event.default_language);
+  const cacheKey = JSON.stringify([event.tenant_id, event.type_key, candidates]);
   let resolving = templates.get(cacheKey);
   if (!resolving) {
-    resolving = findTemplate(tx, 'inbox', { tenantId: event.tenant_id, typeKey: event.type_key, brandKeys, languages });
+    resolving = findTemplate(tx, 'inbox', { tenantId: event.tenant_id, typeKey: event.type_key, ...candidates });
     templates.set(cacheKey, resolving);
   }
   const template = await resolving;

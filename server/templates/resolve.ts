@@ -57,6 +57,22 @@ export function languageCandidates(language: string | null | undefined, tenantDe
   return out;
 }
 
+/**
+ * The template fallback chain as candidate lists, best first: the brand, then the default brand; for
+ * each, the contact's language, its base language, then the tenant's default language.
+ */
+export function templateCandidates(
+  brandKey: string,
+  defaultBrandKey: string | null | undefined,
+  language: string | null | undefined,
+  tenantDefaultLanguage: string,
+): { brandKeys: string[]; languages: string[] } {
+  return {
+    brandKeys: [...new Set([brandKey, defaultBrandKey].filter((k): k is string => Boolean(k)))],
+    languages: languageCandidates(language, tenantDefaultLanguage),
+  };
+}
+
 /** The brand a request names (or the tenant's default brand when none is named); undefined if it does not exist. */
 export async function findBrand(em: EntityManager, tenantId: string, brandKey: string | null | undefined): Promise<BrandRow | undefined> {
   return brandKey
@@ -70,10 +86,12 @@ export async function resolveTemplate<K extends TemplateKind>(
   request: { tenantId: string; typeKey: string; brand: BrandRow; language?: string | null },
 ): Promise<Resolved<K extends 'email' ? EmailTemplateRow : InboxTemplateRow> | null> {
   const tenant = await queryOne<{ default_language: string }>(em, `SELECT default_language FROM tenants WHERE id = $1`, [request.tenantId]);
-  const languages = languageCandidates(request.language, tenant?.default_language ?? 'en');
   const defaultBrand = request.brand.is_default ? request.brand : await findBrand(em, request.tenantId, null);
-  const brandKeys = [...new Set([request.brand.key, defaultBrand?.key].filter((k): k is string => Boolean(k)))];
-  const template = await findTemplate(em, kind, { tenantId: request.tenantId, typeKey: request.typeKey, brandKeys, languages });
+  const template = await findTemplate(em, kind, {
+    tenantId: request.tenantId,
+    typeKey: request.typeKey,
+    ...templateCandidates(request.brand.key, defaultBrand?.key, request.language, tenant?.default_language ?? 'en'),
+  });
   return template ? { template, brand: request.brand } : null;
 }
 
