@@ -6,7 +6,7 @@ import { query } from '../db/sql.ts';
 import { CONTACT_COLUMNS } from '../services/contact-upsert.ts';
 import { streamLockSql } from '../stream/events.ts';
 import type { BrandRow } from '../templates/resolve.ts';
-import { eventTypeJoin, type ContactWithDestinations, type LoadedEvent } from './worker.ts';
+import { eventPlannedSql, eventTypeJoin, type ContactWithDestinations, type LoadedEvent } from './worker.ts';
 
 export interface BatchEvent extends LoadedEvent {
   contact: ContactWithDestinations | null;
@@ -41,7 +41,7 @@ export async function loadBatch(tx: EntityManager, eventIds: string[]): Promise<
      )
      SELECT ev.*, now() AS now, t.archived_at IS NOT NULL AS tenant_archived, t.default_language,
             nt.channel_defaults, nt.opt_out,
-            EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = ev.id) AS planned,
+            ${eventPlannedSql('ev')} AS planned,
             (SELECT row_to_json(c) FROM (
                SELECT ${CONTACT_COLUMNS},
                       coalesce((SELECT json_agg(json_build_object('type_key', p.type_key, 'channel', p.channel, 'enabled', p.enabled))

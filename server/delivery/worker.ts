@@ -113,6 +113,15 @@ export function eventTypeJoin(eventAlias: string): string {
        ) nt ON true`;
 }
 
+/**
+ * Whether an event's deliveries have been planned. A scalar subquery, one index probe per event, not
+ * EXISTS: PostgreSQL may turn EXISTS into a hashed subplan that reads the whole deliveries table, and
+ * did so on every batch while the young table's statistics still said it was small.
+ */
+export function eventPlannedSql(eventAlias: string): string {
+  return `((SELECT true FROM deliveries d WHERE d.event_id = ${eventAlias}.id LIMIT 1) IS NOT NULL)`;
+}
+
 /** Locks events (in id order, so concurrent batches cannot deadlock) with what planning needs. */
 export async function lockEvents(tx: EntityManager, eventIds: string[]): Promise<LoadedEvent[]> {
   return query<LoadedEvent>(
@@ -120,7 +129,7 @@ export async function lockEvents(tx: EntityManager, eventIds: string[]): Promise
     `SELECT e.id, e.tenant_id, e.type_key, e.brand_key, e.external_id, e.variables, e.status, e.channels, e.contact_id,
             e.secret_variables_ciphertext, t.archived_at IS NOT NULL AS tenant_archived,
             nt.channel_defaults, nt.opt_out,
-            EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id) AS planned
+            ${eventPlannedSql('e')} AS planned
        FROM events e
        JOIN tenants t ON t.id = e.tenant_id
        ${eventTypeJoin('e')}
