@@ -349,6 +349,38 @@ describe('stream log appends', () => {
   });
 });
 
+describe('stream notices', () => {
+  it('name the contacts of a transaction, at most 100 per notice, each once', async () => {
+    const pg = (await import('pg')).default;
+    const { queryOne } = await import('../server/db/sql.ts');
+    const { STREAM_CHANNEL, streamNoticesSql } = await import('../server/stream/events.ts');
+    const listener = new pg.Client({ connectionString: app.runtime.db.url });
+    await listener.connect();
+    const notices: string[][] = [];
+    listener.on('notification', (m) => {
+      if (m.channel === STREAM_CHANNEL) notices.push((JSON.parse(m.payload!) as { contacts: string[] }).contacts);
+    });
+    try {
+      await listener.query(`LISTEN ${STREAM_CHANNEL}`);
+      const contacts = Array.from({ length: 250 }, () => crypto.randomUUID());
+      // Every contact twice, as a batch's notification and counts rows would name it.
+      const sent = await queryOne<{ notices: number }>(
+        app.runtime.orm.em.fork(),
+        `SELECT ${streamNoticesSql('SELECT unnest($1::uuid[]) AS contact_id')} AS notices`,
+        [[...contacts, ...contacts]],
+      );
+      expect(sent!.notices).toBe(3);
+      const deadline = Date.now() + 5000;
+      while (notices.flat().filter((c) => contacts.includes(c)).length < 250 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      const ours = notices.filter((n) => n.some((c) => contacts.includes(c)));
+      expect(ours.map((n) => n.length).sort((a, b) => a - b)).toEqual([50, 100, 100]);
+      expect(ours.flat().sort()).toEqual([...contacts].sort());
+    } finally {
+      await listener.end();
+    }
+  });
+});
+
 describe('stream log retention', () => {
   it('a daily pg-boss schedule prunes stream events older than 7 days', async () => {
     const { query } = await import('../server/db/sql.ts');

@@ -4,7 +4,7 @@
 // the events get their final status, all from data-modifying CTEs.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
-import { streamNoticeSql } from '../stream/events.ts';
+import { streamNoticesSql } from '../stream/events.ts';
 import type { InboxItemResponse } from '../schemas/inbox.ts';
 import { EVENT_STATUS_FROM_DELIVERIES } from './worker.ts';
 
@@ -99,7 +99,8 @@ export async function storeBatch(
         WHERE e.id = s.id
      )
      SELECT (SELECT count(*) FROM planned)::int AS deliveries,
-            (SELECT count(*) FROM (SELECT ${streamNoticeSql('id', 'contact_id')} FROM appended ORDER BY id) AS notified)::int AS stream_events`,
+            (SELECT count(*) FROM appended)::int AS stream_events,
+            ${streamNoticesSql('SELECT contact_id FROM appended')} AS notices`,
     [JSON.stringify(batch.deliveries), JSON.stringify(batch.items), batch.eventIds],
   );
   const streamEvents = batch.items.length + new Set(batch.items.map((i) => i.contact_id)).size;

@@ -1,6 +1,6 @@
 // The write side of the real-time stream: every event a contact's stream shows is a row of
-// stream_events (its id is the SSE id, so Last-Event-ID can replay what a client missed) and a
-// pg_notify on STREAM_CHANNEL, sent when the surrounding transaction commits, so every Herald process
+// stream_events (its id is the SSE id, so Last-Event-ID can replay what a client missed), announced by
+// a pg_notify on STREAM_CHANNEL naming the contact, sent when the surrounding transaction commits, so every Herald process
 // listening (see the stream hub) pushes it to its connected clients, whichever process wrote it.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { queryOne } from '../db/sql.ts';
@@ -12,11 +12,16 @@ const STREAM_LOCK_NAMESPACE = 0x48535452;
 
 export type StreamEventKind = 'notification' | 'updated' | 'counts';
 
-/** The NOTIFY payload: small (PostgreSQL caps it at 8000 bytes); listeners load the row by id. */
+/**
+ * The NOTIFY payload: the contacts whose streams have new rows (listeners read the rows themselves).
+ * One notice per transaction, not per row: a delivery batch announces its 25 contacts at once.
+ */
 export interface StreamNotice {
-  id: string;
-  contact_id: string;
+  contacts: string[];
 }
+
+/** Contacts per notice: 100 ids stay well under PostgreSQL's 8000-byte payload cap. */
+const CONTACTS_PER_NOTICE = 100;
 
 /**
  * SQL taking a contact's stream lock until commit (two-key advisory lock in Herald's own namespace).
@@ -29,9 +34,17 @@ export function streamLockSql(contactIdSql: string): string {
   return `pg_advisory_xact_lock(${STREAM_LOCK_NAMESPACE}, hashtext(${contactIdSql}::text))`;
 }
 
-/** SQL announcing a stored stream row (a StreamNotice on STREAM_CHANNEL, sent at commit). */
-export function streamNoticeSql(idSql: string, contactIdSql: string): string {
-  return `pg_notify('${STREAM_CHANNEL}', json_build_object('id', ${idSql}::text, 'contact_id', ${contactIdSql}::text)::text)`;
+/**
+ * SQL (a scalar subquery: the number of notices) announcing new stream rows of the contacts that
+ * `contactIdsSql` selects (a query with a contact_id column); sent when the transaction commits.
+ */
+export function streamNoticesSql(contactIdsSql: string): string {
+  return `(SELECT count(pg_notify('${STREAM_CHANNEL}', json_build_object('contacts', ids)::text))::int FROM (
+            SELECT json_agg(contact_id::text) AS ids FROM (
+              SELECT contact_id, (row_number() OVER (ORDER BY contact_id) - 1) / ${CONTACTS_PER_NOTICE} AS chunk
+                FROM (SELECT DISTINCT contact_id FROM (${contactIdsSql}) AS announced) AS distinct_contacts
+            ) AS numbered GROUP BY chunk
+          ) AS notices)`;
 }
 
 /** Appends an event to a contact's stream; call it inside the transaction that made the change. */
@@ -46,9 +59,9 @@ export async function appendStreamEvent(
     `WITH locked AS (
        SELECT ${streamLockSql('$2::uuid')}
      ), inserted AS (
-       INSERT INTO stream_events (tenant_id, contact_id, kind, payload) SELECT $1::uuid, $2::uuid, $3::text, $4::jsonb FROM locked RETURNING id
+       INSERT INTO stream_events (tenant_id, contact_id, kind, payload) SELECT $1::uuid, $2::uuid, $3::text, $4::jsonb FROM locked RETURNING id, contact_id
      )
-     SELECT id::text AS id, ${streamNoticeSql('id', '$2::uuid')} FROM inserted`,
+     SELECT id::text AS id, ${streamNoticesSql('SELECT contact_id FROM inserted')} AS notices FROM inserted`,
     [event.tenantId, event.contactId, event.kind, JSON.stringify(event.payload)],
   );
   return row!.id;

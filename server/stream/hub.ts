@@ -1,5 +1,5 @@
 // The read side of the real-time stream, one per HTTP-serving process: ONE dedicated PostgreSQL
-// connection LISTENs on STREAM_CHANNEL; a notice names a contact, and if that contact has open
+// connection LISTENs on STREAM_CHANNEL; a notice names contacts, and if one of them has open
 // streams here, the hub re-reads the contact's stream_events after the oldest id its streams have
 // seen and pushes each row to the streams that have not seen it. Reading "id > last seen" instead
 // of trusting the notice makes it loss-free: a missed notice (reconnect) or a new stream (replay
@@ -87,7 +87,7 @@ export class StreamHub {
       if (message.channel !== STREAM_CHANNEL || !message.payload) return;
       try {
         const notice = JSON.parse(message.payload) as StreamNotice;
-        this.#wake(notice.contact_id);
+        for (const contactId of notice.contacts) this.#wake(contactId);
       } catch {
         this.#runtime.logger.warn('stream notice unreadable');
       }
