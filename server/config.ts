@@ -77,6 +77,8 @@ export const configSchema = z.object({
   streamHeartbeatMs: z.coerce.number().int().min(10).default(15_000),
   /** Worker concurrency per process for delivery jobs. */
   workerConcurrency: z.coerce.number().int().min(1).max(256).default(8),
+  /** PostgreSQL connections per Herald process; unset: sized from the CPU cores and the role (see defaultPoolSize). */
+  databasePoolSize: z.coerce.number().int().min(2).max(500).optional(),
 });
 
 export type Config = Readonly<z.infer<typeof configSchema>>;
@@ -89,6 +91,7 @@ const ENV_KEYS: Record<string, keyof ConfigInput> = {
   DATABASE_URL: 'databaseUrl',
   HERALD_DATABASE_URL: 'databaseUrl',
   HERALD_EMBEDDED_POSTGRES_PORT: 'embeddedPostgresPort',
+  HERALD_DATABASE_POOL_SIZE: 'databasePoolSize',
   HERALD_HOST: 'host',
   HERALD_PORT: 'port',
   HERALD_PUBLIC_URL: 'publicUrl',

@@ -46,6 +46,19 @@ describe('loadConfig', () => {
     expect(loadConfig({ dataDir: dataDir() }, { DATABASE_URL: 'postgres://u@h/db' }).databaseUrl).toBe('postgres://u@h/db');
   });
 
+  it('sizes the database pool from the cores and the role unless HERALD_DATABASE_POOL_SIZE sets it', async () => {
+    const { availableParallelism } = await import('node:os');
+    const { defaultPoolSize } = await import('../server/runtime.ts');
+    const config = loadConfig({ dataDir: dataDir(), workerConcurrency: 6 }, {});
+    expect(config.databasePoolSize).toBeUndefined();
+    const http = Math.max(4, 2 * availableParallelism());
+    expect(defaultPoolSize('api', config)).toBe(http);
+    expect(defaultPoolSize('all', config)).toBe(http + 6);
+    expect(defaultPoolSize('worker', config)).toBe(2 + 6);
+    expect(loadConfig({ dataDir: dataDir() }, { HERALD_DATABASE_POOL_SIZE: '12' }).databasePoolSize).toBe(12);
+    expect(() => loadConfig({ dataDir: dataDir() }, { HERALD_DATABASE_POOL_SIZE: '1' })).toThrow(ConfigError);
+  });
+
   it('is frozen, deeply', () => {
     const config = loadConfig({ dataDir: dataDir() }, {});
     expect(Object.isFrozen(config)).toBe(true);

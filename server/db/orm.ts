@@ -33,7 +33,7 @@ export async function initOrm(url: string, options: { poolMax?: number } = {}): 
     allowGlobalContext: false,
     forceUtcTimezone: true,
     debug: false,
-    pool: { min: 0, max: options.poolMax ?? 20 },
+    pool: { min: 0, max: options.poolMax ?? 10 },
     driverOptions: { onPoolCreated: (pool: pg.Pool) => pool.on('connect', (client) => prepareStatementsOf(client)) },
     migrations: {
       migrationsList: migrations,
