@@ -198,6 +198,29 @@ describe('inbox delivery', () => {
     expect(delivery!.attempts).toBeGreaterThanOrEqual(2);
   });
 
+  it('settles per job: a failing event of a batch is retried alone, the others of its batch complete', async () => {
+    const em = api.runtime.orm.em.fork();
+    await execute(em, `CREATE OR REPLACE FUNCTION test_inbox_refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'inbox store unavailable'; END $$ LANGUAGE plpgsql`);
+    await execute(em, `CREATE TRIGGER test_inbox_refuse4 BEFORE INSERT ON inbox_items FOR EACH ROW WHEN (NEW.title = 'Hi mixed_fail') EXECUTE FUNCTION test_inbox_refuse()`);
+    const ids = await trigger({ recipients: ['mixed_ok1', 'mixed_fail', 'mixed_ok2'], variables: { name: 'x' } });
+    try {
+      const jobOf = (id: string) =>
+        sqlOne<{ state: string; retry_count: number; output: { message?: string } | null }>(api, `SELECT state, retry_count, output FROM pgboss.job WHERE id = $1`, [id]);
+      // The failing event's job is retried (its retry count goes up), and its failure is its own output.
+      for (const deadline = Date.now() + 10_000; ((await jobOf(ids[1]!))?.retry_count ?? 0) < 1; ) {
+        if (Date.now() > deadline) throw new Error('the failing job was not retried');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      for (const id of [ids[0]!, ids[2]!]) expect(await jobOf(id)).toMatchObject({ state: 'completed', retry_count: 0 });
+      const failedAttempts = await sql<{ output: { message: string } }>(api, `SELECT output FROM pgboss.job WHERE id = $1 AND output IS NOT NULL`, [ids[1]]);
+      expect(JSON.stringify(failedAttempts)).toContain('inbox store unavailable');
+    } finally {
+      await execute(em, `DROP TRIGGER test_inbox_refuse4 ON inbox_items`);
+    }
+    // Once the store works again, the retried job delivers it.
+    expect((await waitForFinal(api, ids)).map((e) => e.status)).toEqual(['delivered', 'delivered', 'delivered']);
+  });
+
   it('a delivery already final is never delivered again, and a re-run never duplicates the inbox item', async () => {
     const [id] = await trigger({ recipients: ['idem_1'], variables: { name: 'x' } });
     await waitForFinal(api, [id!]);

@@ -362,7 +362,7 @@ describe('stream notices', () => {
     });
     try {
       await listener.query(`LISTEN ${STREAM_CHANNEL}`);
-      const contacts = Array.from({ length: 250 }, () => crypto.randomUUID());
+      const contacts: string[] = Array.from({ length: 250 }, () => crypto.randomUUID());
       // Every contact twice, as a batch's notification and counts rows would name it.
       const sent = await queryOne<{ notices: number }>(
         app.runtime.orm.em.fork(),

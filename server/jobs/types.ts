@@ -1,6 +1,6 @@
 // The shape of a background job: its queue settings and its worker. Every job Herald runs is listed in
 // server/jobs/index.ts; features add their own definition files next to this one.
-import type { Job, JobResult, Queue, WorkOptions } from 'pg-boss';
+import type { Job, Queue, WorkOptions } from 'pg-boss';
 import type { Config } from '../config.ts';
 import type { Runtime } from '../runtime.ts';
 
@@ -14,10 +14,10 @@ export interface JobDefinition<T extends object = object> {
   /** A cron expression: the job is also sent on that schedule (by worker processes). */
   schedule?: string;
   /**
-   * Handles one batch. Throwing fails (and retries) every job of the batch; with `perJobResults` in
-   * `work`, it returns one JobResult per job instead.
+   * Handles one batch. Returning completes every job of the batch still active; throwing fails (and
+   * retries) them all. To fail some jobs only, the handler fails them itself (pg-boss `fail`).
    */
-  handler: (jobs: Job<T>[], runtime: Runtime) => Promise<void | JobResult[]>;
+  handler: (jobs: Job<T>[], runtime: Runtime) => Promise<void>;
 }
 
 export function defineJob<T extends object>(definition: JobDefinition<T>): JobDefinition<T> {
