@@ -8,7 +8,9 @@
 //   4. end-to-end latency at light load: trigger -> the item arriving on a connected SSE stream
 //      (GET /v1/contacts/{id}/stream with a contact token), and trigger -> an SMTP server accepting
 //      the email (smtp-server in this process, the tenant's email transport pointing at it)
-//   5. raw pg-boss throughput: a no-op handler, same database, queue and worker settings; the ratio 3 / 5.
+//   5. raw pg-boss throughput: a no-op handler, same database, queue and worker settings, draining a
+//      backlog enqueued as the triggers enqueued Herald's (as many jobs, in inserts of the same sizes
+//      and concurrency: one job per 1-recipient trigger, 100 per bulk one); the ratio 3 / 5.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync, chmodSync } from 'node:fs';
@@ -18,7 +20,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { PgBoss, type JobResult } from 'pg-boss';
+import { PgBoss } from 'pg-boss';
 import { loadConfig } from '../server/config.ts';
 import { generateKey } from '../server/crypto/keyring.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../server/db/embedded-postgres.ts';
@@ -38,7 +40,7 @@ const SINGLE_REQUESTS = Number(process.env.BENCH_SINGLE_REQUESTS ?? 3000);
 const BULK_REQUESTS = Number(process.env.BENCH_BULK_REQUESTS ?? 60);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const LATENCY_SAMPLES = Number(process.env.BENCH_LATENCY_SAMPLES ?? 200);
-const RAW_JOBS = Number(process.env.BENCH_RAW_JOBS ?? 8000);
+const WARM_UP_REQUESTS = 200;
 const WORKER_CONCURRENCY = 8; // config.workerConcurrency default
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -122,7 +124,7 @@ async function main(): Promise<void> {
   const runLoad = (count: number, concurrency: number, fn: (i: number, connection: KeepAliveConnection) => Promise<{ ms: number }>) =>
     measure(count, connectionPool.slice(0, concurrency), fn);
   // Warm-up (connections, JIT, contact rows).
-  await runLoad(200, 16, (i, c) => trigger(c, [`warm_${i % 50}`]));
+  await runLoad(WARM_UP_REQUESTS, 16, (i, c) => trigger(c, [`warm_${i % 50}`]));
 
   print(`Herald benchmark (loopback, ${config.workerConcurrency} worker concurrency, log level warn)`);
   const single = await runLoad(SINGLE_REQUESTS, CONCURRENCY, (i, c) => trigger(c, [`user_${i % 1000}`]));
@@ -229,13 +231,17 @@ async function main(): Promise<void> {
   cleanups.push(() => raw.stop({ graceful: false, close: true }));
   const { deadLetter: _unused, ...queueOptions } = deliverEventJob.queue;
   await raw.createQueue('bench-noop', queueOptions);
-  for (let i = 0; i < RAW_JOBS; i += 1000) {
-    await raw.insert('bench-noop', Array.from({ length: Math.min(1000, RAW_JOBS - i) }, () => ({ data: { event_id: newId() } })));
-  }
+  // The baseline drains the backlog Herald drained: as many jobs, enqueued in inserts of the same
+  // sizes and concurrency as the triggers' (a queue's cost can depend on how it was filled).
+  const enqueue = (inserts: number, jobsPerInsert: number, concurrency: number) =>
+    measure(inserts, Array.from({ length: concurrency }, () => null), async () => {
+      await raw.insert('bench-noop', Array.from({ length: jobsPerInsert }, () => ({ data: { event_id: newId() } })));
+      return { ms: 0 };
+    });
+  await enqueue(WARM_UP_REQUESTS + SINGLE_REQUESTS, 1, CONCURRENCY);
+  await enqueue(BULK_REQUESTS, 100, Math.min(CONCURRENCY, 8));
   const workOptions = typeof deliverEventJob.work === 'function' ? deliverEventJob.work(config) : deliverEventJob.work;
-  await raw.work('bench-noop', { ...workOptions, localConcurrency: WORKER_CONCURRENCY }, async (jobs): Promise<JobResult[]> =>
-    jobs.map((j) => ({ id: j.id, status: 'completed' as const })),
-  );
+  await raw.work('bench-noop', { ...workOptions, localConcurrency: WORKER_CONCURRENCY }, async () => undefined);
   const rawDeadline = Date.now() + 120_000;
   for (;;) {
     const { rows } = await db.query(`SELECT count(*)::int AS n FROM ${BOSS_SCHEMA}.job WHERE name = 'bench-noop' AND state <> 'completed'`);
