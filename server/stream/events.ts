@@ -1,7 +1,8 @@
 // The write side of the real-time stream: every event a contact's stream shows is a row of
-// stream_events (its id is the SSE id, so Last-Event-ID can replay what a client missed), announced by
-// a pg_notify on STREAM_CHANNEL naming the contact, sent when the surrounding transaction commits, so every Herald process
-// listening (see the stream hub) pushes it to its connected clients, whichever process wrote it.
+// stream_events (its id is the SSE id, so Last-Event-ID can replay what a client missed), announced
+// by a pg_notify on STREAM_CHANNEL naming the contact, sent when the surrounding transaction commits,
+// so every Herald process listening (see the stream hub) pushes it to its connected clients,
+// whichever process wrote it.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { queryOne } from '../db/sql.ts';
 
@@ -14,7 +15,8 @@ export type StreamEventKind = 'notification' | 'updated' | 'counts';
 
 /**
  * The NOTIFY payload: the contacts whose streams have new rows (listeners read the rows themselves).
- * One notice per transaction, not per row: a delivery batch announces its 25 contacts at once.
+ * One notice per statement, not per row: a delivery batch announces its 25 contacts at once (and
+ * PostgreSQL sends identical notices of one transaction only once).
  */
 export interface StreamNotice {
   contacts: string[];
