@@ -22,7 +22,7 @@ export interface Database {
 
 const MIGRATION_LOCK_ID = 7_361_029_114; // arbitrary, fixed: pg_advisory_lock key for migrations
 
-export async function initOrm(url: string, options: { poolMax?: number } = {}): Promise<MikroORM> {
+export async function initOrm(url: string, options: { poolMax: number }): Promise<MikroORM> {
   return MikroORM.init({
     clientUrl: url,
     // Herald uses MikroORM for connections, transactions and migrations; data access is explicit SQL
@@ -33,7 +33,7 @@ export async function initOrm(url: string, options: { poolMax?: number } = {}): 
     allowGlobalContext: false,
     forceUtcTimezone: true,
     debug: false,
-    pool: { min: 0, max: options.poolMax ?? 10 },
+    pool: { min: 0, max: options.poolMax },
     driverOptions: { onPoolCreated: (pool: pg.Pool) => pool.on('connect', (client) => prepareStatementsOf(client)) },
     migrations: {
       migrationsList: migrations,
@@ -48,7 +48,7 @@ export async function initOrm(url: string, options: { poolMax?: number } = {}): 
 }
 
 /** Connects to DATABASE_URL / the configured URL, or starts the embedded PostgreSQL first. */
-export async function openDatabase(config: Config, options: { poolMax?: number; onLog?: (line: string) => void } = {}): Promise<Database> {
+export async function openDatabase(config: Config, options: { poolMax: number; onLog?: (line: string) => void }): Promise<Database> {
   let embedded: EmbeddedDatabase | null = null;
   let url = config.databaseUrl;
   // The embedded cluster may already run under a Herald server of this data directory: then use it
