@@ -61,7 +61,7 @@ describe('POST /v1/inbox-templates', () => {
     const em = app.runtime.orm.em.fork();
     const brand = (await findBrand(em, acme.tenantId, 'shop'))!;
     const resolved = await resolveTemplate(em, 'inbox', { tenantId: acme.tenantId, typeKey: type, brand, language: 'en' });
-    expect(await renderInbox(resolved!.template, renderContext(brand, { name: 'Ann' }, null))).toEqual({
+    expect(renderInbox(resolved!.template, renderContext(brand, { name: 'Ann' }, null))).toEqual({
       title: 'Acme Shop for Ann',
       body: 'Hi Ann & co',
       action_url: null,

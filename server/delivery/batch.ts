@@ -101,7 +101,7 @@ async function deliverToInbox(
   if (!template) return { status: 'skipped', reason: 'no_template', lastError: null, item: null };
   let rendered;
   try {
-    rendered = await renderInbox(template, deliveryContext(brand, variables.values, contact));
+    rendered = renderInbox(template, deliveryContext(brand, variables.values, contact));
   } catch (error) {
     if (!(error instanceof UnfilledSlotError || error instanceof TemplateError)) throw error;
     // A template problem does not heal by retrying: final failure, naming the slot.

@@ -28,11 +28,11 @@ export function safeActionUrl(value: string): string | null {
 }
 
 /** Throws UnfilledSlotError naming the first placeholder the context does not fill. */
-export async function renderInbox(template: InboxTemplateRow, context: Record<string, unknown>): Promise<RenderedInbox> {
+export function renderInbox(template: InboxTemplateRow, context: Record<string, unknown>): RenderedInbox {
   return {
-    title: await renderString(template.title, context, 'text'),
-    body: await renderString(template.content, context, 'text'),
-    action_url: template.action_url ? safeActionUrl(await renderString(template.action_url, context, 'text')) : null,
+    title: renderString(template.title, context, 'text'),
+    body: renderString(template.content, context, 'text'),
+    action_url: template.action_url ? safeActionUrl(renderString(template.action_url, context, 'text')) : null,
   };
 }
 
@@ -54,8 +54,8 @@ export interface RenderedEmail {
  * placeholder the context does not fill, TemplateError for any other template failure.
  */
 export async function renderEmail(template: EmailTemplateRow, brand: BrandRow, context: Record<string, unknown>): Promise<RenderedEmail> {
-  const subject = (await renderString(template.subject, context, 'text')).replace(/\s*[\r\n]+\s*/g, ' ').trim();
-  const contentHtml = await renderString(template.content, context, 'html');
+  const subject = renderString(template.subject, context, 'text').replace(/\s*[\r\n]+\s*/g, ' ').trim();
+  const contentHtml = renderString(template.content, context, 'html');
   const name = typeof brand.values.name === 'string' ? brand.values.name : null;
   const element = BrandLayout({ name, colour: brand.values.colour, logoUrl: brand.values.logo_url, title: subject, contentHtml, language: template.language });
   const [html, text] = await Promise.all([renderReactEmail(element), renderReactEmail(element, { plainText: true, htmlToTextOptions: TEXT_OPTIONS })]);

@@ -16,7 +16,7 @@ export const inboxChannel: ChannelSender = {
     const resolved = await deliveryTemplate(em, 'inbox', event, contact);
     if (!resolved) return { status: 'skipped', reason: 'no_template' };
     // Throws UnfilledSlotError (the worker records a final failure naming the slot).
-    const rendered = await renderInbox(resolved.template, deliveryContext(resolved.brand, renderVariables, contact));
+    const rendered = renderInbox(resolved.template, deliveryContext(resolved.brand, renderVariables, contact));
     const item = await queryOne<InboxItemRow>(
       em,
       `INSERT INTO inbox_items (id, tenant_id, contact_id, event_id, delivery_id, type_key, title, body, action_url, data)

@@ -42,7 +42,7 @@ export function subscriptionChannel(channel: Extract<Channel, 'push' | 'web_push
       if (!subscription || !destination) return { status: 'skipped', reason: 'no_destination' };
       const resolved = await deliveryTemplate(em, 'inbox', event, contact);
       if (!resolved) return { status: 'skipped', reason: 'no_template' };
-      const rendered = await renderInbox(resolved.template, deliveryContext(resolved.brand, renderVariables, contact));
+      const rendered = renderInbox(resolved.template, deliveryContext(resolved.brand, renderVariables, contact));
       const result = await sendPush(runtime, em, event.tenant_id, destination, {
         title: rendered.title,
         body: rendered.body,
