@@ -15,13 +15,20 @@ const MAX_PREPARED_PER_CONNECTION = 500;
 
 type QueryFn = (...args: unknown[]) => unknown;
 
-/** Makes `client.query(text, values)` with values use a named statement (name = hash of the text). */
-export function prepareStatementsOf(client: pg.Client): void {
+/**
+ * Makes `client.query(text, values)` with values use a named statement (name = hash of the text).
+ * `emptyValues`: also name statements given an empty values array, if the text holds no ';' (so it is
+ * one statement). pg-boss inlines the values of some of its statements (the fetch) and passes them an
+ * empty array, but it passes one with some multi-statement scripts (supervision) too, and those cannot
+ * be prepared.
+ */
+export function prepareStatementsOf(client: pg.Client, options: { emptyValues?: boolean } = {}): void {
   const send = client.query.bind(client) as QueryFn;
   const names = new Map<string, string>();
   (client as unknown as { query: QueryFn }).query = (...args: unknown[]) => {
     const [text, values, callback] = args;
-    if (typeof text !== 'string' || !Array.isArray(values) || values.length === 0) return send(...args);
+    if (typeof text !== 'string' || !Array.isArray(values)) return send(...args);
+    if (values.length === 0 && !(options.emptyValues && !text.includes(';'))) return send(...args);
     let name = names.get(text);
     if (name === undefined) {
       if (names.size >= MAX_PREPARED_PER_CONNECTION) return send(...args);
