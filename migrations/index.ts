@@ -8,6 +8,7 @@ import { Identity } from './0005-identity.ts';
 import { ApiKeyNotices } from './0006-api-key-notices.ts';
 import { DeliveryWritePath } from './0007-delivery-write-path.ts';
 import { EventStatusUpdates } from './0008-event-status-updates.ts';
+import { EventStatusRoom } from './0009-event-status-room.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-foundation', class: Foundation },
@@ -18,4 +19,5 @@ export const migrations: MigrationObject[] = [
   { name: '0006-api-key-notices', class: ApiKeyNotices },
   { name: '0007-delivery-write-path', class: DeliveryWritePath },
   { name: '0008-event-status-updates', class: EventStatusUpdates },
+  { name: '0009-event-status-room', class: EventStatusRoom },
 ];
