@@ -1,7 +1,9 @@
-// The job queue's connection to PostgreSQL: pg-boss's own statements run as named prepared statements
-// (parsed once per connection), as Herald's do.
-import { afterAll, beforeAll, expect, it } from 'vitest';
+// Named prepared statements (db/prepared.ts) and the job queue's connections: pg-boss's own statements
+// run as named prepared statements (parsed once per connection), as Herald's do.
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './support/database.ts';
+import { prepareStatementsOf } from '../server/db/prepared.ts';
 import { startBoss, type PgBoss } from '../server/queue.ts';
 import { createLogger } from '../server/logger.ts';
 
@@ -23,6 +25,7 @@ it("prepares pg-boss's statements on its connections", async () => {
   await boss.send('prepared-check', { n: 1 });
   const [job] = await boss.fetch('prepared-check');
   expect(job).toBeDefined();
+  expect(await boss.fetch('prepared-check')).toEqual([]); // the fetch's text, sent a second time
   await boss.complete('prepared-check', job!.id);
   const { rows } = await boss.getDb().executeSql(`SELECT name, statement FROM pg_prepared_statements WHERE statement LIKE '%job_common%'`);
   const names = rows.map((r: { name: string }) => r.name);
@@ -38,4 +41,43 @@ it("prepares pg-boss's statements on its connections", async () => {
 it('still runs its multi-statement scripts (supervision), which cannot be prepared', async () => {
   await boss.createQueue('supervised');
   await expect(boss.supervise('supervised')).resolves.not.toThrow();
+});
+
+describe('prepareStatementsOf', () => {
+  let client: pg.Client;
+  beforeAll(async () => {
+    client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+  });
+  afterAll(async () => client?.end());
+
+  const prepared = async () =>
+    (await client.query<{ statement: string }>(`SELECT statement FROM pg_prepared_statements WHERE statement LIKE 'SELECT % AS probe%'`)).rows.map((r) => r.statement);
+
+  it('names a parameterised statement from its first use, and only those without the option', async () => {
+    const plain = new pg.Client({ connectionString: database.url });
+    await plain.connect();
+    try {
+      prepareStatementsOf(plain);
+      await plain.query('SELECT $1::int AS probe_a', [1]);
+      await plain.query('SELECT 2 AS probe_b', []);
+      await plain.query('SELECT 2 AS probe_b', []);
+      const { rows } = await plain.query<{ statement: string }>(`SELECT statement FROM pg_prepared_statements WHERE statement LIKE 'SELECT % AS probe%'`);
+      expect(rows.map((r) => r.statement)).toEqual(['SELECT $1::int AS probe_a']);
+    } finally {
+      await plain.end();
+    }
+  });
+
+  it('with emptyValues, names a parameterless statement when its text repeats, never a script of several', async () => {
+    prepareStatementsOf(client, { emptyValues: true });
+    await client.query('SELECT 1 AS probe_once', []);
+    await client.query('SELECT 3 AS probe_twice', []);
+    expect(await prepared()).toEqual([]);
+    await client.query('SELECT 3 AS probe_twice', []);
+    expect(await prepared()).toEqual(['SELECT 3 AS probe_twice']);
+    // Several statements in one text run unnamed, however often (a prepared statement holds one).
+    for (let i = 0; i < 3; i++) await client.query('SELECT 4 AS probe_script; SELECT 5 AS probe_script', []);
+    expect(await prepared()).toEqual(['SELECT 3 AS probe_twice']);
+  });
 });

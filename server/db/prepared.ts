@@ -16,22 +16,40 @@ const MAX_PREPARED_PER_CONNECTION = 500;
 type QueryFn = (...args: unknown[]) => unknown;
 
 /**
+ * Parameterless texts seen once, per connection, at most; past it the record starts over. Bounds the
+ * memory of the `emptyValues` rule below whatever texts a caller builds.
+ */
+const MAX_PARAMETERLESS_SEEN = 200;
+
+/**
  * Makes `client.query(text, values)` with values use a named statement (name = hash of the text).
- * `emptyValues`: also name statements given an empty values array, if the text holds no ';' (so it is
- * one statement). pg-boss inlines the values of some of its statements (the fetch) and passes them an
- * empty array, but it passes one with some multi-statement scripts (supervision) too, and those cannot
- * be prepared.
+ *
+ * `emptyValues`: also name statements given an empty values array, from the second time the same text
+ * is sent, if it holds no ';' (so it is one statement). pg-boss passes an empty array both with
+ * statements that inline constant values (the fetch, hundreds of times a second under load) and with
+ * maintenance statements that inline values changing every call (a backoff, an xmin horizon) or are
+ * several statements (supervision), which cannot be prepared. Only a text that repeats is worth a
+ * prepared statement.
  */
 export function prepareStatementsOf(client: pg.Client, options: { emptyValues?: boolean } = {}): void {
   const send = client.query.bind(client) as QueryFn;
   const names = new Map<string, string>();
+  const seenOnce = new Set<string>();
   (client as unknown as { query: QueryFn }).query = (...args: unknown[]) => {
     const [text, values, callback] = args;
     if (typeof text !== 'string' || !Array.isArray(values)) return send(...args);
-    if (values.length === 0 && !(options.emptyValues && !text.includes(';'))) return send(...args);
     let name = names.get(text);
     if (name === undefined) {
       if (names.size >= MAX_PREPARED_PER_CONNECTION) return send(...args);
+      if (values.length === 0) {
+        if (!options.emptyValues || text.includes(';')) return send(...args);
+        if (!seenOnce.has(text)) {
+          if (seenOnce.size >= MAX_PARAMETERLESS_SEEN) seenOnce.clear();
+          seenOnce.add(text);
+          return send(...args);
+        }
+        seenOnce.delete(text);
+      }
       name = `h_${createHash('sha1').update(text).digest('base64url')}`;
       names.set(text, name);
     }
