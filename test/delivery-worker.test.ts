@@ -12,6 +12,7 @@ import { startTestApp, type TestApp } from './support/app.ts';
 import { insertInboxTemplate, createTenantFixture, insertNotificationType, sql, sqlOne, waitForFinal, type TenantFixture } from './support/fixtures.ts';
 import { execute } from '../server/db/sql.ts';
 import { deliverEvent } from '../server/delivery/worker.ts';
+import { storeBatch } from '../server/delivery/batch-store.ts';
 import { planDeliveries, type PlanInput } from '../server/delivery/plan.ts';
 import { DELIVER_EVENT_DEAD_QUEUE } from '../server/delivery/queues.ts';
 import type { Channel } from '../server/schemas/common.ts';
@@ -91,6 +92,26 @@ describe('inbox delivery', () => {
     for (const id of ids) expect(await deliveriesOf(id)).toEqual([{ channel: 'inbox', status: 'delivered', reason: null, attempts: 1, last_error: null }]);
     // Delivered by the batch fast path, not the per-event fallback.
     expect(worker!.logs.filter((l) => l.includes('fell back'))).toEqual([]);
+  });
+
+  it('refuses to store a batch over an event already delivered, and stores none of it', async () => {
+    const [id] = await trigger({ recipients: ['again_1'], variables: { name: 'x' } });
+    await waitForFinal(api, [id!]);
+    const event = (await sqlOne<{ tenant_id: string; contact_id: string; status: string }>(api, `SELECT tenant_id::text, contact_id::text, status FROM events WHERE id = $1`, [id]))!;
+    const delivery = (await sqlOne<{ channel: string; destination: string }>(api, `SELECT channel, destination FROM deliveries WHERE event_id = $1`, [id]))!;
+    const deliveryId = newId();
+    const item = { id: newId(), tenant_id: event.tenant_id, contact_id: event.contact_id, event_id: id!, delivery_id: deliveryId, type_key: 'plain', title: 't', body: 'b', action_url: null, data: {} };
+    const store = api.runtime.orm.em.fork().transactional((tx) =>
+      storeBatch(tx, {
+        deliveries: [{ id: deliveryId, event_id: id!, tenant_id: event.tenant_id, channel: delivery.channel, destination: delivery.destination, provider: null, status: 'delivered', reason: null, last_error: null, attempts: 1 }],
+        items: [{ ...item, payload: { ...item, type: 'plain', created_at: new Date().toISOString(), seen_at: null, read_at: null, archived_at: null } as never }],
+        eventIds: [id!],
+      }),
+    );
+    await expect(store).rejects.toThrow(/deliveries_event_id_channel_destination_key/);
+    expect(await sql(api, `SELECT 1 FROM deliveries WHERE event_id = $1`, [id])).toHaveLength(1);
+    expect(await sql(api, `SELECT 1 FROM inbox_items WHERE event_id = $1`, [id])).toHaveLength(1);
+    expect(await sql(api, `SELECT kind FROM stream_events WHERE contact_id = $1`, [event.contact_id])).toHaveLength(2);
   });
 
   it("publishes counts that include the contact's earlier items (read, seen, unseen) and every new one", async () => {
