@@ -9,6 +9,7 @@ import { ApiKeyNotices } from './0006-api-key-notices.ts';
 import { DeliveryWritePath } from './0007-delivery-write-path.ts';
 import { EventStatusUpdates } from './0008-event-status-updates.ts';
 import { EventStatusRoom } from './0009-event-status-room.ts';
+import { StreamEventsKey } from './0010-stream-events-key.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-foundation', class: Foundation },
@@ -20,4 +21,5 @@ export const migrations: MigrationObject[] = [
   { name: '0007-delivery-write-path', class: DeliveryWritePath },
   { name: '0008-event-status-updates', class: EventStatusUpdates },
   { name: '0009-event-status-room', class: EventStatusRoom },
+  { name: '0010-stream-events-key', class: StreamEventsKey },
 ];
