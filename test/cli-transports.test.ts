@@ -3,14 +3,14 @@
 // from files or stdin and never appear in the output.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { runCli, type CliResult } from './support/cli.ts';
 import { startSmtpPeer, type SmtpPeer } from './support/smtp-peer.ts';
 import { createTenantFixture, type TenantFixture } from './support/fixtures.ts';
 import { sendTenantEmail } from '../server/transports/email.ts';
+import { runTempDir } from './support/tmp.ts';
 
 const SMTP_PASS = 'cli-smtp-Secret-5150';
 const apnsKey = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
@@ -45,7 +45,7 @@ beforeAll(async () => {
   app = await startTestApp();
   t = await createTenantFixture(app, 'Cli');
   other = await createTenantFixture(app, 'NoTransport');
-  dir = mkdtempSync(join(tmpdir(), 'herald-cli-transports-'));
+  dir = runTempDir('herald-cli-transports-');
   writeFileSync(join(dir, 'AuthKey.p8'), apnsKey);
   writeFileSync(join(dir, 'apns.json'), JSON.stringify({ team_id: 'TEAM123456', key_id: 'KEYID12345', bundle_id: 'com.acme.app', environment: 'sandbox' }));
 });

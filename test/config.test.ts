@@ -1,11 +1,10 @@
 // Configuration precedence (defaults -> file -> environment -> flags), validation and immutability.
 import { describe, expect, it } from 'vitest';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { writeFileSync } from 'node:fs';
 import { ConfigError, configFilePath, loadConfig, publicBaseUrl } from '../server/config.ts';
+import { testTempDir } from './support/tmp.ts';
 
-const dataDir = () => mkdtempSync(join(tmpdir(), 'herald-config-'));
+const dataDir = () => testTempDir('herald-config-');
 
 describe('loadConfig', () => {
   it('applies defaults', () => {

@@ -1,9 +1,7 @@
 // The key ring: envelope encryption bound to row identity, rotation by re-wrapping, and the failure
 // modes callers rely on (a missing key is "unavailable", tampering is "failed authentication").
 import { describe, expect, it } from 'vitest';
-import { mkdtempSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { statSync } from 'node:fs';
 import {
   DecryptionError,
   KeyRing,
@@ -14,6 +12,7 @@ import {
   loadKeyRing,
   parseKeyList,
 } from '../server/crypto/keyring.ts';
+import { testTempDir } from './support/tmp.ts';
 
 const ring = (active: string, ...ids: string[]) => new KeyRing({ active, keys: Object.fromEntries(ids.map((id) => [id, keys[id]!])) });
 const keys: Record<string, string> = { a: generateKey(), b: generateKey() };
@@ -82,7 +81,7 @@ describe('loading the key ring', () => {
   });
 
   it('creates the key file with owner-only permissions when asked, and reuses it', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'herald-keys-'));
+    const dir = testTempDir('herald-keys-');
     expect(() => loadKeyRing({ dataDir: dir })).toThrow(/herald init/);
     const first = loadKeyRing({ dataDir: dir, create: true });
     expect(statSync(keyFilePath(dir)).mode & 0o777).toBe(0o600);

@@ -3,8 +3,7 @@
 // directory; sends keep working through rotation and retirement; a key removed by force leaves
 // transports listed with credentials_unreadable (never a 500), sends skipped, and `herald status` warning.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import webpush from 'web-push';
 import { startTestApp, type TestApp } from './support/app.ts';
@@ -19,10 +18,11 @@ import { setDefaultSmtp } from '../server/services/email-transport.ts';
 import { sendTenantEmail } from '../server/transports/email.ts';
 import { sendPush } from '../server/transports/push/index.ts';
 import { AppError } from '../server/errors.ts';
+import { testTempDir } from './support/tmp.ts';
 
 describe('KeyRing', () => {
   it('re-reads its key file once for an unknown key id, then reports the key unavailable', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'herald-ring-'));
+    const dir = testTempDir('herald-ring-');
     writeKeyFile(dir, { active: 'k1', keys: { k1: generateKey() } });
     const server = loadKeyRing({ dataDir: dir });
     // Another process (herald keys rotate) adds k2 and encrypts with it.
@@ -40,7 +40,7 @@ describe('KeyRing', () => {
   });
 
   it('encrypts under the new active key once the key file changed on disk', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'herald-ring-'));
+    const dir = testTempDir('herald-ring-');
     writeKeyFile(dir, { active: 'k1', keys: { k1: generateKey() } });
     const ring = loadKeyRing({ dataDir: dir });
     expect(envelopeKeyId(ring.encrypt('a', 'b'))).toBe('k1');

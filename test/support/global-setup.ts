@@ -16,15 +16,20 @@ declare module 'vitest' {
   export interface ProvidedContext {
     adminUrl: string;
     templateDatabase: string;
+    /** A directory for the run's temporary files (test/support/tmp.ts), removed when the run ends. */
+    tempRoot: string;
   }
 }
 
 let embedded: EmbeddedDatabase | null = null;
 let workDir: string | null = null;
+let tempRoot: string | null = null;
 let adminUrl = '';
 let templateDatabase = '';
 
 export async function setup(project: TestProject): Promise<void> {
+  tempRoot = mkdtempSync(join(tmpdir(), 'herald-test-run-'));
+  project.provide('tempRoot', tempRoot);
   if (process.env.DATABASE_URL) {
     adminUrl = process.env.DATABASE_URL;
   } else {
@@ -52,6 +57,7 @@ export async function teardown(): Promise<void> {
   if (adminUrl && templateDatabase) await admin(adminUrl, `DROP DATABASE IF EXISTS "${templateDatabase}" WITH (FORCE)`).catch(() => undefined);
   await embedded?.stop();
   if (workDir) rmSync(workDir, { recursive: true, force: true });
+  if (tempRoot) rmSync(tempRoot, { recursive: true, force: true });
 }
 
 export function withDatabase(url: string, database: string): string {

@@ -1,9 +1,9 @@
 // A self-signed certificate for localhost/127.0.0.1, made with openssl, for the TLS peers (APNs,
 // the web push service's front). Herald trusts it through config.providers.caFile.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { runTempDir } from './tmp.ts';
 
 export interface TestCertificate {
   cert: string;
@@ -16,7 +16,7 @@ let cached: TestCertificate | null = null;
 
 export function testCertificate(): TestCertificate {
   if (cached) return cached;
-  const dir = mkdtempSync(join(tmpdir(), 'herald-tls-'));
+  const dir = runTempDir('herald-tls-');
   const keyFile = join(dir, 'key.pem');
   const certFile = join(dir, 'cert.pem');
   execFileSync('openssl', [
