@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { addUser, createTenantFixture, expectManagementOnly, expectValidationError, type TenantFixture } from './support/fixtures.ts';
 import { renderInbox } from '../server/templates/render.ts';
+import { TemplateError } from '../server/templates/engine.ts';
 import { findBrand, renderContext, resolveTemplate } from '../server/templates/resolve.ts';
 
 let app: TestApp;
@@ -68,6 +69,13 @@ describe('POST /v1/inbox-templates', () => {
     });
   });
 
+  it('never renders a file into a template stored before the file tags were refused', async () => {
+    // Written straight to the table, as a template saved by an earlier version could be.
+    const stored = { id: 'a1b2c3d4-0000-7000-8000-000000000001', notification_type_key: 'welcome', brand_key: 'default', language: 'en', title: 't', content: "{% include 'package.json' %}", action_url: null };
+    expect(() => renderInbox(stored, {})).toThrow(TemplateError);
+    expect(() => renderInbox({ ...stored, content: "{% assign f = 'package.json' %}{% include f %}" }, {})).toThrow(/include.*not available/);
+  });
+
   it('answers 409 when the type + brand + language slot is taken', async () => {
     const type = await newType(acme);
     await createTemplate(acme, { notification_type_key: type, brand_key: 'shop' });
@@ -105,6 +113,14 @@ describe('POST /v1/inbox-templates', () => {
     expectValidationError(await post({ action_url: 'javascript:alert(1)' }), ['body', 'action_url']);
     expectValidationError(await post({ notification_type_key: 'UPPER' }), ['body', 'notification_type_key']);
     expectValidationError(await app.request('POST', '/v1/inbox-templates', { token: acme.serviceKey, rawBody: 'x' }), ['body']);
+  });
+
+  it('answers 422 for the tags that would read a file (include, render, layout)', async () => {
+    const post = (body: Record<string, unknown>) =>
+      app.request('POST', '/v1/inbox-templates', { token: acme.serviceKey, body: { notification_type_key: 'welcome', content: 'c', ...body } });
+    expectValidationError(await post({ content: "{% include 'package.json' %}" }), ['body', 'content']);
+    expectValidationError(await post({ title: "{% render 'package.json' %}" }), ['body', 'title']);
+    expectValidationError(await post({ content: "{% layout 'package.json' %}x" }), ['body', 'content']);
   });
 
   it('answers 401 without a credential and 403 for a contact token or a non-member', async () => {

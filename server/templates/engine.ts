@@ -1,7 +1,7 @@
-// The template engine: LiquidJS, sandboxed (data only, own properties only, time and size limits) and
-// strict (an unknown variable or filter is an error, never an empty string). Two engines: one that
-// HTML-escapes every output (email HTML), one for plain text (subjects, inbox titles and bodies,
-// push payloads: escaping there would show "&amp;" to people).
+// The template engine: LiquidJS, sandboxed (data only, own properties only, no file access, time and
+// size limits) and strict (an unknown variable or filter is an error, never an empty string). Two
+// engines: one that HTML-escapes every output (email HTML), one for plain text (subjects, inbox titles
+// and bodies, push payloads: escaping there would show "&amp;" to people).
 import { Liquid, type Template } from 'liquidjs';
 
 const common = {
@@ -12,10 +12,29 @@ const common = {
   parseLimit: 100_000,
   renderLimit: 1_000,
   memoryLimit: 10_000_000,
+  templates: {},
 } as const;
 
 const htmlEngine = new Liquid({ ...common, outputEscape: 'escape' });
 const textEngine = new Liquid({ ...common });
+
+// Tags that pull in another template by name read it from the file system (the working directory by
+// default: a tenant's template could have rendered Herald's own files, its key file included). Herald
+// templates are self-contained: these tags are refused when a template is parsed (a 422 when it is
+// saved or previewed), and the engines' template lookup is an empty map should one get through.
+const FILE_TAGS = ['include', 'render', 'layout'];
+for (const engine of [htmlEngine, textEngine]) {
+  for (const name of FILE_TAGS) {
+    engine.registerTag(name, {
+      parse() {
+        throw new Error(`the "${name}" tag is not available: Herald templates are self-contained`);
+      },
+      render() {
+        return '';
+      },
+    });
+  }
+}
 
 /** A template placeholder that neither the variables nor the brand values fill. */
 export class UnfilledSlotError extends Error {
