@@ -1,4 +1,5 @@
-// Every parameterised statement Herald sends runs as a named prepared statement of its connection.
+// Every parameterised statement Herald sends, and every statement of the job queue's that repeats
+// (queue.ts), runs as a named prepared statement of its connection.
 // Without a name, PostgreSQL parses, analyses and plans the statement text on every call; on the
 // trigger and delivery paths that was about half of the database's CPU (perf, `npm run bench`).
 // Named, it is parsed once per connection, and its plan is cached once PostgreSQL judges a generic
@@ -7,9 +8,10 @@ import { createHash } from 'node:crypto';
 import type pg from 'pg';
 
 /**
- * Statements prepared per connection at most. Herald's statement texts are fixed strings, so the
- * cap is never reached in practice; it only bounds memory if some caller built texts dynamically.
- * Past it, statements run unnamed, as before.
+ * Statements prepared per connection at most. Herald's statement texts are fixed strings, and
+ * pg-boss's inline at most a queue name (Herald has a handful of queues), so the cap is not reached
+ * in practice; it only bounds memory if some caller built texts dynamically. Past it, new texts run
+ * unnamed, as before.
  */
 const MAX_PREPARED_PER_CONNECTION = 500;
 
@@ -26,10 +28,9 @@ const MAX_PARAMETERLESS_SEEN = 200;
  *
  * `emptyValues`: also name statements given an empty values array, from the second time the same text
  * is sent, if it holds no ';' (so it is one statement). pg-boss passes an empty array both with
- * statements that inline constant values (the fetch, hundreds of times a second under load) and with
- * maintenance statements that inline values changing every call (a backoff, an xmin horizon) or are
- * several statements (supervision), which cannot be prepared. Only a text that repeats is worth a
- * prepared statement.
+ * statements that inline their values (the fetch: the queue name and batch size, the same hundreds of
+ * times a second under load) and with supervision's, which inline the queues due at that moment or are
+ * several statements, which cannot be prepared. Only a text that repeats is worth a prepared statement.
  */
 export function prepareStatementsOf(client: pg.Client, options: { emptyValues?: boolean } = {}): void {
   const send = client.query.bind(client) as QueryFn;

@@ -43,8 +43,9 @@ export interface StoredItem {
  * are the contact's items this statement's snapshot sees plus the new ones, which the statement itself
  * cannot see.
  *
- * Plain inserts, no ON CONFLICT: the caller locked the events and found none planned, and the delivery
- * ids are new, so nothing can conflict. Should something have been stored all the same, the unique
+ * Plain inserts, no ON CONFLICT: the caller locked the events (FOR UPDATE, which re-reads each row)
+ * and found them still 'queued', which no event stays once any attempt has stored its deliveries (every
+ * planning transaction moves the status on), and the delivery ids are new, so nothing can conflict. Should something have been stored all the same, the unique
  * keys (deliveries: event, channel, destination; inbox_items: delivery_id) make the statement throw,
  * nothing of the transaction stays, and the per-event path takes over. Speculative insertion (ON
  * CONFLICT) cost an index probe and a WAL record more per row: about 10% of this statement's WAL.
