@@ -45,10 +45,11 @@ export interface StoredItem {
  *
  * Plain inserts, no ON CONFLICT: the caller locked the events (FOR UPDATE, which re-reads each row)
  * and found them still 'queued', which no event stays once any attempt has stored its deliveries (every
- * planning transaction moves the status on), and the delivery ids are new, so nothing can conflict. Should something have been stored all the same, the unique
- * keys (deliveries: event, channel, destination; inbox_items: delivery_id) make the statement throw,
- * nothing of the transaction stays, and the per-event path takes over. Speculative insertion (ON
- * CONFLICT) cost an index probe and a WAL record more per row: about 10% of this statement's WAL.
+ * planning transaction moves the status on), and the delivery ids are new, so nothing can conflict.
+ * Should something have been stored all the same, the unique keys (deliveries: event, channel,
+ * destination; inbox_items: delivery_id) make the statement throw, nothing of the transaction stays,
+ * and the per-event path takes over. Speculative insertion (ON CONFLICT) cost an index probe and a WAL
+ * record more per row: about 10% of this statement's WAL.
  */
 export async function storeBatch(
   tx: EntityManager,
