@@ -1,8 +1,14 @@
 // POST /v1/notifications (trigger) and GET /v1/notifications/{event_id} (event status).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import pg from 'pg';
+import { notifyChannelSql } from 'pg-boss/dist/plans.js';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { insertInboxTemplate, createTenantFixture, insertNotificationType, sql, sqlOne, waitForFinal, type TenantFixture } from './support/fixtures.ts';
 import { execute } from '../server/db/sql.ts';
+import { BOSS_SCHEMA } from '../server/queue.ts';
+import { DELIVER_EVENT_QUEUE } from '../server/delivery/queues.ts';
+import { Waker } from '../server/delivery/enqueue.ts';
+import { createLogger } from '../server/logger.ts';
 
 let app: TestApp;
 let acme: TenantFixture;
@@ -158,6 +164,60 @@ describe('POST /v1/notifications', () => {
     const res = await trigger({ type: 'plain', recipients: ['dup', { external_id: 'dup', name: 'D' }] });
     expect(res.status).toBe(202);
     expect(res.body.events).toHaveLength(1);
+  });
+
+  it("wakes the delivery workers on pg-boss's channel once the trigger has committed", async () => {
+    const listener = new pg.Client({ connectionString: app.runtime.db.url });
+    await listener.connect();
+    try {
+      const channel = (await listener.query(`SELECT ${notifyChannelSql(BOSS_SCHEMA)} AS c`)).rows[0].c as string;
+      const woken: string[] = [];
+      listener.on('notification', (n) => woken.push(n.payload ?? ''));
+      await listener.query(`LISTEN "${channel}"`);
+      const res = await trigger({ type: 'plain', recipients: ['woken_1'] });
+      expect(res.status).toBe(202);
+      await vi.waitFor(() => expect(woken).toContain(DELIVER_EVENT_QUEUE), { timeout: 2000 });
+    } finally {
+      await listener.end();
+    }
+  });
+});
+
+describe('Waker (the coalesced wake-up of the delivery workers)', () => {
+  const logLines: string[] = [];
+  const logger = createLogger('warn', {}, (line) => logLines.push(line));
+
+  it('sends one wake-up for all the asks made while one was on its way', async () => {
+    const pending: Array<() => void> = [];
+    let sent = 0;
+    const waker = new Waker(() => {
+      sent++;
+      return new Promise<void>((resolve) => pending.push(resolve));
+    }, logger);
+    waker.wake();
+    waker.wake();
+    waker.wake();
+    expect(sent).toBe(1);
+    pending.shift()!();
+    await vi.waitFor(() => expect(sent).toBe(2));
+    pending.shift()!();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(sent).toBe(2);
+    waker.wake();
+    expect(sent).toBe(3);
+    pending.shift()!();
+  });
+
+  it('logs a failed wake-up without throwing, and sends the next one', async () => {
+    let calls = 0;
+    const waker = new Waker(async () => {
+      calls++;
+      if (calls === 1) throw new Error('connection refused');
+    }, logger);
+    waker.wake();
+    await vi.waitFor(() => expect(logLines.some((l) => l.includes('waking the delivery workers failed') && l.includes('connection refused'))).toBe(true));
+    waker.wake();
+    await vi.waitFor(() => expect(calls).toBe(2));
   });
 });
 

@@ -2,7 +2,8 @@
 // transaction: claim of the idempotency key aside (its own statement, see idempotency.ts), it checks
 // the tenant and the type, upserts the recipients as contacts, inserts one event per recipient
 // (secret variables encrypted) and enqueues one pg-boss delivery job per event. The 202 is answered
-// only after the commit: nothing accepted is lost, nothing uncommitted is sent.
+// only after the commit: nothing accepted is lost, nothing uncommitted is sent. The workers are woken
+// after the commit (server/delivery/enqueue.ts says why not inside it).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, ValidationFailure, invalidField, type ValidationIssue } from '../errors.ts';
 import { isUuid, newId } from '../ids.ts';
@@ -19,7 +20,7 @@ import {
   type IdempotencyClaim,
 } from './idempotency.ts';
 import type { EventListQuery, EventPage, EventResponse, TriggerRequest, TriggerResponse } from '../schemas/notifications.ts';
-import { deliveryJobCtes } from '../delivery/enqueue.ts';
+import { deliveryJobCtes, wakeDeliveryWorkers } from '../delivery/enqueue.ts';
 import type { PgBoss } from '../queue.ts';
 
 /** What secret values look like wherever Herald shows an event. */
@@ -122,8 +123,7 @@ const buildTriggerStatement = (jobCtes: string) => `
   SELECT c.archived, c.type_found, c.brand_found, c.missing,
          (SELECT coalesce(json_object_agg(external_id, id), '{}') FROM upserted) AS contact_ids,
          (SELECT count(*) FROM inserted)::int AS inserted,
-         (SELECT count(*) FROM delivery_jobs)::int AS enqueued,
-         (SELECT count(*) FROM delivery_wakeup)::int AS woken
+         (SELECT count(*) FROM delivery_jobs)::int AS enqueued
     FROM checked c`;
 
 interface TriggerRow {
@@ -192,7 +192,9 @@ async function acceptTrigger(
     if (claim) await completeIdempotencyKey(tx, claim, 202, body);
     return body;
   };
-  return claim ? em.transactional(run) : run(em);
+  const body = await (claim ? em.transactional(run) : run(em));
+  wakeDeliveryWorkers(runtime.boss!, runtime.logger);
+  return body;
 }
 
 function recipientFields(recipient: TriggerRequest['recipients'][number]): ContactFields {
