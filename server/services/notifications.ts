@@ -20,7 +20,7 @@ import {
   type IdempotencyClaim,
 } from './idempotency.ts';
 import type { EventListQuery, EventPage, EventResponse, TriggerRequest, TriggerResponse } from '../schemas/notifications.ts';
-import { deliveryJobCtes, wakeDeliveryWorkers } from '../delivery/enqueue.ts';
+import { deliveryJobsCte, wakeDeliveryWorkers } from '../delivery/enqueue.ts';
 import type { PgBoss } from '../queue.ts';
 
 /** What secret values look like wherever Herald shows an event. */
@@ -79,7 +79,7 @@ const triggerStatements = new WeakMap<PgBoss, Promise<string>>();
 function triggerStatement(boss: PgBoss): Promise<string> {
   let statement = triggerStatements.get(boss);
   if (!statement) {
-    statement = deliveryJobCtes(boss, 'inserted').then((jobCtes) => buildTriggerStatement(jobCtes));
+    statement = deliveryJobsCte(boss, 'inserted').then((jobsCte) => buildTriggerStatement(jobsCte));
     statement.catch(() => triggerStatements.delete(boss));
     triggerStatements.set(boss, statement);
   }
@@ -98,7 +98,7 @@ function triggerStatement(boss: PgBoss): Promise<string> {
  * rows in the same order, so they cannot deadlock), $8 events [{id, external_id, ciphertext}] in
  * request order, $9 secret variable names.
  */
-const buildTriggerStatement = (jobCtes: string) => `
+const buildTriggerStatement = (jobsCte: string) => `
   WITH checked AS (
     SELECT t.archived_at IS NOT NULL AS archived,
            nt.key IS NOT NULL AS type_found,
@@ -119,7 +119,7 @@ const buildTriggerStatement = (jobCtes: string) => `
       JOIN upserted u ON u.external_id = x.e->>'external_id'
      ORDER BY x.n
     RETURNING id
-  ), ${jobCtes}
+  ), ${jobsCte}
   SELECT c.archived, c.type_found, c.brand_found, c.missing,
          (SELECT coalesce(json_object_agg(external_id, id), '{}') FROM upserted) AS contact_ids,
          (SELECT count(*) FROM inserted)::int AS inserted,
