@@ -11,7 +11,7 @@
 // the previous one's. Under the 1-recipient trigger benchmark the API's connections spent 29% of their
 // time waiting on that lock (pg_stat_activity, wait event Lock/object); without it, concurrent commits
 // share their disk flushes (pg_stat_wal: 0.96 WAL syncs per trigger before, 0.67 after).
-import { insertJobs, notifyChannelSql } from 'pg-boss/dist/plans.js';
+import { insertJobs, notifyQueue } from 'pg-boss/dist/plans.js';
 import { BOSS_SCHEMA, type PgBoss } from '../queue.ts';
 import type { Logger } from '../logger.ts';
 import { DELIVER_EVENT_QUEUE } from './queues.ts';
@@ -34,12 +34,12 @@ export async function deliveryJobsCte(boss: PgBoss, eventsCte: string): Promise<
 }
 
 /**
- * pg-boss's wake-up for the delivery queue (the NOTIFY its workers LISTEN for, on its
- * channel), as a statement of its own whose commit does not wait for the disk (set_config local to
- * its transaction): it changes no data, so a crash can lose nothing but the wake-up, which the
- * workers' polling (every 2 s) stands in for.
+ * pg-boss's own wake-up for the delivery queue (plans.notifyQueue: the NOTIFY its workers LISTEN for),
+ * as a statement of its own whose commit does not wait for the disk (set_config local to its
+ * transaction): it changes no data, so a crash can lose nothing but the wake-up, which the workers'
+ * polling (every 2 s) stands in for.
  */
-const WAKE_UP = `SELECT set_config('synchronous_commit', 'off', true), pg_notify(${notifyChannelSql(BOSS_SCHEMA)}, '${DELIVER_EVENT_QUEUE}')`;
+const WAKE_UP = `WITH woken AS (${notifyQueue(BOSS_SCHEMA, DELIVER_EVENT_QUEUE)}) SELECT set_config('synchronous_commit', 'off', true) FROM woken`;
 
 const wakers = new WeakMap<PgBoss, Waker>();
 
