@@ -13,8 +13,9 @@ import { insertInboxTemplate, createTenantFixture, insertNotificationType, sql, 
 import { execute } from '../server/db/sql.ts';
 import { deliverEvent } from '../server/delivery/worker.ts';
 import { storeBatch } from '../server/delivery/batch-store.ts';
+import { deliverInboxBatch } from '../server/delivery/batch.ts';
 import { planDeliveries, type PlanInput } from '../server/delivery/plan.ts';
-import { DELIVER_EVENT_DEAD_QUEUE } from '../server/delivery/queues.ts';
+import { DELIVER_EVENT_DEAD_QUEUE, DELIVER_EVENT_QUEUE, type DeliverEventJob } from '../server/delivery/queues.ts';
 import type { Channel } from '../server/schemas/common.ts';
 import { pushChannel, pushOutcome } from '../server/delivery/channels/push.ts';
 import { emailOutcome } from '../server/delivery/channels/email.ts';
@@ -50,6 +51,38 @@ const deliveriesOf = (eventId: string) =>
     `SELECT channel, status, reason, attempts, last_error FROM deliveries WHERE event_id = $1 ORDER BY channel`,
     [eventId],
   );
+
+// Before any worker process starts (the next describe starts one): these tests fetch the jobs themselves.
+describe('batch fast path: job completion', () => {
+  const jobStates = (ids: string[]) =>
+    sql<{ id: string; state: string; retry_count: number }>(api, `SELECT id::text, state, retry_count FROM pgboss.job WHERE name = $1 AND id = ANY($2::uuid[]) ORDER BY id`, [DELIVER_EVENT_QUEUE, ids]);
+
+  it('completes the jobs of the events it stores in the transaction that stores them', async () => {
+    const ids = await trigger({ recipients: ['done_1', 'done_2'], variables: { name: 'x' } });
+    const jobs = await api.runtime.boss!.fetch<DeliverEventJob>(DELIVER_EVENT_QUEUE, { batchSize: 10 });
+    expect(jobs.map((j) => j.data.event_id).sort()).toEqual([...ids].sort());
+    // pg-boss's own completion (after a handler returns) is never called here.
+    expect(await deliverInboxBatch(api.runtime, jobs)).toEqual(new Set(ids));
+    expect((await jobStates(ids)).map((j) => j.state)).toEqual(['completed', 'completed']);
+    expect((await waitForFinal(api, ids)).map((e) => e.status)).toEqual(['delivered', 'delivered']);
+  });
+
+  it('leaves a job that was fetched again since (a newer attempt) to that attempt, and still delivers once', async () => {
+    const [id] = await trigger({ recipients: ['done_3'], variables: { name: 'x' } });
+    const jobs = await api.runtime.boss!.fetch<DeliverEventJob>(DELIVER_EVENT_QUEUE, { batchSize: 10 });
+    expect(jobs.map((j) => j.id)).toEqual([id]);
+    // As if this attempt expired and another worker fetched the job again.
+    await execute(api.runtime.orm.em.fork(), `UPDATE pgboss.job SET retry_count = retry_count + 1 WHERE name = $1 AND id = $2`, [DELIVER_EVENT_QUEUE, id]);
+    expect(await deliverInboxBatch(api.runtime, jobs)).toEqual(new Set([id]));
+    expect(await jobStates([id!])).toEqual([{ id, state: 'active', retry_count: 1 }]);
+    expect(await sql(api, `SELECT 1 FROM inbox_items WHERE event_id = $1`, [id])).toHaveLength(1);
+    // The newer attempt finds the event final and settles its job.
+    expect(await deliverInboxBatch(api.runtime, [{ ...jobs[0]!, retryCount: 1 }])).toEqual(new Set([id]));
+    await api.runtime.boss!.complete(DELIVER_EVENT_QUEUE, { id: id!, retryCount: 1 });
+    expect(await jobStates([id!])).toEqual([{ id, state: 'completed', retry_count: 1 }]);
+    expect(await sql(api, `SELECT 1 FROM inbox_items WHERE event_id = $1`, [id])).toHaveLength(1);
+  });
+});
 
 describe('archived tenant (fan-out skips it)', () => {
   it('skips events queued before the tenant was archived', async () => {
@@ -102,10 +135,11 @@ describe('inbox delivery', () => {
     const deliveryId = newId();
     const item = { id: newId(), tenant_id: event.tenant_id, contact_id: event.contact_id, event_id: id!, delivery_id: deliveryId, type_key: 'plain', title: 't', body: 'b', action_url: null, data: {} };
     const store = api.runtime.orm.em.fork().transactional((tx) =>
-      storeBatch(tx, {
+      storeBatch(tx, api.runtime.boss!, {
         deliveries: [{ id: deliveryId, event_id: id!, tenant_id: event.tenant_id, channel: delivery.channel, destination: delivery.destination, provider: null, status: 'delivered', reason: null, last_error: null, attempts: 1 }],
         items: [{ ...item, payload: { ...item, type: 'plain', created_at: new Date().toISOString(), seen_at: null, read_at: null, archived_at: null } as never }],
         eventIds: [id!],
+        jobs: [],
       }),
     );
     await expect(store).rejects.toThrow(/deliveries_event_id_channel_destination_key/);

@@ -1,11 +1,14 @@
 // The write side of the batch fast path (batch.ts): one statement that stores a batch's outcome.
 // Deliveries are inserted with their final status (no 'pending' row version to update), inbox items
-// and their stream events ('notification' per item, then one 'counts' per contact) are appended, and
-// the events get their final status, all from data-modifying CTEs.
+// and their stream events ('notification' per item, then one 'counts' per contact) are appended, the
+// events get their final status and their delivery jobs are completed (complete.ts), all from
+// data-modifying CTEs.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
+import type { PgBoss } from '../queue.ts';
 import { streamNoticesSql } from '../stream/events.ts';
 import type { InboxItemResponse } from '../schemas/inbox.ts';
+import { completionParameters, deliveryJobsCompletionCte, type FetchedJob } from './complete.ts';
 import { EVENT_STATUS_FROM_DELIVERIES } from './worker.ts';
 
 export interface StoredDelivery {
@@ -38,7 +41,9 @@ export interface StoredItem {
 
 /**
  * Stores every delivery of the events (all of them: the events are locked and were unplanned), the
- * items of the delivered ones, their stream events and the events' final statuses. The caller must
+ * items of the delivered ones, their stream events and the events' final statuses, and completes
+ * `jobs` (the events' delivery jobs, as fetched; a job no longer active under that attempt is left
+ * alone). The caller must
  * hold the stream locks of the items' contacts since before this statement (batch-load.ts): the counts
  * are the contact's items this statement's snapshot sees plus the new ones, which the statement itself
  * cannot see.
@@ -53,11 +58,40 @@ export interface StoredItem {
  */
 export async function storeBatch(
   tx: EntityManager,
-  batch: { deliveries: StoredDelivery[]; items: StoredItem[]; eventIds: string[] },
+  boss: PgBoss,
+  batch: { deliveries: StoredDelivery[]; items: StoredItem[]; eventIds: string[]; jobs: FetchedJob[] },
 ): Promise<void> {
-  const [stored] = await query<{ deliveries: number; stream_events: number }>(
-    tx,
-    `WITH planned AS (
+  const [stored] = await query<{ deliveries: number; stream_events: number }>(tx, await storeStatement(boss), [
+    JSON.stringify(batch.deliveries),
+    JSON.stringify(batch.items),
+    batch.eventIds,
+    ...completionParameters(batch.jobs),
+  ]);
+  const streamEvents = batch.items.length + new Set(batch.items.map((i) => i.contact_id)).size;
+  if (stored!.deliveries !== batch.deliveries.length || stored!.stream_events !== streamEvents) {
+    throw new Error('batch store stored fewer rows than it was given');
+  }
+}
+
+/** The statement per queue instance: it embeds the delivery queue's table name, read from pg-boss once. */
+const storeStatements = new WeakMap<PgBoss, Promise<string>>();
+
+function storeStatement(boss: PgBoss): Promise<string> {
+  let statement = storeStatements.get(boss);
+  if (!statement) {
+    statement = deliveryJobsCompletionCte(boss, 4).then(buildStoreStatement);
+    statement.catch(() => storeStatements.delete(boss));
+    storeStatements.set(boss, statement);
+  }
+  return statement;
+}
+
+/**
+ * $1 deliveries (StoredDelivery[]), $2 items (StoredItem[]), $3 event ids, $4-$7 the completion's
+ * parameters (completionParameters).
+ */
+function buildStoreStatement(completedJobsCte: string): string {
+  return `WITH planned AS (
        INSERT INTO deliveries (id, event_id, tenant_id, channel, destination, provider, status, reason, last_error, attempts)
        SELECT id, event_id, tenant_id, channel, destination, provider, status, reason, last_error, attempts
          FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, event_id uuid, tenant_id uuid, channel text, destination text, provider text,
@@ -101,14 +135,8 @@ export async function storeBatch(
                  FROM unnest($3::uuid[]) AS ev(id) LEFT JOIN planned d ON d.event_id = ev.id
                 GROUP BY ev.id) AS s
         WHERE e.id = s.id
-     )
+     ), ${completedJobsCte}
      SELECT (SELECT count(*) FROM planned)::int AS deliveries,
             (SELECT count(*) FROM appended)::int AS stream_events,
-            ${streamNoticesSql('SELECT contact_id FROM appended')} AS notices`,
-    [JSON.stringify(batch.deliveries), JSON.stringify(batch.items), batch.eventIds],
-  );
-  const streamEvents = batch.items.length + new Set(batch.items.map((i) => i.contact_id)).size;
-  if (stored!.deliveries !== batch.deliveries.length || stored!.stream_events !== streamEvents) {
-    throw new Error('batch store stored fewer rows than it was given');
-  }
+            ${streamNoticesSql('SELECT contact_id FROM appended')} AS notices`;
 }

@@ -1,7 +1,8 @@
 // The fast path for a batch of new events whose deliveries are all local (the inbox): one transaction
 // of four round trips for the whole batch, whatever its size: BEGIN, one statement that locks and
 // loads everything planning and rendering need (batch-load.ts), one template lookup per distinct
-// (type, brand, language), one statement that stores everything (batch-store.ts), COMMIT. The
+// (type, brand, language), one statement that stores everything and completes the stored events'
+// jobs (batch-store.ts), COMMIT. The
 // per-event path of worker.ts takes ~15 round trips per event; at saturation PostgreSQL's per-statement
 // work, not the rows, was most of the cost.
 // Anything unusual (an event already planned, a remote channel, any error) is left to the per-event
@@ -17,13 +18,19 @@ import { toIsoTimestamp } from '../db/sql.ts';
 import { deliveryContext } from './templates.ts';
 import { loadBatch, type BatchEvent } from './batch-load.ts';
 import { storeBatch, type StoredDelivery, type StoredItem } from './batch-store.ts';
+import type { FetchedJob } from './complete.ts';
+import type { DeliverEventJob } from './queues.ts';
 import { FINAL_EVENT_STATUSES, planEvent, readVariables, truncate } from './worker.ts';
 
 /**
- * Delivers what it can of a batch in one transaction; returns the ids of the events it settled
- * (final, or nothing to do). The caller runs the per-event path for every other event.
+ * Delivers what it can of a batch of delivery jobs in one transaction, which also completes the jobs
+ * of the events it stored; returns the ids of the events it settled (final, or nothing to do). The
+ * caller runs the per-event path for every other event.
  */
-export async function deliverInboxBatch(runtime: Runtime, eventIds: string[]): Promise<Set<string>> {
+export async function deliverInboxBatch(runtime: Runtime, jobs: Array<FetchedJob & { data: DeliverEventJob }>): Promise<Set<string>> {
+  const boss = runtime.boss;
+  if (!boss) throw new Error('the batch delivery path needs the job queue');
+  const eventIds = [...new Set(jobs.map((j) => j.data.event_id))];
   const em = runtime.orm.em.fork();
   return em.transactional(async (tx) => {
     const settled = new Set<string>();
@@ -62,8 +69,9 @@ export async function deliverInboxBatch(runtime: Runtime, eventIds: string[]): P
         if (outcome.item) items.push(outcome.item);
       }
     }
-    await storeBatch(tx, { deliveries, items, eventIds: local.map((p) => p.event.id) });
-    for (const { event } of local) settled.add(event.id);
+    const stored = new Set(local.map((p) => p.event.id));
+    await storeBatch(tx, boss, { deliveries, items, eventIds: [...stored], jobs: jobs.filter((j) => stored.has(j.data.event_id)) });
+    for (const id of stored) settled.add(id);
     return settled;
   });
 }

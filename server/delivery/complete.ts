@@ -1,0 +1,47 @@
+// Completing delivery jobs inside the statement that stores their deliveries (batch-store.ts), so a
+// batch commits once: the deliveries, the inbox items and the jobs' completion together. Left to
+// pg-boss, the completion was a write transaction of its own after the handler returned (a third
+// commit per batch, after the fetch's and the store's), and a crash between the two commits left
+// delivered events' jobs active, to be fetched and settled again.
+//
+// The CTE is pg-boss's own completion statement for the queue (plans.completeJobsDistributed: the
+// UPDATE that boss.complete() runs, without the count it wraps it in), fenced like boss.complete()
+// to the attempts the worker fetched, so a job that expired and was fetched again elsewhere is left
+// to that attempt. pg-boss still completes the batch when the handler returns; the jobs completed
+// here are no longer active then, so that statement changes nothing and commits no write.
+// pg-boss is pinned in package.json; should another version change that statement, the first batch
+// throws (and the per-event path delivers) instead of completing wrongly.
+import { attemptPairs, completeJobs, completeJobsDistributed } from 'pg-boss/dist/plans.js';
+import { BOSS_SCHEMA, type PgBoss } from '../queue.ts';
+import { DELIVER_EVENT_QUEUE } from './queues.ts';
+
+/** A fetched job, as pg-boss's completion fence needs it. */
+export interface FetchedJob {
+  id: string;
+  retryCount: number;
+}
+
+/**
+ * A CTE to append to a WITH list: `completed_jobs` completes the delivery jobs that
+ * completionParameters() binds (those still active under the attempt fetched) and returns their ids.
+ * The statement's parameters are renumbered to start at `firstParameter`.
+ */
+export async function deliveryJobsCompletionCte(boss: PgBoss, firstParameter: number): Promise<string> {
+  const queue = await boss.getQueue(DELIVER_EVENT_QUEUE);
+  if (!queue) throw new Error(`queue ${DELIVER_EVENT_QUEUE} does not exist`);
+  const update = completeJobsDistributed(BOSS_SCHEMA, queue.table, false, true);
+  const squash = (sql: string) => sql.replace(/\s+/g, ' ').trim();
+  const numbers = [...new Set([...update.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])))].sort();
+  if (!squash(completeJobs(BOSS_SCHEMA, queue.table, false, true)).includes(squash(update)) || numbers.join() !== '1,2,3,4') {
+    throw new Error('pg-boss completion statement changed: cannot embed it');
+  }
+  return `completed_jobs AS (${update.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + firstParameter - 1}`)})`;
+}
+
+/**
+ * The values of the completion's four parameters for `jobs`, in pg-boss's order: the queue, the job
+ * ids, the output (none, as pg-boss gives a batch) and the attempt fence.
+ */
+export function completionParameters(jobs: FetchedJob[]): unknown[] {
+  return [DELIVER_EVENT_QUEUE, jobs.map((j) => j.id), null, attemptPairs(jobs.map((j) => j.id), jobs.map((j) => j.retryCount))];
+}
