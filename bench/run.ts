@@ -13,6 +13,10 @@
 //      backlog enqueued as the triggers enqueued Herald's (as many jobs, in inserts of the same sizes
 //      and concurrency: one job per 1-recipient trigger, 100 per bulk one); the ratio 3 / 5. Then the
 //      same with pg-boss started as Herald starts it (startBoss), for comparison.
+// Beside each drain's rate it prints the database work per item: write transactions (the transaction
+// id counter) and WAL bytes (the WAL insert position). Both are exact counters, not sampled statistics:
+// where the rates swing with the machine (±20% and more on a shared 2-core VM), these compare changes
+// to the delivery path across runs and machines.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync, chmodSync } from 'node:fs';
@@ -147,10 +151,12 @@ async function main(): Promise<void> {
   await db.connect();
   cleanups.push(() => db.end());
   const backlog = Number((await db.query(`SELECT count(*) AS n FROM events WHERE status = 'queued'`)).rows[0].n);
+  const heraldWorkBefore = await workCounters(db);
   const workerProcess = await startHerald(['--role', 'worker'], env, null);
   // Polled as the baselines are (a count of the queue's unfinished jobs, every 100 ms), not by counting
   // events, which scans the events table: the poll's own cost lands on the machine being measured.
   await waitForQueue(db, DELIVER_EVENT_QUEUE, 180_000);
+  const heraldWork = workPerItem(heraldWorkBefore, await workCounters(db), backlog);
   const unfinished = Number((await db.query(`SELECT count(*) AS n FROM events WHERE status IN ('queued', 'processing')`)).rows[0].n);
   if (unfinished > 0) throw new Error(`the delivery queue is empty but ${unfinished} events are not final`);
   const drained = (
@@ -166,6 +172,7 @@ async function main(): Promise<void> {
   print(
     `3. inbox delivery at saturation: ${fmt(herald.steady)} items/s after the first ${WARM_UP_ITEMS} (whole drain ${fmt(herald.whole)})   (${drained.n} items from a backlog of ${backlog} events, ${failures} not delivered)`,
   );
+  print(`   database work per item: ${fmtWork(heraldWork)}`);
 
   // 4. End-to-end at light load: trigger -> the item on a connected stream; trigger -> SMTP accepted.
   const minted = await fetch(`${base}/v1/contacts/tokens`, {
@@ -254,8 +261,10 @@ async function main(): Promise<void> {
       });
     await enqueue(WARM_UP_REQUESTS + SINGLE_REQUESTS, 1, CONCURRENCY);
     await enqueue(BULK_REQUESTS, 100, Math.min(CONCURRENCY, 8));
+    const before = await workCounters(db);
     await boss.work(queue, { ...workOptions, localConcurrency: WORKER_CONCURRENCY }, async () => undefined);
     await waitForQueue(db, queue, 120_000);
+    const after = await workCounters(db);
     await boss.stop({ graceful: false, close: true });
     const row = (
       await db.query(
@@ -265,15 +274,15 @@ async function main(): Promise<void> {
         [queue, WARM_UP_ITEMS],
       )
     ).rows[0];
-    return { n: row.n as number, ...drainRates(row) };
+    return { n: row.n as number, ...drainRates(row), work: workPerItem(before, after, row.n) };
   };
   const stock = new PgBoss({ connectionString: url, schema: BOSS_SCHEMA, useListenNotify: true, max: 10, supervise: false, schedule: false });
   stock.on('error', () => undefined);
   await stock.start();
   const raw = await drainRaw(stock, 'bench-noop');
   const asHerald = await drainRaw(await startBoss(url, createLogger('error'), { poolMax: 10, supervise: false }), 'bench-noop-prepared');
-  print(`5. raw pg-boss (no-op handler): ${fmt(raw.steady)} jobs/s after the first ${WARM_UP_ITEMS} (whole drain ${fmt(raw.whole)})   (${raw.n} jobs)`);
-  print(`   the same, pg-boss started as Herald starts it (its statements prepared): ${fmt(asHerald.steady)} jobs/s (whole drain ${fmt(asHerald.whole)})`);
+  print(`5. raw pg-boss (no-op handler): ${fmt(raw.steady)} jobs/s after the first ${WARM_UP_ITEMS} (whole drain ${fmt(raw.whole)})   (${raw.n} jobs; per job: ${fmtWork(raw.work)})`);
+  print(`   the same, pg-boss started as Herald starts it (its statements prepared): ${fmt(asHerald.steady)} jobs/s (whole drain ${fmt(asHerald.whole)}; per job: ${fmtWork(asHerald.work)})`);
   print(
     `   Herald inbox delivery / raw pg-boss = ${(herald.steady / raw.steady).toFixed(2)} (whole drain ${(herald.whole / raw.whole).toFixed(2)}; against pg-boss as Herald starts it ${(herald.steady / asHerald.steady).toFixed(2)})   (target >= 0.70)`,
   );
@@ -381,6 +390,26 @@ async function waitForQueue(db: pg.Client, queue: string, timeoutMs: number): Pr
     await sleep(100);
   }
 }
+
+interface WorkCounters {
+  /** The next transaction id: every transaction that writes takes one. */
+  xid: bigint;
+  /** The WAL insert position, in bytes. */
+  wal: bigint;
+}
+
+/** The cluster's exact work counters (PostgreSQL >= 13); read without taking a transaction id. */
+async function workCounters(db: pg.Client): Promise<WorkCounters> {
+  const { rows } = await db.query(`SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS xid, pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::text AS wal`);
+  return { xid: BigInt(rows[0].xid), wal: BigInt(rows[0].wal) };
+}
+
+/** Write transactions and WAL bytes per item between two readings (everything the cluster did meanwhile). */
+function workPerItem(before: WorkCounters, after: WorkCounters, items: number): { transactions: number; walBytes: number } {
+  return { transactions: Number(after.xid - before.xid) / items, walBytes: Number(after.wal - before.wal) / items };
+}
+
+const fmtWork = (w: { transactions: number; walBytes: number }) => `${w.transactions.toFixed(3)} write transactions, ${Math.round(w.walBytes)} WAL bytes`;
 
 /** Items per second over a whole drain and after its first WARM_UP_ITEMS (`whole`, `steady`: seconds). */
 function drainRates(row: { n: number; whole: string | number; steady: string | number }): { whole: number; steady: number } {
