@@ -28,6 +28,23 @@ export async function startBoss(url: string, logger: Logger, options: { poolMax?
   return boss;
 }
 
+/**
+ * Memoises, per queue instance, a statement text that embeds pg-boss SQL for the queue's tables (read
+ * from pg-boss once, on first use); a build that fails is tried again on the next call.
+ */
+export function statementPerQueue(build: (boss: PgBoss) => Promise<string>): (boss: PgBoss) => Promise<string> {
+  const statements = new WeakMap<PgBoss, Promise<string>>();
+  return (boss) => {
+    let statement = statements.get(boss);
+    if (!statement) {
+      statement = build(boss);
+      statement.catch(() => statements.delete(boss));
+      statements.set(boss, statement);
+    }
+    return statement;
+  };
+}
+
 /** Stops fetching, waits for in-flight jobs (up to `timeoutMs`), then closes the pool. */
 export async function stopBoss(boss: PgBoss, timeoutMs = 20_000): Promise<void> {
   await boss.stop({ graceful: true, close: true, timeout: timeoutMs });

@@ -5,7 +5,7 @@
 // data-modifying CTEs.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
-import type { PgBoss } from '../queue.ts';
+import { statementPerQueue, type PgBoss } from '../queue.ts';
 import { streamNoticesSql } from '../stream/events.ts';
 import type { InboxItemResponse } from '../schemas/inbox.ts';
 import { completionParameters, deliveryJobsCompletionCte, type FetchedJob } from './complete.ts';
@@ -74,17 +74,7 @@ export async function storeBatch(
 }
 
 /** The statement per queue instance: it embeds the delivery queue's table name, read from pg-boss once. */
-const storeStatements = new WeakMap<PgBoss, Promise<string>>();
-
-function storeStatement(boss: PgBoss): Promise<string> {
-  let statement = storeStatements.get(boss);
-  if (!statement) {
-    statement = deliveryJobsCompletionCte(boss, 4).then(buildStoreStatement);
-    statement.catch(() => storeStatements.delete(boss));
-    storeStatements.set(boss, statement);
-  }
-  return statement;
-}
+const storeStatement = statementPerQueue((boss) => deliveryJobsCompletionCte(boss, 4).then(buildStoreStatement));
 
 /**
  * $1 deliveries (StoredDelivery[]), $2 items (StoredItem[]), $3 event ids, $4-$7 the completion's

@@ -1,10 +1,9 @@
 // The fast path for a batch of new events whose deliveries are all local (the inbox): one transaction
-// of four round trips for the whole batch, whatever its size: BEGIN, one statement that locks and
-// loads everything planning and rendering need (batch-load.ts), one template lookup per distinct
-// (type, brand, language), one statement that stores everything and completes the stored events'
-// jobs (batch-store.ts), COMMIT. The
-// per-event path of worker.ts takes ~15 round trips per event; at saturation PostgreSQL's per-statement
-// work, not the rows, was most of the cost.
+// for the whole batch, whatever its size: BEGIN, one statement that locks and loads everything
+// planning and rendering need (batch-load.ts), one template lookup per distinct (type, brand,
+// language), one statement that stores everything and completes the stored events' jobs
+// (batch-store.ts), COMMIT. The per-event path of worker.ts takes ~15 round trips per event; at
+// saturation PostgreSQL's per-statement work, not the rows, was most of the cost.
 // Anything unusual (an event already planned, a remote channel, any error) is left to the per-event
 // path, which isolates failures per delivery and retries; both paths are idempotent.
 import type { EntityManager } from '@mikro-orm/postgresql';

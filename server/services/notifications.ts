@@ -21,7 +21,7 @@ import {
 } from './idempotency.ts';
 import type { EventListQuery, EventPage, EventResponse, TriggerRequest, TriggerResponse } from '../schemas/notifications.ts';
 import { deliveryJobsCte, wakeDeliveryWorkers } from '../delivery/enqueue.ts';
-import type { PgBoss } from '../queue.ts';
+import { statementPerQueue } from '../queue.ts';
 
 /** What secret values look like wherever Herald shows an event. */
 export const SECRET_MASK = '********';
@@ -74,17 +74,7 @@ export async function triggerNotifications(
 }
 
 /** The statement per queue instance: it embeds the queue's table name, read from pg-boss once. */
-const triggerStatements = new WeakMap<PgBoss, Promise<string>>();
-
-function triggerStatement(boss: PgBoss): Promise<string> {
-  let statement = triggerStatements.get(boss);
-  if (!statement) {
-    statement = deliveryJobsCte(boss, 'inserted').then((jobsCte) => buildTriggerStatement(jobsCte));
-    statement.catch(() => triggerStatements.delete(boss));
-    triggerStatements.set(boss, statement);
-  }
-  return statement;
-}
+const triggerStatement = statementPerQueue((boss) => deliveryJobsCte(boss, 'inserted').then((jobsCte) => buildTriggerStatement(jobsCte)));
 
 /**
  * The trigger's one statement: checks the tenant, the type, the brand and the type's required
