@@ -51,7 +51,7 @@ export const configSchema = z.object({
       fcmUrl: z.string().url().default('https://fcm.googleapis.com'),
       fcmTokenUrl: z.string().url().optional(),
       expoUrl: z.string().url().default('https://exp.host'),
-      /** Extra CA certificate (PEM file) trusted for provider TLS connections. */
+      /** Extra CA certificate (PEM file) trusted for outbound TLS: push providers and SMTP servers. */
       caFile: z.string().optional(),
     })
     .default({

@@ -12,6 +12,7 @@ import { loadTokenSigner, type TokenSigner } from './auth/tokens.ts';
 import { startBoss, stopBoss, type PgBoss } from './queue.ts';
 import { jobs } from './jobs/index.ts';
 import { SmtpPool } from './email/smtp.ts';
+import { trustedCas } from './net/trusted-cas.ts';
 import { startStreamHub, type StreamHub } from './stream/hub.ts';
 import { ServiceKeyCache } from './auth/service-key-cache.ts';
 
@@ -100,7 +101,7 @@ export async function startRuntime(config: Config, options: RuntimeOptions = {})
       keyRing,
       tokens,
       boss: null,
-      smtp: new SmtpPool(),
+      smtp: new SmtpPool({ ca: trustedCas(config) }),
       options,
       cleanups: [],
       streamHub: null,

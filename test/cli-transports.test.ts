@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { runCli, type CliResult } from './support/cli.ts';
 import { startSmtpPeer, type SmtpPeer } from './support/smtp-peer.ts';
+import { testCertificate } from './support/tls.ts';
 import { createTenantFixture, type TenantFixture } from './support/fixtures.ts';
 import { sendTenantEmail } from '../server/transports/email.ts';
 import { runTempDir } from './support/tmp.ts';
@@ -29,8 +30,9 @@ async function herald(args: string[], options: { input?: string; env?: Record<st
       DATABASE_URL: app.database.url,
       HERALD_ENCRYPTION_KEYS: app.config.encryptionKeys,
       HERALD_HOME: app.dataDir,
-      // The SMTP peer listens on loopback.
+      // The SMTP peer listens on loopback, with the test certificate for its STARTTLS.
       HERALD_ALLOW_PRIVATE_SMTP_HOSTS: 'true',
+      NODE_EXTRA_CA_CERTS: testCertificate().caFile,
       HERALD_URL: undefined,
       HERALD_API_KEY: undefined,
       ...options.env,

@@ -14,6 +14,8 @@ let app: TestApp;
 let smtp: SmtpPeer;
 let a: TenantFixture;
 let b: TenantFixture;
+/** Further SMTP servers some tests start: closed after the app, as `smtp` is. */
+const peers: SmtpPeer[] = [];
 const SMTP_USER = 'acme-mailer';
 const SMTP_PASS = 'smtp-pass-4f1c9e7b';
 
@@ -37,6 +39,7 @@ afterAll(async () => {
   // The app first: its pooled SMTP connections must close before the server can.
   await app?.close();
   await smtp?.close();
+  for (const peer of peers) await peer.close();
 });
 
 describe('PUT /v1/email-transport', () => {
@@ -142,6 +145,7 @@ describe('POST /v1/email-transport/test', () => {
     expect(res.body).toEqual({ ok: true, message_id: expect.any(String) });
     const mail = await smtp.waitFor((m) => m.parsed.messageId === res.body.message_id);
     expect(mail.user).toBe(SMTP_USER);
+    expect(mail.secure).toBe(true); // upgraded with STARTTLS before authenticating
     expect(mail.envelope.to).toEqual(['ops@example.test']);
     expect(mail.parsed.from?.value[0]).toMatchObject({ address: 'noreply@acme.test', name: 'Acme Ops' });
   });
@@ -151,6 +155,36 @@ describe('POST /v1/email-transport/test', () => {
     expect(res.status).toBe(200);
     expect(res.body.ok).toBe(false);
     expect(res.body.error).toMatch(/Mailbox unavailable|rejected/);
+  });
+
+  it('never sends the password of an authenticating transport unencrypted: no STARTTLS offered, no AUTH and no mail', async () => {
+    // A server that does not offer STARTTLS, as an attacker stripping the offer from the EHLO reply would make it look.
+    const plain = await startSmtpPeer({ auth: { user: SMTP_USER, pass: SMTP_PASS }, starttls: false });
+    peers.push(plain);
+    const t = await createTenantFixture(app, 'Plaintext');
+    const put = await app.request('PUT', '/v1/email-transport', { token: t.serviceKey, body: { ...transport(), port: plain.port } });
+    expect(put.status).toBe(200);
+    const res = await app.request('POST', '/v1/email-transport/test', { token: t.serviceKey, body: { to: 'ops@example.test' } });
+    expect(res.status).toBe(200);
+    expect(res.body.ok).toBe(false);
+    expect(res.body.error).toMatch(/STARTTLS/i);
+    expect(res.body.error).not.toContain(SMTP_PASS);
+    expect(plain.authAttempts).toBe(0);
+    expect(plain.messages).toHaveLength(0);
+  });
+
+  it('still sends through a transport without credentials when the server offers no STARTTLS (a local relay)', async () => {
+    const relay = await startSmtpPeer({ starttls: false });
+    peers.push(relay);
+    const t = await createTenantFixture(app, 'Relay');
+    const { username: _u, password: _p, ...open } = transport();
+    const put = await app.request('PUT', '/v1/email-transport', { token: t.serviceKey, body: { ...open, port: relay.port } });
+    expect(put.status).toBe(200);
+    const res = await app.request('POST', '/v1/email-transport/test', { token: t.serviceKey, body: { to: 'ops@example.test' } });
+    expect(res.body).toEqual({ ok: true, message_id: expect.any(String) });
+    const mail = await relay.waitFor((m) => m.parsed.messageId === res.body.message_id);
+    expect(mail.secure).toBe(false);
+    expect(mail.user).toBeUndefined();
   });
 
   it('answers 422 not_configured for a tenant without a transport', async () => {

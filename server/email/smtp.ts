@@ -7,7 +7,10 @@ import nodemailer, { type Transporter } from 'nodemailer';
 export interface SmtpSettings {
   host: string;
   port: number;
-  /** Implicit TLS (smtps, usually 465). Otherwise STARTTLS is used when the server offers it. */
+  /**
+   * Implicit TLS (smtps, usually 465). Otherwise STARTTLS: required when the transport authenticates,
+   * used whenever the server offers it when it does not.
+   */
   secure: boolean;
   username?: string | null;
   password?: string | null;
@@ -53,10 +56,11 @@ export function smtpSettingsFromUrl(url: string): SmtpSettings {
 
 export class SmtpPool {
   readonly #transports = new Map<string, Transporter>();
-  readonly #tls: { rejectUnauthorized: boolean };
+  readonly #tls: { rejectUnauthorized: true; ca?: string[] };
 
-  constructor(options: { rejectUnauthorized?: boolean } = {}) {
-    this.#tls = { rejectUnauthorized: options.rejectUnauthorized ?? true };
+  /** `ca`: the certificate authorities trusted for the servers' TLS (net/trusted-cas.ts); Node's default store without it. */
+  constructor(options: { ca?: string[] | undefined } = {}) {
+    this.#tls = options.ca ? { rejectUnauthorized: true, ca: options.ca } : { rejectUnauthorized: true };
   }
 
   #transport(settings: SmtpSettings): Transporter {
@@ -69,6 +73,11 @@ export class SmtpPool {
         host: settings.host,
         port: settings.port,
         secure: settings.secure,
+        // Credentials never cross the wire in clear: a transport that authenticates without implicit
+        // TLS must upgrade with STARTTLS, and nodemailer gives up (sending nothing) when the server does
+        // not offer it, or when someone on the path strips the offer. A transport without credentials
+        // (a relay on the local network) still upgrades whenever the server offers it.
+        requireTLS: !settings.secure && Boolean(settings.username),
         auth: settings.username ? { user: settings.username, pass: settings.password ?? '' } : undefined,
         tls: this.#tls,
         connectionTimeout: 10_000,

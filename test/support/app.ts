@@ -9,6 +9,7 @@ import { startRuntime, stopRuntime, type Role, type Runtime } from '../../server
 import { startHttpServer, type HttpServer } from '../../server/http/server.ts';
 import type { Clock } from '../../server/clock.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
+import { testCertificate } from './tls.ts';
 
 export interface TestResponse<T = any> {
   status: number;
@@ -65,6 +66,8 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       allowPrivatePushEndpoints: true,
       allowPrivateSmtpHosts: true,
       ...options.config,
+      // The test peers' TLS certificate (support/tls.ts): SMTP peers' STARTTLS, the push peers' fronts.
+      providers: { caFile: testCertificate().caFile, ...options.config?.providers },
       dataDir,
       databaseUrl: database.url,
     },

@@ -3,6 +3,7 @@
 import { SMTPServer } from 'smtp-server';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import type { AddressInfo } from 'node:net';
+import { testCertificate } from './tls.ts';
 
 export interface ReceivedMail {
   envelope: { from: string; to: string[] };
@@ -10,6 +11,8 @@ export interface ReceivedMail {
   parsed: ParsedMail;
   /** Auth user the client logged in as, if any. */
   user?: string;
+  /** Whether the message came over TLS (STARTTLS). */
+  secure: boolean;
 }
 
 export interface SmtpPeer {
@@ -18,21 +21,34 @@ export interface SmtpPeer {
   /** smtp://[user:pass@]127.0.0.1:port */
   url: string;
   messages: ReceivedMail[];
+  /** AUTH commands received (credentials sent), whether or not they were right. */
+  authAttempts: number;
   /** Resolves with the first message (already received or arriving) that matches. */
   waitFor(predicate: (m: ReceivedMail) => boolean, timeoutMs?: number): Promise<ReceivedMail>;
   close(): Promise<void>;
 }
 
-export async function startSmtpPeer(options: { auth?: { user: string; pass: string }; rejectRecipients?: string[] } = {}): Promise<SmtpPeer> {
+/**
+ * `auth`: the credentials the server requires. `starttls`: offer STARTTLS with the test certificate
+ * (trusted by the test apps through providers.caFile); on by default for a server that requires auth,
+ * as Herald authenticates only over TLS. Plain-text AUTH is allowed all the same, so a test can see a
+ * client send credentials in clear.
+ */
+export async function startSmtpPeer(
+  options: { auth?: { user: string; pass: string }; rejectRecipients?: string[]; starttls?: boolean } = {},
+): Promise<SmtpPeer> {
   const messages: ReceivedMail[] = [];
   const waiters: Array<{ predicate: (m: ReceivedMail) => boolean; resolve: (m: ReceivedMail) => void }> = [];
+  const starttls = options.starttls ?? Boolean(options.auth);
+  const peer = { authAttempts: 0 };
   const server = new SMTPServer({
     secure: false,
-    disabledCommands: ['STARTTLS'],
+    ...(starttls ? { key: testCertificate().key, cert: testCertificate().cert } : { disabledCommands: ['STARTTLS'] }),
     authOptional: !options.auth,
     allowInsecureAuth: true,
     logger: false,
     onAuth(auth, _session, callback) {
+      peer.authAttempts++;
       if (options.auth && auth.username === options.auth.user && auth.password === options.auth.pass) return callback(null, { user: auth.username });
       return callback(new Error('Invalid username or password'));
     },
@@ -54,6 +70,7 @@ export async function startSmtpPeer(options: { auth?: { user: string; pass: stri
           raw,
           parsed,
           user: session.user as string | undefined,
+          secure: session.secure,
         };
         messages.push(mail);
         for (const w of [...waiters]) {
@@ -74,6 +91,9 @@ export async function startSmtpPeer(options: { auth?: { user: string; pass: stri
     port,
     url: `smtp://${auth}127.0.0.1:${port}`,
     messages,
+    get authAttempts() {
+      return peer.authAttempts;
+    },
     waitFor(predicate, timeoutMs = 10_000) {
       const found = messages.find(predicate);
       if (found) return Promise.resolve(found);

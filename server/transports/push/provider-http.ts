@@ -1,12 +1,11 @@
 // HTTP/1.1 requests to push providers (FCM, Expo, web push services) with a deadline, trusting the
 // system CAs plus config.providers.caFile. Per-runtime state (CA bundle, HTTP/2 sessions, cached
 // provider tokens) lives here so a process with several runtimes (tests) keeps them apart.
-import { readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { rootCertificates } from 'node:tls';
 import type { Runtime } from '../../runtime.ts';
 import { NonPublicAddressError, assertPublicHost, publicOnlyLookup } from '../../net/public-address.ts';
+import { trustedCas } from '../../net/trusted-cas.ts';
 
 export interface ProviderState {
   ca: string[] | undefined;
@@ -21,9 +20,8 @@ const states = new WeakMap<Runtime, ProviderState>();
 export function providerState(runtime: Runtime): ProviderState {
   let state = states.get(runtime);
   if (!state) {
-    const caFile = runtime.config.providers.caFile;
     const created: ProviderState = {
-      ca: caFile ? [...rootCertificates, readFileSync(caFile, 'utf8')] : undefined,
+      ca: trustedCas(runtime.config),
       tokens: new Map(),
       closers: new Map(),
     };
