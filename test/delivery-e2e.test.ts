@@ -14,7 +14,6 @@ import { startDnsServer, type DnsServer } from './support/dns-server.ts';
 import { startApnsPeer, type ApnsPeer } from './support/apns-peer.ts';
 import { startFcmPeer, type FcmPeer } from './support/fcm-peer.ts';
 import { startWebPushService, type TestSubscription, type WebPushService } from './support/web-push-service.ts';
-import { testCertificate } from './support/tls.ts';
 
 const apnsKey = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
 const fcmKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
@@ -120,7 +119,6 @@ beforeAll(async () => {
         fcmUrl: fcm.url,
         fcmTokenUrl: fcm.tokenUrl,
         expoUrl: 'https://127.0.0.1:1',
-        caFile: testCertificate().caFile,
       },
     },
   });

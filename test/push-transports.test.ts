@@ -8,7 +8,6 @@ import { createTenantFixture, type TenantFixture } from './support/fixtures.ts';
 import { startApnsPeer, type ApnsPeer } from './support/apns-peer.ts';
 import { startFcmPeer, type FcmPeer } from './support/fcm-peer.ts';
 import { startExpoPeer, type ExpoPeer } from './support/expo-peer.ts';
-import { testCertificate } from './support/tls.ts';
 import { sendPush } from '../server/transports/push/index.ts';
 import { queryOne } from '../server/db/sql.ts';
 import { ManualClock } from '../server/clock.ts';
@@ -48,7 +47,6 @@ beforeAll(async () => {
         fcmUrl: fcm.url,
         fcmTokenUrl: fcm.tokenUrl,
         expoUrl: expo.url,
-        caFile: testCertificate().caFile,
       },
     },
   });

@@ -12,7 +12,6 @@ import { startApnsPeer, type ApnsPeer } from './support/apns-peer.ts';
 import { startFcmPeer, type FcmPeer } from './support/fcm-peer.ts';
 import { startExpoPeer, type ExpoPeer } from './support/expo-peer.ts';
 import { startWebPushService, type WebPushService } from './support/web-push-service.ts';
-import { testCertificate } from './support/tls.ts';
 import { setDefaultSmtp } from '../server/services/email-transport.ts';
 import { sendTenantEmail } from '../server/transports/email.ts';
 import { sendPush } from '../server/transports/push/index.ts';
@@ -54,7 +53,7 @@ beforeAll(async () => {
   expo = await startExpoPeer({ accessToken: EXPO_TOKEN });
   push = await startWebPushService();
   app = await startTestApp({
-    config: { providers: { apnsSandboxUrl: apns.url, fcmUrl: fcm.url, fcmTokenUrl: fcm.tokenUrl, expoUrl: expo.url, caFile: testCertificate().caFile } },
+    config: { providers: { apnsSandboxUrl: apns.url, fcmUrl: fcm.url, fcmTokenUrl: fcm.tokenUrl, expoUrl: expo.url } },
   });
   t = await createTenantFixture(app, 'Secretive');
 });

@@ -7,7 +7,6 @@ import webpush from 'web-push';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { createTenantFixture, type TenantFixture } from './support/fixtures.ts';
 import { startWebPushService, type WebPushService } from './support/web-push-service.ts';
-import { testCertificate } from './support/tls.ts';
 import { sendPush } from '../server/transports/push/index.ts';
 import { vapidPublicKeyOf } from '../server/transports/push/webpush.ts';
 
@@ -18,7 +17,7 @@ let b: TenantFixture;
 
 beforeAll(async () => {
   service = await startWebPushService();
-  app = await startTestApp({ config: { providers: { caFile: testCertificate().caFile } } });
+  app = await startTestApp();
   a = await createTenantFixture(app, 'Acme');
   b = await createTenantFixture(app, 'Globex');
 });
