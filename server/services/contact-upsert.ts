@@ -67,16 +67,16 @@ export function contactUpsertInput(inputs: ContactFields[]): ContactUpsertInput[
 }
 
 /**
- * The one create-or-update statement for contacts, also embedded by the trigger as a CTE: `tenant` and
- * `rows` are the SQL of its parameters (a uuid, a jsonb array of ContactUpsertInput), `when` an
- * optional condition that must hold for anything to be written. Rows are written in input order.
+ * The one create-or-update statement for contacts, also embedded by the trigger as a CTE. `source` is
+ * the SQL of a FROM item with two columns: `tenant_id` (uuid) and `e` (one ContactUpsertInput as
+ * jsonb), at most one row per tenant and external_id (one statement cannot touch a row twice). Rows
+ * are written in the order the source yields them.
  */
-export function contactUpsertStatement(tenant: string, rows: string, when = 'true'): string {
+export function contactUpsertStatement(source: string): string {
   return `INSERT INTO contacts AS c (id, tenant_id, external_id, email, phone, name, language, properties)
-     SELECT (e->>'id')::uuid, ${tenant}, e->>'external_id', e->>'email', e->>'phone', e->>'name', e->>'language',
-            coalesce(nullif(e->'properties', 'null'::jsonb), '{}'::jsonb)
-       FROM jsonb_array_elements(${rows}) AS e
-      WHERE ${when}
+     SELECT (src.e->>'id')::uuid, src.tenant_id, src.e->>'external_id', src.e->>'email', src.e->>'phone', src.e->>'name', src.e->>'language',
+            coalesce(nullif(src.e->'properties', 'null'::jsonb), '{}'::jsonb)
+       FROM ${source} AS src
      ON CONFLICT (tenant_id, external_id) DO UPDATE SET
        email = coalesce(EXCLUDED.email, c.email),
        phone = coalesce(EXCLUDED.phone, c.phone),
@@ -90,11 +90,16 @@ export function contactUpsertStatement(tenant: string, rows: string, when = 'tru
      RETURNING ${CONTACT_COLUMNS.split(', ').map((col) => `c.${col}`).join(', ')}, (xmax = 0) AS created`;
 }
 
+/** True when the row only names a contact: upserting it creates the contact if need be and changes nothing else. */
+export function isBareContact(row: ContactUpsertInput): boolean {
+  return row.email === null && row.phone === null && row.name === null && row.language === null && row.properties === null;
+}
+
 /** Upserts contacts by external_id; returns one row per distinct external_id, in input order. */
 export async function upsertContacts(em: EntityManager, tenantId: string, inputs: ContactFields[]): Promise<UpsertedContact[]> {
   const rows = contactUpsertInput(inputs);
   if (rows.length === 0) return [];
-  const result = await query<ContactRow & { created: boolean }>(em, contactUpsertStatement('$1', '$2::jsonb'), [tenantId, JSON.stringify(rows)]);
+  const result = await query<ContactRow & { created: boolean }>(em, contactUpsertStatement(`(SELECT $1::uuid AS tenant_id, e FROM jsonb_array_elements($2::jsonb) AS e)`), [tenantId, JSON.stringify(rows)]);
   const byExternal = new Map(result.map((r) => [r.external_id, r]));
   return rows.map((r) => byExternal.get(r.external_id)!);
 }

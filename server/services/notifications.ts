@@ -1,16 +1,18 @@
-// Triggering notifications and reading their events. A trigger is one statement, hence one
-// transaction: claim of the idempotency key aside (its own statement, see idempotency.ts), it checks
-// the tenant and the type, upserts the recipients as contacts, inserts one event per recipient
-// (secret variables encrypted) and enqueues one pg-boss delivery job per event. The 202 is answered
-// only after the commit: nothing accepted is lost, nothing uncommitted is sent. The workers are woken
-// after the commit (server/delivery/enqueue.ts says why not inside it).
+// Triggering notifications and reading their events. A trigger is written by one statement, hence in
+// one transaction (trigger-batch.ts, which also shares statements among concurrent triggers): claim of
+// the idempotency key aside (its own statement, see idempotency.ts), it checks the tenant and the type,
+// upserts the recipients as contacts, inserts one event per recipient (secret variables encrypted) and
+// enqueues one pg-boss delivery job per event. The 202 is answered only after the commit: nothing
+// accepted is lost, nothing uncommitted is sent. The workers are woken after the commit
+// (server/delivery/enqueue.ts says why not inside it).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, ValidationFailure, invalidField, type ValidationIssue } from '../errors.ts';
 import { isUuid, newId } from '../ids.ts';
 import { query, queryOne } from '../db/sql.ts';
 import type { Runtime } from '../runtime.ts';
 import { RATE_POLICIES, tenantOverride, type RateCheck } from '../rate-limit.ts';
-import { contactUpsertInput, contactUpsertStatement, type ContactFields } from './contact-upsert.ts';
+import { contactUpsertInput, type ContactFields } from './contact-upsert.ts';
+import { TriggerBatcher, writeTriggers, type TriggerInput, type TriggerOutcome } from './trigger-batch.ts';
 import { unauthorized } from '../http/auth.ts';
 import {
   claimIdempotencyKey,
@@ -20,8 +22,7 @@ import {
   type IdempotencyClaim,
 } from './idempotency.ts';
 import type { EventListQuery, EventPage, EventResponse, TriggerRequest, TriggerResponse } from '../schemas/notifications.ts';
-import { deliveryJobsCte, wakeDeliveryWorkers } from '../delivery/enqueue.ts';
-import { statementPerQueue } from '../queue.ts';
+import { wakeDeliveryWorkers } from '../delivery/enqueue.ts';
 
 /** What secret values look like wherever Herald shows an event. */
 export const SECRET_MASK = '********';
@@ -73,58 +74,24 @@ export async function triggerNotifications(
   }
 }
 
-/** The statement per queue instance: it embeds the queue's table name, read from pg-boss once. */
-const triggerStatement = statementPerQueue((boss) => deliveryJobsCte(boss, 'inserted').then((jobsCte) => buildTriggerStatement(jobsCte)));
+const batchers = new WeakMap<Runtime, TriggerBatcher>();
 
 /**
- * The trigger's one statement: checks the tenant, the type, the brand and the type's required
- * variables, and only if all pass upserts the recipients as contacts, inserts their events and
- * enqueues one delivery job per event (see server/delivery/enqueue.ts). One statement is one
- * transaction: all of it commits, or none. A refused trigger writes nothing and reports why. The
- * tenant row is not locked (every trigger would contend on it): a trigger racing an archive may
- * still be accepted, and fan-out then skips it.
- * $1 tenant, $2 type, $3 brand, $4 channels, $5 variables, $6 names given (variables and secret
- * variables), $7 contacts (ContactUpsertInput[], external_id order: concurrent triggers lock contact
- * rows in the same order, so they cannot deadlock), $8 events [{id, external_id, ciphertext}] in
- * request order, $9 secret variable names.
+ * Statements in flight per process for triggers without an idempotency key: the API's default pool
+ * holds 4 connections (runtime.ts), which rate-limit charges and other routes share.
  */
-const buildTriggerStatement = (jobsCte: string) => `
-  WITH checked AS (
-    SELECT t.archived_at IS NOT NULL AS archived,
-           nt.key IS NOT NULL AS type_found,
-           ($3::text IS NULL OR EXISTS (SELECT 1 FROM brands b WHERE b.tenant_id = t.id AND b.key = $3)) AS brand_found,
-           ARRAY(SELECT v->>'name' FROM jsonb_array_elements(coalesce(nt.variables, '[]'::jsonb)) AS v
-                  WHERE (v->>'required')::boolean AND NOT (v->>'name' = ANY ($6::text[]))) AS missing
-      FROM tenants t
-      LEFT JOIN notification_types nt ON nt.tenant_id = t.id AND nt.key = $2 AND nt.deleted_at IS NULL
-     WHERE t.id = $1
-  ), accepted AS (
-    SELECT 1 FROM checked WHERE NOT archived AND type_found AND brand_found AND cardinality(missing) = 0
-  ), upserted AS (
-    ${contactUpsertStatement('$1', '$7::jsonb', 'EXISTS (SELECT 1 FROM accepted)')}
-  ), inserted AS (
-    INSERT INTO events (id, tenant_id, type_key, contact_id, external_id, brand_key, channels, variables, secret_variables_ciphertext, secret_keys)
-    SELECT (x.e->>'id')::uuid, $1, $2, u.id, u.external_id, $3, $4::text[], $5::jsonb, x.e->>'ciphertext', $9::text[]
-      FROM jsonb_array_elements($8::jsonb) WITH ORDINALITY AS x(e, n)
-      JOIN upserted u ON u.external_id = x.e->>'external_id'
-     ORDER BY x.n
-    RETURNING id
-  ), ${jobsCte}
-  SELECT c.archived, c.type_found, c.brand_found, c.missing,
-         (SELECT coalesce(json_object_agg(external_id, id), '{}') FROM upserted) AS contact_ids,
-         (SELECT count(*) FROM inserted)::int AS inserted,
-         (SELECT count(*) FROM delivery_jobs)::int AS enqueued
-    FROM checked c`;
+const TRIGGER_LANES = 2;
 
-interface TriggerRow {
-  archived: boolean;
-  type_found: boolean;
-  brand_found: boolean;
-  missing: string[];
-  /** external_id -> contact id, for an accepted trigger. */
-  contact_ids: Record<string, string>;
-  inserted: number;
-  enqueued: number;
+function batcherOf(runtime: Runtime): TriggerBatcher {
+  let batcher = batchers.get(runtime);
+  if (!batcher) {
+    const em = runtime.orm.em.fork();
+    batcher = new TriggerBatcher((triggers) => writeTriggers(em, runtime.boss!, triggers), TRIGGER_LANES, () =>
+      wakeDeliveryWorkers(runtime.boss!, runtime.logger),
+    );
+    batchers.set(runtime, batcher);
+  }
+  return batcher;
 }
 
 async function acceptTrigger(
@@ -136,11 +103,11 @@ async function acceptTrigger(
 ): Promise<TriggerResponse> {
   checkVariableNames(request);
   // One event per distinct recipient, in request order.
-  const recipients = contactUpsertInput(request.recipients.map(recipientFields));
+  const contacts = contactUpsertInput(request.recipients.map(recipientFields));
   const secretKeys = Object.keys(request.secret_variables);
   const secretJson = secretKeys.length > 0 ? JSON.stringify(request.secret_variables) : null;
   const now = runtime.clock.now();
-  const events = recipients.map((recipient) => {
+  const events = contacts.map((recipient) => {
     const id = newId(now);
     return {
       id,
@@ -148,41 +115,39 @@ async function acceptTrigger(
       ciphertext: secretJson === null ? null : runtime.keyRing.encrypt(secretJson, secretVariablesAad(id)),
     };
   });
-  const byExternalId = (a: { external_id: string }, b: { external_id: string }) => (a.external_id < b.external_id ? -1 : a.external_id > b.external_id ? 1 : 0);
-  const params = [
-    tenantId,
-    request.type,
-    request.brand ?? null,
-    request.channels ?? null,
-    JSON.stringify(request.variables),
-    [...Object.keys(request.variables), ...secretKeys],
-    JSON.stringify([...recipients].sort(byExternalId)),
-    JSON.stringify(events),
-    secretKeys,
-  ];
-  const statement = await triggerStatement(runtime.boss!);
-  // Without an idempotency key the statement is its own transaction; with one, the key's answer
-  // commits together with the events.
-  const run = async (tx: EntityManager): Promise<TriggerResponse> => {
-    const row = await queryOne<TriggerRow>(tx, statement, params);
-    if (!row) throw unauthorized('The credential belongs to no tenant', true);
-    if (row.archived) throw new AppError('tenant_archived', 'This tenant is archived and cannot send notifications');
-    const issues: ValidationIssue[] = [];
-    if (!row.type_found) issues.push({ loc: ['body', 'type'], msg: `no live notification type "${request.type}"`, type: 'value_error' });
-    if (!row.brand_found) issues.push({ loc: ['body', 'brand'], msg: `no brand "${request.brand}"`, type: 'value_error' });
-    for (const name of row.missing) issues.push({ loc: ['body', 'variables', name], msg: `the type requires the variable "${name}"`, type: 'missing' });
-    if (issues.length > 0) throw new ValidationFailure(issues);
-    // Unreachable unless the statement is broken; if so, better a 500 than a lost notification.
-    if (row.inserted !== events.length || row.enqueued !== events.length) {
-      throw new Error(`trigger wrote ${row.inserted} events and ${row.enqueued} jobs for ${events.length} recipients`);
-    }
-    const body: TriggerResponse = {
-      events: events.map((e) => ({ event_id: e.id, external_id: e.external_id, contact_id: row.contact_ids[e.external_id]!, status: 'queued' as const })),
-    };
-    if (claim) await completeIdempotencyKey(tx, claim, 202, body);
-    return body;
+  const trigger: TriggerInput = {
+    tenant_id: tenantId,
+    type: request.type,
+    brand: request.brand ?? null,
+    channels: request.channels ?? null,
+    variables: request.variables,
+    names: [...Object.keys(request.variables), ...secretKeys],
+    secret_keys: secretKeys,
+    contacts,
+    events,
   };
-  const body = await (claim ? em.transactional(run) : run(em));
+  const answer = (outcome: TriggerOutcome): TriggerResponse => {
+    if (!outcome.tenant_found) throw unauthorized('The credential belongs to no tenant', true);
+    if (outcome.archived) throw new AppError('tenant_archived', 'This tenant is archived and cannot send notifications');
+    const issues: ValidationIssue[] = [];
+    if (!outcome.type_found) issues.push({ loc: ['body', 'type'], msg: `no live notification type "${request.type}"`, type: 'value_error' });
+    if (!outcome.brand_found) issues.push({ loc: ['body', 'brand'], msg: `no brand "${request.brand}"`, type: 'value_error' });
+    for (const name of outcome.missing) issues.push({ loc: ['body', 'variables', name], msg: `the type requires the variable "${name}"`, type: 'missing' });
+    if (issues.length > 0) throw new ValidationFailure(issues);
+    if (!outcome.accepted) throw new Error('trigger statement refused a trigger that passed every check');
+    return {
+      events: events.map((e) => ({ event_id: e.id, external_id: e.external_id, contact_id: outcome.contact_ids[e.external_id]!, status: 'queued' as const })),
+    };
+  };
+  if (!claim) return answer(await batcherOf(runtime).submit(trigger));
+  // With an idempotency key, the key's answer commits together with the events: a statement of its own
+  // inside the request's transaction.
+  const body = await em.transactional(async (tx) => {
+    const [outcome] = await writeTriggers(tx, runtime.boss!, [trigger]);
+    const response = answer(outcome!);
+    await completeIdempotencyKey(tx, claim, 202, response);
+    return response;
+  });
   wakeDeliveryWorkers(runtime.boss!, runtime.logger);
   return body;
 }

@@ -1,0 +1,246 @@
+// Triggers sharing statements: the trigger statement deciding each trigger of a batch on its own
+// (against the real database), the batcher's queueing (with a controlled writer), and concurrent
+// triggers through the API.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from './support/app.ts';
+import { createTenantFixture, insertInboxTemplate, insertNotificationType, sql, sqlOne, type TenantFixture } from './support/fixtures.ts';
+import { TriggerBatcher, writeTriggers, type TriggerInput, type TriggerOutcome } from '../server/services/trigger-batch.ts';
+import { contactUpsertInput, type ContactFields } from '../server/services/contact-upsert.ts';
+import { newId } from '../server/ids.ts';
+
+let app: TestApp;
+let acme: TenantFixture;
+let other: TenantFixture;
+
+beforeAll(async () => {
+  app = await startTestApp();
+  acme = await createTenantFixture(app, 'Acme');
+  other = await createTenantFixture(app, 'Other');
+  for (const tenant of [acme, other]) {
+    await insertNotificationType(app, tenant.tenantId, { key: 'plain' });
+    await insertInboxTemplate(app, tenant.tenantId, { type: 'plain', title: 'Hi', content: 'Hello' });
+  }
+  await insertNotificationType(app, acme.tenantId, { key: 'needs_order', variables: [{ name: 'order_id', required: true }] });
+});
+afterAll(async () => {
+  await app?.close();
+});
+
+function triggerInput(tenantId: string, type: string, recipients: Array<string | ContactFields>, variables: Record<string, unknown> = {}): TriggerInput {
+  const contacts = contactUpsertInput(recipients.map((r) => (typeof r === 'string' ? { external_id: r } : r)));
+  return {
+    tenant_id: tenantId,
+    type,
+    brand: null,
+    channels: null,
+    variables,
+    names: Object.keys(variables),
+    secret_keys: [],
+    contacts,
+    events: contacts.map((c) => ({ id: newId(), external_id: c.external_id, ciphertext: null })),
+  };
+}
+
+describe('the trigger statement, several triggers at once', () => {
+  it('decides each trigger on its own and writes each recipient once per tenant', async () => {
+    const triggers = [
+      triggerInput(acme.tenantId, 'plain', ['mix_1', { external_id: 'mix_2', name: 'Bee' }]),
+      triggerInput(acme.tenantId, 'no_such_type', ['mix_3']),
+      triggerInput(acme.tenantId, 'plain', ['mix_2', { external_id: 'mix_1', name: 'One', properties: { plan: 'pro' } }]),
+      triggerInput(other.tenantId, 'plain', ['mix_1']),
+      triggerInput(acme.tenantId, 'needs_order', ['mix_4']),
+      triggerInput(newId(), 'plain', ['mix_5']),
+    ];
+    const outcomes = await writeTriggers(app.runtime.orm.em.fork(), app.runtime.boss!, triggers);
+
+    expect(outcomes.map((o) => o.accepted)).toEqual([true, false, true, true, false, false]);
+    expect(outcomes[1]).toMatchObject({ tenant_found: true, type_found: false, contact_ids: {} });
+    expect(outcomes[4]).toMatchObject({ type_found: true, missing: ['order_id'], contact_ids: {} });
+    expect(outcomes[5]).toMatchObject({ tenant_found: false });
+
+    const acmeContacts = await sql<{ id: string; external_id: string; name: string | null; properties: object }>(
+      app,
+      `SELECT id, external_id, name, properties FROM contacts WHERE tenant_id = $1 AND external_id LIKE 'mix_%' ORDER BY external_id`,
+      [acme.tenantId],
+    );
+    // Refused triggers created no contacts; the named-only recipients kept the fields another trigger gave.
+    expect(acmeContacts.map((c) => [c.external_id, c.name, c.properties])).toEqual([
+      ['mix_1', 'One', { plan: 'pro' }],
+      ['mix_2', 'Bee', {}],
+    ]);
+    const idOf = Object.fromEntries(acmeContacts.map((c) => [c.external_id, c.id]));
+    expect(outcomes[0]!.contact_ids).toEqual(idOf);
+    expect(outcomes[2]!.contact_ids).toEqual(idOf);
+    const otherContact = await sqlOne<{ id: string }>(app, `SELECT id FROM contacts WHERE tenant_id = $1 AND external_id = 'mix_1'`, [other.tenantId]);
+    expect(outcomes[3]!.contact_ids).toEqual({ mix_1: otherContact!.id });
+    expect(otherContact!.id).not.toBe(idOf.mix_1);
+
+    // One event and one delivery job per recipient of the accepted triggers, nothing for the others.
+    const eventIds = triggers.flatMap((t) => t.events.map((e) => e.id));
+    const events = await sql<{ id: string; tenant_id: string; contact_id: string }>(app, `SELECT id, tenant_id, contact_id FROM events WHERE id = ANY($1::uuid[])`, [eventIds]);
+    const accepted = [0, 2, 3].flatMap((n) => triggers[n]!.events.map((e) => e.id));
+    expect(events.map((e) => e.id).sort()).toEqual([...accepted].sort());
+    for (const e of events.filter((e) => triggers[3]!.events.some((t) => t.id === e.id))) expect(e).toMatchObject({ tenant_id: other.tenantId, contact_id: otherContact!.id });
+    const jobs = await sql<{ id: string }>(app, `SELECT id FROM pgboss.job WHERE name = 'deliver-event' AND id = ANY($1::uuid[])`, [eventIds]);
+    expect(jobs.map((j) => j.id).sort()).toEqual([...accepted].sort());
+    // All of them in one transaction.
+    expect(await sql(app, `SELECT DISTINCT xmin::text FROM events WHERE id = ANY($1::uuid[])`, [eventIds])).toHaveLength(1);
+  });
+});
+
+/** A writer standing in for the statement: it records each batch and answers when told to. */
+function controlledWriter() {
+  const batches: TriggerInput[][] = [];
+  const pending: Array<{ resolve: () => void; reject: (e: Error) => void }> = [];
+  const write = (triggers: TriggerInput[]) => {
+    batches.push(triggers);
+    return new Promise<TriggerOutcome[]>((resolve, reject) => {
+      pending.push({
+        resolve: () => resolve(triggers.map(() => ({ tenant_found: true, archived: false, type_found: true, brand_found: true, missing: [], accepted: true, contact_ids: {} }))),
+        reject,
+      });
+    });
+  };
+  /** Answers the oldest write still waiting, then lets the batcher take its next batch. */
+  const finish = async (error?: Error) => {
+    const next = pending.shift()!;
+    if (error) next.reject(error);
+    else next.resolve();
+    await new Promise((resolve) => setImmediate(resolve));
+  };
+  return { batches, write, finish, pending };
+}
+
+const small = (name: string, recipients: Array<string | ContactFields> = [name]) => triggerInput('00000000-0000-7000-8000-000000000001', 'plain', recipients, { name });
+const nameOf = (t: TriggerInput) => t.variables.name;
+
+describe('TriggerBatcher', () => {
+  it('writes a trigger at once and alone when a lane is free', async () => {
+    const writer = controlledWriter();
+    let commits = 0;
+    const batcher = new TriggerBatcher(writer.write, 2, () => commits++);
+    const first = batcher.submit(small('a'));
+    const second = batcher.submit(small('b'));
+    expect(writer.batches.map((b) => b.map(nameOf))).toEqual([['a'], ['b']]);
+    await writer.finish();
+    await writer.finish();
+    await expect(first).resolves.toMatchObject({ accepted: true });
+    await expect(second).resolves.toMatchObject({ accepted: true });
+    expect(commits).toBe(2);
+  });
+
+  it('writes the triggers that arrive while the lanes are busy in one statement, in arrival order', async () => {
+    const writer = controlledWriter();
+    let commits = 0;
+    const batcher = new TriggerBatcher(writer.write, 1, () => commits++);
+    const all = ['a', 'b', 'c', 'd'].map((n) => batcher.submit(small(n)));
+    expect(writer.batches.map((b) => b.map(nameOf))).toEqual([['a']]);
+    await writer.finish();
+    expect(writer.batches.map((b) => b.map(nameOf))).toEqual([['a'], ['b', 'c', 'd']]);
+    await writer.finish();
+    expect(await Promise.all(all)).toHaveLength(4);
+    expect(commits).toBe(2);
+    expect(writer.pending).toHaveLength(0);
+  });
+
+  it('never puts two triggers giving fields for the same contact into one statement', async () => {
+    const writer = controlledWriter();
+    const batcher = new TriggerBatcher(writer.write, 1, () => {});
+    const all = [
+      batcher.submit(small('busy')),
+      batcher.submit(small('a', [{ external_id: 'c1', name: 'A' }])),
+      batcher.submit(small('b', [{ external_id: 'c1', name: 'B' }, { external_id: 'c2', name: 'B' }])),
+      batcher.submit(small('c', ['c1'])),
+      batcher.submit(small('d', [{ external_id: 'c2', name: 'D' }])),
+      batcher.submit(small('e', [{ external_id: 'c3', name: 'E' }])),
+    ];
+    for (let i = 0; i < 3; i++) await writer.finish();
+    // b waits behind a (c1); d gives fields for c2 as b does, so it waits behind b; c only names c1.
+    expect(writer.batches.map((b) => b.map(nameOf))).toEqual([['busy'], ['a', 'c', 'e'], ['b'], ['d']]);
+    await writer.finish();
+    expect(await Promise.all(all)).toHaveLength(6);
+  });
+
+  it('retries a failed statement trigger by trigger, so only the trigger at fault fails', async () => {
+    const batches: string[][] = [];
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const batcher = new TriggerBatcher(
+      async (triggers) => {
+        batches.push(triggers.map((t) => String(nameOf(t))));
+        if (nameOf(triggers[0]!) === 'busy') await gate;
+        if (triggers.some((t) => nameOf(t) === 'bad')) throw new Error('value too long');
+        return triggers.map(() => ({ tenant_found: true, archived: false, type_found: true, brand_found: true, missing: [], accepted: true, contact_ids: {} }));
+      },
+      1,
+      () => {},
+    );
+    const busy = batcher.submit(small('busy'));
+    const results = Promise.allSettled(['ok_1', 'bad', 'ok_2'].map((n) => batcher.submit(small(n))));
+    release();
+    await busy;
+    expect((await results).map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(batches).toEqual([['busy'], ['ok_1', 'bad', 'ok_2'], ['ok_1'], ['bad'], ['ok_2']]);
+  });
+
+  it('writes a trigger for many recipients at once, alone, even while the lanes are busy', async () => {
+    const writer = controlledWriter();
+    const batcher = new TriggerBatcher(writer.write, 1, () => {});
+    void batcher.submit(small('busy'));
+    void batcher.submit(small('queued'));
+    void batcher.submit(small('bulk', Array.from({ length: 20 }, (_, i) => `r${i}`)));
+    expect(writer.batches.map((b) => b.map(nameOf))).toEqual([['busy'], ['bulk']]);
+    await writer.finish();
+    await writer.finish();
+    expect(writer.batches.map((b) => b.map(nameOf))).toEqual([['busy'], ['bulk'], ['queued']]);
+    await writer.finish();
+  });
+
+  it('caps a statement at 64 triggers and 200 events', async () => {
+    const writer = controlledWriter();
+    const batcher = new TriggerBatcher(writer.write, 1, () => {});
+    void batcher.submit(small('busy'));
+    for (let i = 0; i < 70; i++) void batcher.submit(small(`t${i}`));
+    for (let i = 0; i < 12; i++) void batcher.submit(small(`m${i}`, Array.from({ length: 19 }, (_, j) => `m${i}_${j}`)));
+    for (let i = 0; i < 3; i++) await writer.finish();
+    expect(writer.batches.map((b) => [b.length, b.reduce((n, t) => n + t.events.length, 0)])).toEqual([
+      [1, 1],
+      [64, 64],
+      [6 + 10, 6 + 10 * 19],
+      [2, 2 * 19],
+    ]);
+    await writer.finish();
+  });
+});
+
+describe('concurrent triggers through the API', () => {
+  it('answers each concurrent trigger for itself, with its own events and the right contacts', async () => {
+    const requests = Array.from({ length: 40 }, (_, i) =>
+      app.request('POST', '/v1/notifications', {
+        token: acme.serviceKey,
+        body:
+          i % 10 === 9
+            ? { type: 'no_such_type', recipients: [`conc_own_${i}`] }
+            : { type: 'plain', recipients: [{ external_id: 'conc_shared', name: `Name ${i}` }, `conc_own_${i}`] },
+      }),
+    );
+    const responses = await Promise.all(requests);
+    expect(responses.map((r) => r.status)).toEqual(Array.from({ length: 40 }, (_, i) => (i % 10 === 9 ? 422 : 202)));
+    const contacts = await sql<{ id: string; external_id: string; name: string | null }>(app, `SELECT id, external_id, name FROM contacts WHERE tenant_id = $1 AND external_id LIKE 'conc_%'`, [acme.tenantId]);
+    const idOf = new Map(contacts.map((c) => [c.external_id, c.id]));
+    expect(contacts).toHaveLength(1 + 36);
+    expect(contacts.find((c) => c.external_id === 'conc_shared')!.name).toMatch(/^Name \d+$/);
+    const eventIds: string[] = [];
+    responses.forEach((res, i) => {
+      if (res.status !== 202) return expect(res.body.detail[0].loc).toEqual(['body', 'type']);
+      expect(res.body.events.map((e: { external_id: string; contact_id: string }) => [e.external_id, e.contact_id])).toEqual([
+        ['conc_shared', idOf.get('conc_shared')],
+        [`conc_own_${i}`, idOf.get(`conc_own_${i}`)],
+      ]);
+      eventIds.push(...res.body.events.map((e: { event_id: string }) => e.event_id));
+    });
+    const events = await sql<{ id: string; contact_id: string }>(app, `SELECT id, contact_id FROM events WHERE id = ANY($1::uuid[])`, [eventIds]);
+    expect(events).toHaveLength(72);
+    expect(new Set(eventIds).size).toBe(72);
+  });
+});
