@@ -7,7 +7,7 @@ import { Migrator, type Migration } from '@mikro-orm/migrations';
 import type { Config } from '../config.ts';
 import pg from 'pg';
 import { prepareStatementsOf } from './prepared.ts';
-import { embeddedUrl, startEmbeddedPostgres, type EmbeddedDatabase } from './embedded-postgres.ts';
+import { embeddedTcpUrl, embeddedUrl, startEmbeddedPostgres, type EmbeddedDatabase } from './embedded-postgres.ts';
 import { migrations } from '../../migrations/index.ts';
 
 export type { EntityManager };
@@ -53,10 +53,19 @@ export async function openDatabase(config: Config, options: { poolMax: number; o
   let url = config.databaseUrl;
   // The embedded cluster may already run under a Herald server of this data directory: then use it
   // (admin commands while the server runs) instead of starting a second postmaster.
-  if (!url && (await reachable(embeddedUrl(config.embeddedPostgresPort, 'herald')))) url = embeddedUrl(config.embeddedPostgresPort, 'herald');
+  // (A cluster started by an earlier Herald, before the socket, is reached over TCP.)
+  const clusterDir = join(config.dataDir, 'postgres');
+  if (!url) {
+    for (const candidate of new Set([embeddedUrl(clusterDir, config.embeddedPostgresPort, 'herald'), embeddedTcpUrl(config.embeddedPostgresPort, 'herald')])) {
+      if (await reachable(candidate)) {
+        url = candidate;
+        break;
+      }
+    }
+  }
   if (!url) {
     embedded = await startEmbeddedPostgres({
-      dir: join(config.dataDir, 'postgres'),
+      dir: clusterDir,
       port: config.embeddedPostgresPort,
       database: 'herald',
       onLog: options.onLog,
