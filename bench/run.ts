@@ -16,10 +16,12 @@
 // Beside each drain's rate it prints the database work per item: write transactions (the transaction
 // id counter) and WAL bytes (the WAL insert position). Both are exact counters, not sampled statistics:
 // where the rates swing with the machine (±20% and more on a shared 2-core VM), these compare changes
-// to the delivery path across runs and machines.
+// to the delivery path across runs and machines. With the database on this machine (Linux), it also
+// prints the CPU time per item of the consuming process and of PostgreSQL, after the warm-up: the
+// machine is CPU-bound at saturation, so the ratio of those totals predicts the rate ratio.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync, chmodSync } from 'node:fs';
+import { mkdtempSync, rmSync, chmodSync, readFileSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -155,7 +157,9 @@ async function main(): Promise<void> {
   const workerProcess = await startHerald(['--role', 'worker'], env, null);
   // Polled as the baselines are (a count of the queue's unfinished jobs, every 100 ms), not by counting
   // events, which scans the events table: the poll's own cost lands on the machine being measured.
-  await waitForQueue(db, DELIVER_EVENT_QUEUE, 180_000);
+  let warm: { done: number; cpu: CpuCounters } = { done: 0, cpu: null };
+  await waitForQueue(db, DELIVER_EVENT_QUEUE, 180_000, backlog, async (done) => void (warm = { done, cpu: await cpuCounters(db, workerProcess.pid!) }));
+  const heraldCpu = cpuPerItem(warm.cpu, await cpuCounters(db, workerProcess.pid!), backlog - warm.done);
   const heraldWork = workPerItem(heraldWorkBefore, await workCounters(db), backlog);
   const unfinished = Number((await db.query(`SELECT count(*) AS n FROM events WHERE status IN ('queued', 'processing')`)).rows[0].n);
   if (unfinished > 0) throw new Error(`the delivery queue is empty but ${unfinished} events are not final`);
@@ -172,7 +176,7 @@ async function main(): Promise<void> {
   print(
     `3. inbox delivery at saturation: ${fmt(herald.steady)} items/s after the first ${WARM_UP_ITEMS} (whole drain ${fmt(herald.whole)})   (${drained.n} items from a backlog of ${backlog} events, ${failures} not delivered)`,
   );
-  print(`   database work per item: ${fmtWork(heraldWork)}`);
+  print(`   database work per item: ${fmtWork(heraldWork)}; after the first ${WARM_UP_ITEMS}, ${fmtCpu(heraldCpu, 'the worker')}`);
 
   // 4. End-to-end at light load: trigger -> the item on a connected stream; trigger -> SMTP accepted.
   const minted = await fetch(`${base}/v1/contacts/tokens`, {
@@ -261,9 +265,12 @@ async function main(): Promise<void> {
       });
     await enqueue(WARM_UP_REQUESTS + SINGLE_REQUESTS, 1, CONCURRENCY);
     await enqueue(BULK_REQUESTS, 100, Math.min(CONCURRENCY, 8));
+    const total = WARM_UP_REQUESTS + SINGLE_REQUESTS + BULK_REQUESTS * 100;
     const before = await workCounters(db);
     await boss.work(queue, { ...workOptions, localConcurrency: WORKER_CONCURRENCY }, async () => undefined);
-    await waitForQueue(db, queue, 120_000);
+    let warm: { done: number; cpu: CpuCounters } = { done: 0, cpu: null };
+    await waitForQueue(db, queue, 120_000, total, async (done) => void (warm = { done, cpu: await cpuCounters(db, null) }));
+    const cpu = cpuPerItem(warm.cpu, await cpuCounters(db, null), total - warm.done);
     const after = await workCounters(db);
     await boss.stop({ graceful: false, close: true });
     const row = (
@@ -274,18 +281,22 @@ async function main(): Promise<void> {
         [queue, WARM_UP_ITEMS],
       )
     ).rows[0];
-    return { n: row.n as number, ...drainRates(row), work: workPerItem(before, after, row.n) };
+    return { n: row.n as number, ...drainRates(row), work: workPerItem(before, after, row.n), cpu };
   };
   const stock = new PgBoss({ connectionString: url, schema: BOSS_SCHEMA, useListenNotify: true, max: 10, supervise: false, schedule: false });
   stock.on('error', () => undefined);
   await stock.start();
   const raw = await drainRaw(stock, 'bench-noop');
   const asHerald = await drainRaw(await startBoss(url, createLogger('error'), { poolMax: 10, supervise: false }), 'bench-noop-prepared');
-  print(`5. raw pg-boss (no-op handler): ${fmt(raw.steady)} jobs/s after the first ${WARM_UP_ITEMS} (whole drain ${fmt(raw.whole)})   (${raw.n} jobs; per job: ${fmtWork(raw.work)})`);
+  print(`5. raw pg-boss (no-op handler): ${fmt(raw.steady)} jobs/s after the first ${WARM_UP_ITEMS} (whole drain ${fmt(raw.whole)})   (${raw.n} jobs; per job: ${fmtWork(raw.work)}; ${fmtCpu(raw.cpu, 'the handler process')})`);
   print(`   the same, pg-boss started as Herald starts it (its statements prepared): ${fmt(asHerald.steady)} jobs/s (whole drain ${fmt(asHerald.whole)}; per job: ${fmtWork(asHerald.work)})`);
   print(
     `   Herald inbox delivery / raw pg-boss = ${(herald.steady / raw.steady).toFixed(2)} (whole drain ${(herald.whole / raw.whole).toFixed(2)}; against pg-boss as Herald starts it ${(herald.steady / asHerald.steady).toFixed(2)})   (target >= 0.70)`,
   );
+  if (heraldCpu && raw.cpu) {
+    const total = (c: { database: number; consumer: number }) => c.database + c.consumer;
+    print(`   CPU per item, raw pg-boss / Herald = ${(total(raw.cpu) / total(heraldCpu)).toFixed(2)} (the rate ratio of a CPU-bound machine; against pg-boss as Herald starts it ${asHerald.cpu ? (total(asHerald.cpu) / total(heraldCpu)).toFixed(2) : '-'})`);
+  }
   print(`done in ${Math.round((Date.now() - started) / 1000)} s`);
   apiProcess.kill('SIGTERM');
   await once(apiProcess, 'exit');
@@ -376,8 +387,12 @@ function freePort(): Promise<number> {
   });
 }
 
-/** Waits until every job of the queue is completed; a failed job (dead-lettered) fails the benchmark at once. */
-async function waitForQueue(db: pg.Client, queue: string, timeoutMs: number): Promise<void> {
+/**
+ * Waits until every job of the queue is completed; a failed job (dead-lettered) fails the benchmark at
+ * once. `onWarm` runs once, at the first poll that finds WARM_UP_ITEMS of `total` jobs done (with the
+ * number done).
+ */
+async function waitForQueue(db: pg.Client, queue: string, timeoutMs: number, total = 0, onWarm?: (done: number) => Promise<void>): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const { rows } = await db.query(
@@ -385,11 +400,61 @@ async function waitForQueue(db: pg.Client, queue: string, timeoutMs: number): Pr
       [queue],
     );
     if (rows[0].failed > 0) throw new Error(`${queue}: ${rows[0].failed} jobs failed`);
+    if (onWarm && total - rows[0].n >= WARM_UP_ITEMS) {
+      await onWarm(total - rows[0].n);
+      onWarm = undefined;
+    }
     if (rows[0].n === 0) return;
     if (Date.now() > deadline) throw new Error(`${queue}: ${rows[0].n} jobs not done in ${timeoutMs / 1000} s`);
     await sleep(100);
   }
 }
+
+/**
+ * CPU seconds (user + system) spent so far by the database server's processes and by the process
+ * that consumes the queue (`consumer`: a pid, or this process), read from /proc. The server's
+ * processes are its postmaster (found as the parent of this connection's backend), its live children
+ * and, through the postmaster's counters of reaped children, the ones that have exited. null where
+ * that cannot be read: not Linux, or a server on another machine.
+ */
+async function cpuCounters(db: pg.Client, consumer: number | null): Promise<{ database: number; consumer: number } | null> {
+  try {
+    const stat = (pid: number) => {
+      const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      return text.slice(text.lastIndexOf(')') + 2).split(' ');
+    };
+    const ticks = 100; // USER_HZ: 100 on every Linux ABI
+    const backend = Number((await db.query(`SELECT pg_backend_pid() AS pid`)).rows[0].pid);
+    const postmaster = Number(stat(backend)[1]);
+    const [, , , , , , , , , , , utime, stime, cutime, cstime] = stat(postmaster).map(Number);
+    let database = utime! + stime! + cutime! + cstime!;
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        const fields = stat(Number(entry));
+        if (Number(fields[1]) === postmaster) database += Number(fields[11]) + Number(fields[12]);
+      } catch {
+        // exited meanwhile
+      }
+    }
+    const own = process.cpuUsage();
+    const consumed = consumer === null ? (own.user + own.system) / 1e6 : (Number(stat(consumer)[11]) + Number(stat(consumer)[12])) / ticks;
+    return { database: database / ticks, consumer: consumed };
+  } catch {
+    return null;
+  }
+}
+
+type CpuCounters = Awaited<ReturnType<typeof cpuCounters>>;
+
+/** Microseconds of CPU per item between two readings, or null. */
+function cpuPerItem(before: CpuCounters, after: CpuCounters, items: number): { database: number; consumer: number } | null {
+  if (!before || !after || items <= 0) return null;
+  return { database: ((after.database - before.database) / items) * 1e6, consumer: ((after.consumer - before.consumer) / items) * 1e6 };
+}
+
+const fmtCpu = (c: { database: number; consumer: number } | null, consumer: string) =>
+  c ? `CPU ${Math.round(c.consumer)} us in ${consumer} + ${Math.round(c.database)} us in PostgreSQL = ${Math.round(c.consumer + c.database)} us` : 'CPU not measurable here';
 
 interface WorkCounters {
   /** The next transaction id: every transaction that writes takes one. */
