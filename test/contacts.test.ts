@@ -125,6 +125,15 @@ describe('GET /v1/contacts?external_id=', () => {
     expect((await app.request('GET', '/v1/contacts?external_id=acme-only', { token: globex.serviceKey })).status).toBe(404);
   });
 
+  it('answers 422, never a database error, for a field or an external_id holding U+0000', async () => {
+    const created = await create({ external_id: 'nul-1', name: 'Ann\u0000' });
+    expect(created.status).toBe(422);
+    expect(created.body.detail[0].loc).toEqual(['body', 'name']);
+    const found = await app.request('GET', '/v1/contacts?external_id=nul%00', { token: acme.serviceKey });
+    expect(found.status).toBe(422);
+    expect(found.body.detail[0].loc).toEqual(['query', 'external_id']);
+  });
+
   it('answers 422 without external_id, 401 without credential', async () => {
     const res = await app.request('GET', '/v1/contacts', { token: acme.serviceKey });
     expect(res.status).toBe(422);

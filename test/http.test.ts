@@ -141,6 +141,23 @@ describe('request bodies and credentials (route wrapper)', () => {
     expect(locs).toEqual(expect.arrayContaining(['body.name', 'body.count']));
   });
 
+  it('answers 422 for a string or key PostgreSQL cannot store (U+0000, an unpaired surrogate), naming where, however deep', async () => {
+    const post = (body: string) => call('POST', '/v1/probe/echo', { body, headers: { 'content-type': 'application/json' } });
+    const inValue = await post(JSON.stringify({ name: 'a\u0000b', count: 1 }));
+    expect(inValue.status).toBe(422);
+    expect(inValue.body.detail).toEqual([{ loc: ['body', 'name'], msg: 'must not contain the NUL character (U+0000)', type: 'value_error' }]);
+    const inKey = await post(JSON.stringify({ name: 'a', count: 1, extra: { 'k\u0000': 1 } }));
+    expect(inKey.body.detail[0].loc).toEqual(['body', 'extra', 'k\u0000']);
+    // Half a surrogate pair, escaped: valid JSON text, but no Unicode string PostgreSQL could store.
+    const surrogate = await post('{"name": "a", "count": 1, "extra": [{"k": "x\\ud800"}]}');
+    expect(surrogate.status).toBe(422);
+    expect(surrogate.body.detail).toEqual([{ loc: ['body', 'extra', 0, 'k'], msg: 'must be well-formed Unicode (an unpaired surrogate is not)', type: 'value_error' }]);
+    expect((await post('{"name": "\\ud83d\\ude00", "count": 1}')).status).toBe(200); // a whole pair is fine
+    const deep = await post(`{"name": "a", "count": 1, "extra": ${'['.repeat(50_000)}"\\u0000"${']'.repeat(50_000)}}`);
+    expect(deep.status).toBe(422);
+    expect(deep.body.detail[0].loc).toHaveLength(2 + 50_000);
+  });
+
   it('answers 422 for a missing body', async () => {
     const res = await call('POST', '/v1/probe/echo');
     expect(res.status).toBe(422);

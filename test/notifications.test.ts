@@ -110,6 +110,19 @@ describe('POST /v1/notifications', () => {
     expect(res.body.detail[0].loc).toEqual(['body']);
   });
 
+  it('answers 422 for U+0000 in a variable, a secret variable or a recipient, and writes nothing', async () => {
+    for (const [body, loc] of [
+      [{ type: 'plain', recipients: ['nul_1'], variables: { note: 'a\u0000' } }, ['body', 'variables', 'note']],
+      [{ type: 'plain', recipients: ['nul_1'], secret_variables: { code: '\u0000' } }, ['body', 'secret_variables', 'code']],
+      [{ type: 'plain', recipients: [{ external_id: 'nul_1', email: 'a@example.org', name: 'A\u0000' }] }, ['body', 'recipients', 0, 'name']],
+    ] as const) {
+      const res = await trigger(body);
+      expect(res.status).toBe(422);
+      expect(res.body.detail[0].loc).toEqual(loc);
+    }
+    expect(await sql(app, `SELECT 1 FROM contacts WHERE tenant_id = $1 AND external_id = 'nul_1'`, [acme.tenantId])).toHaveLength(0);
+  });
+
   it("does not see another tenant's types (422, never another tenant's data)", async () => {
     const res = await trigger({ type: 'plain', recipients: ['a'] }, other.serviceKey);
     expect(res.status).toBe(422);
