@@ -1,6 +1,8 @@
 // Sending email over SMTP with nodemailer: one pooled transport per distinct server+credentials, kept
 // for reuse and closed on shutdown. Used by system emails (the install's SMTP), tenant email
-// transports and test sends alike.
+// transports and test sends alike. The pool is bounded: a transport idle for a while is closed, and
+// so is the least recently used one beyond a cap, so that tenants changing their settings (each
+// change is a new transport) or an install with many tenants cannot pile up open connections.
 import { createHash } from 'node:crypto';
 import nodemailer, { type Transporter } from 'nodemailer';
 
@@ -54,52 +56,119 @@ export function smtpSettingsFromUrl(url: string): SmtpSettings {
   };
 }
 
-export class SmtpPool {
-  readonly #transports = new Map<string, Transporter>();
-  readonly #tls: { rejectUnauthorized: true; ca?: string[] };
+interface PooledTransport {
+  transport: Transporter;
+  lastUsed: number;
+  /** Sends under way: a busy transport is never closed. */
+  sending: number;
+}
 
-  /** `ca`: the certificate authorities trusted for the servers' TLS (net/trusted-cas.ts); Node's default store without it. */
-  constructor(options: { ca?: string[] | undefined } = {}) {
+export interface SmtpPoolOptions {
+  /** The certificate authorities trusted for the servers' TLS (net/trusted-cas.ts); Node's default store without it. */
+  ca?: string[] | undefined;
+  /** Open transports at most (default 100); beyond it the least recently used idle one is closed. */
+  maxTransports?: number;
+  /** A transport unused this long is closed (default 5 minutes). */
+  idleMs?: number;
+  now?: () => number;
+}
+
+export class SmtpPool {
+  /** In order of last use, least recent first. */
+  readonly #transports = new Map<string, PooledTransport>();
+  readonly #tls: { rejectUnauthorized: true; ca?: string[] };
+  readonly #maxTransports: number;
+  readonly #idleMs: number;
+  readonly #now: () => number;
+  /** Sweeps idle transports while any is open, so that they close even when nothing is sent. */
+  #sweeper: ReturnType<typeof setInterval> | null = null;
+
+  constructor(options: SmtpPoolOptions = {}) {
     this.#tls = options.ca ? { rejectUnauthorized: true, ca: options.ca } : { rejectUnauthorized: true };
+    this.#maxTransports = options.maxTransports ?? 100;
+    this.#idleMs = options.idleMs ?? 5 * 60_000;
+    this.#now = options.now ?? Date.now;
   }
 
-  #transport(settings: SmtpSettings): Transporter {
+  /** Open transports (tests). */
+  get size(): number {
+    return this.#transports.size;
+  }
+
+  #transport(settings: SmtpSettings): PooledTransport {
     const id = createHash('sha256').update(JSON.stringify([settings.host, settings.port, settings.secure, settings.username, settings.password])).digest('hex');
-    let transport = this.#transports.get(id);
-    if (!transport) {
-      transport = nodemailer.createTransport({
-        pool: true,
-        maxConnections: 5,
-        host: settings.host,
-        port: settings.port,
-        secure: settings.secure,
-        // Credentials never cross the wire in clear: a transport that authenticates without implicit
-        // TLS must upgrade with STARTTLS, and nodemailer gives up (sending nothing) when the server does
-        // not offer it, or when someone on the path strips the offer. A transport without credentials
-        // (a relay on the local network) still upgrades whenever the server offers it.
-        requireTLS: !settings.secure && Boolean(settings.username),
-        auth: settings.username ? { user: settings.username, pass: settings.password ?? '' } : undefined,
-        tls: this.#tls,
-        connectionTimeout: 10_000,
-        greetingTimeout: 10_000,
-        socketTimeout: 30_000,
-      });
-      this.#transports.set(id, transport);
+    const now = this.#now();
+    let pooled = this.#transports.get(id);
+    if (pooled) this.#transports.delete(id); // re-inserted below: most recently used last
+    else {
+      pooled = {
+        transport: nodemailer.createTransport({
+          pool: true,
+          maxConnections: 5,
+          host: settings.host,
+          port: settings.port,
+          secure: settings.secure,
+          // Credentials never cross the wire in clear: a transport that authenticates without implicit
+          // TLS must upgrade with STARTTLS, and nodemailer gives up (sending nothing) when the server does
+          // not offer it, or when someone on the path strips the offer. A transport without credentials
+          // (a relay on the local network) still upgrades whenever the server offers it.
+          requireTLS: !settings.secure && Boolean(settings.username),
+          auth: settings.username ? { user: settings.username, pass: settings.password ?? '' } : undefined,
+          tls: this.#tls,
+          connectionTimeout: 10_000,
+          greetingTimeout: 10_000,
+          socketTimeout: 30_000,
+        }),
+        lastUsed: now,
+        sending: 0,
+      };
     }
-    return transport;
+    pooled.lastUsed = now;
+    this.#transports.set(id, pooled);
+    this.#evict(now);
+    this.#sweeper ??= setInterval(() => this.#sweep(), this.#idleMs).unref();
+    return pooled;
+  }
+
+  #sweep(): void {
+    this.#evict(this.#now());
+    if (this.#transports.size === 0 && this.#sweeper) {
+      clearInterval(this.#sweeper);
+      this.#sweeper = null;
+    }
+  }
+
+  /** Closes the transports unused for idleMs, then the least recently used beyond the cap; never a busy one. */
+  #evict(now: number): void {
+    let over = this.#transports.size - this.#maxTransports;
+    for (const [id, pooled] of this.#transports) {
+      const stale = now - pooled.lastUsed >= this.#idleMs;
+      if (!stale && over <= 0) break; // the rest were used more recently
+      if (pooled.sending > 0) continue;
+      pooled.transport.close();
+      this.#transports.delete(id);
+      over--;
+    }
   }
 
   async send(settings: SmtpSettings, mail: OutgoingMail): Promise<SentMail> {
-    const info = await this.#transport(settings).sendMail({
-      from: mail.from,
-      to: mail.to,
-      subject: mail.subject,
-      html: mail.html,
-      text: mail.text,
-      replyTo: mail.replyTo,
-      headers: mail.headers,
-      dkim: mail.dkim,
-    });
+    const pooled = this.#transport(settings);
+    pooled.sending++;
+    let info;
+    try {
+      info = await pooled.transport.sendMail({
+        from: mail.from,
+        to: mail.to,
+        subject: mail.subject,
+        html: mail.html,
+        text: mail.text,
+        replyTo: mail.replyTo,
+        headers: mail.headers,
+        dkim: mail.dkim,
+      });
+    } finally {
+      pooled.sending--;
+    }
     return {
       messageId: String(info.messageId ?? ''),
       accepted: (info.accepted ?? []).map(String),
@@ -109,7 +178,9 @@ export class SmtpPool {
   }
 
   close(): void {
-    for (const transport of this.#transports.values()) transport.close();
+    if (this.#sweeper) clearInterval(this.#sweeper);
+    this.#sweeper = null;
+    for (const { transport } of this.#transports.values()) transport.close();
     this.#transports.clear();
   }
 }

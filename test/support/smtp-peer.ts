@@ -2,7 +2,7 @@
 // tests read Herald's emails the way a mailbox would.
 import { SMTPServer } from 'smtp-server';
 import { simpleParser, type ParsedMail } from 'mailparser';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { testCertificate } from './tls.ts';
 
 export interface ReceivedMail {
@@ -23,6 +23,8 @@ export interface SmtpPeer {
   messages: ReceivedMail[];
   /** AUTH commands received (credentials sent), whether or not they were right. */
   authAttempts: number;
+  /** Client connections open right now. */
+  openConnections: number;
   /** Resolves with the first message (already received or arriving) that matches. */
   waitFor(predicate: (m: ReceivedMail) => boolean, timeoutMs?: number): Promise<ReceivedMail>;
   close(): Promise<void>;
@@ -85,6 +87,11 @@ export async function startSmtpPeer(
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.server.address() as AddressInfo).port;
+  let openConnections = 0;
+  server.server.on('connection', (socket: Socket) => {
+    openConnections++;
+    socket.on('close', () => openConnections--);
+  });
   const auth = options.auth ? `${encodeURIComponent(options.auth.user)}:${encodeURIComponent(options.auth.pass)}@` : '';
   return {
     host: '127.0.0.1',
@@ -93,6 +100,9 @@ export async function startSmtpPeer(
     messages,
     get authAttempts() {
       return peer.authAttempts;
+    },
+    get openConnections() {
+      return openConnections;
     },
     waitFor(predicate, timeoutMs = 10_000) {
       const found = messages.find(predicate);
