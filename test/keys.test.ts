@@ -19,6 +19,7 @@ import { sendTenantEmail } from '../server/transports/email.ts';
 import { sendPush } from '../server/transports/push/index.ts';
 import { AppError } from '../server/errors.ts';
 import { testTempDir } from './support/tmp.ts';
+import { enqueueSystemEmail } from '../server/jobs/system-email.ts';
 
 describe('KeyRing', () => {
   it('re-reads its key file once for an unknown key id, then reports the key unavailable', () => {
@@ -235,5 +236,42 @@ describe('rotation end to end, while the server runs', () => {
     expect(again.body.find((p: { provider: string }) => p.provider === 'expo').credentials_unreadable).toBe(false);
     const row = await queryOne<{ k: string }>(em2, `SELECT split_part(secrets_ciphertext, '.', 2) AS k FROM push_transports WHERE provider = 'expo'`);
     expect(row!.k).toBe('k4');
+  });
+});
+
+describe('a system email waiting in the queue through a rotation', () => {
+  let smtp: SmtpPeer;
+  let api: TestApp;
+  let worker: TestApp | undefined;
+  beforeAll(async () => {
+    smtp = await startSmtpPeer();
+    // An API-only process: no worker sends the email before the rotation.
+    api = await startTestApp({ role: 'api', keyFile: { active: 'k1', keys: { k1: generateKey() } }, config: { smtpUrl: smtp.url } });
+  });
+  afterAll(async () => {
+    await worker?.close();
+    await api?.close();
+    await smtp?.close();
+  });
+
+  it('has its sealed link token re-wrapped, so the old key can be retired and the email still goes out', async () => {
+    const em = api.runtime.orm.em.fork();
+    const counted = async () => (await listKeys(em, api.runtime.keyRing)).keys.find((k) => k.id === 'k1')!.ciphertexts;
+    const before = await counted();
+    await em.fork().transactional((tx) => enqueueSystemEmail(api.runtime, tx, { kind: 'reset', to: 'queued@example.org', token: 'queued-link-token' }));
+    const sealed = async () =>
+      (await queryOne<{ sealed: string }>(em, `SELECT data->>'sealed_token' AS sealed FROM pgboss.job WHERE name = 'system-email' AND data->>'to' = 'queued@example.org'`))!.sealed;
+    expect(envelopeKeyId(await sealed())).toBe('k1');
+    expect(await counted()).toBe(before + 1);
+
+    const rotated = await rotateKeys(em, api.runtime.keyRing, api.dataDir);
+    expect(envelopeKeyId(await sealed())).toBe(rotated.activeKeyId);
+    await retireKey(em, api.runtime.keyRing, api.dataDir, 'k1');
+    expect(Object.keys(readKeyFile(api.dataDir)!.keys)).toEqual([rotated.activeKeyId]);
+
+    // A worker with only the new key sends it, with the link intact.
+    worker = await startTestApp({ role: 'worker', http: false, database: api.database, keyFile: readKeyFile(api.dataDir)!, config: { smtpUrl: smtp.url } });
+    const mail = await smtp.waitFor((m) => m.envelope.to.includes('queued@example.org'));
+    expect(mail.parsed.text).toContain('queued-link-token');
   });
 });

@@ -1,12 +1,22 @@
 // Every column that holds a key-ring ciphertext, with the additional data (row identity) it is bound
 // to. Key rotation walks this list to re-wrap every secret; a feature that stores a new secret adds
 // its column here, and encrypts/decrypts with exactly the `aad` given for it.
+import { BOSS_SCHEMA } from '../queue.ts';
+import { SYSTEM_EMAIL_JOB, systemEmailAad } from '../jobs/system-email-seal.ts';
+
 export interface EncryptedColumn {
+  /** The table, schema-qualified where it is not in the search path. */
   table: string;
   column: string;
+  /** For a ciphertext kept inside a jsonb column: its key there. */
+  jsonKey?: string;
+  /** An SQL condition on the rows that hold a live ciphertext, where not every row does. */
+  where?: string;
   /** Columns that identify a row (used to update it in batches). */
   keyColumns: string[];
-  /** The additional authenticated data of a row, from its key columns. */
+  /** SQL expressions `aad` reads beyond the key columns, by the name it reads them under. */
+  aadInputs?: Record<string, string>;
+  /** The additional authenticated data of a row, from its key columns (and aadInputs). */
   aad(row: Record<string, unknown>): string;
 }
 
@@ -30,5 +40,16 @@ export const encryptedColumns: EncryptedColumn[] = [
     column: 'secret_variables_ciphertext',
     keyColumns: ['id'],
     aad: (r) => `events/${r.id}/secret_variables`,
+  },
+  {
+    // The link token of a system email waiting in the queue (jobs/system-email.ts); once the job is
+    // done, its data is never read again.
+    table: `${BOSS_SCHEMA}.job`,
+    column: 'data',
+    jsonKey: 'sealed_token',
+    where: `name = '${SYSTEM_EMAIL_JOB}' AND state IN ('created', 'retry', 'active')`,
+    keyColumns: ['name', 'id'],
+    aadInputs: { seal_id: `data->>'seal_id'` },
+    aad: (r) => systemEmailAad(String(r.seal_id)),
   },
 ];

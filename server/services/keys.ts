@@ -22,7 +22,13 @@ export interface KeyListing {
 }
 
 const quote = (identifier: string) => `"${identifier.replace(/"/g, '""')}"`;
-const keyIdSql = (column: string) => `split_part(${quote(column)}, '.', 2)`;
+/** A table name, schema-qualified or not. */
+const quoteTable = (table: string) => table.split('.').map(quote).join('.');
+/** The ciphertext of a row: the column, or the key inside the jsonb column that holds it. */
+const ciphertextSql = (col: EncryptedColumn) => (col.jsonKey ? `(${quote(col.column)} ->> '${col.jsonKey.replace(/'/g, "''")}')` : quote(col.column));
+const keyIdSql = (col: EncryptedColumn) => `split_part(${ciphertextSql(col)}, '.', 2)`;
+/** The rows that hold a ciphertext. */
+const holdsCiphertext = (col: EncryptedColumn) => `${ciphertextSql(col)} IS NOT NULL${col.where ? ` AND (${col.where})` : ''}`;
 
 /** Ciphertext counts per envelope key id over every registered column. */
 export async function ciphertextsByKey(em: EntityManager): Promise<Map<string, number>> {
@@ -30,7 +36,7 @@ export async function ciphertextsByKey(em: EntityManager): Promise<Map<string, n
   for (const col of encryptedColumns) {
     const rows = await query<{ key_id: string; n: number }>(
       em,
-      `SELECT ${keyIdSql(col.column)} AS key_id, count(*)::int AS n FROM ${quote(col.table)} WHERE ${quote(col.column)} IS NOT NULL GROUP BY 1`,
+      `SELECT ${keyIdSql(col)} AS key_id, count(*)::int AS n FROM ${quoteTable(col.table)} WHERE ${holdsCiphertext(col)} GROUP BY 1`,
     );
     for (const row of rows) counts.set(row.key_id, (counts.get(row.key_id) ?? 0) + row.n);
   }
@@ -102,6 +108,10 @@ export async function rewrapAll(em: EntityManager, keyRing: KeyRing, options: { 
 async function rewrapColumn(em: EntityManager, keyRing: KeyRing, col: EncryptedColumn, batchSize: number): Promise<RewrapReport> {
   const result: RewrapReport = { rewrapped: 0, unreadable: 0 };
   const keys = col.keyColumns.map(quote).join(', ');
+  const aadInputs = Object.entries(col.aadInputs ?? {})
+    .map(([name, sql]) => `, ${sql} AS ${quote(name)}`)
+    .join('');
+  const assignment = col.jsonKey ? `jsonb_set(${quote(col.column)}, ARRAY['${col.jsonKey.replace(/'/g, "''")}'], to_jsonb($1::text))` : '$1';
   let after: unknown[] | null = null;
   for (;;) {
     const active = keyRing.activeKeyId;
@@ -114,8 +124,8 @@ async function rewrapColumn(em: EntityManager, keyRing: KeyRing, col: EncryptedC
       }
       const rows = await query<Record<string, unknown>>(
         tx,
-        `SELECT ${keys}, ${quote(col.column)} AS ciphertext FROM ${quote(col.table)}
-          WHERE ${quote(col.column)} IS NOT NULL AND ${keyIdSql(col.column)} <> $1 ${cursor}
+        `SELECT ${keys}, ${ciphertextSql(col)} AS ciphertext${aadInputs} FROM ${quoteTable(col.table)}
+          WHERE ${holdsCiphertext(col)} AND ${keyIdSql(col)} <> $1 ${cursor}
           ORDER BY ${keys} LIMIT $2 FOR UPDATE SKIP LOCKED`,
         params,
       );
@@ -135,7 +145,7 @@ async function rewrapColumn(em: EntityManager, keyRing: KeyRing, col: EncryptedC
         const where = col.keyColumns.map((k, i) => `${quote(k)} = $${i + 3}`).join(' AND ');
         rewrapped += await execute(
           tx,
-          `UPDATE ${quote(col.table)} SET ${quote(col.column)} = $1 WHERE ${quote(col.column)} = $2 AND ${where}`,
+          `UPDATE ${quoteTable(col.table)} SET ${quote(col.column)} = ${assignment} WHERE ${ciphertextSql(col)} = $2 AND ${where}`,
           [next, row.ciphertext, ...col.keyColumns.map((k) => row[k])],
         );
       }
