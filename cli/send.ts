@@ -12,6 +12,7 @@ interface SendOptions extends RemoteOptions {
   to: string[];
   var: string[];
   secret: string[];
+  secretsFile?: string;
   dataFile?: string;
   brand?: string;
   channel: string[];
@@ -32,7 +33,8 @@ export function registerSend(program: Command): void {
       .requiredOption('--type <key>', 'notification type key')
       .option('--to <external_id>', 'recipient external id (repeat for more, up to 100)', collect, [])
       .option('--var <name=value>', 'a variable (repeatable)', collect, [])
-      .option('--secret <name=value>', 'a secret variable, masked in the activity log (repeatable)', collect, [])
+      .option('--secret <name=value>', 'a secret variable, masked in the activity log (repeatable; other users can see it in the process list: prefer --secrets-file)', collect, [])
+      .option('--secrets-file <file>', "JSON object of secret variables, or '-' to read it from stdin (merged under --secret)")
       .option('--data-file <file>', 'JSON object of variables (merged under --var)')
       .option('--brand <key>', 'brand key (default: the tenant default brand)')
       .option('--channel <channel>', 'only these channels: inbox, email, push, web_push (repeatable)', collect, [])
@@ -48,14 +50,15 @@ Examples:
   $ export HERALD_URL=https://herald.example.com HERALD_API_KEY=sk_...
   $ herald send --type deploy_finished --to ops_team --var version=1.4.2
   $ herald send --type login_code --to user_42 --secret code=913455 --wait --json
-  $ herald send --type report --to a --to b --data-file vars.json --idempotency-key build-1234`,
+  $ herald send --type report --to a --to b --data-file vars.json --idempotency-key build-1234
+  $ printf '{"code": "%s"}' "$CODE" | herald send --type login_code --to user_42 --secrets-file -`,
     )
     .action(async (options: SendOptions) => {
       if (options.to.length === 0) throw usageError('at least one --to is required');
       const timeout = Number(options.timeout);
       if (!Number.isFinite(timeout) || timeout <= 0) throw usageError('--timeout must be a positive number of seconds');
-      const variables = { ...readDataFile(options.dataFile), ...pairs(options.var, '--var') };
-      const secretVariables = pairs(options.secret, '--secret');
+      const variables = { ...readJsonObject(options.dataFile, '--data-file'), ...pairs(options.var, '--var') };
+      const secretVariables = { ...readJsonObject(options.secretsFile, '--secrets-file'), ...pairs(options.secret, '--secret') };
       const client = remoteClient(options, { invalidInputExit: EXIT_FAILURE });
       const body: Record<string, unknown> = { type: options.type, recipients: options.to, variables, secret_variables: secretVariables };
       if (options.brand) body.brand = options.brand;
@@ -90,15 +93,17 @@ function pairs(values: string[], flag: string): Record<string, string> {
   return out;
 }
 
-function readDataFile(file: string | undefined): Record<string, unknown> {
+/** The JSON object in `file` ('-': stdin); errors name the flag, never the content (it may be secret). */
+function readJsonObject(file: string | undefined, flag: string): Record<string, unknown> {
   if (!file) return {};
   let parsed: unknown;
   try {
-    parsed = JSON.parse(readFileSync(file, 'utf8'));
+    parsed = JSON.parse(readFileSync(file === '-' ? 0 : file, 'utf8'));
   } catch (error) {
-    throw usageError(`--data-file ${file}: ${(error as Error).message}`);
+    const reason = error instanceof SyntaxError ? 'not valid JSON' : (error as Error).message;
+    throw usageError(`${flag} ${file}: ${reason}`);
   }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw usageError(`--data-file ${file} must hold a JSON object`);
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw usageError(`${flag} ${file} must hold a JSON object`);
   return parsed as Record<string, unknown>;
 }
 

@@ -45,6 +45,24 @@ describe('herald send', () => {
     expect(item).toEqual({ title: 'Deployed 1.4.2', body: 'by file code s3cr3t-cli' });
   });
 
+  it('reads secret variables from --secrets-file (a file, or - for stdin), keeping them out of the process list and of its errors', async () => {
+    const res = await runCli(['send', '--type', 'deploy', '--to', 'ops_3', '--var', 'version=5', '--var', 'who=stdin', '--secrets-file', '-', '--wait', '--json', ...remote()], {
+      input: JSON.stringify({ code: 'from-stdin-secret' }),
+    });
+    expect(res.code).toBe(0);
+    const out = JSON.parse(res.stdout);
+    expect(out.events[0].variables).toEqual({ version: '5', who: 'stdin', code: '********' });
+    const item = await sqlOne<{ body: string }>(app, `SELECT body FROM inbox_items WHERE event_id = $1`, [out.events[0].event_id]);
+    expect(item!.body).toBe('by stdin code from-stdin-secret');
+
+    const file = join(dir, 'secrets.json');
+    writeFileSync(file, '{"code": half-written-secret}'); // JSON.parse would quote this in its message
+    const broken = await runCli(['send', '--type', 'deploy', '--to', 'ops_3', '--var', 'version=5', '--secrets-file', file, ...remote()]);
+    expect(broken.code).toBe(2);
+    expect(broken.stderr).toContain('--secrets-file');
+    expect(broken.stderr + broken.stdout).not.toContain('half-writ');
+  });
+
   it('exits 1 with --wait when a delivery failed', async () => {
     const res = await runCli(['send', '--type', 'broken', '--to', 'b1', '--wait', ...remote()]);
     expect(res.code).toBe(1);

@@ -39,7 +39,7 @@ const REQUEST_TIMEOUT_MS = 60_000;
 export function withRemote(command: Command): Command {
   return command
     .option('--url <url>', 'Herald base URL (default: $HERALD_URL)')
-    .option('--api-key <key>', 'service key, sk_... (default: $HERALD_API_KEY)');
+    .option('--api-key <key>', 'service key, sk_... (default: $HERALD_API_KEY, which other users cannot see in the process list)');
 }
 
 export class RemoteClient {
