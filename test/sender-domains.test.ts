@@ -10,7 +10,8 @@ import { addUser, createTenantFixture, expectManagementOnly, expectValidationErr
 import { query, queryOne } from '../server/db/sql.ts';
 import { KeyRing } from '../server/crypto/keyring.ts';
 import { generateKey } from '../server/crypto/keyring.ts';
-import { dkimKeyAad, dkimSigningFor } from '../server/services/sender-domains.ts';
+import { dkimKeyAad, dkimSigningFor, recheckSenderDomains } from '../server/services/sender-domains.ts';
+import { SENDER_DOMAIN_RECHECK_MS, senderDomainsRecheckJob } from '../server/jobs/sender-domains-recheck.ts';
 
 let app: TestApp;
 let dnsServer: DnsServer;
@@ -292,5 +293,53 @@ describe('DKIM signing (dkimSigningFor)', () => {
     const warning = app.logs.find((l) => l.includes('DKIM key of a sender domain is unreadable'));
     expect(warning).toContain('lost-key.acme.test');
     expect(warning).not.toContain('PRIVATE KEY');
+  });
+});
+
+describe('the scheduled re-check (jobs/sender-domains-recheck.ts)', () => {
+  const statusOf = async (domain: string) =>
+    (await queryOne<{ status: string; last_error: string | null; last_checked_at: Date | null }>(
+      app.runtime.orm.em.fork(),
+      `SELECT status, last_error, last_checked_at FROM sender_domains WHERE tenant_id = $1 AND domain = $2`,
+      [acme.tenantId, domain],
+    ))!;
+  const recheckAll = () => recheckSenderDomains(app.runtime, app.runtime.orm.em.fork(), { staleMs: 0, limit: 10_000 });
+
+  it('leaves a pending domain pending until its record appears, then verifies it by itself', async () => {
+    const domain = await register(acme);
+    await recheckAll();
+    expect(await statusOf(domain.domain)).toMatchObject({ status: 'pending', last_error: expect.stringContaining('No TXT record'), last_checked_at: expect.anything() });
+    publish(domain);
+    await recheckAll();
+    expect(await statusOf(domain.domain)).toMatchObject({ status: 'verified', last_error: null });
+    expect(app.logs.some((l) => l.includes('sender domain re-checked') && l.includes(domain.domain) && l.includes('"to":"verified"'))).toBe(true);
+  });
+
+  it('keeps a verified domain through a DNS failure, and fails it once its record is gone (signing stops)', async () => {
+    const domain = await register(acme);
+    publish(domain);
+    await recheckAll();
+    const name = domain.dns_records[0].name as string;
+    dnsServer.failing.add(name);
+    try {
+      await recheckAll();
+      expect(await statusOf(domain.domain)).toMatchObject({ status: 'verified', last_error: expect.stringContaining('failed') });
+    } finally {
+      dnsServer.failing.delete(name);
+    }
+    dnsServer.txt.delete(name);
+    await recheckAll();
+    expect(await statusOf(domain.domain)).toMatchObject({ status: 'failed', last_error: expect.stringContaining('No TXT record') });
+    expect(await dkimSigningFor(app.runtime, app.runtime.orm.em.fork(), acme.tenantId, `news@${domain.domain}`)).toBeNull();
+  });
+
+  it('looks again only at domains not checked for a day, the least recently checked first, and runs every hour', async () => {
+    const domain = await register(acme);
+    await recheckAll();
+    const checkedAt = (await statusOf(domain.domain)).last_checked_at;
+    const recent = await recheckSenderDomains(app.runtime, app.runtime.orm.em.fork(), { staleMs: SENDER_DOMAIN_RECHECK_MS, limit: 10_000 });
+    expect(recent.checked).toBe(0);
+    expect((await statusOf(domain.domain)).last_checked_at).toEqual(checkedAt);
+    expect(senderDomainsRecheckJob.schedule).toBe('41 * * * *');
   });
 });

@@ -8,6 +8,7 @@ import { rateLimitPrune } from './rate-limit-prune.ts';
 import { systemEmailJob } from './system-email.ts';
 import { dataRequestJob } from './data-request.ts';
 import { emailLinkJob } from './email-link.ts';
+import { senderDomainsRecheckJob } from './sender-domains-recheck.ts';
 
 export const jobs: JobDefinition<any>[] = [
   // delivery of triggered events, its dead letters, and idempotency-key retention (hourly)
@@ -20,6 +21,8 @@ export const jobs: JobDefinition<any>[] = [
   // system emails (verification, reset, invitation) and the lookups behind them
   systemEmailJob,
   emailLinkJob,
+  // sender domains' DKIM records, re-checked in DNS (hourly, each domain daily)
+  senderDomainsRecheckJob,
   // tenant data exports and deletions
   dataRequestJob,
 ];
