@@ -243,4 +243,18 @@ describe('concurrent triggers through the API', () => {
     expect(events).toHaveLength(72);
     expect(new Set(eventIds).size).toBe(72);
   });
+
+  it('never deadlocks with bulk imports of the same contacts in the opposite order', async () => {
+    const ids = Array.from({ length: 40 }, (_, i) => `lock_${String(i).padStart(2, '0')}`);
+    const requests = Array.from({ length: 24 }, (_, round) =>
+      round % 3 === 0
+        ? app.request('POST', '/v1/contacts/bulk', { token: acme.serviceKey, body: { contacts: [...ids].reverse().map((id) => ({ external_id: id, name: `bulk ${round}` })) } })
+        : app.request('POST', '/v1/notifications', {
+            token: acme.serviceKey,
+            body: { type: 'plain', recipients: (round % 2 ? ids : ids.slice(0, 10)).map((id) => ({ external_id: id, name: `trigger ${round}` })) },
+          }),
+    );
+    const statuses = (await Promise.all(requests)).map((r) => r.status);
+    expect(statuses).toEqual(Array.from({ length: 24 }, (_, round) => (round % 3 === 0 ? 200 : 202)));
+  });
 });

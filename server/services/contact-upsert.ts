@@ -99,7 +99,10 @@ export function isBareContact(row: ContactUpsertInput): boolean {
 export async function upsertContacts(em: EntityManager, tenantId: string, inputs: ContactFields[]): Promise<UpsertedContact[]> {
   const rows = contactUpsertInput(inputs);
   if (rows.length === 0) return [];
-  const result = await query<ContactRow & { created: boolean }>(em, contactUpsertStatement(`(SELECT $1::uuid AS tenant_id, e FROM jsonb_array_elements($2::jsonb) AS e)`), [tenantId, JSON.stringify(rows)]);
+  // In external_id order, as the trigger statement writes them: statements that lock the same contacts
+  // in the same order wait for each other instead of deadlocking.
+  const source = `(SELECT $1::uuid AS tenant_id, e FROM jsonb_array_elements($2::jsonb) AS e ORDER BY e->>'external_id')`;
+  const result = await query<ContactRow & { created: boolean }>(em, contactUpsertStatement(source), [tenantId, JSON.stringify(rows)]);
   const byExternal = new Map(result.map((r) => [r.external_id, r]));
   return rows.map((r) => byExternal.get(r.external_id)!);
 }

@@ -12,7 +12,9 @@
 // for 1. So while the API's statements are in flight, further triggers queue in the process, and the
 // next statement writes all of them in one transaction; at light load a trigger still runs at once,
 // alone. Every trigger's events and jobs still commit together, before its 202 (a batch commits all
-// of its triggers or none), so nothing accepted is lost.
+// of its triggers or none), so nothing accepted is lost. (npm run bench, 1-recipient triggers, same
+// session: 835-894 requests/s with p99 67-71 ms one statement per trigger, 1,618-1,884 with p99 31-45 ms
+// batched.)
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
 import type { PgBoss } from '../queue.ts';
