@@ -18,7 +18,8 @@
 // where the rates swing with the machine (±20% and more on a shared 2-core VM), these compare changes
 // to the delivery path across runs and machines. With the database on this machine (Linux), it also
 // prints the CPU time per item of the consuming process and of PostgreSQL, after the warm-up: the
-// machine is CPU-bound at saturation, so the ratio of those totals predicts the rate ratio.
+// machine is CPU-bound at saturation, so the ratio of those totals predicts the rate ratio, and the
+// split shows where the time goes (CPU time moves with the machine's load as well).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync, chmodSync, readFileSync, readdirSync } from 'node:fs';
