@@ -61,4 +61,18 @@ describe('SmtpPool', () => {
     }
     await vi.waitFor(() => expect(peers.reduce((n, p) => n + p.openConnections, 0)).toBe(0));
   });
+
+  it('never closes the transport it is about to send with, even when every other one is busy', async () => {
+    const pool = new SmtpPool({ maxTransports: 1 });
+    try {
+      const [a, b] = peers as [SmtpPeer, SmtpPeer];
+      const busy = pool.send(settingsOf(a), mail('busy-a')); // a is sending: it cannot be closed
+      await pool.send(settingsOf(b), mail('over-cap-b')); // over the cap, with nothing idle to close
+      await busy;
+      expect((await b.waitFor((m) => m.parsed.subject === 'over-cap-b')).envelope.to).toEqual(['reader@example.org']);
+      expect((await a.waitFor((m) => m.parsed.subject === 'busy-a')).envelope.to).toEqual(['reader@example.org']);
+    } finally {
+      pool.close();
+    }
+  });
 });

@@ -95,7 +95,8 @@ export class SmtpPool {
     return this.#transports.size;
   }
 
-  #transport(settings: SmtpSettings): PooledTransport {
+  /** The transport for these settings, counted as sending (the caller's send) before anything is evicted. */
+  #acquire(settings: SmtpSettings): PooledTransport {
     const id = createHash('sha256').update(JSON.stringify([settings.host, settings.port, settings.secure, settings.username, settings.password])).digest('hex');
     const now = this.#now();
     let pooled = this.#transports.get(id);
@@ -124,6 +125,7 @@ export class SmtpPool {
       };
     }
     pooled.lastUsed = now;
+    pooled.sending++;
     this.#transports.set(id, pooled);
     this.#evict(now);
     this.#sweeper ??= setInterval(() => this.#sweep(), this.#idleMs).unref();
@@ -152,8 +154,7 @@ export class SmtpPool {
   }
 
   async send(settings: SmtpSettings, mail: OutgoingMail): Promise<SentMail> {
-    const pooled = this.#transport(settings);
-    pooled.sending++;
+    const pooled = this.#acquire(settings);
     let info;
     try {
       info = await pooled.transport.sendMail({
