@@ -176,12 +176,13 @@ export async function recheckSenderDomains(runtime: Runtime, em: EntityManager, 
   for (const row of rows) {
     const check = await checkDkimRecord(runtime, row);
     const status: SenderDomainStatus = check.ok ? 'verified' : check.transient || row.status === 'pending' ? row.status : 'failed';
-    await execute(
+    // Only if the status is still the one read: a refresh meanwhile has the newer answer.
+    const updated = await execute(
       em,
-      `UPDATE sender_domains SET status = $3, last_error = $4, last_checked_at = $5, updated_at = now() WHERE tenant_id = $1 AND id = $2`,
-      [row.tenant_id, row.id, status, check.ok ? null : check.error, new Date(runtime.clock.now())],
+      `UPDATE sender_domains SET status = $3, last_error = $4, last_checked_at = $5, updated_at = now() WHERE tenant_id = $1 AND id = $2 AND status = $6`,
+      [row.tenant_id, row.id, status, check.ok ? null : check.error, new Date(runtime.clock.now()), row.status],
     );
-    if (status !== row.status) {
+    if (updated > 0 && status !== row.status) {
       changed++;
       runtime.logger.info('sender domain re-checked', { tenant_id: row.tenant_id, domain: row.domain, from: row.status, to: status, error: check.ok ? null : check.error });
     }
