@@ -37,14 +37,15 @@ const PASSWORD = 'herald-embedded';
  * MikroORM (which parses the URL itself) read as a socket directory.
  */
 export function embeddedUrl(dir: string, port: number, database: string): string {
-  const host = socketDirectory(dir, port) === null ? '127.0.0.1' : encodeURIComponent(dir);
-  return `postgres://${USER}:${PASSWORD}@${host}:${port}/${encodeURIComponent(database)}`;
+  return clusterUrl(socketDirectory(dir, port) === null ? '127.0.0.1' : encodeURIComponent(dir), port, database);
 }
 
 /** The embedded cluster's URL over TCP, for a cluster started without a socket. */
 export function embeddedTcpUrl(port: number, database: string): string {
-  return `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${encodeURIComponent(database)}`;
+  return clusterUrl('127.0.0.1', port, database);
 }
+
+const clusterUrl = (host: string, port: number, database: string) => `postgres://${USER}:${PASSWORD}@${host}:${port}/${encodeURIComponent(database)}`;
 
 // A socket's path must fit sockaddr_un (108 bytes on Linux, 104 on macOS, with its NUL);
 // PostgreSQL refuses to start when the only socket directory given is too long for it.

@@ -100,8 +100,10 @@ export class SmtpPool {
     const id = createHash('sha256').update(JSON.stringify([settings.host, settings.port, settings.secure, settings.username, settings.password])).digest('hex');
     const now = this.#now();
     let pooled = this.#transports.get(id);
-    if (pooled) this.#transports.delete(id); // re-inserted below: most recently used last
-    else {
+    if (pooled) {
+      this.#transports.delete(id); // re-inserted below: most recently used last
+      pooled.lastUsed = now;
+    } else {
       pooled = {
         transport: nodemailer.createTransport({
           pool: true,
@@ -124,7 +126,6 @@ export class SmtpPool {
         sending: 0,
       };
     }
-    pooled.lastUsed = now;
     pooled.sending++;
     this.#transports.set(id, pooled);
     this.#evict(now);

@@ -36,7 +36,7 @@ function unstorable(text: string): string | null {
  * overflow the call stack), each entry linked to its parent, so that the walk stays linear in the size
  * of the input however deep it nests.
  */
-export function findUnstorableText(value: unknown): { path: Array<string | number>; msg: string } | null {
+function findUnstorableText(value: unknown): { path: Array<string | number>; msg: string } | null {
   interface Step {
     value: unknown;
     key: string | number | null;

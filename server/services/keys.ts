@@ -22,10 +22,11 @@ export interface KeyListing {
 }
 
 const quote = (identifier: string) => `"${identifier.replace(/"/g, '""')}"`;
+const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
 /** A table name, schema-qualified or not. */
 const quoteTable = (table: string) => table.split('.').map(quote).join('.');
 /** The ciphertext of a row: the column, or the key inside the jsonb column that holds it. */
-const ciphertextSql = (col: EncryptedColumn) => (col.jsonKey ? `(${quote(col.column)} ->> '${col.jsonKey.replace(/'/g, "''")}')` : quote(col.column));
+const ciphertextSql = (col: EncryptedColumn) => (col.jsonKey ? `(${quote(col.column)} ->> ${literal(col.jsonKey)})` : quote(col.column));
 const keyIdSql = (col: EncryptedColumn) => `split_part(${ciphertextSql(col)}, '.', 2)`;
 /** The rows that hold a ciphertext. */
 const holdsCiphertext = (col: EncryptedColumn) => `${ciphertextSql(col)} IS NOT NULL${col.where ? ` AND (${col.where})` : ''}`;
@@ -111,7 +112,7 @@ async function rewrapColumn(em: EntityManager, keyRing: KeyRing, col: EncryptedC
   const aadInputs = Object.entries(col.aadInputs ?? {})
     .map(([name, sql]) => `, ${sql} AS ${quote(name)}`)
     .join('');
-  const assignment = col.jsonKey ? `jsonb_set(${quote(col.column)}, ARRAY['${col.jsonKey.replace(/'/g, "''")}'], to_jsonb($1::text))` : '$1';
+  const assignment = col.jsonKey ? `jsonb_set(${quote(col.column)}, ARRAY[${literal(col.jsonKey)}], to_jsonb($1::text))` : '$1';
   let after: unknown[] | null = null;
   for (;;) {
     const active = keyRing.activeKeyId;

@@ -171,28 +171,32 @@ export class TriggerBatcher {
 
   private async lane(): Promise<void> {
     for (let batch = this.takeBatch(); batch.length > 0; batch = this.takeBatch()) {
+      let outcomes: TriggerOutcome[];
       try {
-        const outcomes = await this.write(batch.map((p) => p.trigger));
-        batch.forEach((p, i) => p.resolve(outcomes[i]!));
-        this.afterCommit();
+        outcomes = await this.write(batch.map((p) => p.trigger));
       } catch (error) {
         if (batch.length === 1) batch[0]!.reject(error);
         // Nothing of the batch was written: run each trigger alone, so that whatever failed fails
         // only the trigger that caused it.
         else for (const p of batch) await this.writeAlone(p);
+        continue;
       }
+      // Outside the try: what follows a committed statement must never write its triggers again.
+      batch.forEach((p, i) => p.resolve(outcomes[i]!));
+      this.afterCommit();
     }
     this.running--;
   }
 
   private async writeAlone(p: Pending): Promise<void> {
+    let outcome: TriggerOutcome;
     try {
-      const [outcome] = await this.write([p.trigger]);
-      p.resolve(outcome!);
-      this.afterCommit();
+      [outcome] = (await this.write([p.trigger])) as [TriggerOutcome];
     } catch (error) {
-      p.reject(error);
+      return p.reject(error);
     }
+    p.resolve(outcome);
+    this.afterCommit();
   }
 
   /**
