@@ -1,8 +1,8 @@
 // herald send: trigger a notification from a CI script or a terminal (remote mode), optionally
 // waiting until every event is final. Exit 0 delivered (or still running without --wait), 1 an API
 // error or a failed delivery, 2 a usage error.
-import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
+import { readJsonObject } from './support/file-input.ts';
 import { CliError, EXIT_FAILURE, print, printJson, printTable, usageError } from './support/output.ts';
 import { remoteClient, withRemote, type RemoteClient, type RemoteOptions } from './support/remote.ts';
 import type { EventResponse, TriggerResponse } from '../server/schemas/notifications.ts';
@@ -57,8 +57,8 @@ Examples:
       if (options.to.length === 0) throw usageError('at least one --to is required');
       const timeout = Number(options.timeout);
       if (!Number.isFinite(timeout) || timeout <= 0) throw usageError('--timeout must be a positive number of seconds');
-      const variables = { ...readJsonObject(options.dataFile, '--data-file'), ...pairs(options.var, '--var') };
-      const secretVariables = { ...readJsonObject(options.secretsFile, '--secrets-file'), ...pairs(options.secret, '--secret') };
+      const variables = { ...(options.dataFile ? readJsonObject(options.dataFile, '--data-file') : {}), ...pairs(options.var, '--var') };
+      const secretVariables = { ...(options.secretsFile ? readJsonObject(options.secretsFile, '--secrets-file') : {}), ...pairs(options.secret, '--secret') };
       const client = remoteClient(options, { invalidInputExit: EXIT_FAILURE });
       const body: Record<string, unknown> = { type: options.type, recipients: options.to, variables, secret_variables: secretVariables };
       if (options.brand) body.brand = options.brand;
@@ -94,19 +94,6 @@ function pairs(values: string[], flag: string): Record<string, string> {
 }
 
 /** The JSON object in `file` ('-': stdin); errors name the flag, never the content (it may be secret). */
-function readJsonObject(file: string | undefined, flag: string): Record<string, unknown> {
-  if (!file) return {};
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(readFileSync(file === '-' ? 0 : file, 'utf8'));
-  } catch (error) {
-    const reason = error instanceof SyntaxError ? 'not valid JSON' : (error as Error).message;
-    throw usageError(`${flag} ${file}: ${reason}`);
-  }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw usageError(`${flag} ${file} must hold a JSON object`);
-  return parsed as Record<string, unknown>;
-}
-
 async function waitForEvents(client: RemoteClient, ids: string[], timeoutMs: number): Promise<EventResponse[]> {
   const deadline = Date.now() + timeoutMs;
   for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {

@@ -2,7 +2,6 @@
 // to the database through the services) and in remote mode (--url/--api-key or HERALD_URL/
 // HERALD_API_KEY, through the HTTP API). Secrets come from files or stdin, never from flags, and are
 // never printed.
-import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { Config } from '../server/config.ts';
 import { PushProvider } from '../server/schemas/common.ts';
@@ -23,6 +22,7 @@ import { smtpSettingsFromUrl } from '../server/email/smtp.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
 import { confirmUnlessYes } from './support/confirm.ts';
+import { readJsonObject, readSecret } from './support/file-input.ts';
 import { remoteClient, type RemoteClient, type RemoteOptions } from './support/remote.ts';
 import type { Runtime } from '../server/runtime.ts';
 
@@ -48,7 +48,8 @@ function withTarget(command: Command): Command {
   return withDataDir(command)
     .option('--tenant <id>', 'local mode: the tenant id')
     .option('--url <url>', 'remote mode: Herald base URL (default $HERALD_URL)')
-    .option('--api-key <key>', 'remote mode: a service key of the tenant (default $HERALD_API_KEY)')
+    .option('--api-key <key>', 'remote mode: a service key of the tenant (default $HERALD_API_KEY; other users can see a flag in the process list)')
+    .option('--api-key-file <file>', "remote mode: read the service key from a file, or '-' for stdin")
     .option('--json', 'print as JSON');
 }
 
@@ -90,37 +91,6 @@ async function withApi<T>(options: TargetOptions, fn: (api: TransportApi, local:
     if (!/^[0-9a-f-]{36}$/i.test(tenantId) || !(await findTenant(runtime.orm.em.fork(), tenantId))) throw new CliError(`no tenant ${tenantId}`);
     return fn(localApi(runtime, tenantId), { runtime, config });
   });
-}
-
-let stdinUsed = false;
-/** A secret from a file, or from stdin with "-"; surrounding whitespace is trimmed. */
-function readSecret(source: string, what: string): string {
-  let value: string;
-  try {
-    if (source === '-') {
-      if (stdinUsed) throw usageError('only one secret can come from stdin');
-      stdinUsed = true;
-      value = readFileSync(0, 'utf8');
-    } else value = readFileSync(source, 'utf8');
-  } catch (error) {
-    if (error instanceof CliError) throw error;
-    throw usageError(`cannot read ${what} from ${source === '-' ? 'stdin' : source}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
-  }
-  value = value.trim();
-  if (!value) throw usageError(`${what} is empty`);
-  return value;
-}
-
-function readJsonFile(path: string, what: string): Record<string, unknown> {
-  const text = path === '-' ? readSecret('-', what) : readSecret(path, what);
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw usageError(`${what} is not valid JSON`);
-  }
-  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw usageError(`${what} must hold a JSON object`);
-  return parsed as Record<string, unknown>;
 }
 
 function parsePort(value: string | undefined): number | undefined {
@@ -175,7 +145,7 @@ interface EmailSetOptions extends TargetOptions {
 }
 
 function emailBody(options: EmailSetOptions): Record<string, unknown> {
-  const body: Record<string, unknown> = options.file ? readJsonFile(options.file, 'settings file') : {};
+  const body: Record<string, unknown> = options.file ? readJsonObject(options.file, 'settings file') : {};
   if ('password' in body) throw usageError('the settings file must not hold the password: use --password-file');
   if (options.host !== undefined) body.host = options.host;
   if (options.port !== undefined) body.port = parsePort(options.port);
@@ -325,7 +295,7 @@ interface PushSetOptions extends TargetOptions {
 }
 
 function pushBody(provider: PushProvider, options: PushSetOptions): Record<string, unknown> {
-  const body: Record<string, unknown> = options.file ? readJsonFile(options.file, 'settings file') : {};
+  const body: Record<string, unknown> = options.file ? readJsonObject(options.file, 'settings file') : {};
   for (const secret of ['private_key', 'access_token', 'service_account']) {
     if (secret in body) throw usageError(`the settings file must not hold ${secret}: pass it with its --*-file option`);
   }
@@ -344,7 +314,7 @@ function pushBody(provider: PushProvider, options: PushSetOptions): Record<strin
   }
   if (options.serviceAccountFile) {
     if (provider !== 'fcm') throw usageError('--service-account-file is for fcm');
-    body.service_account = readJsonFile(options.serviceAccountFile, 'service account file');
+    body.service_account = readJsonObject(options.serviceAccountFile, 'service account file');
   }
   if (options.accessTokenFile) {
     if (provider !== 'expo') throw usageError('--access-token-file is for expo');
@@ -431,7 +401,7 @@ Examples:
       const body: Record<string, unknown> = {};
       if (options.token) body.token = options.token;
       if (options.subscriptionFile) {
-        const sub = readJsonFile(options.subscriptionFile, 'subscription file');
+        const sub = readJsonObject(options.subscriptionFile, 'subscription file');
         body.subscription = { endpoint: sub.endpoint, keys: sub.keys };
       }
       await withApi(options, async (api) => printTestResult(await api.testPush(provider, body), options.json));

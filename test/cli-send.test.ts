@@ -97,6 +97,38 @@ describe('herald send', () => {
     expect(res.code).toBe(2);
   });
 
+  it('reads the service key from --api-key-file (a file, or - for stdin), never printing it', async () => {
+    const noKeyEnv = { HERALD_API_KEY: undefined };
+    const keyFile = join(dir, 'service-key');
+    writeFileSync(keyFile, `${acme.serviceKey}\n`); // as `echo` or a mounted secret writes it
+    const fromFile = await runCli(['send', '--type', 'deploy', '--to', 'keyfile_1', '--var', 'version=6', '--json', '--url', app.url, '--api-key-file', keyFile], { env: noKeyEnv });
+    expect(fromFile.stderr).toBe('');
+    expect(fromFile.code).toBe(0);
+    expect(JSON.parse(fromFile.stdout).events).toHaveLength(1);
+
+    const fromStdin = await runCli(['events', 'list', '--external-id', 'keyfile_1', '--json', '--url', app.url, '--api-key-file', '-'], { env: noKeyEnv, input: acme.serviceKey });
+    expect(fromStdin.code).toBe(0);
+    expect(JSON.parse(fromStdin.stdout).items).toHaveLength(1);
+
+    // A wrong key in the file: refused by the server, and the key is not echoed.
+    writeFileSync(keyFile, 'sk_wrong-key-from-file');
+    const refused = await runCli(['events', 'list', '--url', app.url, '--api-key-file', keyFile], { env: noKeyEnv });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('401');
+    expect(refused.stderr + refused.stdout).not.toContain('wrong-key-from-file');
+  });
+
+  it.each([
+    ['both --api-key and --api-key-file', ['--api-key', 'sk_x', '--api-key-file', '/dev/null'], undefined, 'not both'],
+    ['a missing --api-key-file', ['--api-key-file', '/nonexistent/key'], undefined, 'ENOENT'],
+    ['an empty --api-key-file', ['--api-key-file', '-'], '\n', 'is empty'],
+    ['stdin asked for the key and the secrets', ['--api-key-file', '-', '--secrets-file', '-'], '{}', 'cannot both come from stdin'],
+  ])('exits 2 for %s', async (_name, args, input, message) => {
+    const res = await runCli(['send', '--type', 'deploy', '--to', 'x', '--url', app.url, ...args], { env: { HERALD_API_KEY: undefined }, input });
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain(message);
+  });
+
   it('exits 2 without a server or key', async () => {
     const res = await runCli(['send', '--type', 'deploy', '--to', 'x'], { env: { HERALD_URL: undefined, HERALD_API_KEY: undefined } });
     expect(res.code).toBe(2);

@@ -1,14 +1,16 @@
 // Remote mode: the one HTTP client of the commands that talk to a running Herald over its API with a
-// service key, from --url/--api-key or HERALD_URL/HERALD_API_KEY. An API error becomes a one-line
+// service key, from --url and --api-key/--api-key-file or HERALD_URL/HERALD_API_KEY. An API error becomes a one-line
 // CliError "HTTP <status>: <detail>" (ErrorResponse detail and code, or the HTTPValidationError
 // entries as "loc: msg"); it exits 1, and a 422 exits as the command chose (see `invalidInputExit`).
 // The service key is only ever sent in the Authorization header, never printed.
 import type { Command } from 'commander';
 import { CliError, EXIT_FAILURE, EXIT_USAGE, usageError } from './output.ts';
+import { readSecret } from './file-input.ts';
 
 export interface RemoteOptions {
   url?: string;
   apiKey?: string;
+  apiKeyFile?: string;
 }
 
 interface RemoteResponse<T> {
@@ -35,11 +37,12 @@ export interface RemoteClientSettings {
 /** A request gives up after this long: a hung server must not hang a CI script. */
 const REQUEST_TIMEOUT_MS = 60_000;
 
-/** Adds --url and --api-key to a remote command. */
+/** Adds --url, --api-key and --api-key-file to a remote command. */
 export function withRemote(command: Command): Command {
   return command
     .option('--url <url>', 'Herald base URL (default: $HERALD_URL)')
-    .option('--api-key <key>', 'service key, sk_... (default: $HERALD_API_KEY, which other users cannot see in the process list)');
+    .option('--api-key <key>', 'service key, sk_... (other users can see it in the process list: prefer $HERALD_API_KEY or --api-key-file)')
+    .option('--api-key-file <file>', "read the service key from a file (a mounted secret), or '-' for stdin (default: $HERALD_API_KEY)");
 }
 
 export class RemoteClient {
@@ -121,10 +124,11 @@ function describeBody(body: unknown): string {
 /** The client for --url/--api-key or HERALD_URL/HERALD_API_KEY; a missing or malformed one is a usage error. */
 export function remoteClient(options: RemoteOptions, settings: RemoteClientSettings = {}): RemoteClient {
   const url = options.url ?? process.env.HERALD_URL;
-  const apiKey = options.apiKey ?? process.env.HERALD_API_KEY;
   if (!url) throw usageError('no Herald URL: pass --url or set HERALD_URL');
   if (!/^https?:\/\//.test(url)) throw usageError('--url must be an http(s) URL');
-  if (!apiKey) throw usageError('no service key: pass --api-key or set HERALD_API_KEY');
+  if (options.apiKey && options.apiKeyFile) throw usageError('give --api-key or --api-key-file, not both');
+  const apiKey = options.apiKey ?? (options.apiKeyFile ? readSecret(options.apiKeyFile, '--api-key-file') : process.env.HERALD_API_KEY);
+  if (!apiKey) throw usageError('no service key: pass --api-key-file or --api-key, or set HERALD_API_KEY');
   if (!apiKey.startsWith('sk_')) throw usageError('the service key must begin with sk_');
   return new RemoteClient(url, apiKey, settings);
 }
