@@ -51,7 +51,7 @@ const SINGLE_REQUESTS = Number(process.env.BENCH_SINGLE_REQUESTS ?? 3000);
 const BULK_REQUESTS = Number(process.env.BENCH_BULK_REQUESTS ?? 60);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const LATENCY_SAMPLES = Number(process.env.BENCH_LATENCY_SAMPLES ?? 200);
-const WARM_UP_REQUESTS = 200;
+const WARM_UP_REQUESTS = 1000;
 // Saturation rates are taken after the first items of a drain: a freshly started worker process
 // compiles its hot paths meanwhile (Herald's delivery path is far more code than a no-op handler).
 // The same for Herald and for the baselines; the whole-drain rates are printed too.
@@ -138,8 +138,12 @@ async function main(): Promise<void> {
   /** Runs `count` calls of fn, `concurrency` at a time, each worker on its own connection. */
   const runLoad = (count: number, concurrency: number, fn: (i: number, connection: KeepAliveConnection) => Promise<{ ms: number }>) =>
     measure(count, connectionPool.slice(0, concurrency), fn);
-  // Warm-up (connections, JIT, contact rows).
-  await runLoad(WARM_UP_REQUESTS, 16, (i, c) => trigger(c, [`warm_${i % 50}`]));
+  // Warm-up (JIT, contact rows, the API process's heap), at the concurrency of the measured run. A
+  // fresh API process makes its first large garbage collections in its first second of load (a 20 ms
+  // scavenge and a 12 ms mark-compact seen with --trace-gc); with 32 requests in flight, one such
+  // pause delays 1% of a 3,000-request run and sets its p99. Warmed with 200 requests at 16, runs
+  // took a 40-70 ms stall in their first 400 ms (p99 42-86 ms, against 25-40 ms warmed like this).
+  await runLoad(WARM_UP_REQUESTS, CONCURRENCY, (i, c) => trigger(c, [`warm_${i % 50}`]));
 
   print(`Herald benchmark (loopback, ${config.workerConcurrency} worker concurrency, log level warn)`);
   const single = await runLoad(SINGLE_REQUESTS, CONCURRENCY, (i, c) => trigger(c, [`user_${i % 1000}`]));
@@ -331,6 +335,22 @@ function stats(values: number[]): { p50: number; p99: number } {
   return { p50: at(0.5), p99: at(0.99) };
 }
 
+/** More WAL than the benchmark's runs write in all (about 70 MB after the set-up). */
+const WAL_AGE_MB = 128;
+
+/**
+ * Gives a new cluster the WAL segments a cluster that has been running has. A new cluster creates
+ * each 16 MB segment as its WAL reaches it, writing it full of zeroes (wal_init_zero) while every
+ * commit waits: a 40-70 ms stall of all the requests in flight, enough to set a run's p99 (32
+ * concurrent requests are 1% of 3,000). A cluster that has been running reuses the segments of past
+ * checkpoints instead (wal_recycle). So: write that much WAL (messages, no table) and checkpoint,
+ * which keeps the segments for reuse.
+ */
+async function ageWal(admin: pg.Client): Promise<void> {
+  await admin.query(`SELECT count(pg_logical_emit_message(false, 'herald-bench', repeat('x', 1048576))) FROM generate_series(1, ${WAL_AGE_MB})`);
+  await admin.query('CHECKPOINT');
+}
+
 async function freshDatabase(dataDir: string): Promise<string> {
   const name = `herald_bench_${randomBytes(4).toString('hex')}`;
   let adminUrl = process.env.DATABASE_URL;
@@ -341,6 +361,7 @@ async function freshDatabase(dataDir: string): Promise<string> {
   }
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
+  if (!process.env.DATABASE_URL) await ageWal(admin);
   await admin.query(`CREATE DATABASE "${name}"`);
   await admin.end();
   const u = new URL(adminUrl);
