@@ -93,7 +93,6 @@ function pairs(values: string[], flag: string): Record<string, string> {
   return out;
 }
 
-/** The JSON object in `file` ('-': stdin); errors name the flag, never the content (it may be secret). */
 async function waitForEvents(client: RemoteClient, ids: string[], timeoutMs: number): Promise<EventResponse[]> {
   const deadline = Date.now() + timeoutMs;
   for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {

@@ -9,7 +9,7 @@ import { CliError, usageError } from './output.ts';
 let stdinTakenBy: string | null = null;
 
 /** The text of `source` (a path, or "-" for stdin) as it is. */
-export function readInput(source: string, what: string): string {
+function readInput(source: string, what: string): string {
   try {
     if (source !== '-') return readFileSync(source, 'utf8');
     if (stdinTakenBy) throw usageError(`${what} and ${stdinTakenBy} cannot both come from stdin`);

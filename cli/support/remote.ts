@@ -1,8 +1,8 @@
 // Remote mode: the one HTTP client of the commands that talk to a running Herald over its API with a
-// service key, from --url and --api-key/--api-key-file or HERALD_URL/HERALD_API_KEY. An API error becomes a one-line
-// CliError "HTTP <status>: <detail>" (ErrorResponse detail and code, or the HTTPValidationError
-// entries as "loc: msg"); it exits 1, and a 422 exits as the command chose (see `invalidInputExit`).
-// The service key is only ever sent in the Authorization header, never printed.
+// service key, from --url and --api-key/--api-key-file or HERALD_URL/HERALD_API_KEY. An API error
+// becomes a one-line CliError "HTTP <status>: <detail>" (ErrorResponse detail and code, or the
+// HTTPValidationError entries as "loc: msg"); it exits 1, and a 422 exits as the command chose (see
+// `invalidInputExit`). The service key is only ever sent in the Authorization header, never printed.
 import type { Command } from 'commander';
 import { CliError, EXIT_FAILURE, EXIT_USAGE, usageError } from './output.ts';
 import { readSecret } from './file-input.ts';
@@ -121,7 +121,7 @@ function describeBody(body: unknown): string {
   return typeof body === 'string' && body ? body.slice(0, 200) : 'request failed';
 }
 
-/** The client for --url/--api-key or HERALD_URL/HERALD_API_KEY; a missing or malformed one is a usage error. */
+/** The client for --url and --api-key/--api-key-file or HERALD_URL/HERALD_API_KEY; a missing or malformed one is a usage error. */
 export function remoteClient(options: RemoteOptions, settings: RemoteClientSettings = {}): RemoteClient {
   const url = options.url ?? process.env.HERALD_URL;
   if (!url) throw usageError('no Herald URL: pass --url or set HERALD_URL');
