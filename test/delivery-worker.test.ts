@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HERALD_BIN } from './support/cli.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { insertInboxTemplate, createTenantFixture, insertNotificationType, sql, sqlOne, waitForFinal, type TenantFixture } from './support/fixtures.ts';
+import { signal } from './support/signal.ts';
 import { execute } from '../server/db/sql.ts';
 import { deliverEvent } from '../server/delivery/worker.ts';
 import { storeBatch } from '../server/delivery/batch-store.ts';
@@ -118,9 +119,9 @@ describe('inbox delivery', () => {
     ]);
     for (const item of items) {
       const stream = await sql<{ kind: string; payload: Record<string, unknown> }>(api, `SELECT kind, payload FROM stream_events WHERE contact_id = $1 ORDER BY id`, [item.contact_id]);
-      expect(stream.map((s) => s.kind)).toEqual(['notification', 'counts']);
+      // The counts are derived by the stream hub for open streams, not stored (stream.test.ts).
+      expect(stream.map((s) => s.kind)).toEqual(['notification']);
       expect(stream[0]!.payload).toMatchObject({ event_id: item.event_id, type: 'plain', title: item.title, body: item.body, read_at: null });
-      expect(stream[1]!.payload).toEqual({ unread_count: 1, unseen_count: 1 });
     }
     for (const id of ids) expect(await deliveriesOf(id)).toEqual([{ channel: 'inbox', status: 'delivered', reason: null, attempts: 1, last_error: null }]);
     // Delivered by the batch fast path, not the per-event fallback.
@@ -145,33 +146,46 @@ describe('inbox delivery', () => {
     await expect(store).rejects.toThrow(/deliveries_event_id_channel_destination_key/);
     expect(await sql(api, `SELECT 1 FROM deliveries WHERE event_id = $1`, [id])).toHaveLength(1);
     expect(await sql(api, `SELECT 1 FROM inbox_items WHERE event_id = $1`, [id])).toHaveLength(1);
-    expect(await sql(api, `SELECT kind FROM stream_events WHERE contact_id = $1`, [event.contact_id])).toHaveLength(2);
+    expect(await sql(api, `SELECT kind FROM stream_events WHERE contact_id = $1`, [event.contact_id])).toHaveLength(1);
   });
 
-  it("publishes counts that include the contact's earlier items (read, seen, unseen) and every new one", async () => {
-    const [first] = await trigger({ recipients: ['cnt_1'], variables: { name: 'x' } });
-    const [second] = await trigger({ recipients: ['cnt_1'], variables: { name: 'x' } });
-    await waitForFinal(api, [first!, second!]);
-    const contact = (await sqlOne<{ id: string }>(api, `SELECT id FROM contacts WHERE tenant_id = $1 AND external_id = 'cnt_1'`, [acme.tenantId]))!;
-    const em = api.runtime.orm.em.fork();
-    await execute(em, `UPDATE inbox_items SET read_at = now(), seen_at = now() WHERE event_id = $1`, [first]);
-    await execute(em, `UPDATE inbox_items SET seen_at = now() WHERE event_id = $1`, [second]);
-    const before = (await sqlOne<{ id: string }>(api, `SELECT max(id)::text AS id FROM stream_events WHERE contact_id = $1`, [contact.id]))!.id;
-    // Three at once: one batch or several, each 'counts' must match the items stored up to it.
-    const ids = (await Promise.all([1, 2, 3].map(() => trigger({ recipients: ['cnt_1'], variables: { name: 'x' } })))).flat();
-    await waitForFinal(api, ids);
-    const stream = await sql<{ kind: string; payload: Record<string, unknown> }>(
-      api,
-      `SELECT kind, payload FROM stream_events WHERE contact_id = $1 AND id > $2 ORDER BY id`,
-      [contact.id, before],
-    );
-    expect(stream.filter((s) => s.kind === 'notification').map((s) => s.payload.event_id).sort()).toEqual([...ids].sort());
-    let added = 0;
-    for (const event of stream) {
-      if (event.kind === 'notification') added++;
-      else expect(event.payload).toEqual({ unread_count: 1 + added, unseen_count: added });
-    }
-    expect(stream.at(-1)).toEqual({ kind: 'counts', payload: { unread_count: 4, unseen_count: 3 } });
+  it("takes a contact's stream lock before drawing its stream ids and holds it until commit", async () => {
+    const [eventId] = await trigger({ recipients: ['lock_1'], variables: { name: 'x' } });
+    await waitForFinal(api, [eventId!]);
+    const event = (await sqlOne<{ tenant_id: string; contact_id: string }>(api, `SELECT tenant_id::text, contact_id::text FROM events WHERE id = $1`, [eventId]))!;
+    // Two more inbox items for the contact, stored as the batch path stores them, in two transactions.
+    const batchOf = (title: string) => {
+      const deliveryId = newId();
+      const item = { id: newId(), tenant_id: event.tenant_id, contact_id: event.contact_id, event_id: eventId!, delivery_id: deliveryId, type_key: 'plain', title, body: 'b', action_url: null, data: {} };
+      return {
+        deliveries: [{ id: deliveryId, event_id: eventId!, tenant_id: event.tenant_id, channel: 'inbox', destination: `lock-${title}`, provider: null, status: 'delivered' as const, reason: null, last_error: null, attempts: 1 }],
+        items: [{ ...item, payload: { id: item.id, title } as never }],
+        eventIds: [],
+        jobs: [],
+      };
+    };
+    const aMayCommit = signal();
+    const aHasStored = signal();
+    let released = false;
+    const a = api.runtime.orm.em.fork().transactional(async (tx) => {
+      await storeBatch(tx, api.runtime.boss!, batchOf('a'));
+      aHasStored.raise();
+      await aMayCommit.raised;
+    });
+    await aHasStored.raised;
+    let bStoredWhileAOpen = false;
+    const b = api.runtime.orm.em.fork().transactional(async (tx) => {
+      await storeBatch(tx, api.runtime.boss!, batchOf('b'));
+      bStoredWhileAOpen = !released;
+    });
+    await new Promise((r) => setTimeout(r, 150));
+    released = true;
+    aMayCommit.raise();
+    await Promise.all([a, b]);
+    // B waited for A's commit before drawing its id, so the contact's ids became visible in order.
+    expect(bStoredWhileAOpen).toBe(false);
+    const stream = await sql<{ title: string }>(api, `SELECT payload->>'title' AS title FROM stream_events WHERE contact_id = $1 ORDER BY id`, [event.contact_id]);
+    expect(stream.map((s) => s.title)).toEqual(['Hi lock_1', 'a', 'b']);
   });
 
   it('skips the inbox for a contact who opted out, only while the type opt-out policy is on', async () => {

@@ -4,6 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { createTenantFixture, deliverInboxItem, type TenantFixture } from './support/fixtures.ts';
+import { signal } from './support/signal.ts';
+import { execute } from '../server/db/sql.ts';
 
 interface SseEvent {
   id: string | undefined;
@@ -132,13 +134,47 @@ describe('GET /v1/contacts/{id}/stream', () => {
         { id: expect.stringMatching(/^\d+$/), event: 'notification', data: item },
         { id: expect.stringMatching(/^\d+$/), event: 'counts', data: { unread_count: 2, unseen_count: 2 } },
       ]);
+      // The counts are derived by the hub, not stored: they carry the id of the event they follow.
       const ids = client.events.map((e) => BigInt(e.id!));
-      expect(ids[1]! > ids[0]! && ids[2]! > ids[1]!).toBe(true);
+      expect(ids[1]! > ids[0]! && ids[2] === ids[1]).toBe(true);
       // Marking it read reaches the stream as updated + counts.
       await app.request('PATCH', `/v1/contacts/${id}/notifications/${item.id}`, { token: acme.tokenFor(id), body: { read: true } });
       await client.until((c) => c.ofKind('updated').length === 1 && c.ofKind('counts').length === 3);
       expect(client.ofKind('updated')[0]!.data).toMatchObject({ id: item.id, read_at: expect.any(String) });
       expect(client.ofKind('counts')[2]!.data).toEqual({ unread_count: 1, unseen_count: 1 });
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("follows each change with the contact's counts as of then, earlier read and seen items included", async () => {
+    const id = await acme.contact('counts-1');
+    const token = acme.tokenFor(id);
+    const read = await deliverInboxItem(app, acme.tenantId, id, { title: 'read' });
+    const seen = await deliverInboxItem(app, acme.tenantId, id, { title: 'seen' });
+    const em = app.runtime.orm.em.fork();
+    await execute(em, `UPDATE inbox_items SET read_at = now(), seen_at = now() WHERE id = $1`, [read.id]);
+    await execute(em, `UPDATE inbox_items SET seen_at = now() WHERE id = $1`, [seen.id]);
+    const client = await StreamClient.open(streamUrl(app.url, id), token);
+    try {
+      await client.until((c) => c.events.length >= 1);
+      expect(client.events[0]).toMatchObject({ event: 'counts', data: { unread_count: 1, unseen_count: 0 } });
+      for (const title of ['new 1', 'new 2', 'new 3']) await deliverInboxItem(app, acme.tenantId, id, { title });
+      await client.until((c) => c.ofKind('notification').length === 3 && c.events.at(-1)!.event === 'counts');
+      // However the hub's reads fell, a counts event follows the last item and counts every item stored.
+      expect(client.events.at(-1)!.data).toEqual({ unread_count: 4, unseen_count: 3 });
+      expect(client.events[1]!.event).toBe('notification');
+      // Read-all stores its counts on the stream: they arrive once, not followed by derived ones.
+      expect((await app.request('POST', `/v1/contacts/${id}/notifications/read-all`, { token })).status).toBe(200);
+      await client.until((c) => c.events.at(-1)!.data.unread_count === 0);
+      const after = await deliverInboxItem(app, acme.tenantId, id, { title: 'after read-all' });
+      await client.until((c) => c.ofKind('notification').some((e) => e.data.id === after.id) && c.events.at(-1)!.event === 'counts');
+      const tail = client.events.slice(client.events.findIndex((e) => e.event === 'counts' && e.data.unread_count === 0));
+      expect(tail.map((e) => [e.event, e.event === 'counts' ? e.data : e.data.title])).toEqual([
+        ['counts', { unread_count: 0, unseen_count: 0 }],
+        ['notification', 'after read-all'],
+        ['counts', { unread_count: 1, unseen_count: 1 }],
+      ]);
     } finally {
       await client.close();
     }
@@ -174,8 +210,9 @@ describe('GET /v1/contacts/{id}/stream', () => {
     ];
     const second = await StreamClient.open(streamUrl(app.url, id), token, lastSeen);
     try {
-      await second.until((c) => c.events.length >= 5);
-      expect(second.events.map((e) => e.event)).toEqual(['notification', 'counts', 'notification', 'counts', 'counts']);
+      await second.until((c) => c.events.length >= 3);
+      // The missed items, then one counts as of now (counts are not stored per item, so none is replayed).
+      expect(second.events.map((e) => e.event)).toEqual(['notification', 'notification', 'counts']);
       expect(second.ofKind('notification').map((e) => e.data.id)).toEqual(missed.map((m) => m.id));
       expect(second.events.every((e) => BigInt(e.id!) > BigInt(lastSeen))).toBe(true);
       const server = await app.request('GET', `/v1/contacts/${id}/notifications`, { token });
@@ -319,18 +356,16 @@ describe('stream log appends', () => {
     const { appendStreamEvent } = await import('../server/stream/events.ts');
     const id = await acme.contact('ordering-1');
     const other = await acme.contact('ordering-2');
-    let releaseA!: () => void;
-    const aMayCommit = new Promise<void>((r) => (releaseA = r));
-    let aAppended!: () => void;
-    const aHasAppended = new Promise<void>((r) => (aAppended = r));
+    const aMayCommit = signal();
+    const aHasAppended = signal();
     let released = false;
     const a = app.runtime.orm.em.fork().transactional(async (tx) => {
       const appended = await appendStreamEvent(tx, { tenantId: acme.tenantId, contactId: id, kind: 'counts', payload: { n: 'a' } });
-      aAppended();
-      await aMayCommit;
+      aHasAppended.raise();
+      await aMayCommit.raised;
       return appended;
     });
-    await aHasAppended;
+    await aHasAppended.raised;
     // Another contact is not held up.
     await app.runtime.orm.em.fork().transactional((tx) => appendStreamEvent(tx, { tenantId: acme.tenantId, contactId: other, kind: 'counts', payload: {} }));
     let bAppendedWhileAOpen = false;
@@ -341,7 +376,7 @@ describe('stream log appends', () => {
     });
     await new Promise((r) => setTimeout(r, 100));
     released = true;
-    releaseA();
+    aMayCommit.raise();
     const [idA, idB] = await Promise.all([a, b]);
     // B waited for A's commit before drawing its id.
     expect(bAppendedWhileAOpen).toBe(false);
@@ -363,7 +398,7 @@ describe('stream notices', () => {
     try {
       await listener.query(`LISTEN ${STREAM_CHANNEL}`);
       const contacts: string[] = Array.from({ length: 250 }, () => crypto.randomUUID());
-      // Every contact twice, as a batch's notification and counts rows would name it.
+      // Every contact twice, as a batch delivering two items to each would name it.
       const sent = await queryOne<{ notices: number }>(
         app.runtime.orm.em.fork(),
         `SELECT ${streamNoticesSql('SELECT unnest($1::uuid[]) AS contact_id')} AS notices`,
@@ -396,9 +431,9 @@ describe('stream log retention', () => {
     await app.runtime.boss!.send(streamPrune.name, {});
     const rowsOf = () => query<{ kind: string; payload: { title?: string } }>(em, `SELECT kind, payload FROM stream_events WHERE contact_id = $1 ORDER BY id`, [id]);
     const deadline = Date.now() + 10_000;
-    while ((await rowsOf()).length > 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    while ((await rowsOf()).length > 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     const left = await rowsOf();
-    expect(left.map((r) => r.kind)).toEqual(['notification', 'counts']);
+    expect(left.map((r) => r.kind)).toEqual(['notification']);
     expect(left[0]!.payload.title).toBe('recent');
   });
 });

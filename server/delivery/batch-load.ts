@@ -1,10 +1,9 @@
 // The read side of the batch fast path (batch.ts): one statement that locks a batch's events and
-// their contacts' streams and loads everything planning and rendering need. It is lockEvents and
+// loads everything planning and rendering need. It is lockEvents and
 // loadContacts of worker.ts, plus the brand lookups of delivery/templates.ts, in one round trip.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
 import { CONTACT_COLUMNS } from '../services/contact-upsert.ts';
-import { streamLockSql } from '../stream/events.ts';
 import type { BrandRow } from '../templates/resolve.ts';
 import { eventPlannedSql, eventTypeJoin, type ContactWithDestinations, type LoadedEvent } from './worker.ts';
 
@@ -19,13 +18,9 @@ export interface BatchEvent extends LoadedEvent {
 }
 
 /**
- * Locks the events (in id order, so concurrent batches cannot deadlock), then the streams of their
- * contacts (in contact order, after every event lock), and loads them with their type's policy,
- * contact, preferences for the type, push subscriptions and brands.
- *
- * The stream locks are taken here, before anything is stored, so that the store statement's snapshot
- * starts after them: the counts it publishes then include every item an earlier holder of a contact's
- * lock committed (batch-store.ts counts the stored items and adds the new ones).
+ * Locks the events (in id order, so concurrent batches cannot deadlock) and loads them with their
+ * type's policy, contact, preferences for the type, push subscriptions and brands. The contacts'
+ * stream locks are the store statement's to take (batch-store.ts), after every event lock.
  */
 export async function loadBatch(tx: EntityManager, eventIds: string[]): Promise<BatchEvent[]> {
   return query<BatchEvent>(
@@ -35,9 +30,6 @@ export async function loadBatch(tx: EntityManager, eventIds: string[]): Promise<
          FROM events WHERE id = ANY($1::uuid[])
         ORDER BY id
           FOR UPDATE
-     ), stream_locks AS (
-       SELECT count(${streamLockSql('contact_id')}) AS n
-         FROM (SELECT DISTINCT contact_id FROM ev WHERE contact_id IS NOT NULL ORDER BY contact_id) AS contacts
      )
      SELECT ev.*, now() AS now, t.archived_at IS NOT NULL AS tenant_archived, t.default_language,
             nt.channel_defaults, nt.opt_out,
@@ -57,7 +49,6 @@ export async function loadBatch(tx: EntityManager, eventIds: string[]): Promise<
               LIMIT 1) AS brand,
             (SELECT key FROM brands WHERE tenant_id = ev.tenant_id AND is_default) AS default_brand_key
        FROM ev
-       CROSS JOIN stream_locks
        JOIN tenants t ON t.id = ev.tenant_id
        ${eventTypeJoin('ev')}
       ORDER BY ev.id`,

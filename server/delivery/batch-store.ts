@@ -1,12 +1,12 @@
 // The write side of the batch fast path (batch.ts): one statement that stores a batch's outcome.
 // Deliveries are inserted with their final status (no 'pending' row version to update), inbox items
-// and their stream events ('notification' per item, then one 'counts' per contact) are appended, the
-// events get their final status and their delivery jobs are completed (complete.ts), all from
-// data-modifying CTEs.
+// and their 'notification' stream events are appended (the stream hub derives the counts), the events
+// get their final status and their delivery jobs are completed (complete.ts), all from data-modifying
+// CTEs.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
 import { statementPerQueue, type PgBoss } from '../queue.ts';
-import { streamNoticesSql } from '../stream/events.ts';
+import { streamLockSql, streamNoticesSql } from '../stream/events.ts';
 import type { InboxItemResponse } from '../schemas/inbox.ts';
 import { completionParameters, deliveryJobsCompletionCte, type FetchedJob } from './complete.ts';
 import { EVENT_STATUS_FROM_DELIVERIES } from './worker.ts';
@@ -43,10 +43,10 @@ export interface StoredItem {
  * Stores every delivery of the events (all of them: the events are locked and were unplanned), the
  * items of the delivered ones, their stream events and the events' final statuses, and completes
  * `jobs` (the events' delivery jobs, as fetched; a job no longer active under that attempt is left
- * alone). The caller must
- * hold the stream locks of the items' contacts since before this statement (batch-load.ts): the counts
- * are the contact's items this statement's snapshot sees plus the new ones, which the statement itself
- * cannot see.
+ * alone). It takes the stream locks of the items' contacts (in contact order) before it draws their
+ * stream ids, and holds them until the transaction ends, so each contact's ids commit in increasing
+ * order; taken here rather than when the batch is loaded, a contact's lock is held for this statement
+ * and the commit, not for the batch's rendering as well.
  *
  * Plain inserts, no ON CONFLICT: the caller locked the events (FOR UPDATE, which re-reads each row)
  * and found them still 'queued', which no event stays once any attempt has stored its deliveries (every
@@ -67,8 +67,7 @@ export async function storeBatch(
     batch.eventIds,
     ...completionParameters(batch.jobs),
   ]);
-  const streamEvents = batch.items.length + new Set(batch.items.map((i) => i.contact_id)).size;
-  if (stored!.deliveries !== batch.deliveries.length || stored!.stream_events !== streamEvents) {
+  if (stored!.deliveries !== batch.deliveries.length || stored!.stream_events !== batch.items.length) {
     throw new Error('batch store stored fewer rows than it was given');
   }
 }
@@ -96,26 +95,15 @@ function buildStoreStatement(completedJobsCte: string): string {
        SELECT i.id, i.tenant_id, i.contact_id, i.event_id, i.delivery_id, i.type_key, i.title, i.body, i.action_url, coalesce(i.data, '{}')
          FROM input i JOIN planned p ON p.id = i.delivery_id
        RETURNING id, tenant_id, contact_id
-     ), added AS (
-       SELECT tenant_id, contact_id, count(*)::int AS n FROM stored GROUP BY tenant_id, contact_id
-     ), counts AS (
-       -- Every new item is unread and unseen; the others are the ones this statement sees (inboxCounts'
-       -- query: only unread items count, found through the partial index inbox_items_unread).
-       SELECT a.tenant_id, a.contact_id, jsonb_build_object('unread_count', a.n + c.unread, 'unseen_count', a.n + c.unseen) AS payload
-         FROM added a
-         CROSS JOIN LATERAL (
-           SELECT count(*)::int AS unread, count(*) FILTER (WHERE seen_at IS NULL)::int AS unseen
-             FROM inbox_items WHERE contact_id = a.contact_id AND read_at IS NULL AND archived_at IS NULL
-         ) c
+     ), stream_locks AS (
+       SELECT count(${streamLockSql('contact_id')}) AS n FROM (SELECT DISTINCT contact_id FROM input ORDER BY contact_id) AS contacts
      ), appended AS (
-       -- Ids in order: the notifications in item order, then each contact's counts.
+       -- Ids in item order, drawn (the column default) only once every lock is held: the sort takes in
+       -- every row, each joined with the locks' one row, before the first is inserted.
        INSERT INTO stream_events (tenant_id, contact_id, kind, payload)
-       SELECT tenant_id, contact_id, kind, payload FROM (
-         SELECT s.tenant_id, s.contact_id, 'notification' AS kind, i.payload, i.n AS position FROM stored s JOIN input i ON i.id = s.id
-         UNION ALL
-         SELECT tenant_id, contact_id, 'counts', payload, NULL FROM counts
-       ) AS e
-       ORDER BY position NULLS LAST, contact_id
+       SELECT s.tenant_id, s.contact_id, 'notification', i.payload
+         FROM stored s JOIN input i ON i.id = s.id CROSS JOIN stream_locks
+        ORDER BY i.n
        RETURNING id, contact_id
      ), rolled_up AS (
        UPDATE events e

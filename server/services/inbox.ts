@@ -1,7 +1,8 @@
 // The in-app inbox of a contact: cursor-paged listing (newest first, over the UUIDv7 ids), unread
 // counts, read/seen/archived marks and read-all. Every change is also appended to the contact's
-// stream ('updated' with the item, then 'counts') in the same transaction, so every open stream of
-// the contact, on any Herald process, sees it once the change commits.
+// stream in the same transaction ('updated' with the item; read-all, which changes many items at
+// once, 'counts'), so every open stream of the contact, on any Herald process, sees it once the change
+// commits. The stream hub follows an 'updated' with the contact's counts.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { notFound } from '../errors.ts';
 import { query, queryOne } from '../db/sql.ts';
@@ -58,13 +59,6 @@ export async function inboxCounts(em: EntityManager, contactId: string): Promise
   return { unread_count: row?.unread_count ?? 0, unseen_count: row?.unseen_count ?? 0 };
 }
 
-/** Computes the contact's counts and appends a 'counts' stream event; call it in the changing transaction. */
-export async function appendCounts(em: EntityManager, tenantId: string, contactId: string): Promise<InboxCounts> {
-  const counts = await inboxCounts(em, contactId);
-  await appendStreamEvent(em, { tenantId, contactId, kind: 'counts', payload: { ...counts } });
-  return counts;
-}
-
 export async function listInbox(
   em: EntityManager,
   contactId: string,
@@ -91,8 +85,8 @@ export async function listInbox(
 }
 
 /**
- * Sets or clears read/seen/archived marks. Reading implies seeing. Appends 'updated' and 'counts' to
- * the stream when something changed; setting a mark that is already set keeps its first timestamp.
+ * Sets or clears read/seen/archived marks. Reading implies seeing. Appends 'updated' to the stream
+ * when something changed; setting a mark that is already set keeps its first timestamp.
  */
 export async function updateInboxItem(
   em: EntityManager,
@@ -122,10 +116,7 @@ export async function updateInboxItem(
     );
     if (!row) throw notFound('Notification');
     const item = inboxItemView(row);
-    if (row.changed) {
-      await appendStreamEvent(tx, { tenantId, contactId, kind: 'updated', payload: { ...item } });
-      await appendCounts(tx, tenantId, contactId);
-    }
+    if (row.changed) await appendStreamEvent(tx, { tenantId, contactId, kind: 'updated', payload: { ...item } });
     return item;
   });
 }
@@ -144,7 +135,11 @@ export async function readAllInbox(em: EntityManager, tenantId: string, contactI
       [contactId],
     );
     const updated = row?.updated ?? 0;
-    if (updated > 0) await appendCounts(tx, tenantId, contactId);
+    if (updated > 0) {
+      // Its counts are computed in the changing transaction: no item event of its own is on the stream for the hub to follow.
+      const counts = await inboxCounts(tx, contactId);
+      await appendStreamEvent(tx, { tenantId, contactId, kind: 'counts', payload: { ...counts } });
+    }
     return { updated };
   });
 }

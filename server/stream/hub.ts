@@ -5,6 +5,10 @@
 // of trusting the notice makes it loss-free: a missed notice (reconnect) or a new stream (replay
 // from Last-Event-ID) is served by the same read. Appends are serialised per contact until commit
 // (see events.ts), so a contact's ids become visible in increasing order and none is skipped.
+// Counts are derived here, not stored per change: after a read that sent a stream a notification or
+// an update (or that started the stream), the hub reads the contact's counts and sends them. Most
+// contacts have no stream open when an item is delivered; storing their counts cost every delivery a
+// count query and a stream row more for nobody to read.
 // The same connection also hears service-key changes, for the process's key cache
 // (server/auth/service-key-cache.ts), which it enables only while it is listening.
 import pg from 'pg';
@@ -186,6 +190,8 @@ export class StreamHub {
         }
         const subscriptions = [...streams.subscriptions].filter((s) => !s.pending);
         let after = subscriptions.reduce((min, s) => (s.lastId < min ? s.lastId : min), subscriptions[0]?.lastId ?? 0n);
+        // Streams sent a change since the last counts they got (a stored counts row, from read-all, settles it).
+        const owingCounts = new Set<Subscription>();
         for (;;) {
           const rows = await query<StreamMessage>(
             em,
@@ -198,15 +204,19 @@ export class StreamHub {
               if (id <= s.lastId) continue;
               s.sink.send(row);
               s.lastId = id;
+              if (row.kind === 'counts') owingCounts.delete(s);
+              else owingCounts.add(s);
             }
             after = id;
           }
           if (rows.length < PAGE) break;
         }
-        // A new stream learns the current counts once it has caught up (its id: the last it was sent).
-        if (starting.length > 0) {
+        // The current counts, to every stream sent a change and to every new stream once it has caught
+        // up; their id is the last event the stream was sent, so a reconnect resumes after it.
+        for (const s of starting) owingCounts.add(s);
+        if (owingCounts.size > 0) {
           const counts = await inboxCounts(em, contactId);
-          for (const s of starting) {
+          for (const s of owingCounts) {
             if (streams.subscriptions.has(s)) s.sink.send({ id: s.lastId.toString(), kind: 'counts', payload: { ...counts } });
           }
         }

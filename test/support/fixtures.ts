@@ -13,7 +13,7 @@ import type { ReceivedMail, SmtpPeer } from './smtp-peer.ts';
 import { createTenant } from '../../server/services/tenants.ts';
 import { createUser } from '../../server/services/users.ts';
 import { issueApiKey } from '../../server/services/api-keys.ts';
-import { appendCounts, inboxItemView, INBOX_COLUMNS, type InboxItemRow } from '../../server/services/inbox.ts';
+import { inboxItemView, INBOX_COLUMNS, type InboxItemRow } from '../../server/services/inbox.ts';
 import { appendStreamEvent } from '../../server/stream/events.ts';
 import { execute, query, queryOne } from '../../server/db/sql.ts';
 import { newId } from '../../server/ids.ts';
@@ -188,8 +188,8 @@ export async function insertInboxTemplate(
 }
 
 /**
- * Stores an inbox item and appends its 'notification' and 'counts' stream events in one transaction,
- * as the delivery worker's inbox channel does. `app` may be any process of the install.
+ * Stores an inbox item and appends its 'notification' stream event in one transaction, as the
+ * delivery worker's inbox channel does. `app` may be any process of the install.
  */
 export async function deliverInboxItem(
   app: TestApp,
@@ -206,7 +206,6 @@ export async function deliverInboxItem(
     );
     const item = inboxItemView(row!);
     await appendStreamEvent(tx, { tenantId, contactId, kind: 'notification', payload: { ...item } });
-    await appendCounts(tx, tenantId, contactId);
     return item;
   });
 }

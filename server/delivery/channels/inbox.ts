@@ -1,11 +1,12 @@
 // The inbox channel: renders the inbox template and stores the item, publishing it on the contact's
-// stream in the same transaction. delivery_id is UNIQUE on inbox_items, so a retried or duplicated
-// job finds the item already there and never stores (or publishes) a second one.
+// stream in the same transaction (the stream hub follows it with the contact's counts). delivery_id
+// is UNIQUE on inbox_items, so a retried or duplicated job finds the item already there and never
+// stores (or publishes) a second one.
 import { queryOne } from '../../db/sql.ts';
 import { newId } from '../../ids.ts';
 import { appendStreamEvent } from '../../stream/events.ts';
 import { renderInbox } from '../../templates/render.ts';
-import { appendCounts, inboxItemView, type InboxItemRow } from '../../services/inbox.ts';
+import { inboxItemView, type InboxItemRow } from '../../services/inbox.ts';
 import { deliveryContext, deliveryTemplate } from '../templates.ts';
 import type { ChannelSender } from './types.ts';
 
@@ -36,10 +37,7 @@ export const inboxChannel: ChannelSender = {
         JSON.stringify(event.variables),
       ],
     );
-    if (item) {
-      await appendStreamEvent(em, { tenantId: event.tenant_id, contactId: contact.id, kind: 'notification', payload: inboxItemView(item) });
-      await appendCounts(em, event.tenant_id, contact.id);
-    }
+    if (item) await appendStreamEvent(em, { tenantId: event.tenant_id, contactId: contact.id, kind: 'notification', payload: inboxItemView(item) });
     return { status: 'delivered' };
   },
 };
