@@ -10,6 +10,7 @@ import { DeliveryWritePath } from './0007-delivery-write-path.ts';
 import { EventStatusUpdates } from './0008-event-status-updates.ts';
 import { EventStatusRoom } from './0009-event-status-room.ts';
 import { StreamEventsKey } from './0010-stream-events-key.ts';
+import { StatementAssertions } from './0011-statement-assertions.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-foundation', class: Foundation },
@@ -22,4 +23,5 @@ export const migrations: MigrationObject[] = [
   { name: '0008-event-status-updates', class: EventStatusUpdates },
   { name: '0009-event-status-room', class: EventStatusRoom },
   { name: '0010-stream-events-key', class: StreamEventsKey },
+  { name: '0011-statement-assertions', class: StatementAssertions },
 ];

@@ -83,6 +83,38 @@ describe('batch fast path: job completion', () => {
     expect(await jobStates([id!])).toEqual([{ id, state: 'completed', retry_count: 1 }]);
     expect(await sql(api, `SELECT 1 FROM inbox_items WHERE event_id = $1`, [id])).toHaveLength(1);
   });
+
+  it('stores nothing when an event it loaded as queued moved on before the store (waiting for the transaction that holds it)', async () => {
+    const [id] = await trigger({ recipients: ['moved_1'], variables: { name: 'x' } });
+    const jobs = await api.runtime.boss!.fetch<DeliverEventJob>(DELIVER_EVENT_QUEUE, { batchSize: 10 });
+    expect(jobs.map((j) => j.id)).toEqual([id]);
+    // Another transaction holds the event (as the dead-letter worker's would) and fails it: the batch
+    // loads the event as still queued, renders, and its store waits for that transaction.
+    const mayCommit = signal();
+    const hasUpdated = signal();
+    const other = api.runtime.orm.em.fork().transactional(async (tx) => {
+      await execute(tx, `UPDATE events SET status = 'failed', updated_at = now() WHERE id = $1`, [id]);
+      hasUpdated.raise();
+      await mayCommit.raised;
+    });
+    await hasUpdated.raised;
+    let committed = false;
+    let settledWhileHeld = false;
+    const batch = deliverInboxBatch(api.runtime, jobs).finally(() => (settledWhileHeld = !committed));
+    await new Promise((r) => setTimeout(r, 150));
+    committed = true;
+    mayCommit.raise();
+    await other;
+    await expect(batch).rejects.toThrow(/an event of the batch is no longer queued/);
+    expect(settledWhileHeld).toBe(false);
+    // Nothing of the batch stayed: no delivery, item or stream event, the event as the other left it, the job still active.
+    expect(await deliveriesOf(id!)).toEqual([]);
+    expect(await sql(api, `SELECT 1 FROM inbox_items WHERE event_id = $1`, [id])).toHaveLength(0);
+    expect(await sql(api, `SELECT 1 FROM stream_events s JOIN events e ON e.contact_id = s.contact_id WHERE e.id = $1`, [id])).toHaveLength(0);
+    expect((await sqlOne<{ status: string }>(api, `SELECT status FROM events WHERE id = $1`, [id]))!.status).toBe('failed');
+    expect(await jobStates([id!])).toEqual([{ id, state: 'active', retry_count: 0 }]);
+    await api.runtime.boss!.complete(DELIVER_EVENT_QUEUE, { id: id!, retryCount: 0 });
+  });
 });
 
 describe('archived tenant (fan-out skips it)', () => {
@@ -134,16 +166,17 @@ describe('inbox delivery', () => {
     const event = (await sqlOne<{ tenant_id: string; contact_id: string; status: string }>(api, `SELECT tenant_id::text, contact_id::text, status FROM events WHERE id = $1`, [id]))!;
     const delivery = (await sqlOne<{ channel: string; destination: string }>(api, `SELECT channel, destination FROM deliveries WHERE event_id = $1`, [id]))!;
     const deliveryId = newId();
-    const item = { id: newId(), tenant_id: event.tenant_id, contact_id: event.contact_id, event_id: id!, delivery_id: deliveryId, type_key: 'plain', title: 't', body: 'b', action_url: null, data: {} };
-    const store = api.runtime.orm.em.fork().transactional((tx) =>
-      storeBatch(tx, api.runtime.boss!, {
-        deliveries: [{ id: deliveryId, event_id: id!, tenant_id: event.tenant_id, channel: delivery.channel, destination: delivery.destination, provider: null, status: 'delivered', reason: null, last_error: null, attempts: 1 }],
-        items: [{ ...item, payload: { ...item, type: 'plain', created_at: new Date().toISOString(), seen_at: null, read_at: null, archived_at: null } as never }],
-        eventIds: [id!],
-        jobs: [],
-      }),
-    );
-    await expect(store).rejects.toThrow(/deliveries_event_id_channel_destination_key/);
+    const item = { id: newId(), tenant_id: event.tenant_id, contact_id: event.contact_id, event_id: id!, delivery_id: deliveryId, type_key: 'plain', title: 't', body: 'b', action_url: null, data: {}, created_at: new Date().toISOString() };
+    // No transaction around it: the statement is all or nothing on its own.
+    const store = storeBatch(api.runtime.orm.em.fork(), api.runtime.boss!, {
+      deliveries: [{ id: deliveryId, event_id: id!, tenant_id: event.tenant_id, channel: delivery.channel, destination: delivery.destination, provider: null, status: 'delivered', reason: null, last_error: null, attempts: 1 }],
+      items: [{ ...item, payload: { ...item, type: 'plain', seen_at: null, read_at: null, archived_at: null } as never }],
+      eventIds: [id!],
+      jobs: [],
+    });
+    // Refused by whichever check the statement reaches first: the unique key of the delivery already
+    // stored, or the assertion that every event of the batch was still queued.
+    await expect(store).rejects.toThrow(/deliveries_event_id_channel_destination_key|an event of the batch is no longer queued/);
     expect(await sql(api, `SELECT 1 FROM deliveries WHERE event_id = $1`, [id])).toHaveLength(1);
     expect(await sql(api, `SELECT 1 FROM inbox_items WHERE event_id = $1`, [id])).toHaveLength(1);
     expect(await sql(api, `SELECT kind FROM stream_events WHERE contact_id = $1`, [event.contact_id])).toHaveLength(1);
@@ -156,7 +189,7 @@ describe('inbox delivery', () => {
     // Two more inbox items for the contact, stored as the batch path stores them, in two transactions.
     const batchOf = (title: string) => {
       const deliveryId = newId();
-      const item = { id: newId(), tenant_id: event.tenant_id, contact_id: event.contact_id, event_id: eventId!, delivery_id: deliveryId, type_key: 'plain', title, body: 'b', action_url: null, data: {} };
+      const item = { id: newId(), tenant_id: event.tenant_id, contact_id: event.contact_id, event_id: eventId!, delivery_id: deliveryId, type_key: 'plain', title, body: 'b', action_url: null, data: {}, created_at: new Date().toISOString() };
       return {
         deliveries: [{ id: deliveryId, event_id: eventId!, tenant_id: event.tenant_id, channel: 'inbox', destination: `lock-${title}`, provider: null, status: 'delivered' as const, reason: null, last_error: null, attempts: 1 }],
         items: [{ ...item, payload: { id: item.id, title } as never }],

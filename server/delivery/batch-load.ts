@@ -1,6 +1,7 @@
-// The read side of the batch fast path (batch.ts): one statement that locks a batch's events and
-// loads everything planning and rendering need. It is lockEvents and
-// loadContacts of worker.ts, plus the brand lookups of delivery/templates.ts, in one round trip.
+// The read side of the batch fast path (batch.ts): one statement that loads a batch's events with
+// everything planning and rendering need. It is lockEvents and loadContacts of worker.ts, minus the
+// lock (the store statement checks the events itself, batch-store.ts), plus the brand lookups of
+// delivery/templates.ts, in one round trip.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
 import { CONTACT_COLUMNS } from '../services/contact-upsert.ts';
@@ -18,18 +19,16 @@ export interface BatchEvent extends LoadedEvent {
 }
 
 /**
- * Locks the events (in id order, so concurrent batches cannot deadlock) and loads them with their
- * type's policy, contact, preferences for the type, push subscriptions and brands. The contacts'
- * stream locks are the store statement's to take (batch-store.ts), after every event lock.
+ * Loads the events with their type's policy, contact, preferences for the type, push subscriptions
+ * and brands. It locks nothing: what it read may have changed by the time the batch is stored, which
+ * the store statement finds out (batch-store.ts).
  */
-export async function loadBatch(tx: EntityManager, eventIds: string[]): Promise<BatchEvent[]> {
+export async function loadBatch(em: EntityManager, eventIds: string[]): Promise<BatchEvent[]> {
   return query<BatchEvent>(
-    tx,
+    em,
     `WITH ev AS (
        SELECT id, tenant_id, type_key, brand_key, external_id, variables, status, channels, contact_id, secret_variables_ciphertext
          FROM events WHERE id = ANY($1::uuid[])
-        ORDER BY id
-          FOR UPDATE
      )
      SELECT ev.*, now() AS now, t.archived_at IS NOT NULL AS tenant_archived, t.default_language,
             nt.channel_defaults, nt.opt_out,

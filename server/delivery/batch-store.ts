@@ -2,7 +2,8 @@
 // Deliveries are inserted with their final status (no 'pending' row version to update), inbox items
 // and their 'notification' stream events are appended (the stream hub derives the counts), the events
 // get their final status and their delivery jobs are completed (complete.ts), all from data-modifying
-// CTEs.
+// CTEs. The statement is all or nothing on its own (herald_assert, migration 0011), so the batch path
+// needs no transaction around it: it commits once, with the statement.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
 import { statementPerQueue, type PgBoss } from '../queue.ts';
@@ -35,41 +36,43 @@ export interface StoredItem {
   body: string;
   action_url: string | null;
   data: Record<string, unknown>;
+  /** Stored as given: the payload below shows it, so it cannot be the statement's own now(). */
+  created_at: string;
   /** The item as its 'notification' stream event shows it. */
   payload: InboxItemResponse;
 }
 
 /**
- * Stores every delivery of the events (all of them: the events are locked and were unplanned), the
+ * Stores every delivery of the events (all of them: the events were found 'queued' and unplanned), the
  * items of the delivered ones, their stream events and the events' final statuses, and completes
  * `jobs` (the events' delivery jobs, as fetched; a job no longer active under that attempt is left
- * alone). It takes the stream locks of the items' contacts (in contact order) before it draws their
- * stream ids, and holds them until the transaction ends, so each contact's ids commit in increasing
- * order; taken here rather than when the batch is loaded, a contact's lock is held for this statement
- * and the commit, not for the batch's rendering as well.
+ * alone). It needs no transaction (it runs in the caller's, if any).
  *
- * Plain inserts, no ON CONFLICT: the caller locked the events (FOR UPDATE, which re-reads each row)
- * and found them still 'queued', which no event stays once any attempt has stored its deliveries (every
- * planning transaction moves the status on), and the delivery ids are new, so nothing can conflict.
- * Should something have been stored all the same, the unique keys (deliveries: event, channel,
- * destination; inbox_items: delivery_id) make the statement throw, nothing of the transaction stays,
- * and the per-event path takes over. Speculative insertion (ON CONFLICT) cost an index probe and a WAL
- * record more per row: about 10% of this statement's WAL.
+ * Stored whole or not at all: the statement moves each event on from 'queued' (an UPDATE, which waits
+ * for a transaction holding the event and then reads the event as that one left it) and asserts in
+ * its final SELECT that every event still was, and that every delivery and stream event went in; the
+ * assertion's error undoes the statement. Plain inserts, no ON CONFLICT: no event stays 'queued' once
+ * an attempt has stored its deliveries (every attempt that plans moves the status on), and one still
+ * storing them holds the event, or makes the inserts here fail on the unique keys (deliveries: event,
+ * channel, destination; inbox_items: delivery_id). Either way the statement throws and the per-event
+ * path takes over; so it does when two attempts at one event (one whose claim lapsed, and the next)
+ * lock in opposite orders and PostgreSQL breaks the deadlock by failing one. Speculative insertion (ON CONFLICT) cost an index probe and a WAL record more per
+ * row: about 10% of this statement's WAL.
+ *
+ * It takes the stream locks of the items' contacts (in contact order) before it draws their stream
+ * ids, and holds them until its transaction ends, so each contact's ids commit in increasing order.
  */
 export async function storeBatch(
-  tx: EntityManager,
+  em: EntityManager,
   boss: PgBoss,
   batch: { deliveries: StoredDelivery[]; items: StoredItem[]; eventIds: string[]; jobs: FetchedJob[] },
 ): Promise<void> {
-  const [stored] = await query<{ deliveries: number; stream_events: number }>(tx, await storeStatement(boss), [
+  await query(em, await storeStatement(boss), [
     JSON.stringify(batch.deliveries),
     JSON.stringify(batch.items),
     batch.eventIds,
     ...completionParameters(batch.jobs),
   ]);
-  if (stored!.deliveries !== batch.deliveries.length || stored!.stream_events !== batch.items.length) {
-    throw new Error('batch store stored fewer rows than it was given');
-  }
 }
 
 /** The statement per queue instance: it embeds the delivery queue's table name, read from pg-boss once. */
@@ -88,11 +91,12 @@ function buildStoreStatement(completedJobsCte: string): string {
        RETURNING id, event_id, status
      ), input AS (
        SELECT * FROM ROWS FROM (jsonb_to_recordset($2::jsonb) AS (id uuid, tenant_id uuid, contact_id uuid, event_id uuid, delivery_id uuid,
-                                                                  type_key text, title text, body text, action_url text, data jsonb, payload jsonb))
-         WITH ORDINALITY AS x(id, tenant_id, contact_id, event_id, delivery_id, type_key, title, body, action_url, data, payload, n)
+                                                                  type_key text, title text, body text, action_url text, data jsonb,
+                                                                  created_at timestamptz, payload jsonb))
+         WITH ORDINALITY AS x(id, tenant_id, contact_id, event_id, delivery_id, type_key, title, body, action_url, data, created_at, payload, n)
      ), stored AS (
-       INSERT INTO inbox_items (id, tenant_id, contact_id, event_id, delivery_id, type_key, title, body, action_url, data)
-       SELECT i.id, i.tenant_id, i.contact_id, i.event_id, i.delivery_id, i.type_key, i.title, i.body, i.action_url, coalesce(i.data, '{}')
+       INSERT INTO inbox_items (id, tenant_id, contact_id, event_id, delivery_id, type_key, title, body, action_url, data, created_at)
+       SELECT i.id, i.tenant_id, i.contact_id, i.event_id, i.delivery_id, i.type_key, i.title, i.body, i.action_url, coalesce(i.data, '{}'), i.created_at
          FROM input i JOIN planned p ON p.id = i.delivery_id
        RETURNING id, tenant_id, contact_id
      ), stream_locks AS (
@@ -106,15 +110,19 @@ function buildStoreStatement(completedJobsCte: string): string {
         ORDER BY i.n
        RETURNING id, contact_id
      ), rolled_up AS (
+       -- Only events still 'queued' (re-read after any transaction holding one ends); the assertion
+       -- below undoes the statement if one was not.
        UPDATE events e
           SET status = s.status, updated_at = now(),
               secret_variables_ciphertext = CASE WHEN s.status = 'processing' THEN e.secret_variables_ciphertext ELSE NULL END
          FROM (SELECT ev.id, ${EVENT_STATUS_FROM_DELIVERIES} AS status
                  FROM unnest($3::uuid[]) AS ev(id) LEFT JOIN planned d ON d.event_id = ev.id
                 GROUP BY ev.id) AS s
-        WHERE e.id = s.id
+        WHERE e.id = s.id AND e.status = 'queued'
+       RETURNING e.id
      ), ${completedJobsCte}
-     SELECT (SELECT count(*) FROM planned)::int AS deliveries,
-            (SELECT count(*) FROM appended)::int AS stream_events,
+     SELECT herald_assert((SELECT count(*) FROM rolled_up) = cardinality($3::uuid[]), 'batch store: an event of the batch is no longer queued') AS events_queued,
+            herald_assert((SELECT count(*) FROM planned) = jsonb_array_length($1::jsonb) AND (SELECT count(*) FROM appended) = jsonb_array_length($2::jsonb),
+                          'batch store: fewer rows stored than given') AS rows_stored,
             ${streamNoticesSql('SELECT contact_id FROM appended')} AS notices`;
 }

@@ -44,7 +44,7 @@ export const deliverEventJob = defineJob<DeliverEventJob>({
     notifyPollingIntervalSeconds: 2,
   }),
   handler: async (jobs, runtime) => {
-    // Fast path first: new all-inbox events of the batch in one transaction; the rest (and everything,
+    // Fast path first: new all-inbox events of the batch, stored by one statement; the rest (and everything,
     // should the fast path fail) one by one, each with its own failure isolation and retry.
     let settled = new Set<string>();
     try {
