@@ -5,8 +5,8 @@
 // all or nothing on its own. The per-event path of worker.ts takes ~15 round trips per event; at
 // saturation PostgreSQL's per-statement work, not the rows, was most of the cost. A transaction around
 // the batch, with the events locked from the load on, added two round trips (BEGIN, COMMIT) and a lock
-// record per event, and bought nothing the store statement does not check itself: with it, the worker
-// used ~10% more CPU per delivered item (npm run bench, interleaved runs).
+// record per event, and bought nothing the store statement does not check itself: with it, a delivered
+// item cost ~20% more CPU, worker and PostgreSQL together (npm run bench, 4 interleaved pairs).
 // Anything unusual (an event already planned, a remote channel, any error) is left to the per-event
 // path, which isolates failures per delivery and retries; both paths are idempotent.
 import type { EntityManager } from '@mikro-orm/postgresql';
