@@ -56,8 +56,8 @@ export interface StoredItem {
  * storing them holds the event, or makes the inserts here fail on the unique keys (deliveries: event,
  * channel, destination; inbox_items: delivery_id). Either way the statement throws and the per-event
  * path takes over; so it does when two attempts at one event (one whose claim lapsed, and the next)
- * lock in opposite orders and PostgreSQL breaks the deadlock by failing one. Speculative insertion (ON CONFLICT) cost an index probe and a WAL record more per
- * row: about 10% of this statement's WAL.
+ * lock in opposite orders and PostgreSQL breaks the deadlock by failing one. Speculative insertion
+ * (ON CONFLICT) cost an index probe and a WAL record more per row: about 10% of this statement's WAL.
  *
  * It takes the stream locks of the items' contacts (in contact order) before it draws their stream
  * ids, and holds them until its transaction ends, so each contact's ids commit in increasing order.
