@@ -11,6 +11,7 @@ import { EventStatusUpdates } from './0008-event-status-updates.ts';
 import { EventStatusRoom } from './0009-event-status-room.ts';
 import { StreamEventsKey } from './0010-stream-events-key.ts';
 import { StatementAssertions } from './0011-statement-assertions.ts';
+import { InboxStreamIds } from './0012-inbox-stream-ids.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-foundation', class: Foundation },
@@ -24,4 +25,5 @@ export const migrations: MigrationObject[] = [
   { name: '0009-event-status-room', class: EventStatusRoom },
   { name: '0010-stream-events-key', class: StreamEventsKey },
   { name: '0011-statement-assertions', class: StatementAssertions },
+  { name: '0012-inbox-stream-ids', class: InboxStreamIds },
 ];

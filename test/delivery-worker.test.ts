@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { HERALD_BIN } from './support/cli.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { insertInboxTemplate, createTenantFixture, insertNotificationType, sql, sqlOne, waitForFinal, type TenantFixture } from './support/fixtures.ts';
@@ -14,6 +15,7 @@ import { signal } from './support/signal.ts';
 import { execute, queryOne } from '../server/db/sql.ts';
 import { deliverEvent } from '../server/delivery/worker.ts';
 import { storeBatch } from '../server/delivery/batch-store.ts';
+import { storeInboxItem } from '../server/delivery/channels/inbox.ts';
 import { deliverInboxBatch } from '../server/delivery/batch.ts';
 import { planDeliveries, type PlanInput } from '../server/delivery/plan.ts';
 import { DELIVER_EVENT_DEAD_QUEUE, DELIVER_EVENT_QUEUE, type DeliverEventJob } from '../server/delivery/queues.ts';
@@ -22,6 +24,7 @@ import { pushChannel, pushOutcome } from '../server/delivery/channels/push.ts';
 import { emailOutcome } from '../server/delivery/channels/email.ts';
 import { CONTACT_COLUMNS, type ContactRow } from '../server/services/contact-upsert.ts';
 import { newId } from '../server/ids.ts';
+import { readStreamLog } from '../server/stream/log.ts';
 import type { PushOutcome } from '../server/transports/push/index.ts';
 
 let api: TestApp;
@@ -52,6 +55,9 @@ const deliveriesOf = (eventId: string) =>
     `SELECT channel, status, reason, attempts, last_error FROM deliveries WHERE event_id = $1 ORDER BY channel`,
     [eventId],
   );
+
+/** The contact's stream log, as its streams replay it. */
+const streamLogOf = (contactId: string) => readStreamLog(api.runtime.orm.em.fork(), contactId, 0n, 1000);
 
 // Before any worker process starts (the next describe starts one): these tests fetch the jobs themselves.
 describe('batch fast path: job completion', () => {
@@ -115,7 +121,8 @@ describe('batch fast path: job completion', () => {
     // Nothing of the batch stayed: no delivery, item or stream event, the event as the other left it, the job still active.
     expect(await deliveriesOf(id!)).toEqual([]);
     expect(await sql(api, `SELECT 1 FROM inbox_items WHERE event_id = $1`, [id])).toHaveLength(0);
-    expect(await sql(api, `SELECT 1 FROM stream_events s JOIN events e ON e.contact_id = s.contact_id WHERE e.id = $1`, [id])).toHaveLength(0);
+    const { contact_id: contactId } = (await sqlOne<{ contact_id: string }>(api, `SELECT contact_id::text FROM events WHERE id = $1`, [id]))!;
+    expect(await streamLogOf(contactId)).toEqual([]);
     expect((await sqlOne<{ status: string }>(api, `SELECT status FROM events WHERE id = $1`, [id]))!.status).toBe('failed');
     expect(await jobStates([id!])).toEqual([{ id, state: 'active', retry_count: 0 }]);
     await api.runtime.boss!.complete(DELIVER_EVENT_QUEUE, { id: id!, retryCount: 0 });
@@ -155,7 +162,7 @@ describe('inbox delivery', () => {
       ['Hi in_3', 'Hello from Acme', 'https://app.test/in_3'],
     ]);
     for (const item of items) {
-      const stream = await sql<{ kind: string; payload: Record<string, unknown> }>(api, `SELECT kind, payload FROM stream_events WHERE contact_id = $1 ORDER BY id`, [item.contact_id]);
+      const stream = await streamLogOf(item.contact_id);
       // The counts are derived by the stream hub for open streams, not stored (stream.test.ts).
       expect(stream.map((s) => s.kind)).toEqual(['notification']);
       expect(stream[0]!.payload).toMatchObject({ event_id: item.event_id, type: 'plain', title: item.title, body: item.body, read_at: null });
@@ -171,11 +178,11 @@ describe('inbox delivery', () => {
     const event = (await sqlOne<{ tenant_id: string; contact_id: string; status: string }>(api, `SELECT tenant_id::text, contact_id::text, status FROM events WHERE id = $1`, [id]))!;
     const delivery = (await sqlOne<{ channel: string; destination: string }>(api, `SELECT channel, destination FROM deliveries WHERE event_id = $1`, [id]))!;
     const deliveryId = newId();
-    const item = { id: newId(), tenant_id: event.tenant_id, contact_id: event.contact_id, event_id: id!, delivery_id: deliveryId, type_key: 'plain', title: 't', body: 'b', action_url: null, data: {}, created_at: new Date().toISOString() };
+    const item = { id: newId(), tenant_id: event.tenant_id, contact_id: event.contact_id, event_id: id!, delivery_id: deliveryId, type_key: 'plain', title: 't', body: 'b', action_url: null, data: {} };
     // No transaction around it: the statement is all or nothing on its own.
     const store = storeBatch(api.runtime.orm.em.fork(), api.runtime.boss!, {
       deliveries: [{ id: deliveryId, event_id: id!, tenant_id: event.tenant_id, channel: delivery.channel, destination: delivery.destination, provider: null, status: 'delivered', reason: null, last_error: null, attempts: 1 }],
-      items: [{ ...item, payload: { ...item, type: 'plain', seen_at: null, read_at: null, archived_at: null } as never }],
+      items: [item],
       eventIds: [id!],
       jobs: [],
     });
@@ -184,36 +191,40 @@ describe('inbox delivery', () => {
     await expect(store).rejects.toThrow(/deliveries_event_id_channel_destination_key|an event of the batch is no longer queued/);
     expect(await sql(api, `SELECT 1 FROM deliveries WHERE event_id = $1`, [id])).toHaveLength(1);
     expect(await sql(api, `SELECT 1 FROM inbox_items WHERE event_id = $1`, [id])).toHaveLength(1);
-    expect(await sql(api, `SELECT kind FROM stream_events WHERE contact_id = $1`, [event.contact_id])).toHaveLength(1);
+    expect(await streamLogOf(event.contact_id)).toHaveLength(1);
   });
 
-  it("takes a contact's stream lock before drawing its stream ids and holds it until commit", async () => {
-    const [eventId] = await trigger({ recipients: ['lock_1'], variables: { name: 'x' } });
+  // Two more inbox items for the contact, stored in two transactions as the batch path (storeBatch)
+  // or the per-event inbox channel (storeInboxItem) stores them.
+  type Store = (tx: EntityManager, item: Parameters<typeof storeInboxItem>[1] & { event_id: string; delivery_id: string }) => Promise<unknown>;
+  const viaBatch: Store = (tx, item) =>
+    storeBatch(tx, api.runtime.boss!, {
+      deliveries: [{ id: item.delivery_id, event_id: item.event_id, tenant_id: item.tenant_id, channel: 'inbox', destination: `lock-${item.title}`, provider: null, status: 'delivered', reason: null, last_error: null, attempts: 1 }],
+      items: [item],
+      eventIds: [],
+      jobs: [],
+    });
+  const viaChannel: Store = (tx, item) => storeInboxItem(tx, item);
+  it.each([
+    ['the batch path', 'lock_1', viaBatch],
+    ['the per-event path', 'lock_2', viaChannel],
+  ])("takes a contact's stream lock before drawing its stream ids and holds it until commit (%s)", async (_path, recipient, store) => {
+    const [eventId] = await trigger({ recipients: [recipient], variables: { name: 'x' } });
     await waitForFinal(api, [eventId!]);
     const event = (await sqlOne<{ tenant_id: string; contact_id: string }>(api, `SELECT tenant_id::text, contact_id::text FROM events WHERE id = $1`, [eventId]))!;
-    // Two more inbox items for the contact, stored as the batch path stores them, in two transactions.
-    const batchOf = (title: string) => {
-      const deliveryId = newId();
-      const item = { id: newId(), tenant_id: event.tenant_id, contact_id: event.contact_id, event_id: eventId!, delivery_id: deliveryId, type_key: 'plain', title, body: 'b', action_url: null, data: {}, created_at: new Date().toISOString() };
-      return {
-        deliveries: [{ id: deliveryId, event_id: eventId!, tenant_id: event.tenant_id, channel: 'inbox', destination: `lock-${title}`, provider: null, status: 'delivered' as const, reason: null, last_error: null, attempts: 1 }],
-        items: [{ ...item, payload: { id: item.id, title } as never }],
-        eventIds: [],
-        jobs: [],
-      };
-    };
+    const itemOf = (title: string) => ({ id: newId(), tenant_id: event.tenant_id, contact_id: event.contact_id, event_id: eventId!, delivery_id: newId(), type_key: 'plain', title, body: 'b', action_url: null, data: {} });
     const aMayCommit = signal();
     const aHasStored = signal();
     let released = false;
     const a = api.runtime.orm.em.fork().transactional(async (tx) => {
-      await storeBatch(tx, api.runtime.boss!, batchOf('a'));
+      await store(tx, itemOf('a'));
       aHasStored.raise();
       await aMayCommit.raised;
     });
     await aHasStored.raised;
     let bStoredWhileAOpen = false;
     const b = api.runtime.orm.em.fork().transactional(async (tx) => {
-      await storeBatch(tx, api.runtime.boss!, batchOf('b'));
+      await store(tx, itemOf('b'));
       bStoredWhileAOpen = !released;
     });
     await new Promise((r) => setTimeout(r, 150));
@@ -222,8 +233,8 @@ describe('inbox delivery', () => {
     await Promise.all([a, b]);
     // B waited for A's commit before drawing its id, so the contact's ids became visible in order.
     expect(bStoredWhileAOpen).toBe(false);
-    const stream = await sql<{ title: string }>(api, `SELECT payload->>'title' AS title FROM stream_events WHERE contact_id = $1 ORDER BY id`, [event.contact_id]);
-    expect(stream.map((s) => s.title)).toEqual(['Hi lock_1', 'a', 'b']);
+    const stream = await streamLogOf(event.contact_id);
+    expect(stream.map((s) => s.payload.title)).toEqual([`Hi ${recipient}`, 'a', 'b']);
   });
 
   it('skips the inbox for a contact who opted out, only while the type opt-out policy is on', async () => {

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { createTenantFixture, deliverInboxItem, type TenantFixture } from './support/fixtures.ts';
-import { query } from '../server/db/sql.ts';
+import { readStreamLog } from '../server/stream/log.ts';
 import { newId } from '../server/ids.ts';
 
 let app: TestApp;
@@ -19,12 +19,8 @@ afterAll(async () => {
   await app?.close();
 });
 
-const streamLog = (contactId: string) =>
-  query<{ id: string; kind: string; payload: Record<string, unknown> }>(
-    app.runtime.orm.em.fork(),
-    `SELECT id::text AS id, kind, payload FROM stream_events WHERE contact_id = $1 ORDER BY id`,
-    [contactId],
-  );
+/** The contact's stream log, as its streams replay it. */
+const streamLog = (contactId: string) => readStreamLog(app.runtime.orm.em.fork(), contactId, 0n, 1000);
 
 describe('GET /v1/contacts/{id}/notifications', () => {
   it('lists items newest first with their fields and the unread count', async () => {

@@ -200,6 +200,7 @@ describe('GET /v1/contacts/{id}/stream', () => {
     const id = await acme.contact('replay-1');
     const token = acme.tokenFor(id);
     const first = await StreamClient.open(streamUrl(app.url, id), token);
+    await first.until((c) => c.events.length >= 1); // the counts on connect
     await deliverInboxItem(app, acme.tenantId, id, { title: 'seen live' });
     await first.until((c) => c.ofKind('notification').length === 1 && c.ofKind('counts').length === 2);
     const lastSeen = first.lastId!;
@@ -417,24 +418,46 @@ describe('stream notices', () => {
 });
 
 describe('stream log retention', () => {
-  it('a daily pg-boss schedule prunes stream events older than 7 days', async () => {
+  it('a daily pg-boss schedule prunes stream events older than 7 days; older items are not replayed', async () => {
     const { query } = await import('../server/db/sql.ts');
     const { streamPrune } = await import('../server/jobs/stream-prune.ts');
+    const { readStreamLog } = await import('../server/stream/log.ts');
     const em = app.runtime.orm.em.fork();
     const schedules = await query<{ name: string; cron: string }>(em, `SELECT name, cron FROM pgboss.schedule WHERE name = $1`, [streamPrune.name]);
     expect(schedules).toEqual([{ name: 'stream-events-prune', cron: streamPrune.schedule }]);
     const id = await acme.contact('retention-1');
-    await deliverInboxItem(app, acme.tenantId, id, { title: 'old' });
+    const old = await deliverInboxItem(app, acme.tenantId, id, { title: 'old' });
+    const marked = await app.request('PATCH', `/v1/contacts/${id}/notifications/${old.id}`, { token: acme.tokenFor(id), body: { read: true } });
+    expect(marked.status).toBe(200);
     await query(em, `UPDATE stream_events SET created_at = now() - interval '8 days' WHERE contact_id = $1`, [id]);
+    await query(em, `UPDATE inbox_items SET created_at = now() - interval '8 days' WHERE contact_id = $1`, [id]);
     await deliverInboxItem(app, acme.tenantId, id, { title: 'recent' });
     // Run the job as its schedule would: through the queue, handled by this process's worker.
     await app.runtime.boss!.send(streamPrune.name, {});
-    const rowsOf = () => query<{ kind: string; payload: { title?: string } }>(em, `SELECT kind, payload FROM stream_events WHERE contact_id = $1 ORDER BY id`, [id]);
+    const storedRows = () => query(em, `SELECT 1 FROM stream_events WHERE contact_id = $1`, [id]);
     const deadline = Date.now() + 10_000;
-    while ((await rowsOf()).length > 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    const left = await rowsOf();
-    expect(left.map((r) => r.kind)).toEqual(['notification']);
-    expect(left[0]!.payload.title).toBe('recent');
+    while ((await storedRows()).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(await storedRows()).toEqual([]);
+    const left = await readStreamLog(em, id, 0n, 100);
+    expect(left.map((r) => [r.kind, r.payload.title])).toEqual([['notification', 'recent']]);
+  });
+
+  it('replays an item stored before items had stream ids from its stored copy, once', async () => {
+    const { execute, query } = await import('../server/db/sql.ts');
+    const { appendStreamEvent } = await import('../server/stream/events.ts');
+    const { readStreamLog } = await import('../server/stream/log.ts');
+    const em = app.runtime.orm.em.fork();
+    const id = await acme.contact('legacy-1');
+    const item = await deliverInboxItem(app, acme.tenantId, id, { title: 'legacy' });
+    // As migration 0012 left it: no stream id on the item, a 'notification' row holding its copy.
+    await execute(em, `UPDATE inbox_items SET stream_id = NULL WHERE id = $1`, [item.id]);
+    await appendStreamEvent(em, { tenantId: acme.tenantId, contactId: id, kind: 'notification', payload: { ...item } });
+    await deliverInboxItem(app, acme.tenantId, id, { title: 'new' });
+    const log = await readStreamLog(em, id, 0n, 100);
+    expect(log.map((r) => [r.kind, r.payload.title])).toEqual([['notification', 'legacy'], ['notification', 'new']]);
+    expect(log[0]!.payload).toEqual(item);
+    expect(Number(log[0]!.id)).toBeLessThan(Number(log[1]!.id));
+    expect(await query(em, `SELECT 1 FROM stream_events WHERE contact_id = $1`, [id])).toHaveLength(1);
   });
 });
 

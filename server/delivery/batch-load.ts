@@ -14,8 +14,6 @@ export interface BatchEvent extends LoadedEvent {
   brand: BrandRow | null;
   default_brand_key: string | null;
   default_language: string;
-  /** The transaction's timestamp, which every row it stores gets as created_at. */
-  now: Date | string;
 }
 
 /**
@@ -30,7 +28,7 @@ export async function loadBatch(em: EntityManager, eventIds: string[]): Promise<
        SELECT id, tenant_id, type_key, brand_key, external_id, variables, status, channels, contact_id, secret_variables_ciphertext
          FROM events WHERE id = ANY($1::uuid[])
      )
-     SELECT ev.*, now() AS now, t.archived_at IS NOT NULL AS tenant_archived, t.default_language,
+     SELECT ev.*, t.archived_at IS NOT NULL AS tenant_archived, t.default_language,
             nt.channel_defaults, nt.opt_out,
             ${eventPlannedSql('ev')} AS planned,
             (SELECT row_to_json(c) FROM (

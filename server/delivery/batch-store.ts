@@ -1,14 +1,13 @@
 // The write side of the batch fast path (batch.ts): one statement that stores a batch's outcome.
 // Deliveries are inserted with their final status (no 'pending' row version to update), inbox items
-// and their 'notification' stream events are appended (the stream hub derives the counts), the events
-// get their final status and their delivery jobs are completed (complete.ts), all from data-modifying
+// are stored with their stream ids (each is its own 'notification'; the stream hub derives the counts),
+// the events get their final status and their delivery jobs are completed (complete.ts), all from data-modifying
 // CTEs. The statement is all or nothing on its own (herald_assert, migration 0011), so the batch path
 // needs no transaction around it: it commits once, with the statement.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
 import { statementPerQueue, type PgBoss } from '../queue.ts';
-import { streamLockSql, streamNoticesSql } from '../stream/events.ts';
-import type { InboxItemResponse } from '../schemas/inbox.ts';
+import { NEXT_STREAM_ID_SQL, streamLockSql, streamNoticesSql } from '../stream/events.ts';
 import { completionParameters, deliveryJobsCompletionCte, type FetchedJob } from './complete.ts';
 import { EVENT_STATUS_FROM_DELIVERIES } from './worker.ts';
 
@@ -36,21 +35,17 @@ export interface StoredItem {
   body: string;
   action_url: string | null;
   data: Record<string, unknown>;
-  /** Stored as given: the payload below shows it, so it cannot be the statement's own now(). */
-  created_at: string;
-  /** The item as its 'notification' stream event shows it. */
-  payload: InboxItemResponse;
 }
 
 /**
  * Stores every delivery of the events (all of them: the events were found 'queued' and unplanned), the
- * items of the delivered ones, their stream events and the events' final statuses, and completes
+ * items of the delivered ones (with their stream ids) and the events' final statuses, and completes
  * `jobs` (the events' delivery jobs, as fetched; a job no longer active under that attempt is left
  * alone). It needs no transaction (it runs in the caller's, if any).
  *
  * Stored whole or not at all: the statement moves each event on from 'queued' (an UPDATE, which waits
  * for a transaction holding the event and then reads the event as that one left it) and asserts in
- * its final SELECT that every event still was, and that every delivery and stream event went in; the
+ * its final SELECT that every event still was, and that every delivery and item went in; the
  * assertion's error undoes the statement. Plain inserts, no ON CONFLICT: no event stays 'queued' once
  * an attempt has stored its deliveries (every attempt that plans moves the status on), and one still
  * storing them holds the event, or makes the inserts here fail on the unique keys (deliveries: event,
@@ -91,24 +86,19 @@ function buildStoreStatement(completedJobsCte: string): string {
        RETURNING id, event_id, status
      ), input AS (
        SELECT * FROM ROWS FROM (jsonb_to_recordset($2::jsonb) AS (id uuid, tenant_id uuid, contact_id uuid, event_id uuid, delivery_id uuid,
-                                                                  type_key text, title text, body text, action_url text, data jsonb,
-                                                                  created_at timestamptz, payload jsonb))
-         WITH ORDINALITY AS x(id, tenant_id, contact_id, event_id, delivery_id, type_key, title, body, action_url, data, created_at, payload, n)
-     ), stored AS (
-       INSERT INTO inbox_items (id, tenant_id, contact_id, event_id, delivery_id, type_key, title, body, action_url, data, created_at)
-       SELECT i.id, i.tenant_id, i.contact_id, i.event_id, i.delivery_id, i.type_key, i.title, i.body, i.action_url, coalesce(i.data, '{}'), i.created_at
-         FROM input i JOIN planned p ON p.id = i.delivery_id
-       RETURNING id, tenant_id, contact_id
+                                                                  type_key text, title text, body text, action_url text, data jsonb))
+         WITH ORDINALITY AS x(id, tenant_id, contact_id, event_id, delivery_id, type_key, title, body, action_url, data, n)
      ), stream_locks AS (
        SELECT count(${streamLockSql('contact_id')}) AS n FROM (SELECT DISTINCT contact_id FROM input ORDER BY contact_id) AS contacts
-     ), appended AS (
-       -- Ids in item order, drawn (the column default) only once every lock is held: the sort takes in
-       -- every row, each joined with the locks' one row, before the first is inserted.
-       INSERT INTO stream_events (tenant_id, contact_id, kind, payload)
-       SELECT s.tenant_id, s.contact_id, 'notification', i.payload
-         FROM stored s JOIN input i ON i.id = s.id CROSS JOIN stream_locks
+     ), stored AS (
+       -- Stream ids drawn only once every lock is held: each row is joined with the locks' one row,
+       -- which the aggregate yields after taking them all; in item order (PostgreSQL computes a
+       -- volatile output column after the sort).
+       INSERT INTO inbox_items (id, tenant_id, contact_id, event_id, delivery_id, type_key, title, body, action_url, data, stream_id)
+       SELECT i.id, i.tenant_id, i.contact_id, i.event_id, i.delivery_id, i.type_key, i.title, i.body, i.action_url, coalesce(i.data, '{}'), ${NEXT_STREAM_ID_SQL}
+         FROM input i JOIN planned p ON p.id = i.delivery_id CROSS JOIN stream_locks
         ORDER BY i.n
-       RETURNING id, contact_id
+       RETURNING contact_id
      ), rolled_up AS (
        -- Only events still 'queued' (re-read after any transaction holding one ends); the assertion
        -- below undoes the statement if one was not.
@@ -122,7 +112,7 @@ function buildStoreStatement(completedJobsCte: string): string {
        RETURNING e.id
      ), ${completedJobsCte}
      SELECT herald_assert((SELECT count(*) FROM rolled_up) = cardinality($3::uuid[]), 'batch store: an event of the batch is no longer queued') AS events_queued,
-            herald_assert((SELECT count(*) FROM planned) = jsonb_array_length($1::jsonb) AND (SELECT count(*) FROM appended) = jsonb_array_length($2::jsonb),
+            herald_assert((SELECT count(*) FROM planned) = jsonb_array_length($1::jsonb) AND (SELECT count(*) FROM stored) = jsonb_array_length($2::jsonb),
                           'batch store: fewer rows stored than given') AS rows_stored,
-            ${streamNoticesSql('SELECT contact_id FROM appended')} AS notices`;
+            ${streamNoticesSql('SELECT contact_id FROM stored')} AS notices`;
 }

@@ -15,8 +15,6 @@ import { newId } from '../ids.ts';
 import type { Runtime } from '../runtime.ts';
 import { TemplateError, UnfilledSlotError } from '../templates/engine.ts';
 import { renderInbox } from '../templates/render.ts';
-import { inboxItemView } from '../services/inbox.ts';
-import { toIsoTimestamp } from '../db/sql.ts';
 import { deliveryContext } from './templates.ts';
 import { loadBatch, type BatchEvent } from './batch-load.ts';
 import { storeBatch, type StoredDelivery, type StoredItem } from './batch-store.ts';
@@ -52,8 +50,6 @@ export async function deliverInboxBatch(runtime: Runtime, jobs: Array<FetchedJob
   }
   if (local.length === 0) return settled;
 
-  // Items are created as of the load (its now()), as their stream events show them.
-  const createdAt = toIsoTimestamp(local[0]!.event.now);
   const templates = new Map<string, Promise<InboxTemplateRow | null>>();
   const deliveries: StoredDelivery[] = [];
   const items: StoredItem[] = [];
@@ -65,7 +61,7 @@ export async function deliverInboxBatch(runtime: Runtime, jobs: Array<FetchedJob
         deliveries.push({ ...row, status: 'skipped', reason: planned.reason, last_error: null, attempts: 0 });
         continue;
       }
-      const outcome = await deliverToInbox(runtime, em, event, id, templates, createdAt);
+      const outcome = await deliverToInbox(runtime, em, event, id, templates);
       deliveries.push({ ...row, status: outcome.status, reason: outcome.reason, last_error: outcome.lastError, attempts: 1 });
       if (outcome.item) items.push(outcome.item);
     }
@@ -90,7 +86,6 @@ async function deliverToInbox(
   event: BatchEvent,
   deliveryId: string,
   templates: Map<string, Promise<InboxTemplateRow | null>>,
-  createdAt: string,
 ): Promise<InboxOutcome> {
   const { contact, brand } = event;
   if (!contact) return { status: 'skipped', reason: 'no_destination', lastError: null, item: null }; // unreachable: planned as no_destination
@@ -115,7 +110,7 @@ async function deliverToInbox(
     // A template problem does not heal by retrying: final failure, naming the slot.
     return { status: 'failed', reason: null, lastError: truncate(error.message), item: null };
   }
-  const row = {
+  const item = {
     id: newId(runtime.clock.now()),
     tenant_id: event.tenant_id,
     contact_id: contact.id,
@@ -126,8 +121,6 @@ async function deliverToInbox(
     body: rendered.body,
     action_url: rendered.action_url,
     data: event.variables,
-    created_at: createdAt,
   };
-  const payload = inboxItemView({ ...row, seen_at: null, read_at: null, archived_at: null });
-  return { status: 'delivered', reason: null, lastError: null, item: { ...row, payload } };
+  return { status: 'delivered', reason: null, lastError: null, item };
 }

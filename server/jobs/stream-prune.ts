@@ -1,9 +1,9 @@
 // Prunes the stream log: stream_events exist for Last-Event-ID replay of short disconnects, so rows
-// older than a week have no reader left (a client away longer refetches its inbox).
+// older than the log's retention have no reader left (a client away longer refetches its inbox).
+// Inbox items stay: the log stops replaying them at the same age (stream/log.ts).
 import { defineJob } from './types.ts';
 import { execute } from '../db/sql.ts';
-
-export const STREAM_RETENTION_DAYS = 7;
+import { STREAM_RETENTION_DAYS } from '../stream/log.ts';
 
 export const streamPrune = defineJob({
   name: 'stream-events-prune',

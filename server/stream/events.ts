@@ -1,8 +1,9 @@
-// The write side of the real-time stream: every event a contact's stream shows is a row of
-// stream_events (its id is the SSE id, so Last-Event-ID can replay what a client missed), announced
-// by a pg_notify on STREAM_CHANNEL naming the contact, sent when the surrounding transaction commits,
-// so every Herald process listening (see the stream hub) pushes it to its connected clients,
-// whichever process wrote it.
+// The write side of the real-time stream: every event a contact's stream shows has an id from
+// stream_events' sequence (the SSE id, so Last-Event-ID can replay what a client missed). An inbox item
+// is its own 'notification' (inbox_items.stream_id); every other event is a row of stream_events. New
+// ids are announced by a pg_notify on STREAM_CHANNEL naming the contact, sent when the surrounding
+// transaction commits, so every Herald process listening (see the stream hub) pushes them to its
+// connected clients, whichever process wrote them. The read side is log.ts.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { queryOne } from '../db/sql.ts';
 
@@ -24,6 +25,9 @@ export interface StreamNotice {
 
 /** Contacts per notice: 100 ids stay well under PostgreSQL's 8000-byte payload cap. */
 const CONTACTS_PER_NOTICE = 100;
+
+/** SQL drawing the next stream id; only while holding the contact's stream lock (streamLockSql). */
+export const NEXT_STREAM_ID_SQL = `nextval('stream_events_id_seq')`;
 
 /**
  * SQL taking a contact's stream lock until commit (two-key advisory lock in Herald's own namespace).

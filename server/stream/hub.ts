@@ -1,7 +1,7 @@
 // The read side of the real-time stream, one per HTTP-serving process: ONE dedicated PostgreSQL
 // connection LISTENs on STREAM_CHANNEL; a notice names contacts, and if one of them has open
-// streams here, the hub re-reads the contact's stream_events after the oldest id its streams have
-// seen and pushes each row to the streams that have not seen it. Reading "id > last seen" instead
+// streams here, the hub re-reads the contact's stream log (log.ts) after the oldest id its streams
+// have seen and pushes each event to the streams that have not seen it. Reading "id > last seen" instead
 // of trusting the notice makes it loss-free: a missed notice (reconnect) or a new stream (replay
 // from Last-Event-ID) is served by the same read. Appends are serialised per contact until commit
 // (see events.ts), so a contact's ids become visible in increasing order and none is skipped.
@@ -13,16 +13,11 @@
 // (server/auth/service-key-cache.ts), which it enables only while it is listening.
 import pg from 'pg';
 import type { Runtime } from '../runtime.ts';
-import { query, queryOne } from '../db/sql.ts';
+import { queryOne } from '../db/sql.ts';
 import { inboxCounts } from '../services/inbox.ts';
 import { API_KEYS_CHANNEL } from '../auth/service-key-cache.ts';
-import { STREAM_CHANNEL, type StreamEventKind, type StreamNotice } from './events.ts';
-
-export interface StreamMessage {
-  id: string;
-  kind: StreamEventKind;
-  payload: Record<string, unknown>;
-}
+import { STREAM_CHANNEL, type StreamNotice } from './events.ts';
+import { readStreamLog, streamLogEnd, type StreamMessage } from './log.ts';
 
 /** What the hub needs from one open stream (see sse.ts). */
 export interface StreamSink {
@@ -33,7 +28,7 @@ export interface StreamSink {
 
 interface Subscription {
   contactId: string;
-  /** The last stream_events id this stream has been sent (or chose to start after). */
+  /** The last stream id this stream has been sent (or chose to start after). */
   lastId: bigint;
   /** Until the first read: the Last-Event-ID to replay after, or null to start at the current end. */
   pending: { from: bigint | null } | null;
@@ -175,8 +170,8 @@ export class StreamHub {
         streams.dirty = false;
         const starting = [...streams.subscriptions].filter((s) => s.pending);
         if (starting.some((s) => s.pending!.from === null)) {
-          const end = await queryOne<{ id: string | null }>(em, `SELECT max(id)::text AS id FROM stream_events WHERE contact_id = $1`, [contactId]);
-          for (const s of starting) if (s.pending!.from === null) s.pending!.from = BigInt(end?.id ?? '0');
+          const end = await streamLogEnd(em, contactId);
+          for (const s of starting) if (s.pending!.from === null) s.pending!.from = end;
         }
         if (starting.some((s) => s.pending!.from !== null)) {
           // A Last-Event-ID beyond the sequence (a restored database) would hide new events: clamp it.
@@ -193,11 +188,7 @@ export class StreamHub {
         // Streams sent a change since the last counts they got (a stored counts row, from read-all, settles it).
         const owingCounts = new Set<Subscription>();
         for (;;) {
-          const rows = await query<StreamMessage>(
-            em,
-            `SELECT id::text AS id, kind, payload FROM stream_events WHERE contact_id = $1 AND id > $2 ORDER BY stream_events.id LIMIT ${PAGE}`,
-            [contactId, after.toString()],
-          );
+          const rows = await readStreamLog(em, contactId, after, PAGE);
           for (const row of rows) {
             const id = BigInt(row.id);
             for (const s of subscriptions) {

@@ -2,7 +2,8 @@
 // `data:` the JSON payload; comments carry heartbeats. The stream ends when the client goes away,
 // when the process shuts down, when the client cannot keep up, or when its contact token expires
 // (the client then reconnects with a fresh token and Last-Event-ID, losing nothing).
-import type { StreamHub, StreamMessage } from './hub.ts';
+import type { StreamHub } from './hub.ts';
+import type { StreamMessage } from './log.ts';
 
 /** A client that falls this many chunks behind is disconnected (it reconnects and replays). */
 const MAX_QUEUED_CHUNKS = 1000;

@@ -13,8 +13,8 @@ import type { ReceivedMail, SmtpPeer } from './smtp-peer.ts';
 import { createTenant } from '../../server/services/tenants.ts';
 import { createUser } from '../../server/services/users.ts';
 import { issueApiKey } from '../../server/services/api-keys.ts';
-import { inboxItemView, INBOX_COLUMNS, type InboxItemRow } from '../../server/services/inbox.ts';
-import { appendStreamEvent } from '../../server/stream/events.ts';
+import { inboxItemView } from '../../server/services/inbox.ts';
+import { storeInboxItem } from '../../server/delivery/channels/inbox.ts';
 import { execute, query, queryOne } from '../../server/db/sql.ts';
 import { newId } from '../../server/ids.ts';
 import type { InboxItemResponse } from '../../server/schemas/inbox.ts';
@@ -188,8 +188,8 @@ export async function insertInboxTemplate(
 }
 
 /**
- * Stores an inbox item and appends its 'notification' stream event in one transaction, as the
- * delivery worker's inbox channel does. `app` may be any process of the install.
+ * Stores an inbox item (its own 'notification' on the contact's stream) as the delivery worker's
+ * inbox channel does. `app` may be any process of the install.
  */
 export async function deliverInboxItem(
   app: TestApp,
@@ -197,17 +197,19 @@ export async function deliverInboxItem(
   contactId: string,
   fields: { title?: string; body?: string; type?: string; data?: Record<string, unknown> } = {},
 ): Promise<InboxItemResponse> {
-  return app.runtime.orm.em.fork().transactional(async (tx) => {
-    const row = await queryOne<InboxItemRow>(
-      tx,
-      `INSERT INTO inbox_items (id, tenant_id, contact_id, type_key, title, body, data) VALUES ($1, $2, $3, $4, $5, $6, $7)
-       RETURNING ${INBOX_COLUMNS}`,
-      [newId(), tenantId, contactId, fields.type ?? 'order_shipped', fields.title ?? 'Shipped', fields.body ?? 'Your order shipped', JSON.stringify(fields.data ?? {})],
-    );
-    const item = inboxItemView(row!);
-    await appendStreamEvent(tx, { tenantId, contactId, kind: 'notification', payload: { ...item } });
-    return item;
+  const row = await storeInboxItem(app.runtime.orm.em.fork(), {
+    id: newId(),
+    tenant_id: tenantId,
+    contact_id: contactId,
+    event_id: null,
+    delivery_id: null,
+    type_key: fields.type ?? 'order_shipped',
+    title: fields.title ?? 'Shipped',
+    body: fields.body ?? 'Your order shipped',
+    action_url: null,
+    data: fields.data ?? {},
   });
+  return inboxItemView(row!);
 }
 
 /** Polls until every given event has a final status (the workers run in the test app or a subprocess). */
