@@ -1,9 +1,9 @@
 // The write side of the batch fast path (batch.ts): one statement that stores a batch's outcome.
 // Deliveries are inserted with their final status (no 'pending' row version to update), inbox items
-// are stored with their stream ids (each is its own 'notification'; the stream hub derives the counts),
-// the events get their final status and their delivery jobs are completed (complete.ts), all from data-modifying
-// CTEs. The statement is all or nothing on its own (herald_assert, migration 0011), so the batch path
-// needs no transaction around it: it commits once, with the statement.
+// with their stream ids (each is its own 'notification'; the stream hub derives the counts), the
+// events get their final status and their delivery jobs are completed (complete.ts), all from
+// data-modifying CTEs. The statement is all or nothing on its own (herald_assert, migration 0011), so
+// the batch path needs no transaction around it: it commits once, with the statement.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
 import { statementPerQueue, type PgBoss } from '../queue.ts';

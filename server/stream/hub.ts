@@ -1,10 +1,10 @@
 // The read side of the real-time stream, one per HTTP-serving process: ONE dedicated PostgreSQL
 // connection LISTENs on STREAM_CHANNEL; a notice names contacts, and if one of them has open
 // streams here, the hub re-reads the contact's stream log (log.ts) after the oldest id its streams
-// have seen and pushes each event to the streams that have not seen it. Reading "id > last seen" instead
-// of trusting the notice makes it loss-free: a missed notice (reconnect) or a new stream (replay
-// from Last-Event-ID) is served by the same read. Appends are serialised per contact until commit
-// (see events.ts), so a contact's ids become visible in increasing order and none is skipped.
+// have seen and pushes each event to the streams that have not seen it. Reading "id > last seen"
+// instead of trusting the notice makes it loss-free: a missed notice (reconnect) or a new stream
+// (replay from Last-Event-ID) is served by the same read. Appends are serialised per contact until
+// commit (see events.ts), so a contact's ids become visible in increasing order and none is skipped.
 // Counts are derived here, not stored per change: after a read that sent a stream a notification or
 // an update (or that started the stream), the hub reads the contact's counts and sends them. Most
 // contacts have no stream open when an item is delivered; storing their counts cost every delivery a
