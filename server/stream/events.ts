@@ -26,8 +26,11 @@ export interface StreamNotice {
 /** Contacts per notice: 100 ids stay well under PostgreSQL's 8000-byte payload cap. */
 const CONTACTS_PER_NOTICE = 100;
 
+/** The sequence every stream id is drawn from (stream_events.id's, which inbox_items.stream_id shares). */
+export const STREAM_ID_SEQUENCE = 'stream_events_id_seq';
+
 /** SQL drawing the next stream id; only while holding the contact's stream lock (streamLockSql). */
-export const NEXT_STREAM_ID_SQL = `nextval('stream_events_id_seq')`;
+export const NEXT_STREAM_ID_SQL = `nextval('${STREAM_ID_SEQUENCE}')`;
 
 /**
  * SQL taking a contact's stream lock until commit (two-key advisory lock in Herald's own namespace).

@@ -13,11 +13,10 @@
 // (server/auth/service-key-cache.ts), which it enables only while it is listening.
 import pg from 'pg';
 import type { Runtime } from '../runtime.ts';
-import { queryOne } from '../db/sql.ts';
 import { inboxCounts } from '../services/inbox.ts';
 import { API_KEYS_CHANNEL } from '../auth/service-key-cache.ts';
 import { STREAM_CHANNEL, type StreamNotice } from './events.ts';
-import { readStreamLog, streamLogEnd, type StreamMessage } from './log.ts';
+import { lastStreamIdDrawn, readStreamLog, streamLogEnd, type StreamMessage } from './log.ts';
 
 /** What the hub needs from one open stream (see sse.ts). */
 export interface StreamSink {
@@ -175,8 +174,7 @@ export class StreamHub {
         }
         if (starting.some((s) => s.pending!.from !== null)) {
           // A Last-Event-ID beyond the sequence (a restored database) would hide new events: clamp it.
-          const seq = await queryOne<{ last: string }>(em, `SELECT (CASE WHEN is_called THEN last_value ELSE last_value - 1 END)::text AS last FROM stream_events_id_seq`);
-          const last = BigInt(seq?.last ?? '0');
+          const last = await lastStreamIdDrawn(em);
           for (const s of starting) if (s.pending!.from! > last) s.pending!.from = last;
         }
         for (const s of starting) {

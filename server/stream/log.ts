@@ -7,7 +7,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query, queryOne } from '../db/sql.ts';
 import { inboxItemView, type InboxItemRow } from '../services/inbox.ts';
-import type { StreamEventKind } from './events.ts';
+import { STREAM_ID_SEQUENCE, type StreamEventKind } from './events.ts';
 
 /**
  * How long the log can be replayed: stream_events rows older than this are pruned daily
@@ -42,9 +42,16 @@ export async function readStreamLog(em: EntityManager, contactId: string, after:
 export async function streamLogEnd(em: EntityManager, contactId: string): Promise<bigint> {
   const row = await queryOne<{ id: string | null }>(
     em,
+    // IS NOT NULL: the predicate of inbox_items_stream, so the planner reads the max from that index.
     `SELECT greatest((SELECT max(id) FROM stream_events WHERE contact_id = $1),
                      (SELECT max(stream_id) FROM inbox_items WHERE contact_id = $1 AND stream_id IS NOT NULL))::text AS id`,
     [contactId],
   );
   return BigInt(row?.id ?? '0');
+}
+
+/** The last stream id drawn by anyone (committed or not): no Last-Event-ID can be beyond it. */
+export async function lastStreamIdDrawn(em: EntityManager): Promise<bigint> {
+  const row = await queryOne<{ last: string }>(em, `SELECT (CASE WHEN is_called THEN last_value ELSE last_value - 1 END)::text AS last FROM ${STREAM_ID_SEQUENCE}`);
+  return BigInt(row?.last ?? '0');
 }
