@@ -13,6 +13,7 @@
 //      backlog enqueued as the triggers enqueued Herald's (as many jobs, in inserts of the same sizes
 //      and concurrency: one job per 1-recipient trigger, 100 per bulk one); the ratio 3 / 5. Then the
 //      same with pg-boss started as Herald starts it (startBoss), for comparison.
+// Each drain starts with the job table analysed (analyzeJobTable), the same for Herald and the baselines.
 // Beside each drain's rate it prints the database work per item: write transactions (the transaction
 // id counter) and WAL bytes (the WAL insert position). Both are exact counters, not sampled statistics:
 // where the rates swing with the machine (±20% and more on a shared 2-core VM), these compare changes
@@ -158,6 +159,7 @@ async function main(): Promise<void> {
   await db.connect();
   cleanups.push(() => db.end());
   const backlog = Number((await db.query(`SELECT count(*) AS n FROM events WHERE status = 'queued'`)).rows[0].n);
+  await analyzeJobTable(db);
   const heraldWorkBefore = await workCounters(db);
   const workerProcess = await startHerald(['--role', 'worker'], env, null);
   // Polled as the baselines are (a count of the queue's unfinished jobs, every 100 ms), not by counting
@@ -271,6 +273,7 @@ async function main(): Promise<void> {
     await enqueue(WARM_UP_REQUESTS + SINGLE_REQUESTS, 1, CONCURRENCY);
     await enqueue(BULK_REQUESTS, 100, Math.min(CONCURRENCY, 8));
     const total = WARM_UP_REQUESTS + SINGLE_REQUESTS + BULK_REQUESTS * 100;
+    await analyzeJobTable(db);
     const before = await workCounters(db);
     await boss.work(queue, { ...workOptions, localConcurrency: WORKER_CONCURRENCY }, async () => undefined);
     let warm: { done: number; cpu: CpuCounters } = { done: 0, cpu: null };
@@ -305,6 +308,19 @@ async function main(): Promise<void> {
   print(`done in ${Math.round((Date.now() - started) / 1000)} s`);
   apiProcess.kill('SIGTERM');
   await once(apiProcess, 'exit');
+}
+
+/**
+ * Brings the job table's planner statistics up to date before a drain, so every drain starts from
+ * statistics that know its backlog. Left to autovacuum, whether they did depended on when it last ran:
+ * with statistics from before the backlog (a handful of pending jobs, or none of that queue), PostgreSQL
+ * planned pg-boss's fetch as a scan of every pending job of the queue and a sort (2 to 85 ms per
+ * fetch of 25 at a backlog of 5,000 to 10,000, auto_explain), instead of reading the first 25 in the
+ * order of its fetch index (0.4 to 1 ms). Which plan a drain got varied from run to run and drain to
+ * drain, and swung the raw baseline between 4,300 and 7,600 jobs/s on one machine in one hour.
+ */
+async function analyzeJobTable(db: pg.Client): Promise<void> {
+  await db.query(`ANALYZE ${BOSS_SCHEMA}.job`);
 }
 
 interface LoadResult {
