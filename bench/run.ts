@@ -312,12 +312,12 @@ async function main(): Promise<void> {
 
 /**
  * Brings the job table's planner statistics up to date before a drain, so every drain starts from
- * statistics that know its backlog. Left to autovacuum, whether they did depended on when it last ran:
- * with statistics from before the backlog (a handful of pending jobs, or none of that queue), PostgreSQL
- * planned pg-boss's fetch as a scan of every pending job of the queue and a sort (2 to 85 ms per
- * fetch of 25 at a backlog of 5,000 to 10,000, auto_explain), instead of reading the first 25 in the
- * order of its fetch index (0.4 to 1 ms). Which plan a drain got varied from run to run and drain to
- * drain, and swung the raw baseline between 4,300 and 7,600 jobs/s on one machine in one hour.
+ * statistics that know its backlog. Left to autovacuum, whether they did depended on when it last ran.
+ * With statistics taken before the backlog, PostgreSQL could plan pg-boss's fetch as a bitmap scan of
+ * every pending job of the queue and a sort: 2 to 85 ms per fetch of 25 at a backlog of 5,000 to
+ * 10,000 (auto_explain, 8 fetches at a time), where reading the first 25 in the order of its fetch
+ * index took 0.4 to 1 ms. Which plan a drain got varied from run to run and drain to drain, and the
+ * raw baseline swung between 4,300 and 7,600 jobs/s on one machine in one hour.
  */
 async function analyzeJobTable(db: pg.Client): Promise<void> {
   await db.query(`ANALYZE ${BOSS_SCHEMA}.job`);
