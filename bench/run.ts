@@ -10,9 +10,11 @@
 //      (GET /v1/contacts/{id}/stream with a contact token), and trigger -> an SMTP server accepting
 //      the email (smtp-server in this process, the tenant's email transport pointing at it)
 //   5. raw pg-boss throughput: a no-op handler, same database, queue and worker settings, draining a
-//      backlog enqueued as the triggers enqueued Herald's (as many jobs, in inserts of the same sizes
-//      and concurrency: one job per 1-recipient trigger, 100 per bulk one); the ratio 3 / 5. Then the
-//      same with pg-boss started as Herald starts it (startBoss), for comparison.
+//      backlog of one job per event Herald delivered, enqueued in inserts of the triggers' sizes and
+//      concurrency (one job per 1-recipient trigger, 100 per bulk one); the ratio 3 / 5, items per
+//      second to jobs per second (Herald's inbox-only events share jobs, delivery/queues.ts: it
+//      drains fewer jobs than events, and prints how many). Then the same with pg-boss started as
+//      Herald starts it (startBoss), for comparison.
 // Each drain starts with the job table analysed (analyzeJobTable), the same for Herald and the baselines.
 // Beside each drain's rate it prints the database work per item: write transactions (the transaction
 // id counter) and WAL bytes (the WAL insert position). Both are exact counters, not sampled statistics:
@@ -159,6 +161,7 @@ async function main(): Promise<void> {
   await db.connect();
   cleanups.push(() => db.end());
   const backlog = Number((await db.query(`SELECT count(*) AS n FROM events WHERE status = 'queued'`)).rows[0].n);
+  const backlogJobs = Number((await db.query(`SELECT count(*) AS n FROM ${BOSS_SCHEMA}.job WHERE name = $1 AND state <> 'completed'`, [DELIVER_EVENT_QUEUE])).rows[0].n);
   await analyzeJobTable(db);
   const heraldWorkBefore = await workCounters(db);
   const workerProcess = await startHerald(['--role', 'worker'], env, null);
@@ -181,7 +184,7 @@ async function main(): Promise<void> {
   const herald = drainRates(drained);
   const failures = Number((await db.query(`SELECT count(*) AS n FROM events WHERE status <> 'delivered'`)).rows[0].n);
   print(
-    `3. inbox delivery at saturation: ${fmt(herald.steady)} items/s after the first ${WARM_UP_ITEMS} (whole drain ${fmt(herald.whole)})   (${drained.n} items from a backlog of ${backlog} events, ${failures} not delivered)`,
+    `3. inbox delivery at saturation: ${fmt(herald.steady)} items/s after the first ${WARM_UP_ITEMS} (whole drain ${fmt(herald.whole)})   (${drained.n} items from a backlog of ${backlog} events in ${backlogJobs} jobs, ${failures} not delivered)`,
   );
   print(`   database work per item: ${fmtWork(heraldWork)}; after the first ${WARM_UP_ITEMS}, ${fmtCpu(heraldCpu, 'the worker')}`);
 
@@ -263,7 +266,7 @@ async function main(): Promise<void> {
   const drainRaw = async (boss: PgBoss, queue: string) => {
     cleanups.push(() => boss.stop({ graceful: false, close: true }));
     await boss.createQueue(queue, queueOptions);
-    // As many jobs as Herald drained, enqueued in inserts of the triggers' sizes and concurrency (a
+    // One job per event Herald drained, enqueued in inserts of the triggers' sizes and concurrency (a
     // queue's cost can depend on how it was filled).
     const enqueue = (inserts: number, jobsPerInsert: number, concurrency: number) =>
       measure(inserts, Array.from({ length: concurrency }, () => null), async () => {
@@ -427,14 +430,15 @@ function freePort(): Promise<number> {
 
 /**
  * Waits until every job of the queue is completed; a failed job (dead-lettered) fails the benchmark at
- * once. `onWarm` runs once, at the first poll that finds WARM_UP_ITEMS of `total` jobs done (with the
- * number done).
+ * once. `onWarm` runs once, at the first poll that finds WARM_UP_ITEMS of `total` items done (with the
+ * number done). Items, not jobs: a Herald delivery job carries up to 25 events, a baseline job is one.
  */
 async function waitForQueue(db: pg.Client, queue: string, timeoutMs: number, total = 0, onWarm?: (done: number) => Promise<void>): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const { rows } = await db.query(
-      `SELECT count(*)::int AS n, count(*) FILTER (WHERE state = 'failed')::int AS failed FROM ${BOSS_SCHEMA}.job WHERE name = $1 AND state <> 'completed'`,
+      `SELECT count(*)::int AS jobs, coalesce(sum(${ITEMS_OF_JOB}), 0)::int AS n, count(*) FILTER (WHERE state = 'failed')::int AS failed
+         FROM ${BOSS_SCHEMA}.job WHERE name = $1 AND state <> 'completed'`,
       [queue],
     );
     if (rows[0].failed > 0) throw new Error(`${queue}: ${rows[0].failed} jobs failed`);
@@ -442,11 +446,14 @@ async function waitForQueue(db: pg.Client, queue: string, timeoutMs: number, tot
       await onWarm(total - rows[0].n);
       onWarm = undefined;
     }
-    if (rows[0].n === 0) return;
-    if (Date.now() > deadline) throw new Error(`${queue}: ${rows[0].n} jobs not done in ${timeoutMs / 1000} s`);
+    if (rows[0].jobs === 0) return;
+    if (Date.now() > deadline) throw new Error(`${queue}: ${rows[0].jobs} jobs not done in ${timeoutMs / 1000} s`);
     await sleep(100);
   }
 }
+
+/** The items a job of the queue carries: a Herald delivery job's events, else one. */
+const ITEMS_OF_JOB = `coalesce(jsonb_array_length(data->'event_ids'), 1)`;
 
 /**
  * CPU seconds (user + system) spent so far by the database server's processes and by the process

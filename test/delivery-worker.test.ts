@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { HERALD_BIN } from './support/cli.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { insertInboxTemplate, createTenantFixture, insertNotificationType, sql, sqlOne, waitForFinal, type TenantFixture } from './support/fixtures.ts';
+import { insertInboxTemplate, createTenantFixture, insertNotificationType, sql, sqlOne, waitForFinal, deliveryJobsOf, type TenantFixture } from './support/fixtures.ts';
 import { signal } from './support/signal.ts';
 import { execute, queryOne } from '../server/db/sql.ts';
 import { deliverEvent } from '../server/delivery/worker.ts';
@@ -18,7 +18,8 @@ import { storeBatch } from '../server/delivery/batch-store.ts';
 import { storeInboxItem } from '../server/delivery/channels/inbox.ts';
 import { deliverInboxBatch } from '../server/delivery/batch.ts';
 import { planDeliveries, type PlanInput } from '../server/delivery/plan.ts';
-import { DELIVER_EVENT_DEAD_QUEUE, DELIVER_EVENT_QUEUE, type DeliverEventJob } from '../server/delivery/queues.ts';
+import { DELIVER_EVENT_DEAD_QUEUE, DELIVER_EVENT_QUEUE, eventIdsOf, type DeliverEventJob } from '../server/delivery/queues.ts';
+import { deliverEventJob, storeGroups } from '../server/jobs/deliver-event.ts';
 import type { Channel } from '../server/schemas/common.ts';
 import { pushChannel, pushOutcome } from '../server/delivery/channels/push.ts';
 import { emailOutcome } from '../server/delivery/channels/email.ts';
@@ -67,10 +68,11 @@ describe('batch fast path: job completion', () => {
   it('completes the jobs of the events it stores in the transaction that stores them', async () => {
     const ids = await trigger({ recipients: ['done_1', 'done_2'], variables: { name: 'x' } });
     const jobs = await api.runtime.boss!.fetch<DeliverEventJob>(DELIVER_EVENT_QUEUE, { batchSize: 10 });
-    expect(jobs.map((j) => j.data.event_id).sort()).toEqual([...ids].sort());
+    // Inbox-only events of one trigger share a job.
+    expect(jobs.map((j) => eventIdsOf(j.data).sort())).toEqual([[...ids].sort()]);
     // pg-boss's own completion (after a handler returns) is never called here.
     expect(await deliverInboxBatch(api.runtime, jobs)).toEqual(new Set(ids));
-    expect((await jobStates(ids)).map((j) => j.state)).toEqual(['completed', 'completed']);
+    expect((await jobStates(jobs.map((j) => j.id))).map((j) => j.state)).toEqual(['completed']);
     expect((await waitForFinal(api, ids)).map((e) => e.status)).toEqual(['delivered', 'delivered']);
   });
 
@@ -126,6 +128,28 @@ describe('batch fast path: job completion', () => {
     expect((await sqlOne<{ status: string }>(api, `SELECT status FROM events WHERE id = $1`, [id]))!.status).toBe('failed');
     expect(await jobStates([id!])).toEqual([{ id, state: 'active', retry_count: 0 }]);
     await api.runtime.boss!.complete(DELIVER_EVENT_QUEUE, { id: id!, retryCount: 0 });
+  });
+
+  it('delivers a job of the shape enqueued before jobs carried several events ({ event_id })', async () => {
+    const [id] = await trigger({ recipients: ['legacy_1'], variables: { name: 'x' } });
+    await execute(api.runtime.orm.em.fork(), `UPDATE pgboss.job SET data = jsonb_build_object('event_id', id::text) WHERE name = $1 AND id = $2`, [DELIVER_EVENT_QUEUE, id]);
+    const jobs = await api.runtime.boss!.fetch<DeliverEventJob>(DELIVER_EVENT_QUEUE, { batchSize: 10 });
+    expect(jobs.map((j) => j.data)).toEqual([{ event_id: id }]);
+    await deliverEventJob.handler(jobs, api.runtime);
+    expect(await jobStates([id!])).toEqual([{ id, state: 'completed', retry_count: 0 }]);
+    expect(await sql(api, `SELECT 1 FROM inbox_items WHERE event_id = $1`, [id])).toHaveLength(1);
+    expect((await waitForFinal(api, [id!]))[0]!.status).toBe('delivered');
+  });
+});
+
+describe('delivery jobs', () => {
+  const job = (events: number) => ({ data: { event_ids: Array.from({ length: events }, () => newId()) } });
+
+  it('a fetched batch is stored in groups of whole jobs of up to 250 events; a larger job alone', () => {
+    const sizes = (groups: Array<Array<{ data: DeliverEventJob }>>) => groups.map((g) => g.map((j) => eventIdsOf(j.data).length));
+    expect(sizes(storeGroups([job(25), job(25), job(200), job(1), job(300), job(5)]))).toEqual([[25, 25, 200], [1], [300], [5]]);
+    expect(sizes(storeGroups(Array.from({ length: 11 }, () => job(25))))).toEqual([Array(10).fill(25), [25]]);
+    expect(storeGroups([])).toEqual([]);
   });
 });
 
@@ -316,27 +340,47 @@ describe('inbox delivery', () => {
     expect(delivery!.attempts).toBeGreaterThanOrEqual(2);
   });
 
-  it('settles per job: a failing event of a batch is retried alone, the others of its batch complete', async () => {
+  it('a shared job with a failing event is retried for it alone: its other events are delivered once', async () => {
     const em = api.runtime.orm.em.fork();
     await execute(em, `CREATE OR REPLACE FUNCTION test_inbox_refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'inbox store unavailable'; END $$ LANGUAGE plpgsql`);
     await execute(em, `CREATE TRIGGER test_inbox_refuse4 BEFORE INSERT ON inbox_items FOR EACH ROW WHEN (NEW.title = 'Hi mixed_fail') EXECUTE FUNCTION test_inbox_refuse()`);
     const ids = await trigger({ recipients: ['mixed_ok1', 'mixed_fail', 'mixed_ok2'], variables: { name: 'x' } });
+    const [shared] = await deliveryJobsOf(api, ids);
+    expect(shared!.event_ids.sort()).toEqual([...ids].sort());
     try {
-      const jobOf = (id: string) =>
-        sqlOne<{ state: string; retry_count: number; output: { message?: string } | null }>(api, `SELECT state, retry_count, output FROM pgboss.job WHERE id = $1`, [id]);
-      // The failing event's job is retried (its retry count goes up), and its failure is its own output.
-      for (const deadline = Date.now() + 10_000; ((await jobOf(ids[1]!))?.retry_count ?? 0) < 1; ) {
-        if (Date.now() > deadline) throw new Error('the failing job was not retried');
+      const jobOf = () => sqlOne<{ state: string; retry_count: number }>(api, `SELECT state, retry_count FROM pgboss.job WHERE id = $1`, [shared!.id]);
+      // The job is retried (its retry count goes up), with the failing event's error as its output.
+      for (const deadline = Date.now() + 10_000; ((await jobOf())?.retry_count ?? 0) < 2; ) {
+        if (Date.now() > deadline) throw new Error('the shared job was not retried twice');
         await new Promise((r) => setTimeout(r, 50));
       }
-      for (const id of [ids[0]!, ids[2]!]) expect(await jobOf(id)).toMatchObject({ state: 'completed', retry_count: 0 });
-      const failedAttempts = await sql<{ output: { message: string } }>(api, `SELECT output FROM pgboss.job WHERE id = $1 AND output IS NOT NULL`, [ids[1]]);
-      expect(JSON.stringify(failedAttempts)).toContain('inbox store unavailable');
+      const failedAttempts = await sql<{ output: { message: string } }>(api, `SELECT output FROM pgboss.job WHERE id = $1 AND output IS NOT NULL`, [shared!.id]);
+      expect(JSON.stringify(failedAttempts)).toContain(`${ids[1]}: inbox: inbox store unavailable`);
+      // The others were delivered on the first attempt and left alone by the retries.
+      for (const id of [ids[0]!, ids[2]!]) expect(await deliveriesOf(id)).toMatchObject([{ channel: 'inbox', status: 'delivered', attempts: 1 }]);
+      expect((await deliveriesOf(ids[1]!))[0]).toMatchObject({ status: 'pending' });
+      expect((await deliveriesOf(ids[1]!))[0]!.attempts).toBeGreaterThanOrEqual(2);
     } finally {
       await execute(em, `DROP TRIGGER test_inbox_refuse4 ON inbox_items`);
     }
-    // Once the store works again, the retried job delivers it.
+    // Once the store works again, the retried job delivers it; every event has one item.
     expect((await waitForFinal(api, ids)).map((e) => e.status)).toEqual(['delivered', 'delivered', 'delivered']);
+    expect(await sql(api, `SELECT event_id FROM inbox_items WHERE event_id = ANY($1::uuid[])`, [ids])).toHaveLength(3);
+  });
+
+  it('inbox-only events of a trigger share jobs of up to 25; an event with a remote channel has a job of its own', async () => {
+    await insertNotificationType(api, acme.tenantId, { key: 'mailed', channels: { inbox: true, email: true } });
+    const many = await trigger({ recipients: Array.from({ length: 30 }, (_, i) => `share_${i}`), variables: { name: 'x' } });
+    const shared = await deliveryJobsOf(api, many);
+    const sorted = [...many].sort();
+    expect(shared.map((j) => j.event_ids)).toEqual([sorted.slice(0, 25), sorted.slice(25)]);
+    for (const j of shared) expect(j.id).toBe(j.event_ids[0]);
+    const mailed = await trigger({ type: 'mailed', recipients: ['own_1', 'own_2', 'own_3'] });
+    expect((await deliveryJobsOf(api, mailed)).map((j) => j.event_ids)).toEqual([...mailed].sort().map((id) => [id]));
+    // Asked for the inbox only, the same type's events share one.
+    const inboxOnly = await trigger({ type: 'mailed', channels: ['inbox'], recipients: ['own_4', 'own_5'] });
+    expect((await deliveryJobsOf(api, inboxOnly)).map((j) => j.event_ids)).toEqual([[...inboxOnly].sort()]);
+    await waitForFinal(api, [...many, ...mailed, ...inboxOnly]);
   });
 
   it('a delivery already final is never delivered again, and a re-run never duplicates the inbox item', async () => {
@@ -353,18 +397,21 @@ describe('inbox delivery', () => {
 
   it('the dead-letter worker fails what is still pending when retries are exhausted', async () => {
     const em = api.runtime.orm.em.fork();
-    await execute(em, `CREATE TRIGGER test_inbox_refuse2 BEFORE INSERT ON inbox_items FOR EACH ROW WHEN (NEW.title = 'Hi dead_1') EXECUTE FUNCTION test_inbox_refuse()`);
-    const [id] = await trigger({ recipients: ['dead_1'], variables: { name: 'x' } });
-    for (const deadline = Date.now() + 10_000; (await deliveriesOf(id!))[0]?.attempts !== 1; ) {
+    await execute(em, `CREATE TRIGGER test_inbox_refuse2 BEFORE INSERT ON inbox_items FOR EACH ROW WHEN (NEW.title LIKE 'Hi dead_%') EXECUTE FUNCTION test_inbox_refuse()`);
+    const ids = await trigger({ recipients: ['dead_1', 'dead_2'], variables: { name: 'x' } });
+    for (const deadline = Date.now() + 10_000; !(await Promise.all(ids.map(deliveriesOf))).every((d) => d[0]?.attempts === 1); ) {
       if (Date.now() > deadline) throw new Error('no attempt recorded');
       await new Promise((r) => setTimeout(r, 50));
     }
-    await api.runtime.boss!.send(DELIVER_EVENT_DEAD_QUEUE, { event_id: id });
-    const [event] = await waitForFinal(api, [id!]);
-    expect(event!.status).toBe('failed');
-    const [delivery] = await deliveriesOf(id!);
-    expect(delivery!.status).toBe('failed');
-    expect(delivery!.last_error).toContain('inbox store unavailable');
+    // Dead jobs of both shapes: several events, and one (as enqueued before jobs carried several).
+    await api.runtime.boss!.send(DELIVER_EVENT_DEAD_QUEUE, { event_ids: [ids[0]!] });
+    await api.runtime.boss!.send(DELIVER_EVENT_DEAD_QUEUE, { event_id: ids[1]! });
+    expect((await waitForFinal(api, ids)).map((e) => e.status)).toEqual(['failed', 'failed']);
+    for (const id of ids) {
+      const [delivery] = await deliveriesOf(id);
+      expect(delivery!.status).toBe('failed');
+      expect(delivery!.last_error).toContain('inbox store unavailable');
+    }
     await execute(em, `DROP TRIGGER test_inbox_refuse2 ON inbox_items`);
   });
 
@@ -444,14 +491,16 @@ describe('a killed worker process', () => {
         expect(res.status).toBe(202);
         ids.push(...res.body.events.map((e: { event_id: string }) => e.event_id));
       }
-      // The kill must land mid-batch. A batch is stored by one statement, which a killed client does
-      // not stop: so the first trigger's events are held (FOR UPDATE) by a transaction of the test,
-      // and the worker's statements storing them wait until it is gone.
+      // The kill must land mid-batch. A batch is stored by statements of up to 250 events, which a
+      // killed client does not stop: so the events of one delivery job (the last 25 of the last
+      // trigger, by id) are held (FOR UPDATE) by a transaction of the test, and the worker's statement
+      // storing them waits until it is gone, while the statements storing the others go through.
+      const heldIds = ids.slice(200).sort().slice(75);
       const held = signal();
       let holderPid = 0;
       const holding = app.runtime.orm.em.fork().transactional(async (tx) => {
         holderPid = (await queryOne<{ pid: number }>(tx, `SELECT pg_backend_pid() AS pid`))!.pid;
-        await execute(tx, `SELECT 1 FROM events WHERE id = ANY($1::uuid[]) FOR UPDATE`, [ids.slice(0, 100)]);
+        await execute(tx, `SELECT 1 FROM events WHERE id = ANY($1::uuid[]) FOR UPDATE`, [heldIds]);
         held.raise();
         await mayRelease.raised;
       });

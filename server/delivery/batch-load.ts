@@ -20,16 +20,33 @@ export interface BatchEvent extends LoadedEvent {
  * Loads the events with their type's policy, contact, preferences for the type, push subscriptions
  * and brands. It locks nothing: what it read may have changed by the time the batch is stored, which
  * the store statement finds out (batch-store.ts).
+ *
+ * What depends only on the tenant, the type and the brand (the tenant's state, the type's policy, the
+ * brands) is looked up once per distinct (tenant, type, brand) of the batch, not once per event: a
+ * batch is mostly one tenant's events of one type, and per event these lookups were about a third of
+ * the statement's time (EXPLAIN ANALYZE, 250 events).
  */
 export async function loadBatch(em: EntityManager, eventIds: string[]): Promise<BatchEvent[]> {
   return query<BatchEvent>(
     em,
-    `WITH ev AS (
+    `WITH ev AS MATERIALIZED (
        SELECT id, tenant_id, type_key, brand_key, external_id, variables, status, channels, contact_id, secret_variables_ciphertext
          FROM events WHERE id = ANY($1::uuid[])
+     ), kinds AS MATERIALIZED (
+       SELECT k.tenant_id, k.type_key, k.brand_key,
+              t.archived_at IS NOT NULL AS tenant_archived, t.default_language,
+              nt.channel_defaults, nt.opt_out,
+              (SELECT json_build_object('id', b.id, 'key', b.key, 'values', b."values", 'sender', b.sender, 'is_default', b.is_default)
+                 FROM brands b
+                WHERE b.tenant_id = k.tenant_id AND (b.key = k.brand_key OR b.is_default)
+                ORDER BY b.is_default -- the named brand before the default
+                LIMIT 1) AS brand,
+              (SELECT key FROM brands WHERE tenant_id = k.tenant_id AND is_default) AS default_brand_key
+         FROM (SELECT DISTINCT tenant_id, type_key, brand_key FROM ev) AS k
+         JOIN tenants t ON t.id = k.tenant_id
+         ${eventTypeJoin('k')}
      )
-     SELECT ev.*, t.archived_at IS NOT NULL AS tenant_archived, t.default_language,
-            nt.channel_defaults, nt.opt_out,
+     SELECT ev.*, kinds.tenant_archived, kinds.default_language, kinds.channel_defaults, kinds.opt_out, kinds.brand, kinds.default_brand_key,
             ${eventPlannedSql('ev')} AS planned,
             (SELECT row_to_json(c) FROM (
                SELECT ${CONTACT_COLUMNS},
@@ -38,16 +55,9 @@ export async function loadBatch(em: EntityManager, eventIds: string[]): Promise<
                       coalesce((SELECT json_agg(json_build_object('id', s.id, 'provider', s.provider) ORDER BY s.created_at)
                                   FROM push_subscriptions s WHERE s.contact_id = contacts.id), '[]') AS subscriptions
                  FROM contacts WHERE contacts.id = ev.contact_id
-             ) c) AS contact,
-            (SELECT json_build_object('id', b.id, 'key', b.key, 'values', b."values", 'sender', b.sender, 'is_default', b.is_default)
-               FROM brands b
-              WHERE b.tenant_id = ev.tenant_id AND (b.key = ev.brand_key OR b.is_default)
-              ORDER BY b.is_default -- the named brand before the default
-              LIMIT 1) AS brand,
-            (SELECT key FROM brands WHERE tenant_id = ev.tenant_id AND is_default) AS default_brand_key
+             ) c) AS contact
        FROM ev
-       JOIN tenants t ON t.id = ev.tenant_id
-       ${eventTypeJoin('ev')}
+       JOIN kinds ON kinds.tenant_id = ev.tenant_id AND kinds.type_key = ev.type_key AND kinds.brand_key IS NOT DISTINCT FROM ev.brand_key
       ORDER BY ev.id`,
     [eventIds],
   );

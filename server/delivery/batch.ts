@@ -19,18 +19,18 @@ import { deliveryContext } from './templates.ts';
 import { loadBatch, type BatchEvent } from './batch-load.ts';
 import { storeBatch, type StoredDelivery, type StoredItem } from './batch-store.ts';
 import type { FetchedJob } from './complete.ts';
-import type { DeliverEventJob } from './queues.ts';
+import { eventIdsOf, type DeliverEventJob } from './queues.ts';
 import { FINAL_EVENT_STATUSES, planEvent, readVariables, truncate } from './worker.ts';
 
 /**
- * Delivers what it can of a batch of delivery jobs, completing the jobs of the events it stored in the
- * statement that stores them; returns the ids of the events it settled (final, or nothing to do). The
- * caller runs the per-event path for every other event.
+ * Delivers what it can of a batch of delivery jobs, completing the jobs whose events it settled all of
+ * in the statement that stores them; returns the ids of the events it settled (final, or nothing to
+ * do). The caller runs the per-event path for every other event.
  */
 export async function deliverInboxBatch(runtime: Runtime, jobs: Array<FetchedJob & { data: DeliverEventJob }>): Promise<Set<string>> {
   const boss = runtime.boss;
   if (!boss) throw new Error('the batch delivery path needs the job queue');
-  const eventIds = [...new Set(jobs.map((j) => j.data.event_id))];
+  const eventIds = [...new Set(jobs.flatMap((j) => eventIdsOf(j.data)))];
   const em = runtime.orm.em.fork();
   const settled = new Set<string>();
   const events = await loadBatch(em, eventIds);
@@ -66,9 +66,10 @@ export async function deliverInboxBatch(runtime: Runtime, jobs: Array<FetchedJob
       if (outcome.item) items.push(outcome.item);
     }
   }
-  const stored = new Set(local.map((p) => p.event.id));
-  await storeBatch(em, boss, { deliveries, items, eventIds: [...stored], jobs: jobs.filter((j) => stored.has(j.data.event_id)) });
+  const stored = local.map((p) => p.event.id);
   for (const id of stored) settled.add(id);
+  const done = jobs.filter((j) => eventIdsOf(j.data).every((id) => settled.has(id)));
+  await storeBatch(em, boss, { deliveries, items, eventIds: stored, jobs: done });
   return settled;
 }
 

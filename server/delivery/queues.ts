@@ -7,6 +7,23 @@ export const DELIVER_EVENT_DEAD_QUEUE = 'deliver-event-dead';
 export const DELIVERY_RETRY_LIMIT = 5;
 export const DELIVERY_RETRY_DELAY_MAX_SECONDS = 300;
 
-export interface DeliverEventJob {
-  event_id: string;
+/**
+ * The most events one delivery job carries (server/delivery/enqueue.ts). Events that can only reach
+ * the inbox share jobs: their delivery is a database write, and the queue's own work per job (the
+ * fetch, the completion) was half of what such an event cost at saturation. An event with a remote
+ * channel (email, push) has a job of its own, so that its sends run beside other events' and are
+ * retried on their own.
+ */
+export const EVENTS_PER_DELIVERY_JOB = 25;
+
+/**
+ * A delivery job: the events to deliver, all of one tenant. `event_id` is the shape of the jobs
+ * enqueued before jobs could carry several events; a queue upgraded with such jobs still waiting
+ * delivers them too (eventIdsOf).
+ */
+export type DeliverEventJob = { event_ids: string[] } | { event_id: string };
+
+/** The events a delivery job carries. */
+export function eventIdsOf(job: DeliverEventJob): string[] {
+  return 'event_ids' in job ? job.event_ids : [job.event_id];
 }

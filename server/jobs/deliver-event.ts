@@ -1,9 +1,11 @@
-// The delivery workers: one job per event (its id is the event id), fetched in batches and settled per
+// The delivery workers: a job carries one event, or up to 25 inbox-only events of one tenant
+// (delivery/queues.ts; its id is its first event's id). Jobs are fetched in batches and settled per
 // job, retried with exponential backoff and jitter; exhausted jobs go to the dead-letter queue, whose
 // worker marks what is still pending as failed. A heartbeat lets a crashed worker's jobs be retried
-// by another process soon instead of after the job's expiry.
+// by another process soon instead of after the job's expiry. A retried job delivers only what is not
+// final yet: its events already delivered are settled at once.
 //
-// Settling: the batch fast path completes the jobs of the events it stores in the same statement
+// Settling: the batch fast path completes the jobs whose events it settles in the same statement
 // (delivery/complete.ts), the handler fails the jobs of failed events itself (pg-boss `fail`, fenced
 // to the attempt it fetched), and pg-boss completes the rest of the batch when the handler returns.
 // That completion finds its jobs by id in the queue's primary key. pg-boss's per-job-results
@@ -18,6 +20,7 @@ import {
   DELIVER_EVENT_QUEUE,
   DELIVERY_RETRY_DELAY_MAX_SECONDS,
   DELIVERY_RETRY_LIMIT,
+  eventIdsOf,
   type DeliverEventJob,
 } from '../delivery/queues.ts';
 import { deliverEvent, finaliseExhaustedEvent, RetryableDeliveryError } from '../delivery/worker.ts';
@@ -44,32 +47,66 @@ export const deliverEventJob = defineJob<DeliverEventJob>({
     notifyPollingIntervalSeconds: 2,
   }),
   handler: async (jobs, runtime) => {
-    // Fast path first: new all-inbox events of the batch, stored by one statement; the rest (and everything,
-    // should the fast path fail) one by one, each with its own failure isolation and retry.
-    let settled = new Set<string>();
-    try {
-      settled = await deliverInboxBatch(runtime, jobs);
-    } catch (error) {
-      runtime.logger.warn('batch delivery fell back to per-event delivery', { error: error instanceof Error ? error.message : String(error) });
-    }
-    for (const job of jobs) {
-      if (settled.has(job.data.event_id)) continue;
-      try {
-        await deliverEvent(runtime, job.data.event_id, { finalAttempt: job.retryCount >= DELIVERY_RETRY_LIMIT });
-      } catch (error) {
-        if (!(error instanceof RetryableDeliveryError)) {
-          runtime.logger.warn('delivery job failed', { event_id: job.data.event_id, error: error instanceof Error ? error.message : String(error) });
-        }
-        await failJob(runtime.boss!, job, error);
-      }
-    }
-    // Returning completes the batch's jobs that are still active: all but the ones failed above.
+    for (const group of storeGroups(jobs)) await deliverJobs(runtime, group);
+    // Returning completes the batch's jobs that are still active: all but the ones failed here.
   },
 });
 
+/**
+ * The most events the fast path stores in one statement. A fetched batch holds up to 25 jobs of up to
+ * EVENTS_PER_DELIVERY_JOB events each; stored in groups of whole jobs, a statement's parameters stay
+ * small while the per-statement work is shared by many events.
+ */
+const EVENTS_PER_STORE = 250;
+
+/** The batch's jobs in groups of whole jobs of up to EVENTS_PER_STORE events (a larger job alone). */
+export function storeGroups<J extends { data: DeliverEventJob }>(jobs: J[]): J[][] {
+  const groups: J[][] = [];
+  let events = Infinity;
+  for (const job of jobs) {
+    const size = eventIdsOf(job.data).length;
+    if (events + size > EVENTS_PER_STORE) {
+      groups.push([]);
+      events = 0;
+    }
+    groups.at(-1)!.push(job);
+    events += size;
+  }
+  return groups;
+}
+
+/**
+ * Delivers a group of jobs. Fast path first: new all-inbox events, stored by one statement; the rest
+ * (and everything, should the fast path fail) one by one, each with its own failure isolation. A job
+ * with an event worth retrying is failed (retried with backoff); its events already final are not
+ * delivered again when it is.
+ */
+async function deliverJobs(runtime: Runtime, jobs: Job<DeliverEventJob>[]): Promise<void> {
+  let settled = new Set<string>();
+  try {
+    settled = await deliverInboxBatch(runtime, jobs);
+  } catch (error) {
+    runtime.logger.warn('batch delivery fell back to per-event delivery', { error: error instanceof Error ? error.message : String(error) });
+  }
+  for (const job of jobs) {
+    const errors: string[] = [];
+    for (const eventId of eventIdsOf(job.data)) {
+      if (settled.has(eventId)) continue;
+      try {
+        await deliverEvent(runtime, eventId, { finalAttempt: job.retryCount >= DELIVERY_RETRY_LIMIT });
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error);
+        if (!(error instanceof RetryableDeliveryError)) runtime.logger.warn('delivery job failed', { event_id: eventId, error: message });
+        errors.push(`${eventId}: ${message}`);
+      }
+    }
+    if (errors.length > 0) await failJob(runtime.boss!, job, errors.join('; '));
+  }
+}
+
 /** Fails one job of the batch (retried with backoff, or dead-lettered when out of retries). */
-async function failJob(boss: NonNullable<Runtime['boss']>, job: Job<DeliverEventJob>, error: unknown): Promise<void> {
-  await boss.fail(DELIVER_EVENT_QUEUE, { id: job.id, retryCount: job.retryCount }, { message: error instanceof Error ? error.message : String(error) });
+async function failJob(boss: NonNullable<Runtime['boss']>, job: Job<DeliverEventJob>, message: string): Promise<void> {
+  await boss.fail(DELIVER_EVENT_QUEUE, { id: job.id, retryCount: job.retryCount }, { message });
 }
 
 export const deliverEventDeadJob = defineJob<DeliverEventJob>({
@@ -77,6 +114,6 @@ export const deliverEventDeadJob = defineJob<DeliverEventJob>({
   queue: { retryLimit: DELIVERY_RETRY_LIMIT, retryBackoff: true, retryDelayMax: DELIVERY_RETRY_DELAY_MAX_SECONDS, notify: true },
   work: { batchSize: 10 },
   handler: async (jobs, runtime) => {
-    for (const job of jobs) await finaliseExhaustedEvent(runtime, job.data.event_id);
+    for (const job of jobs) for (const eventId of eventIdsOf(job.data)) await finaliseExhaustedEvent(runtime, eventId);
   },
 });

@@ -2,7 +2,7 @@
 //
 // A trigger is written by one statement, hence one transaction: it checks the tenant, the type, the
 // brand and the type's required variables, and only if all pass upserts the recipients as contacts,
-// inserts one event per recipient and enqueues one delivery job per event (server/delivery/enqueue.ts).
+// inserts one event per recipient and enqueues them in delivery jobs (server/delivery/enqueue.ts).
 // The statement takes a list of triggers and decides each on its own: a refused trigger writes
 // nothing and reports why, whatever the others in its statement do.
 //
@@ -53,7 +53,7 @@ export interface TriggerOutcome {
 }
 
 /** The statement per queue instance: it embeds the queue's table name, read from pg-boss once. */
-const triggerStatement = statementPerQueue((boss) => deliveryJobsCte(boss, 'inserted').then(buildTriggerStatement));
+const triggerStatement = statementPerQueue((boss) => deliveryJobsCte(boss, 'to_enqueue').then(buildTriggerStatement));
 
 /**
  * $1 is the triggers, a JSON array of TriggerInput with `n` (the position) added. The tenant row is
@@ -74,7 +74,10 @@ const buildTriggerStatement = (jobsCte: string) => `
            nt.key IS NOT NULL AS type_found,
            (i.brand IS NULL OR EXISTS (SELECT 1 FROM brands b WHERE b.tenant_id = i.tenant_id AND b.key = i.brand)) AS brand_found,
            ARRAY(SELECT v->>'name' FROM jsonb_array_elements(coalesce(nt.variables, '[]'::jsonb)) AS v
-                  WHERE (v->>'required')::boolean AND NOT (v->>'name' = ANY (i.names))) AS missing
+                  WHERE (v->>'required')::boolean AND NOT (v->>'name' = ANY (i.names))) AS missing,
+           -- No channel but the inbox is on for the type and asked for (delivery/plan.ts): its events share delivery jobs.
+           NOT EXISTS (SELECT 1 FROM jsonb_each(coalesce(nt.channel_defaults, '{}'::jsonb)) AS d
+                        WHERE d.key <> 'inbox' AND d.value = 'true'::jsonb AND (i.channels IS NULL OR d.key = ANY (i.channels))) AS inbox_only
       FROM input i
       LEFT JOIN tenants tn ON tn.id = i.tenant_id
       LEFT JOIN notification_types nt ON nt.tenant_id = i.tenant_id AND nt.key = i.type AND nt.deleted_at IS NULL
@@ -98,14 +101,16 @@ const buildTriggerStatement = (jobsCte: string) => `
       JOIN accepted a ON a.n = r.n
       JOIN upserted u ON u.tenant_id = r.tenant_id AND u.external_id = r.external_id
      ORDER BY r.n, r.k
-    RETURNING id
+    RETURNING id, tenant_id
+  ), to_enqueue AS (
+    SELECT i.id, i.tenant_id, c.inbox_only FROM inserted i JOIN recipients r ON r.id = i.id JOIN checked c ON c.n = r.n
   ), ${jobsCte}, contact_ids AS (
     SELECT r.n, json_object_agg(r.external_id, u.id) AS contact_ids
       FROM recipients r JOIN upserted u ON u.tenant_id = r.tenant_id AND u.external_id = r.external_id
      GROUP BY r.n
   )
   SELECT c.*, EXISTS (SELECT 1 FROM accepted a WHERE a.n = c.n) AS accepted, coalesce(ci.contact_ids, '{}') AS contact_ids,
-         (SELECT count(*) FROM inserted)::int AS inserted, (SELECT count(*) FROM delivery_jobs)::int AS enqueued
+         (SELECT count(*) FROM inserted)::int AS inserted, (SELECT coalesce(sum(cardinality(je.event_ids)), 0) FROM delivery_job_events je JOIN delivery_jobs j ON j.id = je.id)::int AS enqueued
     FROM checked c LEFT JOIN contact_ids ci ON ci.n = c.n
    ORDER BY c.n`;
 
@@ -119,7 +124,7 @@ export async function writeTriggers(em: EntityManager, boss: PgBoss, triggers: T
   const expected = triggers.reduce((sum, t, n) => sum + (rows[n]?.accepted ? t.events.length : 0), 0);
   // Unreachable unless the statement is broken; if so, better a 500 than a lost notification.
   if (rows.length !== triggers.length || rows[0]!.inserted !== expected || rows[0]!.enqueued !== expected) {
-    throw new Error(`trigger statement answered ${rows.length} rows for ${triggers.length} triggers, ${rows[0]?.inserted} events and ${rows[0]?.enqueued} jobs for ${expected}`);
+    throw new Error(`trigger statement answered ${rows.length} rows for ${triggers.length} triggers, ${rows[0]?.inserted} events and ${rows[0]?.enqueued} enqueued for ${expected}`);
   }
   return rows;
 }

@@ -212,6 +212,19 @@ export async function deliverInboxItem(
   return inboxItemView(row!);
 }
 
+/** The delivery jobs carrying any of the events (in job id order), with the events each carries. */
+export function deliveryJobsOf(app: TestApp, eventIds: string[]): Promise<Array<{ id: string; state: string; retry_count: number; event_ids: string[] }>> {
+  return sql(
+    app,
+    `SELECT id::text, state, retry_count,
+            CASE WHEN data ? 'event_ids' THEN ARRAY(SELECT jsonb_array_elements_text(data->'event_ids')) ELSE ARRAY[data->>'event_id'] END AS event_ids
+       FROM pgboss.job
+      WHERE name = 'deliver-event' AND (data->'event_ids' ?| $1::text[] OR data->>'event_id' = ANY($1::text[]))
+      ORDER BY id`,
+    [eventIds],
+  );
+}
+
 /** Polls until every given event has a final status (the workers run in the test app or a subprocess). */
 export async function waitForFinal(app: TestApp, eventIds: string[], timeoutMs = 20_000): Promise<Array<{ id: string; status: string }>> {
   const deadline = Date.now() + timeoutMs;
