@@ -40,8 +40,8 @@ export interface StoredItem {
 /**
  * Stores every delivery of the events (all of them: the events were found 'queued' and unplanned), the
  * items of the delivered ones (with their stream ids) and the events' final statuses, and completes
- * `jobs` (the events' delivery jobs, as fetched; a job no longer active under that attempt is left
- * alone). It needs no transaction (it runs in the caller's, if any).
+ * `jobs` (the delivery jobs all of whose events are settled, as fetched; a job no longer active under
+ * that attempt is left alone). It needs no transaction (it runs in the caller's, if any).
  *
  * Stored whole or not at all: the statement moves each event on from 'queued' (an UPDATE, which waits
  * for a transaction holding the event and then reads the event as that one left it) and asserts in

@@ -1,7 +1,7 @@
 // The fast path for a batch of new events whose deliveries are all local (the inbox), in three
 // statements whatever the batch's size, and no transaction around them: one that loads everything
 // planning and rendering need (batch-load.ts), one template lookup per distinct (type, brand,
-// language), and one that stores everything and completes the stored events' jobs (batch-store.ts),
+// language), and one that stores everything and completes the jobs it settled (batch-store.ts),
 // all or nothing on its own. The per-event path of worker.ts takes ~15 round trips per event; at
 // saturation PostgreSQL's per-statement work, not the rows, was most of the cost. A transaction around
 // the batch, with the events locked from the load on, added two round trips (BEGIN, COMMIT) and a lock
