@@ -50,8 +50,12 @@ import { DELIVER_EVENT_QUEUE } from '../server/delivery/queues.ts';
 import { KeepAliveConnection } from './keep-alive-client.ts';
 
 const HERALD_BIN = fileURLToPath(new URL('../bin/herald', import.meta.url));
-const SINGLE_REQUESTS = Number(process.env.BENCH_SINGLE_REQUESTS ?? 3000);
-const BULK_REQUESTS = Number(process.env.BENCH_BULK_REQUESTS ?? 60);
+// Sized for the drains of 3 and 5 (28,000 items each, with the warm-up triggers), not for 1 and 2: a
+// drain is over in 2-3 s. With a third of that (3,000 and 60), Herald drained its backlog in about a
+// second, a window in which one pause of the shared machine set the rate: the ratio of 3 to 5 swung
+// from 0.51 to 1.38 in eleven runs of one version on one machine.
+const SINGLE_REQUESTS = Number(process.env.BENCH_SINGLE_REQUESTS ?? 9000);
+const BULK_REQUESTS = Number(process.env.BENCH_BULK_REQUESTS ?? 180);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const LATENCY_SAMPLES = Number(process.env.BENCH_LATENCY_SAMPLES ?? 200);
 const WARM_UP_REQUESTS = 1000;
@@ -144,7 +148,7 @@ async function main(): Promise<void> {
   // Warm-up (JIT, contact rows, the API process's heap), at the concurrency of the measured run. A
   // fresh API process makes its first large garbage collections in its first second of load (a 20 ms
   // scavenge and a 12 ms mark-compact seen with --trace-gc); with 32 requests in flight, one such
-  // pause delays 1% of a 3,000-request run and sets its p99. Warmed with 200 requests at 16, runs
+  // pause delayed 1% of a 3,000-request run and set its p99. Warmed with 200 requests at 16, runs
   // took a 40-70 ms stall in their first 400 ms (p99 42-86 ms, against 25-40 ms warmed like this).
   await runLoad(WARM_UP_REQUESTS, CONCURRENCY, (i, c) => trigger(c, [`warm_${i % 50}`]));
 
@@ -259,8 +263,8 @@ async function main(): Promise<void> {
   await once(workerProcess, 'exit');
   // Stock pg-boss (its own pool, unnamed statements), then pg-boss as Herald starts it (startBoss: its
   // statements prepared per connection, db/prepared.ts), each draining a backlog of its own. Stock runs
-  // first, on the job table Herald's drain left: the second baseline finds 9,200 more completed jobs
-  // there, so its rate, printed for comparison only, is if anything understated.
+  // first, on the job table Herald's drain left: the second baseline finds the first one's completed
+  // jobs there as well, so its rate, printed for comparison only, is if anything understated.
   const { deadLetter: _unused, ...queueOptions } = deliverEventJob.queue;
   const workOptions = typeof deliverEventJob.work === 'function' ? deliverEventJob.work(config) : deliverEventJob.work;
   const drainRaw = async (boss: PgBoss, queue: string) => {
@@ -361,7 +365,7 @@ const WAL_AGE_MB = 128;
  * Gives a new cluster the WAL segments a cluster that has been running has. A new cluster creates
  * each 16 MB segment as its WAL reaches it, writing it full of zeroes (wal_init_zero) while every
  * commit waits: a 40-70 ms stall of all the requests in flight, enough to set a run's p99 (32
- * concurrent requests are 1% of 3,000). A cluster that has been running reuses the segments of past
+ * concurrent requests were 1% of a 3,000-request run). A cluster that has been running reuses the segments of past
  * checkpoints instead (wal_recycle). So: write that much WAL (messages, no table) and checkpoint,
  * which keeps the segments for reuse.
  */

@@ -19,7 +19,7 @@ import { storeInboxItem } from '../server/delivery/channels/inbox.ts';
 import { deliverInboxBatch } from '../server/delivery/batch.ts';
 import { planDeliveries, type PlanInput } from '../server/delivery/plan.ts';
 import { DELIVER_EVENT_DEAD_QUEUE, DELIVER_EVENT_QUEUE, eventIdsOf, type DeliverEventJob } from '../server/delivery/queues.ts';
-import { deliverEventJob, storeGroups } from '../server/jobs/deliver-event.ts';
+import { deliverEventJob } from '../server/jobs/deliver-event.ts';
 import type { Channel } from '../server/schemas/common.ts';
 import { pushChannel, pushOutcome } from '../server/delivery/channels/push.ts';
 import { emailOutcome } from '../server/delivery/channels/email.ts';
@@ -139,17 +139,6 @@ describe('batch fast path: job completion', () => {
     expect(await jobStates([id!])).toEqual([{ id, state: 'completed', retry_count: 0 }]);
     expect(await sql(api, `SELECT 1 FROM inbox_items WHERE event_id = $1`, [id])).toHaveLength(1);
     expect((await waitForFinal(api, [id!]))[0]!.status).toBe('delivered');
-  });
-});
-
-describe('delivery jobs', () => {
-  const job = (events: number) => ({ data: { event_ids: Array.from({ length: events }, () => newId()) } });
-
-  it('a fetched batch is stored in groups of whole jobs of up to 250 events; a larger job alone', () => {
-    const sizes = (groups: Array<Array<{ data: DeliverEventJob }>>) => groups.map((g) => g.map((j) => eventIdsOf(j.data).length));
-    expect(sizes(storeGroups([job(25), job(25), job(200), job(1), job(300), job(5)]))).toEqual([[25, 25, 200], [1], [300], [5]]);
-    expect(sizes(storeGroups(Array.from({ length: 11 }, () => job(25))))).toEqual([Array(10).fill(25), [25]]);
-    expect(storeGroups([])).toEqual([]);
   });
 });
 
@@ -478,12 +467,13 @@ describe('a killed worker process', () => {
     const children: ChildProcess[] = [];
     const home = mkdtempSync(join(tmpdir(), 'herald-worker-'));
     const mayRelease = signal();
+    const TRIGGERS = 8; // 800 events in 32 jobs: more than one fetched batch
     try {
       const t = await createTenantFixture(app, 'Crash');
       await insertNotificationType(app, t.tenantId, { key: 'plain' });
       await insertInboxTemplate(app, t.tenantId, { type: 'plain', title: 'T {{ contact.external_id }}', content: 'B' });
       const ids: string[] = [];
-      for (let batch = 0; batch < 3; batch++) {
+      for (let batch = 0; batch < TRIGGERS; batch++) {
         const res = await app.request('POST', '/v1/notifications', {
           token: t.serviceKey,
           body: { type: 'plain', recipients: Array.from({ length: 100 }, (_, i) => `k${batch}_${i}`) },
@@ -491,11 +481,12 @@ describe('a killed worker process', () => {
         expect(res.status).toBe(202);
         ids.push(...res.body.events.map((e: { event_id: string }) => e.event_id));
       }
-      // The kill must land mid-batch. A batch is stored by statements of up to 250 events, which a
-      // killed client does not stop: so the events of one delivery job (the last 25 of the last
-      // trigger, by id) are held (FOR UPDATE) by a transaction of the test, and the worker's statement
-      // storing them waits until it is gone, while the statements storing the others go through.
-      const heldIds = ids.slice(200).sort().slice(75);
+      // The kill must land mid-batch. A fetched batch (up to 25 jobs of 25 events) is stored by one
+      // statement, which a killed client does not stop: so the last trigger's events are held (FOR
+      // UPDATE) by a transaction of the test. Jobs are fetched in the order they were created, so they
+      // are in the second batch (jobs 26 to 32), whose statement waits until that transaction is gone,
+      // while the first batch's goes through.
+      const heldIds = ids.slice(-100);
       const held = signal();
       let holderPid = 0;
       const holding = app.runtime.orm.em.fork().transactional(async (tx) => {
@@ -522,7 +513,7 @@ describe('a killed worker process', () => {
       await holding;
       const active = await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'deliver-event' AND state = 'active'`);
       expect(active!.n).toBeGreaterThan(0); // it died holding jobs
-      expect(await count()).toBeLessThan(300);
+      expect(await count()).toBeLessThan(TRIGGERS * 100);
       children.push(startWorkerProcess(env));
       // The dead worker's jobs stop heartbeating (10 s); supervision hands them back for retry.
       await new Promise((r) => setTimeout(r, 11_000));
@@ -534,9 +525,9 @@ describe('a killed worker process', () => {
         `SELECT count(i.id)::int AS n FROM deliveries d LEFT JOIN inbox_items i ON i.delivery_id = d.id WHERE d.event_id = ANY($1::uuid[]) GROUP BY d.id`,
         [ids],
       );
-      expect(perDelivery).toHaveLength(300);
+      expect(perDelivery).toHaveLength(TRIGGERS * 100);
       expect(perDelivery.every((r) => r.n === 1)).toBe(true);
-      expect(await count()).toBe(300);
+      expect(await count()).toBe(TRIGGERS * 100);
     } finally {
       mayRelease.raise();
       for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
