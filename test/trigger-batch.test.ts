@@ -54,6 +54,8 @@ describe('the trigger statement, several triggers at once', () => {
     const outcomes = await writeTriggers(app.runtime.orm.em.fork(), app.runtime.boss!, triggers);
 
     expect(outcomes.map((o) => o.accepted)).toEqual([true, false, true, true, false, false]);
+    // The outcome says what TriggerOutcome says, nothing of the statement's workings.
+    expect(Object.keys(outcomes[0]!).sort()).toEqual(['accepted', 'archived', 'brand_found', 'contact_ids', 'missing', 'tenant_found', 'type_found']);
     expect(outcomes[1]).toMatchObject({ tenant_found: true, type_found: false, contact_ids: {} });
     expect(outcomes[4]).toMatchObject({ type_found: true, missing: ['order_id'], contact_ids: {} });
     expect(outcomes[5]).toMatchObject({ tenant_found: false });

@@ -109,7 +109,7 @@ const buildTriggerStatement = (jobsCte: string) => `
       FROM recipients r JOIN upserted u ON u.tenant_id = r.tenant_id AND u.external_id = r.external_id
      GROUP BY r.n
   )
-  SELECT c.*, EXISTS (SELECT 1 FROM accepted a WHERE a.n = c.n) AS accepted, coalesce(ci.contact_ids, '{}') AS contact_ids,
+  SELECT c.tenant_found, c.archived, c.type_found, c.brand_found, c.missing, EXISTS (SELECT 1 FROM accepted a WHERE a.n = c.n) AS accepted, coalesce(ci.contact_ids, '{}') AS contact_ids,
          (SELECT count(*) FROM inserted)::int AS inserted, (SELECT coalesce(sum(cardinality(je.event_ids)), 0) FROM delivery_job_events je JOIN delivery_jobs j ON j.id = je.id)::int AS enqueued
     FROM checked c LEFT JOIN contact_ids ci ON ci.n = c.n
    ORDER BY c.n`;
@@ -126,7 +126,7 @@ export async function writeTriggers(em: EntityManager, boss: PgBoss, triggers: T
   if (rows.length !== triggers.length || rows[0]!.inserted !== expected || rows[0]!.enqueued !== expected) {
     throw new Error(`trigger statement answered ${rows.length} rows for ${triggers.length} triggers, ${rows[0]?.inserted} events and ${rows[0]?.enqueued} enqueued for ${expected}`);
   }
-  return rows;
+  return rows.map(({ inserted: _inserted, enqueued: _enqueued, ...outcome }) => outcome);
 }
 
 interface Pending {
