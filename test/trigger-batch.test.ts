@@ -7,6 +7,8 @@ import { createTenantFixture, insertInboxTemplate, insertNotificationType, sql, 
 import { TriggerBatcher, writeTriggers, type TriggerInput, type TriggerOutcome } from '../server/services/trigger-batch.ts';
 import { contactUpsertInput, type ContactFields } from '../server/services/contact-upsert.ts';
 import { newId } from '../server/ids.ts';
+import { CHANNELS, planDeliveries } from '../server/delivery/plan.ts';
+import type { Channel } from '../server/schemas/common.ts';
 
 let app: TestApp;
 let acme: TenantFixture;
@@ -90,6 +92,36 @@ describe('the trigger statement, several triggers at once', () => {
     expect(jobs.map((j) => [j.id, j.event_ids]).sort()).toEqual([[acmeEvents[0], acmeEvents], [otherEvents[0], otherEvents]].sort());
     // All of them in one transaction.
     expect(await sql(app, `SELECT DISTINCT xmin::text FROM events WHERE id = ANY($1::uuid[])`, [eventIds])).toHaveLength(1);
+  });
+
+  it('puts events in shared jobs exactly when the delivery plan can attempt no channel but the inbox', async () => {
+    // The statement decides sharing in SQL; the worker plans deliveries with plan.ts. For every on/off
+    // of the four channels in the type, triggered as the type says (channels: null) and with every
+    // subset of channels, two recipients' events share one job exactly when plan.ts, for a contact with
+    // every destination, plans no pending delivery but the inbox.
+    const subsets = (items: readonly Channel[]): Channel[][] => items.reduce<Channel[][]>((all, c) => [...all, ...all.map((s) => [...s, c])], [[]]);
+    const everyDestination = { optOutPolicy: false, preferences: {}, tenantArchived: false, contactEmail: 'x@example.test', contactExists: true, registered: new Set(CHANNELS) };
+    const subscriptions = [
+      { id: 'mobile', provider: 'apns' },
+      { id: 'browser', provider: 'webpush' },
+    ];
+    const decided: Array<{ on: Channel[]; channels: Channel[] | null; shared: boolean; planned: boolean }> = [];
+    for (const [i, on] of subsets(CHANNELS).entries()) {
+      const channelDefaults = Object.fromEntries(CHANNELS.map((c) => [c, on.includes(c)]));
+      const type = `sharing_${i}`;
+      await insertNotificationType(app, acme.tenantId, { key: type, channels: channelDefaults });
+      for (const channels of [null, ...subsets(CHANNELS)]) {
+        const trigger = { ...triggerInput(acme.tenantId, type, [`sharing_${decided.length}_a`, `sharing_${decided.length}_b`]), channels };
+        const [outcome] = await writeTriggers(app.runtime.orm.em.fork(), app.runtime.boss!, [trigger]);
+        expect(outcome!.accepted).toBe(true);
+        const jobs = await deliveryJobsOf(app, trigger.events.map((e) => e.id));
+        const plan = planDeliveries({ ...everyDestination, subscriptions, channelDefaults, requestedChannels: channels });
+        decided.push({ on, channels, shared: jobs.length === 1, planned: plan.every((d) => d.status !== 'pending' || d.channel === 'inbox') });
+      }
+    }
+    expect(decided.filter((d) => d.shared !== d.planned)).toEqual([]);
+    // Both answers occur: 110 of the 272 combinations can reach the inbox only.
+    expect(decided.filter((d) => d.shared)).toHaveLength(110);
   });
 });
 
