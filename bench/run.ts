@@ -365,9 +365,9 @@ const WAL_AGE_MB = 128;
  * Gives a new cluster the WAL segments a cluster that has been running has. A new cluster creates
  * each 16 MB segment as its WAL reaches it, writing it full of zeroes (wal_init_zero) while every
  * commit waits: a 40-70 ms stall of all the requests in flight, enough to set a run's p99 (32
- * concurrent requests were 1% of a 3,000-request run). A cluster that has been running reuses the segments of past
- * checkpoints instead (wal_recycle). So: write that much WAL (messages, no table) and checkpoint,
- * which keeps the segments for reuse.
+ * concurrent requests were 1% of a 3,000-request run). A cluster that has been running reuses the
+ * segments of past checkpoints instead (wal_recycle). So: write that much WAL (messages, no table)
+ * and checkpoint, which keeps the segments for reuse.
  */
 async function ageWal(admin: pg.Client): Promise<void> {
   await admin.query(`SELECT count(pg_logical_emit_message(false, 'herald-bench', repeat('x', 1048576))) FROM generate_series(1, ${WAL_AGE_MB})`);

@@ -2,9 +2,9 @@
 // one transaction (trigger-batch.ts, which also shares statements among concurrent triggers): claim of
 // the idempotency key aside (its own statement, see idempotency.ts), it checks the tenant and the type,
 // upserts the recipients as contacts, inserts one event per recipient (secret variables encrypted) and
-// enqueues them in pg-boss delivery jobs (server/delivery/enqueue.ts). The 202 is answered only after the commit: nothing
-// accepted is lost, nothing uncommitted is sent. The workers are woken after the commit
-// (server/delivery/enqueue.ts says why not inside it).
+// enqueues them in pg-boss delivery jobs (server/delivery/enqueue.ts). The 202 is answered only after
+// the commit: nothing accepted is lost, nothing uncommitted is sent. The workers are woken after the
+// commit (server/delivery/enqueue.ts says why not inside it).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, ValidationFailure, invalidField, type ValidationIssue } from '../errors.ts';
 import { isUuid, newId } from '../ids.ts';
