@@ -5,12 +5,17 @@ import { PgBoss } from 'pg-boss';
 import type pg from 'pg';
 import type { Logger } from './logger.ts';
 import { prepareStatementsOf } from './db/prepared.ts';
+import { isDatabaseUnavailable, type DatabaseAvailability } from './db/availability.ts';
 
 export type { PgBoss };
 
 export const BOSS_SCHEMA = 'pgboss';
 
-export async function startBoss(url: string, logger: Logger, options: { poolMax?: number; supervise: boolean }): Promise<PgBoss> {
+export async function startBoss(
+  url: string,
+  logger: Logger,
+  options: { poolMax?: number; supervise: boolean; availability?: DatabaseAvailability },
+): Promise<PgBoss> {
   const boss = new PgBoss({
     connectionString: url,
     schema: BOSS_SCHEMA,
@@ -21,7 +26,11 @@ export async function startBoss(url: string, logger: Logger, options: { poolMax?
     supervise: options.supervise,
     schedule: options.supervise,
   });
-  boss.on('error', (error: unknown) => logger.error('queue error', { error }));
+  // During a database outage every poll fails: that is one outage (logged once), not an error per poll.
+  boss.on('error', (error: unknown) => {
+    if (options.availability && isDatabaseUnavailable(error)) options.availability.markDown(error);
+    else logger.error('queue error', { error });
+  });
   boss.on('warning', (warning: unknown) => logger.warn('queue warning', { warning }));
   prepareBossStatements(boss);
   await boss.start();

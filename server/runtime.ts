@@ -15,6 +15,8 @@ import { SmtpPool } from './email/smtp.ts';
 import { trustedCas } from './net/trusted-cas.ts';
 import { startStreamHub, type StreamHub } from './stream/hub.ts';
 import { ServiceKeyCache } from './auth/service-key-cache.ts';
+import { DatabaseAvailability } from './db/availability.ts';
+import { query } from './db/sql.ts';
 
 export type Role = 'all' | 'api' | 'worker';
 
@@ -38,6 +40,8 @@ export interface Runtime {
   streamHub: StreamHub | null;
   /** Verified service keys; in use only while the stream hub's connection hears key changes. */
   readonly serviceKeys: ServiceKeyCache;
+  /** Whether the database answers (outages answer 503 and are logged once). */
+  readonly availability: DatabaseAvailability;
 }
 
 export interface RuntimeOptions {
@@ -79,7 +83,17 @@ export async function startRuntime(config: Config, options: RuntimeOptions = {})
     throw new StartupError((error as Error).message);
   }
   const poolMax = options.poolMax ?? config.databasePoolSize ?? defaultPoolSize(role, config);
-  const db = await openDatabase(config, { poolMax, onLog: (line) => logger.debug('postgres', { line: line.trim() }) });
+  let availability: DatabaseAvailability | null = null;
+  const db = await openDatabase(config, {
+    poolMax,
+    onLog: (line) => logger.debug('postgres', { line: line.trim() }),
+    // Supervision of the embedded cluster: while it restarts, the process reports the outage.
+    onStateChange: (state, detail) => {
+      if (state === 'restarting') availability?.markDown(detail);
+      else logger.info(detail);
+    },
+  });
+  availability = new DatabaseAvailability(logger, () => query(db.orm.em.fork(), 'SELECT 1'));
   let runtime: Runtime | null = null;
   try {
     const pending = await pendingMigrations(db.orm);
@@ -106,6 +120,7 @@ export async function startRuntime(config: Config, options: RuntimeOptions = {})
       cleanups: [],
       streamHub: null,
       serviceKeys: new ServiceKeyCache(),
+      availability,
     };
     if (options.queue !== false) await startQueue(runtime);
     // Processes that serve HTTP hold the stream hub; one-shot CLI runtimes (no queue) do not need it.
@@ -121,7 +136,7 @@ export async function startRuntime(config: Config, options: RuntimeOptions = {})
 
 async function startQueue(runtime: Runtime): Promise<void> {
   const worker = runtime.role !== 'api';
-  const boss = await startBoss(runtime.db.url, runtime.logger, { supervise: worker, poolMax: runtime.options.poolMax });
+  const boss = await startBoss(runtime.db.url, runtime.logger, { supervise: worker, poolMax: runtime.options.poolMax, availability: runtime.availability });
   runtime.boss = boss;
   // Dead letter queues first: a queue naming one requires it to exist.
   for (const job of jobs) if (job.queue.deadLetter) await boss.createQueue(job.queue.deadLetter);
@@ -145,5 +160,6 @@ export async function stopRuntime(runtime: Runtime): Promise<void> {
   for (const cleanup of [...runtime.cleanups].reverse()) {
     await cleanup().catch((error) => runtime.logger.warn('cleanup failed', { error }));
   }
+  runtime.availability.close();
   await runtime.db.close();
 }
