@@ -9,7 +9,7 @@ import { createLogger, type LogSink, type Logger } from './logger.ts';
 import { applyMigrations, openDatabase, pendingMigrations, type Database } from './db/orm.ts';
 import { loadKeyRing, type KeyRing } from './crypto/keyring.ts';
 import { loadTokenSigner, type TokenSigner } from './auth/tokens.ts';
-import { startBoss, stopBoss, type PgBoss } from './queue.ts';
+import { HEARTBEAT_REFRESH_SECONDS, startBoss, startLostJobReaper, stopBoss, type PgBoss } from './queue.ts';
 import { jobs } from './jobs/index.ts';
 import { SmtpPool } from './email/smtp.ts';
 import { trustedCas } from './net/trusted-cas.ts';
@@ -40,6 +40,8 @@ export interface Runtime {
   streamHub: StreamHub | null;
   /** Verified service keys; in use only while the stream hub's connection hears key changes. */
   readonly serviceKeys: ServiceKeyCache;
+  /** Stops the lost-job reaper of a worker process. */
+  stopReaper?: () => void;
   /** Whether the database answers (outages answer 503 and are logged once). */
   readonly availability: DatabaseAvailability;
 }
@@ -138,20 +140,29 @@ async function startQueue(runtime: Runtime): Promise<void> {
   const worker = runtime.role !== 'api';
   const boss = await startBoss(runtime.db.url, runtime.logger, { supervise: worker, poolMax: runtime.options.poolMax, availability: runtime.availability });
   runtime.boss = boss;
-  // Dead letter queues first: a queue naming one requires it to exist.
-  for (const job of jobs) if (job.queue.deadLetter) await boss.createQueue(job.queue.deadLetter);
-  for (const job of jobs) await boss.createQueue(job.name, job.queue);
+  await createQueues(boss);
   // Schedules live in the database (an idempotent upsert); only supervising workers fire them.
   for (const job of jobs) if (job.schedule) await boss.schedule(job.name, job.schedule);
   if (!worker) return;
   for (const job of jobs) {
     const work = typeof job.work === 'function' ? job.work(runtime.config) : job.work;
-    await boss.work(job.name, { batchSize: 1, ...work }, async (batch) => job.handler(batch as never, runtime));
+    // Jobs with a heartbeat refresh it every second, so that a killed worker's jobs are found soon.
+    const heartbeat = job.queue.heartbeatSeconds ? { heartbeatRefreshSeconds: HEARTBEAT_REFRESH_SECONDS } : {};
+    await boss.work(job.name, { batchSize: 1, ...heartbeat, ...work }, async (batch) => job.handler(batch as never, runtime));
   }
+  runtime.stopReaper = startLostJobReaper(boss, runtime.logger, runtime.availability);
+}
+
+/** Creates every job's queue (idempotent): at start, and before a restore copies queued jobs back. */
+export async function createQueues(boss: PgBoss): Promise<void> {
+  // Dead letter queues first: a queue naming one requires it to exist.
+  for (const job of jobs) if (job.queue.deadLetter) await boss.createQueue(job.queue.deadLetter);
+  for (const job of jobs) await boss.createQueue(job.name, job.queue);
 }
 
 /** Drains and stops: workers finish in-flight jobs, then cleanups run, then the database closes. */
 export async function stopRuntime(runtime: Runtime): Promise<void> {
+  runtime.stopReaper?.();
   if (runtime.boss) {
     await stopBoss(runtime.boss).catch((error) => runtime.logger.warn('queue stop failed', { error }));
     runtime.boss = null;

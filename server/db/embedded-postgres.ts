@@ -300,7 +300,7 @@ export function clusterProcess(dir: string): ClusterProcess {
   if (!pidFile || !alive(pidFile.pid) || !sameDir(pidFile.dir, dir)) return { kind: 'none' };
   const cwd = processDir(pidFile.pid);
   if (cwd !== null && !sameDir(cwd, dir)) return { kind: 'none' };
-  let owner: number | null = null;
+  let owner: number | null;
   try {
     owner = Number(readFileSync(join(dir, OWNER_FILE), 'utf8').trim());
   } catch {

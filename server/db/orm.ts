@@ -4,7 +4,7 @@
 import { MikroORM, type EntityManager } from '@mikro-orm/postgresql';
 import { Migrator, type Migration } from '@mikro-orm/migrations';
 import type { Config } from '../config.ts';
-import pg from 'pg';
+import type pg from 'pg';
 import { prepareStatementsOf } from './prepared.ts';
 import { clusterDirOf, secretFileOf, startEmbeddedPostgres, type EmbeddedDatabase, type EmbeddedState } from './embedded-postgres.ts';
 import { migrations } from '../../migrations/index.ts';
