@@ -91,9 +91,12 @@ export async function startRuntime(config: Config, options: RuntimeOptions = {})
     onLog: (line) => logger.debug('postgres', { line: line.trim() }),
     // Supervision of the embedded cluster: while it restarts, the process reports the outage.
     onStateChange: (state, detail) => {
-      if (state === 'restarting') availability?.markDown(detail);
-      else logger.info(detail);
+      if (state === 'restarting') {
+        logger.warn(detail);
+        availability?.markDown(detail);
+      } else logger.info(detail);
     },
+    onNotice: (message) => logger.warn(message),
   });
   availability = new DatabaseAvailability(logger, () => query(db.orm.em.fork(), 'SELECT 1'));
   let runtime: Runtime | null = null;

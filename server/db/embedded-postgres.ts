@@ -343,6 +343,8 @@ export interface StartOptions {
   /** Run initdb when the directory holds no cluster yet; otherwise that is an error. */
   create: boolean;
   onLog?: (line: string) => void;
+  /** Things an operator should read: an orphaned postmaster stopped, a restart that keeps failing. */
+  onNotice?: (message: string) => void;
   /** Told when the postmaster dies while running and when it is back (supervision). */
   onStateChange?: (state: EmbeddedState, detail: string) => void;
 }
@@ -370,6 +372,12 @@ export async function startEmbeddedPostgres(options: StartOptions): Promise<Embe
       `the embedded PostgreSQL runs as the '${EMBEDDED_USER}' user, which cannot enter ${dir}: choose a data directory it can reach (--data-dir /var/lib/herald) or set DATABASE_URL`,
     );
   }
+  const existing = clusterProcess(dir);
+  if (existing.kind === 'none' && (await portInUse(options.port))) {
+    throw new EmbeddedPostgresError(
+      `port ${options.port} on 127.0.0.1 is in use by another program, so the embedded PostgreSQL of ${dir} cannot start: free it or set another embeddedPostgresPort in herald.json`,
+    );
+  }
   const bins = await reachableBinaries(runAs);
   if (!secret) {
     secret = { password: randomBytes(24).toString('base64url') };
@@ -381,7 +389,6 @@ export async function startEmbeddedPostgres(options: StartOptions): Promise<Embe
   const url = embeddedUrl(dir, options.port, options.database, password);
   const adminUrl = embeddedUrl(dir, options.port, 'postgres', password);
 
-  const existing = clusterProcess(dir);
   if (existing.kind === 'owned') {
     // Another Herald process of this data directory runs it (an admin command while Herald serves).
     await assertIdentity(adminUrl, dir);
@@ -389,13 +396,9 @@ export async function startEmbeddedPostgres(options: StartOptions): Promise<Embe
     return { url, dir, state: 'running', stop: async () => undefined };
   }
   if (existing.kind === 'orphaned') {
-    options.onLog?.(`stopping the orphaned postmaster ${existing.pid} of ${dir} (its Herald process is gone)`);
+    options.onNotice?.(`stopping the orphaned postmaster ${existing.pid} of ${dir} (its Herald process is gone)`);
     await stopPostmaster(existing.pid);
-  }
-  if (await portInUse(options.port)) {
-    throw new EmbeddedPostgresError(
-      `port ${options.port} on 127.0.0.1 is in use by another program, so the embedded PostgreSQL of ${dir} cannot start: free it or set another embeddedPostgresPort in herald.json`,
-    );
+    if (await portInUse(options.port)) throw new EmbeddedPostgresError(`port ${options.port} on 127.0.0.1 is still in use after stopping the orphaned PostgreSQL of ${dir}`);
   }
   const supervisor = new Postmaster(bins, dir, options.port, runAs, options);
   await supervisor.start();
@@ -539,7 +542,7 @@ class Postmaster {
         this.#options.onStateChange?.('running', 'the embedded PostgreSQL is running again');
         return;
       } catch (error) {
-        if (attempt % 10 === 0) this.#options.onLog?.(`embedded PostgreSQL restart failed: ${(error as Error).message}`);
+        if (attempt % 10 === 0) this.#options.onNotice?.(`embedded PostgreSQL restart failed: ${(error as Error).message}`);
       }
     }
   }

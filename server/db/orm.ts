@@ -57,6 +57,7 @@ export async function openDatabase(
     /** Initialise the embedded cluster when the data directory has none yet (`herald init` only). */
     create?: boolean;
     onLog?: (line: string) => void;
+    onNotice?: (message: string) => void;
     onStateChange?: (state: EmbeddedState, detail: string) => void;
   },
 ): Promise<Database> {
@@ -72,6 +73,7 @@ export async function openDatabase(
       secretFile: secretFileOf(config.dataDir),
       create: options.create ?? false,
       onLog: options.onLog,
+      onNotice: options.onNotice,
       onStateChange: options.onStateChange,
     });
     url = embedded.url;
