@@ -93,7 +93,8 @@ export async function writeBackup(
     const tables = await tablesOf(client);
     for (const table of tables) {
       await write(gzip, JSON.stringify({ table: table.name, columns: table.columns }) + '\n');
-      const stream = client.query(copyTo(`COPY ${qualified(table.name)} (${table.columns.map(quoteIdent).join(', ')}) TO STDOUT`));
+      // A query, not the table: COPY TO refuses a partitioned table (the queue's jobs), a query reads all its partitions.
+      const stream = client.query(copyTo(`COPY (SELECT ${table.columns.map(quoteIdent).join(', ')} FROM ${qualified(table.name)}) TO STDOUT`));
       for await (const chunk of stream) {
         rowCount += countLines(chunk as Buffer);
         await write(gzip, chunk as Buffer);
