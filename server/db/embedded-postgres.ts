@@ -420,6 +420,8 @@ export async function startEmbeddedPostgres(options: StartOptions): Promise<Embe
 }
 
 async function initdb(bins: Binaries, dir: string, password: string, runAs: RunAs | null, onLog?: (line: string) => void): Promise<void> {
+  // Missing parents are made traversable (0711): as root, the postgres user must pass through them.
+  if (!existsSync(dirname(dir))) mkdirSync(dirname(dir), { recursive: true, mode: 0o711 });
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   chmodSync(dir, 0o700);
   const pwDir = mkdtempSync(join(tmpdir(), 'herald-initdb-'));
