@@ -82,6 +82,32 @@ describe('a second install on the same host', { timeout: 240_000 }, () => {
   });
 });
 
+describe('a copied data directory', { timeout: 240_000 }, () => {
+  it("runs its own cluster: the original's running postmaster, named in the copied postmaster.pid, is neither adopted nor disturbed", async () => {
+    const original = tempDataDir();
+    expect((await init(original, 'Original')).code).toBe(0);
+    const first = await start(original);
+    const originalPid = postmasterPid(clusterDir(original))!;
+    const copy = tempDataDir();
+    execFileSync('cp', ['-a', original, copy]);
+    // The copy names the original's postmaster in its postmaster.pid; give it ports of its own.
+    expect(postmasterPid(clusterDir(copy))).toBe(originalPid);
+    const config = { ...configOf(copy), embeddedPostgresPort: await freePort(), port: await freePort() };
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(join(copy, 'herald.json'), JSON.stringify(config));
+    const second = await start(copy);
+    expect((await fetch(`${second.url}/readyz`)).status).toBe(200);
+    const copyPid = postmasterPid(clusterDir(copy))!;
+    expect(copyPid).not.toBe(originalPid);
+    expect(isAlive(originalPid)).toBe(true);
+    expect((await fetch(`${first.url}/readyz`)).status).toBe(200);
+    expect(await second.stop()).toBe(0);
+    expect(isAlive(originalPid)).toBe(true);
+    expect(await first.stop()).toBe(0);
+    await eventually(() => !isAlive(originalPid) && !isAlive(copyPid), 10_000);
+  });
+});
+
 describe('crashes', { timeout: 240_000 }, () => {
   it('after a kill -9 of Herald, the next start stops the orphaned postmaster and starts cleanly; a clean stop then leaves nothing running', async () => {
     const dataDir = tempDataDir();

@@ -311,6 +311,16 @@ export function clusterProcess(dir: string): ClusterProcess {
   return { kind: 'orphaned', pid: pidFile.pid };
 }
 
+/**
+ * A postmaster.pid that names another directory came with a copy of a cluster (cp -a of a running
+ * install): its pid is the original's postmaster, which PostgreSQL would take for a live owner of this
+ * copy and refuse to start. It is not this cluster's, so it goes; the other cluster is left alone.
+ */
+function discardForeignPidFile(dir: string): void {
+  const pidFile = readPidFile(dir);
+  if (pidFile && !sameDir(pidFile.dir, dir)) rmSync(join(dir, 'postmaster.pid'), { force: true });
+}
+
 /** Stops a postmaster by pid: fast shutdown, then immediate, then SIGKILL; waits until it is gone. */
 async function stopPostmaster(pid: number, timeoutMs = 30_000): Promise<void> {
   const steps: Array<[NodeJS.Signals, number]> = [
@@ -373,6 +383,7 @@ export async function startEmbeddedPostgres(options: StartOptions): Promise<Embe
     );
   }
   const existing = clusterProcess(dir);
+  if (existing.kind === 'none') discardForeignPidFile(dir);
   if (existing.kind === 'none' && (await portInUse(options.port))) {
     throw new EmbeddedPostgresError(
       `port ${options.port} on 127.0.0.1 is in use by another program, so the embedded PostgreSQL of ${dir} cannot start: free it or set another embeddedPostgresPort in herald.json`,

@@ -33,7 +33,7 @@ export async function startHerald(args: string[], env: Record<string, string | u
     };
     child.stdout!.on('data', (d) => ((out += d), check()));
     child.stderr!.on('data', (d) => ((out += d), check()));
-    child.on('exit', () => reject(new Error(`herald start exited early:\n${out}`)));
+    child.on('close', () => reject(new Error(`herald start exited early:\n${out}`)));
   });
   return {
     child,
