@@ -52,6 +52,7 @@ export function registerInit(program: Command): void {
 Examples:
   $ herald init                                    # interactive
   $ herald init --yes --data-dir /var/lib/herald --tenant Acme --owner-email ops@acme.test
+  $ herald init --yes --data-dir /srv/herald-b --tenant AcmeB --owner-email ops@acme.test --embedded-postgres-port 54400
   $ herald init --yes --mode multi --database-url postgres://herald@db/herald --public-url https://herald.acme.test`,
     )
     .action(async (options: InitOptions) => {
