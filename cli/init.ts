@@ -84,8 +84,8 @@ async function runInit(options: InitOptions): Promise<void> {
   let config = loadConfig({ ...chosen, dataDir } as never);
   // The embedded cluster's port is chosen once (given, or free now) and kept in herald.json: a second
   // install on the same host gets its own cluster on its own port.
-  if (!config.databaseUrl && (options.embeddedPostgresPort || config.embeddedPostgresPort === undefined)) {
-    chosen.embeddedPostgresPort = options.embeddedPostgresPort ? Number(options.embeddedPostgresPort) : await freePort();
+  if (!config.databaseUrl && (options.embeddedPostgresPort || chosen.embeddedPostgresPort === undefined)) {
+    chosen.embeddedPostgresPort = options.embeddedPostgresPort ? Number(options.embeddedPostgresPort) : (config.embeddedPostgresPort ?? (await freePort()));
     config = loadConfig({ ...chosen, dataDir } as never);
   }
   const file = configFilePath(dataDir);

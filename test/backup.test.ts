@@ -1,6 +1,6 @@
 // herald backup / herald restore as an operator runs them: an online backup of a running embedded
 // install, restored into a fresh data directory that then serves the same data.
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { runCli } from './support/cli.ts';
 import { eventually, postgresProcessesFor, startHerald, type HeraldProcess } from './support/herald-process.ts';
 import { freePort } from '../server/db/embedded-postgres.ts';
+import { admin, withDatabase } from './support/global-setup.ts';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
 afterAll(async () => {
@@ -107,5 +108,40 @@ describe('backup and restore', { timeout: 300_000 }, () => {
     const refused = await runCli(['restore', junk, '--data-dir', empty], { env: ENV });
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/not a readable Herald backup/);
+  });
+});
+
+describe('backup and restore on an external database', { timeout: 300_000 }, () => {
+  async function emptyDatabase(): Promise<string> {
+    const name = `herald_backup_${Math.random().toString(36).slice(2, 10)}`;
+    await admin(inject('adminUrl'), `CREATE DATABASE "${name}"`);
+    cleanups.push(() => admin(inject('adminUrl'), `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
+    return withDatabase(inject('adminUrl'), name);
+  }
+
+  it('backs up DATABASE_URL and restores into another empty database that then holds the same tenants and keys', async () => {
+    const root = tempRoot();
+    const source = join(root, 'source');
+    const env = { ...ENV, HERALD_EMBEDDED_POSTGRES_PORT: undefined };
+    const init = await runCli(['init', '--yes', '--data-dir', source, '--database-url', await emptyDatabase(), '--tenant', 'Ext', '--owner-email', 'owner@ext.test', '--json'], { env });
+    expect(init.code, init.stderr).toBe(0);
+    const tenantId = JSON.parse(init.stdout).tenant_id as string;
+    expect((await runCli(['api-keys', 'issue', '--tenant', tenantId, '--name', 'ci', '--data-dir', source], { env })).code).toBe(0);
+    const file = join(root, 'ext.herald.gz');
+    const backup = await runCli(['backup', '--data-dir', source, '--out', file, '--include-keys'], { env });
+    expect(backup.code, backup.stderr).toBe(0);
+    // The backup does not carry the source's database URL (it may hold a password).
+    expect(gunzipSync(readFileSync(file)).toString('utf8')).not.toMatch(/databaseUrl/);
+
+    const target = join(root, 'target');
+    const restore = await runCli(['restore', file, '--data-dir', target, '--database-url', await emptyDatabase(), '--json'], { env });
+    expect(restore.code, restore.stderr).toBe(0);
+    const read = async (dataDir: string, args: string[]) => {
+      const r = await runCli([...args, '--json', '--data-dir', dataDir], { env });
+      expect(r.code, r.stderr).toBe(0);
+      return JSON.parse(r.stdout);
+    };
+    expect(await read(target, ['tenants', 'list'])).toEqual(await read(source, ['tenants', 'list']));
+    expect(await read(target, ['api-keys', 'list', '--tenant', tenantId])).toEqual(await read(source, ['api-keys', 'list', '--tenant', tenantId]));
   });
 });
