@@ -107,7 +107,7 @@ async function runInit(options: InitOptions): Promise<void> {
     return;
   }
   print(`Herald is set up in ${dataDir} (${config.mode}-tenant, ${summary.database} PostgreSQL).`);
-  if (summary.tenant_id) print(`Tenant: ${summary.tenant_name} (${summary.tenant_id}); owner: ${summary.owner_email}`);
+  if (summary.tenant_id) print(`Tenant: ${summary.tenant_name} (${summary.tenant_id})${summary.owner_email ? `; owner: ${summary.owner_email}` : ' (already set up)'}`);
   if (summary.generated_password) print(`Owner password (shown once, store it now): ${summary.generated_password}`);
   print(`Next: herald start --data-dir ${dataDir}`);
 }
