@@ -7,36 +7,30 @@
 // A cluster is only ever adopted when it is this directory's: its postmaster.pid names this directory,
 // the process runs there, and a Herald process that is still alive started it. A postmaster of this
 // directory whose Herald died (kill -9) is stopped and started again cleanly.
-//
-// As root, PostgreSQL refuses to run; the binaries then run as the `postgres` system user, which must
-// be able to reach them and the cluster: binaries it cannot reach are copied once to a system
-// directory, and a cluster directory it cannot enter (a clone under /root) is placed there too.
-import { spawn, spawnSync, execFileSync, type ChildProcess } from 'node:child_process';
+// As root the binaries run as the `postgres` system user (embedded-postgres-host.ts).
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import {
-  chmodSync,
-  chownSync,
-  cpSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  readlinkSync,
-  realpathSync,
-  renameSync,
-  rmSync,
-  unlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { arch, platform, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import {
+  EMBEDDED_USER,
+  EmbeddedPostgresError,
+  chooseClusterDir,
+  enterable,
+  isRoot,
+  postgresUser,
+  reachableBinaries,
+  type Binaries,
+  type RunAs,
+} from './embedded-postgres-host.ts';
+import { OWNER_FILE, clusterProcess, discardForeignPidFile, sameDir, stopPostmaster } from './postmaster-process.ts';
 
-export const EMBEDDED_USER = 'postgres';
-/** Where, as root, binaries and clusters the `postgres` user could not reach otherwise are placed. */
-export const SYSTEM_RUNTIME_DIR = '/var/lib/herald-postgres';
+export { EmbeddedPostgresError, SYSTEM_RUNTIME_DIR } from './embedded-postgres-host.ts';
+export { clusterProcess, type ClusterProcess } from './postmaster-process.ts';
 
 export type EmbeddedState = 'running' | 'restarting' | 'stopped';
 
@@ -54,12 +48,6 @@ export interface EmbeddedSecret {
   /** Absolute path of the cluster when it is not `<dataDir>/postgres` (root, unreachable data dir). */
   cluster_dir?: string;
 }
-
-export class EmbeddedPostgresError extends Error {
-  override name = 'EmbeddedPostgresError';
-}
-
-const isRoot = () => typeof process.getuid === 'function' && process.getuid() === 0;
 
 export function readSecret(file: string): EmbeddedSecret | null {
   if (!existsSync(file)) return null;
@@ -124,221 +112,6 @@ function portInUse(port: number): Promise<boolean> {
     server.once('error', () => done(true));
     server.listen(port, '127.0.0.1', () => server.close(() => done(false)));
   });
-}
-
-// ---- binaries -------------------------------------------------------------------------------------
-
-interface Binaries {
-  postgres: string;
-  initdb: string;
-}
-
-let packagedBinaries: Promise<Binaries> | null = null;
-
-/** The binaries of the platform package the embedded-postgres package installs for this machine. */
-function packageBinaries(): Promise<Binaries> {
-  packagedBinaries ??= import(`@embedded-postgres/${platform()}-${arch()}`).then(
-    (m: Binaries) => ({ postgres: m.postgres, initdb: m.initdb }),
-    () => {
-      throw new EmbeddedPostgresError(`the embedded PostgreSQL has no binaries for ${platform()}-${arch()}: set DATABASE_URL to use an external PostgreSQL`);
-    },
-  );
-  return packagedBinaries;
-}
-
-interface RunAs {
-  uid: number;
-  gid: number;
-}
-
-function postgresUser(): RunAs {
-  try {
-    return { uid: Number(execFileSync('id', ['-u', EMBEDDED_USER], { encoding: 'utf8' })), gid: Number(execFileSync('id', ['-g', EMBEDDED_USER], { encoding: 'utf8' })) };
-  } catch {
-    try {
-      execFileSync('groupadd', ['-r', EMBEDDED_USER], { stdio: 'ignore' });
-    } catch {
-      // the group may exist already
-    }
-    try {
-      execFileSync('useradd', ['-r', '-g', EMBEDDED_USER, '-d', SYSTEM_RUNTIME_DIR, '-s', '/usr/sbin/nologin', EMBEDDED_USER], { stdio: 'ignore' });
-    } catch {
-      throw new EmbeddedPostgresError(`as root the embedded PostgreSQL runs as the '${EMBEDDED_USER}' system user, which does not exist and could not be created: create it (useradd -r ${EMBEDDED_USER}) or set DATABASE_URL`);
-    }
-    return postgresUser();
-  }
-}
-
-/** True when `runAs` can run `binary` (the whole path must be traversable by that user). */
-function runnable(binary: string, runAs: RunAs): boolean {
-  const r = spawnSync(binary, ['--version'], { ...runAs, stdio: 'ignore', timeout: 10_000 });
-  return !r.error && r.status === 0;
-}
-
-/** True when `runAs` can enter `dir` (or, when it does not exist yet, its nearest existing ancestor). */
-function enterable(dir: string, runAs: RunAs): boolean {
-  let target = dir;
-  while (!existsSync(target) && dirname(target) !== target) target = dirname(target);
-  const r = spawnSync('/bin/sh', ['-c', 'cd "$1"', 'sh', target], { ...runAs, stdio: 'ignore', timeout: 10_000 });
-  return !r.error && r.status === 0;
-}
-
-/**
- * The binaries as `runAs` can run them: the package's own, or (as root, in a clone the postgres user
- * cannot enter) a copy under SYSTEM_RUNTIME_DIR made once per package version.
- */
-async function reachableBinaries(runAs: RunAs | null): Promise<Binaries> {
-  const bins = await packageBinaries();
-  if (!runAs || runnable(bins.postgres, runAs)) return bins;
-  const nativeDir = dirname(dirname(bins.postgres));
-  const version = JSON.parse(readFileSync(join(dirname(nativeDir), 'package.json'), 'utf8')).version as string;
-  const target = join(SYSTEM_RUNTIME_DIR, `bin-${version}-${platform()}-${arch()}`);
-  const copied = { postgres: join(target, 'bin', 'postgres'), initdb: join(target, 'bin', 'initdb') };
-  if (existsSync(copied.postgres) && runnable(copied.postgres, runAs)) return copied;
-  try {
-    mkdirSync(SYSTEM_RUNTIME_DIR, { recursive: true, mode: 0o755 });
-    chmodSync(SYSTEM_RUNTIME_DIR, 0o755);
-    const staging = mkdtempSync(`${target}.tmp-`);
-    cpSync(nativeDir, staging, { recursive: true, verbatimSymlinks: true });
-    chmodSync(staging, 0o755);
-    rmSync(target, { recursive: true, force: true });
-    renameSync(staging, target);
-  } catch (error) {
-    throw new EmbeddedPostgresError(
-      `the '${EMBEDDED_USER}' user cannot run the PostgreSQL binaries in ${nativeDir} and copying them to ${target} failed (${(error as Error).message}): ` +
-        `make ${nativeDir} reachable by '${EMBEDDED_USER}' or set DATABASE_URL`,
-    );
-  }
-  if (!runnable(copied.postgres, runAs)) {
-    throw new EmbeddedPostgresError(`the '${EMBEDDED_USER}' user cannot run ${copied.postgres}: make ${SYSTEM_RUNTIME_DIR} readable by it or set DATABASE_URL`);
-  }
-  return copied;
-}
-
-/**
- * Where an install's cluster lives: `<dataDir>/postgres`, unless (as root) the postgres user cannot
- * enter the data directory: then a new directory under SYSTEM_RUNTIME_DIR, recorded in the secret file.
- */
-export function chooseClusterDir(dataDir: string): string {
-  const inDataDir = join(dataDir, 'postgres');
-  if (!isRoot() || enterable(inDataDir, postgresUser())) return inDataDir;
-  const name = dataDir.replace(/[^A-Za-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(-40);
-  return join(SYSTEM_RUNTIME_DIR, 'clusters', `${name}-${randomBytes(4).toString('hex')}`);
-}
-
-// ---- the postmaster of a directory ------------------------------------------------------------------
-
-interface PidFile {
-  pid: number;
-  dir: string;
-}
-
-function readPidFile(dir: string): PidFile | null {
-  try {
-    const [pid, dataDir] = readFileSync(join(dir, 'postmaster.pid'), 'utf8').split('\n');
-    const n = Number(pid);
-    return Number.isInteger(n) && n > 0 ? { pid: n, dir: dataDir ?? '' } : null;
-  } catch {
-    return null;
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-function sameDir(a: string, b: string): boolean {
-  try {
-    return realpathSync(a) === realpathSync(b);
-  } catch {
-    return resolve(a) === resolve(b);
-  }
-}
-
-/** The process's working directory (a postmaster runs in its cluster directory); null when unknown. */
-function processDir(pid: number): string | null {
-  try {
-    return readlinkSync(`/proc/${pid}/cwd`);
-  } catch {
-    return null;
-  }
-}
-
-function parentPid(pid: number): number | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-  } catch {
-    try {
-      return Number(execFileSync('ps', ['-o', 'ppid=', '-p', String(pid)], { encoding: 'utf8' }).trim());
-    } catch {
-      return null;
-    }
-  }
-}
-
-const OWNER_FILE = 'herald.owner';
-
-export type ClusterProcess =
-  | { kind: 'none' }
-  /** Run by a live Herald process of this directory: connect to it. */
-  | { kind: 'owned'; pid: number }
-  /** This directory's postmaster, whose Herald is gone: stop it before starting. */
-  | { kind: 'orphaned'; pid: number };
-
-/**
- * Which postmaster, if any, runs this cluster directory. A postmaster.pid naming another directory or a
- * process elsewhere (a copied cluster directory, a reused pid) is not this cluster's.
- */
-export function clusterProcess(dir: string): ClusterProcess {
-  const pidFile = readPidFile(dir);
-  if (!pidFile || !alive(pidFile.pid) || !sameDir(pidFile.dir, dir)) return { kind: 'none' };
-  const cwd = processDir(pidFile.pid);
-  if (cwd !== null && !sameDir(cwd, dir)) return { kind: 'none' };
-  let owner: number | null;
-  try {
-    owner = Number(readFileSync(join(dir, OWNER_FILE), 'utf8').trim());
-  } catch {
-    owner = null;
-  }
-  const ppid = parentPid(pidFile.pid);
-  if (owner && ppid === owner && alive(owner)) return { kind: 'owned', pid: pidFile.pid };
-  return { kind: 'orphaned', pid: pidFile.pid };
-}
-
-/**
- * A postmaster.pid that names another directory came with a copy of a cluster (cp -a of a running
- * install): its pid is the original's postmaster, which PostgreSQL would take for a live owner of this
- * copy and refuse to start. It is not this cluster's, so it goes; the other cluster is left alone.
- */
-function discardForeignPidFile(dir: string): void {
-  const pidFile = readPidFile(dir);
-  if (pidFile && !sameDir(pidFile.dir, dir)) rmSync(join(dir, 'postmaster.pid'), { force: true });
-}
-
-/** Stops a postmaster by pid: fast shutdown, then immediate, then SIGKILL; waits until it is gone. */
-async function stopPostmaster(pid: number, timeoutMs = 30_000): Promise<void> {
-  const steps: Array<[NodeJS.Signals, number]> = [
-    ['SIGINT', timeoutMs],
-    ['SIGQUIT', 5000],
-    ['SIGKILL', 5000],
-  ];
-  for (const [signal, wait] of steps) {
-    try {
-      process.kill(pid, signal);
-    } catch {
-      return;
-    }
-    for (const deadline = Date.now() + wait; Date.now() < deadline; ) {
-      if (!alive(pid)) return;
-      await sleep(100);
-    }
-  }
 }
 
 // ---- start ------------------------------------------------------------------------------------------
