@@ -23,6 +23,7 @@ import * as invitations from './invitations.ts';
 import * as dataRequests from './data-requests.ts';
 import * as staticFiles from './static.ts';
 import * as notifications from './notifications.ts';
+import * as metrics from './metrics.ts';
 
 export const routes: RouteDefinition<any, any, any>[] = [
   // system (no credential)
@@ -142,4 +143,6 @@ export const routes: RouteDefinition<any, any, any>[] = [
   notifications.triggerNotification,
   notifications.getNotificationEvent,
   notifications.listNotificationEvents,
+  // Prometheus metrics (the install's metrics token)
+  metrics.scrape,
 ];

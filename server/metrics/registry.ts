@@ -1,0 +1,175 @@
+// Prometheus metrics of one runtime (prom-client, a registry per runtime so that several runtimes in
+// one process, as tests run them, keep their own series). What happens on hot paths (requests,
+// triggers, deliveries) is counted in memory: a cached child per label set, so a request costs a map
+// lookup and two additions. Gauges that need the database are set at scrape time by services/metrics.ts;
+// nothing here runs SQL.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type pg from 'pg';
+import type { Runtime } from '../runtime.ts';
+
+/** Seconds; request latency of an API whose hot routes answer in a few milliseconds. */
+const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** Seconds from trigger to a delivery's final status: inbox in milliseconds, email and push in seconds, retries in minutes. */
+const DELIVERY_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800];
+
+export class HeraldMetrics {
+  readonly registry = new Registry();
+  readonly httpRequests: Counter<'method' | 'route' | 'status'>;
+  readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
+  readonly triggers: Counter;
+  readonly triggerEvents: Counter;
+  readonly deliveries: Counter<'channel' | 'status'>;
+  readonly deliveryLatency: Histogram<'channel' | 'status'>;
+  readonly streamConnections: Gauge;
+  readonly poolConnections: Gauge<'pool' | 'state'>;
+  // Install-wide, read from the database at scrape time (the same in every process).
+  readonly queueDepth: Gauge<'queue' | 'state'>;
+  readonly queueOldestAge: Gauge<'queue'>;
+  readonly eventsInProgress: Gauge<'status'>;
+  readonly recentEvents: Gauge<'status'>;
+  readonly recentDeliveries: Gauge<'channel' | 'status'>;
+  readonly recentDeliveryLatency: Gauge<'channel' | 'status' | 'quantile'>;
+  readonly databaseReadErrors: Counter;
+  readonly #requestChildren = new Map<string, { count: { inc(): void }; duration: { observe(v: number): void } }>();
+  readonly #deliveryChildren = new Map<string, { count: { inc(n?: number): void }; latency: { observe(v: number): void } }>();
+
+  constructor() {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    this.httpRequests = new Counter({
+      name: 'herald_http_requests_total',
+      help: 'HTTP requests answered, by method, route pattern and status',
+      labelNames: ['method', 'route', 'status'],
+      registers,
+    });
+    this.httpDuration = new Histogram({
+      name: 'herald_http_request_duration_seconds',
+      help: 'Time to answer an HTTP request (to the response head; streams count until they open), by method, route pattern and status',
+      labelNames: ['method', 'route', 'status'],
+      buckets: HTTP_BUCKETS,
+      registers,
+    });
+    this.triggers = new Counter({ name: 'herald_triggers_total', help: 'Triggers answered 202 (POST /v1/notifications; Idempotency-Key replays included)', registers });
+    this.triggerEvents = new Counter({ name: 'herald_trigger_events_total', help: 'Events (one per recipient) in accepted triggers', registers });
+    this.deliveries = new Counter({
+      name: 'herald_deliveries_total',
+      help: 'Deliveries that reached a final status in this process, by channel and status',
+      labelNames: ['channel', 'status'],
+      registers,
+    });
+    this.deliveryLatency = new Histogram({
+      name: 'herald_delivery_latency_seconds',
+      help: "Seconds from the trigger to a delivery's final status, in this process, by channel and status",
+      labelNames: ['channel', 'status'],
+      buckets: DELIVERY_BUCKETS,
+      registers,
+    });
+    this.streamConnections = new Gauge({ name: 'herald_stream_connections', help: 'Real-time streams open on this process', registers });
+    this.poolConnections = new Gauge({
+      name: 'herald_db_pool_connections',
+      help: 'PostgreSQL connections of this process by pool (app, queue) and state (total, idle, waiting: requests queued for a connection)',
+      labelNames: ['pool', 'state'],
+      registers,
+    });
+    this.queueDepth = new Gauge({
+      name: 'herald_queue_depth',
+      help: 'Jobs waiting in each queue: ready (due now) or deferred (a retry backoff or a later start)',
+      labelNames: ['queue', 'state'],
+      registers,
+    });
+    this.queueOldestAge = new Gauge({
+      name: 'herald_queue_oldest_job_age_seconds',
+      help: 'Age of the oldest job due and not yet started in each queue (0 when none waits)',
+      labelNames: ['queue'],
+      registers,
+    });
+    this.eventsInProgress = new Gauge({
+      name: 'herald_events_in_progress',
+      help: 'Events not final yet, by status (install-wide)',
+      labelNames: ['status'],
+      registers,
+    });
+    this.recentEvents = new Gauge({
+      name: 'herald_recent_events',
+      help: 'Events created in the last 60 s by their current status (install-wide; the newest 20,000 at most)',
+      labelNames: ['status'],
+      registers,
+    });
+    this.recentDeliveries = new Gauge({
+      name: 'herald_recent_deliveries',
+      help: 'Deliveries of the events created in the last 60 s, by channel and current status (install-wide)',
+      labelNames: ['channel', 'status'],
+      registers,
+    });
+    this.recentDeliveryLatency = new Gauge({
+      name: 'herald_recent_delivery_latency_seconds',
+      help: "Seconds from the trigger to a final delivery status, quantiles over the deliveries of the events created in the last 60 s",
+      labelNames: ['channel', 'status', 'quantile'],
+      registers,
+    });
+    this.databaseReadErrors = new Counter({
+      name: 'herald_metrics_database_errors_total',
+      help: 'Scrapes whose database-derived gauges could not be read (they are left out of that scrape)',
+      registers,
+    });
+  }
+
+  /** Counts one answered request; `route` is the route pattern (never the path: paths can carry tokens). */
+  observeRequest(method: string, route: string, status: number, seconds: number): void {
+    const key = `${method} ${route} ${status}`;
+    let child = this.#requestChildren.get(key);
+    if (!child) {
+      const labels = { method, route, status: String(status) };
+      child = { count: this.httpRequests.labels(labels), duration: this.httpDuration.labels(labels) };
+      this.#requestChildren.set(key, child);
+    }
+    child.count.inc();
+    child.duration.observe(seconds);
+  }
+
+  observeTrigger(events: number): void {
+    this.triggers.inc();
+    this.triggerEvents.inc(events);
+  }
+
+  observeDelivery(channel: string, status: string, secondsSinceTrigger: number | null, count = 1): void {
+    const key = `${channel} ${status}`;
+    let child = this.#deliveryChildren.get(key);
+    if (!child) {
+      const labels = { channel, status };
+      child = { count: this.deliveries.labels(labels), latency: this.deliveryLatency.labels(labels) };
+      this.#deliveryChildren.set(key, child);
+    }
+    child.count.inc(count);
+    if (secondsSinceTrigger !== null) for (let i = 0; i < count; i++) child.latency.observe(secondsSinceTrigger);
+  }
+
+  /** Sets the pool gauges from a pg.Pool's own counters. */
+  observePool(pool: string, stats: Pick<pg.Pool, 'totalCount' | 'idleCount' | 'waitingCount'> | null | undefined): void {
+    if (!stats) return;
+    this.poolConnections.set({ pool, state: 'total' }, stats.totalCount);
+    this.poolConnections.set({ pool, state: 'idle' }, stats.idleCount);
+    this.poolConnections.set({ pool, state: 'waiting' }, stats.waitingCount);
+  }
+
+}
+
+const byRuntime = new WeakMap<Runtime, HeraldMetrics>();
+
+/** The metrics of a runtime, created on first use. */
+export function metricsOf(runtime: Runtime): HeraldMetrics {
+  let metrics = byRuntime.get(runtime);
+  if (!metrics) {
+    metrics = new HeraldMetrics();
+    byRuntime.set(runtime, metrics);
+  }
+  return metrics;
+}
+
+/**
+ * The hook of the delivery path: call it when deliveries reach a final status (sent, delivered,
+ * failed, skipped), with the seconds since their event was triggered when known. In-memory only.
+ */
+export function recordDeliveries(runtime: Runtime, channel: string, status: string, secondsSinceTrigger: number | null, count = 1): void {
+  metricsOf(runtime).observeDelivery(channel, status, secondsSinceTrigger, count);
+}
