@@ -24,6 +24,7 @@ import * as dataRequests from './data-requests.ts';
 import * as staticFiles from './static.ts';
 import * as notifications from './notifications.ts';
 import * as metrics from './metrics.ts';
+import * as configuration from './configuration.ts';
 
 export const routes: RouteDefinition<any, any, any>[] = [
   // system (no credential)
@@ -145,4 +146,7 @@ export const routes: RouteDefinition<any, any, any>[] = [
   notifications.listNotificationEvents,
   // Prometheus metrics (the install's metrics token)
   metrics.scrape,
+  // configuration as code (management)
+  configuration.exportDocument,
+  configuration.apply,
 ];
