@@ -23,6 +23,8 @@ const COMMAND_GROUPS: Record<string, () => Promise<Register>> = {
   events: async () => (await import('./events.ts')).registerEvents,
   'api-keys': async () => (await import('./api-keys.ts')).registerApiKeys,
   brands: async () => (await import('./brandings.ts')).registerBrandings,
+  types: async () => (await import('./notification-types.ts')).registerNotificationTypes,
+  templates: async () => (await import('./templates.ts')).registerTemplates,
   export: async () => (await import('./configuration.ts')).registerExport,
   apply: async () => (await import('./configuration.ts')).registerApply,
 };
