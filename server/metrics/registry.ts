@@ -20,6 +20,7 @@ export class HeraldMetrics {
   readonly triggerEvents: Counter;
   readonly deliveries: Counter<'channel' | 'status'>;
   readonly deliveryLatency: Histogram<'channel' | 'status'>;
+  readonly jobsHandled: Counter<'queue'>;
   readonly streamConnections: Gauge;
   readonly poolConnections: Gauge<'pool' | 'state'>;
   // Install-wide, read from the database at scrape time (the same in every process).
@@ -31,6 +32,7 @@ export class HeraldMetrics {
   readonly recentDeliveryLatency: Gauge<'channel' | 'status' | 'quantile'>;
   readonly databaseReadErrors: Counter;
   readonly #requestChildren = new Map<string, { count: { inc(): void }; duration: { observe(v: number): void } }>();
+  readonly #jobChildren = new Map<string, { inc(n?: number): void }>();
   readonly #deliveryChildren = new Map<string, { count: { inc(n?: number): void }; latency: { observe(v: number): void } }>();
 
   constructor() {
@@ -62,6 +64,12 @@ export class HeraldMetrics {
       help: "Seconds from the trigger to a delivery's final status, in this process, by channel and status",
       labelNames: ['channel', 'status'],
       buckets: DELIVERY_BUCKETS,
+      registers,
+    });
+    this.jobsHandled = new Counter({
+      name: 'herald_jobs_handled_total',
+      help: 'Queue jobs this process fetched and ran (retries included), by queue',
+      labelNames: ['queue'],
       registers,
     });
     this.streamConnections = new Gauge({ name: 'herald_stream_connections', help: 'Real-time streams open on this process', registers });
@@ -130,6 +138,12 @@ export class HeraldMetrics {
   observeTrigger(events: number): void {
     this.triggers.inc();
     this.triggerEvents.inc(events);
+  }
+
+  observeJobs(queue: string, count: number): void {
+    let child = this.#jobChildren.get(queue);
+    if (!child) this.#jobChildren.set(queue, (child = this.jobsHandled.labels({ queue })));
+    child.inc(count);
   }
 
   observeDelivery(channel: string, status: string, secondsSinceTrigger: number | null, count = 1): void {
