@@ -23,7 +23,7 @@ const COMMAND_GROUPS: Record<string, () => Promise<Register>> = {
   events: async () => (await import('./events.ts')).registerEvents,
   'api-keys': async () => (await import('./api-keys.ts')).registerApiKeys,
   brands: async () => (await import('./brandings.ts')).registerBrandings,
-  types: async () => (await import('./notification-types.ts')).registerNotificationTypes,
+  types: async () => (await import('./types.ts')).registerTypes,
   templates: async () => (await import('./templates.ts')).registerTemplates,
   export: async () => (await import('./configuration.ts')).registerExport,
   apply: async () => (await import('./configuration.ts')).registerApply,

@@ -45,7 +45,7 @@ describe('herald types, templates and brands (read commands)', () => {
     expect(JSON.parse(local.stdout)).toEqual(await api('/v1/notification-types'));
     const table = await herald(['types', 'list', '--tenant', acme.tenantId]);
     expect(table.stdout).toMatch(/^KEY\s+NAME\s+CHANNELS/);
-    expect(table.stdout).toMatch(/order_shipped\s+Order shipped\s+inbox,email\s+true\s+order_id\*/);
+    expect(table.stdout).toMatch(/order_shipped\s+Order shipped\s+inbox,email\s+true\s+order_id\*\s+-/);
     const got = await herald(['types', 'get', 'order_shipped', '--json'], remote);
     expect(got.code, got.stderr).toBe(0);
     expect(JSON.parse(got.stdout)).toEqual(await api('/v1/notification-types/order_shipped'));

@@ -25,6 +25,13 @@ const DOCUMENT = {
       channel_defaults: { push: true },
       opt_out: false,
       variables: [{ name: 'order_id', required: true, description: 'Order number' }],
+      workflow: {
+        steps: [
+          { kind: 'channel', channel: 'inbox' },
+          { kind: 'delay', seconds: 600 },
+          { kind: 'channel', channel: 'email', if: 'inbox.read == false' },
+        ],
+      },
     },
     { key: 'digest' },
   ],
@@ -75,7 +82,10 @@ describe('configuration as code over HTTP', () => {
       channel_defaults: { inbox: true, email: true, push: true, web_push: false },
       opt_out: false,
       variables: [{ name: 'order_id', required: true, description: 'Order number' }],
+      bypass_quiet_hours: false,
+      workflow: DOCUMENT.notification_types[0]!.workflow,
     });
+    expect(document.notification_types[0]).not.toHaveProperty('workflow');
     expect(document.sender_domains).toEqual([{ domain: 'mail.acme.example' }]);
     // Never a secret: no DKIM key, no ids, no timestamps.
     const text = JSON.stringify(document);
@@ -98,10 +108,12 @@ describe('configuration as code over HTTP', () => {
     const changed = structuredClone(DOCUMENT);
     changed.notification_types[1] = { key: 'digest', name: 'Daily digest' } as never;
     changed.inbox_templates[0]!.content = 'Track it now';
+    delete (changed.notification_types[0] as { workflow?: unknown }).workflow;
     const before = await exported(acme);
     const dry = await apply(acme, changed, { dry_run: true });
     expect(dry.body).toEqual({
       changes: [
+        { kind: 'notification_types', action: 'update', id: 'order_shipped', fields: ['workflow'] },
         { kind: 'notification_types', action: 'update', id: 'digest', fields: ['name'] },
         { kind: 'inbox_templates', action: 'update', id: 'order_shipped/default/en', fields: ['content'] },
       ],
@@ -112,6 +124,8 @@ describe('configuration as code over HTTP', () => {
     expect(real.body.applied).toBe(true);
     const after = await exported(acme);
     expect(after.notification_types[0].name).toBe('Daily digest');
+    expect(after.notification_types[1]).not.toHaveProperty('workflow');
+    expect((await app.request('GET', '/v1/notification-types/order_shipped', { token: acme.serviceKey })).body.workflow).toBeNull();
     expect(after.inbox_templates[0].content).toBe('Track it now');
     await apply(acme, DOCUMENT);
   });
@@ -145,6 +159,8 @@ describe('configuration as code over HTTP', () => {
     expectValidationError(await apply(acme, bad), ['body', 'document', 'brands', 1, 'values', 'colour']);
     expectValidationError(await apply(acme, { ...DOCUMENT, brand: [] }), ['body', 'document']);
     expectValidationError(await apply(acme, { ...DOCUMENT, notification_types: [{ key: 'x', colour: 'red' }] }), ['body', 'document', 'notification_types', 0]);
+    const badWorkflow = { ...DOCUMENT, notification_types: [{ key: 'w', workflow: { steps: [{ kind: 'delay', seconds: 0 }] } }] };
+    expectValidationError(await apply(acme, badWorkflow), ['body', 'document', 'notification_types', 0, 'workflow', 'steps', 0, 'seconds']);
     const twice = { ...DOCUMENT, notification_types: [...DOCUMENT.notification_types, { key: 'digest' }] };
     expectValidationError(await apply(acme, twice), ['body', 'document', 'notification_types', 2]);
     // A write the service refuses (a template of a type the document does not create) names its entry; the

@@ -44,6 +44,9 @@ export const routes: RouteDefinition<any, any, any>[] = [
   notificationTypes.optOutPolicy,
   notificationTypes.variables,
   notificationTypes.restore,
+  notificationTypes.putWorkflow,
+  notificationTypes.deleteWorkflow,
+  notificationTypes.quietHoursBypass,
   // brands (management)
   brandings.create,
   brandings.list,
@@ -80,6 +83,7 @@ export const routes: RouteDefinition<any, any, any>[] = [
   contacts.replace,
   contacts.remove,
   contacts.language,
+  contacts.quietHours,
   // preferences (either)
   preferences.get,
   preferences.set,
@@ -144,6 +148,8 @@ export const routes: RouteDefinition<any, any, any>[] = [
   notifications.triggerNotification,
   notifications.getNotificationEvent,
   notifications.listNotificationEvents,
+  notifications.cancelByKey,
+  notifications.cancelEvent,
   // Prometheus metrics (the install's metrics token)
   metrics.scrape,
   // configuration as code (management)

@@ -84,7 +84,10 @@ async function plan(ctx: KindContext, request: ApplyConfigurationRequest): Promi
         writes.push({ change: { kind: kind.name, action: 'create', id, fields: [] }, index, run: () => kind.create(ctx, entry) });
         continue;
       }
-      const fields = Object.keys(entry).filter((field) => !isDeepStrictEqual(canonical(entry[field]), canonical(existing[field])));
+      // Both sides' fields: an optional field the document leaves out (a workflow) is removed.
+      const fields = [...new Set([...Object.keys(entry), ...Object.keys(existing)])].filter(
+        (field) => !isDeepStrictEqual(canonical(entry[field]), canonical(existing[field])),
+      );
       if (fields.length > 0) writes.push({ change: { kind: kind.name, action: 'update', id, fields }, index, run: () => kind.update(ctx, existing, entry, fields) });
     }
     if (!request.prune) continue;

@@ -12,7 +12,7 @@ import type { Runtime } from '../runtime.ts';
 import { query } from '../db/sql.ts';
 import { poolOf } from '../db/orm.ts';
 import { BOSS_SCHEMA } from '../queue.ts';
-import { FINAL_EVENT_STATUSES } from '../delivery/worker.ts';
+import { FINAL_EVENT_STATUSES } from '../delivery/stages/rollup.ts';
 import { EventStatus } from '../schemas/notifications.ts';
 import { metricsOf, type HeraldMetrics } from '../metrics/registry.ts';
 

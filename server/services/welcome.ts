@@ -19,6 +19,7 @@ export async function seedWelcomeNotification(em: EntityManager, tenantId: strin
       channel_defaults: { inbox: true, email: true, push: false, web_push: false },
       opt_out: true,
       variables: [{ name: 'name', required: true, description: 'Who is welcomed' }],
+      bypass_quiet_hours: false,
     });
     await createTemplate(tx, tenantId, 'inbox', {
       notification_type_key: WELCOME_TYPE_KEY,

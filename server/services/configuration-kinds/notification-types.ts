@@ -1,37 +1,41 @@
-// Notification types in configuration as code: live types only (a deleted type is not configuration).
+// Notification types in configuration as code: live types only (a deleted type is not configuration),
+// with their workflow when they have one (left out of the entry when they have none).
 import { DEFAULT_CHANNEL_DEFAULTS } from '../../schemas/notification-types.ts';
+import type { Workflow } from '../../schemas/workflows.ts';
 import {
   createNotificationType,
   deleteNotificationType,
   listNotificationTypes,
   setOptOutPolicy,
+  setQuietHoursBypass,
   setTypeDetails,
   setVariables,
+  setWorkflow,
   updateChannelDefaults,
 } from '../notification-types.ts';
-import type { ConfigurationKind } from './types.ts';
+import type { ConfigurationKind, Entry } from './types.ts';
+
+type TypeEntry = Entry<'notification_types'>;
+
+function entryOf(type: Omit<TypeEntry, 'workflow'> & { workflow?: Workflow | null }): TypeEntry {
+  return {
+    key: type.key,
+    name: type.name || type.key,
+    description: type.description,
+    channel_defaults: { ...DEFAULT_CHANNEL_DEFAULTS, ...type.channel_defaults },
+    opt_out: type.opt_out,
+    variables: type.variables.map((v) => ({ name: v.name, required: v.required, description: v.description })),
+    bypass_quiet_hours: type.bypass_quiet_hours,
+    ...(type.workflow ? { workflow: type.workflow } : {}),
+  };
+}
 
 export const notificationTypesKind: ConfigurationKind<'notification_types'> = {
   name: 'notification_types',
   id: (entry) => entry.key,
-  normalise: (entry) => ({
-    key: entry.key,
-    name: entry.name || entry.key,
-    description: entry.description,
-    channel_defaults: { ...DEFAULT_CHANNEL_DEFAULTS, ...entry.channel_defaults },
-    opt_out: entry.opt_out,
-    variables: entry.variables.map((v) => ({ name: v.name, required: v.required, description: v.description })),
-  }),
+  normalise: (entry) => entryOf(entry),
   async read({ tx, tenantId }) {
-    const rows = await listNotificationTypes(tx, tenantId, false);
-    return rows.map((row) => ({
-      key: row.key,
-      name: row.name,
-      description: row.description,
-      channel_defaults: { ...DEFAULT_CHANNEL_DEFAULTS, ...row.channel_defaults },
-      opt_out: row.opt_out,
-      variables: row.variables.map((v) => ({ name: v.name, required: v.required, description: v.description })),
-    }));
+    return (await listNotificationTypes(tx, tenantId, false)).map((row) => entryOf(row));
   },
   async create({ tx, tenantId }, entry) {
     await createNotificationType(tx, tenantId, entry);
@@ -43,6 +47,8 @@ export const notificationTypesKind: ConfigurationKind<'notification_types'> = {
     if (fields.includes('channel_defaults')) await updateChannelDefaults(tx, tenantId, desired.key, desired.channel_defaults);
     if (fields.includes('opt_out')) await setOptOutPolicy(tx, tenantId, desired.key, desired.opt_out);
     if (fields.includes('variables')) await setVariables(tx, tenantId, desired.key, desired.variables);
+    if (fields.includes('workflow')) await setWorkflow(tx, tenantId, desired.key, desired.workflow ?? null);
+    if (fields.includes('bypass_quiet_hours')) await setQuietHoursBypass(tx, tenantId, desired.key, desired.bypass_quiet_hours);
   },
   async remove({ tx, tenantId }, current) {
     await deleteNotificationType(tx, tenantId, current.key);
