@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import { stringify } from 'yaml';
 import { ApplyConfigurationRequest, ConfigurationDocument, type ConfigurationPlanResponse } from '../server/schemas/configuration.ts';
 import { applyConfiguration, exportConfiguration } from '../server/services/configuration.ts';
-import { print, printJson, usageError } from './support/output.ts';
+import { CliError, describeFailure, print, printJson, usageError } from './support/output.ts';
 import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
 import { readYamlDocument } from './support/yaml-document.ts';
 
@@ -52,7 +52,8 @@ Examples:
   $ herald apply -f herald.yaml --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 --dry-run
   $ HERALD_URL=https://herald.acme.test HERALD_API_KEY=sk_... herald apply -f herald.yaml --prune
 
-Exit codes: 0 applied (or nothing to change), 1 the apply failed (nothing was changed), 2 the file is invalid.`,
+Exit codes: 0 applied (or nothing to change), 1 the apply failed (nothing was changed), 2 the file is invalid
+(malformed, or a value the API refuses: nothing was changed either).`,
     )
     .action(async (options: ApplyOptions) => {
       if (!options.file) throw usageError('give the file: -f herald.yaml (or -f - for stdin)');
@@ -61,6 +62,10 @@ Exit codes: 0 applied (or nothing to change), 1 the apply failed (nothing was ch
       const result = await onTarget<ConfigurationPlanResponse>(options, {
         local: (runtime, tenantId) => applyConfiguration(runtime, runtime.orm.em.fork(), tenantId, request),
         remote: (client) => client.call('POST', '/v1/configuration/apply', { body: request }),
+      }).catch((error: unknown) => {
+        // Errors locate their entry in the request ("body.document.brands.1..."): name it as the file does.
+        const { code, message } = describeFailure(error);
+        throw new CliError(message.replaceAll('body.document.', `${options.file === '-' ? '(stdin)' : options.file}: `), code);
       });
       if (options.json) return printJson(result);
       printPlan(result, request.dry_run);

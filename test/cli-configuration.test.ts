@@ -129,5 +129,12 @@ describe('herald apply and herald export', () => {
     expect(broken.stderr).toMatch(/broken\.yaml.*not valid YAML/);
     const missing = await herald(['apply', '--tenant', acme.tenantId]);
     expect(missing.code).toBe(2);
+    // A value only the service can judge (a template of a type that does not exist): named by its entry, remotely too.
+    const orphan = file('orphan.yaml', 'email_templates:\n  - notification_type_key: nope\n    subject: s\n    content: c\n');
+    for (const target of [['--tenant', acme.tenantId], ['--url', app.url, '--api-key', acme.serviceKey]]) {
+      const refused = await herald(['apply', '-f', orphan, ...target]);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toMatch(/orphan\.yaml: email_templates\.0\.notification_type_key: nope\/default\/en: no notification type nope/);
+    }
   });
 });
