@@ -38,88 +38,53 @@ export class HeraldMetrics {
   constructor() {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
-    this.httpRequests = new Counter({
-      name: 'herald_http_requests_total',
-      help: 'HTTP requests answered, by method, route pattern and status',
-      labelNames: ['method', 'route', 'status'],
-      registers,
-    });
-    this.httpDuration = new Histogram({
-      name: 'herald_http_request_duration_seconds',
-      help: 'Time to answer an HTTP request (to the response head; streams count until they open), by method, route pattern and status',
-      labelNames: ['method', 'route', 'status'],
-      buckets: HTTP_BUCKETS,
-      registers,
-    });
-    this.triggers = new Counter({ name: 'herald_triggers_total', help: 'Triggers answered 202 (POST /v1/notifications; Idempotency-Key replays included)', registers });
-    this.triggerEvents = new Counter({ name: 'herald_trigger_events_total', help: 'Events (one per recipient) in accepted triggers', registers });
-    this.deliveries = new Counter({
-      name: 'herald_deliveries_total',
-      help: 'Deliveries that reached a final status in this process, by channel and status',
-      labelNames: ['channel', 'status'],
-      registers,
-    });
-    this.deliveryLatency = new Histogram({
-      name: 'herald_delivery_latency_seconds',
-      help: "Seconds from the trigger to a delivery's final status, in this process, by channel and status",
-      labelNames: ['channel', 'status'],
-      buckets: DELIVERY_BUCKETS,
-      registers,
-    });
-    this.jobsHandled = new Counter({
-      name: 'herald_jobs_handled_total',
-      help: 'Queue jobs this process fetched and ran (retries included), by queue',
-      labelNames: ['queue'],
-      registers,
-    });
-    this.streamConnections = new Gauge({ name: 'herald_stream_connections', help: 'Real-time streams open on this process', registers });
-    this.poolConnections = new Gauge({
-      name: 'herald_db_pool_connections',
-      help: 'PostgreSQL connections of this process by pool (app, queue) and state (total, idle, waiting: requests queued for a connection)',
-      labelNames: ['pool', 'state'],
-      registers,
-    });
-    this.queueDepth = new Gauge({
-      name: 'herald_queue_depth',
-      help: 'Jobs waiting in each queue: ready (due now) or deferred (a retry backoff or a later start)',
-      labelNames: ['queue', 'state'],
-      registers,
-    });
-    this.queueOldestAge = new Gauge({
-      name: 'herald_queue_oldest_job_age_seconds',
-      help: 'Age of the oldest job due and not yet started in each queue (0 when none waits)',
-      labelNames: ['queue'],
-      registers,
-    });
-    this.eventsInProgress = new Gauge({
-      name: 'herald_events_in_progress',
-      help: 'Events not final yet, by status (install-wide)',
-      labelNames: ['status'],
-      registers,
-    });
-    this.recentEvents = new Gauge({
-      name: 'herald_recent_events',
-      help: 'Events created in the last 60 s by their current status (install-wide; the newest 20,000 at most)',
-      labelNames: ['status'],
-      registers,
-    });
-    this.recentDeliveries = new Gauge({
-      name: 'herald_recent_deliveries',
-      help: 'Deliveries of the events created in the last 60 s, by channel and current status (install-wide)',
-      labelNames: ['channel', 'status'],
-      registers,
-    });
-    this.recentDeliveryLatency = new Gauge({
-      name: 'herald_recent_delivery_latency_seconds',
-      help: "Seconds from the trigger to a final delivery status, quantiles over the deliveries of the events created in the last 60 s",
-      labelNames: ['channel', 'status', 'quantile'],
-      registers,
-    });
-    this.databaseReadErrors = new Counter({
-      name: 'herald_metrics_database_errors_total',
-      help: 'Scrapes whose database-derived gauges could not be read (they are left out of that scrape)',
-      registers,
-    });
+    const counter = <L extends string>(name: string, help: string, labelNames: L[] = []) => new Counter<L>({ name, help, labelNames, registers });
+    const gauge = <L extends string>(name: string, help: string, labelNames: L[] = []) => new Gauge<L>({ name, help, labelNames, registers });
+    const histogram = <L extends string>(name: string, help: string, labelNames: L[], buckets: number[]) =>
+      new Histogram<L>({ name, help, labelNames, buckets, registers });
+    const byRequest: Array<'method' | 'route' | 'status'> = ['method', 'route', 'status'];
+    this.httpRequests = counter('herald_http_requests_total', 'HTTP requests answered, by method, route pattern and status', byRequest);
+    this.httpDuration = histogram(
+      'herald_http_request_duration_seconds',
+      'Time to answer an HTTP request (to the response head; streams count until they open), by method, route pattern and status',
+      byRequest,
+      HTTP_BUCKETS,
+    );
+    this.triggers = counter('herald_triggers_total', 'Triggers answered 202 (POST /v1/notifications; Idempotency-Key replays included)');
+    this.triggerEvents = counter('herald_trigger_events_total', 'Events (one per recipient) in accepted triggers');
+    this.deliveries = counter('herald_deliveries_total', 'Deliveries that reached a final status in this process, by channel and status', ['channel', 'status']);
+    this.deliveryLatency = histogram(
+      'herald_delivery_latency_seconds',
+      "Seconds from the trigger to a delivery's final status, in this process, by channel and status",
+      ['channel', 'status'],
+      DELIVERY_BUCKETS,
+    );
+    this.jobsHandled = counter('herald_jobs_handled_total', 'Queue jobs this process fetched and ran (retries included), by queue', ['queue']);
+    this.streamConnections = gauge('herald_stream_connections', 'Real-time streams open on this process');
+    this.poolConnections = gauge(
+      'herald_db_pool_connections',
+      'PostgreSQL connections of this process by pool (app, queue) and state (total, idle, waiting: requests queued for a connection)',
+      ['pool', 'state'],
+    );
+    this.queueDepth = gauge('herald_queue_depth', 'Jobs waiting in each queue: ready (due now) or deferred (a retry backoff or a later start)', ['queue', 'state']);
+    this.queueOldestAge = gauge('herald_queue_oldest_job_age_seconds', 'Age of the oldest job due and not yet started in each queue (0 when none waits)', ['queue']);
+    this.eventsInProgress = gauge('herald_events_in_progress', 'Events not final yet, by status (install-wide)', ['status']);
+    this.recentEvents = gauge(
+      'herald_recent_events',
+      'Events created in the last 60 s by their current status (install-wide; the newest 20,000 at most)',
+      ['status'],
+    );
+    this.recentDeliveries = gauge(
+      'herald_recent_deliveries',
+      'Deliveries of the events created in the last 60 s, by channel and current status (install-wide)',
+      ['channel', 'status'],
+    );
+    this.recentDeliveryLatency = gauge(
+      'herald_recent_delivery_latency_seconds',
+      'Seconds from the trigger to a final delivery status, quantiles over the deliveries of the events created in the last 60 s',
+      ['channel', 'status', 'quantile'],
+    );
+    this.databaseReadErrors = counter('herald_metrics_database_errors_total', 'Scrapes whose database-derived gauges could not be read (they are left out of that scrape)');
   }
 
   /** Counts one answered request; `route` is the route pattern (never the path: paths can carry tokens). */
