@@ -252,6 +252,20 @@ describe('throttle steps', () => {
   });
 });
 
+describe('throttle windows', () => {
+  it('lets events through again once the window has passed', async () => {
+    await workflowType('wf_throttle_window', [{ kind: 'throttle', limit: 1, window_seconds: 2 }, { kind: 'channel', channel: 'inbox' }]);
+    const statuses: string[] = [];
+    for (const pause of [0, 0, 2100]) {
+      await new Promise((r) => setTimeout(r, pause));
+      const id = await trigger('wf_throttle_window', 'thr_window', { n: 1 });
+      await waitForFinal(app, [id]);
+      statuses.push((await event(id)).status);
+    }
+    expect(statuses).toEqual(['delivered', 'skipped', 'delivered']);
+  });
+});
+
 describe('the activity log', () => {
   it('shows the steps of each event', async () => {
     const page = await api('GET', '/v1/notifications?type=wf_throttle&limit=5');

@@ -91,6 +91,7 @@ async function runRound(runtime: Runtime, tx: EntityManager, eventId: string, te
   const held: HeldEvent[] = [];
   let remote: DeliveryRow[] = [];
   let again = false;
+  let final = false;
   if ('values' in variables && event.steps !== null) {
     const digest = await digestOf(tx, event);
     if (digest) context.variables = { values: { ...variables.values, digest } };
@@ -103,6 +104,7 @@ async function runRound(runtime: Runtime, tx: EntityManager, eventId: string, te
     remote = step.remote;
     again = step.again;
     held.push(...step.held);
+    final = step.digestedInto !== null;
   } else if (!event.planned && event.steps === null) {
     remote = await settleLocal(context, await storePlan(tx, event, planEvent(event)));
   } else if (remote.length > 0 && event.steps !== null) {
@@ -115,7 +117,7 @@ async function runRound(runtime: Runtime, tx: EntityManager, eventId: string, te
     again = false;
   }
   if (held.length > 0) await scheduleRuns(tx, runtime.boss!, held);
-  await rollupEvents(tx, [event.id]);
+  if (!final) await rollupEvents(tx, [event.id]);
   return { event, variables: 'values' in context.variables ? context.variables.values : null, remote, again, held, retryErrors: context.retryErrors };
 }
 

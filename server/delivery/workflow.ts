@@ -22,6 +22,8 @@ export interface WorkflowAdvance {
   remote: DeliveryRow[];
   again: boolean;
   held: HeldEvent[];
+  /** The event joined another's digest: final, its status set here (no roll-up). */
+  digestedInto: string | null;
 }
 
 /** The digest an event opened and whose window has closed, as templates see it; null if none. */
@@ -41,7 +43,7 @@ export function initialSteps(steps: WorkflowStep[]): StepState[] {
 export async function advanceWorkflow(context: RoundContext): Promise<WorkflowAdvance> {
   const { event } = context;
   const steps = event.steps ?? initialSteps(event.workflow!.steps);
-  const result: WorkflowAdvance = { remote: [], again: false, held: [] };
+  const result: WorkflowAdvance = { remote: [], again: false, held: [], digestedInto: null };
   let ended = false;
   for (const step of steps) {
     if (step.status !== 'pending' && step.status !== 'waiting') continue;
@@ -50,6 +52,11 @@ export async function advanceWorkflow(context: RoundContext): Promise<WorkflowAd
       continue;
     }
     const outcome = await runStep(context, step);
+    if (typeof outcome === 'object' && 'digestedInto' in outcome) {
+      result.digestedInto = outcome.digestedInto;
+      ended = true;
+      continue;
+    }
     if (outcome === 'next') continue;
     if (outcome === 'end') {
       ended = true;
@@ -62,11 +69,17 @@ export async function advanceWorkflow(context: RoundContext): Promise<WorkflowAd
     }
     break;
   }
-  await execute(context.tx, `UPDATE events SET steps = $2::jsonb, updated_at = now() WHERE id = $1`, [event.id, JSON.stringify(steps)]);
+  await execute(
+    context.tx,
+    result.digestedInto === null
+      ? `UPDATE events SET steps = $2::jsonb, updated_at = now() WHERE id = $1`
+      : `UPDATE events SET steps = $2::jsonb, status = 'digested', digest_event_id = $3, secret_variables_ciphertext = NULL, updated_at = now() WHERE id = $1`,
+    result.digestedInto === null ? [event.id, JSON.stringify(steps)] : [event.id, JSON.stringify(steps), result.digestedInto],
+  );
   return result;
 }
 
-type StepOutcome = 'next' | 'end' | { hold: number } | { remote: DeliveryRow[] };
+type StepOutcome = 'next' | 'end' | { hold: number } | { remote: DeliveryRow[] } | { digestedInto: string };
 
 function iso(ms: number): string {
   return new Date(ms).toISOString();
@@ -254,11 +267,7 @@ async function digestStep(context: RoundContext, step: StepState, definition: Ex
       [open.opener_event_id, entry],
     );
     finish(step, 'done', now, 'digested');
-    await execute(tx, `UPDATE events SET status = 'digested', digest_event_id = $2, secret_variables_ciphertext = NULL WHERE id = $1`, [
-      event.id,
-      open.opener_event_id,
-    ]);
-    return 'end';
+    return { digestedInto: open.opener_event_id };
   }
   if (open) {
     // Its window is over but its opener has not run yet: it keeps what it has; a new window opens.
