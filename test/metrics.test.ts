@@ -105,6 +105,7 @@ describe('GET /metrics on the API port', () => {
     expect(value(text, 'herald_trigger_events_total')).toBe(eventsBefore + 2);
     expect(value(text, routeSeries)).toBe(requestsBefore + 1);
     expect(value(text, 'herald_http_request_duration_seconds_count{method="POST",route="/v1/notifications",status="202"}')).toBe(requestsBefore + 1);
+    expect(value(text, 'herald_http_request_duration_seconds_bucket{le="+Inf",method="POST",route="/v1/notifications",status="202"}')).toBe(requestsBefore + 1);
     expect(value(text, 'herald_recent_events{status="delivered"}')).toBeGreaterThanOrEqual(2);
     expect(value(text, 'herald_recent_deliveries{channel="inbox",status="delivered"}')).toBeGreaterThanOrEqual(2);
     const p50 = value(text, 'herald_recent_delivery_latency_seconds{channel="inbox",status="delivered",quantile="0.5"}');
@@ -122,6 +123,23 @@ describe('GET /metrics on the API port', () => {
     const text = (await scrape()).text;
     expect(value(text, 'herald_deliveries_total{channel="email",status="sent"}')).toBe(2);
     expect(value(text, 'herald_delivery_latency_seconds_count{channel="email",status="sent"}')).toBe(2);
+  });
+});
+
+describe('request statistics', () => {
+  it('fill cumulative buckets, a value on a bound counting in that bound', async () => {
+    const { HeraldMetrics } = await import('../server/metrics/registry.ts');
+    const metrics = new HeraldMetrics();
+    for (const seconds of [0.0005, 0.001, 0.003, 20]) metrics.observeRequest('GET', '/v1/brandings', 200, seconds);
+    const text = await metrics.registry.metrics();
+    const bucket = (le: string) => value(text, `herald_http_request_duration_seconds_bucket{le="${le}",method="GET",route="/v1/brandings",status="200"}`);
+    expect(bucket('0.001')).toBe(2);
+    expect(bucket('0.0025')).toBe(2);
+    expect(bucket('0.005')).toBe(3);
+    expect(bucket('10')).toBe(3);
+    expect(bucket('+Inf')).toBe(4);
+    expect(value(text, 'herald_http_request_duration_seconds_sum{method="GET",route="/v1/brandings",status="200"}')).toBeCloseTo(20.0045);
+    expect(value(text, 'herald_http_requests_total{method="GET",route="/v1/brandings",status="200"}')).toBe(4);
   });
 });
 

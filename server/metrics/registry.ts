@@ -1,11 +1,12 @@
 // Prometheus metrics of one runtime (prom-client, a registry per runtime so that several runtimes in
 // one process, as tests run them, keep their own series). What happens on hot paths (requests,
-// triggers, deliveries) is counted in memory: a cached child per label set, so a request costs a map
-// lookup and two additions. Gauges that need the database are set at scrape time by services/metrics.ts;
-// nothing here runs SQL.
+// triggers, deliveries) is counted in memory: requests as plain numbers read at scrape time
+// (request-stats.ts), the rarer events through a cached prom-client child per label set. Gauges that
+// need the database are set at scrape time by services/metrics.ts; nothing here runs SQL.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type pg from 'pg';
 import type { Runtime } from '../runtime.ts';
+import { RequestStats } from './request-stats.ts';
 
 /** Seconds; request latency of an API whose hot routes answer in a few milliseconds. */
 const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -14,8 +15,7 @@ const DELIVERY_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300
 
 export class HeraldMetrics {
   readonly registry = new Registry();
-  readonly httpRequests: Counter<'method' | 'route' | 'status'>;
-  readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
+  readonly requests: RequestStats;
   readonly triggers: Counter;
   readonly triggerEvents: Counter;
   readonly deliveries: Counter<'channel' | 'status'>;
@@ -31,7 +31,6 @@ export class HeraldMetrics {
   readonly recentDeliveries: Gauge<'channel' | 'status'>;
   readonly recentDeliveryLatency: Gauge<'channel' | 'status' | 'quantile'>;
   readonly databaseReadErrors: Counter;
-  readonly #requestChildren = new Map<string, { count: { inc(): void }; duration: { observe(v: number): void } }>();
   readonly #jobChildren = new Map<string, { inc(n?: number): void }>();
   readonly #deliveryChildren = new Map<string, { count: { inc(n?: number): void }; latency: { observe(v: number): void } }>();
 
@@ -42,12 +41,13 @@ export class HeraldMetrics {
     const gauge = <L extends string>(name: string, help: string, labelNames: L[] = []) => new Gauge<L>({ name, help, labelNames, registers });
     const histogram = <L extends string>(name: string, help: string, labelNames: L[], buckets: number[]) =>
       new Histogram<L>({ name, help, labelNames, buckets, registers });
-    const byRequest: Array<'method' | 'route' | 'status'> = ['method', 'route', 'status'];
-    this.httpRequests = counter('herald_http_requests_total', 'HTTP requests answered, by method, route pattern and status', byRequest);
-    this.httpDuration = histogram(
-      'herald_http_request_duration_seconds',
-      'Time to answer an HTTP request (to the response head; streams count until they open), by method, route pattern and status',
-      byRequest,
+    this.requests = new RequestStats(
+      this.registry,
+      { counter: 'herald_http_requests_total', histogram: 'herald_http_request_duration_seconds' },
+      {
+        counter: 'HTTP requests answered, by method, route pattern and status',
+        histogram: 'Time to answer an HTTP request (to the response head; streams count until they open), by method, route pattern and status',
+      },
       HTTP_BUCKETS,
     );
     this.triggers = counter('herald_triggers_total', 'Triggers answered 202 (POST /v1/notifications; Idempotency-Key replays included)');
@@ -89,15 +89,7 @@ export class HeraldMetrics {
 
   /** Counts one answered request; `route` is the route pattern (never the path: paths can carry tokens). */
   observeRequest(method: string, route: string, status: number, seconds: number): void {
-    const key = `${method} ${route} ${status}`;
-    let child = this.#requestChildren.get(key);
-    if (!child) {
-      const labels = { method, route, status: String(status) };
-      child = { count: this.httpRequests.labels(labels), duration: this.httpDuration.labels(labels) };
-      this.#requestChildren.set(key, child);
-    }
-    child.count.inc();
-    child.duration.observe(seconds);
+    this.requests.observe(method, route, status, seconds);
   }
 
   observeTrigger(events: number): void {
