@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { startTestApp, type TestApp } from './support/app.ts';
+import { metricsOf } from '../server/metrics/registry.ts';
 import { createTenantFixture, insertInboxTemplate, insertNotificationType, waitForFinal, type TenantFixture } from './support/fixtures.ts';
 import { metricsTokenMatches } from '../server/services/metrics.ts';
 import { startMetricsServer } from '../server/http/metrics-server.ts';
@@ -80,6 +81,13 @@ describe('GET /metrics on the API port', () => {
     const eventsBefore = value(before, 'herald_trigger_events_total') ?? 0;
     const routeSeries = 'herald_http_requests_total{method="POST",route="/v1/notifications",status="202"}';
     const requestsBefore = value(before, routeSeries) ?? 0;
+    // Both processes of the install run workers: either may deliver.
+    const delivered = async () => {
+      let total = 0;
+      for (const runtime of [app.runtime, plain.runtime]) total += value(await metricsOf(runtime).registry.metrics(), 'herald_deliveries_total{channel="inbox",status="delivered"}') ?? 0;
+      return total;
+    };
+    const deliveredBefore = await delivered();
 
     const contactId = await acme.contact('metrics-1');
     const controller = new AbortController();
@@ -112,6 +120,8 @@ describe('GET /metrics on the API port', () => {
     expect(p50).toBeGreaterThanOrEqual(0);
     expect(p50).toBeLessThan(60);
     expect(value(text, 'herald_stream_connections')).toBe(1);
+    // Counted by the delivery run itself, in the process whose worker delivered them.
+    expect(await delivered()).toBe(deliveredBefore + 2);
     // Paths never appear, only route patterns.
     expect(text).not.toContain(contactId);
     controller.abort();
