@@ -17,6 +17,7 @@ import { startStreamHub, type StreamHub } from './stream/hub.ts';
 import { ServiceKeyCache } from './auth/service-key-cache.ts';
 import { DatabaseAvailability } from './db/availability.ts';
 import { query } from './db/sql.ts';
+import { metricsOf } from './metrics/registry.ts';
 
 export type Role = 'all' | 'api' | 'worker';
 
@@ -151,7 +152,11 @@ async function startQueue(runtime: Runtime): Promise<void> {
     const work = typeof job.work === 'function' ? job.work(runtime.config) : job.work;
     // Jobs with a heartbeat refresh it every second, so that a killed worker's jobs are found soon.
     const heartbeat = job.queue.heartbeatSeconds ? { heartbeatRefreshSeconds: HEARTBEAT_REFRESH_SECONDS } : {};
-    await boss.work(job.name, { batchSize: 1, ...heartbeat, ...work }, async (batch) => job.handler(batch as never, runtime));
+    const metrics = metricsOf(runtime);
+    await boss.work(job.name, { batchSize: 1, ...heartbeat, ...work }, async (batch) => {
+      metrics.observeJobs(job.name, batch.length);
+      return job.handler(batch as never, runtime);
+    });
   }
   runtime.stopReaper = startLostJobReaper(boss, runtime.logger, runtime.availability);
 }
