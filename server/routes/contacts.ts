@@ -70,7 +70,7 @@ export const replace = defineRoute({
   path: '/v1/contacts/:id',
   summary: "Replace a contact's mutable fields (email, phone, name, language, properties)",
   tag: TAG,
-  auth: 'service',
+  auth: 'management',
   params: ContactIdParams,
   body: ReplaceContactRequest,
   responses: { 200: ContactResponse },
@@ -83,7 +83,7 @@ export const remove = defineRoute({
   path: '/v1/contacts/:id',
   summary: 'Delete a contact, its preferences, push subscriptions and inbox',
   tag: TAG,
-  auth: 'service',
+  auth: 'management',
   params: ContactIdParams,
   responses: { 204: null },
   errors: [404],
@@ -119,6 +119,7 @@ export const token = defineRoute({
   rateLimit: async ({ em, auth }) => [
     { policy: RATE_POLICIES.contactTokens, subject: auth!.tenantId, override: await tenantOverride(em, auth!.tenantId, RATE_POLICIES.contactTokens) },
   ],
+  audit: { exempt: 'mints a short-lived contact token and changes nothing' },
   handler: async ({ runtime, em, auth, body }) => mintContactToken(runtime, em, auth!.tenantId, body.external_id),
 });
 

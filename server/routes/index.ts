@@ -23,6 +23,9 @@ import * as invitations from './invitations.ts';
 import * as dataRequests from './data-requests.ts';
 import * as staticFiles from './static.ts';
 import * as notifications from './notifications.ts';
+import * as auditLog from './audit-log.ts';
+import * as sso from './sso.ts';
+import * as consolePages from './console.ts';
 
 export const routes: RouteDefinition<any, any, any>[] = [
   // system (no credential)
@@ -142,4 +145,12 @@ export const routes: RouteDefinition<any, any, any>[] = [
   notifications.triggerNotification,
   notifications.getNotificationEvent,
   notifications.listNotificationEvents,
+  // audit log (console admin or owner)
+  auditLog.listAuditLog,
+  // SSO sign-in for console users (no credential)
+  sso.listProviders,
+  sso.start,
+  sso.callback,
+  // console and the pages the system emails link to (no credential: static files)
+  ...consolePages.routes,
 ];

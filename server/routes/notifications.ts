@@ -1,4 +1,5 @@
-// Triggering notifications, an event's delivery status, and the activity log (service key only).
+// Triggering notifications (service key), an event's delivery status and the activity log (service key
+// or a console admin: reads only).
 import { defineRoute, reply } from '../http/route.ts';
 import { idempotencyKeyOf } from '../services/idempotency.ts';
 import { getEvent, listEvents, triggerNotifications, triggerRateChecks } from '../services/notifications.ts';
@@ -20,6 +21,7 @@ export const triggerNotification = defineRoute({
   responses: { 202: TriggerResponse },
   errors: [409],
   rateLimit: ({ runtime, em, auth }) => triggerRateChecks(em, auth!.tenantId, runtime.clock.now()),
+  audit: { exempt: 'the data plane: the activity log records every trigger' },
   handler: async ({ runtime, em, auth, body, event }) => {
     const key = idempotencyKeyOf(event.req.headers.get('idempotency-key'));
     const result = await triggerNotifications(runtime, em, auth!.tenantId, body, key);
@@ -32,7 +34,8 @@ export const getNotificationEvent = defineRoute({
   path: '/v1/notifications/:event_id',
   summary: "One event's delivery status (secret variables masked)",
   tag: 'notifications',
-  auth: 'service',
+  // Read-only: the console's activity log shows it to tenant admins too.
+  auth: 'management',
   params: EventParams,
   responses: { 200: EventResponse },
   errors: [404],
@@ -44,7 +47,7 @@ export const listNotificationEvents = defineRoute({
   path: '/v1/notifications',
   summary: 'The activity log: events newest first, filtered by type, status or external id',
   tag: 'notifications',
-  auth: 'service',
+  auth: 'management',
   query: EventListQuery,
   responses: { 200: EventPage },
   handler: ({ em, auth, query }) => listEvents(em, auth!.tenantId, query),
