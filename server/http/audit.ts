@@ -33,12 +33,12 @@ export function auditNames(route: RouteDefinition<any, any, any>): { action: str
   const spec = route.audit && !('exempt' in route.audit) ? route.audit : {};
   const segments = route.path.split('/').slice(2).filter((s) => s !== 'auth');
   const lastParam = segments.findLastIndex((s) => s.startsWith(':'));
-  const trailing = segments.slice(lastParam + 1).filter((s) => !s.startsWith(':'));
+  const trailing = (lastParam < 0 ? segments.slice(1) : segments.slice(lastParam + 1)).filter((s) => !s.startsWith(':'));
   const createsChild = route.method === 'POST' && lastParam > 0 && trailing.length === 1 && trailing[0]!.endsWith('s');
   const resource = createsChild ? trailing[0]! : lastParam > 0 ? segments[lastParam - 1]! : segments[0]!;
   const target = spec.target ?? noun(resource);
   const verb = route.method === 'DELETE' ? 'delete' : route.method === 'POST' && (trailing.length === 0 || createsChild) ? 'create' : 'update';
-  const words = createsChild ? [] : (lastParam < 0 ? segments.slice(1) : trailing).map((w) => w.replace(/-/g, '_'));
+  const words = createsChild ? [] : trailing.map((w) => w.replace(/-/g, '_'));
   let action: string;
   if (words.length === 0) action = `${target}.${verb}`;
   else if (route.method === 'POST') action = `${target}.${words.join('.')}`;

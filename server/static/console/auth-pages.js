@@ -98,9 +98,9 @@ async function loginPage(root, { query, signedIn }) {
           const access = await api('POST', '/v1/auth/login', { email: formEl.elements.email.value, password: formEl.elements.password.value }, { token: null });
           signedIn(access, next);
         } catch (error) {
-          if (error instanceof ApiError && error.status === 401) throw new Error('That email and password do not match an account.');
-          if (error instanceof ApiError && error.status === 429) throw new Error('Too many attempts. Please wait a few minutes and try again.');
-          if (error instanceof ApiError && error.status === 422) throw new Error('Enter your email address and password.');
+          if (error instanceof ApiError && error.status === 401) throw new Error('That email and password do not match an account.', { cause: error });
+          if (error instanceof ApiError && error.status === 429) throw new Error('Too many attempts. Please wait a few minutes and try again.', { cause: error });
+          if (error instanceof ApiError && error.status === 422) throw new Error('Enter your email address and password.', { cause: error });
           throw error;
         }
       },
@@ -144,7 +144,7 @@ function forgotPasswordPage(root) {
       try {
         await api('POST', '/v1/auth/password-reset', { email }, { token: null });
       } catch (error) {
-        if (error instanceof ApiError && error.status === 429) throw new Error('Too many requests from here. Please wait an hour and try again.');
+        if (error instanceof ApiError && error.status === 429) throw new Error('Too many requests from here. Please wait an hour and try again.', { cause: error });
         throw error;
       }
       mount(
@@ -179,8 +179,8 @@ async function resetPasswordPage(root, { query, navigate }) {
       try {
         await api('POST', '/v1/auth/password-reset/confirm', { token, password }, { token: null });
       } catch (error) {
-        if (error?.code === 'link_expired') throw new Error('This reset link has expired (links last an hour). Ask for a new one.');
-        if (error?.code === 'invalid_link') throw new Error('This reset link has already been used. Ask for a new one if you still need it.');
+        if (error?.code === 'link_expired') throw new Error('This reset link has expired (links last an hour). Ask for a new one.', { cause: error });
+        if (error?.code === 'invalid_link') throw new Error('This reset link has already been used. Ask for a new one if you still need it.', { cause: error });
         throw error;
       }
       navigate('/login?reset=1', { replace: true });
@@ -256,7 +256,7 @@ async function invitationPage(root, { params, navigate, signedIn }) {
         try {
           signedIn(await api('POST', `/v1/auth/invitations/${encodeURIComponent(token)}/accept`, { password }, { token: null }), '/console');
         } catch (error) {
-          throw new Error(failure(error));
+          throw new Error(failure(error), { cause: error });
         }
       }),
     );

@@ -29,7 +29,7 @@ function sampleVariables(type) {
   return JSON.stringify(sample, null, 2);
 }
 
-function emailEditor(template, types, ctx) {
+function emailEditor(template, types) {
   const type = types.find((t) => t.key === template.notification_type_key);
   const subject = h('input', { name: 'subject', value: template.subject, maxlength: 998 });
   const content = h('textarea', { name: 'content', rows: 14, spellcheck: 'false', class: 'code' });
@@ -127,7 +127,7 @@ async function render(ctx) {
         h('h2', {}, 'Email'), email.length ? h('ul', {}, email.map((t) => item('email', t, t === selectedEmail))) : h('p', { class: 'empty' }, 'None yet.'),
         h('h2', {}, 'Inbox'), inbox.length ? h('ul', {}, inbox.map((t) => item('inbox', t, t === selectedInbox))) : h('p', { class: 'empty' }, 'None yet.')),
       h('div', { class: 'template-main' },
-        selectedEmail ? panel(`Email: ${selectedEmail.notification_type_key}`, emailEditor(selectedEmail, types, ctx))
+        selectedEmail ? panel(`Email: ${selectedEmail.notification_type_key}`, emailEditor(selectedEmail, types))
           : selectedInbox ? panel(`Inbox: ${selectedInbox.notification_type_key}`, inboxEditor(selectedInbox))
             : h('p', { class: 'empty' }, 'Pick a template to edit it, or create one.'),
         panel('New template', newTemplateForm(types, brands, ctx)))),

@@ -20,7 +20,7 @@ function switchControl(label, checked, onChange) {
   return h('label', { class: 'switch' }, input, h('span', {}, label));
 }
 
-function variablesEditor(type, ctx) {
+function variablesEditor(type) {
   const rows = h('div', { class: 'var-rows' });
   const addRow = (v = { name: '', required: true, description: '' }) => {
     const row = h('div', { class: 'var-row' },
@@ -62,7 +62,7 @@ function typeCard(type, ctx) {
       h('fieldset', {}, h('legend', {}, 'Opt-out policy'),
         switchControl('Contacts may opt out of this type', type.opt_out, (on) => api('PATCH', `${base}/opt-out-policy`, { opt_out: on }))),
       type.workflow ? h('p', { class: 'hint' }, `Workflow: ${type.workflow.steps.length} step(s).`) : null,
-      h('details', {}, h('summary', {}, `Variables (${type.variables.length})`), variablesEditor(type, ctx)),
+      h('details', {}, h('summary', {}, `Variables (${type.variables.length})`), variablesEditor(type)),
     ],
   );
 }
