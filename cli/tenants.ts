@@ -10,6 +10,7 @@ import { listTenantLimits, setTenantLimit } from '../server/services/tenant-limi
 import { queryOne } from '../server/db/sql.ts';
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
+import { auditedWrite } from './support/audit.ts';
 
 interface CommonOptions {
   dataDir?: string;
@@ -92,7 +93,9 @@ Examples:
     .action(async (id: string, name: string, options: CommonOptions) => {
       const tenantId = tenantIdArg(id);
       const cleanName = nameArg(name);
-      const tenant = await withLocalRuntime(configFrom(options), (runtime) => adminRenameTenant(runtime.orm.em.fork(), tenantId, cleanName));
+      const tenant = await withLocalRuntime(configFrom(options), (runtime) =>
+        auditedWrite(runtime, { tenantId, action: 'tenant.update', target: { kind: 'tenant', id: tenantId }, changes: { name: cleanName } }, (tx) => adminRenameTenant(tx, tenantId, cleanName)),
+      );
       printTenant(tenant, options.json, 'Renamed');
     });
 
@@ -109,7 +112,9 @@ Examples:
       .addHelpText('after', `\nExamples:\n  $ herald tenants ${verb} 0190f5e2-...`)
       .action(async (id: string, options: CommonOptions) => {
         const tenantId = tenantIdArg(id);
-        const tenant = await withLocalRuntime(configFrom(options), (runtime) => adminSetTenantArchived(runtime.orm.em.fork(), tenantId, archived));
+        const tenant = await withLocalRuntime(configFrom(options), (runtime) =>
+          auditedWrite(runtime, { tenantId, action: `tenant.${verb}`, target: { kind: 'tenant', id: tenantId } }, (tx) => adminSetTenantArchived(tx, tenantId, archived)),
+        );
         printTenant(tenant, options.json, archived ? 'Archived' : 'Unarchived');
       });
   }

@@ -26,7 +26,8 @@ function page(path: string, summary: string, params?: z.ZodObject): RouteDefinit
   });
 }
 
-const ConsoleSectionParams = z.object({ section: z.string().regex(/^[a-z][a-z0-9-]{0,39}$/, 'must be a console section') });
+// Any name: the page itself sends an unknown section to the first one.
+const ConsoleSectionParams = z.object({ section: z.string().min(1).max(60) });
 const InvitationPageParams = z.object({ token: z.string().min(1).max(256) });
 const ConsoleAssetParams = z.object({ file: z.string().regex(/^[a-z0-9-]{1,60}\.(js|css|svg)$/, 'must be a console file name') });
 
