@@ -78,6 +78,10 @@ function plan(s: Record<string, any>): Array<[string, () => Call]> {
     ['DELETE /v1/email-transport', () => ({ as: 'service', path: '/v1/email-transport' })],
     ['PUT /v1/push-transport/:provider', () => ({ as: 'service', path: '/v1/push-transport/webpush', body: { subject: 'mailto:ops@example.com' } })],
     ['DELETE /v1/push-transport/:provider', () => ({ as: 'service', path: '/v1/push-transport/webpush' })],
+    ['PUT /v1/notification-types/:key/workflow', () => ({ as: 'service', path: `${type}/workflow`, body: { steps: [{ kind: 'channel', channel: 'inbox' }] } })],
+    ['DELETE /v1/notification-types/:key/workflow', () => ({ as: 'service', path: `${type}/workflow` })],
+    ['POST /v1/notifications/cancel', () => ({ as: 'service', path: '/v1/notifications/cancel', body: { cancellation_key: 'audit-key' } })],
+    ['DELETE /v1/notifications/:event_id', () => ({ as: 'service', path: `/v1/notifications/${s.scheduledEventId}` })],
     ['DELETE /v1/notification-types/:key', () => ({ as: 'service', path: type })],
     ['POST /v1/notification-types/:key/restore', () => ({ as: 'service', path: `${type}/restore` })],
     ['DELETE /v1/brandings/:key', () => ({ as: 'service', path: '/v1/brandings/audit-brand' })],
@@ -115,8 +119,15 @@ describe('every management write route', () => {
       link.hash,
     ]);
     state.invitationToken = link.token;
+    state.schedule = async () => {
+      const sendAt = new Date(Date.now() + 3600_000).toISOString();
+      const res = await requestAs(app, 'POST', '/v1/notifications', { token: acme.serviceKey, body: { type: 'audit_type', recipients: ['scheduled'], send_at: sendAt } });
+      expect(res.status, res.text).toBe(202);
+      state.scheduledEventId = res.body.events[0].event_id;
+    };
     const tokens = { service: acme.serviceKey, owner: acme.ownerToken, member: () => state.member.token as string };
     for (const [name, make] of calls) {
+      if (name === 'DELETE /v1/notifications/:event_id') await state.schedule();
       const call = make();
       const [method] = name.split(' ');
       const token = call.as === 'member' ? tokens.member() : tokens[call.as];
