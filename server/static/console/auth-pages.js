@@ -3,6 +3,7 @@
 // words a person understands: the link expired, was already used, or was sent to another account.
 import { api, session, ApiError } from './api.js';
 import { h, mount, field, notice } from './dom.js';
+import { actionForm as form } from './kit.js';
 
 const NEXT = 'herald.next';
 
@@ -18,28 +19,6 @@ function card(root, title, ...children) {
   mount(root, main);
   main.querySelector('input:not([type=hidden]), button')?.focus();
   return main;
-}
-
-/** A form whose submit calls `action`; the button is busy meanwhile; a failure shows in the status line. */
-function form(fields, submitLabel, action) {
-  const status = h('div', { class: 'form-status' });
-  const button = h('button', { type: 'submit', class: 'primary' }, submitLabel);
-  const el = h('form', { method: 'post', novalidate: true }, fields, status, button);
-  el.addEventListener('submit', async (event) => {
-    event.preventDefault();
-    button.disabled = true;
-    button.setAttribute('aria-busy', 'true');
-    mount(status);
-    try {
-      await action(el, status);
-    } catch (error) {
-      mount(status, notice('error', error instanceof Error ? error.message : String(error)));
-    } finally {
-      button.disabled = false;
-      button.removeAttribute('aria-busy');
-    }
-  });
-  return el;
 }
 
 const input = (attrs) => h('input', { required: true, ...attrs });
@@ -192,9 +171,9 @@ async function verifyEmailPage(root, { query }) {
   const token = query.get('token') ?? '';
   const main = card(root, 'Confirming your email…', h('p', { class: 'loading' }, 'One moment.'));
   const resend = () =>
-    form([field('Email', input({ type: 'email', name: 'email', autocomplete: 'username' }))], 'Send a new link', async (formEl, status) => {
+    form([field('Email', input({ type: 'email', name: 'email', autocomplete: 'username' }))], 'Send a new link', async (formEl) => {
       await api('POST', '/v1/auth/resend-verification', { email: formEl.elements.email.value.trim() }, { token: null });
-      mount(status, notice('success', 'If that address has an unconfirmed account, a new link is on its way.'));
+      return 'If that address has an unconfirmed account, a new link is on its way.';
     });
   try {
     if (!token) throw Object.assign(new Error('no token'), { code: 'invalid_link' });

@@ -43,10 +43,10 @@ export function field(label, control, hint) {
   return h('div', { class: 'field' }, h('label', { for: id }, label), control, hintEl);
 }
 
-export function formatTime(iso) {
+export function formatTime(iso, style = 'medium') {
   if (!iso) return '—';
   const date = new Date(iso);
-  return date.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+  return date.toLocaleString(undefined, { dateStyle: style, timeStyle: 'short' });
 }
 
 /** A status pill: the class follows the value (delivered, failed ...), the text is the value. */

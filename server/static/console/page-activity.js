@@ -80,7 +80,7 @@ async function render({ root, navigate }) {
   await pagedList(list, '/v1/notifications', { type: typeSelect.value, status: statusSelect.value, external_id: recipient.value.trim(), limit: 50 }, (items) => {
     if (items.length === 0 && !tbody.children.length) tbody.append(h('tr', {}, h('td', { colspan: 5, class: 'empty' }, 'No events match.')));
     for (const e of items) {
-      const openButton = h('button', { type: 'button', class: 'link', onclick: () => open(e.event_id) }, formatTime(e.created_at));
+      const openButton = h('button', { type: 'button', class: 'link', 'aria-label': `Open event ${e.type} for ${e.external_id}`, onclick: () => open(e.event_id) }, formatTime(e.created_at, 'short'));
       tbody.append(
         h('tr', { dataset: { id: e.event_id }, 'aria-selected': 'false' },
           h('td', {}, openButton),
