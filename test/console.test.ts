@@ -357,6 +357,13 @@ describe.skipIf(!chromiumAvailable)('console in Chromium', { timeout: 60_000 }, 
         await shot(page, name);
       }
       await page.getByText('api_key.delete').first().waitFor();
+      // A workflow set from the types page reaches the API.
+      await page.goto(`${app.url}/console/types`);
+      await page.getByText(/^Workflow \(default/).click();
+      await page.getByRole('button', { name: 'Save workflow' }).click();
+      await page.getByText('Workflow (3 steps)').waitFor();
+      expect((await api('GET', '/v1/notification-types/order_shipped')).body.workflow.steps).toHaveLength(3);
+      await page.goto(`${app.url}/console/audit`);
       await page.getByText('email_template.update').first().waitFor();
       // Keyboard: the skip link comes first and leads to the content.
       await page.keyboard.press('Tab');

@@ -3,6 +3,7 @@
 // the URL fragment: never sent to a server, removed from the address bar at once).
 import { z } from 'zod';
 import { defineRoute } from '../http/route.ts';
+import { RATE_POLICIES } from '../rate-limit.ts';
 import { SsoCallbackQuery, SsoProviderParams, SsoProviderResponse } from '../schemas/sso.ts';
 import { SsoFailure, clearSsoCookie, finishSso, publicSsoProviders, startSso } from '../services/sso.ts';
 
@@ -27,6 +28,7 @@ export const start = defineRoute({
   params: SsoProviderParams,
   responses: { 302: null },
   errors: [404, 503],
+  rateLimit: ({ ip }) => [{ policy: RATE_POLICIES.ssoStart, subject: ip }],
   handler: async ({ runtime, em, params }) => {
     const { location, cookie } = await startSso(runtime, em, params.provider);
     return new Response(null, { status: 302, headers: { Location: location, 'Set-Cookie': cookie } });

@@ -23,10 +23,10 @@ async function render({ root, navigate }) {
     all.push(...items);
     mount(rows, table(
       [
-        ['When', (e) => formatTime(e.at)],
+        ['When', (e) => formatTime(e.at, 'short')],
         ['Who', (e) => h('span', {}, h('span', { class: 'pill' }, e.actor.kind.replace('_', ' ')), ' ', e.actor.email ?? e.actor.id ?? '—')],
         ['Action', (e) => h('code', {}, e.action)],
-        ['Target', (e) => `${e.target.kind}${e.target.id ? ` ${e.target.id}` : ''}`],
+        ['Target', (e) => h('span', { title: e.target.id ?? '' }, e.target.kind, e.target.id ? h('code', { class: 'id' }, ` ${e.target.id.length > 24 ? `${e.target.id.slice(0, 8)}…` : e.target.id}`) : null)],
         ['From', (e) => e.ip ?? '—'],
         ['Change', (e) => (e.changes ? h('details', {}, h('summary', {}, 'show'), h('pre', { class: 'json' }, JSON.stringify(e.changes, null, 2))) : '—')],
       ],

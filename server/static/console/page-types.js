@@ -46,6 +46,25 @@ function variablesEditor(type) {
   );
 }
 
+/** The type's workflow as JSON steps (where the install has workflows: the type carries a workflow field). */
+function workflowEditor(type, ctx) {
+  const base = `/v1/notification-types/${type.key}/workflow`;
+  const steps = h('textarea', { name: 'steps', rows: 8, class: 'code', spellcheck: 'false' });
+  steps.value = JSON.stringify(type.workflow?.steps ?? [{ kind: 'channel', channel: 'inbox' }, { kind: 'delay', seconds: 3600 }, { kind: 'channel', channel: 'email', if: 'inbox.read == false' }], null, 2);
+  return h('details', {}, h('summary', {}, type.workflow ? `Workflow (${type.workflow.steps.length} steps)` : 'Workflow (default: every channel at once)'),
+    actionForm([field('Steps (JSON)', steps, 'channel, delay, digest and throttle steps; conditions are checked on save.')], 'Save workflow', async () => {
+      let parsed;
+      try {
+        parsed = JSON.parse(steps.value);
+      } catch (error) {
+        throw new Error('The steps must be a JSON list.', { cause: error });
+      }
+      await api('PUT', base, { steps: parsed });
+      await render(ctx);
+    }),
+    type.workflow ? actionButton('Back to the default', async () => { await api('DELETE', base); await render(ctx); }, { question: `Remove the workflow of ${type.key}?` }) : null);
+}
+
 function typeCard(type, ctx) {
   const base = `/v1/notification-types/${type.key}`;
   return h(
@@ -61,7 +80,7 @@ function typeCard(type, ctx) {
         CHANNELS.map((c) => switchControl(CHANNEL_NAMES[c], Boolean(type.channel_defaults[c]), (on) => api('PATCH', `${base}/channel-defaults`, { channel_defaults: { [c]: on } })))),
       h('fieldset', {}, h('legend', {}, 'Opt-out policy'),
         switchControl('Contacts may opt out of this type', type.opt_out, (on) => api('PATCH', `${base}/opt-out-policy`, { opt_out: on }))),
-      type.workflow ? h('p', { class: 'hint' }, `Workflow: ${type.workflow.steps.length} step(s).`) : null,
+      'workflow' in type ? workflowEditor(type, ctx) : null,
       h('details', {}, h('summary', {}, `Variables (${type.variables.length})`), variablesEditor(type)),
     ],
   );
