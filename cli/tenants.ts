@@ -82,7 +82,12 @@ Examples:
         const user = await findUserByEmail(em, options.owner);
         if (!user) throw new CliError(`no user with email ${options.owner}: create it with herald users create`);
         const hasDefault = await queryOne(em, `SELECT 1 FROM memberships WHERE user_id = $1 AND is_default`, [user.id]);
-        return createTenant(em, { name: cleanName, ownerUserId: user.id, makeDefault: !hasDefault });
+        return auditedWrite(
+          runtime,
+          { tenantId: null, action: 'tenant.create', target: { kind: 'tenant' }, changes: { name: cleanName, owner: user.email } },
+          (tx) => createTenant(tx, { name: cleanName, ownerUserId: user.id, makeDefault: !hasDefault }),
+          (tenant) => tenant.id,
+        );
       });
       printTenant(tenant, options.json, 'Created');
     });
@@ -147,7 +152,11 @@ Examples:
       const limits = await withLocalRuntime(configFrom(options), async (runtime) => {
         const em = runtime.orm.em.fork();
         if (!(await queryOne(em, `SELECT 1 FROM tenants WHERE id = $1`, [tenantId]))) throw new CliError(`no tenant ${tenantId}`);
-        for (const [name, value] of changes) await setTenantLimit(em, tenantId, name, value);
+        if (changes.length > 0) {
+          await auditedWrite(runtime, { tenantId, action: 'tenant.limits.update', target: { kind: 'tenant', id: tenantId }, changes: Object.fromEntries(changes) }, async (tx) => {
+            for (const [name, value] of changes) await setTenantLimit(tx, tenantId, name, value);
+          });
+        }
         return listTenantLimits(em, tenantId);
       });
       if (options.json) printJson({ tenant_id: tenantId, limits: Object.fromEntries(limits.map((l) => [l.name, l.value])) });

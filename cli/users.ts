@@ -9,6 +9,7 @@ import { query, queryOne } from '../server/db/sql.ts';
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { auditedWrite } from './support/audit.ts';
+import { cliActor, recordAudit } from '../server/services/audit.ts';
 import { emailArg } from './tenants.ts';
 
 interface CommonOptions {
@@ -59,6 +60,13 @@ Examples:
             if (!(await queryOne(tx, `SELECT 1 FROM tenants WHERE id = $1`, [options.tenant]))) throw new CliError(`no tenant ${options.tenant}`);
             await query(tx, `INSERT INTO memberships (user_id, tenant_id, role, is_default) VALUES ($1, $2, $3, true)`, [created.id, options.tenant, options.role]);
           }
+          await recordAudit(tx, {
+            tenantId: options.tenant ?? null,
+            actor: cliActor(),
+            action: 'user.create',
+            target: { kind: 'user', id: created.id },
+            changes: { email, verified: Boolean(options.verified), tenant_id: options.tenant ?? null, role: options.tenant ? options.role : null },
+          });
           return created;
         }),
       );

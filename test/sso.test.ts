@@ -283,4 +283,14 @@ describe.skipIf(!chromiumAvailable)('SSO sign-in', { timeout: 60_000 }, () => {
     expect(actions).toEqual(['sso_provider.delete', 'sso_provider.create', 'sso_provider.create']);
     expect(audit.stdout).not.toContain(GITHUB_SECRET);
   });
+
+  it('sends a person back to the sign-in page when the provider cannot be reached', async () => {
+    const added = await runCli(['sso', 'add', 'down', '--kind', 'keycloak', '--issuer', 'http://127.0.0.1:9/realms/x', '--client-id', 'a', '--client-secret-env', 'SSO_SECRET'], {
+      env: { ...env(), SSO_SECRET: 'unused-secret' },
+    });
+    expect(added.code, added.stderr).toBe(0);
+    const start = await fetch(`${app.url}/v1/auth/sso/down/start`, { redirect: 'manual' });
+    expect(start.status).toBe(302);
+    expect(start.headers.get('location')).toBe('/login#sso_error=sso_failed');
+  });
 });

@@ -27,11 +27,17 @@ export const start = defineRoute({
   auth: 'public',
   params: SsoProviderParams,
   responses: { 302: null },
-  errors: [404, 503],
+  errors: [404],
   rateLimit: ({ ip }) => [{ policy: RATE_POLICIES.ssoStart, subject: ip }],
   handler: async ({ runtime, em, params }) => {
-    const { location, cookie } = await startSso(runtime, em, params.provider);
-    return new Response(null, { status: 302, headers: { Location: location, 'Set-Cookie': cookie } });
+    try {
+      const { location, cookie } = await startSso(runtime, em, params.provider);
+      return new Response(null, { status: 302, headers: { Location: location, 'Set-Cookie': cookie } });
+    } catch (error) {
+      // A provider that cannot be reached is told on the sign-in page, not as JSON to a person.
+      if (!(error instanceof SsoFailure)) throw error;
+      return new Response(null, { status: 302, headers: { Location: `/login#sso_error=${error.reason}` } });
+    }
   },
 });
 

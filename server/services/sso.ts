@@ -178,7 +178,7 @@ export async function startSso(runtime: Runtime, em: EntityManager, slug: string
     endpoints = await endpointsOf(runtime, row);
   } catch (error) {
     runtime.logger.warn('sso discovery failed', { provider: slug, error: String(error) });
-    throw new AppError('service_unavailable', 'The sign-in provider cannot be reached right now');
+    throw new SsoFailure('sso_failed', 'The sign-in provider cannot be reached right now');
   }
   const state = generateState();
   const verifier = generateCodeVerifier();
