@@ -35,6 +35,15 @@ export const session = {
   get tenantId() {
     return sessionStorage.getItem(TENANT);
   },
+  /** The signed-in user's id, read from the token for display only (the server checks every call). */
+  get userId() {
+    try {
+      const payload = (this.token ?? '').split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
+      return JSON.parse(atob(payload)).sub ?? null;
+    } catch {
+      return null;
+    }
+  },
   /** Keeps an AccessTokenResponse. */
   save(access) {
     sessionStorage.setItem(TOKEN, access.access_token);

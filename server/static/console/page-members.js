@@ -1,12 +1,13 @@
 // Members and invitations of the current tenant: change a role, remove a member, invite by email,
 // withdraw a pending invitation. The server judges who may do what (owners alone touch owners).
-import { api } from './api.js';
+import { api, session } from './api.js';
 import { h, mount, field, formatTime, table, pill } from './dom.js';
 import { header, panel, actionForm, actionButton } from './kit.js';
 
 async function render(ctx) {
   const { root, tenant } = ctx;
   const base = `/v1/auth/tenants/${tenant.id}`;
+  const me = session.userId;
   const [members, invitations] = await Promise.all([api('GET', `${base}/members`), api('GET', `${base}/invitations`)]);
   const email = h('input', { type: 'email', name: 'email', required: true, autocomplete: 'off', placeholder: 'colleague@example.com' });
   const role = h('select', { name: 'role' }, h('option', { value: 'admin' }, 'Admin'));
@@ -33,7 +34,8 @@ async function render(ctx) {
         return undefined;
       }, { inline: true }),
     ),
-    panel('Members', table([['Email', (m) => m.email], ['Role', roleSelect], ['', (m) => actionButton('Remove', async () => { await api('DELETE', `${base}/members/${m.user_id}`); await render(ctx); }, { question: `Remove ${m.email} from ${tenant.name}?`, kind: 'danger', ariaLabel: `Remove ${m.email}` })]], members)),
+    // Nobody changes or removes their own membership: the controls are left out of the signed-in user's row.
+    panel('Members', table([['Email', (m) => (m.user_id === me ? h('span', {}, m.email, h('span', { class: 'hint' }, ' (you)')) : m.email)], ['Role', (m) => (m.user_id === me ? m.role : roleSelect(m))], ['', (m) => m.user_id === me ? null : actionButton('Remove', async () => { await api('DELETE', `${base}/members/${m.user_id}`); await render(ctx); }, { question: `Remove ${m.email} from ${tenant.name}?`, kind: 'danger', ariaLabel: `Remove ${m.email}` })]], members)),
     panel(
       'Pending invitations',
       table(
