@@ -87,6 +87,7 @@ function plan(s: Record<string, any>): Array<[string, () => Call]> {
     ['DELETE /v1/notification-types/:key', () => ({ as: 'service', path: type })],
     ['POST /v1/notification-types/:key/restore', () => ({ as: 'service', path: `${type}/restore` })],
     ['DELETE /v1/brandings/:key', () => ({ as: 'service', path: '/v1/brandings/audit-brand' })],
+    ['POST /v1/configuration/apply', () => ({ as: 'service', path: '/v1/configuration/apply', body: { document: s.configuration, dry_run: false } })],
     ['POST /v1/auth/tenants', () => ({ as: 'owner', path: '/v1/auth/tenants', body: { name: 'Audit Co' } })],
     ['PATCH /v1/auth/tenants/:tenant_id', () => ({ as: 'owner', path: `/v1/auth/tenants/${s['POST /v1/auth/tenants'].id}`, body: { name: 'Audit Co 2' } })],
     ['POST /v1/auth/tenants/:tenant_id/archive', () => ({ as: 'owner', path: `/v1/auth/tenants/${s['POST /v1/auth/tenants'].id}/archive` })],
@@ -121,6 +122,7 @@ describe('every management write route', () => {
       link.hash,
     ]);
     state.invitationToken = link.token;
+    state.configuration = (await requestAs(app, 'GET', '/v1/configuration', { token: acme.serviceKey })).body;
     state.schedule = async () => {
       const sendAt = new Date(Date.now() + 3600_000).toISOString();
       const res = await requestAs(app, 'POST', '/v1/notifications', { token: acme.serviceKey, body: { type: 'audit_type', recipients: ['scheduled'], send_at: sendAt } });

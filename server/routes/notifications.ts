@@ -1,6 +1,7 @@
 // Triggering notifications (service key), an event's delivery status and the activity log (service key
 // or a console admin: reads only).
 import { defineRoute, reply } from '../http/route.ts';
+import { metricsOf } from '../metrics/registry.ts';
 import { idempotencyKeyOf } from '../services/idempotency.ts';
 import { cancelNotification, cancelNotifications, getEvent, listEvents, triggerNotifications, triggerRateChecks } from '../services/notifications.ts';
 import {
@@ -34,6 +35,7 @@ export const triggerNotification = defineRoute({
   handler: async ({ runtime, em, auth, body, event }) => {
     const key = idempotencyKeyOf(event.req.headers.get('idempotency-key'));
     const result = await triggerNotifications(runtime, em, auth!.tenantId, body, key);
+    if (result.status === 202) metricsOf(runtime).observeTrigger(result.body.events.length);
     return reply(result.status, result.body);
   },
 });
