@@ -36,7 +36,7 @@ export type TriggerRequest = z.infer<typeof TriggerRequest>;
 export const EventStatus = z.enum(['queued', 'processing', 'delivered', 'partially_delivered', 'failed', 'skipped']).meta({ id: 'EventStatus' });
 export type EventStatus = z.infer<typeof EventStatus>;
 
-export const DeliveryStatus = z.enum(['pending', 'sent', 'delivered', 'failed', 'skipped']).meta({ id: 'DeliveryStatus' });
+export const DeliveryStatus = z.enum(['pending', 'sent', 'delivered', 'failed', 'skipped', 'bounced', 'complained']).meta({ id: 'DeliveryStatus' });
 export type DeliveryStatus = z.infer<typeof DeliveryStatus>;
 
 export const TriggeredEvent = z

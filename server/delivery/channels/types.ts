@@ -13,7 +13,9 @@ export type SkipReason =
   | 'no_destination'
   | 'no_transport'
   | 'credentials_unreadable'
-  | 'tenant_archived';
+  | 'tenant_archived'
+  /** The address is on the tenant's suppression list (bounced, complained, or added by hand). */
+  | 'suppressed';
 
 export type DeliveryOutcome =
   /** delivered: stored in the inbox or confirmed; sent: accepted by SMTP or a push service. */
