@@ -24,6 +24,7 @@ import { CliError, print, printJson, printTable, usageError } from './support/ou
 import { confirmUnlessYes } from './support/confirm.ts';
 import { readJsonObject, readSecret } from './support/file-input.ts';
 import { remoteClient, type RemoteClient, type RemoteOptions } from './support/remote.ts';
+import { withTenantTarget } from './support/tenant-target.ts';
 import type { Runtime } from '../server/runtime.ts';
 
 interface TargetOptions extends RemoteOptions {
@@ -44,14 +45,7 @@ interface TransportApi {
   testPush(provider: PushProvider, body: unknown): Promise<SendTestResult>;
 }
 
-function withTarget(command: Command): Command {
-  return withDataDir(command)
-    .option('--tenant <id>', 'local mode: the tenant id')
-    .option('--url <url>', 'remote mode: Herald base URL (default $HERALD_URL)')
-    .option('--api-key <key>', 'remote mode: a service key of the tenant (default $HERALD_API_KEY; other users can see a flag in the process list)')
-    .option('--api-key-file <file>', "remote mode: read the service key from a file, or '-' for stdin")
-    .option('--json', 'print as JSON');
-}
+const withTarget = withTenantTarget;
 
 function remoteApi(client: RemoteClient): TransportApi {
   const call = <T>(method: string, path: string, body?: unknown): Promise<T> => client.call<T>(method, path, { body });
