@@ -2,7 +2,7 @@
 // and remote mode (--url/--api-key). The webhook secret is printed once, by create, and never again.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { runCli, type CliResult } from './support/cli.ts';
+import { HERALD_BIN, runCli, type CliResult } from './support/cli.ts';
 import { createTenantFixture, type TenantFixture } from './support/fixtures.ts';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.ts';
 
@@ -89,5 +89,49 @@ describe('herald suppressions', () => {
     const missing = await herald(['suppressions', 'remove', 'ann@example.test', '--yes', '--tenant', t.tenantId]);
     expect(missing.code).toBe(1);
     expect((await herald(['suppressions', 'add', 'not-an-address', '--tenant', t.tenantId])).code).toBe(2);
+  });
+});
+
+describe('herald start --role inbound', () => {
+  it('runs only the bounce listener, which refuses mail for other domains', { timeout: 120_000 }, async () => {
+    const { spawn } = await import('node:child_process');
+    const { createServer } = await import('node:net');
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const { port: free } = probe.address() as { port: number };
+        probe.close(() => resolve(free));
+      });
+    });
+    const child = spawn(HERALD_BIN, ['start', '--role', 'inbound'], {
+      env: {
+        ...process.env,
+        DATABASE_URL: app.database.url,
+        HERALD_ENCRYPTION_KEYS: app.config.encryptionKeys,
+        HERALD_HOME: app.dataDir,
+        HERALD_INBOUND_SMTP: `127.0.0.1:${port}`,
+        HERALD_BOUNCE_DOMAIN: 'bounces.cli.test',
+        HERALD_LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    try {
+      let out = '';
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on('data', (d) => {
+          out += d;
+          if (out.includes('Bounce SMTP listening')) resolve();
+        });
+        child.on('exit', (code) => reject(new Error(`exited with ${code}: ${out}`)));
+      });
+      expect(out).not.toContain('Herald listening');
+      const nodemailer = (await import('nodemailer')).default;
+      const transport = nodemailer.createTransport({ host: '127.0.0.1', port, secure: false, ignoreTLS: true });
+      await expect(transport.sendMail({ envelope: { from: 'a@example.test', to: 'someone@example.com' }, raw: 'Subject: x\r\n\r\nx' })).rejects.toMatchObject({ responseCode: 550 });
+      transport.close();
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    }
+    expect(child.exitCode).toBe(0);
   });
 });

@@ -178,6 +178,14 @@ describe('outgoing email', () => {
     expect(mail!.parsed.html).toContain('https://herald.example.test/preferences/');
   });
 
+  it('previews templates with placeholder links, and reserves the link names', async () => {
+    const preview = await api('POST', '/v1/email-templates/render', { notification_type_key: 'news', brand_key: 'default', variables: {} });
+    expect(preview.status).toBe(200);
+    expect(preview.body.html).toContain('href="#unsubscribe"');
+    const reserved = await api('POST', '/v1/notification-types', { key: 'clash', name: 'x', description: '', channel_defaults: {}, opt_out: true, variables: [{ name: 'unsubscribe_url', required: true, description: '' }] });
+    expectValidationError(reserved, ['body', 'variables', 0, 'name']);
+  });
+
   it('has no unsubscribe headers when the type cannot be opted out of', async () => {
     const { mail } = await trigger('security', 'ann');
     expect(mail!.parsed.headers.has('list-unsubscribe')).toBe(false);

@@ -17,7 +17,7 @@ export const emailChannel: ChannelSender = {
     if (links.suppressed) return { status: 'skipped', reason: 'suppressed' };
     const resolved = await deliveryTemplate(em, 'email', event, contact);
     if (!resolved) return { status: 'skipped', reason: 'no_template' };
-    const context = deliveryContext(resolved.brand, { ...links.variables, ...renderVariables }, contact);
+    const context = deliveryContext(resolved.brand, { ...renderVariables, ...links.variables }, contact);
     const rendered = await renderEmail(resolved.template, resolved.brand, context);
     const sender = resolved.brand.sender ?? {};
     const result = await sendTenantEmail(runtime, em, event.tenant_id, {
