@@ -7,6 +7,8 @@ import { NonPublicAddressError, assertPublicHost, publicOnlyLookup } from '../ne
 import { trustedCas } from '../net/trusted-cas.ts';
 import type { Runtime } from '../runtime.ts';
 
+const MAX_ANSWER_BYTES = 64 * 1024;
+
 export type PostResult = { kind: 'answered'; status: number } | { kind: 'unreachable'; error: string } | { kind: 'refused'; error: string };
 
 interface Agents {
@@ -64,10 +66,19 @@ export function postWebhook(runtime: Runtime, url: string, headers: Record<strin
         signal: AbortSignal.timeout(timeoutMs),
       },
       (res) => {
-        // The answer's body is not used: drain it so the connection can be reused.
-        res.resume();
-        res.on('end', () => resolve({ kind: 'answered', status: res.statusCode ?? 0 }));
-        res.on('error', () => resolve({ kind: 'answered', status: res.statusCode ?? 0 }));
+        // The answer's body is not used: drain a little of it so the connection can be reused, and
+        // drop the connection of an endpoint that sends more.
+        const status = res.statusCode ?? 0;
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > MAX_ANSWER_BYTES) {
+            res.destroy();
+            resolve({ kind: 'answered', status });
+          }
+        });
+        res.on('end', () => resolve({ kind: 'answered', status }));
+        res.on('error', () => resolve({ kind: 'answered', status }));
       },
     );
     req.on('error', (error: Error) => {
