@@ -32,7 +32,7 @@ export const RETRY_SCHEDULE_MS = [5_000, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 5 * 
 
 const DEFAULTS: Required<WebhookDispatchOptions> = {
   retryScheduleMs: RETRY_SCHEDULE_MS,
-  pollMs: 20,
+  pollMs: 10,
   leaseMs: 2 * MINUTE,
   batchSize: 200,
   concurrency: 48,
