@@ -179,7 +179,7 @@ describe('outgoing email', () => {
   });
 
   it('previews templates with placeholder links, and reserves the link names', async () => {
-    const preview = await api('POST', '/v1/email-templates/render', { notification_type_key: 'news', brand_key: 'default', variables: {} });
+    const preview = await api('POST', '/v1/email-templates/render', { notification_type_key: 'news', brand_key: 'default', variables: {}, contact: { external_id: 'ann' } });
     expect(preview.status).toBe(200);
     expect(preview.body.html).toContain('href="#unsubscribe"');
     const reserved = await api('POST', '/v1/notification-types', { key: 'clash', name: 'x', description: '', channel_defaults: {}, opt_out: true, variables: [{ name: 'unsubscribe_url', required: true, description: '' }] });

@@ -157,7 +157,12 @@ describe('delivery', () => {
     expect(sent.map((b) => b.data.event_id).sort()).toEqual([...eventIds].sort());
     expect(sent[0]!.data).toMatchObject({ channel: 'inbox', status: 'delivered' });
     for (const b of bodies) expect(b.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-    const log = await api('GET', `/v1/webhooks/${id}/deliveries?status=succeeded`);
+    // The attempts are recorded once the dispatcher's batch is done, just after the receiver has them.
+    let log = await api('GET', `/v1/webhooks/${id}/deliveries?status=succeeded`);
+    for (let i = 0; i < 100 && log.body.items.length < 4; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      log = await api('GET', `/v1/webhooks/${id}/deliveries?status=succeeded`);
+    }
     expect(log.body.items).toHaveLength(4);
     expect(log.body.items[0]).toMatchObject({ status: 'succeeded', attempts: 1, last_status_code: 200, next_attempt_at: null });
     await api('PATCH', `/v1/webhooks/${id}`, { enabled: false });

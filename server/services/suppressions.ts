@@ -1,4 +1,4 @@
-// The tenant's email suppression list: the email channel never sends to an address on it. Addresses
+// The tenant's email suppression list: the email channel never sends to an address on it (server/email/links.ts checks). Addresses
 // land on it by hand, or from bounces and complaints (services/email-feedback.ts); removing one lets
 // mail flow again.
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -49,9 +49,4 @@ export async function suppressAddress(em: EntityManager, tenantId: string, email
 export async function removeSuppression(em: EntityManager, tenantId: string, email: string): Promise<void> {
   const removed = await execute(em, `DELETE FROM email_suppressions WHERE tenant_id = $1 AND email = $2`, [tenantId, email.toLowerCase()]);
   if (removed === 0) throw notFound('Suppression');
-}
-
-export async function isSuppressed(em: EntityManager, tenantId: string, email: string): Promise<boolean> {
-  const row = await queryOne(em, `SELECT 1 FROM email_suppressions WHERE tenant_id = $1 AND email = $2`, [tenantId, email.toLowerCase()]);
-  return row !== undefined;
 }

@@ -5,7 +5,7 @@
 // envelope sender is the delivery's VERP address.
 import { renderEmail } from '../../templates/render.ts';
 import { dkimSigningFor } from '../../services/sender-domains.ts';
-import { emailLinksFor } from '../../services/email-links.ts';
+import { emailLinksFor } from '../../email/links.ts';
 import { sendTenantEmail, type EmailOutcome } from '../../transports/email.ts';
 import { deliveryContext, deliveryTemplate } from '../templates.ts';
 import type { ChannelSender, DeliveryOutcome } from './types.ts';
