@@ -1,6 +1,6 @@
-// The tenant's email suppression list: the email channel never sends to an address on it (server/email/links.ts checks). Addresses
-// land on it by hand, or from bounces and complaints (services/email-feedback.ts); removing one lets
-// mail flow again.
+// The tenant's email suppression list: the email channel never sends to an address on it (the check
+// is in server/email/links.ts). Addresses land on it by hand, or from bounces and complaints
+// (services/email-feedback.ts); removing one lets mail flow again.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { execute, query, queryOne, toIsoTimestamp } from '../db/sql.ts';
 import { invalidField, notFound } from '../errors.ts';
