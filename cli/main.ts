@@ -23,6 +23,7 @@ const COMMAND_GROUPS: Record<string, () => Promise<Register>> = {
   events: async () => (await import('./events.ts')).registerEvents,
   'api-keys': async () => (await import('./api-keys.ts')).registerApiKeys,
   brands: async () => (await import('./brandings.ts')).registerBrandings,
+  types: async () => (await import('./types.ts')).registerTypes,
   webhooks: async () => (await import('./webhooks.ts')).registerWebhooks,
   suppressions: async () => (await import('./suppressions.ts')).registerSuppressions,
 };

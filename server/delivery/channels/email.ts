@@ -7,15 +7,15 @@ import { renderEmail } from '../../templates/render.ts';
 import { dkimSigningFor } from '../../services/sender-domains.ts';
 import { emailLinksFor } from '../../email/links.ts';
 import { sendTenantEmail, type EmailOutcome } from '../../transports/email.ts';
-import { deliveryContext, deliveryTemplate } from '../templates.ts';
+import { deliveryContext, deliveryTemplate } from '../stages/render.ts';
 import type { ChannelSender, DeliveryOutcome } from './types.ts';
 
 export const emailChannel: ChannelSender = {
   channel: 'email',
-  async deliver({ runtime, em, delivery, event, contact, renderVariables }) {
+  async deliver({ runtime, em, delivery, event, contact, renderVariables, templates }) {
     const links = await emailLinksFor(runtime, em, { id: delivery.id, tenantId: event.tenant_id, contactId: contact.id, typeKey: event.type_key, to: delivery.destination });
     if (links.suppressed) return { status: 'skipped', reason: 'suppressed' };
-    const resolved = await deliveryTemplate(em, 'email', event, contact);
+    const resolved = await deliveryTemplate(em, 'email', event, contact, templates);
     if (!resolved) return { status: 'skipped', reason: 'no_template' };
     const context = deliveryContext(resolved.brand, { ...renderVariables, ...links.variables }, contact);
     const rendered = await renderEmail(resolved.template, resolved.brand, context);
