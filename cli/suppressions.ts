@@ -8,7 +8,7 @@ import type { Runtime } from '../server/runtime.ts';
 import type { RemoteClient } from './support/remote.ts';
 import { confirmUnlessYes } from './support/confirm.ts';
 import { print, printJson, printTable } from './support/output.ts';
-import { TARGET_HELP, withTenantApi, withTenantTarget, type TenantTargetOptions } from './support/tenant-target.ts';
+import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
 
 interface SuppressionApi {
   list(query: Record<string, string>): Promise<{ items: SuppressionResponse[]; next_cursor: string | null }>;
@@ -32,6 +32,10 @@ const build = {
   },
 };
 
+/** Runs `fn` with the operations of the chosen mode. */
+const run = <T>(options: TargetOptions, fn: (api: SuppressionApi) => Promise<T>): Promise<T> =>
+  onTarget(options, { local: async (runtime, tenantId) => fn(build.local(runtime, tenantId)), remote: async (client) => fn(build.remote(client)) });
+
 export function registerSuppressions(program: Command): void {
   const group = program
     .command('suppressions')
@@ -39,7 +43,7 @@ export function registerSuppressions(program: Command): void {
     .addHelpText(
       'after',
       `
-${TARGET_HELP}
+Local mode (on the host): [--tenant <id>] [--data-dir <dir>]. Remote mode: --url and --api-key, or HERALD_URL and HERALD_API_KEY.
 
 Examples:
   $ herald suppressions list --tenant <id>
@@ -47,33 +51,33 @@ Examples:
   $ herald suppressions remove ann@example.org --url $HERALD_URL --yes`,
     );
 
-  withTenantTarget(group.command('list'))
+  withTarget(group.command('list'))
     .description('list suppressed addresses (bounced, complained, or added by hand)')
     .option('--email <address>', 'only this address')
     .option('--limit <n>', 'how many (1..200)', '200')
-    .action(async (options: TenantTargetOptions & { email?: string; limit: string }) => {
+    .action(async (options: TargetOptions & { email?: string; limit: string }) => {
       const query: Record<string, string> = { limit: options.limit, ...(options.email ? { email: options.email } : {}) };
-      const page = await withTenantApi(options, build, (api) => api.list(query));
+      const page = await run(options, (api) => api.list(query));
       if (options.json) return printJson(page.items);
       printTable(page.items, ['email', 'reason', 'created_at']);
     });
 
-  withTenantTarget(group.command('add'))
+  withTarget(group.command('add'))
     .description('suppress an address')
     .argument('<email>', 'the address')
-    .action(async (email: string, options: TenantTargetOptions) => {
-      const entry = await withTenantApi(options, build, (api) => api.add(email));
+    .action(async (email: string, options: TargetOptions) => {
+      const entry = await run(options, (api) => api.add(email));
       if (options.json) return printJson(entry);
       print(`${entry.email} is suppressed (${entry.reason}).`);
     });
 
-  withTenantTarget(group.command('remove'))
+  withTarget(group.command('remove'))
     .description('lift the suppression of an address: email to it flows again')
     .argument('<email>', 'the address')
     .option('--yes', 'do not ask for confirmation')
-    .action(async (email: string, options: TenantTargetOptions & { yes?: boolean }) => {
+    .action(async (email: string, options: TargetOptions & { yes?: boolean }) => {
       await confirmUnlessYes(options.yes, { question: `Send email to ${email} again?`, withoutTerminal: 'removing a suppression needs --yes when not at a terminal' });
-      await withTenantApi(options, build, (api) => api.remove(email));
+      await run(options, (api) => api.remove(email));
       if (options.json) return printJson({ removed: email });
       print(`${email} is no longer suppressed.`);
     });

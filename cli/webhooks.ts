@@ -8,7 +8,7 @@ import type { Runtime } from '../server/runtime.ts';
 import type { RemoteClient } from './support/remote.ts';
 import { confirmUnlessYes } from './support/confirm.ts';
 import { print, printJson, printTable } from './support/output.ts';
-import { TARGET_HELP, withTenantApi, withTenantTarget, type TenantTargetOptions } from './support/tenant-target.ts';
+import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
 
 type Page<T> = { items: T[]; next_cursor: string | null };
 
@@ -42,6 +42,10 @@ const build = {
 
 const collect = (value: string, previous: string[] = []) => [...previous, ...value.split(',').map((s) => s.trim()).filter(Boolean)];
 
+/** Runs `fn` with the operations of the chosen mode. */
+const run = <T>(options: TargetOptions, fn: (api: WebhookApi) => Promise<T>): Promise<T> =>
+  onTarget(options, { local: async (runtime, tenantId) => fn(build.local(runtime, tenantId)), remote: async (client) => fn(build.remote(client)) });
+
 export function registerWebhooks(program: Command): void {
   const group = program
     .command('webhooks')
@@ -49,7 +53,7 @@ export function registerWebhooks(program: Command): void {
     .addHelpText(
       'after',
       `
-${TARGET_HELP}
+Local mode (on the host): [--tenant <id>] [--data-dir <dir>]. Remote mode: --url and --api-key, or HERALD_URL and HERALD_API_KEY.
 
 Event types: ${WEBHOOK_EVENT_TYPES.join(', ')}
 
@@ -60,10 +64,10 @@ Examples:
   $ herald webhooks deliveries <webhook-id> --tenant <id> --status failed`,
     );
 
-  withTenantTarget(group.command('list'))
+  withTarget(group.command('list'))
     .description('list the endpoints')
-    .action(async (options: TenantTargetOptions) => {
-      const page = await withTenantApi(options, build, (api) => api.list());
+    .action(async (options: TargetOptions) => {
+      const page = await run(options, (api) => api.list());
       if (options.json) return printJson(page.items);
       printTable(
         page.items.map((w) => ({ ...w, event_types: w.event_types.join(','), enabled: w.enabled ? 'yes' : `no (${w.disabled_reason})` })),
@@ -71,46 +75,46 @@ Examples:
       );
     });
 
-  withTenantTarget(group.command('create'))
+  withTarget(group.command('create'))
     .description('register an endpoint; prints its signing secret once')
     .requiredOption('--endpoint <url>', 'the endpoint URL (http or https; public addresses only unless allowPrivateWebhookUrls)')
     .requiredOption('--event-type <type>', 'an event type to send (repeat it, or separate with commas)', collect)
     .option('--description <text>', 'what the endpoint is for', '')
-    .action(async (options: TenantTargetOptions & { endpoint: string; eventType: string[]; description: string }) => {
-      const created = await withTenantApi(options, build, (api) => api.create({ url: options.endpoint, event_types: options.eventType, description: options.description }));
+    .action(async (options: TargetOptions & { endpoint: string; eventType: string[]; description: string }) => {
+      const created = await run(options, (api) => api.create({ url: options.endpoint, event_types: options.eventType, description: options.description }));
       if (options.json) return printJson(created);
       print(`Webhook ${created.id} created for ${created.url}.`);
       print(`Signing secret (shown once, keep it safe): ${created.secret}`);
     });
 
-  withTenantTarget(group.command('delete'))
+  withTarget(group.command('delete'))
     .description('remove an endpoint and its delivery log')
     .argument('<id>', 'webhook id')
     .option('--yes', 'do not ask for confirmation')
-    .action(async (id: string, options: TenantTargetOptions & { yes?: boolean }) => {
+    .action(async (id: string, options: TargetOptions & { yes?: boolean }) => {
       await confirmUnlessYes(options.yes, { question: `Delete webhook ${id}?`, withoutTerminal: 'deleting a webhook needs --yes when not at a terminal' });
-      await withTenantApi(options, build, (api) => api.remove(id));
+      await run(options, (api) => api.remove(id));
       if (options.json) return printJson({ deleted: id });
       print(`Webhook ${id} deleted.`);
     });
 
-  withTenantTarget(group.command('test'))
+  withTarget(group.command('test'))
     .description('send a webhook.test event to the endpoint')
     .argument('<id>', 'webhook id')
-    .action(async (id: string, options: TenantTargetOptions) => {
-      const delivery = await withTenantApi(options, build, (api) => api.test(id));
+    .action(async (id: string, options: TargetOptions) => {
+      const delivery = await run(options, (api) => api.test(id));
       if (options.json) return printJson(delivery);
       print(`Test event queued as delivery ${delivery.id}; see: herald webhooks deliveries ${id}`);
     });
 
-  withTenantTarget(group.command('deliveries'))
+  withTarget(group.command('deliveries'))
     .description("the endpoint's deliveries, newest first (the attempts log)")
     .argument('<id>', 'webhook id')
     .option('--status <status>', 'pending, succeeded or failed')
     .option('--limit <n>', 'how many (1..200)', '50')
-    .action(async (id: string, options: TenantTargetOptions & { status?: string; limit: string }) => {
+    .action(async (id: string, options: TargetOptions & { status?: string; limit: string }) => {
       const query: Record<string, string> = { limit: options.limit, ...(options.status ? { status: options.status } : {}) };
-      const page = await withTenantApi(options, build, (api) => api.deliveries(id, query));
+      const page = await run(options, (api) => api.deliveries(id, query));
       if (options.json) return printJson(page.items);
       printTable(page.items, ['id', 'event_type', 'status', 'attempts', 'last_status_code', 'last_error', 'next_attempt_at', 'created_at']);
     });

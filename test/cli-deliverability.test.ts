@@ -74,7 +74,7 @@ describe('herald webhooks', () => {
     const badType = await herald(['webhooks', 'create', '--endpoint', `${receiver.url}/x`, '--event-type', 'nope'], remote());
     expect(badType.code).toBe(2);
     expect(badType.stderr).toContain('event_types');
-    expect((await herald(['webhooks', 'list'])).code).toBe(2);
+    expect((await herald(['webhooks', 'list', '--tenant', 'not-a-uuid'])).code).toBe(2);
     expect((await herald(['webhooks', 'deliveries', 'x', '--tenant', t.tenantId, '--status', 'lost'])).code).toBe(2);
   });
 });

@@ -23,6 +23,8 @@ import * as invitations from './invitations.ts';
 import * as dataRequests from './data-requests.ts';
 import * as staticFiles from './static.ts';
 import * as notifications from './notifications.ts';
+import * as metrics from './metrics.ts';
+import * as configuration from './configuration.ts';
 import * as webhooks from './webhooks.ts';
 import * as suppressions from './suppressions.ts';
 import * as unsubscribe from './unsubscribe.ts';
@@ -151,6 +153,11 @@ export const routes: RouteDefinition<any, any, any>[] = [
   notifications.listNotificationEvents,
   notifications.cancelByKey,
   notifications.cancelEvent,
+  // Prometheus metrics (the install's metrics token)
+  metrics.scrape,
+  // configuration as code (management)
+  configuration.exportDocument,
+  configuration.apply,
   // outbound webhooks (management)
   webhooks.create,
   webhooks.list,
