@@ -41,6 +41,7 @@ export const encryptedColumns: EncryptedColumn[] = [
     keyColumns: ['id'],
     aad: (r) => `events/${r.id}/secret_variables`,
   },
+  { table: 'webhook_endpoints', column: 'secret_ciphertext', keyColumns: ['id'], aad: (r) => `webhook_endpoints/${r.id}/secret` },
   {
     // The link token of a system email waiting in the queue (jobs/system-email.ts); once the job is
     // done, its data is never read again.
