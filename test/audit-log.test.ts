@@ -19,7 +19,7 @@ let globex: TenantFixture;
 const SMTP_SECRET = 'smtp-password-never-shown';
 
 beforeAll(async () => {
-  app = await startTestApp({ config: { dnsServers: ['127.0.0.1:9'] } });
+  app = await startTestApp({ config: { dnsServers: ['127.0.0.1:9'], allowPrivateWebhookUrls: true } });
   acme = await createTenantFixture(app, 'Acme');
   globex = await createTenantFixture(app, 'Globex');
 });
@@ -87,6 +87,14 @@ function plan(s: Record<string, any>): Array<[string, () => Call]> {
     ['DELETE /v1/notification-types/:key', () => ({ as: 'service', path: type })],
     ['POST /v1/notification-types/:key/restore', () => ({ as: 'service', path: `${type}/restore` })],
     ['DELETE /v1/brandings/:key', () => ({ as: 'service', path: '/v1/brandings/audit-brand' })],
+    ['POST /v1/webhooks', () => ({ as: 'service', path: '/v1/webhooks', body: { url: 'http://127.0.0.1:9/hook', event_types: ['delivery.sent'], description: 'audited' } })],
+    ['PATCH /v1/webhooks/:id', () => ({ as: 'service', path: `/v1/webhooks/${s['POST /v1/webhooks'].id}`, body: { description: 'renamed' } })],
+    ['POST /v1/webhooks/:id/rotate-secret', () => ({ as: 'service', path: `/v1/webhooks/${s['POST /v1/webhooks'].id}/rotate-secret` })],
+    ['POST /v1/webhooks/:id/test', () => ({ as: 'service', path: `/v1/webhooks/${s['POST /v1/webhooks'].id}/test` })],
+    ['POST /v1/webhooks/:id/deliveries/:delivery_id/retry', () => ({ as: 'service', path: `/v1/webhooks/${s['POST /v1/webhooks'].id}/deliveries/${s['POST /v1/webhooks/:id/test'].id}/retry` })],
+    ['DELETE /v1/webhooks/:id', () => ({ as: 'service', path: `/v1/webhooks/${s['POST /v1/webhooks'].id}` })],
+    ['POST /v1/suppressions', () => ({ as: 'service', path: '/v1/suppressions', body: { email: 'bounced@example.com' } })],
+    ['DELETE /v1/suppressions/:email', () => ({ as: 'service', path: '/v1/suppressions/bounced@example.com' })],
     ['POST /v1/configuration/apply', () => ({ as: 'service', path: '/v1/configuration/apply', body: { document: s.configuration, dry_run: false } })],
     ['POST /v1/auth/tenants', () => ({ as: 'owner', path: '/v1/auth/tenants', body: { name: 'Audit Co' } })],
     ['PATCH /v1/auth/tenants/:tenant_id', () => ({ as: 'owner', path: `/v1/auth/tenants/${s['POST /v1/auth/tenants'].id}`, body: { name: 'Audit Co 2' } })],
@@ -170,6 +178,9 @@ describe('every management write route', () => {
     expect(dump!.text).not.toContain(SMTP_SECRET);
     expect(dump!.text).not.toContain(state['POST /v1/api-keys'].key);
     expect(dump!.text).not.toContain(state.invitationToken);
+    // A webhook's signing secret is in the answers only, never in the entries.
+    expect(dump!.text).not.toContain(state['POST /v1/webhooks'].secret);
+    expect(dump!.text).not.toContain(state['POST /v1/webhooks/:id/rotate-secret'].secret);
   });
 
   it('leaves no row for a write that fails (409), nor for a contact token acting on its own preferences', async () => {
