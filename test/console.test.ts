@@ -349,6 +349,9 @@ describe.skipIf(!chromiumAvailable)('console in Chromium', { timeout: 60_000 }, 
         ['types', 'Notification types', '12-types'],
         ['brands', 'Brands', '13-brands'],
         ['transports', 'Transports', '14-transports'],
+        // Sections of capabilities on this install appear once their routes exist.
+        ['webhooks', 'Webhooks', '17-webhooks'],
+        ['suppressions', 'Suppressions', '18-suppressions'],
         ['audit', 'Audit log', '09-audit'],
       ] as const) {
         await page.goto(`${app.url}/console/${section}`);
