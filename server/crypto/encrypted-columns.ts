@@ -41,6 +41,8 @@ export const encryptedColumns: EncryptedColumn[] = [
     keyColumns: ['id'],
     aad: (r) => `events/${r.id}/secret_variables`,
   },
+  { table: 'webhook_endpoints', column: 'secret_ciphertext', keyColumns: ['id'], aad: (r) => `webhook_endpoints/${r.id}/secret` },
+  { table: 'sso_providers', column: 'client_secret_ciphertext', keyColumns: ['id'], aad: (r) => `sso_providers/${r.id}/client_secret` },
   {
     // The link token of a system email waiting in the queue (jobs/system-email.ts); once the job is
     // done, its data is never read again.
