@@ -62,7 +62,13 @@ export async function freshDatabase(dataDir: string): Promise<string> {
   const name = `herald_bench_${randomBytes(4).toString('hex')}`;
   let adminUrl = process.env.DATABASE_URL;
   if (!adminUrl) {
-    const embedded: EmbeddedDatabase = await startEmbeddedPostgres({ dir: join(dataDir, 'pg'), port: await freePort(), database: 'postgres' });
+    const embedded: EmbeddedDatabase = await startEmbeddedPostgres({
+      dir: join(dataDir, 'pg'),
+      port: await freePort(),
+      database: 'postgres',
+      secretFile: join(dataDir, 'pg-secret.json'),
+      create: true,
+    });
     cleanups.push(() => embedded.stop());
     adminUrl = embedded.url;
   }

@@ -7,6 +7,7 @@ import * as prompts from '@clack/prompts';
 import { configFilePath, loadConfig, readConfigFile, defaultDataDir } from '../server/config.ts';
 import { loadKeyRing } from '../server/crypto/keyring.ts';
 import { openDatabase, applyMigrations } from '../server/db/orm.ts';
+import { freePort } from '../server/db/embedded-postgres.ts';
 import { createTenant, listAllTenants } from '../server/services/tenants.ts';
 import { createUser, findUserByEmail } from '../server/services/users.ts';
 import { seedWelcomeNotification } from '../server/services/welcome.ts';
@@ -26,6 +27,7 @@ interface InitOptions {
   tenant?: string;
   ownerEmail?: string;
   ownerPassword?: string;
+  embeddedPostgresPort?: string;
 }
 
 export function registerInit(program: Command): void {
@@ -36,6 +38,7 @@ export function registerInit(program: Command): void {
     .option('--data-dir <dir>', 'data directory to create or update')
     .addOption(new Option('--mode <mode>', 'single: one pinned tenant, signup closed; multi: open signup').choices(['single', 'multi']))
     .option('--database-url <url>', 'external PostgreSQL (default: embedded PostgreSQL in the data directory)')
+    .option('--embedded-postgres-port <port>', 'port of the embedded PostgreSQL on 127.0.0.1 (default: a free port, recorded in herald.json)')
     .option('--host <host>', 'address to listen on (default 127.0.0.1)')
     .option('--port <port>', 'port to listen on (default 8025)')
     .option('--public-url <url>', 'URL people reach Herald at (used in emailed links)')
@@ -50,6 +53,7 @@ export function registerInit(program: Command): void {
 Examples:
   $ herald init                                    # interactive
   $ herald init --yes --data-dir /var/lib/herald --tenant Acme --owner-email ops@acme.test
+  $ herald init --yes --data-dir /srv/herald-b --tenant AcmeB --owner-email ops@acme.test --embedded-postgres-port 54400
   $ herald init --yes --mode multi --database-url postgres://herald@db/herald --public-url https://herald.acme.test`,
     )
     .action(async (options: InitOptions) => {
@@ -63,6 +67,7 @@ async function runInit(options: InitOptions): Promise<void> {
   if (interactive) await promptMissing(options);
 
   const dataDir = options.dataDir ?? process.env.HERALD_HOME ?? defaultDataDir();
+  if (options.embeddedPostgresPort !== undefined && !/^\d+$/.test(options.embeddedPostgresPort)) throw usageError('--embedded-postgres-port must be a number');
   // 0711: private listing, but traversable by the 'postgres' user that runs the embedded cluster as root.
   mkdirSync(dataDir, { recursive: true, mode: 0o711 });
   // The config file keeps what was chosen here; later edits and HERALD_* variables still win over it.
@@ -77,13 +82,19 @@ async function runInit(options: InitOptions): Promise<void> {
     ...(options.smtpUrl ? { smtpUrl: options.smtpUrl } : {}),
   };
   chosen.mode ??= 'single';
-  const config = loadConfig({ ...chosen, dataDir } as never);
+  let config = loadConfig({ ...chosen, dataDir } as never);
+  // The embedded cluster's port is chosen once (given, or free now) and kept in herald.json: a second
+  // install on the same host gets its own cluster on its own port.
+  if (!config.databaseUrl && (options.embeddedPostgresPort || chosen.embeddedPostgresPort === undefined)) {
+    chosen.embeddedPostgresPort = options.embeddedPostgresPort ? Number(options.embeddedPostgresPort) : (config.embeddedPostgresPort ?? (await freePort()));
+    config = loadConfig({ ...chosen, dataDir } as never);
+  }
   const file = configFilePath(dataDir);
   writeFileSync(file, JSON.stringify(chosen, null, 2) + '\n', { mode: 0o600 });
   chmodSync(file, 0o600); // it may hold database and SMTP passwords
 
   loadKeyRing({ dataDir, encryptionKeys: config.encryptionKeys, create: true });
-  const db = await openDatabase(config, { poolMax: 2 });
+  const db = await openDatabase(config, { poolMax: 2, create: true });
   let summary: Record<string, unknown>;
   try {
     const applied = await applyMigrations(db.orm);
@@ -97,7 +108,7 @@ async function runInit(options: InitOptions): Promise<void> {
     return;
   }
   print(`Herald is set up in ${dataDir} (${config.mode}-tenant, ${summary.database} PostgreSQL).`);
-  if (summary.tenant_id) print(`Tenant: ${summary.tenant_name} (${summary.tenant_id}); owner: ${summary.owner_email}`);
+  if (summary.tenant_id) print(`Tenant: ${summary.tenant_name} (${summary.tenant_id})${summary.owner_email ? `; owner: ${summary.owner_email}` : ' (already set up)'}`);
   if (summary.generated_password) print(`Owner password (shown once, store it now): ${summary.generated_password}`);
   print(`Next: herald start --data-dir ${dataDir}`);
 }

@@ -14,6 +14,8 @@ const COMMAND_GROUPS: Record<string, () => Promise<Register>> = {
   start: async () => (await import('./start.ts')).registerStart,
   migrate: async () => (await import('./migrate.ts')).registerMigrate,
   status: async () => (await import('./status.ts')).registerStatus,
+  backup: async () => (await import('./backup.ts')).registerBackup,
+  restore: async () => (await import('./backup.ts')).registerRestore,
   tenants: async () => (await import('./tenants.ts')).registerTenants,
   users: async () => (await import('./users.ts')).registerUsers,
   keys: async () => (await import('./keys.ts')).registerKeys,

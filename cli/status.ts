@@ -1,14 +1,18 @@
 // herald status: what this install is and whether its parts answer: config (secrets masked), database,
-// migrations, queue, key ring and the listening URL. Exit 1 when the database cannot be reached.
+// migrations, queue, key ring and the listening URL. Read-only: it never starts the embedded database,
+// runs initdb or creates a file. Exit codes for monitors: 0 healthy (Herald answers, its database too,
+// no migration pending, the key ring loads), 1 unhealthy or not answering, 2 not initialised.
 import { type Command } from 'commander';
 import { loadConfig, publicBaseUrl, type Config } from '../server/config.ts';
 import { safeUrl } from '../server/logger.ts';
-import { openDatabase, executedMigrations, pendingMigrations } from '../server/db/orm.ts';
+import { initOrm, executedMigrations, pendingMigrations, LEGACY_EMBEDDED_PORT } from '../server/db/orm.ts';
+import { runningClusterUrl } from '../server/db/embedded-postgres.ts';
+import { notInitialised } from './support/initialised.ts';
 import { query } from '../server/db/sql.ts';
 import { BOSS_SCHEMA } from '../server/queue.ts';
 import { loadKeyRing } from '../server/crypto/keyring.ts';
 import { statusChecks } from '../server/status-checks.ts';
-import { print, printJson } from './support/output.ts';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, print, printJson } from './support/output.ts';
 
 export function registerStatus(program: Command): void {
   program
@@ -25,14 +29,23 @@ Examples:
     )
     .action(async (options: { dataDir?: string; json?: boolean }) => {
       const config = loadConfig({ dataDir: options.dataDir });
+      const missing = notInitialised(config);
+      if (missing) {
+        if (options.json) printJson({ initialised: false, healthy: false, data_dir: config.dataDir, error: missing });
+        else print(`Herald is not initialised: ${missing}`);
+        process.exitCode = EXIT_USAGE;
+        return;
+      }
       const status = await collectStatus(config);
       if (options.json) printJson(status);
       else printStatus(status);
-      if (!status.database.reachable) process.exitCode = 1;
+      process.exitCode = status.healthy ? EXIT_OK : EXIT_FAILURE;
     });
 }
 
 interface Status {
+  initialised: true;
+  healthy: boolean;
   version: string;
   config: Record<string, unknown>;
   database: { kind: 'embedded' | 'external'; reachable: boolean; error?: string; server_version?: string };
@@ -46,6 +59,8 @@ interface Status {
 async function collectStatus(config: Config): Promise<Status> {
   const { version } = (await import('../package.json', { with: { type: 'json' } })).default as { version: string };
   const status: Status = {
+    initialised: true,
+    healthy: false,
     version,
     config: {
       data_dir: config.dataDir,
@@ -76,20 +91,32 @@ async function collectStatus(config: Config): Promise<Status> {
   })
     .then((r) => r.ok)
     .catch(() => false);
-  let db;
+  await inspectDatabase(config, status);
+  status.healthy = status.database.reachable && status.http.reachable && status.migrations.pending.length === 0 && !status.key_ring.error;
+  return status;
+}
+
+/** Connects to the database if it runs (never starting the embedded one) and reads what it holds. */
+async function inspectDatabase(config: Config, status: Status): Promise<void> {
+  const url = config.databaseUrl ?? runningClusterUrl(config.dataDir, config.embeddedPostgresPort ?? LEGACY_EMBEDDED_PORT, 'herald');
+  if (!url) {
+    status.database.error = 'the embedded PostgreSQL is not running (Herald is stopped)';
+    return;
+  }
+  let orm;
   try {
-    db = await openDatabase(config, { poolMax: 2 });
+    orm = await initOrm(url, { poolMax: 2 });
   } catch (error) {
     status.database.error = (error as Error).message.split('\n')[0];
-    return status;
+    return;
   }
   try {
-    const em = db.orm.em.fork();
+    const em = orm.em.fork();
     const [row] = await query<{ server_version: string }>(em, 'SHOW server_version');
     status.database.reachable = true;
     status.database.server_version = row?.server_version;
-    status.migrations.applied = await executedMigrations(db.orm);
-    status.migrations.pending = await pendingMigrations(db.orm);
+    status.migrations.applied = await executedMigrations(orm);
+    status.migrations.pending = await pendingMigrations(orm);
     if (status.migrations.pending.length > 0) status.warnings.push(`${status.migrations.pending.length} migration(s) pending: run 'herald migrate'`);
     const [boss] = await query<{ installed: boolean }>(em, `SELECT to_regclass($1) IS NOT NULL AS installed`, [`${BOSS_SCHEMA}.version`]);
     status.queue.installed = Boolean(boss?.installed);
@@ -101,11 +128,11 @@ async function collectStatus(config: Config): Promise<Status> {
     }
     if (status.migrations.pending.length === 0) status.warnings.push(...(await statusChecks(em, config)));
   } catch (error) {
+    status.database.reachable = false;
     status.database.error = (error as Error).message.split('\n')[0];
   } finally {
-    await db.close();
+    await orm.close(true);
   }
-  return status;
 }
 
 function printStatus(s: Status): void {
@@ -118,4 +145,5 @@ function printStatus(s: Status): void {
   print(`  key ring     ${s.key_ring.active ? `active ${s.key_ring.active} (${s.key_ring.keys?.length} key(s))` : `unavailable`}`);
   print(`  listening    ${s.http.url} ${s.http.reachable ? '(up)' : '(not answering)'}`);
   for (const w of s.warnings) print(`  warning: ${w}`);
+  print(s.healthy ? 'healthy' : 'UNHEALTHY');
 }

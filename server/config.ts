@@ -16,8 +16,8 @@ export const configSchema = z.object({
   mode: z.enum(['single', 'multi']).default('single'),
   /** External PostgreSQL; when empty Herald runs the embedded PostgreSQL in the data directory. */
   databaseUrl: z.string().optional(),
-  /** Port of the embedded PostgreSQL (loopback only). */
-  embeddedPostgresPort: z.coerce.number().int().min(1024).max(65535).default(54329),
+  /** Port of the embedded PostgreSQL on 127.0.0.1, chosen by `herald init` (54329 for data directories that predate it). */
+  embeddedPostgresPort: z.coerce.number().int().min(1024).max(65535).optional(),
   host: z.string().default('127.0.0.1'),
   port: z.coerce.number().int().min(0).max(65535).default(8025),
   /** The URL people and browsers reach Herald at; used in emailed links. */

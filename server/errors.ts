@@ -51,6 +51,7 @@ export const ERROR_CODES = {
   internal_error: 500,
   service_unavailable: 503,
   data_request_unavailable: 503,
+  database_unavailable: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

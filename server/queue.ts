@@ -5,12 +5,17 @@ import { PgBoss } from 'pg-boss';
 import type pg from 'pg';
 import type { Logger } from './logger.ts';
 import { prepareStatementsOf } from './db/prepared.ts';
+import { isDatabaseUnavailable, type DatabaseAvailability } from './db/availability.ts';
 
 export type { PgBoss };
 
 export const BOSS_SCHEMA = 'pgboss';
 
-export async function startBoss(url: string, logger: Logger, options: { poolMax?: number; supervise: boolean }): Promise<PgBoss> {
+export async function startBoss(
+  url: string,
+  logger: Logger,
+  options: { poolMax?: number; supervise: boolean; availability?: DatabaseAvailability },
+): Promise<PgBoss> {
   const boss = new PgBoss({
     connectionString: url,
     schema: BOSS_SCHEMA,
@@ -21,7 +26,11 @@ export async function startBoss(url: string, logger: Logger, options: { poolMax?
     supervise: options.supervise,
     schedule: options.supervise,
   });
-  boss.on('error', (error: unknown) => logger.error('queue error', { error }));
+  // During a database outage every poll fails: that is one outage (logged once), not an error per poll.
+  boss.on('error', (error: unknown) => {
+    if (options.availability && isDatabaseUnavailable(error)) options.availability.markDown(error);
+    else logger.error('queue error', { error });
+  });
   boss.on('warning', (warning: unknown) => logger.warn('queue warning', { warning }));
   prepareBossStatements(boss);
   await boss.start();
@@ -65,5 +74,63 @@ function prepareBossStatements(boss: PgBoss): void {
   db.open = async () => {
     await open();
     db.pool!.on('connect', (client) => prepareStatementsOf(client, { emptyValues: true }));
+  };
+}
+
+/**
+ * A job whose worker has not refreshed its heartbeat for this long is taken to be lost (its process
+ * was killed) and is failed, so that its retry runs at once elsewhere. pg-boss's own supervision
+ * accepts heartbeats of 10 s at least and checks them once per supervise interval (a minute): a
+ * killed worker's jobs then waited about a minute. Live workers refresh every second
+ * (HEARTBEAT_REFRESH_SECONDS), so only a process stalled for this long loses its jobs.
+ */
+export const LOST_AFTER_SECONDS = 4;
+export const HEARTBEAT_REFRESH_SECONDS = 1;
+
+/** Every second: fails the jobs of lost workers (fenced to the attempt seen) and wakes the workers. */
+export function startLostJobReaper(boss: PgBoss, logger: Logger, availability?: DatabaseAvailability): () => void {
+  const db = boss.getDb();
+  let busy = false;
+  let stopped = false;
+  const tick = async () => {
+    if (busy || stopped) return;
+    busy = true;
+    try {
+      const { rows } = await db.executeSql(
+        `SELECT name, id, retry_count FROM ${BOSS_SCHEMA}.job
+          WHERE state = 'active' AND heartbeat_seconds IS NOT NULL
+            AND heartbeat_on < ${BOSS_SCHEMA}.job_now() - make_interval(secs => $1)
+          LIMIT 1000`,
+        [LOST_AFTER_SECONDS],
+      );
+      const byQueue = new Map<string, Array<{ id: string; retryCount: number }>>();
+      for (const row of rows as Array<{ name: string; id: string; retry_count: number }>) {
+        byQueue.set(row.name, [...(byQueue.get(row.name) ?? []), { id: row.id, retryCount: row.retry_count }]);
+      }
+      for (const [name, attempts] of byQueue) {
+        await boss.fail(name, attempts, { message: `worker lost: no heartbeat for ${LOST_AFTER_SECONDS} s` });
+        // Their retry is due now, not after the backoff: the job did not fail, its worker died.
+        await db.executeSql(
+          `WITH due AS (
+             UPDATE ${BOSS_SCHEMA}.job SET start_after = ${BOSS_SCHEMA}.job_now()
+              WHERE name = $1 AND id = ANY($2::uuid[]) AND state = 'retry' RETURNING 1)
+           SELECT pg_notify(('pgboss_' || left(encode(sha224('${BOSS_SCHEMA}'::bytea), 'hex'), 24)), $1) FROM due LIMIT 1`,
+          [name, attempts.map((a) => a.id)],
+        );
+        logger.warn('jobs of a lost worker retried', { queue: name, jobs: attempts.length });
+      }
+    } catch (error) {
+      if (stopped) return;
+      if (availability && isDatabaseUnavailable(error)) availability.markDown(error);
+      else logger.warn('lost job check failed', { error: (error as Error).message });
+    } finally {
+      busy = false;
+    }
+  };
+  const timer = setInterval(() => void tick(), 1000);
+  timer.unref();
+  return () => {
+    stopped = true;
+    clearInterval(timer);
   };
 }

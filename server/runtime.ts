@@ -9,12 +9,14 @@ import { createLogger, type LogSink, type Logger } from './logger.ts';
 import { applyMigrations, openDatabase, pendingMigrations, type Database } from './db/orm.ts';
 import { loadKeyRing, type KeyRing } from './crypto/keyring.ts';
 import { loadTokenSigner, type TokenSigner } from './auth/tokens.ts';
-import { startBoss, stopBoss, type PgBoss } from './queue.ts';
+import { HEARTBEAT_REFRESH_SECONDS, startBoss, startLostJobReaper, stopBoss, type PgBoss } from './queue.ts';
 import { jobs } from './jobs/index.ts';
 import { SmtpPool } from './email/smtp.ts';
 import { trustedCas } from './net/trusted-cas.ts';
 import { startStreamHub, type StreamHub } from './stream/hub.ts';
 import { ServiceKeyCache } from './auth/service-key-cache.ts';
+import { DatabaseAvailability } from './db/availability.ts';
+import { query } from './db/sql.ts';
 import { metricsOf } from './metrics/registry.ts';
 import { startWebhookDispatcher, type WebhookDispatchOptions } from './webhooks/dispatcher.ts';
 import { startInboundSmtp, type InboundSmtpListener } from './inbound/smtp-listener.ts';
@@ -44,6 +46,10 @@ export interface Runtime {
   readonly serviceKeys: ServiceKeyCache;
   /** The bounce listener, in processes of role all or inbound when inboundSmtp is configured. */
   inboundSmtp: InboundSmtpListener | null;
+  /** Stops the lost-job reaper of a worker process. */
+  stopReaper?: () => void;
+  /** Whether the database answers (outages answer 503 and are logged once). */
+  readonly availability: DatabaseAvailability;
 }
 
 export interface RuntimeOptions {
@@ -87,7 +93,20 @@ export async function startRuntime(config: Config, options: RuntimeOptions = {})
     throw new StartupError((error as Error).message);
   }
   const poolMax = options.poolMax ?? config.databasePoolSize ?? defaultPoolSize(role, config);
-  const db = await openDatabase(config, { poolMax, onLog: (line) => logger.debug('postgres', { line: line.trim() }) });
+  let availability: DatabaseAvailability | null = null;
+  const db = await openDatabase(config, {
+    poolMax,
+    onLog: (line) => logger.debug('postgres', { line: line.trim() }),
+    // Supervision of the embedded cluster: while it restarts, the process reports the outage.
+    onStateChange: (state, detail) => {
+      if (state === 'restarting') {
+        logger.warn(detail);
+        availability?.markDown(detail);
+      } else logger.info(detail);
+    },
+    onNotice: (message) => logger.warn(message),
+  });
+  availability = new DatabaseAvailability(logger, () => query(db.orm.em.fork(), 'SELECT 1'));
   let runtime: Runtime | null = null;
   try {
     const pending = await pendingMigrations(db.orm);
@@ -115,6 +134,7 @@ export async function startRuntime(config: Config, options: RuntimeOptions = {})
       streamHub: null,
       serviceKeys: new ServiceKeyCache(),
       inboundSmtp: null,
+      availability,
     };
     if (options.queue !== false) await startQueue(runtime);
     // Processes that serve HTTP hold the stream hub; one-shot CLI runtimes (no queue) do not need it.
@@ -135,28 +155,37 @@ export async function startRuntime(config: Config, options: RuntimeOptions = {})
 
 async function startQueue(runtime: Runtime): Promise<void> {
   const worker = runtime.role === 'all' || runtime.role === 'worker';
-  const boss = await startBoss(runtime.db.url, runtime.logger, { supervise: worker, poolMax: runtime.options.poolMax });
+  const boss = await startBoss(runtime.db.url, runtime.logger, { supervise: worker, poolMax: runtime.options.poolMax, availability: runtime.availability });
   runtime.boss = boss;
-  // Dead letter queues first: a queue naming one requires it to exist.
-  for (const job of jobs) if (job.queue.deadLetter) await boss.createQueue(job.queue.deadLetter);
-  for (const job of jobs) await boss.createQueue(job.name, job.queue);
+  await createQueues(boss);
   // Schedules live in the database (an idempotent upsert); only supervising workers fire them.
   for (const job of jobs) if (job.schedule) await boss.schedule(job.name, job.schedule);
   if (!worker) return;
   for (const job of jobs) {
     const work = typeof job.work === 'function' ? job.work(runtime.config) : job.work;
+    // Jobs with a heartbeat refresh it every second, so that a killed worker's jobs are found soon.
+    const heartbeat = job.queue.heartbeatSeconds ? { heartbeatRefreshSeconds: HEARTBEAT_REFRESH_SECONDS } : {};
     const metrics = metricsOf(runtime);
-    await boss.work(job.name, { batchSize: 1, ...work }, async (batch) => {
+    await boss.work(job.name, { batchSize: 1, ...heartbeat, ...work }, async (batch) => {
       metrics.observeJobs(job.name, batch.length);
       return job.handler(batch as never, runtime);
     });
   }
+  runtime.stopReaper = startLostJobReaper(boss, runtime.logger, runtime.availability);
   const dispatcher = startWebhookDispatcher(runtime, runtime.options.webhooks);
   runtime.cleanups.push(() => dispatcher.stop());
 }
 
+/** Creates every job's queue (idempotent): at start, and before a restore copies queued jobs back. */
+export async function createQueues(boss: PgBoss): Promise<void> {
+  // Dead letter queues first: a queue naming one requires it to exist.
+  for (const job of jobs) if (job.queue.deadLetter) await boss.createQueue(job.queue.deadLetter);
+  for (const job of jobs) await boss.createQueue(job.name, job.queue);
+}
+
 /** Drains and stops: workers finish in-flight jobs, then cleanups run, then the database closes. */
 export async function stopRuntime(runtime: Runtime): Promise<void> {
+  runtime.stopReaper?.();
   if (runtime.boss) {
     await stopBoss(runtime.boss).catch((error) => runtime.logger.warn('queue stop failed', { error }));
     runtime.boss = null;
@@ -165,5 +194,6 @@ export async function stopRuntime(runtime: Runtime): Promise<void> {
   for (const cleanup of [...runtime.cleanups].reverse()) {
     await cleanup().catch((error) => runtime.logger.warn('cleanup failed', { error }));
   }
+  runtime.availability.close();
   await runtime.db.close();
 }

@@ -1,14 +1,14 @@
 // The herald executable as an admin uses it: init, start, status, migrate, signals and exit codes,
 // on the embedded PostgreSQL and on an external one (DATABASE_URL).
 import { afterAll, describe, expect, it } from 'vitest';
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inject } from 'vitest';
 import { validate } from '@readme/openapi-parser';
-import { HERALD_BIN, runCli } from './support/cli.ts';
+import { runCli } from './support/cli.ts';
+import { postgresProcessesFor, startHerald as startHeraldProcess, type HeraldProcess } from './support/herald-process.ts';
 import { admin, withDatabase } from './support/global-setup.ts';
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -33,49 +33,12 @@ function tempDataDir(): string {
   return join(dir, 'data');
 }
 
-interface Started {
-  child: ChildProcess;
-  url: string;
-  output: () => string;
-  stop(signal?: NodeJS.Signals): Promise<number | null>;
-}
-
-async function startHerald(args: string[], env: Record<string, string>): Promise<Started> {
-  const child = spawn(HERALD_BIN, ['start', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`herald start did not come up:\n${out}`)), 60_000);
-    const check = () => {
-      const m = /Herald listening on (http:\/\/\S+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]!);
-      }
-    };
-    child.stdout!.on('data', check);
-    child.on('exit', () => reject(new Error(`herald start exited early:\n${out}`)));
-  });
-  const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
-    child.kill(signal);
-    return exited;
-  };
+async function startHerald(args: string[], env: Record<string, string>): Promise<HeraldProcess> {
+  const herald = await startHeraldProcess(args, env);
   cleanups.push(async () => {
-    if (child.exitCode === null) await stop('SIGKILL');
+    await herald.stop('SIGKILL');
   });
-  return { child, url, output: () => out, stop };
-}
-
-function postgresProcessesFor(dataDir: string): string[] {
-  try {
-    return execFileSync('pgrep', ['-af', 'postgres'], { encoding: 'utf8' })
-      .split('\n')
-      .filter((l) => l.includes(dataDir));
-  } catch {
-    return [];
-  }
+  return herald;
 }
 
 describe('herald (no database needed)', { timeout: 120_000 }, () => {

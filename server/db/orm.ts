@@ -1,13 +1,12 @@
 // Opening the database: MikroORM on the configured PostgreSQL, or on the embedded one in the data
 // directory. Also the migration runner (advisory-locked, so N processes starting at once apply each
 // migration exactly once).
-import { join } from 'node:path';
 import { MikroORM, type EntityManager } from '@mikro-orm/postgresql';
 import { Migrator, type Migration } from '@mikro-orm/migrations';
 import type { Config } from '../config.ts';
-import pg from 'pg';
+import type pg from 'pg';
 import { prepareStatementsOf } from './prepared.ts';
-import { embeddedTcpUrl, embeddedUrl, startEmbeddedPostgres, type EmbeddedDatabase } from './embedded-postgres.ts';
+import { clusterDirOf, secretFileOf, startEmbeddedPostgres, type EmbeddedDatabase, type EmbeddedState } from './embedded-postgres.ts';
 import { migrations } from '../../migrations/index.ts';
 
 export type { EntityManager };
@@ -19,6 +18,9 @@ export interface Database {
   embedded: EmbeddedDatabase | null;
   close(): Promise<void>;
 }
+
+/** The embedded cluster's port in data directories whose herald.json does not name one. */
+export const LEGACY_EMBEDDED_PORT = 54329;
 
 const MIGRATION_LOCK_ID = 7_361_029_114; // arbitrary, fixed: pg_advisory_lock key for migrations
 
@@ -63,27 +65,31 @@ export async function initOrm(url: string, options: { poolMax: number }): Promis
 }
 
 /** Connects to DATABASE_URL / the configured URL, or starts the embedded PostgreSQL first. */
-export async function openDatabase(config: Config, options: { poolMax: number; onLog?: (line: string) => void }): Promise<Database> {
+export async function openDatabase(
+  config: Config,
+  options: {
+    poolMax: number;
+    /** Initialise the embedded cluster when the data directory has none yet (`herald init` only). */
+    create?: boolean;
+    onLog?: (line: string) => void;
+    onNotice?: (message: string) => void;
+    onStateChange?: (state: EmbeddedState, detail: string) => void;
+  },
+): Promise<Database> {
   let embedded: EmbeddedDatabase | null = null;
   let url = config.databaseUrl;
-  // The embedded cluster may already run under a Herald server of this data directory: then use it
-  // (admin commands while the server runs) instead of starting a second postmaster.
-  // (A cluster started by an earlier Herald, before the socket, is reached over TCP.)
-  const clusterDir = join(config.dataDir, 'postgres');
   if (!url) {
-    for (const candidate of new Set([embeddedUrl(clusterDir, config.embeddedPostgresPort, 'herald'), embeddedTcpUrl(config.embeddedPostgresPort, 'herald')])) {
-      if (await reachable(candidate)) {
-        url = candidate;
-        break;
-      }
-    }
-  }
-  if (!url) {
+    // Connects to this data directory's cluster when a live Herald process runs it (admin commands
+    // while Herald serves); otherwise starts it (and stops an orphan of a killed Herald first).
     embedded = await startEmbeddedPostgres({
-      dir: clusterDir,
-      port: config.embeddedPostgresPort,
+      dir: clusterDirOf(config.dataDir, { choose: options.create }),
+      port: config.embeddedPostgresPort ?? LEGACY_EMBEDDED_PORT,
       database: 'herald',
+      secretFile: secretFileOf(config.dataDir),
+      create: options.create ?? false,
       onLog: options.onLog,
+      onNotice: options.onNotice,
+      onStateChange: options.onStateChange,
     });
     url = embedded.url;
   }
@@ -103,19 +109,6 @@ export async function openDatabase(config: Config, options: { poolMax: number; o
       await embedded?.stop();
     },
   };
-}
-
-async function reachable(url: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
-  try {
-    await client.connect();
-    await client.query('SELECT 1');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
 }
 
 export async function pendingMigrations(orm: MikroORM): Promise<string[]> {

@@ -13,6 +13,7 @@ import { clientIp } from './client-ip.ts';
 import { errorResponse, errorToResponse, json } from './respond.ts';
 import { Reply, type RouteContext, type RouteDefinition } from './route.ts';
 import { issuesOf, parseInput } from './validate.ts';
+import { isDatabaseUnavailable, OUTAGE_RETRY_AFTER_SECONDS } from '../db/availability.ts';
 import { metricsOf } from '../metrics/registry.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
@@ -64,10 +65,17 @@ async function handle(runtime: Runtime, route: RouteDefinition<any, any, any>, e
     const result = await runAudited(route, ctx);
     response = toResponse(runtime, route, result, ctx.responseHeaders);
   } catch (error) {
-    response = errorToResponse(error, runtime.logger, { request_id: requestId, route: `${route.method} ${route.path}` });
+    response = errorToResponse(outageOr(runtime, error), runtime.logger, { request_id: requestId, route: `${route.method} ${route.path}` });
     for (const [k, v] of Object.entries(ctx.responseHeaders)) if (!response.headers.has(k)) response.headers.set(k, v);
   }
   return finish(runtime, event, response, route, started);
+}
+
+/** A database outage is a 503 with Retry-After (logged once per outage), not an internal error. */
+function outageOr(runtime: Runtime, error: unknown): unknown {
+  if (error instanceof AppError || error instanceof ValidationFailure || !isDatabaseUnavailable(error)) return error;
+  runtime.availability.markDown(error);
+  return new AppError('database_unavailable', 'The database is unavailable; retry shortly', { headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) } });
 }
 
 function toResponse(runtime: Runtime, route: RouteDefinition<any, any, any>, result: unknown, headers: Record<string, string>): Response {

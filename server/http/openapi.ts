@@ -86,7 +86,8 @@ export function buildOpenApi(routes: RouteDefinition<any, any, any>[], options: 
       }
     }
     const generic = route.auth === 'public' ? [] : [401, 403];
-    for (const status of [...(route.errors ?? []), ...generic, 422, 500]) {
+    // Any route may answer 503 database_unavailable (with Retry-After) while the database is unreachable.
+    for (const status of [...(route.errors ?? []), ...generic, 422, 500, 503]) {
       if (!(String(status) in responses)) responses[String(status)] = errorRef(status);
     }
     if (route.rateLimit && !('429' in responses)) responses['429'] = errorRef(429);

@@ -7,6 +7,7 @@ import { query } from '../db/sql.ts';
 import { BOSS_SCHEMA } from '../queue.ts';
 
 const Health = z.object({ status: z.literal('ok') }).meta({ id: 'HealthResponse' });
+const Unhealthy = z.object({ status: z.literal('unavailable'), database: z.literal(false) }).meta({ id: 'UnhealthyResponse' });
 const Readiness = z
   .object({ status: z.enum(['ready', 'unavailable']), database: z.boolean(), queue: z.boolean() })
   .meta({ id: 'ReadinessResponse' });
@@ -14,11 +15,15 @@ const Readiness = z
 export const healthz = defineRoute({
   method: 'GET',
   path: '/healthz',
-  summary: 'Liveness: the process is up',
+  summary: 'Liveness: the process is up and its database answers (503 during an outage or while the embedded database restarts)',
   tag: 'system',
   auth: 'public',
-  responses: { 200: Health },
-  handler: () => ({ status: 'ok' as const }),
+  responses: { 200: Health, 503: Unhealthy },
+  handler: ({ runtime }) => {
+    const embedded = runtime.db.embedded;
+    const down = !runtime.availability.available || (embedded !== null && embedded.state !== 'running');
+    return down ? reply(503, { status: 'unavailable' as const, database: false as const }) : { status: 'ok' as const };
+  },
 });
 
 export const readyz = defineRoute({
@@ -38,6 +43,7 @@ export const readyz = defineRoute({
       }
     };
     const database = await probe(() => query(em, 'SELECT 1'));
+    if (database) runtime.availability.markUp();
     const queue = await probe(async () => {
       if (!runtime.boss) throw new Error('queue not started');
       await runtime.boss.getQueues();

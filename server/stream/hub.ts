@@ -17,6 +17,7 @@ import { inboxCounts } from '../services/inbox.ts';
 import { API_KEYS_CHANNEL } from '../auth/service-key-cache.ts';
 import { STREAM_CHANNEL, type StreamNotice } from './events.ts';
 import { lastStreamIdDrawn, readStreamLog, streamLogEnd, type StreamMessage } from './log.ts';
+import { isDatabaseUnavailable } from '../db/availability.ts';
 
 /** What the hub needs from one open stream (see sse.ts). */
 export interface StreamSink {
@@ -121,7 +122,9 @@ export class StreamHub {
         },
         (error: unknown) => {
           if (this.#stopping) return;
-          this.#runtime.logger.warn('stream listener reconnect failed', { error: (error as Error).message });
+          // During a database outage every attempt fails: that is the outage, logged once, not a line per attempt.
+          if (isDatabaseUnavailable(error)) this.#runtime.availability.markDown(error);
+          else this.#runtime.logger.warn('stream listener reconnect failed', { error: (error as Error).message });
           this.#scheduleReconnect();
         },
       );
@@ -212,7 +215,8 @@ export class StreamHub {
       }
     } catch (error) {
       if (!this.#stopping) {
-        this.#runtime.logger.warn('stream read failed; retrying', { error: (error as Error).message });
+        if (isDatabaseUnavailable(error)) this.#runtime.availability.markDown(error);
+        else this.#runtime.logger.warn('stream read failed; retrying', { error: (error as Error).message });
         const retry = setTimeout(() => this.#wake(contactId), 1000);
         retry.unref();
       }

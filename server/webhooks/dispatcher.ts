@@ -10,6 +10,7 @@ import { query } from '../db/sql.ts';
 import { postWebhook, type PostResult } from './post.ts';
 import { secretKey, signedHeaders, webhookSecretAad } from './signing.ts';
 import { registerWebhookWaker, unregisterWebhookWaker } from './wake.ts';
+import { isDatabaseUnavailable } from '../db/availability.ts';
 
 export interface WebhookDispatchOptions {
   /** Waits before the 2nd, 3rd ... attempt; after the last, the delivery is failed. */
@@ -212,7 +213,9 @@ export function startWebhookDispatcher(runtime: Runtime, overrides: WebhookDispa
         if (failed > 0) runtime.logger.debug('webhook attempts failed', { failed, sent: outcomes.length });
       } catch (error) {
         if (stopped) break;
-        runtime.logger.warn('webhook dispatch failed', { error });
+        // During a database outage every poll fails: that is the outage, logged once, not a line per poll.
+        if (isDatabaseUnavailable(error)) runtime.availability.markDown(error);
+        else runtime.logger.warn('webhook dispatch failed', { error });
         await sleep(1000);
       }
     }

@@ -36,7 +36,7 @@ export async function setup(project: TestProject): Promise<void> {
     workDir = mkdtempSync(join(tmpdir(), 'herald-test-pg-'));
     const { chmodSync } = await import('node:fs');
     chmodSync(workDir, 0o711); // the embedded cluster runs as 'postgres' when tests run as root
-    embedded = await startEmbeddedPostgres({ dir: join(workDir, 'pg'), port: await freePort(), database: 'postgres' });
+    embedded = await startEmbeddedPostgres({ dir: join(workDir, 'pg'), port: await freePort(), database: 'postgres', secretFile: join(workDir, 'pg-secret.json'), create: true });
     adminUrl = embedded.url;
   }
   templateDatabase = `herald_template_${process.pid}_${Date.now().toString(36)}`;
