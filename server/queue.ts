@@ -84,7 +84,7 @@ function prepareBossStatements(boss: PgBoss): void {
  * killed worker's jobs then waited about a minute. Live workers refresh every second
  * (HEARTBEAT_REFRESH_SECONDS), so only a process stalled for this long loses its jobs.
  */
-export const LOST_AFTER_SECONDS = 4;
+export const LOST_AFTER_SECONDS = 5;
 export const HEARTBEAT_REFRESH_SECONDS = 1;
 
 /** Every second: fails the jobs of lost workers (fenced to the attempt seen) and wakes the workers. */
