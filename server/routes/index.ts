@@ -23,6 +23,7 @@ import * as invitations from './invitations.ts';
 import * as dataRequests from './data-requests.ts';
 import * as staticFiles from './static.ts';
 import * as notifications from './notifications.ts';
+import * as topics from './topics.ts';
 
 export const routes: RouteDefinition<any, any, any>[] = [
   // system (no credential)
@@ -142,4 +143,13 @@ export const routes: RouteDefinition<any, any, any>[] = [
   notifications.triggerNotification,
   notifications.getNotificationEvent,
   notifications.listNotificationEvents,
+  // topics and their subscribers (management)
+  topics.create,
+  topics.list,
+  topics.get,
+  topics.remove,
+  topics.subscribe,
+  topics.unsubscribe,
+  topics.subscribers,
+  topics.contactTopics,
 ];
