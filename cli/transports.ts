@@ -23,14 +23,9 @@ import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts'
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
 import { confirmUnlessYes } from './support/confirm.ts';
 import { readJsonObject, readSecret } from './support/file-input.ts';
-import { remoteClient, type RemoteClient, type RemoteOptions } from './support/remote.ts';
+import { remoteClient, type RemoteClient } from './support/remote.ts';
+import { withTarget, type TargetOptions } from './support/target.ts';
 import type { Runtime } from '../server/runtime.ts';
-
-interface TargetOptions extends RemoteOptions {
-  dataDir?: string;
-  tenant?: string;
-  json?: boolean;
-}
 
 /** The operations the commands need, answered locally (services) or remotely (HTTP API). */
 interface TransportApi {
@@ -42,15 +37,6 @@ interface TransportApi {
   putPush(provider: PushProvider, body: unknown): Promise<PushTransportResponse>;
   deletePush(provider: PushProvider): Promise<void>;
   testPush(provider: PushProvider, body: unknown): Promise<SendTestResult>;
-}
-
-function withTarget(command: Command): Command {
-  return withDataDir(command)
-    .option('--tenant <id>', 'local mode: the tenant id')
-    .option('--url <url>', 'remote mode: Herald base URL (default $HERALD_URL)')
-    .option('--api-key <key>', 'remote mode: a service key of the tenant (default $HERALD_API_KEY; other users can see a flag in the process list)')
-    .option('--api-key-file <file>', "remote mode: read the service key from a file, or '-' for stdin")
-    .option('--json', 'print as JSON');
 }
 
 function remoteApi(client: RemoteClient): TransportApi {

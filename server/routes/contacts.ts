@@ -2,10 +2,14 @@
 // token minting take a service key (the spec's table); reads also accept a console admin (support).
 import { defineRoute, reply } from '../http/route.ts';
 import { RATE_POLICIES, tenantOverride } from '../rate-limit.ts';
+import { AppError } from '../errors.ts';
+import { requestBodyChunks } from '../http/body.ts';
+import { CONTACT_IMPORT_MAX_BYTES, importContacts } from '../services/contact-import.ts';
 import {
   BulkContactsRequest,
   BulkContactsResponse,
   ContactIdParams,
+  ContactImportResponse,
   ContactResponse,
   ContactTokenRequest,
   ContactTokenResponse,
@@ -105,6 +109,31 @@ export const bulk = defineRoute({
     { policy: RATE_POLICIES.contactsBulk, subject: auth!.tenantId, override: await tenantOverride(em, auth!.tenantId, RATE_POLICIES.contactsBulk) },
   ],
   handler: async ({ em, auth, body }) => bulkUpsertContacts(em, auth!.tenantId, body.contacts),
+});
+
+const NDJSON = /^application\/(x-)?ndjson\s*(;|$)/i;
+
+export const importNdjson = defineRoute({
+  method: 'POST',
+  path: '/v1/contacts/import',
+  summary: 'Create or update contacts from NDJSON (one contact a line, up to 100 MB, streamed); refused lines are reported by number, the others kept',
+  tag: TAG,
+  auth: 'service',
+  streamedBody: {
+    contentType: 'application/x-ndjson',
+    itemSchema: CreateContactRequest,
+    description: 'One CreateContactRequest object a line; contacts are matched by external_id, a field left out keeps its stored value',
+  },
+  responses: { 200: ContactImportResponse },
+  errors: [413, 415],
+  handler: async ({ em, auth, event }) => {
+    if (!NDJSON.test(event.req.headers.get('content-type') ?? '')) {
+      throw new AppError('unsupported_media_type', 'An import is NDJSON: send it with Content-Type: application/x-ndjson');
+    }
+    const declared = Number(event.req.headers.get('content-length') ?? NaN);
+    if (declared > CONTACT_IMPORT_MAX_BYTES) throw new AppError('payload_too_large', `An import is at most ${CONTACT_IMPORT_MAX_BYTES} bytes; nothing was imported`);
+    return importContacts(em, auth!.tenantId, requestBodyChunks(event.req) ?? [], CONTACT_IMPORT_MAX_BYTES);
+  },
 });
 
 export const token = defineRoute({

@@ -74,6 +74,7 @@ export const routes: RouteDefinition<any, any, any>[] = [
   contacts.create,
   contacts.find,
   contacts.bulk,
+  contacts.importNdjson,
   contacts.token,
   contacts.get,
   contacts.replace,
