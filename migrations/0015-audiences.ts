@@ -3,7 +3,8 @@
 // index on (broadcast_id, contact_id) is what makes its fan-out write at most one event per contact,
 // however often a page is retried. The fan-out's position (the last audience key written) is stored on
 // the broadcast row, in the statement that writes the page's events, so a crashed fan-out resumes
-// exactly there. Events gain the status 'canceled' (a canceled broadcast's events never delivered).
+// exactly there. A completed broadcast keeps its final counts (its events no longer change). Events
+// gain the status 'canceled' (a canceled broadcast's events never delivered).
 import { Migration } from '@mikro-orm/migrations';
 
 const EVENT_STATUSES = `'queued', 'processing', 'delivered', 'partially_delivered', 'failed', 'skipped'`;
@@ -50,6 +51,7 @@ export class Audiences extends Migration {
         fanned_out_at timestamptz,
         targeted integer NOT NULL DEFAULT 0,
         events_created integer NOT NULL DEFAULT 0,
+        final_counts jsonb,
         created_at timestamptz NOT NULL DEFAULT now(),
         updated_at timestamptz NOT NULL DEFAULT now(),
         completed_at timestamptz

@@ -42,6 +42,13 @@ export const encryptedColumns: EncryptedColumn[] = [
     aad: (r) => `events/${r.id}/secret_variables`,
   },
   {
+    // Until the fan-out has copied them into every event (and the broadcast is final).
+    table: 'broadcasts',
+    column: 'secret_variables_ciphertext',
+    keyColumns: ['id'],
+    aad: (r) => `broadcasts/${r.id}/secret_variables`,
+  },
+  {
     // The link token of a system email waiting in the queue (jobs/system-email.ts); once the job is
     // done, its data is never read again.
     table: `${BOSS_SCHEMA}.job`,

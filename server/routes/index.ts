@@ -24,6 +24,7 @@ import * as dataRequests from './data-requests.ts';
 import * as staticFiles from './static.ts';
 import * as notifications from './notifications.ts';
 import * as topics from './topics.ts';
+import * as broadcasts from './broadcasts.ts';
 
 export const routes: RouteDefinition<any, any, any>[] = [
   // system (no credential)
@@ -153,4 +154,9 @@ export const routes: RouteDefinition<any, any, any>[] = [
   topics.unsubscribe,
   topics.subscribers,
   topics.contactTopics,
+  // broadcasts to a topic or to all contacts (management)
+  broadcasts.create,
+  broadcasts.list,
+  broadcasts.get,
+  broadcasts.cancel,
 ];

@@ -52,6 +52,21 @@ export interface TriggerOutcome {
   contact_ids: Record<string, string>;
 }
 
+/** The required variables of the type row `type` that the text[] `names` does not give. */
+export function missingVariablesSql(type: string, names: string): string {
+  return `ARRAY(SELECT v->>'name' FROM jsonb_array_elements(coalesce(${type}.variables, '[]'::jsonb)) AS v
+                  WHERE (v->>'required')::boolean AND NOT (v->>'name' = ANY (${names})))`;
+}
+
+/**
+ * Whether no channel but the inbox is on for the type row `type` and asked for by the text[]
+ * `channels` (NULL: all), as delivery/plan.ts decides: such events share delivery jobs.
+ */
+export function inboxOnlySql(type: string, channels: string): string {
+  return `NOT EXISTS (SELECT 1 FROM jsonb_each(coalesce(${type}.channel_defaults, '{}'::jsonb)) AS d
+                        WHERE d.key <> 'inbox' AND d.value = 'true'::jsonb AND (${channels} IS NULL OR d.key = ANY (${channels})))`;
+}
+
 /** The statement per queue instance: it embeds the queue's table name, read from pg-boss once. */
 const triggerStatement = statementPerQueue((boss) => deliveryJobsCte(boss, 'to_enqueue').then(buildTriggerStatement));
 
@@ -73,11 +88,8 @@ const buildTriggerStatement = (jobsCte: string) => `
            tn.archived_at IS NOT NULL AS archived,
            nt.key IS NOT NULL AS type_found,
            (i.brand IS NULL OR EXISTS (SELECT 1 FROM brands b WHERE b.tenant_id = i.tenant_id AND b.key = i.brand)) AS brand_found,
-           ARRAY(SELECT v->>'name' FROM jsonb_array_elements(coalesce(nt.variables, '[]'::jsonb)) AS v
-                  WHERE (v->>'required')::boolean AND NOT (v->>'name' = ANY (i.names))) AS missing,
-           -- No channel but the inbox is on for the type and asked for (delivery/plan.ts): its events share delivery jobs.
-           NOT EXISTS (SELECT 1 FROM jsonb_each(coalesce(nt.channel_defaults, '{}'::jsonb)) AS d
-                        WHERE d.key <> 'inbox' AND d.value = 'true'::jsonb AND (i.channels IS NULL OR d.key = ANY (i.channels))) AS inbox_only
+           ${missingVariablesSql('nt', 'i.names')} AS missing,
+           ${inboxOnlySql('nt', 'i.channels')} AS inbox_only
       FROM input i
       LEFT JOIN tenants tn ON tn.id = i.tenant_id
       LEFT JOIN notification_types nt ON nt.tenant_id = i.tenant_id AND nt.key = i.type AND nt.deleted_at IS NULL
