@@ -24,6 +24,7 @@ const COMMAND_GROUPS: Record<string, () => Promise<Register>> = {
   'api-keys': async () => (await import('./api-keys.ts')).registerApiKeys,
   brands: async () => (await import('./brandings.ts')).registerBrandings,
   topics: async () => (await import('./topics.ts')).registerTopics,
+  broadcasts: async () => (await import('./broadcasts.ts')).registerBroadcasts,
 };
 
 /** The groups a command line needs: the one it names, none for --version alone, else all (for help). */
