@@ -4,7 +4,7 @@
 // however often a page is retried. The fan-out's position (the last audience key written) is stored on
 // the broadcast row, in the statement that writes the page's events, so a crashed fan-out resumes
 // exactly there. A completed broadcast keeps its final counts (its events no longer change). Events
-// gain the status 'canceled' (a canceled broadcast's events never delivered).
+// may be 'canceled' (a canceled broadcast's events never delivered).
 import { Migration } from '@mikro-orm/migrations';
 
 const EVENT_STATUSES = `'queued', 'processing', 'delivered', 'partially_delivered', 'failed', 'skipped'`;
@@ -59,15 +59,21 @@ export class Audiences extends Migration {
     this.addSql(`CREATE INDEX broadcasts_tenant ON broadcasts (tenant_id, id DESC)`);
     this.addSql(`ALTER TABLE events ADD COLUMN broadcast_id uuid`);
     this.addSql(`CREATE UNIQUE INDEX events_broadcast_contact ON events (broadcast_id, contact_id) WHERE broadcast_id IS NOT NULL`);
-    this.addSql(`ALTER TABLE events DROP CONSTRAINT events_status_check`);
-    this.addSql(`ALTER TABLE events ADD CONSTRAINT events_status_check CHECK (status IN (${EVENT_STATUSES}, 'canceled')) NOT VALID`);
-    this.addSql(`ALTER TABLE events VALIDATE CONSTRAINT events_status_check`);
+    // Workflows bring 'canceled' (and 'digested') too: the constraint is replaced only where it does not
+    // allow 'canceled' yet, and then allows both, so whichever migration runs first, neither undoes the other.
+    this.addSql(`
+      DO $$
+      BEGIN
+        IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = 'events'::regclass AND conname = 'events_status_check'
+                          AND pg_get_constraintdef(oid) LIKE '%''canceled''%') THEN
+          ALTER TABLE events DROP CONSTRAINT IF EXISTS events_status_check;
+          ALTER TABLE events ADD CONSTRAINT events_status_check CHECK (status IN (${EVENT_STATUSES}, 'canceled', 'digested'));
+        END IF;
+      END $$`);
   }
 
+  // The event statuses stay: workflows use them as well.
   override down(): void {
-    this.addSql(`DELETE FROM events WHERE status = 'canceled'`);
-    this.addSql(`ALTER TABLE events DROP CONSTRAINT events_status_check`);
-    this.addSql(`ALTER TABLE events ADD CONSTRAINT events_status_check CHECK (status IN (${EVENT_STATUSES}))`);
     this.addSql(`DROP INDEX events_broadcast_contact`);
     this.addSql(`ALTER TABLE events DROP COLUMN broadcast_id`);
     this.addSql(`DROP TABLE IF EXISTS broadcasts, topic_subscriptions, topics`);
