@@ -168,6 +168,15 @@ describe('POST /v1/contacts/import', () => {
     ]);
   });
 
+  it('shares the bulk route\'s budget of 20 calls a minute per tenant (429 past it)', async () => {
+    const tenant = await createTenantFixture(app, 'Busy');
+    for (let i = 0; i < 19; i++) expect((await importText(tenant, '')).status).toBe(200);
+    expect((await app.request('POST', '/v1/contacts/bulk', { token: tenant.serviceKey, body: { contacts: [{ external_id: 'b' }] } })).status).toBe(200);
+    const refused = await importText(tenant, '{"external_id": "late"}');
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBeTruthy();
+  });
+
   it('takes a service key only (401 without one, 403 for a contact token or a console admin) and writes into its own tenant', async () => {
     const body = lines({ external_id: 'tenant-check', name: 'Acme one' });
     expect((await app.request('POST', '/v1/contacts/import', { rawBody: body, headers: NDJSON })).status).toBe(401);
