@@ -10,36 +10,23 @@
 // BENCH_AUDIENCE_CONTACTS=1000000 is the large run: then the broadcast is followed through its fan-out
 // and BENCH_AUDIENCE_FOLLOW_SECONDS (default 30) of delivery after it, and canceled (delivering a
 // million inbox items takes minutes on a small machine); the figures are taken over that window.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { loadConfig } from '../server/config.ts';
 import { generateKey } from '../server/crypto/keyring.ts';
-import { startEmbeddedPostgres } from '../server/db/embedded-postgres.ts';
 import { startRuntime, stopRuntime } from '../server/runtime.ts';
-import { createTenant } from '../server/services/tenants.ts';
-import { createUser } from '../server/services/users.ts';
-import { hashServiceKey } from '../server/http/auth.ts';
 import { execute } from '../server/db/sql.ts';
 import { newId } from '../server/ids.ts';
 import { KeepAliveConnection } from './keep-alive-client.ts';
+import { benchTenant, cleanups, fmt, freePort, freshDatabase, print, runBench, sleep, startHerald, stats } from './support.ts';
 
-const HERALD_BIN = fileURLToPath(new URL('../bin/herald', import.meta.url));
 const CONTACTS = Number(process.env.BENCH_AUDIENCE_CONTACTS ?? 100_000);
 /** Above this audience the broadcast is not followed to its end (see the header). */
 const FOLLOW_WHOLE_UP_TO = 200_000;
 const FOLLOW_SECONDS = Number(process.env.BENCH_AUDIENCE_FOLLOW_SECONDS ?? 30);
 const PROBE_INTERVAL_MS = 50;
-
-const cleanups: Array<() => Promise<unknown>> = [];
-const print = (line: string) => console.log(line);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const fmt = (n: number) => (n >= 100 ? Math.round(n).toString() : n.toFixed(1));
 
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'herald-bench-audiences-'));
@@ -52,14 +39,10 @@ async function main(): Promise<void> {
   // Two tenants: one broadcasts, the other triggers meanwhile. Both have an inbox-only type.
   const setup = await startRuntime(config, { role: 'api', queue: true, poolMax: 4 });
   const em = setup.orm.em.fork();
-  const user = await createUser(em, { email: 'bench@example.test', password: 'bench password 1', verified: true });
   const keys: string[] = [];
   for (const name of ['Broadcaster', 'Other']) {
-    const tenant = await createTenant(em, { name, ownerUserId: user.id, makeDefault: name === 'Broadcaster' });
-    const key = `sk_${randomBytes(24).toString('base64url')}`;
-    keys.push(key);
-    await execute(em, `INSERT INTO api_keys (id, tenant_id, name, prefix, key_hash) VALUES ($1, $2, 'bench', 'sk_bench', $3)`, [newId(), tenant.id, hashServiceKey(key)]);
-    await execute(em, `INSERT INTO tenant_limits (tenant_id, name, value) VALUES ($1, 'rate:trigger', 10000000), ($1, 'rate:trigger:burst', 10000000)`, [tenant.id]);
+    const { tenant, apiKey } = await benchTenant(em, name);
+    keys.push(apiKey);
     await execute(em, `INSERT INTO notification_types (id, tenant_id, key, name, channel_defaults) VALUES ($1, $2, 'bench', 'Bench', '{"inbox": true}')`, [newId(), tenant.id]);
     await execute(
       em,
@@ -160,8 +143,7 @@ async function main(): Promise<void> {
   await probing$;
   const window = (performance.now() - t0) / 1000;
   if (!followWhole) await fetch(`${base}/v1/broadcasts/${id}/cancel`, { method: 'POST', headers: { authorization: `Bearer ${broadcasterKey}` } });
-  latencies.sort((a, b) => a - b);
-  const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]!;
+  const http = stats(latencies);
   const delivery = (
     await db.query(
       `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS p50, percentile_cont(0.99) WITHIN GROUP (ORDER BY ms) AS p99, count(*)::int AS n
@@ -175,7 +157,7 @@ async function main(): Promise<void> {
   print(`7. broadcast to ${CONTACTS} contacts (inbox): 202 in ${fmt(acceptedMs)} ms; fan-out done after ${fannedOutSeconds?.toFixed(1) ?? '?'} s; ${items}`);
   print(`   worker RSS ${mb(workerRssBefore)} MB -> at most ${mb(workerRssMax)} MB during it (growth ${mb(workerRssMax - workerRssBefore)} MB; target <= 100 MB)`);
   print(
-    `   another tenant's 1-recipient triggers meanwhile (${latencies.length}, one every ${PROBE_INTERVAL_MS} ms): HTTP p50 ${fmt(pct(0.5))} ms, p99 ${fmt(pct(0.99))} ms (target <= 100 ms); delivered (event -> inbox item) p50 ${fmt(Number(delivery.p50))} ms, p99 ${fmt(Number(delivery.p99))} ms (${delivery.n} items)`,
+    `   another tenant's 1-recipient triggers meanwhile (${latencies.length}, one every ${PROBE_INTERVAL_MS} ms): HTTP p50 ${fmt(http.p50)} ms, p99 ${fmt(http.p99)} ms (target <= 100 ms); delivered (event -> inbox item) p50 ${fmt(Number(delivery.p50))} ms, p99 ${fmt(Number(delivery.p99))} ms (${delivery.n} items)`,
   );
 }
 
@@ -191,60 +173,4 @@ function rssOf(pid: number): number {
 
 const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(0);
 
-/** A new database on DATABASE_URL's server (dropped afterwards), else on an embedded PostgreSQL. */
-async function freshDatabase(dataDir: string): Promise<string> {
-  let adminUrl = process.env.DATABASE_URL;
-  if (!adminUrl) {
-    const embedded = await startEmbeddedPostgres({ dir: join(dataDir, 'pg'), port: await freePort(), database: 'postgres' });
-    cleanups.push(() => embedded.stop());
-    adminUrl = embedded.url;
-  }
-  const name = `herald_bench_aud_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE "${name}"`);
-  await admin.end();
-  cleanups.push(async () => {
-    const c = new pg.Client({ connectionString: adminUrl });
-    await c.connect();
-    await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-    await c.end();
-  });
-  const u = new URL(adminUrl);
-  u.pathname = `/${name}`;
-  return u.toString();
-}
-
-async function startHerald(args: string[], env: Record<string, string>, readyText: string | null): Promise<ChildProcess> {
-  const child = spawn(HERALD_BIN, ['start', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  cleanups.push(async () => child.exitCode === null && child.signalCode === null && child.kill('SIGKILL'));
-  if (!readyText) {
-    child.stdout!.resume();
-    return child;
-  }
-  let out = '';
-  await new Promise<void>((resolve, reject) => {
-    child.stdout!.on('data', (d) => (out += d) && out.includes(readyText) && resolve());
-    child.on('exit', (code) => reject(new Error(`herald ${args.join(' ')} exited with ${code}`)));
-  });
-  return child;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
-
-try {
-  await main();
-} catch (error) {
-  console.error(`bench failed: ${(error as Error).message}`);
-  process.exitCode = 1;
-} finally {
-  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
-}
+await runBench(main);

@@ -23,6 +23,7 @@ const COMMAND_GROUPS: Record<string, () => Promise<Register>> = {
   events: async () => (await import('./events.ts')).registerEvents,
   'api-keys': async () => (await import('./api-keys.ts')).registerApiKeys,
   brands: async () => (await import('./brandings.ts')).registerBrandings,
+  types: async () => (await import('./types.ts')).registerTypes,
   topics: async () => (await import('./topics.ts')).registerTopics,
   broadcasts: async () => (await import('./broadcasts.ts')).registerBroadcasts,
 };

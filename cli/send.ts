@@ -10,12 +10,14 @@ import type { EventResponse, TriggerResponse } from '../server/schemas/notificat
 interface SendOptions extends RemoteOptions, MessageOptions {
   type: string;
   to: string[];
+  at?: string;
+  cancellationKey?: string;
   wait?: boolean;
   timeout: string;
   json?: boolean;
 }
 
-const FINAL = new Set(['delivered', 'partially_delivered', 'failed', 'skipped']);
+const FINAL = new Set(['delivered', 'partially_delivered', 'failed', 'skipped', 'canceled', 'digested']);
 const collect = (value: string, previous: string[]) => [...previous, value];
 
 export function registerSend(program: Command): void {
@@ -28,6 +30,8 @@ export function registerSend(program: Command): void {
         .option('--to <external_id>', 'recipient external id (repeat for more, up to 100)', collect, []),
     ),
   )
+    .option('--at <time>', 'deliver at this time (RFC 3339, e.g. 2027-01-01T09:00:00+01:00; at most 90 days ahead)')
+    .option('--cancellation-key <key>', 'a key that cancels the events later: herald events cancel --key <key>')
     .option('--wait', 'wait until every event is final; exit 1 when a delivery failed')
     .option('--timeout <seconds>', 'with --wait: give up after this long', '60')
     .option('--json', 'print JSON')
@@ -39,6 +43,7 @@ Examples:
   $ herald send --type deploy_finished --to ops_team --var version=1.4.2
   $ herald send --type login_code --to user_42 --secret code=913455 --wait --json
   $ herald send --type report --to a --to b --data-file vars.json --idempotency-key build-1234
+  $ herald send --type trial_ending --to user_42 --at 2027-01-01T09:00:00Z --cancellation-key trial-user_42
   $ printf '{"code": "%s"}' "$CODE" | herald send --type login_code --to user_42 --secrets-file -`,
     )
     .action(async (options: SendOptions) => {
@@ -47,12 +52,17 @@ Examples:
       if (!Number.isFinite(timeout) || timeout <= 0) throw usageError('--timeout must be a positive number of seconds');
       const fields = messageFields(options);
       const client = remoteClient(options, { invalidInputExit: EXIT_FAILURE });
-      const body = { type: options.type, recipients: options.to, ...fields.body };
+      const body: Record<string, unknown> = { type: options.type, recipients: options.to, ...fields.body };
+      if (options.at) {
+        if (Number.isNaN(Date.parse(options.at))) throw usageError(`--at takes an RFC 3339 time such as 2027-01-01T09:00:00Z, got "${options.at}"`);
+        body.send_at = new Date(options.at).toISOString();
+      }
+      if (options.cancellationKey) body.cancellation_key = options.cancellationKey;
       const headers = fields.headers;
       const accepted = await client.call<TriggerResponse>('POST', '/v1/notifications', { body, headers });
       if (!options.wait) {
         if (options.json) printJson(accepted);
-        else for (const e of accepted.events) print(`queued ${e.event_id} for ${e.external_id}`);
+        else for (const e of accepted.events) print(`${e.status} ${e.event_id} for ${e.external_id}`);
         return;
       }
       const events = await waitForEvents(client, accepted.events.map((e) => e.event_id), timeout * 1000);

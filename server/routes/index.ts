@@ -44,6 +44,9 @@ export const routes: RouteDefinition<any, any, any>[] = [
   notificationTypes.optOutPolicy,
   notificationTypes.variables,
   notificationTypes.restore,
+  notificationTypes.putWorkflow,
+  notificationTypes.deleteWorkflow,
+  notificationTypes.quietHoursBypass,
   // brands (management)
   brandings.create,
   brandings.list,
@@ -81,6 +84,7 @@ export const routes: RouteDefinition<any, any, any>[] = [
   contacts.replace,
   contacts.remove,
   contacts.language,
+  contacts.quietHours,
   // preferences (either)
   preferences.get,
   preferences.set,
@@ -145,6 +149,8 @@ export const routes: RouteDefinition<any, any, any>[] = [
   notifications.triggerNotification,
   notifications.getNotificationEvent,
   notifications.listNotificationEvents,
+  notifications.cancelByKey,
+  notifications.cancelEvent,
   // topics and their subscribers (management)
   topics.create,
   topics.list,

@@ -16,10 +16,10 @@ import { newId } from '../ids.ts';
 import { statementPerQueue } from '../queue.ts';
 import type { Runtime } from '../runtime.ts';
 import { deliveryJobsCte, wakeDeliveryWorkers } from '../delivery/enqueue.ts';
-import { eventTypeJoin } from '../delivery/worker.ts';
+import { eventTypeJoin } from '../delivery/stages/load.ts';
+import { inboxOnlySql } from '../delivery/stages/plan.ts';
 import { BROADCAST_COLUMNS, broadcastSecretAad, scheduleCompletionCheck, type BroadcastRow } from './broadcasts.ts';
 import { secretVariablesAad } from './notifications.ts';
-import { inboxOnlySql } from './trigger-batch.ts';
 
 /** Contacts per page (one statement): thousands of events per statement, one page held at a time. */
 export const FAN_OUT_PAGE_SIZE = 5000;
@@ -54,7 +54,7 @@ const fanOutStatement = statementPerQueue(async (boss) => {
     ON CONFLICT (broadcast_id, contact_id) WHERE broadcast_id IS NOT NULL DO NOTHING
     RETURNING id, tenant_id
   ), to_enqueue AS (
-    SELECT i.id, i.tenant_id, k.inbox_only FROM inserted i CROSS JOIN kind k
+    SELECT i.id, i.tenant_id, k.inbox_only, NULL::text AS start_after FROM inserted i CROSS JOIN kind k
   ), ${jobs}, moved AS (
     UPDATE broadcasts SET fan_out_cursor = $6, events_created = events_created + (SELECT count(*) FROM inserted), updated_at = now()
      WHERE id IN (SELECT id FROM b)

@@ -14,6 +14,7 @@ import {
   type ContactResponse,
   type ContactTokenResponse,
   type ReplaceContactRequest,
+  type SetQuietHoursRequest,
 } from '../schemas/contacts.ts';
 
 export function contactView(row: ContactRow): ContactResponse {
@@ -25,6 +26,8 @@ export function contactView(row: ContactRow): ContactResponse {
     name: row.name,
     language: row.language,
     properties: row.properties ?? {},
+    timezone: row.timezone,
+    quiet_hours: row.quiet_hours,
     created_at: new Date(row.created_at).toISOString(),
     updated_at: new Date(row.updated_at).toISOString(),
   };
@@ -91,6 +94,17 @@ export async function setContactLanguage(em: EntityManager, tenantId: string, id
     em,
     `UPDATE contacts SET language = $3, updated_at = now() WHERE id = $1 AND tenant_id = $2 RETURNING ${CONTACT_COLUMNS}`,
     [id, tenantId, language],
+  );
+  if (!row) throw notFound('Contact');
+  return row;
+}
+
+/** Sets the contact's time zone and quiet hours (null: none); remote channels wait for their end. */
+export async function setContactQuietHours(em: EntityManager, tenantId: string, id: string, input: SetQuietHoursRequest): Promise<ContactRow> {
+  const row = await queryOne<ContactRow>(
+    em,
+    `UPDATE contacts SET timezone = $3, quiet_hours = $4::jsonb, updated_at = now() WHERE id = $1 AND tenant_id = $2 RETURNING ${CONTACT_COLUMNS}`,
+    [id, tenantId, input.timezone, input.quiet_hours === null ? null : JSON.stringify(input.quiet_hours)],
   );
   if (!row) throw notFound('Contact');
   return row;
