@@ -105,6 +105,12 @@ function isForeignKeyViolation(error: unknown): boolean {
   return false;
 }
 
+interface PageWritten {
+  running: number;
+  inserted: number;
+  enqueued: number;
+}
+
 export interface FanOutOptions {
   pageSize?: number;
   /** A pause between pages, to leave the database to other work (0: none). */
@@ -125,35 +131,33 @@ export async function fanOutBroadcast(runtime: Runtime, broadcastId: string, opt
   if (broadcast.fanned_out_at === null) {
     const secrets = broadcast.secret_variables_ciphertext ? runtime.keyRing.decrypt(broadcast.secret_variables_ciphertext, broadcastSecretAad(broadcast.id)) : null;
     const statement = await fanOutStatement(boss);
+    // The next page is read while the current one is written: the read is an index range scan from
+    // the current page's last key, known before its write commits.
     let cursor = broadcast.fan_out_cursor;
-    for (;;) {
-      const page = await audiencePage(em, broadcast, cursor, pageSize);
-      if (page.length === 0) break;
+    let page = await audiencePage(em, broadcast, cursor, pageSize);
+    while (page.length > 0) {
       const now = runtime.clock.now();
       const eventIds = page.map(() => newId(now));
       const ciphertexts = eventIds.map((id) => (secrets === null ? null : runtime.keyRing.encrypt(secrets, secretVariablesAad(id))));
       const last = page[page.length - 1]!.key;
-      let written: { running: number; inserted: number; enqueued: number };
+      const writing = query<PageWritten>(em, statement, [broadcast.id, eventIds, page.map((m) => m.contact_id), page.map((m) => m.external_id), ciphertexts, last]);
+      const next = page.length < pageSize ? Promise.resolve([]) : audiencePage(em, broadcast, last, pageSize);
+      next.catch(() => undefined); // awaited below; meanwhile a failure is not unhandled
+      let written: PageWritten;
       try {
-        [written] = (await query<typeof written>(em, statement, [
-          broadcast.id,
-          eventIds,
-          page.map((m) => m.contact_id),
-          page.map((m) => m.external_id),
-          ciphertexts,
-          last,
-        ])) as [typeof written];
+        [written] = (await writing) as [PageWritten];
       } catch (error) {
         // A contact of the page was deleted meanwhile: read the page again without it.
-        if (isForeignKeyViolation(error)) continue;
-        throw error;
+        if (!isForeignKeyViolation(error)) throw error;
+        page = await audiencePage(em, broadcast, cursor, pageSize);
+        continue;
       }
       if (written.running === 0) return; // canceled
       if (written.enqueued !== written.inserted) throw new Error(`fan-out page wrote ${written.inserted} events but enqueued ${written.enqueued}`);
-      cursor = last;
       if (written.inserted > 0) wakeDeliveryWorkers(boss, runtime.logger);
-      if (page.length < pageSize) break;
-      if (options.pauseMs) await new Promise((resolve) => setTimeout(resolve, options.pauseMs));
+      cursor = last;
+      page = await next;
+      if (options.pauseMs && page.length > 0) await new Promise((resolve) => setTimeout(resolve, options.pauseMs));
     }
     const ended = await execute(em, `UPDATE broadcasts SET fanned_out_at = now(), updated_at = now() WHERE id = $1 AND status = 'running' AND fanned_out_at IS NULL`, [
       broadcast.id,
