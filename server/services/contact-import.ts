@@ -2,8 +2,8 @@
 // Lines are validated one by one (contacts.ts parseContactEntry, the bulk route's rule) and the valid
 // ones are written by the contacts' one upsert statement (contact-upsert.ts, in external_id order), in
 // batches, each committed on its own: a refused line is reported by its number and the others are kept.
-// While a batch's statement runs, the next batch is read and validated, so reading and writing overlap
-// while at most two batches are held.
+// While batches are written (two statements at a time), the next one is read and validated, so reading
+// and writing overlap while at most three batches are held.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../errors.ts';
 import type { ContactImportResponse } from '../schemas/contacts.ts';
@@ -14,6 +14,11 @@ import { parseContactEntry } from './contacts.ts';
 export const CONTACT_IMPORT_MAX_BYTES = 100 * 1024 * 1024;
 /** Contacts per upsert statement: large enough that per-statement costs vanish, small enough to hold twice. */
 const BATCH_CONTACTS = 5000;
+/**
+ * Batch statements in flight at once. Two statements that upsert the same contact wait for each other
+ * (each writes in external_id order, so they cannot deadlock), and counts add up the same either way.
+ */
+const WRITE_LANES = 2;
 /** Errors listed in the answer; `refused` counts them all. */
 const LISTED_ERRORS = 100;
 /** A longer line is refused unread (a contact object is far smaller). */
@@ -86,7 +91,7 @@ export async function importContacts(
     if (result.errors.length < LISTED_ERRORS) result.errors.push({ line, detail });
   };
   let batch: ContactFields[] = [];
-  let writing: Promise<void> = Promise.resolve();
+  const writing: Array<Promise<void>> = [];
   const write = async (contacts: ContactFields[]) => {
     const counts = await upsertContactCounts(em, tenantId, contacts);
     result.created += counts.created;
@@ -113,18 +118,19 @@ export async function importContacts(
       }
       batch.push(parsed.contact);
       if (batch.length >= BATCH_CONTACTS) {
-        await writing;
-        writing = write(batch);
+        if (writing.length >= WRITE_LANES) await writing.shift();
+        const written = write(batch);
         // Handled when awaited; until then a failure must not count as unhandled.
-        writing.catch(() => undefined);
+        written.catch(() => undefined);
+        writing.push(written);
         batch = [];
       }
     }
+    if (batch.length > 0) writing.push(write(batch));
   } finally {
-    // Whatever ends the reading, the batch in flight settles before the answer (or the error) goes out.
-    await writing.catch(() => undefined);
+    // Whatever ends the reading, the batches in flight settle before the answer (or the error) goes out.
+    await Promise.allSettled(writing);
   }
-  await writing;
-  if (batch.length > 0) await write(batch);
+  for (const written of writing) await written;
   return result;
 }
