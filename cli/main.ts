@@ -24,6 +24,9 @@ const COMMAND_GROUPS: Record<string, () => Promise<Register>> = {
   'api-keys': async () => (await import('./api-keys.ts')).registerApiKeys,
   brands: async () => (await import('./brandings.ts')).registerBrandings,
   types: async () => (await import('./types.ts')).registerTypes,
+  templates: async () => (await import('./templates.ts')).registerTemplates,
+  export: async () => (await import('./configuration.ts')).registerExport,
+  apply: async () => (await import('./configuration.ts')).registerApply,
   topics: async () => (await import('./topics.ts')).registerTopics,
   broadcasts: async () => (await import('./broadcasts.ts')).registerBroadcasts,
 };

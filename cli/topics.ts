@@ -24,7 +24,7 @@ import type { Runtime } from '../server/runtime.ts';
 import { confirmUnlessYes } from './support/confirm.ts';
 import { print, printJson, printTable, usageError } from './support/output.ts';
 import type { RemoteClient } from './support/remote.ts';
-import { withTarget, withTargetApi, type TargetOptions } from './support/target.ts';
+import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
 
 /** The operations the commands need, answered locally (services) or remotely (HTTP API). */
 interface TopicApi {
@@ -69,7 +69,8 @@ function localApi(runtime: Runtime, tenantId: string): TopicApi {
   };
 }
 
-const run = <T>(options: TargetOptions, fn: (api: TopicApi) => Promise<T>) => withTargetApi(options, { remote: remoteApi, local: localApi }, fn);
+const run = <T>(options: TargetOptions, fn: (api: TopicApi) => Promise<T>) =>
+  onTarget(options, { local: (runtime, tenantId) => fn(localApi(runtime, tenantId)), remote: (client) => fn(remoteApi(client)) });
 
 function printTopic(topic: TopicResponse): void {
   printTable([topic], ['key', 'name', 'subscriber_count', 'created_at']);

@@ -15,7 +15,6 @@ import {
   testEmailTransport,
 } from '../server/services/email-transport.ts';
 import { deletePushTransport, listPushTransports, putPushTransport, testPushTransport } from '../server/services/push-transports.ts';
-import { findTenant } from '../server/services/tenants.ts';
 import { EmailTransportRequest, SendTestEmailRequest, SendTestPushRequest } from '../server/schemas/transports.ts';
 import { parseInput } from '../server/http/validate.ts';
 import { smtpSettingsFromUrl } from '../server/email/smtp.ts';
@@ -25,7 +24,9 @@ import { confirmUnlessYes } from './support/confirm.ts';
 import { readJsonObject, readSecret } from './support/file-input.ts';
 import { remoteClient, type RemoteClient } from './support/remote.ts';
 import { withTarget, type TargetOptions } from './support/target.ts';
+import { resolveTenant } from './support/tenant-option.ts';
 import type { Runtime } from '../server/runtime.ts';
+
 
 /** The operations the commands need, answered locally (services) or remotely (HTTP API). */
 interface TransportApi {
@@ -70,12 +71,10 @@ function localApi(runtime: Runtime, tenantId: string): TransportApi {
 /** Runs `fn` against the remote API or, with --tenant, the local database. */
 async function withApi<T>(options: TargetOptions, fn: (api: TransportApi, local: { runtime: Runtime; config: Config } | null) => Promise<T>): Promise<T> {
   if (options.url ?? process.env.HERALD_URL) return fn(remoteApi(remoteClient(options)), null);
-  if (!options.tenant) throw usageError('give --tenant <id> (local mode) or --url and --api-key (remote mode)');
   const config = configFrom({ dataDir: options.dataDir });
-  const tenantId = options.tenant;
   return withLocalRuntime(config, async (runtime) => {
-    if (!/^[0-9a-f-]{36}$/i.test(tenantId) || !(await findTenant(runtime.orm.em.fork(), tenantId))) throw new CliError(`no tenant ${tenantId}`);
-    return fn(localApi(runtime, tenantId), { runtime, config });
+    const tenant = await resolveTenant(runtime.orm.em.fork(), options.tenant);
+    return fn(localApi(runtime, tenant.id), { runtime, config });
   });
 }
 

@@ -30,9 +30,9 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** Local mode: the CLI talks to the test app's database directly. */
-function local(args: string[]): Promise<CliResult> {
-  return runCli([...args, '--tenant', acme.tenantId], {
+/** Local mode: the CLI talks to the test app's database directly (--tenant unless `tenant` is false). */
+function local(args: string[], tenant = true): Promise<CliResult> {
+  return runCli(tenant ? [...args, '--tenant', acme.tenantId] : args, {
     env: { DATABASE_URL: app.database.url, HERALD_ENCRYPTION_KEYS: app.config.encryptionKeys, HERALD_HOME: app.dataDir, HERALD_URL: undefined, HERALD_API_KEY: undefined },
   });
 }
@@ -75,7 +75,9 @@ describe('herald topics', () => {
     expect((await runCli(['topics', 'create', 'remote-topic'], { env: remote })).code).toBe(1); // 409
     expect((await runCli(['topics', 'create', 'Bad Key'], { env: remote })).code).toBe(2); // 422
     expect((await runCli(['topics', 'subscribe', 'remote-topic'], { env: remote })).code).toBe(2); // no ids
-    const none = await runCli(['topics', 'list'], { env: { HERALD_URL: undefined, HERALD_API_KEY: undefined } });
+    // Locally, --tenant may be left out only when the install has one tenant.
+    await createTenantFixture(app, 'Second');
+    const none = await local(['topics', 'list'], false);
     expect(none.code).toBe(2);
     expect(none.stderr).toMatch(/--tenant <id>.*--url/);
   });

@@ -1,14 +1,11 @@
-// Commands that work both on the host (local mode: --tenant, straight to the database through the
-// services) and against a running Herald (remote mode: --url/--api-key or HERALD_URL/HERALD_API_KEY,
-// through the HTTP API). Each command group describes its operations once and gives a local and a
-// remote implementation of them; the options decide which one runs.
+// Commands that work on a tenant both ways: locally (--tenant, the database through the services, on
+// the host) and remotely (--url and a service key, through the HTTP API). --url or $HERALD_URL picks
+// remote mode. Locally, --tenant may be left out when the install has exactly one tenant (single mode).
 import type { Command } from 'commander';
-import { findTenant } from '../../server/services/tenants.ts';
-import { isUuid } from '../../server/ids.ts';
 import type { Runtime } from '../../server/runtime.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './context.ts';
-import { CliError, usageError } from './output.ts';
 import { remoteClient, type RemoteClient, type RemoteOptions } from './remote.ts';
+import { resolveTenant } from './tenant-option.ts';
 
 export interface TargetOptions extends RemoteOptions {
   dataDir?: string;
@@ -16,28 +13,26 @@ export interface TargetOptions extends RemoteOptions {
   json?: boolean;
 }
 
-/** Adds the local (--data-dir, --tenant) and remote (--url, --api-key, --api-key-file) options and --json. */
+/** Adds the local (--data-dir, --tenant) and remote (--url, --api-key, --api-key-file) options, and --json. */
 export function withTarget(command: Command): Command {
   return withDataDir(command)
-    .option('--tenant <id>', 'local mode: the tenant id')
+    .option('--tenant <id>', 'local mode: the tenant id (default: the only tenant of the install)')
     .option('--url <url>', 'remote mode: Herald base URL (default $HERALD_URL)')
     .option('--api-key <key>', 'remote mode: a service key of the tenant (default $HERALD_API_KEY; other users can see a flag in the process list)')
     .option('--api-key-file <file>', "remote mode: read the service key from a file, or '-' for stdin")
     .option('--json', 'print as JSON');
 }
 
-/** Runs `fn` with the remote implementation when a URL is given, else the local one for --tenant. */
-export async function withTargetApi<A, T>(
-  options: TargetOptions,
-  implementations: { remote: (client: RemoteClient) => A; local: (runtime: Runtime, tenantId: string) => A },
-  fn: (api: A) => Promise<T>,
-): Promise<T> {
-  if (options.url ?? process.env.HERALD_URL) return fn(implementations.remote(remoteClient(options)));
-  const tenantId = options.tenant;
-  if (!tenantId) throw usageError('give --tenant <id> (local mode) or --url and --api-key (remote mode)');
-  if (!isUuid(tenantId)) throw usageError(`--tenant must be a tenant id (a UUID), got "${tenantId}"`);
+export interface Target<T> {
+  local(runtime: Runtime, tenantId: string): Promise<T>;
+  remote(client: RemoteClient): Promise<T>;
+}
+
+/** Runs the remote side with --url/$HERALD_URL, else the local side on the resolved tenant. */
+export async function onTarget<T>(options: TargetOptions, target: Target<T>): Promise<T> {
+  if (options.url ?? process.env.HERALD_URL) return target.remote(remoteClient(options));
   return withLocalRuntime(configFrom({ dataDir: options.dataDir }), async (runtime) => {
-    if (!(await findTenant(runtime.orm.em.fork(), tenantId))) throw new CliError(`no tenant ${tenantId}`);
-    return fn(implementations.local(runtime, tenantId));
+    const tenant = await resolveTenant(runtime.orm.em.fork(), options.tenant);
+    return target.local(runtime, tenant.id);
   });
 }
