@@ -27,6 +27,8 @@ const COMMAND_GROUPS: Record<string, () => Promise<Register>> = {
   templates: async () => (await import('./templates.ts')).registerTemplates,
   export: async () => (await import('./configuration.ts')).registerExport,
   apply: async () => (await import('./configuration.ts')).registerApply,
+  webhooks: async () => (await import('./webhooks.ts')).registerWebhooks,
+  suppressions: async () => (await import('./suppressions.ts')).registerSuppressions,
   topics: async () => (await import('./topics.ts')).registerTopics,
   broadcasts: async () => (await import('./broadcasts.ts')).registerBroadcasts,
 };

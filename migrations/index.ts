@@ -13,6 +13,7 @@ import { StreamEventsKey } from './0010-stream-events-key.ts';
 import { StatementAssertions } from './0011-statement-assertions.ts';
 import { InboxStreamIds } from './0012-inbox-stream-ids.ts';
 import { Orchestration } from './0013-orchestration.ts';
+import { Deliverability } from './0014-deliverability.ts';
 import { Audiences } from './0015-audiences.ts';
 
 export const migrations: MigrationObject[] = [
@@ -29,5 +30,6 @@ export const migrations: MigrationObject[] = [
   { name: '0011-statement-assertions', class: StatementAssertions },
   { name: '0012-inbox-stream-ids', class: InboxStreamIds },
   { name: '0013-orchestration', class: Orchestration },
+  { name: '0014-deliverability', class: Deliverability },
   { name: '0015-audiences', class: Audiences },
 ];

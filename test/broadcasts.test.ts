@@ -69,7 +69,8 @@ describe('broadcasts, delivered by the app\'s own workers', () => {
   let globex: TenantFixture;
 
   beforeAll(async () => {
-    app = await startTestApp();
+    // A webhook endpoint on loopback (nothing listens there: only the outbox row is checked).
+    app = await startTestApp({ config: { allowPrivateWebhookUrls: true } });
     [acme, globex] = await Promise.all([setUpTenant(app, 'Acme'), setUpTenant(app, 'Globex')]);
   });
   afterAll(async () => {
@@ -79,6 +80,8 @@ describe('broadcasts, delivered by the app\'s own workers', () => {
   it('fans out to a topic: one event per subscriber, delivered, counted, then completed', async () => {
     await topicWith(app, acme, 'launch', 120);
     await acme.contact('not-subscribed');
+    const hook = await app.request('POST', '/v1/webhooks', { token: acme.serviceKey, body: { url: 'http://127.0.0.1:9/hook', event_types: ['broadcast.completed'] } });
+    expect(hook.status).toBe(201);
     const res = await broadcast(app, acme, { audience: { topic: 'launch' } });
     expect(res.status).toBe(202);
     expect(res.body).toEqual({ broadcast_id: expect.any(String), status: 'queued' });
@@ -105,6 +108,14 @@ describe('broadcasts, delivered by the app\'s own workers', () => {
     // The broadcast's secret variables are gone once it is final; its events' went with their delivery.
     expect(await sqlOne(app, `SELECT secret_variables_ciphertext FROM broadcasts WHERE id = $1`, [id])).toEqual({ secret_variables_ciphertext: null });
     expect(app.logs.some((l) => l.includes('"broadcast.completed"') && l.includes(id))).toBe(true);
+    // broadcast.completed went to the tenant's webhook outbox once, with the broadcast as it is shown.
+    const hooks = await sql<{ payload: { type: string; data: Record<string, unknown> } }>(
+      app,
+      `SELECT payload FROM webhook_deliveries WHERE tenant_id = $1 AND event_type = 'broadcast.completed'`,
+      [acme.tenantId],
+    );
+    expect(hooks).toHaveLength(1);
+    expect(hooks[0]!.payload).toMatchObject({ type: 'broadcast.completed', data: { broadcast_id: id, status: 'completed', events_created: 120, counts: { delivered: 120 } } });
 
     // The activity log filters by broadcast; events show it, secret variables masked.
     const log = await app.request('GET', `/v1/notifications?broadcast_id=${id}&limit=100`, { token: acme.serviceKey });

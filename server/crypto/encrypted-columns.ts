@@ -41,6 +41,7 @@ export const encryptedColumns: EncryptedColumn[] = [
     keyColumns: ['id'],
     aad: (r) => `events/${r.id}/secret_variables`,
   },
+  { table: 'webhook_endpoints', column: 'secret_ciphertext', keyColumns: ['id'], aad: (r) => `webhook_endpoints/${r.id}/secret` },
   {
     // Until the fan-out has copied them into every event (and the broadcast is final).
     table: 'broadcasts',

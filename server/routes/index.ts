@@ -25,6 +25,9 @@ import * as staticFiles from './static.ts';
 import * as notifications from './notifications.ts';
 import * as metrics from './metrics.ts';
 import * as configuration from './configuration.ts';
+import * as webhooks from './webhooks.ts';
+import * as suppressions from './suppressions.ts';
+import * as unsubscribe from './unsubscribe.ts';
 import * as topics from './topics.ts';
 import * as broadcasts from './broadcasts.ts';
 
@@ -158,6 +161,25 @@ export const routes: RouteDefinition<any, any, any>[] = [
   // configuration as code (management)
   configuration.exportDocument,
   configuration.apply,
+  // outbound webhooks (management)
+  webhooks.create,
+  webhooks.list,
+  webhooks.get,
+  webhooks.update,
+  webhooks.remove,
+  webhooks.rotateSecret,
+  webhooks.test,
+  webhooks.deliveries,
+  webhooks.retry,
+  // email suppression list (management)
+  suppressions.list,
+  suppressions.add,
+  suppressions.remove,
+  // one-click unsubscribe and the hosted preference page (signed link tokens, no credential)
+  unsubscribe.unsubscribePage,
+  unsubscribe.unsubscribeOneClick,
+  unsubscribe.preferencesPage,
+  unsubscribe.preferencesSave,
   // topics and their subscribers (management)
   topics.create,
   topics.list,

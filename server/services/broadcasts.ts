@@ -24,6 +24,7 @@ import type {
 import { completeIdempotencyKey, withIdempotencyKey, type IdempotencyClaim } from './idempotency.ts';
 import { checkVariableNames, decodeCursor, encodeCursor } from './notifications.ts';
 import { missingVariablesSql } from './trigger-batch.ts';
+import { emitWebhookEvent } from '../webhooks/emit.ts';
 
 export const BROADCAST_FAN_OUT_QUEUE = 'broadcast-fan-out';
 export const BROADCAST_COMPLETION_QUEUE = 'broadcast-completion';
@@ -238,37 +239,43 @@ export async function cancelBroadcast(runtime: Runtime, em: EntityManager, tenan
 
 /**
  * Completes a running broadcast whose fan-out is done and whose events are all final, keeping its
- * final counts; answers whether this call completed it (then it records `broadcast.completed`).
+ * final counts, and records `broadcast.completed` in the same transaction; answers whether this call
+ * completed it.
  */
 export async function completeBroadcastIfDone(runtime: Runtime, em: EntityManager, id: string): Promise<boolean> {
-  const row = await queryOne<CountedRow>(
-    em,
-    `WITH c AS (SELECT ${COUNTS_SQL} AS counts FROM broadcasts b WHERE b.id = $1)
-     UPDATE broadcasts b SET status = 'completed', final_counts = c.counts, secret_variables_ciphertext = NULL, completed_at = now(), updated_at = now()
-       FROM c
-      WHERE b.id = $1 AND b.status = 'running' AND b.fanned_out_at IS NOT NULL AND (c.counts->>'pending')::int = 0
-      RETURNING ${BROADCAST_COLUMNS.split(', ').map((c) => `b.${c.trim()}`).join(', ')}, c.counts`,
-    [id],
-  );
-  if (!row) return false;
-  recordBroadcastCompleted(runtime, broadcastView(row), row.tenant_id);
+  const completed = await em.transactional(async (tx) => {
+    const row = await queryOne<CountedRow>(
+      tx,
+      `WITH c AS (SELECT ${COUNTS_SQL} AS counts FROM broadcasts b WHERE b.id = $1)
+       UPDATE broadcasts b SET status = 'completed', final_counts = c.counts, secret_variables_ciphertext = NULL, completed_at = now(), updated_at = now()
+         FROM c
+        WHERE b.id = $1 AND b.status = 'running' AND b.fanned_out_at IS NOT NULL AND (c.counts->>'pending')::int = 0
+        RETURNING ${BROADCAST_COLUMNS.split(', ').map((c) => `b.${c.trim()}`).join(', ')}, c.counts`,
+      [id],
+    );
+    if (!row) return null;
+    const view = broadcastView(row);
+    await recordBroadcastCompleted(tx, row.tenant_id, view);
+    return { tenantId: row.tenant_id, view };
+  });
+  if (!completed) return false;
+  runtime.logger.info('broadcast.completed', {
+    tenant_id: completed.tenantId,
+    broadcast_id: id,
+    targeted: completed.view.targeted,
+    events_created: completed.view.events_created,
+    counts: completed.view.counts,
+  });
   return true;
 }
 
 /**
- * Records that a broadcast is completed (its fan-out done, every event final). Called once per
- * broadcast, by whichever process completed it; other code may call it to react to a completion. It
- * writes the `broadcast.completed` log line; the outbound webhooks' `broadcast.completed` event is
- * emitted from here by the webhooks module, which owns that wiring.
+ * Records that a broadcast is completed (its fan-out done, every event final), inside the transaction
+ * that completes it: the `broadcast.completed` webhook event (the broadcast as GET /v1/broadcasts/{id}
+ * shows it) for the tenant's endpoints that listen for it. Called once per broadcast.
  */
-export function recordBroadcastCompleted(runtime: Runtime, broadcast: BroadcastResponse, tenantId: string): void {
-  runtime.logger.info('broadcast.completed', {
-    tenant_id: tenantId,
-    broadcast_id: broadcast.broadcast_id,
-    targeted: broadcast.targeted,
-    events_created: broadcast.events_created,
-    counts: broadcast.counts,
-  });
+export async function recordBroadcastCompleted(em: EntityManager, tenantId: string, broadcast: BroadcastResponse): Promise<void> {
+  await emitWebhookEvent(em, tenantId, 'broadcast.completed', broadcast);
 }
 
 /** Checks a fanned-out broadcast for completion now, then again later until it completes or is canceled. */

@@ -8,6 +8,7 @@ import { generateKey, writeKeyFile, type KeyFile } from '../../server/crypto/key
 import { startRuntime, stopRuntime, type Role, type Runtime } from '../../server/runtime.ts';
 import { startHttpServer, type HttpServer } from '../../server/http/server.ts';
 import type { Clock } from '../../server/clock.ts';
+import type { WebhookDispatchOptions } from '../../server/webhooks/dispatcher.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 import { testCertificate } from './tls.ts';
 
@@ -48,6 +49,8 @@ export interface TestAppOptions {
   http?: boolean;
   /** Use <dataDir>/keys.json with these keys instead of HERALD_ENCRYPTION_KEYS (key rotation tests). */
   keyFile?: KeyFile;
+  /** The webhook dispatcher's pacing and retry schedule (shortened by webhook tests). */
+  webhooks?: WebhookDispatchOptions;
 }
 
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
@@ -80,6 +83,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     validateResponses: true,
     logSink: (line) => logs.push(line),
     poolMax: 10,
+    ...(options.webhooks ? { webhooks: options.webhooks } : {}),
   });
   let http: HttpServer | null = null;
   if (options.http !== false) http = await startHttpServer(runtime, { port: 0 });
