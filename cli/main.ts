@@ -29,6 +29,8 @@ const COMMAND_GROUPS: Record<string, () => Promise<Register>> = {
   apply: async () => (await import('./configuration.ts')).registerApply,
   webhooks: async () => (await import('./webhooks.ts')).registerWebhooks,
   suppressions: async () => (await import('./suppressions.ts')).registerSuppressions,
+  audit: async () => (await import('./audit.ts')).registerAudit,
+  sso: async () => (await import('./sso.ts')).registerSso,
   topics: async () => (await import('./topics.ts')).registerTopics,
   broadcasts: async () => (await import('./broadcasts.ts')).registerBroadcasts,
 };

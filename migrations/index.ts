@@ -14,6 +14,7 @@ import { StatementAssertions } from './0011-statement-assertions.ts';
 import { InboxStreamIds } from './0012-inbox-stream-ids.ts';
 import { Orchestration } from './0013-orchestration.ts';
 import { Deliverability } from './0014-deliverability.ts';
+import { Console } from './0016-console.ts';
 import { Audiences } from './0015-audiences.ts';
 
 export const migrations: MigrationObject[] = [
@@ -31,5 +32,6 @@ export const migrations: MigrationObject[] = [
   { name: '0012-inbox-stream-ids', class: InboxStreamIds },
   { name: '0013-orchestration', class: Orchestration },
   { name: '0014-deliverability', class: Deliverability },
+  { name: '0016-console', class: Console },
   { name: '0015-audiences', class: Audiences },
 ];

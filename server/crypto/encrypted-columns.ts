@@ -42,6 +42,7 @@ export const encryptedColumns: EncryptedColumn[] = [
     aad: (r) => `events/${r.id}/secret_variables`,
   },
   { table: 'webhook_endpoints', column: 'secret_ciphertext', keyColumns: ['id'], aad: (r) => `webhook_endpoints/${r.id}/secret` },
+  { table: 'sso_providers', column: 'client_secret_ciphertext', keyColumns: ['id'], aad: (r) => `sso_providers/${r.id}/client_secret` },
   {
     // Until the fan-out has copied them into every event (and the broadcast is final).
     table: 'broadcasts',

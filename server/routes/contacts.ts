@@ -131,6 +131,7 @@ export const importNdjson = defineRoute({
   },
   responses: { 200: ContactImportResponse },
   errors: [413, 415],
+  audit: { exempt: 'a streamed bulk load whose batches commit one by one (the lines before a broken stream are kept): it cannot share one transaction with an audit row' },
   // The bulk route's budget: an import call writes up to a million contacts.
   rateLimit: bulkWriteBudget,
   handler: async ({ em, auth, event }) => {
@@ -155,6 +156,7 @@ export const token = defineRoute({
   rateLimit: async ({ em, auth }) => [
     { policy: RATE_POLICIES.contactTokens, subject: auth!.tenantId, override: await tenantOverride(em, auth!.tenantId, RATE_POLICIES.contactTokens) },
   ],
+  audit: { exempt: 'mints a short-lived contact token and changes nothing' },
   handler: async ({ runtime, em, auth, body }) => mintContactToken(runtime, em, auth!.tenantId, body.external_id),
 });
 

@@ -28,6 +28,9 @@ import * as configuration from './configuration.ts';
 import * as webhooks from './webhooks.ts';
 import * as suppressions from './suppressions.ts';
 import * as unsubscribe from './unsubscribe.ts';
+import * as auditLog from './audit-log.ts';
+import * as sso from './sso.ts';
+import * as consolePages from './console.ts';
 import * as topics from './topics.ts';
 import * as broadcasts from './broadcasts.ts';
 
@@ -180,6 +183,14 @@ export const routes: RouteDefinition<any, any, any>[] = [
   unsubscribe.unsubscribeOneClick,
   unsubscribe.preferencesPage,
   unsubscribe.preferencesSave,
+  // audit log (console admin or owner)
+  auditLog.listAuditLog,
+  // SSO sign-in for console users (no credential)
+  sso.listProviders,
+  sso.start,
+  sso.callback,
+  // console and the pages the system emails link to (no credential: static files)
+  ...consolePages.routes,
   // topics and their subscribers (management)
   topics.create,
   topics.list,

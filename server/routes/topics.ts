@@ -82,6 +82,7 @@ export const subscribe = defineRoute({
   summary: 'Subscribe up to 1,000 contacts by external id (unknown ones are created bare)',
   tag,
   auth: 'management',
+  audit: { action: 'topic.subscribers.add', target: 'topic', id: (ctx) => (ctx.params as { key: string }).key },
   params: TopicParams,
   body: TopicSubscribersRequest,
   responses: { 200: TopicSubscribersAdded },

@@ -136,5 +136,6 @@ export const retry = defineRoute({
   params: WebhookDeliveryParams,
   responses: { 202: WebhookDeliveryResponse },
   errors: [404],
+  audit: { action: 'webhook_delivery.retry', target: 'webhook_delivery' },
   handler: async ({ em, auth, params }) => reply(202, await retryWebhookDelivery(em, auth!.tenantId, params.id, params.delivery_id)),
 });

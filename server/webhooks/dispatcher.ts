@@ -1,18 +1,20 @@
 // The webhook dispatcher (worker role): sends the outbox's due rows (webhook_deliveries) with bounded
 // concurrency and records each attempt. Claiming a row pushes its next_attempt_at out by a lease, so
 // rows of a worker that dies (kill -9) become due again once the lease ends: delivery is at least
-// once. Outbox rows are written by the transactions that make the changes (triggers and services),
-// so the dispatcher polls briefly while idle rather than being woken by a NOTIFY from those
-// transactions (a NOTIFY makes every committing transaction wait for the previous one's flush).
+// once. Outbox rows are written by the transactions that make the changes (triggers and services);
+// the delivery runs of this process wake the dispatcher after their commits (wake.ts), and for a
+// short while after a wake it polls quickly, so a row is sent within milliseconds of its commit.
+// Otherwise it polls once per pollMs while idle: rows written by other processes wait that long.
 import type { Runtime } from '../runtime.ts';
 import { query } from '../db/sql.ts';
 import { postWebhook, type PostResult } from './post.ts';
 import { secretKey, signedHeaders, webhookSecretAad } from './signing.ts';
+import { registerWebhookWaker, unregisterWebhookWaker } from './wake.ts';
 
 export interface WebhookDispatchOptions {
   /** Waits before the 2nd, 3rd ... attempt; after the last, the delivery is failed. */
   retryScheduleMs?: number[];
-  /** Sleep between polls while nothing is due. */
+  /** Sleep between polls while nothing is due and nothing woke the dispatcher. */
   pollMs?: number;
   /** How long a claimed row stays invisible to other dispatchers. */
   leaseMs?: number;
@@ -27,12 +29,14 @@ export interface WebhookDispatchOptions {
 }
 
 const MINUTE = 60_000;
+const HOT_MS = 250;
+const HOT_POLL_MS = 5;
 const HOUR = 60 * MINUTE;
 export const RETRY_SCHEDULE_MS = [5_000, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 5 * HOUR, 10 * HOUR, 10 * HOUR];
 
 const DEFAULTS: Required<WebhookDispatchOptions> = {
   retryScheduleMs: RETRY_SCHEDULE_MS,
-  pollMs: 10,
+  pollMs: 1000,
   leaseMs: 2 * MINUTE,
   batchSize: 200,
   concurrency: 48,
@@ -170,11 +174,23 @@ export function startWebhookDispatcher(runtime: Runtime, overrides: WebhookDispa
       sleepers.add(sleeper);
     });
 
-  // The first loop polls every pollMs while idle; the others, which add throughput under load, ten
+  // After a wake, the loops poll every HOT_POLL_MS for HOT_MS: the waking transaction may not have
+  // committed yet when the signal arrives.
+  let hotUntil = 0;
+  registerWebhookWaker(runtime, () => {
+    hotUntil = Date.now() + HOT_MS;
+    for (const sleeper of sleepers) {
+      clearTimeout(sleeper.timer);
+      sleeper.resolve();
+    }
+    sleepers.clear();
+  });
+
+  // The first loop polls every pollMs while idle; the others, which add throughput under load, five
   // times less often, so an idle worker costs the database about one cheap query per pollMs.
   const loop = async (index: number) => {
-    const idleMs = index === 0 ? options.pollMs : options.pollMs * 10;
     while (!stopped) {
+      const idleMs = Date.now() < hotUntil ? HOT_POLL_MS : index === 0 ? options.pollMs : options.pollMs * 5;
       try {
         const em = runtime.orm.em.fork();
         const rows = await claim(em);
@@ -206,6 +222,7 @@ export function startWebhookDispatcher(runtime: Runtime, overrides: WebhookDispa
   return {
     async stop() {
       stopped = true;
+      unregisterWebhookWaker(runtime);
       for (const sleeper of sleepers) {
         clearTimeout(sleeper.timer);
         sleeper.resolve();

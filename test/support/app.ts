@@ -47,6 +47,8 @@ export interface TestAppOptions {
   database?: TestDatabase;
   /** Do not start the HTTP server (worker-only processes). */
   http?: boolean;
+  /** Listen on this port (default: any free one), e.g. one a publicUrl names before the start. */
+  port?: number;
   /** Use <dataDir>/keys.json with these keys instead of HERALD_ENCRYPTION_KEYS (key rotation tests). */
   keyFile?: KeyFile;
   /** The webhook dispatcher's pacing and retry schedule (shortened by webhook tests). */
@@ -86,7 +88,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     ...(options.webhooks ? { webhooks: options.webhooks } : {}),
   });
   let http: HttpServer | null = null;
-  if (options.http !== false) http = await startHttpServer(runtime, { port: 0 });
+  if (options.http !== false) http = await startHttpServer(runtime, { port: options.port ?? 0 });
   const url = http?.url ?? '';
   return {
     url,
