@@ -45,8 +45,7 @@ export const getNotificationEvent = defineRoute({
   path: '/v1/notifications/:event_id',
   summary: "One event's delivery status (secret variables masked)",
   tag: 'notifications',
-  // Read-only: the console's activity log shows it to tenant admins too.
-  auth: 'management',
+  auth: 'service',
   params: EventParams,
   responses: { 200: EventResponse },
   errors: [404],

@@ -60,15 +60,14 @@ async function render({ root, navigate }) {
   const detail = h('div', { id: 'event-detail' });
   const list = h('div', { class: 'event-list' });
   mount(root, header('Activity', 'Every notification event, newest first. Open one to see each delivery, its attempts and errors.'), filters, h('div', { class: 'split' }, list, detail));
-  const open = async (eventId) => {
-    mount(detail, h('p', { class: 'loading' }, 'Loading…'));
-    try {
-      const event = await api('GET', `/v1/notifications/${encodeURIComponent(eventId)}`);
-      mount(detail, panel(`Event ${event.type}`, eventDetail(event)));
-      for (const row of list.querySelectorAll('tr[aria-selected]')) row.setAttribute('aria-selected', String(row.dataset.id === eventId));
-    } catch (error) {
-      mount(detail, notice('error', error.message));
-    }
+  // The activity log's items are whole events (deliveries, steps, errors): the one-event route takes
+  // a service key only, as the interface says, so the console shows what the log gave it.
+  const loaded = new Map();
+  const open = (eventId) => {
+    const event = loaded.get(eventId);
+    if (!event) return mount(detail, notice('error', 'This event is not in the list: filter by its type or recipient to find it.'));
+    mount(detail, panel(`Event ${event.type}`, eventDetail(event)));
+    for (const row of list.querySelectorAll('tr[aria-selected]')) row.setAttribute('aria-selected', String(row.dataset.id === eventId));
   };
   const tbody = h('tbody');
   list.append(
@@ -80,6 +79,7 @@ async function render({ root, navigate }) {
   await pagedList(list, '/v1/notifications', { type: typeSelect.value, status: statusSelect.value, external_id: recipient.value.trim(), limit: 50 }, (items) => {
     if (items.length === 0 && !tbody.children.length) tbody.append(h('tr', {}, h('td', { colspan: 5, class: 'empty' }, 'No events match.')));
     for (const e of items) {
+      loaded.set(e.event_id, e);
       const openButton = h('button', { type: 'button', class: 'link', 'aria-label': `Open event ${e.type} for ${e.external_id}`, onclick: () => open(e.event_id) }, formatTime(e.created_at, 'short'));
       tbody.append(
         h('tr', { dataset: { id: e.event_id }, 'aria-selected': 'false' },
@@ -91,7 +91,7 @@ async function render({ root, navigate }) {
       );
     }
   });
-  if (query.get('event')) await open(query.get('event'));
+  if (query.get('event')) open(query.get('event'));
 }
 
 export default { id: 'activity', label: 'Activity', group: 'Monitor', render };
