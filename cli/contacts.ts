@@ -1,11 +1,12 @@
 // herald contacts: manage a tenant's contacts over the HTTP API (remote mode, service key): create,
-// get, find by external_id, update, delete, import a JSON file (bulk, 500 per call, honouring 429)
-// and mint a contact token for testing a front end.
+// get, find by external_id, update, delete, import a file (NDJSON or CSV streamed to the import route;
+// a JSON array in bulk calls of 500, honouring 429) and mint a contact token for testing a front end.
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { print, printJson, usageError } from './support/output.ts';
 import { confirmUnlessYes } from './support/confirm.ts';
 import { remoteClient, withRemote, type RemoteOptions } from './support/remote.ts';
+import { importContactsFile, type ImportFormat } from './support/contact-import.ts';
 import type { BulkContactsResponse, ContactResponse, ContactTokenResponse } from '../server/schemas/contacts.ts';
 
 interface ContactFieldOptions {
@@ -83,7 +84,7 @@ Examples:
   $ export HERALD_URL=https://herald.example.com HERALD_API_KEY=sk_...
   $ herald contacts create user-42 --email ann@example.com --name Ann --language de
   $ herald contacts find user-42 --json
-  $ herald contacts import contacts.json
+  $ herald contacts import contacts.ndjson
   $ herald contacts token user-42`,
     );
 
@@ -157,20 +158,39 @@ Examples:
     });
 
   withRemote(contacts.command('import <file>'))
-    .description('create or update contacts from a JSON file: an array of contacts, or {"contacts": [...]}')
+    .description('create or update contacts from a file: NDJSON (one contact a line), CSV with a header, or a JSON array')
+    .option('--format <format>', 'ndjson, csv or json (default: from the extension: .csv, .json, else ndjson)')
     .option('--json', 'print the summary as JSON')
     .addHelpText(
       'after',
       `
-The file holds objects like {"external_id": "user-42", "email": "ann@example.com", "name": "Ann"};
-contacts are matched by external_id, and a field left out keeps its stored value. Sent 500 per call;
-rate limits are honoured (waits for Retry-After). Exit 1 when some entries were refused.
+Contacts are matched by external_id, and a field left out keeps its stored value. NDJSON holds one
+object a line, like {"external_id": "user-42", "email": "ann@example.com", "name": "Ann"}; a CSV file
+names its columns in its first line (external_id, email, phone, name, language; any other column
+becomes a property). Both are streamed to the server as they are read (up to 100 MB), with a
+progress bar on a terminal; refused lines are reported by line number and the others kept. A .json
+file (an array, or {"contacts": [...]}) is sent 500 contacts per call, refused entries reported by
+index. Exit 1 when some were refused.
 
-Example:
-  $ herald contacts import contacts.json --json`,
+Examples:
+  $ herald contacts import users.ndjson
+  $ herald contacts import users.csv --json`,
     )
-    .action(async (file: string, options: RemoteOptions & Json) => {
+    .action(async (file: string, options: RemoteOptions & Json & { format?: string }) => {
+      const format = options.format ?? (/\.csv$/i.test(file) ? 'csv' : /\.json$/i.test(file) ? 'json' : 'ndjson');
+      if (!['ndjson', 'csv', 'json'].includes(format)) throw usageError(`--format must be ndjson, csv or json, got "${format}"`);
       const client = remoteClient(options);
+      if (format !== 'json') {
+        const result = await importContactsFile(client, file, format as ImportFormat);
+        if (options.json) printJson(result);
+        else {
+          print(`created ${result.created}, updated ${result.updated}, refused ${result.refused}`);
+          for (const e of result.errors) print(`  line ${e.line}: ${e.detail}`);
+          if (result.refused > result.errors.length) print(`  (${result.refused - result.errors.length} more not listed)`);
+        }
+        if (result.refused > 0) process.exitCode = 1;
+        return;
+      }
       const entries = readContactsFile(file);
       const summary: BulkContactsResponse = { created: 0, updated: 0, errors: [] };
       for (let start = 0; start < entries.length; start += BULK_SIZE) {

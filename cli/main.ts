@@ -33,6 +33,8 @@ const COMMAND_GROUPS: Record<string, () => Promise<Register>> = {
   suppressions: async () => (await import('./suppressions.ts')).registerSuppressions,
   audit: async () => (await import('./audit.ts')).registerAudit,
   sso: async () => (await import('./sso.ts')).registerSso,
+  topics: async () => (await import('./topics.ts')).registerTopics,
+  broadcasts: async () => (await import('./broadcasts.ts')).registerBroadcasts,
 };
 
 /** The groups a command line needs: the one it names, none for --version alone, else all (for help). */

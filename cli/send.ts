@@ -2,21 +2,14 @@
 // waiting until every event is final. Exit 0 delivered (or still running without --wait), 1 an API
 // error or a failed delivery, 2 a usage error.
 import type { Command } from 'commander';
-import { readJsonObject } from './support/file-input.ts';
+import { messageFields, withMessageOptions, type MessageOptions } from './support/message-options.ts';
 import { CliError, EXIT_FAILURE, print, printJson, printTable, usageError } from './support/output.ts';
 import { remoteClient, withRemote, type RemoteClient, type RemoteOptions } from './support/remote.ts';
 import type { EventResponse, TriggerResponse } from '../server/schemas/notifications.ts';
 
-interface SendOptions extends RemoteOptions {
+interface SendOptions extends RemoteOptions, MessageOptions {
   type: string;
   to: string[];
-  var: string[];
-  secret: string[];
-  secretsFile?: string;
-  dataFile?: string;
-  brand?: string;
-  channel: string[];
-  idempotencyKey?: string;
   at?: string;
   cancellationKey?: string;
   wait?: boolean;
@@ -28,25 +21,20 @@ const FINAL = new Set(['delivered', 'partially_delivered', 'failed', 'skipped', 
 const collect = (value: string, previous: string[]) => [...previous, value];
 
 export function registerSend(program: Command): void {
-  withRemote(
-    program
-      .command('send')
-      .description('trigger a notification (remote mode: --url/--api-key or HERALD_URL/HERALD_API_KEY)')
-      .requiredOption('--type <key>', 'notification type key')
-      .option('--to <external_id>', 'recipient external id (repeat for more, up to 100)', collect, [])
-      .option('--var <name=value>', 'a variable (repeatable)', collect, [])
-      .option('--secret <name=value>', 'a secret variable, masked in the activity log (repeatable; other users can see it in the process list: prefer --secrets-file)', collect, [])
-      .option('--secrets-file <file>', "JSON object of secret variables, or '-' to read it from stdin (merged under --secret)")
-      .option('--data-file <file>', 'JSON object of variables (merged under --var)')
-      .option('--brand <key>', 'brand key (default: the tenant default brand)')
-      .option('--channel <channel>', 'only these channels: inbox, email, push, web_push (repeatable)', collect, [])
-      .option('--idempotency-key <key>', 'makes a retried send safe: the same key and input never send twice')
-      .option('--at <time>', 'deliver at this time (RFC 3339, e.g. 2027-01-01T09:00:00+01:00; at most 90 days ahead)')
-      .option('--cancellation-key <key>', 'a key that cancels the events later: herald events cancel --key <key>')
-      .option('--wait', 'wait until every event is final; exit 1 when a delivery failed')
-      .option('--timeout <seconds>', 'with --wait: give up after this long', '60')
-      .option('--json', 'print JSON'),
+  withMessageOptions(
+    withRemote(
+      program
+        .command('send')
+        .description('trigger a notification (remote mode: --url/--api-key or HERALD_URL/HERALD_API_KEY)')
+        .requiredOption('--type <key>', 'notification type key')
+        .option('--to <external_id>', 'recipient external id (repeat for more, up to 100)', collect, []),
+    ),
   )
+    .option('--at <time>', 'deliver at this time (RFC 3339, e.g. 2027-01-01T09:00:00+01:00; at most 90 days ahead)')
+    .option('--cancellation-key <key>', 'a key that cancels the events later: herald events cancel --key <key>')
+    .option('--wait', 'wait until every event is final; exit 1 when a delivery failed')
+    .option('--timeout <seconds>', 'with --wait: give up after this long', '60')
+    .option('--json', 'print JSON')
     .addHelpText(
       'after',
       `
@@ -62,18 +50,15 @@ Examples:
       if (options.to.length === 0) throw usageError('at least one --to is required');
       const timeout = Number(options.timeout);
       if (!Number.isFinite(timeout) || timeout <= 0) throw usageError('--timeout must be a positive number of seconds');
-      const variables = { ...(options.dataFile ? readJsonObject(options.dataFile, '--data-file') : {}), ...pairs(options.var, '--var') };
-      const secretVariables = { ...(options.secretsFile ? readJsonObject(options.secretsFile, '--secrets-file') : {}), ...pairs(options.secret, '--secret') };
+      const fields = messageFields(options);
       const client = remoteClient(options, { invalidInputExit: EXIT_FAILURE });
-      const body: Record<string, unknown> = { type: options.type, recipients: options.to, variables, secret_variables: secretVariables };
-      if (options.brand) body.brand = options.brand;
-      if (options.channel.length > 0) body.channels = options.channel;
+      const body: Record<string, unknown> = { type: options.type, recipients: options.to, ...fields.body };
       if (options.at) {
         if (Number.isNaN(Date.parse(options.at))) throw usageError(`--at takes an RFC 3339 time such as 2027-01-01T09:00:00Z, got "${options.at}"`);
         body.send_at = new Date(options.at).toISOString();
       }
       if (options.cancellationKey) body.cancellation_key = options.cancellationKey;
-      const headers = options.idempotencyKey ? { 'idempotency-key': options.idempotencyKey } : undefined;
+      const headers = fields.headers;
       const accepted = await client.call<TriggerResponse>('POST', '/v1/notifications', { body, headers });
       if (!options.wait) {
         if (options.json) printJson(accepted);
@@ -91,16 +76,6 @@ Examples:
         process.exitCode = EXIT_FAILURE;
       }
     });
-}
-
-function pairs(values: string[], flag: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const value of values) {
-    const at = value.indexOf('=');
-    if (at <= 0) throw usageError(`${flag} takes name=value, got "${flag === '--secret' ? value.split('=')[0] : value}"`);
-    out[value.slice(0, at)] = value.slice(at + 1);
-  }
-  return out;
 }
 
 async function waitForEvents(client: RemoteClient, ids: string[], timeoutMs: number): Promise<EventResponse[]> {

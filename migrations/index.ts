@@ -15,6 +15,7 @@ import { InboxStreamIds } from './0012-inbox-stream-ids.ts';
 import { Orchestration } from './0013-orchestration.ts';
 import { Deliverability } from './0014-deliverability.ts';
 import { Console } from './0016-console.ts';
+import { Audiences } from './0015-audiences.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-foundation', class: Foundation },
@@ -32,4 +33,5 @@ export const migrations: MigrationObject[] = [
   { name: '0013-orchestration', class: Orchestration },
   { name: '0014-deliverability', class: Deliverability },
   { name: '0016-console', class: Console },
+  { name: '0015-audiences', class: Audiences },
 ];

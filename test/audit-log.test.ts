@@ -84,6 +84,12 @@ function plan(s: Record<string, any>): Array<[string, () => Call]> {
     ['DELETE /v1/notification-types/:key/workflow', () => ({ as: 'service', path: `${type}/workflow` })],
     ['POST /v1/notifications/cancel', () => ({ as: 'service', path: '/v1/notifications/cancel', body: { cancellation_key: 'audit-key' } })],
     ['DELETE /v1/notifications/:event_id', () => ({ as: 'service', path: `/v1/notifications/${s.scheduledEventId}` })],
+    ['POST /v1/topics', () => ({ as: 'service', path: '/v1/topics', body: { key: 'audit-topic', name: 'Audit' } })],
+    ['POST /v1/topics/:key/subscribers', () => ({ as: 'service', path: '/v1/topics/audit-topic/subscribers', body: { external_ids: ['audit-sub'] } })],
+    ['DELETE /v1/topics/:key/subscribers', () => ({ as: 'service', path: '/v1/topics/audit-topic/subscribers', body: { external_ids: ['audit-sub'] } })],
+    ['POST /v1/broadcasts', () => ({ as: 'owner', path: '/v1/broadcasts', body: { type: 'audit_type', audience: { topic: 'audit-topic' }, send_at: new Date(Date.now() + 3600_000).toISOString() } })],
+    ['POST /v1/broadcasts/:broadcast_id/cancel', () => ({ as: 'service', path: `/v1/broadcasts/${s['POST /v1/broadcasts'].broadcast_id}/cancel` })],
+    ['DELETE /v1/topics/:key', () => ({ as: 'service', path: '/v1/topics/audit-topic' })],
     ['DELETE /v1/notification-types/:key', () => ({ as: 'service', path: type })],
     ['POST /v1/notification-types/:key/restore', () => ({ as: 'service', path: `${type}/restore` })],
     ['DELETE /v1/brandings/:key', () => ({ as: 'service', path: '/v1/brandings/audit-brand' })],
@@ -166,6 +172,8 @@ describe('every management write route', () => {
     expect(find('api_key.delete')).toMatchObject({ target_kind: 'api_key', target_id: state['POST /v1/api-keys'].id });
     expect(find('push_subscription.create').target_id).toBe(state['POST /v1/contacts/:id/push-subscriptions'].id);
     expect(find('tenant.create')).toMatchObject({ target_id: state['POST /v1/auth/tenants'].id, tenant_id: state['POST /v1/auth/tenants'].id });
+    expect(find('topic.subscribers.add')).toMatchObject({ target_kind: 'topic', target_id: 'audit-topic', tenant_id: acme.tenantId });
+    expect(find('broadcast.create')).toMatchObject({ target_kind: 'broadcast', target_id: state['POST /v1/broadcasts'].broadcast_id });
     // The invitation's token is a secret: neither target nor changes carry it.
     expect(find('invitation.accept')).toMatchObject({ target_kind: 'invitation', target_id: null, tenant_id: acme.tenantId });
   });

@@ -24,6 +24,8 @@ export interface RemoteRequest {
   headers?: Record<string, string>;
   /** On 429, wait for Retry-After and send again instead of failing (bulk imports). */
   waitWhenRateLimited?: boolean;
+  /** A body sent as it is produced (an import file), instead of `body`; it cannot be sent twice. */
+  stream?: { contentType: string; chunks: AsyncIterable<Uint8Array> };
 }
 
 export interface RemoteClientSettings {
@@ -36,6 +38,8 @@ export interface RemoteClientSettings {
 
 /** A request gives up after this long: a hung server must not hang a CI script. */
 const REQUEST_TIMEOUT_MS = 60_000;
+/** A streamed upload (up to 100 MB) may take longer on a slow link. */
+const STREAM_TIMEOUT_MS = 30 * 60_000;
 
 /** Adds --url, --api-key and --api-key-file to a remote command. */
 export function withRemote(command: Command): Command {
@@ -61,7 +65,7 @@ export class RemoteClient {
     for (;;) {
       const res = await this.#send<T>(method, path, request);
       if (res.status >= 200 && res.status < 300) return res.body;
-      if (res.status === 429 && request.waitWhenRateLimited) {
+      if (res.status === 429 && request.waitWhenRateLimited && !request.stream) {
         const wait = Number(res.headers.get('retry-after') ?? '1');
         await new Promise((resolve) => setTimeout(resolve, Math.max(1, wait) * 1000));
         continue;
@@ -72,20 +76,22 @@ export class RemoteClient {
 
   /** Sends a request; answers any status, throws only when Herald cannot be reached. */
   async #send<T>(method: string, path: string, request: RemoteRequest): Promise<RemoteResponse<T>> {
-    const { body, headers } = request;
+    const { body, headers, stream } = request;
     let response: Response;
     try {
+      const contentType = stream ? stream.contentType : body === undefined ? undefined : 'application/json';
       response = await fetch(this.baseUrl + path, {
         method,
         headers: {
           authorization: `Bearer ${this.#apiKey}`,
           accept: 'application/json',
-          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...(contentType ? { 'content-type': contentType } : {}),
           ...headers,
         },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-      });
+        body: stream ? (stream.chunks as unknown as BodyInit) : body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(stream ? STREAM_TIMEOUT_MS : REQUEST_TIMEOUT_MS),
+        ...(stream ? { duplex: 'half' } : {}),
+      } as RequestInit);
     } catch (error) {
       // fetch() reports "fetch failed" and puts the reason (ECONNREFUSED, a DNS error...) in `cause`.
       const cause = (error as Error).cause;

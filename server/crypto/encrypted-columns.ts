@@ -44,6 +44,13 @@ export const encryptedColumns: EncryptedColumn[] = [
   { table: 'webhook_endpoints', column: 'secret_ciphertext', keyColumns: ['id'], aad: (r) => `webhook_endpoints/${r.id}/secret` },
   { table: 'sso_providers', column: 'client_secret_ciphertext', keyColumns: ['id'], aad: (r) => `sso_providers/${r.id}/client_secret` },
   {
+    // Until the fan-out has copied them into every event (and the broadcast is final).
+    table: 'broadcasts',
+    column: 'secret_variables_ciphertext',
+    keyColumns: ['id'],
+    aad: (r) => `broadcasts/${r.id}/secret_variables`,
+  },
+  {
     // The link token of a system email waiting in the queue (jobs/system-email.ts); once the job is
     // done, its data is never read again.
     table: `${BOSS_SCHEMA}.job`,

@@ -26,14 +26,17 @@ const JOBS_PARAMETER = '$1::text::json';
  * and returns the jobs' ids. Inbox-only events of one tenant due at the same time share jobs of up to
  * EVENTS_PER_DELIVERY_JOB events; every other event has a job of its own. `delivery_job_events` has
  * each job's `id` and `event_ids`, so the statement can check that every event went into a job. A
- * job's id is the id of its first event, so no event can be enqueued in two jobs.
+ * job's id is the id of its first event, so no event can be enqueued in two jobs. `priority` (pg-boss
+ * fetches higher first, default 0) lets bulk work such as a broadcast's yield to triggers waiting in
+ * the same queue.
  */
-export async function deliveryJobsCte(boss: PgBoss, eventsCte: string): Promise<string> {
+export async function deliveryJobsCte(boss: PgBoss, eventsCte: string, options: { priority?: number } = {}): Promise<string> {
   const queue = await boss.getQueue(DELIVER_EVENT_QUEUE);
   if (!queue) throw new Error(`queue ${DELIVER_EVENT_QUEUE} does not exist`);
   const insert = insertJobs(BOSS_SCHEMA, { table: queue.table, name: DELIVER_EVENT_QUEUE, returnId: true, notify: false });
   if (insert.split(JOBS_PARAMETER).length !== 2) throw new Error('pg-boss insert statement changed: cannot embed it');
-  const jobs = `(SELECT coalesce(json_agg(json_build_object('id', id, 'data', json_build_object('event_ids', event_ids), 'startAfter', start_after)), '[]'::json)
+  const priority = options.priority === undefined ? '' : `, 'priority', ${Math.trunc(options.priority)}`;
+  const jobs = `(SELECT coalesce(json_agg(json_build_object('id', id, 'data', json_build_object('event_ids', event_ids), 'startAfter', start_after${priority})), '[]'::json)
                   FROM delivery_job_events)`;
   return `delivery_job_events AS MATERIALIZED (
     SELECT event_ids[1] AS id, event_ids, start_after

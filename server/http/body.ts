@@ -11,11 +11,7 @@ interface NodeServedRequest {
 export async function readJsonBody(request: Request, maxBytes: number): Promise<unknown> {
   const declared = Number(request.headers.get('content-length') ?? NaN);
   if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes);
-  // Served by Node: read the Node request itself; the web stream srvx would build over it costs more
-  // than the rest of reading a small body. Stopping early must not destroy the socket: the 413 still
-  // has to go out on it.
-  const nodeRequest = (request as NodeServedRequest).runtime?.node?.req;
-  const chunks: AsyncIterable<Uint8Array> | null = nodeRequest ? nodeRequest.iterator({ destroyOnReturn: false }) : request.body;
+  const chunks = requestBodyChunks(request);
   if (!chunks) return undefined;
   const received: Uint8Array[] = [];
   let total = 0;
@@ -36,6 +32,16 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
   } catch (error) {
     throw new ValidationFailure([{ loc: ['body'], msg: `Malformed JSON: ${(error as Error).message}`, type: 'json_invalid' }]);
   }
+}
+
+/**
+ * The request body as it arrives, or null when there is none. Served by Node: the Node request itself;
+ * the web stream srvx would build over it costs more than the rest of reading a small body. Stopping
+ * early must not destroy the socket: the 413 still has to go out on it.
+ */
+export function requestBodyChunks(request: Request): AsyncIterable<Uint8Array> | null {
+  const nodeRequest = (request as NodeServedRequest).runtime?.node?.req;
+  return nodeRequest ? nodeRequest.iterator({ destroyOnReturn: false }) : request.body;
 }
 
 function tooLarge(maxBytes: number): AppError {

@@ -103,6 +103,10 @@ export function buildOpenApi(routes: RouteDefinition<any, any, any>[], options: 
     if (route.body) {
       operation.requestBody = { required: !route.body.safeParse(undefined).success, content: { 'application/json': { schema: convert(route.body, 'input') } } };
     }
+    if (route.streamedBody) {
+      const { contentType, itemSchema, description } = route.streamedBody;
+      operation.requestBody = { required: true, description, content: { [contentType]: { schema: convert(itemSchema, 'input') } } };
+    }
     (paths[path] ??= {})[route.method.toLowerCase()] = operation;
   }
 

@@ -89,6 +89,11 @@ export interface RouteDefinition<P extends z.ZodType = z.ZodType, Q extends z.Zo
   responses: ResponseSchemas;
   /** Statuses answered with ErrorResponse (route-specific: 402, 403, 404, 409, 503 ...). */
   errors?: number[];
+  /**
+   * A body the handler reads itself as it arrives (never buffered whole): its media type and the schema
+   * of one item of it (one line of NDJSON), for the OpenAPI document.
+   */
+  streamedBody?: { contentType: string; itemSchema: z.ZodType; description: string };
   /** Non-JSON success content (e.g. text/event-stream); the handler returns a Response. */
   produces?: string;
   /** Extra request headers the route reads (documented in OpenAPI). */

@@ -1,11 +1,15 @@
 // /v1/contacts: the recipients of a tenant, their contact tokens, and their language. Writes and
 // token minting take a service key (the spec's table); reads also accept a console admin (support).
-import { defineRoute, reply } from '../http/route.ts';
-import { RATE_POLICIES, tenantOverride } from '../rate-limit.ts';
+import { defineRoute, reply, type RouteContext } from '../http/route.ts';
+import { RATE_POLICIES, tenantOverride, type RateCheck } from '../rate-limit.ts';
+import { AppError } from '../errors.ts';
+import { requestBodyChunks } from '../http/body.ts';
+import { CONTACT_IMPORT_MAX_BYTES, importContacts } from '../services/contact-import.ts';
 import {
   BulkContactsRequest,
   BulkContactsResponse,
   ContactIdParams,
+  ContactImportResponse,
   ContactResponse,
   ContactTokenRequest,
   ContactTokenResponse,
@@ -95,6 +99,11 @@ export const remove = defineRoute({
   },
 });
 
+/** 20 calls a minute per tenant, shared by bulk writes and imports. */
+const bulkWriteBudget = async ({ em, auth }: RouteContext): Promise<RateCheck[]> => [
+  { policy: RATE_POLICIES.contactsBulk, subject: auth!.tenantId, override: await tenantOverride(em, auth!.tenantId, RATE_POLICIES.contactsBulk) },
+];
+
 export const bulk = defineRoute({
   method: 'POST',
   path: '/v1/contacts/bulk',
@@ -103,10 +112,36 @@ export const bulk = defineRoute({
   auth: 'service',
   body: BulkContactsRequest,
   responses: { 200: BulkContactsResponse },
-  rateLimit: async ({ em, auth }) => [
-    { policy: RATE_POLICIES.contactsBulk, subject: auth!.tenantId, override: await tenantOverride(em, auth!.tenantId, RATE_POLICIES.contactsBulk) },
-  ],
+  rateLimit: bulkWriteBudget,
   handler: async ({ em, auth, body }) => bulkUpsertContacts(em, auth!.tenantId, body.contacts),
+});
+
+const NDJSON = /^application\/(x-)?ndjson\s*(;|$)/i;
+
+export const importNdjson = defineRoute({
+  method: 'POST',
+  path: '/v1/contacts/import',
+  summary: 'Create or update contacts from NDJSON (one contact a line, up to 100 MB, streamed); refused lines are reported by number, the others kept',
+  tag: TAG,
+  auth: 'service',
+  streamedBody: {
+    contentType: 'application/x-ndjson',
+    itemSchema: CreateContactRequest,
+    description: 'One CreateContactRequest object a line; contacts are matched by external_id, a field left out keeps its stored value',
+  },
+  responses: { 200: ContactImportResponse },
+  errors: [413, 415],
+  audit: { exempt: 'a streamed bulk load whose batches commit one by one (the lines before a broken stream are kept): it cannot share one transaction with an audit row' },
+  // The bulk route's budget: an import call writes up to a million contacts.
+  rateLimit: bulkWriteBudget,
+  handler: async ({ em, auth, event }) => {
+    if (!NDJSON.test(event.req.headers.get('content-type') ?? '')) {
+      throw new AppError('unsupported_media_type', 'An import is NDJSON: send it with Content-Type: application/x-ndjson');
+    }
+    const declared = Number(event.req.headers.get('content-length') ?? NaN);
+    if (declared > CONTACT_IMPORT_MAX_BYTES) throw new AppError('payload_too_large', `An import is at most ${CONTACT_IMPORT_MAX_BYTES} bytes; nothing was imported`);
+    return importContacts(em, auth!.tenantId, requestBodyChunks(event.req) ?? [], CONTACT_IMPORT_MAX_BYTES);
+  },
 });
 
 export const token = defineRoute({

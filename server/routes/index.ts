@@ -31,6 +31,8 @@ import * as unsubscribe from './unsubscribe.ts';
 import * as auditLog from './audit-log.ts';
 import * as sso from './sso.ts';
 import * as consolePages from './console.ts';
+import * as topics from './topics.ts';
+import * as broadcasts from './broadcasts.ts';
 
 export const routes: RouteDefinition<any, any, any>[] = [
   // system (no credential)
@@ -84,6 +86,7 @@ export const routes: RouteDefinition<any, any, any>[] = [
   contacts.create,
   contacts.find,
   contacts.bulk,
+  contacts.importNdjson,
   contacts.token,
   contacts.get,
   contacts.replace,
@@ -188,4 +191,18 @@ export const routes: RouteDefinition<any, any, any>[] = [
   sso.callback,
   // console and the pages the system emails link to (no credential: static files)
   ...consolePages.routes,
+  // topics and their subscribers (management)
+  topics.create,
+  topics.list,
+  topics.get,
+  topics.remove,
+  topics.subscribe,
+  topics.unsubscribe,
+  topics.subscribers,
+  topics.contactTopics,
+  // broadcasts to a topic or to all contacts (management)
+  broadcasts.create,
+  broadcasts.list,
+  broadcasts.get,
+  broadcasts.cancel,
 ];

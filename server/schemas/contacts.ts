@@ -128,3 +128,14 @@ export const ContactTokenResponse = z
 export type ContactTokenResponse = z.infer<typeof ContactTokenResponse>;
 
 export const SetLanguageRequest = z.object({ language: languageTag }).meta({ id: 'SetLanguageRequest' });
+
+export const ContactImportResponse = z
+  .object({
+    created: z.number().int(),
+    updated: z.number().int(),
+    /** How many lines were refused in all; `errors` lists the first 100. */
+    refused: z.number().int(),
+    errors: z.array(z.object({ line: z.number().int(), detail: z.string() })),
+  })
+  .meta({ id: 'ContactImportResponse' });
+export type ContactImportResponse = z.infer<typeof ContactImportResponse>;

@@ -1,6 +1,7 @@
 // Shapes of the trigger (POST /v1/notifications), the event status and the activity log.
 import { z } from 'zod';
 import { Channel, cursorPage, email, idParam, isoDateTime, resourceKey } from './common.ts';
+import { isUuid } from '../ids.ts';
 import { StepView } from './workflows.ts';
 
 const externalId = z.string().trim().min(1).max(255);
@@ -69,6 +70,8 @@ export const EventResponse = z
     type: z.string(),
     external_id: z.string(),
     contact_id: z.string().nullable(),
+    /** The broadcast that created the event; null for a trigger's. */
+    broadcast_id: z.string().nullable(),
     status: EventStatus,
     created_at: isoDateTime,
     updated_at: isoDateTime,
@@ -96,6 +99,7 @@ export const EventListQuery = z.object({
   type: resourceKey.optional(),
   status: EventStatus.optional(),
   external_id: externalId.optional(),
+  broadcast_id: z.string().refine(isUuid, 'must be a UUID').optional(),
   ...cursorPage,
 });
 export type EventListQuery = z.infer<typeof EventListQuery>;

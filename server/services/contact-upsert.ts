@@ -98,16 +98,31 @@ export function isBareContact(row: ContactUpsertInput): boolean {
   return row.email === null && row.phone === null && row.name === null && row.language === null && row.properties === null;
 }
 
+/**
+ * The upsert's source for one tenant's rows ($1 the tenant, $2 the JSON array), in external_id order, as
+ * the trigger statement writes them: statements that lock the same contacts in the same order wait for
+ * each other instead of deadlocking.
+ */
+const TENANT_SOURCE = `(SELECT $1::uuid AS tenant_id, e FROM jsonb_array_elements($2::jsonb) AS e ORDER BY e->>'external_id')`;
+
 /** Upserts contacts by external_id; returns one row per distinct external_id, in input order. */
 export async function upsertContacts(em: EntityManager, tenantId: string, inputs: ContactFields[]): Promise<UpsertedContact[]> {
   const rows = contactUpsertInput(inputs);
   if (rows.length === 0) return [];
-  // In external_id order, as the trigger statement writes them: statements that lock the same contacts
-  // in the same order wait for each other instead of deadlocking.
-  const source = `(SELECT $1::uuid AS tenant_id, e FROM jsonb_array_elements($2::jsonb) AS e ORDER BY e->>'external_id')`;
-  const result = await query<ContactRow & { created: boolean }>(em, contactUpsertStatement(source), [tenantId, JSON.stringify(rows)]);
+  const result = await query<ContactRow & { created: boolean }>(em, contactUpsertStatement(TENANT_SOURCE), [tenantId, JSON.stringify(rows)]);
   const byExternal = new Map(result.map((r) => [r.external_id, r]));
   return rows.map((r) => byExternal.get(r.external_id)!);
+}
+
+const COUNTED_UPSERT = `WITH upserted AS (${contactUpsertStatement(TENANT_SOURCE)})
+  SELECT count(*) FILTER (WHERE created)::int AS created, count(*) FILTER (WHERE NOT created)::int AS updated FROM upserted`;
+
+/** Upserts contacts by external_id as upsertContacts does, answering only how many were created and updated (imports). */
+export async function upsertContactCounts(em: EntityManager, tenantId: string, inputs: ContactFields[]): Promise<{ created: number; updated: number }> {
+  const rows = contactUpsertInput(inputs);
+  if (rows.length === 0) return { created: 0, updated: 0 };
+  const [counts] = await query<{ created: number; updated: number }>(em, COUNTED_UPSERT, [tenantId, JSON.stringify(rows)]);
+  return counts!;
 }
 
 function mergeFields(a: ContactFields, b: ContactFields): ContactFields {

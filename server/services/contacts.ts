@@ -1,12 +1,12 @@
 // Contacts: create, read, find by external_id, replace, delete, bulk create-or-update, preferred
 // language, contact tokens, and the scope rule every /v1/contacts/{id}/... route applies.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { AppError, notFound } from '../errors.ts';
+import { AppError, ValidationFailure, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { execute, queryOne } from '../db/sql.ts';
 import type { Credential } from '../http/auth.ts';
 import type { Runtime } from '../runtime.ts';
-import { issuesOf } from '../http/validate.ts';
+import { parseInput } from '../http/validate.ts';
 import { CONTACT_COLUMNS, upsertContacts, type ContactFields, type ContactRow } from './contact-upsert.ts';
 import {
   CreateContactRequest,
@@ -118,13 +118,26 @@ export async function bulkUpsertContacts(em: EntityManager, tenantId: string, en
   const valid: ContactFields[] = [];
   const errors: BulkContactsResponse['errors'] = [];
   entries.forEach((entry, index) => {
-    const parsed = CreateContactRequest.safeParse(entry);
-    if (parsed.success) valid.push(parsed.data);
-    else errors.push({ index, detail: issuesOf('body', parsed.error).map((i) => `${i.loc.slice(1).join('.') || '(entry)'}: ${i.msg}`).join('; ') });
+    const parsed = parseContactEntry(entry);
+    if ('contact' in parsed) valid.push(parsed.contact);
+    else errors.push({ index, detail: parsed.detail });
   });
   const rows = await upsertContacts(em, tenantId, valid);
   const created = rows.filter((r) => r.created).length;
   return { created, updated: rows.length - created, errors };
+}
+
+/**
+ * One entry of a bulk write or an import, validated on its own (text PostgreSQL cannot store included):
+ * the contact, or why it was refused.
+ */
+export function parseContactEntry(entry: unknown): { contact: ContactFields } | { detail: string } {
+  try {
+    return { contact: parseInput('body', CreateContactRequest, entry) };
+  } catch (error) {
+    if (!(error instanceof ValidationFailure)) throw error;
+    return { detail: error.issues.map((i) => `${i.loc.slice(1).join('.') || '(entry)'}: ${i.msg}`).join('; ') };
+  }
 }
 
 /** Mints a short-lived token scoped to one contact; 404 when the external_id is not a contact yet. */

@@ -6,6 +6,7 @@ import { createHmac } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, invalidField } from '../errors.ts';
 import { execute, queryOne } from '../db/sql.ts';
+import type { Runtime } from '../runtime.ts';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 /** An in_flight claim older than this belonged to a request that died without releasing it. */
@@ -97,6 +98,32 @@ export async function releaseIdempotencyKey(em: EntityManager, claim: Idempotenc
     claim.key,
     claim.requestHash,
   ]);
+}
+
+/**
+ * Runs `accept` under an Idempotency-Key when one is given: a repeat of a finished request replays its
+ * answer, and a request that fails frees its key. `accept` gets the claim (null without a key) and
+ * records its answer with completeIdempotencyKey in the transaction that does its work.
+ */
+export async function withIdempotencyKey<T>(
+  runtime: Runtime,
+  em: EntityManager,
+  tenantId: string,
+  key: string | null,
+  request: unknown,
+  accept: (claim: IdempotencyClaim | null) => Promise<T>,
+  status = 202,
+): Promise<{ status: number; body: T }> {
+  if (!key) return { status, body: await accept(null) };
+  const claim: IdempotencyClaim = { tenantId, key, requestHash: requestHash(request, runtime.tokens.derive('idempotency')) };
+  const claimed = await claimIdempotencyKey(em, claim, runtime.clock.now());
+  if (claimed.kind === 'replay') return { status: claimed.status, body: claimed.body as T };
+  try {
+    return { status, body: await accept(claim) };
+  } catch (error) {
+    await releaseIdempotencyKey(em, claim).catch((e) => runtime.logger.warn('idempotency release failed', { error: e }));
+    throw error;
+  }
 }
 
 /** Deletes expired records (the scheduled prune job). */

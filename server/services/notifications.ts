@@ -198,7 +198,8 @@ function recipientFields(recipient: TriggerRequest['recipients'][number]): Conta
   return typeof recipient === 'string' ? { external_id: recipient } : recipient;
 }
 
-function checkVariableNames(request: TriggerRequest): void {
+/** 422 for a name given both as a variable and as a secret variable. */
+export function checkVariableNames(request: Pick<TriggerRequest, 'variables' | 'secret_variables'>): void {
   const both = Object.keys(request.secret_variables).filter((k) => Object.hasOwn(request.variables, k));
   if (both.length > 0) {
     throw new ValidationFailure(
@@ -212,6 +213,7 @@ interface EventRow {
   type_key: string;
   external_id: string;
   contact_id: string | null;
+  broadcast_id: string | null;
   status: EventResponse['status'];
   created_at: Date;
   updated_at: Date;
@@ -234,7 +236,7 @@ interface DeliveryRow {
   updated_at: Date;
 }
 
-const EVENT_COLUMNS = 'id, type_key, external_id, contact_id, status, created_at, updated_at, variables, secret_keys, send_at, cancellation_key, digest_event_id, steps';
+const EVENT_COLUMNS = 'id, type_key, external_id, contact_id, broadcast_id, status, created_at, updated_at, variables, secret_keys, send_at, cancellation_key, digest_event_id, steps';
 
 /** The event's status with its deliveries; 404 for an unknown id or another tenant's event. */
 export async function getEvent(em: EntityManager, tenantId: string, eventId: string): Promise<EventResponse> {
@@ -260,9 +262,10 @@ export async function listEvents(em: EntityManager, tenantId: string, filter: Ev
         AND ($3::text IS NULL OR status = $3)
         AND ($4::text IS NULL OR external_id = $4)
         AND ($5::uuid IS NULL OR id < $5::uuid)
+        AND ($7::uuid IS NULL OR broadcast_id = $7::uuid)
       ORDER BY id DESC
       LIMIT $6`,
-    [tenantId, filter.type ?? null, filter.status ?? null, filter.external_id ?? null, after, filter.limit + 1],
+    [tenantId, filter.type ?? null, filter.status ?? null, filter.external_id ?? null, after, filter.limit + 1, filter.broadcast_id ?? null],
   );
   const page = rows.slice(0, filter.limit);
   const next = rows.length > filter.limit ? encodeCursor(page[page.length - 1]!.id) : null;
@@ -294,6 +297,7 @@ async function withDeliveries(em: EntityManager, rows: EventRow[]): Promise<Even
     type: row.type_key,
     external_id: row.external_id,
     contact_id: row.contact_id,
+    broadcast_id: row.broadcast_id,
     status: row.status,
     created_at: new Date(row.created_at).toISOString(),
     updated_at: new Date(row.updated_at).toISOString(),

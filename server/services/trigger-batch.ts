@@ -56,6 +56,12 @@ export interface TriggerOutcome {
   contact_ids: Record<string, string>;
 }
 
+/** The required variables of the type row `type` that the text[] `names` does not give. */
+export function missingVariablesSql(type: string, names: string): string {
+  return `ARRAY(SELECT v->>'name' FROM jsonb_array_elements(coalesce(${type}.variables, '[]'::jsonb)) AS v
+                  WHERE (v->>'required')::boolean AND NOT (v->>'name' = ANY (${names})))`;
+}
+
 /** The statement per queue instance: it embeds the queue's table name, read from pg-boss once. */
 const triggerStatement = statementPerQueue((boss) => deliveryJobsCte(boss, 'to_enqueue').then(buildTriggerStatement));
 
@@ -78,8 +84,7 @@ const buildTriggerStatement = (jobsCte: string) => `
            tn.archived_at IS NOT NULL AS archived,
            nt.key IS NOT NULL AS type_found,
            (i.brand IS NULL OR EXISTS (SELECT 1 FROM brands b WHERE b.tenant_id = i.tenant_id AND b.key = i.brand)) AS brand_found,
-           ARRAY(SELECT v->>'name' FROM jsonb_array_elements(coalesce(nt.variables, '[]'::jsonb)) AS v
-                  WHERE (v->>'required')::boolean AND NOT (v->>'name' = ANY (i.names))) AS missing,
+           ${missingVariablesSql('nt', 'i.names')} AS missing,
            -- Its events share delivery jobs: they can reach the inbox only (delivery/stages/plan.ts).
            ${inboxOnlySql('nt', 'i.channels')} AS inbox_only
       FROM input i

@@ -1,0 +1,176 @@
+// npm run bench (second part): audiences. Herald runs as real processes on a fresh database
+// (DATABASE_URL's server, else an embedded PostgreSQL): `herald start --role api` and `--role worker`.
+// Prints:
+//   6. contact import: POST /v1/contacts/import of BENCH_AUDIENCE_CONTACTS NDJSON contacts (default
+//      100,000), streamed by this process as it generates them: contacts/s
+//   7. a broadcast to all of them (inbox channel): the fan-out's time, and the time from the 202 to every
+//      inbox item stored, with items/s; meanwhile another tenant sends 1-recipient triggers (20/s): their
+//      HTTP latency and their delivery latency (event created -> inbox item stored), p50/p99, and the
+//      worker process's RSS growth over the fan-out (the fan-out runs there).
+// BENCH_AUDIENCE_CONTACTS=1000000 is the large run: then the broadcast is followed through its fan-out
+// and BENCH_AUDIENCE_FOLLOW_SECONDS (default 30) of delivery after it, and canceled (delivering a
+// million inbox items takes minutes on a small machine); the figures are taken over that window.
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { loadConfig } from '../server/config.ts';
+import { generateKey } from '../server/crypto/keyring.ts';
+import { startRuntime, stopRuntime } from '../server/runtime.ts';
+import { execute } from '../server/db/sql.ts';
+import { newId } from '../server/ids.ts';
+import { KeepAliveConnection } from './keep-alive-client.ts';
+import { benchTenant, cleanups, fmt, freePort, freshDatabase, print, runBench, sleep, startHerald, stats } from './support.ts';
+
+const CONTACTS = Number(process.env.BENCH_AUDIENCE_CONTACTS ?? 100_000);
+/** Above this audience the broadcast is not followed to its end (see the header). */
+const FOLLOW_WHOLE_UP_TO = 200_000;
+const FOLLOW_SECONDS = Number(process.env.BENCH_AUDIENCE_FOLLOW_SECONDS ?? 30);
+const PROBE_INTERVAL_MS = 50;
+
+async function main(): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'herald-bench-audiences-'));
+  chmodSync(dataDir, 0o711);
+  cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
+  const url = await freshDatabase(dataDir);
+  const encryptionKeys = `bench:${generateKey()}`;
+  const config = loadConfig({ dataDir, databaseUrl: url, encryptionKeys, logLevel: 'warn' }, {});
+
+  // Two tenants: one broadcasts, the other triggers meanwhile. Both have an inbox-only type.
+  const setup = await startRuntime(config, { role: 'api', queue: true, poolMax: 4 });
+  const em = setup.orm.em.fork();
+  const keys: string[] = [];
+  for (const name of ['Broadcaster', 'Other']) {
+    const { tenant, apiKey } = await benchTenant(em, name);
+    keys.push(apiKey);
+    await execute(em, `INSERT INTO notification_types (id, tenant_id, key, name, channel_defaults) VALUES ($1, $2, 'bench', 'Bench', '{"inbox": true}')`, [newId(), tenant.id]);
+    await execute(
+      em,
+      `INSERT INTO inbox_templates (id, tenant_id, notification_type_key, brand_key, language, title, content) VALUES ($1, $2, 'bench', 'default', 'en', 'Hello {{ contact.external_id }}', 'News {{ headline }}')`,
+      [newId(), tenant.id],
+    );
+  }
+  await stopRuntime(setup);
+  const [broadcasterKey, otherKey] = keys as [string, string];
+
+  const port = await freePort();
+  const env = { DATABASE_URL: url, HERALD_HOME: dataDir, HERALD_ENCRYPTION_KEYS: encryptionKeys, HERALD_LOG_LEVEL: 'warn', HERALD_PORT: String(port) };
+  const api = await startHerald(['--role', 'api'], env, 'Herald listening');
+  const worker = await startHerald(['--role', 'worker'], env, null);
+  const base = `http://127.0.0.1:${port}`;
+  const db = new pg.Client({ connectionString: url });
+  await db.connect();
+  cleanups.push(() => db.end());
+  print(`Herald audiences benchmark (loopback; ${CONTACTS} contacts; the machine is shared: figures are indicative)`);
+
+  // 6. Import, streamed as generated.
+  async function* ndjson(): AsyncGenerator<Uint8Array> {
+    const LINES_PER_CHUNK = 1000;
+    for (let start = 0; start < CONTACTS; start += LINES_PER_CHUNK) {
+      let text = '';
+      for (let i = start; i < Math.min(CONTACTS, start + LINES_PER_CHUNK); i++) text += `{"external_id":"user-${i}","email":"user-${i}@example.test","name":"User ${i}"}\n`;
+      yield Buffer.from(text);
+    }
+  }
+  const apiRssBefore = rssOf(api.pid!);
+  const importStarted = performance.now();
+  const imported = await fetch(`${base}/v1/contacts/import`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${broadcasterKey}`, 'content-type': 'application/x-ndjson' },
+    body: ndjson() as unknown as BodyInit,
+    duplex: 'half',
+  } as RequestInit);
+  const importBody = (await imported.json()) as { created: number; refused: number };
+  const importSeconds = (performance.now() - importStarted) / 1000;
+  if (imported.status !== 200 || importBody.created !== CONTACTS) throw new Error(`import answered ${imported.status}: ${JSON.stringify(importBody)}`);
+  print(
+    `6. contact import (NDJSON, streamed): ${fmt(CONTACTS / importSeconds)} contacts/s   (${CONTACTS} in ${importSeconds.toFixed(1)} s; API RSS ${mb(apiRssBefore)} -> ${mb(rssOf(api.pid!))} MB; target >= 50000/s)`,
+  );
+  await db.query(`ANALYZE contacts`);
+
+  // 7. The broadcast, with the other tenant's triggers as a probe.
+  const probe = await KeepAliveConnection.open(port);
+  cleanups.push(async () => probe.close());
+  const probeHeaders = { authorization: `Bearer ${otherKey}`, 'content-type': 'application/json' };
+  const probeOnce = async (i: number) => {
+    const t0 = performance.now();
+    const res = await probe.request('POST', '/v1/notifications', probeHeaders, JSON.stringify({ type: 'bench', recipients: [`probe-${i % 100}`], variables: { headline: 'probe' } }));
+    if (res.status !== 202) throw new Error(`probe trigger answered ${res.status}: ${res.body}`);
+    return performance.now() - t0;
+  };
+  for (let i = 0; i < 100; i++) await probeOnce(i); // warm-up
+  const probeStart = (await db.query(`SELECT now() AS t`)).rows[0].t as Date;
+  const workerRssBefore = rssOf(worker.pid!);
+  let workerRssMax = workerRssBefore;
+  const latencies: number[] = [];
+  let probing = true;
+  const probing$ = (async () => {
+    for (let i = 0; probing; i++) {
+      const started = performance.now();
+      latencies.push(await probeOnce(i));
+      workerRssMax = Math.max(workerRssMax, rssOf(worker.pid!));
+      await sleep(Math.max(0, PROBE_INTERVAL_MS - (performance.now() - started)));
+    }
+  })();
+
+  const t0 = performance.now();
+  const accepted = await fetch(`${base}/v1/broadcasts`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${broadcasterKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ type: 'bench', audience: { all_contacts: true }, variables: { headline: 'launch' } }),
+  });
+  const { broadcast_id: id } = (await accepted.json()) as { broadcast_id: string };
+  if (accepted.status !== 202) throw new Error(`broadcast answered ${accepted.status}`);
+  const acceptedMs = performance.now() - t0;
+  let fannedOutSeconds: number | null = null;
+  let storedSeconds: number | null = null;
+  let stored: number;
+  const followWhole = CONTACTS <= FOLLOW_WHOLE_UP_TO;
+  for (let deadline = Date.now() + (followWhole ? 600_000 : 3_600_000); ; ) {
+    const row = (await db.query(`SELECT fanned_out_at IS NOT NULL AS done, events_created FROM broadcasts WHERE id = $1`, [id])).rows[0];
+    if (fannedOutSeconds === null && row.done) fannedOutSeconds = (performance.now() - t0) / 1000;
+    // Counted through the events' unique index: the inbox table has no index by tenant.
+    stored = Number((await db.query(`SELECT count(*) AS n FROM events WHERE broadcast_id = $1 AND status = 'delivered'`, [id])).rows[0].n);
+    if (stored >= CONTACTS) {
+      storedSeconds = (performance.now() - t0) / 1000;
+      break;
+    }
+    if (!followWhole && fannedOutSeconds !== null && (performance.now() - t0) / 1000 > fannedOutSeconds + FOLLOW_SECONDS) break;
+    if (Date.now() > deadline) throw new Error(`broadcast not done: ${JSON.stringify(row)}, ${stored} delivered`);
+    await sleep(200);
+  }
+  probing = false;
+  await probing$;
+  const window = (performance.now() - t0) / 1000;
+  if (!followWhole) await fetch(`${base}/v1/broadcasts/${id}/cancel`, { method: 'POST', headers: { authorization: `Bearer ${broadcasterKey}` } });
+  const http = stats(latencies);
+  const delivery = (
+    await db.query(
+      `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS p50, percentile_cont(0.99) WITHIN GROUP (ORDER BY ms) AS p99, count(*)::int AS n
+         FROM (SELECT extract(epoch FROM i.created_at - e.created_at) * 1000 AS ms
+                 FROM events e JOIN inbox_items i ON i.event_id = e.id
+                WHERE e.external_id LIKE 'probe-%' AND e.created_at >= $1) AS d`,
+      [probeStart],
+    )
+  ).rows[0];
+  const items = storedSeconds !== null ? `every item stored ${storedSeconds.toFixed(1)} s after the 202 = ${fmt(CONTACTS / storedSeconds)} items/s (target <= 10 s)` : `${stored} items stored in ${window.toFixed(1)} s = ${fmt(stored / window)} items/s, then canceled`;
+  print(`7. broadcast to ${CONTACTS} contacts (inbox): 202 in ${fmt(acceptedMs)} ms; fan-out done after ${fannedOutSeconds?.toFixed(1) ?? '?'} s; ${items}`);
+  print(`   worker RSS ${mb(workerRssBefore)} MB -> at most ${mb(workerRssMax)} MB during it (growth ${mb(workerRssMax - workerRssBefore)} MB; target <= 100 MB)`);
+  print(
+    `   another tenant's 1-recipient triggers meanwhile (${latencies.length}, one every ${PROBE_INTERVAL_MS} ms): HTTP p50 ${fmt(http.p50)} ms, p99 ${fmt(http.p99)} ms (target <= 100 ms); delivered (event -> inbox item) p50 ${fmt(Number(delivery.p50))} ms, p99 ${fmt(Number(delivery.p99))} ms (${delivery.n} items)`,
+  );
+}
+
+/** Resident set size of a process in bytes (Linux), or 0. */
+function rssOf(pid: number): number {
+  try {
+    const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb ? Number(kb) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(0);
+
+await runBench(main);
