@@ -25,6 +25,7 @@ const CANCEL = (match: string) => `
 
 const BY_KEY = CANCEL('e.cancellation_key = $2');
 const BY_ID = CANCEL('e.id = $2');
+const BY_BROADCAST = CANCEL('e.broadcast_id = $2');
 
 /** Cancels the tenant's events carrying the key that are not final yet; returns how many. */
 export async function cancelByKey(em: EntityManager, tenantId: string, key: string): Promise<number> {
@@ -34,4 +35,9 @@ export async function cancelByKey(em: EntityManager, tenantId: string, key: stri
 /** Cancels one event if it is not final yet; false when it is final (or not the tenant's). */
 export async function cancelById(em: EntityManager, tenantId: string, eventId: string): Promise<boolean> {
   return (await queryOne<{ canceled: number }>(em, BY_ID, [tenantId, eventId]))!.canceled === 1;
+}
+
+/** Cancels a broadcast's events that are not final yet (those a worker holds included); returns how many. */
+export async function cancelByBroadcast(em: EntityManager, tenantId: string, broadcastId: string): Promise<number> {
+  return (await queryOne<{ canceled: number }>(em, BY_BROADCAST, [tenantId, broadcastId]))!.canceled;
 }

@@ -2,8 +2,8 @@
 // writes the broadcast row and its fan-out job in one transaction and answers 202 at once (with
 // Idempotency-Key semantics, as a trigger); the fan-out (broadcast-fan-out.ts) then writes one event
 // per contact, which the delivery workers deliver as any trigger's. A broadcast is completed once its
-// fan-out is done and every event is final; cancelling stops the fan-out and cancels the events whose
-// delivery job no worker has fetched yet.
+// fan-out is done and every event is final; cancelling stops the fan-out and cancels every event not
+// final yet.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, ValidationFailure, notFound, type ValidationIssue } from '../errors.ts';
 import { isUuid, newId } from '../ids.ts';
@@ -11,6 +11,7 @@ import { bossDb, execute, query, queryOne, toIsoTimestamp } from '../db/sql.ts';
 import { BOSS_SCHEMA, statementPerQueue } from '../queue.ts';
 import type { Runtime } from '../runtime.ts';
 import { DELIVER_EVENT_QUEUE } from '../delivery/queues.ts';
+import { cancelByBroadcast } from '../delivery/cancel.ts';
 import { unauthorized } from '../http/auth.ts';
 import type {
   BroadcastAccepted,
@@ -190,8 +191,8 @@ export async function listBroadcasts(em: EntityManager, tenantId: string, filter
 
 /**
  * Cancels the delivery jobs of a broadcast's events that no worker has fetched yet (one job carries up
- * to 25 of its events and has the id of the first), and marks those events 'canceled'. A job a worker
- * already holds is left to it: its events are delivered. The statement embeds the delivery queue's
+ * to 25 of its events and has the id of the first), and marks those events 'canceled', so that no
+ * worker fetches them for nothing. The statement embeds the delivery queue's
  * table name, read from pg-boss once.
  */
 const cancelJobsStatement = statementPerQueue(async (boss) => {
@@ -231,6 +232,9 @@ export async function cancelBroadcast(runtime: Runtime, em: EntityManager, tenan
     );
     if (canceled === 0) return; // completed or canceled meanwhile: the re-read below tells which
     await execute(tx, statement, [id]);
+    // The rest, not final yet: held, waiting in a workflow, or in a job a worker holds (its run finds
+    // them canceled when it locks them).
+    await cancelByBroadcast(tx, tenantId, id);
     // A fan-out that has not started yet never will.
     await boss.cancel(BROADCAST_FAN_OUT_QUEUE, id, { db: bossDb(tx) });
   });
