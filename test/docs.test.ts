@@ -1,0 +1,73 @@
+// The documentation the project carries is held to the code: every configuration key of the schema is
+// in docs/configuration.md (and nothing else is), every environment variable config.ts reads is named
+// there, and every CLI command is in docs/cli.md. A key or a command added without docs fails here.
+import { describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { Command } from 'commander';
+import { z } from 'zod';
+import { configSchema } from '../server/config.ts';
+
+const read = (path: string) => readFileSync(new URL(`../${path}`, import.meta.url), 'utf8');
+
+/** The schema's keys, nested object keys as parent.child. */
+function schemaKeys(shape: Record<string, z.ZodType>, prefix = ''): string[] {
+  const keys: string[] = [];
+  for (const [key, field] of Object.entries(shape)) {
+    keys.push(prefix + key);
+    let inner: z.ZodType = field;
+    while (inner instanceof z.ZodDefault || inner instanceof z.ZodOptional || inner instanceof z.ZodNullable) inner = inner.unwrap() as z.ZodType;
+    if (inner instanceof z.ZodObject) keys.push(...schemaKeys(inner.shape as Record<string, z.ZodType>, `${prefix}${key}.`));
+  }
+  return keys;
+}
+
+/** The keys in the first column of the table under "## Keys". */
+function documentedKeys(doc: string): string[] {
+  const section = doc.split(/^## Keys$/m)[1]!.split(/^## /m)[0]!;
+  return [...section.matchAll(/^\| `([A-Za-z0-9.]+)` \|/gm)].map((m) => m[1]!);
+}
+
+describe('docs/configuration.md', () => {
+  const doc = read('docs/configuration.md');
+
+  it('lists exactly the keys of the configuration schema', () => {
+    const inSchema = schemaKeys(configSchema.shape as Record<string, z.ZodType>).sort();
+    const inDoc = documentedKeys(doc).sort();
+    expect(inDoc.filter((k) => !inSchema.includes(k)), 'documented but not in server/config.ts').toEqual([]);
+    expect(inSchema.filter((k) => !inDoc.includes(k)), 'in server/config.ts but not documented in docs/configuration.md').toEqual([]);
+    expect(new Set(inDoc).size, 'a key documented twice').toBe(inDoc.length);
+  });
+
+  it('names every environment variable the configuration reads', () => {
+    const source = read('server/config.ts');
+    const names = [...new Set([...source.matchAll(/\b((?:HERALD|DATABASE)_[A-Z0-9_]+)\b/g)].map((m) => m[1]!))];
+    expect(names.length).toBeGreaterThan(10);
+    expect(names.filter((name) => !doc.includes(`\`${name}\``))).toEqual([]);
+  });
+});
+
+describe('docs/cli.md', () => {
+  it('lists every herald command', async () => {
+    const program = new Command('herald');
+    // Every command group cli/main.ts loads, as it loads them.
+    const groups = [...read('cli/main.ts').matchAll(/import\('\.\/([a-z-]+)\.ts'\)/g)].map((m) => m[1]!);
+    expect(groups.length).toBeGreaterThan(10);
+    for (const group of groups) {
+      const module = (await import(`../cli/${group}.ts`)) as Record<string, unknown>;
+      const register = Object.entries(module).find(([name]) => name.startsWith('register'))![1] as (p: Command) => void;
+      register(program);
+    }
+    const commands: string[] = [];
+    const walk = (command: Command, prefix: string) => {
+      for (const sub of command.commands) {
+        const name = `${prefix} ${sub.name()}`;
+        commands.push(name);
+        walk(sub, name);
+      }
+    };
+    walk(program, 'herald');
+    expect(commands.length).toBeGreaterThan(30);
+    const doc = read('docs/cli.md');
+    expect(commands.filter((name) => !new RegExp(`^#+ \`${name.replace(/[-]/g, '\\-')}[ \`]`, 'm').test(doc))).toEqual([]);
+  });
+});
