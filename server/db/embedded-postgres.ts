@@ -1,9 +1,9 @@
 // The embedded PostgreSQL that serves an install (and the test suite) when no DATABASE_URL is given.
 // Its cluster lives under <dataDir>/postgres, listens on loopback only, and is stopped on exit.
 // Herald connects to it through a Unix-domain socket in the cluster directory: on the same host that
-// skips the TCP stack on both sides of every round trip (on a 2-core VM, TCP loopback writes were a
-// third of the API process's time under the trigger benchmark), and the socket is reachable only by
-// whoever can enter the cluster directory. It also listens on 127.0.0.1 for tools (psql) and for a
+// skips the TCP stack on both sides of every round trip (TCP loopback writes are a large share of the
+// API process's time under load), and the socket is reachable only by whoever can enter the cluster
+// directory. It also listens on 127.0.0.1 for tools (psql) and for a
 // cluster directory whose path is too long for a socket.
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';

@@ -53,7 +53,7 @@ export async function openDatabase(config: Config, options: { poolMax: number; o
   let url = config.databaseUrl;
   // The embedded cluster may already run under a Herald server of this data directory: then use it
   // (admin commands while the server runs) instead of starting a second postmaster.
-  // (A cluster started by an earlier Herald, before the socket, is reached over TCP.)
+  // A cluster whose socket is missing (its directory path is too long for one) is reached over TCP.
   const clusterDir = join(config.dataDir, 'postgres');
   if (!url) {
     for (const candidate of new Set([embeddedUrl(clusterDir, config.embeddedPostgresPort, 'herald'), embeddedTcpUrl(config.embeddedPostgresPort, 'herald')])) {

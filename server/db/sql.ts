@@ -1,6 +1,6 @@
 // The one way to run hand-written SQL: `$1`-style parameters, executed inside the EntityManager's
-// transaction when it has one. Hand-written statements live in named functions of server/db/queries/*
-// or next to the service that owns the table; pg-boss reaches our transactions through bossDb().
+// transaction when it has one. Hand-written statements live in named functions next to the module
+// that owns the table (services, delivery, stream); pg-boss reaches our transactions through bossDb().
 import { CompiledQuery } from 'kysely';
 import type { EntityManager } from '@mikro-orm/postgresql';
 

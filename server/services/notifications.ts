@@ -78,9 +78,9 @@ const batchers = new WeakMap<Runtime, TriggerBatcher>();
 
 /**
  * Statements in flight per process for triggers without an idempotency key (the API's default pool
- * holds 4 connections, runtime.ts, which rate-limit charges and other routes share). On the 2-core
- * benchmark one lane gave the most requests per second (bigger batches), but one statement stuck on a
- * lock would hold up every trigger of the process; two keep a way past it at about the same rate.
+ * holds 4 connections, runtime.ts, which rate-limit charges and other routes share). One lane makes the
+ * biggest batches, but one statement stuck on a lock would hold up every trigger of the process; two
+ * keep a way past it and batch almost as well.
  */
 const TRIGGER_LANES = 2;
 
