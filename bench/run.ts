@@ -39,7 +39,7 @@ import { startEmbeddedPostgres, type EmbeddedDatabase } from '../server/db/embed
 import { startRuntime, stopRuntime } from '../server/runtime.ts';
 import { createTenant } from '../server/services/tenants.ts';
 import { createUser } from '../server/services/users.ts';
-import { hashServiceKey } from '../server/http/auth.ts';
+import { hashServiceKey } from '../server/auth/credentials.ts';
 import { execute } from '../server/db/sql.ts';
 import { newId } from '../server/ids.ts';
 import { BOSS_SCHEMA, startBoss } from '../server/queue.ts';

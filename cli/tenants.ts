@@ -1,7 +1,7 @@
 // herald tenants: local admin commands over the install's tenants (they talk to the database through
 // the services, never through HTTP): list, create, rename, archive, unarchive, and per-tenant limits.
 import type { Command } from 'commander';
-import { parseInput } from '../server/http/validate.ts';
+import { parseInput } from '../server/validation.ts';
 import { tenantName } from '../server/schemas/auth.ts';
 import { email as emailSchema } from '../server/schemas/common.ts';
 import { adminRenameTenant, adminSetTenantArchived, createTenant, listAllTenants, type TenantRow } from '../server/services/tenants.ts';
@@ -10,6 +10,7 @@ import { listTenantLimits, setTenantLimit } from '../server/services/tenant-limi
 import { queryOne } from '../server/db/sql.ts';
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
+import { toIsoTimestamp } from '../server/timestamps.ts';
 
 interface CommonOptions {
   dataDir?: string;
@@ -21,7 +22,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const LIMIT_NAME = /^(brands|rate:[a-z_]+(:burst)?)$/;
 
 function tenantJson(t: TenantRow) {
-  return { id: t.id, name: t.name, archived: t.archived_at !== null, created_at: new Date(t.created_at).toISOString() };
+  return { id: t.id, name: t.name, archived: t.archived_at !== null, created_at: toIsoTimestamp(t.created_at) };
 }
 
 function tenantIdArg(id: string): string {

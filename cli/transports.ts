@@ -17,7 +17,7 @@ import {
 import { deletePushTransport, listPushTransports, putPushTransport, testPushTransport } from '../server/services/push-transports.ts';
 import { findTenant } from '../server/services/tenants.ts';
 import { EmailTransportRequest, SendTestEmailRequest, SendTestPushRequest } from '../server/schemas/transports.ts';
-import { parseInput } from '../server/http/validate.ts';
+import { parseInput } from '../server/validation.ts';
 import { smtpSettingsFromUrl } from '../server/email/smtp.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';

@@ -9,6 +9,7 @@ import { query, queryOne } from '../server/db/sql.ts';
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { emailArg } from './tenants.ts';
+import { toIsoTimestamp } from '../server/timestamps.ts';
 
 interface CommonOptions {
   dataDir?: string;
@@ -73,7 +74,7 @@ Examples:
     .addHelpText('after', '\nExamples:\n  $ herald users list\n  $ herald users list --json')
     .action(async (options: CommonOptions) => {
       const rows = await withLocalRuntime(configFrom(options), (runtime) => listUsers(runtime.orm.em.fork()));
-      const out = rows.map((r) => ({ id: r.id, email: r.email, email_verified: r.email_verified, tenants: r.tenants, created_at: new Date(r.created_at).toISOString() }));
+      const out = rows.map((r) => ({ id: r.id, email: r.email, email_verified: r.email_verified, tenants: r.tenants, created_at: toIsoTimestamp(r.created_at) }));
       if (options.json) printJson(out);
       else printTable(out, ['id', 'email', 'email_verified', 'tenants', 'created_at']);
     });

@@ -10,6 +10,12 @@ export type { PgBoss };
 
 export const BOSS_SCHEMA = 'pgboss';
 
+/**
+ * The system-email queue (jobs/system-email.ts). Named here, at the bottom, because the list of encrypted
+ * columns (crypto/encrypted-columns.ts) reads the sealed link tokens of its waiting jobs.
+ */
+export const SYSTEM_EMAIL_JOB = 'system-email';
+
 export async function startBoss(url: string, logger: Logger, options: { poolMax?: number; supervise: boolean }): Promise<PgBoss> {
   const boss = new PgBoss({
     connectionString: url,

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { addUser, requestAs, signUp, type SignedUp } from './support/fixtures.ts';
 import { query, queryOne } from '../server/db/sql.ts';
-import { hashServiceKey } from '../server/http/auth.ts';
+import { hashServiceKey } from '../server/auth/credentials.ts';
 
 let app: TestApp;
 let owner: SignedUp;

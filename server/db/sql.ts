@@ -46,14 +46,4 @@ export function isUniqueViolation(error: unknown): boolean {
   return false;
 }
 
-/**
- * A timestamptz column as an ISO 8601 string. The driver hands timestamps over as PostgreSQL text
- * ("2026-01-02 03:04:05.678901+00"), which Date does not parse reliably; a Date is accepted too.
- */
-export function toIsoTimestamp(value: Date | string): string {
-  if (value instanceof Date) return value.toISOString();
-  const normalised = value.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00').replace(/([+-]\d\d)(\d\d)$/, '$1:$2');
-  const date = new Date(normalised);
-  if (Number.isNaN(date.getTime())) throw new Error(`not a timestamp: ${value}`);
-  return date.toISOString();
-}
+export { toIsoTimestamp } from '../timestamps.ts';

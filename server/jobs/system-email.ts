@@ -10,7 +10,8 @@ import { bossDb } from '../db/sql.ts';
 import type { Runtime } from '../runtime.ts';
 import { installSmtp } from '../email/install-smtp.ts';
 import { renderSystemEmail, type SystemEmail } from '../email/system-emails.ts';
-import { SYSTEM_EMAIL_JOB, systemEmailAad } from './system-email-seal.ts';
+import { systemEmailAad } from '../crypto/aad.ts';
+import { SYSTEM_EMAIL_JOB } from '../queue.ts';
 
 type SealedSystemEmail = Omit<SystemEmail, 'token'> & { seal_id: string; sealed_token: string };
 

@@ -6,9 +6,10 @@ import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { execute, query, queryOne, toIsoTimestamp } from '../db/sql.ts';
-import { SERVICE_KEY_PREFIX, hashServiceKey } from '../http/auth.ts';
+import { execute, query, queryOne } from '../db/sql.ts';
+import { SERVICE_KEY_PREFIX, hashServiceKey } from '../auth/credentials.ts';
 import type { ApiKeyResponse, IssuedApiKeyResponse } from '../schemas/api-keys.ts';
+import { toIsoTimestamp } from '../timestamps.ts';
 
 /** How many leading characters of a key are kept in clear, to recognise it in lists. */
 export const API_KEY_PREFIX_LENGTH = 12;

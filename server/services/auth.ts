@@ -11,6 +11,7 @@ import { hashLinkToken, newLinkToken } from '../auth/link-tokens.ts';
 import { enqueueSystemEmail } from '../jobs/system-email.ts';
 import { createTenant } from './tenants.ts';
 import { findUserByEmail, type UserRow } from './users.ts';
+import { toIsoTimestamp } from '../timestamps.ts';
 
 export interface UserResponseBody {
   id: string;
@@ -27,7 +28,7 @@ export interface AccessTokenBody {
 }
 
 export function userResponse(user: Pick<UserRow, 'id' | 'email' | 'email_verified_at' | 'created_at'>): UserResponseBody {
-  return { id: user.id, email: user.email, email_verified: user.email_verified_at !== null, created_at: new Date(user.created_at).toISOString() };
+  return { id: user.id, email: user.email, email_verified: user.email_verified_at !== null, created_at: toIsoTimestamp(user.created_at) };
 }
 
 /** A stateless access token for `userId` scoped to `tenantId` (valid until it expires; a reset does not revoke it). */

@@ -4,9 +4,9 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { execute, queryOne } from '../db/sql.ts';
-import type { Credential } from '../http/auth.ts';
+import type { Credential } from '../auth/credentials.ts';
 import type { Runtime } from '../runtime.ts';
-import { issuesOf } from '../http/validate.ts';
+import { issuesOf } from '../validation.ts';
 import { CONTACT_COLUMNS, upsertContacts, type ContactFields, type ContactRow } from './contact-upsert.ts';
 import {
   CreateContactRequest,
@@ -15,6 +15,7 @@ import {
   type ContactTokenResponse,
   type ReplaceContactRequest,
 } from '../schemas/contacts.ts';
+import { toIsoTimestamp } from '../timestamps.ts';
 
 export function contactView(row: ContactRow): ContactResponse {
   return {
@@ -25,8 +26,8 @@ export function contactView(row: ContactRow): ContactResponse {
     name: row.name,
     language: row.language,
     properties: row.properties ?? {},
-    created_at: new Date(row.created_at).toISOString(),
-    updated_at: new Date(row.updated_at).toISOString(),
+    created_at: toIsoTimestamp(row.created_at),
+    updated_at: toIsoTimestamp(row.updated_at),
   };
 }
 

@@ -17,6 +17,7 @@ import type { Runtime } from '../runtime.ts';
 import { encryptedColumns } from '../crypto/encrypted-columns.ts';
 import { requireMembership } from './tenants.ts';
 import { reassignDefault } from './members.ts';
+import { toIsoTimestamp, toIsoTimestampOrNull } from '../timestamps.ts';
 
 export const DATA_REQUEST_JOB = 'data-request';
 
@@ -52,8 +53,8 @@ function responseOf(row: DataRequestRow): DataRequestResponseBody {
     id: row.id,
     kind: row.kind,
     status: row.status,
-    created_at: new Date(row.created_at).toISOString(),
-    completed_at: row.completed_at ? new Date(row.completed_at).toISOString() : null,
+    created_at: toIsoTimestamp(row.created_at),
+    completed_at: toIsoTimestampOrNull(row.completed_at),
     download_url: downloadable ? `/v1/auth/tenants/${row.tenant_id}/data-requests/${row.id}/download` : null,
     error: row.error,
   };

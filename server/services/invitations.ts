@@ -12,6 +12,7 @@ import { hashPassword } from '../auth/passwords.ts';
 import { enqueueSystemEmail } from '../jobs/system-email.ts';
 import { requireMembership, type MemberRole } from './tenants.ts';
 import { issueAccessToken, type AccessTokenBody } from './auth.ts';
+import { toIsoTimestamp } from '../timestamps.ts';
 
 export interface InvitationResponseBody {
   id: string;
@@ -40,8 +41,8 @@ function invitationResponse(row: InvitationRow): InvitationResponseBody {
     email: row.email,
     role: row.role,
     status: row.status,
-    expires_at: new Date(row.expires_at).toISOString(),
-    created_at: new Date(row.created_at).toISOString(),
+    expires_at: toIsoTimestamp(row.expires_at),
+    created_at: toIsoTimestamp(row.created_at),
   };
 }
 

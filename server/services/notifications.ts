@@ -13,7 +13,7 @@ import type { Runtime } from '../runtime.ts';
 import { RATE_POLICIES, tenantOverride, type RateCheck } from '../rate-limit.ts';
 import { contactUpsertInput, type ContactFields } from './contact-upsert.ts';
 import { TriggerBatcher, writeTriggers, type TriggerInput, type TriggerOutcome } from './trigger-batch.ts';
-import { unauthorized } from '../http/auth.ts';
+import { unauthorized } from '../auth/credentials.ts';
 import {
   claimIdempotencyKey,
   completeIdempotencyKey,
@@ -23,14 +23,14 @@ import {
 } from './idempotency.ts';
 import type { EventListQuery, EventPage, EventResponse, TriggerRequest, TriggerResponse } from '../schemas/notifications.ts';
 import { wakeDeliveryWorkers } from '../delivery/enqueue.ts';
+import { toIsoTimestamp } from '../timestamps.ts';
+import { secretVariablesAad } from '../crypto/aad.ts';
 
 /** What secret values look like wherever Herald shows an event. */
 export const SECRET_MASK = '********';
 
-/** The additional data binding an event's secret variables to its row (server/crypto/encrypted-columns.ts). */
-export function secretVariablesAad(eventId: string): string {
-  return `events/${eventId}/secret_variables`;
-}
+// server/delivery/worker.ts decrypts the secret variables with the context it imports from here.
+export { secretVariablesAad };
 
 export interface TriggerResult {
   status: number;
@@ -251,8 +251,8 @@ async function withDeliveries(em: EntityManager, rows: EventRow[]): Promise<Even
     external_id: row.external_id,
     contact_id: row.contact_id,
     status: row.status,
-    created_at: new Date(row.created_at).toISOString(),
-    updated_at: new Date(row.updated_at).toISOString(),
+    created_at: toIsoTimestamp(row.created_at),
+    updated_at: toIsoTimestamp(row.updated_at),
     variables: maskedVariables(row.variables, row.secret_keys),
     deliveries: (byEvent.get(row.id) ?? []).map((d) => ({
       channel: d.channel,
@@ -261,7 +261,7 @@ async function withDeliveries(em: EntityManager, rows: EventRow[]): Promise<Even
       provider: d.provider,
       attempts: d.attempts,
       last_error: d.last_error,
-      updated_at: new Date(d.updated_at).toISOString(),
+      updated_at: toIsoTimestamp(d.updated_at),
     })),
   }));
 }

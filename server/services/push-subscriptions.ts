@@ -7,6 +7,7 @@ import { notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { execute, query, queryOne } from '../db/sql.ts';
 import type { CreatePushSubscriptionRequest, PushSubscriptionResponse } from '../schemas/push-subscriptions.ts';
+import { toIsoTimestamp, toIsoTimestampOrNull } from '../timestamps.ts';
 
 interface SubscriptionRow {
   id: string;
@@ -25,8 +26,8 @@ export function pushSubscriptionView(row: SubscriptionRow): PushSubscriptionResp
     provider: row.provider,
     token: row.token,
     endpoint: row.endpoint,
-    created_at: new Date(row.created_at).toISOString(),
-    last_used_at: row.last_used_at ? new Date(row.last_used_at).toISOString() : null,
+    created_at: toIsoTimestamp(row.created_at),
+    last_used_at: toIsoTimestampOrNull(row.last_used_at),
   };
 }
 

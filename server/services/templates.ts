@@ -5,10 +5,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, ValidationFailure, notFound, type ValidationIssue } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { execute, isUniqueViolation, query, queryOne, toIsoTimestamp } from '../db/sql.ts';
+import { execute, isUniqueViolation, query, queryOne } from '../db/sql.ts';
 import { templateSyntaxError } from '../templates/engine.ts';
 import type { EmailTemplateResponse, InboxTemplateResponse, TemplateListQuery } from '../schemas/templates.ts';
 import { findType } from './notification-types.ts';
+import { toIsoTimestamp } from '../timestamps.ts';
 
 export type TemplateKind = 'email' | 'inbox';
 

@@ -6,6 +6,7 @@ import { execute, query, queryOne } from '../db/sql.ts';
 import { AppError } from '../errors.ts';
 import type { Config } from '../config.ts';
 import { roleAtLeast, type MemberRole } from '../auth/roles.ts';
+import { toIsoTimestamp } from '../timestamps.ts';
 
 export interface TenantRow {
   id: string;
@@ -83,7 +84,7 @@ function tenantResponse(row: MembershipTenantRow): TenantResponseBody {
     archived: row.archived_at !== null,
     role: row.role,
     is_default: row.is_default,
-    created_at: new Date(row.created_at).toISOString(),
+    created_at: toIsoTimestamp(row.created_at),
   };
 }
 

@@ -13,7 +13,7 @@
 // (server/auth/service-key-cache.ts), which it enables only while it is listening.
 import pg from 'pg';
 import type { Runtime } from '../runtime.ts';
-import { inboxCounts } from '../services/inbox.ts';
+import { inboxCounts } from './inbox-items.ts';
 import { API_KEYS_CHANNEL } from '../auth/service-key-cache.ts';
 import { STREAM_CHANNEL, type StreamNotice } from './events.ts';
 import { lastStreamIdDrawn, readStreamLog, streamLogEnd, type StreamMessage } from './log.ts';
