@@ -4,10 +4,8 @@ import { type Command } from 'commander';
 import { loadConfig, publicBaseUrl, type Config } from '../server/config.ts';
 import { safeUrl } from '../server/logger.ts';
 import { openDatabase, executedMigrations, pendingMigrations } from '../server/db/orm.ts';
-import { query } from '../server/db/sql.ts';
-import { BOSS_SCHEMA } from '../server/queue.ts';
 import { loadKeyRing } from '../server/crypto/keyring.ts';
-import { statusChecks } from '../server/status-checks.ts';
+import { databaseServerVersion, queueStatus, statusChecks } from '../server/status-checks.ts';
 import { print, printJson } from './support/output.ts';
 
 export function registerStatus(program: Command): void {
@@ -85,20 +83,12 @@ async function collectStatus(config: Config): Promise<Status> {
   }
   try {
     const em = db.orm.em.fork();
-    const [row] = await query<{ server_version: string }>(em, 'SHOW server_version');
+    status.database.server_version = await databaseServerVersion(em);
     status.database.reachable = true;
-    status.database.server_version = row?.server_version;
     status.migrations.applied = await executedMigrations(db.orm);
     status.migrations.pending = await pendingMigrations(db.orm);
     if (status.migrations.pending.length > 0) status.warnings.push(`${status.migrations.pending.length} migration(s) pending: run 'herald migrate'`);
-    const [boss] = await query<{ installed: boolean }>(em, `SELECT to_regclass($1) IS NOT NULL AS installed`, [`${BOSS_SCHEMA}.version`]);
-    status.queue.installed = Boolean(boss?.installed);
-    if (status.queue.installed) {
-      const [v] = await query<{ version: number }>(em, `SELECT version FROM ${BOSS_SCHEMA}.version`);
-      const [q] = await query<{ n: number }>(em, `SELECT count(*)::int AS n FROM ${BOSS_SCHEMA}.queue`);
-      status.queue.schema_version = v?.version ?? null;
-      status.queue.queues = q?.n ?? 0;
-    }
+    status.queue = await queueStatus(em);
     if (status.migrations.pending.length === 0) status.warnings.push(...(await statusChecks(em, config)));
   } catch (error) {
     status.database.error = (error as Error).message.split('\n')[0];

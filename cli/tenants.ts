@@ -4,10 +4,9 @@ import type { Command } from 'commander';
 import { parseInput } from '../server/validation.ts';
 import { tenantName } from '../server/schemas/auth.ts';
 import { email as emailSchema } from '../server/schemas/common.ts';
-import { adminRenameTenant, adminSetTenantArchived, createTenant, listAllTenants, type TenantRow } from '../server/services/tenants.ts';
+import { adminRenameTenant, adminSetTenantArchived, createTenant, findTenant, hasDefaultTenant, installHasTenant, listAllTenants, type TenantRow } from '../server/services/tenants.ts';
 import { findUserByEmail } from '../server/services/users.ts';
 import { listTenantLimits, setTenantLimit } from '../server/services/tenant-limits.ts';
-import { queryOne } from '../server/db/sql.ts';
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { toIsoTimestamp } from '../server/timestamps.ts';
@@ -76,13 +75,12 @@ Examples:
       const config = configFrom(options);
       const tenant = await withLocalRuntime(config, async (runtime) => {
         const em = runtime.orm.em.fork();
-        if (config.mode === 'single' && (await queryOne(em, `SELECT 1 FROM tenants LIMIT 1`))) {
+        if (config.mode === 'single' && (await installHasTenant(em))) {
           throw new CliError('this is a single-tenant install and it already has its tenant (set mode "multi" to host more)');
         }
         const user = await findUserByEmail(em, options.owner);
         if (!user) throw new CliError(`no user with email ${options.owner}: create it with herald users create`);
-        const hasDefault = await queryOne(em, `SELECT 1 FROM memberships WHERE user_id = $1 AND is_default`, [user.id]);
-        return createTenant(em, { name: cleanName, ownerUserId: user.id, makeDefault: !hasDefault });
+        return createTenant(em, { name: cleanName, ownerUserId: user.id, makeDefault: !(await hasDefaultTenant(em, user.id)) });
       });
       printTenant(tenant, options.json, 'Created');
     });
@@ -142,7 +140,7 @@ Examples:
       }
       const limits = await withLocalRuntime(configFrom(options), async (runtime) => {
         const em = runtime.orm.em.fork();
-        if (!(await queryOne(em, `SELECT 1 FROM tenants WHERE id = $1`, [tenantId]))) throw new CliError(`no tenant ${tenantId}`);
+        if (!(await findTenant(em, tenantId))) throw new CliError(`no tenant ${tenantId}`);
         for (const [name, value] of changes) await setTenantLimit(em, tenantId, name, value);
         return listTenantLimits(em, tenantId);
       });

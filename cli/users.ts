@@ -3,9 +3,9 @@
 import { randomBytes } from 'node:crypto';
 import { type Command, Option } from 'commander';
 import { PASSWORD_MAX, PASSWORD_MIN } from '../server/auth/passwords.ts';
-import { createUser, findUserByEmail, listUsers, markUserVerified, setUserPassword } from '../server/services/users.ts';
+import { addFirstMembership, createUser, findUserByEmail, listUsers, markUserVerified, setUserPassword } from '../server/services/users.ts';
+import { findTenant } from '../server/services/tenants.ts';
 import { userResponse } from '../server/services/auth.ts';
-import { query, queryOne } from '../server/db/sql.ts';
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { emailArg } from './tenants.ts';
@@ -56,8 +56,8 @@ Examples:
           if (await findUserByEmail(tx, email)) throw new CliError(`a user with email ${email} already exists`);
           const created = await createUser(tx, { email, password, verified: Boolean(options.verified) });
           if (options.tenant) {
-            if (!(await queryOne(tx, `SELECT 1 FROM tenants WHERE id = $1`, [options.tenant]))) throw new CliError(`no tenant ${options.tenant}`);
-            await query(tx, `INSERT INTO memberships (user_id, tenant_id, role, is_default) VALUES ($1, $2, $3, true)`, [created.id, options.tenant, options.role]);
+            if (!(await findTenant(tx, options.tenant))) throw new CliError(`no tenant ${options.tenant}`);
+            await addFirstMembership(tx, created.id, options.tenant, options.role);
           }
           return created;
         }),

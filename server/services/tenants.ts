@@ -191,3 +191,14 @@ export async function switchTenant(em: EntityManager, userId: string, tenantId: 
     await execute(tx, `UPDATE memberships SET is_default = true WHERE user_id = $1 AND tenant_id = $2`, [userId, tenantId]);
   });
 }
+
+/** Whether the install has any tenant (a single-tenant install has at most one). */
+export async function installHasTenant(em: EntityManager): Promise<boolean> {
+  return (await queryOne(em, `SELECT 1 FROM tenants LIMIT 1`)) !== undefined;
+}
+
+/** Whether the user has a default tenant already (a tenant created for them then does not become it). */
+export async function hasDefaultTenant(em: EntityManager, userId: string): Promise<boolean> {
+  return (await queryOne(em, `SELECT 1 FROM memberships WHERE user_id = $1 AND is_default`, [userId])) !== undefined;
+}
+
