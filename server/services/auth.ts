@@ -8,7 +8,7 @@ import { execute, query, queryOne } from '../db/sql.ts';
 import type { Runtime } from '../runtime.ts';
 import { dummyPasswordHash, hashPassword, verifyPassword } from '../auth/passwords.ts';
 import { hashLinkToken, newLinkToken } from '../auth/link-tokens.ts';
-import { enqueueSystemEmail } from '../jobs/system-email.ts';
+import { enqueueSystemEmail } from '../email/system-email-queue.ts';
 import { createTenant } from './tenants.ts';
 import { findUserByEmail, type UserRow } from './users.ts';
 import { toIsoTimestamp } from '../timestamps.ts';

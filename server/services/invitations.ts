@@ -9,7 +9,7 @@ import { execute, query, queryOne } from '../db/sql.ts';
 import type { Runtime } from '../runtime.ts';
 import { hashLinkToken, newLinkToken } from '../auth/link-tokens.ts';
 import { hashPassword } from '../auth/passwords.ts';
-import { enqueueSystemEmail } from '../jobs/system-email.ts';
+import { enqueueSystemEmail } from '../email/system-email-queue.ts';
 import { requireMembership, type MemberRole } from './tenants.ts';
 import { issueAccessToken, type AccessTokenBody } from './auth.ts';
 import { toIsoTimestamp } from '../timestamps.ts';
