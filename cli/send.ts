@@ -6,6 +6,7 @@ import { readJsonObject } from './support/file-input.ts';
 import { CliError, EXIT_FAILURE, print, printJson, printTable, usageError } from './support/output.ts';
 import { remoteClient, withRemote, type RemoteClient, type RemoteOptions } from './support/remote.ts';
 import type { EventResponse, TriggerResponse } from '../server/schemas/notifications.ts';
+import { CHANNELS } from '../server/schemas/common.ts';
 
 interface SendOptions extends RemoteOptions {
   type: string;
@@ -37,7 +38,7 @@ export function registerSend(program: Command): void {
       .option('--secrets-file <file>', "JSON object of secret variables, or '-' to read it from stdin (merged under --secret)")
       .option('--data-file <file>', 'JSON object of variables (merged under --var)')
       .option('--brand <key>', 'brand key (default: the tenant default brand)')
-      .option('--channel <channel>', 'only these channels: inbox, email, push, web_push (repeatable)', collect, [])
+      .option('--channel <channel>', `only these channels: ${CHANNELS.join(', ')} (repeatable)`, collect, [])
       .option('--idempotency-key <key>', 'makes a retried send safe: the same key and input never send twice')
       .option('--wait', 'wait until every event is final; exit 1 when a delivery failed')
       .option('--timeout <seconds>', 'with --wait: give up after this long', '60')

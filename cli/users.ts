@@ -5,7 +5,7 @@ import { type Command, Option } from 'commander';
 import { PASSWORD_MAX, PASSWORD_MIN } from '../server/auth/passwords.ts';
 import { addFirstMembership, createUser, findUserByEmail, listUsers, markUserVerified, setUserPassword } from '../server/services/users.ts';
 import { findTenant } from '../server/services/tenants.ts';
-import { userResponse } from '../server/services/auth.ts';
+import { toUserResponse } from '../server/services/auth.ts';
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { emailArg } from './tenants.ts';
@@ -62,7 +62,7 @@ Examples:
           return created;
         }),
       );
-      if (options.json) printJson({ ...userResponse(user), ...(generated ? { generated_password: password } : {}) });
+      if (options.json) printJson({ ...toUserResponse(user), ...(generated ? { generated_password: password } : {}) });
       else {
         print(`Created user ${user.email} (${user.id})`);
         if (generated) print(`Password (shown once, store it now): ${password}`);
@@ -87,7 +87,7 @@ Examples:
       const email = emailArg(rawEmail);
       const { password, generated } = passwordOf(options.password);
       const user = await withLocalRuntime(configFrom(options), (runtime) => setUserPassword(runtime.orm.em.fork(), email, password));
-      if (options.json) printJson({ ...userResponse(user), ...(generated ? { generated_password: password } : {}) });
+      if (options.json) printJson({ ...toUserResponse(user), ...(generated ? { generated_password: password } : {}) });
       else {
         print(`Password of ${user.email} changed (access tokens already issued stay valid until they expire).`);
         if (generated) print(`New password (shown once, store it now): ${password}`);
@@ -100,7 +100,7 @@ Examples:
     .action(async (rawEmail: string, options: CommonOptions) => {
       const email = emailArg(rawEmail);
       const user = await withLocalRuntime(configFrom(options), (runtime) => markUserVerified(runtime.orm.em.fork(), email));
-      if (options.json) printJson(userResponse(user));
+      if (options.json) printJson(toUserResponse(user));
       else print(`Verified ${user.email}`);
     });
 }

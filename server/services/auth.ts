@@ -27,7 +27,7 @@ export interface AccessTokenBody {
   tenant_id: string;
 }
 
-export function userResponse(user: Pick<UserRow, 'id' | 'email' | 'email_verified_at' | 'created_at'>): UserResponseBody {
+export function toUserResponse(user: Pick<UserRow, 'id' | 'email' | 'email_verified_at' | 'created_at'>): UserResponseBody {
   return { id: user.id, email: user.email, email_verified: user.email_verified_at !== null, created_at: toIsoTimestamp(user.created_at) };
 }
 
@@ -63,7 +63,7 @@ export async function register(runtime: Runtime, em: EntityManager, input: { ema
     if (!user) throw new AppError('email_taken', 'This email address is already registered');
     await createTenant(tx, { name: input.tenantName, ownerUserId: user.id, makeDefault: true });
     await issueEmailLink(runtime, tx, user, 'verify', runtime.clock.now());
-    return userResponse(user);
+    return toUserResponse(user);
   });
 }
 

@@ -17,7 +17,7 @@ import {
 } from '../schemas/contacts.ts';
 import { toIsoTimestamp } from '../timestamps.ts';
 
-export function contactView(row: ContactRow): ContactResponse {
+export function toContactResponse(row: ContactRow): ContactResponse {
   return {
     id: row.id,
     external_id: row.external_id,

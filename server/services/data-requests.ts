@@ -47,7 +47,7 @@ export interface DataRequestResponseBody {
 
 const COLUMNS = 'id, tenant_id, kind, status, file_path, created_at, completed_at, error';
 
-function responseOf(row: DataRequestRow): DataRequestResponseBody {
+function toDataRequestResponse(row: DataRequestRow): DataRequestResponseBody {
   const downloadable = row.kind === 'export' && row.status === 'completed' && row.file_path !== null;
   return {
     id: row.id,
@@ -74,7 +74,7 @@ export async function fileDataRequest(runtime: Runtime, em: EntityManager, calle
       ))!;
       const jobId = await boss.send(DATA_REQUEST_JOB, { data_request_id: row.id }, { db: bossDb(tx) });
       if (!jobId) throw new Error('the queue refused the job');
-      return responseOf(row);
+      return toDataRequestResponse(row);
     });
   } catch (error) {
     if (error instanceof AppError) throw error;
@@ -91,7 +91,7 @@ async function requestOf(em: EntityManager, tenantId: string, id: string): Promi
 
 export async function getDataRequest(em: EntityManager, callerId: string, tenantId: string, id: string): Promise<DataRequestResponseBody> {
   await requireMembership(em, callerId, tenantId, 'owner');
-  return responseOf(await requestOf(em, tenantId, id));
+  return toDataRequestResponse(await requestOf(em, tenantId, id));
 }
 
 /** The export file as a stream; 404 until the export has completed (or once its file is gone). */

@@ -35,7 +35,7 @@ interface InvitationRow {
 
 const COLUMNS = 'id, tenant_id, email, role, status, expires_at, created_at';
 
-function invitationResponse(row: InvitationRow): InvitationResponseBody {
+function toInvitationResponse(row: InvitationRow): InvitationResponseBody {
   return {
     id: row.id,
     email: row.email,
@@ -82,7 +82,7 @@ export async function inviteMember(runtime: Runtime, em: EntityManager, callerId
       inviterEmail: inviter?.email ?? null,
       role: row.role,
     });
-    return invitationResponse(row);
+    return toInvitationResponse(row);
   });
 }
 
@@ -90,7 +90,7 @@ export async function inviteMember(runtime: Runtime, em: EntityManager, callerId
 export async function listPendingInvitations(em: EntityManager, callerId: string, tenantId: string): Promise<InvitationResponseBody[]> {
   await requireMembership(em, callerId, tenantId, 'admin');
   const rows = await query<InvitationRow>(em, `SELECT ${COLUMNS} FROM invitations WHERE tenant_id = $1 AND status = 'pending' ORDER BY created_at, id`, [tenantId]);
-  return rows.map(invitationResponse);
+  return rows.map(toInvitationResponse);
 }
 
 export async function revokeInvitation(em: EntityManager, callerId: string, tenantId: string, invitationId: string): Promise<void> {

@@ -179,7 +179,7 @@ interface EventRow {
   secret_keys: string[];
 }
 
-interface DeliveryRow {
+interface DeliveryStatusRow {
   event_id: string;
   channel: EventResponse['deliveries'][number]['channel'];
   status: EventResponse['deliveries'][number]['status'];
@@ -237,15 +237,19 @@ function decodeCursor(cursor: string): string {
 
 async function withDeliveries(em: EntityManager, rows: EventRow[]): Promise<EventResponse[]> {
   if (rows.length === 0) return [];
-  const deliveries = await query<DeliveryRow>(
+  const deliveries = await query<DeliveryStatusRow>(
     em,
     `SELECT event_id, channel, status, reason, provider, attempts, last_error, updated_at
        FROM deliveries WHERE event_id = ANY($1::uuid[]) ORDER BY created_at, channel, destination`,
     [rows.map((r) => r.id)],
   );
-  const byEvent = new Map<string, DeliveryRow[]>();
+  const byEvent = new Map<string, DeliveryStatusRow[]>();
   for (const d of deliveries) byEvent.set(d.event_id, [...(byEvent.get(d.event_id) ?? []), d]);
-  return rows.map((row) => ({
+  return rows.map((row) => toEventResponse(row, byEvent.get(row.id) ?? []));
+}
+
+function toEventResponse(row: EventRow, deliveries: DeliveryStatusRow[]): EventResponse {
+  return {
     event_id: row.id,
     type: row.type_key,
     external_id: row.external_id,
@@ -254,7 +258,7 @@ async function withDeliveries(em: EntityManager, rows: EventRow[]): Promise<Even
     created_at: toIsoTimestamp(row.created_at),
     updated_at: toIsoTimestamp(row.updated_at),
     variables: maskedVariables(row.variables, row.secret_keys),
-    deliveries: (byEvent.get(row.id) ?? []).map((d) => ({
+    deliveries: deliveries.map((d) => ({
       channel: d.channel,
       status: d.status,
       reason: d.reason,
@@ -263,7 +267,7 @@ async function withDeliveries(em: EntityManager, rows: EventRow[]): Promise<Even
       last_error: d.last_error,
       updated_at: toIsoTimestamp(d.updated_at),
     })),
-  }));
+  };
 }
 
 /** The variables as shown to the tenant: secret ones by name only. */

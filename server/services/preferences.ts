@@ -4,10 +4,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { notFound } from '../errors.ts';
 import { query, queryOne } from '../db/sql.ts';
-import type { Channel } from '../schemas/common.ts';
+import { CHANNELS, type Channel } from '../schemas/common.ts';
 import type { PreferenceEntry, SetPreferenceRequest } from '../schemas/preferences.ts';
-
-export const CHANNELS: readonly Channel[] = ['inbox', 'email', 'push', 'web_push'];
 
 interface TypeRow {
   key: string;

@@ -77,7 +77,7 @@ interface MembershipTenantRow extends TenantRow {
   is_default: boolean;
 }
 
-function tenantResponse(row: MembershipTenantRow): TenantResponseBody {
+function toTenantResponse(row: MembershipTenantRow): TenantResponseBody {
   return {
     id: row.id,
     name: row.name,
@@ -113,7 +113,7 @@ async function membershipTenant(em: EntityManager, userId: string, tenantId: str
     [userId, tenantId],
   );
   if (!row) throw new AppError('not_a_member', 'You are not a member of this tenant');
-  return tenantResponse(row);
+  return toTenantResponse(row);
 }
 
 /**
@@ -129,7 +129,7 @@ export async function listUserTenants(em: EntityManager, userId: string, include
       ORDER BY t.created_at, t.id`,
     [userId, includeArchived],
   );
-  return rows.map(tenantResponse);
+  return rows.map(toTenantResponse);
 }
 
 /** POST /v1/auth/tenants: a new tenant owned by the caller (not made their default). Multi-tenant installs only. */
