@@ -4,7 +4,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { emailTransportPasswordAad, installSecretAad } from '../crypto/aad.ts';
 import { isUnreadable } from '../crypto/keyring.ts';
 import { execute, queryOne } from '../db/sql.ts';
-import { DEFAULT_SMTP_SECRET } from '../email/install-smtp.ts';
+import { DEFAULT_SMTP_SECRET, installSmtp } from '../email/install-smtp.ts';
 import type { SmtpSettings } from '../email/smtp.ts';
 import { SMTP_HOST_REFUSED, loadEmailTransport, smtpHostAllowed, type EmailTransportRow } from '../email/tenant-smtp.ts';
 import { AppError, invalidField } from '../errors.ts';
@@ -135,3 +135,28 @@ export async function describeDefaultSmtp(
 export async function removeDefaultSmtp(em: EntityManager): Promise<boolean> {
   return (await execute(em, `DELETE FROM install_secrets WHERE name = $1`, [DEFAULT_SMTP_SECRET])) > 0;
 }
+
+/**
+ * Sends a test email through the install's own SMTP (config.smtpUrl, else the stored default): the
+ * server that sends system emails and the mail of tenants without a transport of their own.
+ */
+export async function testInstallSmtp(runtime: Runtime, em: EntityManager, to: string): Promise<SendTestResult> {
+  let install;
+  try {
+    install = await installSmtp(runtime, em);
+  } catch (error) {
+    if (isUnreadable(error)) return { ok: false, error: 'credentials_unreadable: the stored default SMTP was encrypted with a key that is no longer in the key ring; set it again' };
+    throw error;
+  }
+  if (!install) throw new AppError('not_configured', 'The install has no SMTP: set smtpUrl (herald init --smtp-url) or herald transports email set-default');
+  const outcome = await deliverEmail(runtime, install.settings, {
+    from: install.from,
+    to,
+    subject: 'Herald test email',
+    text: "This is a test email from Herald: the install's own SMTP works.",
+    html: "<p>This is a test email from Herald: the install's own SMTP works.</p>",
+  });
+  if (outcome.status === 'sent') return { ok: true, message_id: outcome.messageId };
+  return { ok: false, error: outcome.status === 'failed' ? outcome.error : outcome.reason };
+}
+
