@@ -131,9 +131,9 @@ export async function runDataRequest(runtime: Runtime, id: string): Promise<void
   }
 }
 
-// Never exported: credential hashes, the idempotency request hash (it covers secret variables), browser
-// push keys, and server-side paths.
-const HASH_COLUMN = /(^|_)(password|key|token|request)_hash$/;
+// Never exported: every hash column (credential hashes, the idempotency request hash, which covers
+// secret variables, push destination hashes), browser push keys, and server-side paths.
+const HASH_COLUMN = /_hash$/;
 const NOT_EXPORTED = new Set(['push_subscriptions.keys', 'data_requests.file_path']);
 
 /** Tables with a tenant_id column and the columns of each that may leave the install. */
