@@ -23,23 +23,15 @@
 // prints the CPU time per item of the consuming process and of PostgreSQL, after the warm-up: the
 // machine is CPU-bound at saturation, so the ratio of those totals predicts the rate ratio, and the
 // split shows where the time goes (CPU time moves with the machine's load as well).
-import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync, chmodSync, readFileSync, readdirSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { PgBoss } from 'pg-boss';
 import { loadConfig } from '../server/config.ts';
 import { generateKey } from '../server/crypto/keyring.ts';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '../server/db/embedded-postgres.ts';
 import { startRuntime, stopRuntime } from '../server/runtime.ts';
-import { createTenant } from '../server/services/tenants.ts';
-import { createUser } from '../server/services/users.ts';
-import { hashServiceKey } from '../server/auth/credentials.ts';
 import { execute } from '../server/db/sql.ts';
 import { newId } from '../server/ids.ts';
 import { BOSS_SCHEMA, startBoss } from '../server/queue.ts';
@@ -48,8 +40,8 @@ import { SMTPServer } from 'smtp-server';
 import { deliverEventJob } from '../server/jobs/deliver-event.ts';
 import { DELIVER_EVENT_QUEUE } from '../server/delivery/queues.ts';
 import { KeepAliveConnection } from './keep-alive-client.ts';
+import { benchTenant, cleanups, fmt, freePort, freshDatabase, print, runBench, sleep, startHerald, stats } from './support.ts';
 
-const HERALD_BIN = fileURLToPath(new URL('../bin/herald', import.meta.url));
 // Sized for the drains of 3 and 5 (28,000 items each, with the warm-up triggers), not for 1 and 2: a
 // drain is over in 2-3 s. With a third of that (3,000 and 60), Herald drained its backlog in about a
 // second, a window in which one pause of the shared machine set the rate: the ratio of 3 to 5 swung
@@ -65,7 +57,6 @@ const WARM_UP_REQUESTS = 1000;
 const WARM_UP_ITEMS = 1000;
 const WORKER_CONCURRENCY = 8; // config.workerConcurrency default
 
-const cleanups: Array<() => Promise<unknown>> = [];
 
 async function main(): Promise<void> {
   const started = Date.now();
@@ -79,11 +70,7 @@ async function main(): Promise<void> {
   // Migrate and create the tenant, its key, a type and an inbox template.
   const setup = await startRuntime(config, { role: 'api', queue: true, poolMax: 4 });
   const em = setup.orm.em.fork();
-  const user = await createUser(em, { email: 'bench@example.test', password: 'bench password 1', verified: true });
-  const tenant = await createTenant(em, { name: 'Bench', ownerUserId: user.id, makeDefault: true });
-  const apiKey = `sk_${randomBytes(24).toString('base64url')}`;
-  await execute(em, `INSERT INTO api_keys (id, tenant_id, name, prefix, key_hash) VALUES ($1, $2, 'bench', 'sk_bench', $3)`, [newId(), tenant.id, hashServiceKey(apiKey)]);
-  await execute(em, `INSERT INTO tenant_limits (tenant_id, name, value) VALUES ($1, 'rate:trigger', 10000000), ($1, 'rate:trigger:burst', 10000000)`, [tenant.id]);
+  const { tenant, apiKey } = await benchTenant(em);
   await execute(em, `INSERT INTO notification_types (id, tenant_id, key, name, channel_defaults) VALUES ($1, $2, 'bench', 'Bench', '{"inbox": true}')`, [newId(), tenant.id]);
   await execute(
     em,
@@ -349,84 +336,11 @@ async function measure<C>(count: number, connections: C[], fn: (i: number, conne
   return { rps: count / seconds, ...stats(latencies) };
 }
 
-function stats(values: number[]): { p50: number; p99: number } {
-  const sorted = [...values].sort((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-  return { p50: at(0.5), p99: at(0.99) };
-}
 
-/** More WAL than the benchmark's runs write in all (about 70 MB after the set-up). */
-const WAL_AGE_MB = 128;
 
-/**
- * Gives a new cluster the WAL segments a cluster that has been running has. A new cluster creates
- * each 16 MB segment as its WAL reaches it, writing it full of zeroes (wal_init_zero) while every
- * commit waits: a stall of all the requests in flight, enough to set a run's p99. A cluster that has
- * been running reuses the segments of past checkpoints instead (wal_recycle). So: write that much WAL
- * (messages, no table) and checkpoint, which keeps the segments for reuse.
- */
-async function ageWal(admin: pg.Client): Promise<void> {
-  await admin.query(`SELECT count(pg_logical_emit_message(false, 'herald-bench', repeat('x', 1048576))) FROM generate_series(1, ${WAL_AGE_MB})`);
-  await admin.query('CHECKPOINT');
-}
 
-async function freshDatabase(dataDir: string): Promise<string> {
-  const name = `herald_bench_${randomBytes(4).toString('hex')}`;
-  let adminUrl = process.env.DATABASE_URL;
-  if (!adminUrl) {
-    const embedded: EmbeddedDatabase = await startEmbeddedPostgres({ dir: join(dataDir, 'pg'), port: await freePort(), database: 'postgres' });
-    cleanups.push(() => embedded.stop());
-    adminUrl = embedded.url;
-  }
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  if (!process.env.DATABASE_URL) await ageWal(admin);
-  await admin.query(`CREATE DATABASE "${name}"`);
-  await admin.end();
-  const u = new URL(adminUrl);
-  u.pathname = `/${name}`;
-  if (process.env.DATABASE_URL) {
-    cleanups.push(async () => {
-      const c = new pg.Client({ connectionString: adminUrl });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-      await c.end();
-    });
-  }
-  return u.toString();
-}
 
-async function startHerald(args: string[], env: Record<string, string>, readyText: string | null): Promise<ChildProcess> {
-  const child = spawn(HERALD_BIN, ['start', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  cleanups.push(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  child.stderr!.on('data', (d) => process.stderr.write(d));
-  if (readyText) {
-    await new Promise<void>((resolve, reject) => {
-      let out = '';
-      child.stdout!.on('data', (d) => {
-        out += d;
-        if (out.includes(readyText)) resolve();
-      });
-      child.on('exit', (code) => reject(new Error(`herald ${args.join(' ')} exited with ${code}`)));
-    });
-  } else {
-    child.stdout!.resume();
-  }
-  return child;
-}
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const port = (server.address() as { port: number }).port;
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
 
 /**
  * Waits until every job of the queue is completed; a failed job (dead-lettered) fails the benchmark at
@@ -528,15 +442,5 @@ function drainRates(row: { n: number; whole: string | number; steady: string | n
   return { whole, steady: row.n > WARM_UP_ITEMS ? (row.n - WARM_UP_ITEMS) / Number(row.steady) : whole };
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const fmt = (n: number) => (n >= 100 ? Math.round(n).toString() : n.toFixed(1));
-const print = (line: string) => console.log(line);
 
-try {
-  await main();
-} catch (error) {
-  console.error(`bench failed: ${(error as Error).message}`);
-  process.exitCode = 1;
-} finally {
-  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
-}
+await runBench(main);

@@ -1,10 +1,11 @@
-// herald events get|list: an event's delivery status and the activity log (remote mode).
+// herald events get|list|cancel: an event's delivery status, the activity log, and canceling events
+// not final yet (remote mode).
 // Like herald send, every API error (a 422 too) exits 1.
 import type { Command } from 'commander';
 import { EXIT_FAILURE, print, printJson, printTable, usageError } from './support/output.ts';
 import { remoteClient, withRemote, type RemoteOptions } from './support/remote.ts';
 import { summaryRow } from './send.ts';
-import type { EventPage, EventResponse } from '../server/schemas/notifications.ts';
+import type { CancelResponse, EventPage, EventResponse } from '../server/schemas/notifications.ts';
 
 interface ListOptions extends RemoteOptions {
   type?: string;
@@ -27,8 +28,15 @@ export function registerEvents(program: Command): void {
       print(`recipient  ${body.external_id}`);
       print(`status     ${body.status}`);
       print(`created    ${body.created_at}`);
+      if (body.send_at) print(`send at    ${body.send_at}`);
+      if (body.cancellation_key) print(`cancel key ${body.cancellation_key}`);
+      if (body.digest_event_id) print(`digest of  ${body.digest_event_id}`);
       print(`variables  ${JSON.stringify(body.variables)}`);
       print('');
+      if (body.steps.length > 0) {
+        printTable(body.steps, ['index', 'kind', 'status', 'run_at', 'reason']);
+        print('');
+      }
       printTable(body.deliveries, ['channel', 'status', 'reason', 'provider', 'attempts', 'last_error']);
     });
   withRemote(
@@ -36,7 +44,7 @@ export function registerEvents(program: Command): void {
       .command('list')
       .description('the activity log, newest first')
       .option('--type <key>', 'only this notification type')
-      .option('--status <status>', 'queued, processing, delivered, partially_delivered, failed or skipped')
+      .option('--status <status>', 'scheduled, queued, processing, delivered, partially_delivered, failed, skipped, canceled or digested')
       .option('--external-id <id>', 'only this recipient')
       .option('--limit <n>', 'how many (1-100)', '20')
       .option('--cursor <cursor>', 'the next page, as printed by the previous one')
@@ -54,5 +62,26 @@ export function registerEvents(program: Command): void {
       if (options.json) return printJson(body);
       printTable(body.items.map(summaryRow), ['event_id', 'type', 'external_id', 'status', 'created_at', 'deliveries']);
       if (body.next_cursor) print(`\nmore: --cursor ${body.next_cursor}`);
+    });
+  withRemote(
+    events
+      .command('cancel')
+      .description('cancel events not final yet: one by id, or every event with a cancellation key')
+      .argument('[event_id]')
+      .option('--key <cancellation_key>', 'cancel every event triggered with this cancellation key')
+      .option('--json', 'print JSON'),
+  )
+    .addHelpText('after', `\nExamples:\n  $ herald events cancel 0193f1c2-...-7a1b\n  $ herald events cancel --key trial-user_42 --json`)
+    .action(async (eventId: string | undefined, options: RemoteOptions & { key?: string; json?: boolean }) => {
+      if ((eventId === undefined) === (options.key === undefined)) throw usageError('give an event id or --key, not both');
+      const client = remoteClient(options, { invalidInputExit: EXIT_FAILURE });
+      if (eventId !== undefined) {
+        await client.call('DELETE', `/v1/notifications/${encodeURIComponent(eventId)}`);
+        if (options.json) return printJson({ canceled: 1 });
+        return print(`canceled ${eventId}`);
+      }
+      const body = await client.call<CancelResponse>('POST', '/v1/notifications/cancel', { body: { cancellation_key: options.key } });
+      if (options.json) return printJson(body);
+      print(`canceled ${body.canceled} event(s)`);
     });
 }

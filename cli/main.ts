@@ -23,6 +23,7 @@ const COMMAND_GROUPS: Record<string, () => Promise<Register>> = {
   events: async () => (await import('./events.ts')).registerEvents,
   'api-keys': async () => (await import('./api-keys.ts')).registerApiKeys,
   brands: async () => (await import('./brandings.ts')).registerBrandings,
+  types: async () => (await import('./types.ts')).registerTypes,
 };
 
 /** The groups a command line needs: the one it names, none for --version alone, else all (for help). */

@@ -18,12 +18,14 @@ interface SendOptions extends RemoteOptions {
   brand?: string;
   channel: string[];
   idempotencyKey?: string;
+  at?: string;
+  cancellationKey?: string;
   wait?: boolean;
   timeout: string;
   json?: boolean;
 }
 
-const FINAL = new Set(['delivered', 'partially_delivered', 'failed', 'skipped']);
+const FINAL = new Set(['delivered', 'partially_delivered', 'failed', 'skipped', 'canceled', 'digested']);
 const collect = (value: string, previous: string[]) => [...previous, value];
 
 export function registerSend(program: Command): void {
@@ -40,6 +42,8 @@ export function registerSend(program: Command): void {
       .option('--brand <key>', 'brand key (default: the tenant default brand)')
       .option('--channel <channel>', `only these channels: ${CHANNELS.join(', ')} (repeatable)`, collect, [])
       .option('--idempotency-key <key>', 'makes a retried send safe: the same key and input never send twice')
+      .option('--at <time>', 'deliver at this time (RFC 3339, e.g. 2027-01-01T09:00:00+01:00; at most 90 days ahead)')
+      .option('--cancellation-key <key>', 'a key that cancels the events later: herald events cancel --key <key>')
       .option('--wait', 'wait until every event is final; exit 1 when a delivery failed')
       .option('--timeout <seconds>', 'with --wait: give up after this long', '60')
       .option('--json', 'print JSON'),
@@ -52,6 +56,7 @@ Examples:
   $ herald send --type deploy_finished --to ops_team --var version=1.4.2
   $ herald send --type login_code --to user_42 --secret code=913455 --wait --json
   $ herald send --type report --to a --to b --data-file vars.json --idempotency-key build-1234
+  $ herald send --type trial_ending --to user_42 --at 2027-01-01T09:00:00Z --cancellation-key trial-user_42
   $ printf '{"code": "%s"}' "$CODE" | herald send --type login_code --to user_42 --secrets-file -`,
     )
     .action(async (options: SendOptions) => {
@@ -64,11 +69,16 @@ Examples:
       const body: Record<string, unknown> = { type: options.type, recipients: options.to, variables, secret_variables: secretVariables };
       if (options.brand) body.brand = options.brand;
       if (options.channel.length > 0) body.channels = options.channel;
+      if (options.at) {
+        if (Number.isNaN(Date.parse(options.at))) throw usageError(`--at takes an RFC 3339 time such as 2027-01-01T09:00:00Z, got "${options.at}"`);
+        body.send_at = new Date(options.at).toISOString();
+      }
+      if (options.cancellationKey) body.cancellation_key = options.cancellationKey;
       const headers = options.idempotencyKey ? { 'idempotency-key': options.idempotencyKey } : undefined;
       const accepted = await client.call<TriggerResponse>('POST', '/v1/notifications', { body, headers });
       if (!options.wait) {
         if (options.json) printJson(accepted);
-        else for (const e of accepted.events) print(`queued ${e.event_id} for ${e.external_id}`);
+        else for (const e of accepted.events) print(`${e.status} ${e.event_id} for ${e.external_id}`);
         return;
       }
       const events = await waitForEvents(client, accepted.events.map((e) => e.event_id), timeout * 1000);

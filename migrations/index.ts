@@ -12,6 +12,7 @@ import { EventStatusRoom } from './0009-event-status-room.ts';
 import { StreamEventsKey } from './0010-stream-events-key.ts';
 import { StatementAssertions } from './0011-statement-assertions.ts';
 import { InboxStreamIds } from './0012-inbox-stream-ids.ts';
+import { Orchestration } from './0013-orchestration.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-foundation', class: Foundation },
@@ -26,4 +27,5 @@ export const migrations: MigrationObject[] = [
   { name: '0010-stream-events-key', class: StreamEventsKey },
   { name: '0011-statement-assertions', class: StatementAssertions },
   { name: '0012-inbox-stream-ids', class: InboxStreamIds },
+  { name: '0013-orchestration', class: Orchestration },
 ];

@@ -32,6 +32,7 @@ export const ERROR_CODES = {
   default_brand: 409,
   tenant_archived: 409,
   idempotency_in_flight: 409,
+  event_final: 409,
   user_exists: 409,
   // 413
   payload_too_large: 413,

@@ -13,11 +13,13 @@ import { startTestApp, type TestApp } from './support/app.ts';
 import { insertInboxTemplate, createTenantFixture, insertNotificationType, sql, sqlOne, waitForFinal, deliveryJobsOf, type TenantFixture } from './support/fixtures.ts';
 import { signal } from './support/signal.ts';
 import { execute, queryOne } from '../server/db/sql.ts';
-import { deliverEvent } from '../server/delivery/worker.ts';
-import { storeBatch } from '../server/delivery/batch-store.ts';
+import { deliverEvent } from '../server/delivery/run-event.ts';
+import { storeBatch } from '../server/delivery/stages/store.ts';
 import { storeInboxItem } from '../server/delivery/channels/inbox.ts';
-import { deliverInboxBatch } from '../server/delivery/batch.ts';
-import { planDeliveries, type PlanInput } from '../server/delivery/plan.ts';
+import { deliverInboxBatch } from '../server/delivery/run-batch.ts';
+import { planDeliveries, type PlanInput } from '../server/delivery/stages/plan.ts';
+import { newTemplateCache } from '../server/delivery/stages/render.ts';
+import { findBrand } from '../server/templates/resolve.ts';
 import { DELIVER_EVENT_DEAD_QUEUE, DELIVER_EVENT_QUEUE, eventIdsOf, type DeliverEventJob } from '../server/delivery/queues.ts';
 import { deliverEventJob } from '../server/jobs/deliver-event.ts';
 import type { Channel } from '../server/schemas/common.ts';
@@ -118,7 +120,7 @@ describe('batch fast path: job completion', () => {
     committed = true;
     mayCommit.raise();
     await other;
-    expect(await outcome).toMatch(/an event of the batch is no longer queued/);
+    expect(await outcome).toMatch(/an event of the batch has started elsewhere/);
     expect(settledWhileHeld).toBe(false);
     // Nothing of the batch stayed: no delivery, item or stream event, the event as the other left it, the job still active.
     expect(await deliveriesOf(id!)).toEqual([]);
@@ -201,7 +203,7 @@ describe('inbox delivery', () => {
     });
     // Refused by whichever check the statement reaches first: the unique key of the delivery already
     // stored, or the assertion that every event of the batch was still queued.
-    await expect(store).rejects.toThrow(/deliveries_event_id_channel_destination_key|an event of the batch is no longer queued/);
+    await expect(store).rejects.toThrow(/deliveries_event_id_channel_destination_key|an event of the batch has started elsewhere/);
     expect(await sql(api, `SELECT 1 FROM deliveries WHERE event_id = $1`, [id])).toHaveLength(1);
     expect(await sql(api, `SELECT 1 FROM inbox_items WHERE event_id = $1`, [id])).toHaveLength(1);
     expect(await streamLogOf(event.contact_id)).toHaveLength(1);
@@ -553,14 +555,25 @@ describe('push and email channels (their senders are injected until the transpor
       await execute(em, `INSERT INTO push_subscriptions (id, tenant_id, contact_id, provider, token, destination_hash) VALUES ($1, $2, $3, 'apns', $4, $4)`, [id, acme.tenantId, contact.id, token]);
       return id;
     };
-    const event = { id: newId(), tenant_id: acme.tenantId, type_key: 'plain', brand_key: null, external_id: 'push_1', variables: { name: 'x' } };
+    const brand = (await findBrand(em, acme.tenantId, null))!;
+    const event = {
+      id: newId(),
+      tenant_id: acme.tenantId,
+      type_key: 'plain',
+      brand_key: null,
+      external_id: 'push_1',
+      variables: { name: 'x' },
+      brand,
+      default_brand_key: brand.key,
+      default_language: 'en',
+    };
     const messages: unknown[] = [];
     const run = (result: PushOutcome, destination: string) =>
       em.transactional((tx) =>
         pushChannel(async (_rt, _em, _tenant, dest, message) => {
           messages.push({ token: 'token' in dest ? dest.token : null, message });
           return result;
-        }).deliver({ runtime: api.runtime, em: tx, delivery: { id: newId(), channel: 'push', destination, provider: 'apns', attempts: 0 }, event, contact, renderVariables: { name: 'Secret Name' } }),
+        }).deliver({ runtime: api.runtime, em: tx, delivery: { id: newId(), channel: 'push', destination, provider: 'apns', attempts: 0 }, event, contact, renderVariables: { name: 'Secret Name' }, templates: newTemplateCache() }),
       );
     const dead = await subscription('token-dead');
     expect(await run({ status: 'dead', error: '410 Unregistered' }, dead)).toEqual({ status: 'failed', error: 'destination removed: 410 Unregistered', retryable: false });

@@ -52,6 +52,8 @@ describe('POST /v1/notification-types', () => {
         { name: 'order_id', required: true, description: 'The order number' },
         { name: 'carrier', required: false, description: '' },
       ],
+      workflow: null,
+      bypass_quiet_hours: false,
       deleted: false,
       created_at: expect.any(String),
       updated_at: expect.any(String),

@@ -7,7 +7,7 @@ import { createTenantFixture, insertInboxTemplate, insertNotificationType, sql, 
 import { TriggerBatcher, writeTriggers, type TriggerInput, type TriggerOutcome } from '../server/services/trigger-batch.ts';
 import { contactUpsertInput, type ContactFields } from '../server/services/contact-upsert.ts';
 import { newId } from '../server/ids.ts';
-import { CHANNELS, planDeliveries } from '../server/delivery/plan.ts';
+import { CHANNELS, planDeliveries } from '../server/delivery/stages/plan.ts';
 import type { Channel } from '../server/schemas/common.ts';
 
 let app: TestApp;
@@ -40,6 +40,8 @@ function triggerInput(tenantId: string, type: string, recipients: Array<string |
     secret_keys: [],
     contacts,
     events: contacts.map((c) => ({ id: newId(), external_id: c.external_id, ciphertext: null })),
+    send_at: null,
+    cancellation_key: null,
   };
 }
 

@@ -1,4 +1,4 @@
-// Completing delivery jobs inside the statement that stores their deliveries (batch-store.ts), so a
+// Completing delivery jobs inside the statement that stores their deliveries (stages/store.ts), so a
 // batch commits once: the deliveries, the inbox items and the jobs' completion together. Left to
 // pg-boss, the completion was a write transaction of its own after the handler returned (a third
 // commit per batch, after the fetch's and the store's), and a crash between the two commits left

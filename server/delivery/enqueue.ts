@@ -21,25 +21,28 @@ const JOBS_PARAMETER = '$1::text::json';
 
 /**
  * CTEs to append to a WITH list: `delivery_jobs` enqueues the rows of `eventsCte` (a CTE returning the
- * inserted events' `id`, `tenant_id` and `inbox_only`: whether the inbox is the only channel they can
- * reach) and returns the jobs' ids. Inbox-only events share jobs of up to EVENTS_PER_DELIVERY_JOB
- * events of one tenant; every other event has a job of its own. `delivery_job_events` has each job's
- * `id` and `event_ids`, so the statement can check that every event went into a job. A job's id is the
- * id of its first event, so no event can be enqueued in two jobs.
+ * inserted events' `id`, `tenant_id`, `inbox_only` (whether the inbox is the only channel they can
+ * reach, stages/plan.ts) and `start_after` (when their first run is due, as RFC 3339 text; NULL: now))
+ * and returns the jobs' ids. Inbox-only events of one tenant due at the same time share jobs of up to
+ * EVENTS_PER_DELIVERY_JOB events; every other event has a job of its own. `delivery_job_events` has
+ * each job's `id` and `event_ids`, so the statement can check that every event went into a job. A
+ * job's id is the id of its first event, so no event can be enqueued in two jobs.
  */
 export async function deliveryJobsCte(boss: PgBoss, eventsCte: string): Promise<string> {
   const queue = await boss.getQueue(DELIVER_EVENT_QUEUE);
   if (!queue) throw new Error(`queue ${DELIVER_EVENT_QUEUE} does not exist`);
   const insert = insertJobs(BOSS_SCHEMA, { table: queue.table, name: DELIVER_EVENT_QUEUE, returnId: true, notify: false });
   if (insert.split(JOBS_PARAMETER).length !== 2) throw new Error('pg-boss insert statement changed: cannot embed it');
-  const jobs = `(SELECT coalesce(json_agg(json_build_object('id', id, 'data', json_build_object('event_ids', event_ids))), '[]'::json) FROM delivery_job_events)`;
+  const jobs = `(SELECT coalesce(json_agg(json_build_object('id', id, 'data', json_build_object('event_ids', event_ids), 'startAfter', start_after)), '[]'::json)
+                  FROM delivery_job_events)`;
   return `delivery_job_events AS MATERIALIZED (
-    SELECT event_ids[1] AS id, event_ids
-      FROM (SELECT array_agg(id ORDER BY id) AS event_ids
-              FROM (SELECT id, tenant_id, inbox_only,
-                           (row_number() OVER (PARTITION BY tenant_id, inbox_only ORDER BY id) - 1) / CASE WHEN inbox_only THEN ${EVENTS_PER_DELIVERY_JOB} ELSE 1 END AS chunk
+    SELECT event_ids[1] AS id, event_ids, start_after
+      FROM (SELECT array_agg(id ORDER BY id) AS event_ids, start_after
+              FROM (SELECT id, tenant_id, inbox_only, start_after,
+                           (row_number() OVER (PARTITION BY tenant_id, inbox_only, start_after ORDER BY id) - 1)
+                             / CASE WHEN inbox_only THEN ${EVENTS_PER_DELIVERY_JOB} ELSE 1 END AS chunk
                       FROM ${eventsCte}) AS numbered
-             GROUP BY tenant_id, inbox_only, chunk) AS chunks
+             GROUP BY tenant_id, inbox_only, start_after, chunk) AS chunks
   ), delivery_jobs AS (${insert.replace(JOBS_PARAMETER, jobs)})`;
 }
 

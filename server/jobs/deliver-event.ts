@@ -5,7 +5,7 @@
 // by another process soon instead of after the job's expiry. A retried job delivers only what is not
 // final yet: its events already delivered are settled at once.
 //
-// Settling: the batch fast path completes the jobs whose events it settles in the same statement
+// Settling: the batched run completes the jobs whose events it settles in the same statement
 // (delivery/complete.ts), the handler fails the jobs of failed events itself (pg-boss `fail`, fenced
 // to the attempt it fetched), and pg-boss completes the rest of the batch when the handler returns.
 // That completion finds its jobs by id in the queue's primary key. pg-boss's per-job-results
@@ -22,8 +22,9 @@ import {
   eventIdsOf,
   type DeliverEventJob,
 } from '../delivery/queues.ts';
-import { deliverEvent, finaliseExhaustedEvent, RetryableDeliveryError } from '../delivery/worker.ts';
-import { deliverInboxBatch } from '../delivery/batch.ts';
+import { deliverEvent, RetryableDeliveryError } from '../delivery/run-event.ts';
+import { deliverInboxBatch } from '../delivery/run-batch.ts';
+import { finaliseExhaustedEvent } from '../delivery/stages/rollup.ts';
 import type { Runtime } from '../runtime.ts';
 
 export const deliverEventJob = defineJob<DeliverEventJob>({
@@ -46,14 +47,14 @@ export const deliverEventJob = defineJob<DeliverEventJob>({
     notifyPollingIntervalSeconds: 2,
   }),
   // A fetched batch (up to 25 jobs of up to EVENTS_PER_DELIVERY_JOB events) is one load and one store
-  // statement on the fast path, whatever its size: splitting it into smaller groups only adds statements.
+  // statement in the batched run, whatever its size: splitting it into smaller groups only adds statements.
   // Returning completes the batch's jobs that are still active: all but the ones deliverJobs failed.
   handler: (jobs, runtime) => deliverJobs(runtime, jobs),
 });
 
 /**
- * Delivers a batch of jobs. Fast path first: new all-inbox events, stored by one statement; the rest
- * (and everything, should the fast path fail) one by one, each with its own failure isolation. A job
+ * Delivers a batch of jobs. The batched run first: new all-inbox events, stored by one statement; the rest
+ * (and everything, should the batched run fail) one by one, each with its own failure isolation. A job
  * with an event worth retrying is failed (retried with backoff); its events already final are not
  * delivered again when it is.
  */

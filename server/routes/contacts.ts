@@ -10,6 +10,7 @@ import {
   ContactTokenRequest,
   ContactTokenResponse,
   CreateContactRequest,
+  SetQuietHoursRequest,
   FindContactQuery,
   ReplaceContactRequest,
   SetLanguageRequest,
@@ -25,6 +26,7 @@ import {
   mintContactToken,
   replaceContact,
   setContactLanguage,
+  setContactQuietHours,
 } from '../services/contacts.ts';
 
 const TAG = 'contacts';
@@ -138,3 +140,19 @@ export const language = defineRoute({
   },
 });
 
+
+export const quietHours = defineRoute({
+  method: 'PUT',
+  path: '/v1/contacts/:id/quiet-hours',
+  summary: "Set the contact's time zone and quiet hours: email, push and web push wait for their end; the inbox never does",
+  tag: TAG,
+  auth: 'either',
+  params: ContactIdParams,
+  body: SetQuietHoursRequest,
+  responses: { 200: ContactResponse },
+  errors: [404],
+  handler: async ({ em, auth, params, body }) => {
+    const contact = await contactInScope(em, auth!, params.id);
+    return toContactResponse(await setContactQuietHours(em, contact.tenant_id, contact.id, body));
+  },
+});

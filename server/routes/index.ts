@@ -42,6 +42,9 @@ export const routes: RouteDefinition<any, any, any>[] = [
   notificationTypes.optOutPolicy,
   notificationTypes.variables,
   notificationTypes.restore,
+  notificationTypes.putWorkflow,
+  notificationTypes.deleteWorkflow,
+  notificationTypes.quietHoursBypass,
   // brands (management)
   brandings.create,
   brandings.list,
@@ -78,6 +81,7 @@ export const routes: RouteDefinition<any, any, any>[] = [
   contacts.replace,
   contacts.remove,
   contacts.language,
+  contacts.quietHours,
   // preferences (either)
   preferences.get,
   preferences.set,
@@ -142,4 +146,6 @@ export const routes: RouteDefinition<any, any, any>[] = [
   notifications.triggerNotification,
   notifications.getNotificationEvent,
   notifications.listNotificationEvents,
+  notifications.cancelByKey,
+  notifications.cancelEvent,
 ];

@@ -7,9 +7,11 @@ import {
   NotificationTypeParams,
   NotificationTypeResponse,
   SetOptOutPolicyRequest,
+  SetQuietHoursBypassRequest,
   SetVariablesRequest,
   UpdateChannelDefaultsRequest,
 } from '../schemas/notification-types.ts';
+import { Workflow } from '../schemas/workflows.ts';
 import {
   createNotificationType,
   deleteNotificationType,
@@ -17,7 +19,9 @@ import {
   listNotificationTypes,
   restoreNotificationType,
   setOptOutPolicy,
+  setQuietHoursBypass,
   setVariables,
+  setWorkflow,
   toNotificationTypeResponse,
   updateChannelDefaults,
 } from '../services/notification-types.ts';
@@ -123,4 +127,44 @@ export const restore = defineRoute({
   responses: { 200: NotificationTypeResponse },
   errors: [404, 409],
   handler: async ({ em, auth, params }) => toNotificationTypeResponse(await restoreNotificationType(em, auth!.tenantId, params.key)),
+});
+
+export const putWorkflow = defineRoute({
+  method: 'PUT',
+  path: '/v1/notification-types/:key/workflow',
+  summary: "Set the type's workflow: channel steps with conditions, delays, digests, throttles (at most 20 steps)",
+  tag,
+  auth: 'management',
+  params: NotificationTypeParams,
+  body: Workflow,
+  responses: { 200: NotificationTypeResponse },
+  errors: [404],
+  handler: async ({ em, auth, params, body }) => toNotificationTypeResponse(await setWorkflow(em, auth!.tenantId, params.key, body)),
+});
+
+export const deleteWorkflow = defineRoute({
+  method: 'DELETE',
+  path: '/v1/notification-types/:key/workflow',
+  summary: 'Remove the workflow: every enabled channel at once again',
+  tag,
+  auth: 'management',
+  params: NotificationTypeParams,
+  responses: { 204: null },
+  errors: [404],
+  handler: async ({ em, auth, params }) => {
+    await setWorkflow(em, auth!.tenantId, params.key, null);
+  },
+});
+
+export const quietHoursBypass = defineRoute({
+  method: 'PATCH',
+  path: '/v1/notification-types/:key/quiet-hours',
+  summary: "Whether the type's email, push and web push ignore contacts' quiet hours",
+  tag,
+  auth: 'management',
+  params: NotificationTypeParams,
+  body: SetQuietHoursBypassRequest,
+  responses: { 200: NotificationTypeResponse },
+  errors: [404],
+  handler: async ({ em, auth, params, body }) => toNotificationTypeResponse(await setQuietHoursBypass(em, auth!.tenantId, params.key, body.bypass_quiet_hours)),
 });

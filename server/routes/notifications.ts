@@ -1,8 +1,17 @@
 // Triggering notifications, an event's delivery status, and the activity log (service key only).
 import { defineRoute, reply } from '../http/route.ts';
 import { idempotencyKeyOf } from '../services/idempotency.ts';
-import { getEvent, listEvents, triggerNotifications, triggerRateChecks } from '../services/notifications.ts';
-import { EventListQuery, EventPage, EventParams, EventResponse, TriggerRequest, TriggerResponse } from '../schemas/notifications.ts';
+import { cancelNotification, cancelNotifications, getEvent, listEvents, triggerNotifications, triggerRateChecks } from '../services/notifications.ts';
+import {
+  CancelRequest,
+  CancelResponse,
+  EventListQuery,
+  EventPage,
+  EventParams,
+  EventResponse,
+  TriggerRequest,
+  TriggerResponse,
+} from '../schemas/notifications.ts';
 
 export const triggerNotification = defineRoute({
   method: 'POST',
@@ -48,4 +57,29 @@ export const listNotificationEvents = defineRoute({
   query: EventListQuery,
   responses: { 200: EventPage },
   handler: ({ em, auth, query }) => listEvents(em, auth!.tenantId, query),
+});
+
+export const cancelByKey = defineRoute({
+  method: 'POST',
+  path: '/v1/notifications/cancel',
+  summary: 'Cancel every event with this cancellation key that is not final yet',
+  tag: 'notifications',
+  auth: 'service',
+  body: CancelRequest,
+  responses: { 200: CancelResponse },
+  handler: ({ em, auth, body }) => cancelNotifications(em, auth!.tenantId, body.cancellation_key),
+});
+
+export const cancelEvent = defineRoute({
+  method: 'DELETE',
+  path: '/v1/notifications/:event_id',
+  summary: 'Cancel one event: steps not run yet never run (409 when it is final already)',
+  tag: 'notifications',
+  auth: 'service',
+  params: EventParams,
+  responses: { 204: null },
+  errors: [404, 409],
+  handler: async ({ em, auth, params }) => {
+    await cancelNotification(em, auth!.tenantId, params.event_id);
+  },
 });

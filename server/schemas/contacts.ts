@@ -46,6 +46,36 @@ export type CreateContactRequest = z.infer<typeof CreateContactRequest>;
 export const ReplaceContactRequest = z.object(mutableFields).meta({ id: 'ReplaceContactRequest' });
 export type ReplaceContactRequest = z.infer<typeof ReplaceContactRequest>;
 
+/** Whether this runtime's time zone database knows the name (IANA names and their aliases). */
+function isKnownTimezone(name: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: name });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const clockTime = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'must be a local time HH:MM (00:00 to 23:59)');
+
+/** A daily window of local time; across midnight when `end` comes before `start`. */
+export const QuietHours = z
+  .object({ start: clockTime, end: clockTime })
+  .refine((q) => q.start !== q.end, { message: 'start and end must differ', path: ['end'] })
+  .meta({ id: 'QuietHours' });
+
+export const SetQuietHoursRequest = z
+  .object({
+    timezone: z
+      .string()
+      .min(1)
+      .max(64)
+      .refine(isKnownTimezone, { message: 'must be an IANA time zone such as "Europe/Berlin"' }),
+    quiet_hours: QuietHours.nullable().describe('null: no quiet hours'),
+  })
+  .meta({ id: 'SetQuietHoursRequest' });
+export type SetQuietHoursRequest = z.infer<typeof SetQuietHoursRequest>;
+
 export const ContactResponse = z
   .object({
     id: z.string(),
@@ -55,6 +85,8 @@ export const ContactResponse = z
     name: z.string().nullable(),
     language: z.string().nullable(),
     properties: FreeFormObject,
+    timezone: z.string().nullable(),
+    quiet_hours: QuietHours.nullable(),
     created_at: isoDateTime,
     updated_at: isoDateTime,
   })

@@ -1,6 +1,7 @@
 // Notification types: key, per-channel defaults, opt-out policy, declared variables, soft delete.
 import { z } from 'zod';
 import { CHANNELS, isoDateTime, queryBoolean, resourceKey, type Channel } from './common.ts';
+import { Workflow } from './workflows.ts';
 
 /** Names the render context reserves (brand values under `brand`, the recipient under `contact`). */
 export const RESERVED_VARIABLE_NAMES = ['brand', 'contact'] as const;
@@ -49,6 +50,8 @@ export const CreateNotificationTypeRequest = z
     channel_defaults: ChannelDefaultsPatch.default({}).describe('Channels on by default; unnamed channels: inbox and email on, push and web_push off'),
     opt_out: z.boolean().default(true).describe('Whether contacts may opt out of this type (the opt-out policy)'),
     variables: variableList.default([]),
+    workflow: Workflow.optional().describe('The steps every event runs through (PUT .../workflow sets it later)'),
+    bypass_quiet_hours: z.boolean().default(false).describe("Remote channels ignore contacts' quiet hours (one-time codes, security alerts)"),
   })
   .meta({ id: 'CreateNotificationTypeRequest' });
 export type CreateNotificationTypeRequest = z.infer<typeof CreateNotificationTypeRequest>;
@@ -69,6 +72,8 @@ export const NotificationTypeResponse = z
     channel_defaults: ChannelDefaults,
     opt_out: z.boolean(),
     variables: z.array(VariableOutput),
+    workflow: Workflow.nullable().describe('The steps every event of the type runs through; null: every enabled channel at once'),
+    bypass_quiet_hours: z.boolean().describe("Remote channels ignore contacts' quiet hours"),
     deleted: z.boolean(),
     created_at: isoDateTime,
     updated_at: isoDateTime,
@@ -80,3 +85,5 @@ export const NotificationTypeParams = z.object({ key: resourceKey });
 export const NotificationTypeListQuery = z.object({
   include_deleted: queryBoolean.default(false).describe('Also list deleted (restorable) types'),
 });
+
+export const SetQuietHoursBypassRequest = z.object({ bypass_quiet_hours: z.boolean() }).meta({ id: 'SetQuietHoursBypassRequest' });

@@ -1,6 +1,7 @@
 // Shapes of the trigger (POST /v1/notifications), the event status and the activity log.
 import { z } from 'zod';
 import { Channel, cursorPage, email, idParam, isoDateTime, resourceKey } from './common.ts';
+import { StepView } from './workflows.ts';
 
 const externalId = z.string().trim().min(1).max(255);
 
@@ -29,18 +30,22 @@ export const TriggerRequest = z
     brand: resourceKey.optional(),
     /** Narrows the type's channel defaults; cannot enable a channel the type has switched off. */
     channels: z.array(Channel).min(1).max(4).optional(),
+    send_at: isoDateTime.optional().describe('Deliver at this time (RFC 3339, at most 90 days ahead; a past time means now)'),
+    cancellation_key: z.string().min(1).max(128).optional().describe('Cancels the events with POST /v1/notifications/cancel'),
   })
   .meta({ id: 'TriggerRequest' });
 export type TriggerRequest = z.infer<typeof TriggerRequest>;
 
-export const EventStatus = z.enum(['queued', 'processing', 'delivered', 'partially_delivered', 'failed', 'skipped']).meta({ id: 'EventStatus' });
+export const EventStatus = z
+  .enum(['scheduled', 'queued', 'processing', 'delivered', 'partially_delivered', 'failed', 'skipped', 'canceled', 'digested'])
+  .meta({ id: 'EventStatus' });
 export type EventStatus = z.infer<typeof EventStatus>;
 
 export const DeliveryStatus = z.enum(['pending', 'sent', 'delivered', 'failed', 'skipped']).meta({ id: 'DeliveryStatus' });
 export type DeliveryStatus = z.infer<typeof DeliveryStatus>;
 
 export const TriggeredEvent = z
-  .object({ event_id: z.string(), external_id: z.string(), contact_id: z.string(), status: z.literal('queued') })
+  .object({ event_id: z.string(), external_id: z.string(), contact_id: z.string(), status: z.enum(['queued', 'scheduled']) })
   .meta({ id: 'TriggeredEvent' });
 
 export const TriggerResponse = z.object({ events: z.array(TriggeredEvent) }).meta({ id: 'TriggerResponse' });
@@ -70,6 +75,12 @@ export const EventResponse = z
     /** Trigger variables; secret variables appear with the value "********". */
     variables: z.record(z.string(), z.unknown()),
     deliveries: z.array(DeliveryResponse),
+    send_at: isoDateTime.nullable(),
+    cancellation_key: z.string().nullable(),
+    /** For a `digested` event: the event whose digest it joined. */
+    digest_event_id: z.string().nullable(),
+    /** The workflow's steps and their progress; empty for a type without a workflow. */
+    steps: z.array(StepView),
   })
   .meta({ id: 'EventResponse' });
 export type EventResponse = z.infer<typeof EventResponse>;
@@ -88,3 +99,7 @@ export const EventListQuery = z.object({
   ...cursorPage,
 });
 export type EventListQuery = z.infer<typeof EventListQuery>;
+
+export const CancelRequest = z.object({ cancellation_key: z.string().min(1).max(128) }).meta({ id: 'CancelRequest' });
+export const CancelResponse = z.object({ canceled: z.number().int() }).meta({ id: 'CancelResponse' });
+export type CancelResponse = z.infer<typeof CancelResponse>;

@@ -23,6 +23,9 @@ export interface ContactRow {
   name: string | null;
   language: string | null;
   properties: Record<string, unknown>;
+  /** IANA time zone; quiet hours are read in it. */
+  timezone: string | null;
+  quiet_hours: { start: string; end: string } | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -32,7 +35,7 @@ export interface UpsertedContact extends ContactRow {
   created: boolean;
 }
 
-export const CONTACT_COLUMNS = 'id, tenant_id, external_id, email, phone, name, language, properties, created_at, updated_at';
+export const CONTACT_COLUMNS = 'id, tenant_id, external_id, email, phone, name, language, properties, timezone, quiet_hours, created_at, updated_at';
 
 /** One row of the upsert's input (the JSON array given to contactUpsertStatement). */
 export interface ContactUpsertInput {

@@ -14,6 +14,7 @@ import {
   type ContactResponse,
   type ContactTokenResponse,
   type ReplaceContactRequest,
+  type SetQuietHoursRequest,
 } from '../schemas/contacts.ts';
 import { toIsoTimestamp } from '../timestamps.ts';
 
@@ -26,6 +27,8 @@ export function toContactResponse(row: ContactRow): ContactResponse {
     name: row.name,
     language: row.language,
     properties: row.properties ?? {},
+    timezone: row.timezone,
+    quiet_hours: row.quiet_hours,
     created_at: toIsoTimestamp(row.created_at),
     updated_at: toIsoTimestamp(row.updated_at),
   };
@@ -92,6 +95,17 @@ export async function setContactLanguage(em: EntityManager, tenantId: string, id
     em,
     `UPDATE contacts SET language = $3, updated_at = now() WHERE id = $1 AND tenant_id = $2 RETURNING ${CONTACT_COLUMNS}`,
     [id, tenantId, language],
+  );
+  if (!row) throw notFound('Contact');
+  return row;
+}
+
+/** Sets the contact's time zone and quiet hours (null: none); remote channels wait for their end. */
+export async function setContactQuietHours(em: EntityManager, tenantId: string, id: string, input: SetQuietHoursRequest): Promise<ContactRow> {
+  const row = await queryOne<ContactRow>(
+    em,
+    `UPDATE contacts SET timezone = $3, quiet_hours = $4::jsonb, updated_at = now() WHERE id = $1 AND tenant_id = $2 RETURNING ${CONTACT_COLUMNS}`,
+    [id, tenantId, input.timezone, input.quiet_hours === null ? null : JSON.stringify(input.quiet_hours)],
   );
   if (!row) throw notFound('Contact');
   return row;

@@ -17,6 +17,7 @@ import {
   type NotificationTypeVariable,
 } from '../schemas/notification-types.ts';
 import { toIsoTimestamp } from '../timestamps.ts';
+import type { Workflow } from '../schemas/workflows.ts';
 
 export interface NotificationTypeRow {
   id: string;
@@ -26,12 +27,14 @@ export interface NotificationTypeRow {
   channel_defaults: ChannelDefaults;
   opt_out: boolean;
   variables: NotificationTypeVariable[];
+  workflow: Workflow | null;
+  bypass_quiet_hours: boolean;
   deleted_at: Date | string | null;
   created_at: Date | string;
   updated_at: Date | string;
 }
 
-const COLUMNS = 'id, key, name, description, channel_defaults, opt_out, variables, deleted_at, created_at, updated_at';
+const COLUMNS = 'id, key, name, description, channel_defaults, opt_out, variables, workflow, bypass_quiet_hours, deleted_at, created_at, updated_at';
 
 export function toNotificationTypeResponse(row: NotificationTypeRow): NotificationTypeResponse {
   return {
@@ -41,6 +44,8 @@ export function toNotificationTypeResponse(row: NotificationTypeRow): Notificati
     channel_defaults: { ...DEFAULT_CHANNEL_DEFAULTS, ...row.channel_defaults },
     opt_out: row.opt_out,
     variables: row.variables,
+    workflow: row.workflow,
+    bypass_quiet_hours: row.bypass_quiet_hours,
     deleted: row.deleted_at !== null,
     created_at: toIsoTimestamp(row.created_at),
     updated_at: toIsoTimestamp(row.updated_at),
@@ -69,8 +74,8 @@ export async function createNotificationType(em: EntityManager, tenantId: string
   // ON CONFLICT against the partial unique index: a concurrent duplicate is a 409, never a 500.
   const row = await queryOne<NotificationTypeRow>(
     em,
-    `INSERT INTO notification_types (id, tenant_id, key, name, description, channel_defaults, opt_out, variables)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+    `INSERT INTO notification_types (id, tenant_id, key, name, description, channel_defaults, opt_out, variables, workflow, bypass_quiet_hours)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
      ON CONFLICT (tenant_id, key) WHERE deleted_at IS NULL DO NOTHING
      RETURNING ${COLUMNS}`,
     [
@@ -82,6 +87,8 @@ export async function createNotificationType(em: EntityManager, tenantId: string
       JSON.stringify({ ...DEFAULT_CHANNEL_DEFAULTS, ...input.channel_defaults }),
       input.opt_out,
       JSON.stringify(input.variables),
+      input.workflow ? JSON.stringify(input.workflow) : null,
+      input.bypass_quiet_hours,
     ],
   );
   if (!row) throw new AppError('already_exists', `A notification type with key ${input.key} already exists`);
@@ -134,6 +141,19 @@ export function setOptOutPolicy(em: EntityManager, tenantId: string, key: string
 
 export function setVariables(em: EntityManager, tenantId: string, key: string, variables: NotificationTypeVariable[]): Promise<NotificationTypeRow> {
   return updateLive(em, tenantId, key, `variables = $3::jsonb`, [JSON.stringify(variables)]);
+}
+
+/**
+ * Sets the type's workflow (null: back to the default, every enabled channel at once). Events already
+ * started keep the workflow they started with; events not started yet take the new one.
+ */
+export function setWorkflow(em: EntityManager, tenantId: string, key: string, workflow: Workflow | null): Promise<NotificationTypeRow> {
+  return updateLive(em, tenantId, key, `workflow = $3::jsonb`, [workflow === null ? null : JSON.stringify(workflow)]);
+}
+
+/** Whether the type's remote channels ignore contacts' quiet hours (one-time codes, security alerts). */
+export function setQuietHoursBypass(em: EntityManager, tenantId: string, key: string, bypass: boolean): Promise<NotificationTypeRow> {
+  return updateLive(em, tenantId, key, `bypass_quiet_hours = $3`, [bypass]);
 }
 
 /**

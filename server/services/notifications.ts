@@ -22,9 +22,12 @@ import {
   type IdempotencyClaim,
 } from './idempotency.ts';
 import type { EventListQuery, EventPage, EventResponse, TriggerRequest, TriggerResponse } from '../schemas/notifications.ts';
+import type { StepState } from '../schemas/workflows.ts';
 import { wakeDeliveryWorkers } from '../delivery/enqueue.ts';
 import { toIsoTimestamp } from '../timestamps.ts';
 import { secretVariablesAad } from '../crypto/aad.ts';
+import { wakeWhenDue } from '../delivery/schedule.ts';
+import { cancelById, cancelByKey } from '../delivery/cancel.ts';
 
 /** What secret values look like wherever Herald shows an event. */
 export const SECRET_MASK = '********';
@@ -104,6 +107,7 @@ async function acceptTrigger(
   claim: IdempotencyClaim | null,
 ): Promise<TriggerResponse> {
   checkVariableNames(request);
+  const sendAt = scheduledTime(request.send_at, runtime.clock.now());
   // One event per distinct recipient, in request order.
   const contacts = contactUpsertInput(request.recipients.map(recipientFields));
   const secretKeys = Object.keys(request.secret_variables);
@@ -127,6 +131,12 @@ async function acceptTrigger(
     secret_keys: secretKeys,
     contacts,
     events,
+    send_at: sendAt === null ? null : new Date(sendAt).toISOString(),
+    cancellation_key: request.cancellation_key ?? null,
+  };
+  const status = sendAt === null ? ('queued' as const) : ('scheduled' as const);
+  const afterCommit = () => {
+    if (sendAt !== null) wakeWhenDue(runtime.boss!, runtime.logger, [sendAt]);
   };
   const answer = (outcome: TriggerOutcome): TriggerResponse => {
     if (!outcome.tenant_found) throw unauthorized('The credential belongs to no tenant', true);
@@ -138,10 +148,14 @@ async function acceptTrigger(
     if (issues.length > 0) throw new ValidationFailure(issues);
     if (!outcome.accepted) throw new Error('trigger statement refused a trigger that passed every check');
     return {
-      events: events.map((e) => ({ event_id: e.id, external_id: e.external_id, contact_id: outcome.contact_ids[e.external_id]!, status: 'queued' as const })),
+      events: events.map((e) => ({ event_id: e.id, external_id: e.external_id, contact_id: outcome.contact_ids[e.external_id]!, status })),
     };
   };
-  if (!claim) return answer(await batcherOf(runtime).submit(trigger));
+  if (!claim) {
+    const response = answer(await batcherOf(runtime).submit(trigger));
+    afterCommit();
+    return response;
+  }
   // With an idempotency key, the key's answer commits together with the events: a statement of its own
   // inside the request's transaction.
   const body = await em.transactional(async (tx) => {
@@ -151,7 +165,33 @@ async function acceptTrigger(
     return response;
   });
   wakeDeliveryWorkers(runtime.boss!, runtime.logger);
+  afterCommit();
   return body;
+}
+
+/** How far ahead a send may be scheduled. */
+const MAX_SCHEDULE_MS = 90 * 24 * 3600 * 1000;
+
+/** A trigger's send_at as epoch ms when it holds the send for later; null: now (absent, or in the past). */
+function scheduledTime(sendAt: string | undefined, now: number): number | null {
+  if (sendAt === undefined) return null;
+  const at = Date.parse(sendAt);
+  if (at > now + MAX_SCHEDULE_MS) throw invalidField(['body', 'send_at'], 'must be at most 90 days ahead');
+  return at > now ? at : null;
+}
+
+/** Cancels the events with the key that are not final yet (POST /v1/notifications/cancel). */
+export async function cancelNotifications(em: EntityManager, tenantId: string, key: string): Promise<{ canceled: number }> {
+  return { canceled: await cancelByKey(em, tenantId, key) };
+}
+
+/** Cancels one event: 404 unknown, 409 when it is final already. */
+export async function cancelNotification(em: EntityManager, tenantId: string, eventId: string): Promise<void> {
+  if (!isUuid(eventId)) throw notFoundEvent();
+  if (await cancelById(em, tenantId, eventId)) return;
+  const row = await queryOne<{ status: string }>(em, `SELECT status FROM events WHERE id = $1 AND tenant_id = $2`, [eventId, tenantId]);
+  if (!row) throw notFoundEvent();
+  throw new AppError('event_final', `The event is ${row.status} already and cannot be canceled`);
 }
 
 function recipientFields(recipient: TriggerRequest['recipients'][number]): ContactFields {
@@ -177,6 +217,10 @@ interface EventRow {
   updated_at: Date;
   variables: Record<string, unknown>;
   secret_keys: string[];
+  send_at: Date | string | null;
+  cancellation_key: string | null;
+  digest_event_id: string | null;
+  steps: StepState[] | null;
 }
 
 interface DeliveryStatusRow {
@@ -190,7 +234,7 @@ interface DeliveryStatusRow {
   updated_at: Date;
 }
 
-const EVENT_COLUMNS = 'id, type_key, external_id, contact_id, status, created_at, updated_at, variables, secret_keys';
+const EVENT_COLUMNS = 'id, type_key, external_id, contact_id, status, created_at, updated_at, variables, secret_keys, send_at, cancellation_key, digest_event_id, steps';
 
 /** The event's status with its deliveries; 404 for an unknown id or another tenant's event. */
 export async function getEvent(em: EntityManager, tenantId: string, eventId: string): Promise<EventResponse> {
@@ -267,6 +311,10 @@ function toEventResponse(row: EventRow, deliveries: DeliveryStatusRow[]): EventR
       last_error: d.last_error,
       updated_at: toIsoTimestamp(d.updated_at),
     })),
+    send_at: row.send_at === null ? null : toIsoTimestamp(row.send_at),
+    cancellation_key: row.cancellation_key,
+    digest_event_id: row.digest_event_id,
+    steps: (row.steps ?? []).map(({ index, kind, status, run_at, reason }) => ({ index, kind, status, run_at, reason })),
   };
 }
 

@@ -20,6 +20,7 @@ import { query } from '../db/sql.ts';
 import type { PgBoss } from '../queue.ts';
 import { statementPerQueue } from '../queue.ts';
 import { deliveryJobsCte } from '../delivery/enqueue.ts';
+import { inboxOnlySql } from '../delivery/stages/plan.ts';
 import { contactUpsertStatement, isBareContact, type ContactUpsertInput } from './contact-upsert.ts';
 
 /** One trigger, ready to write. */
@@ -36,6 +37,9 @@ export interface TriggerInput {
   contacts: ContactUpsertInput[];
   /** One per recipient, in request order; `ciphertext` holds the encrypted secret variables. */
   events: Array<{ id: string; external_id: string; ciphertext: string | null }>;
+  /** When the events' first run is due (RFC 3339), for a send held for later; null: now. */
+  send_at: string | null;
+  cancellation_key: string | null;
 }
 
 /** What the statement decided for one trigger, and what it wrote. */
@@ -66,7 +70,8 @@ const triggerStatement = statementPerQueue((boss) => deliveryJobsCte(boss, 'to_e
 const buildTriggerStatement = (jobsCte: string) => `
   WITH input AS (
     SELECT * FROM jsonb_to_recordset($1::jsonb) AS t(n int, tenant_id uuid, type text, brand text, channels text[],
-                                                     variables jsonb, names text[], secret_keys text[], contacts jsonb, events jsonb)
+                                                     variables jsonb, names text[], secret_keys text[], contacts jsonb, events jsonb,
+                                                     send_at timestamptz, cancellation_key text)
   ), checked AS (
     SELECT i.n,
            tn.id IS NOT NULL AS tenant_found,
@@ -75,9 +80,8 @@ const buildTriggerStatement = (jobsCte: string) => `
            (i.brand IS NULL OR EXISTS (SELECT 1 FROM brands b WHERE b.tenant_id = i.tenant_id AND b.key = i.brand)) AS brand_found,
            ARRAY(SELECT v->>'name' FROM jsonb_array_elements(coalesce(nt.variables, '[]'::jsonb)) AS v
                   WHERE (v->>'required')::boolean AND NOT (v->>'name' = ANY (i.names))) AS missing,
-           -- No channel but the inbox is on for the type and asked for (delivery/plan.ts): its events share delivery jobs.
-           NOT EXISTS (SELECT 1 FROM jsonb_each(coalesce(nt.channel_defaults, '{}'::jsonb)) AS d
-                        WHERE d.key <> 'inbox' AND d.value = 'true'::jsonb AND (i.channels IS NULL OR d.key = ANY (i.channels))) AS inbox_only
+           -- Its events share delivery jobs: they can reach the inbox only (delivery/stages/plan.ts).
+           ${inboxOnlySql('nt', 'i.channels')} AS inbox_only
       FROM input i
       LEFT JOIN tenants tn ON tn.id = i.tenant_id
       LEFT JOIN notification_types nt ON nt.tenant_id = i.tenant_id AND nt.key = i.type AND nt.deleted_at IS NULL
@@ -95,15 +99,18 @@ const buildTriggerStatement = (jobsCte: string) => `
     SELECT a.n, x.k, a.tenant_id, (x.e->>'id')::uuid AS id, x.e->>'external_id' AS external_id, x.e->>'ciphertext' AS ciphertext
       FROM accepted a CROSS JOIN LATERAL jsonb_array_elements(a.events) WITH ORDINALITY AS x(e, k)
   ), inserted AS (
-    INSERT INTO events (id, tenant_id, type_key, contact_id, external_id, brand_key, channels, variables, secret_variables_ciphertext, secret_keys)
-    SELECT r.id, r.tenant_id, a.type, u.id, u.external_id, a.brand, a.channels, a.variables, r.ciphertext, a.secret_keys
+    INSERT INTO events (id, tenant_id, type_key, contact_id, external_id, brand_key, channels, variables, secret_variables_ciphertext, secret_keys,
+                        send_at, cancellation_key, status)
+    SELECT r.id, r.tenant_id, a.type, u.id, u.external_id, a.brand, a.channels, a.variables, r.ciphertext, a.secret_keys,
+           a.send_at, a.cancellation_key, CASE WHEN a.send_at IS NULL THEN 'queued' ELSE 'scheduled' END
       FROM recipients r
       JOIN accepted a ON a.n = r.n
       JOIN upserted u ON u.tenant_id = r.tenant_id AND u.external_id = r.external_id
      ORDER BY r.n, r.k
     RETURNING id, tenant_id
   ), to_enqueue AS (
-    SELECT i.id, i.tenant_id, c.inbox_only FROM inserted i JOIN recipients r ON r.id = i.id JOIN checked c ON c.n = r.n
+    SELECT i.id, i.tenant_id, c.inbox_only, to_char(a.send_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS start_after
+      FROM inserted i JOIN recipients r ON r.id = i.id JOIN checked c ON c.n = r.n JOIN accepted a ON a.n = r.n
   ), ${jobsCte}, contact_ids AS (
     SELECT r.n, json_object_agg(r.external_id, u.id) AS contact_ids
       FROM recipients r JOIN upserted u ON u.tenant_id = r.tenant_id AND u.external_id = r.external_id

@@ -2,7 +2,7 @@
 // size limits) and strict (an unknown variable or filter is an error, never an empty string). Two
 // engines: one that HTML-escapes every output (email HTML), one for plain text (subjects, inbox titles
 // and bodies, push payloads: escaping there would show "&amp;" to people).
-import { Liquid, type Template } from 'liquidjs';
+import { Liquid, Tokenizer, type Template } from 'liquidjs';
 
 const common = {
   strictVariables: true,
@@ -55,13 +55,11 @@ export type RenderMode = 'html' | 'text';
 
 /** Parsed templates by source, per engine: liquidjs caches parsed files, never strings (parseAndRender parses every time). */
 const PARSED_CACHE_SIZE = 500;
-const parsed = new Map<Liquid, Map<string, Template[]>>([
-  [htmlEngine, new Map()],
-  [textEngine, new Map()],
-]);
+const parsed = new Map<Liquid, Map<string, Template[]>>();
 
 function parse(engine: Liquid, source: string): Template[] {
-  const cache = parsed.get(engine)!;
+  let cache = parsed.get(engine);
+  if (!cache) parsed.set(engine, (cache = new Map()));
   let templates = cache.get(source);
   if (templates) return templates;
   templates = engine.parse(source);
@@ -103,5 +101,54 @@ export function referencedVariables(source: string): string[] {
     return [...new Set(textEngine.globalVariablesSync(source).map((v) => String(v).split(/[.[]/)[0]!))];
   } catch {
     return [];
+  }
+}
+
+// Workflow conditions: a Liquid expression, evaluated as the test of an `if` tag. Not strict: a
+// condition on a variable an event does not carry is false, not an error.
+const conditionEngine = new Liquid({ ...common, strictVariables: false });
+const CONDITION_DELIMITERS = /\{%|%\}|\{\{|\}\}/;
+
+function conditionTemplate(expression: string): Template[] {
+  if (CONDITION_DELIMITERS.test(expression)) throw new Error('a condition is an expression, without {% %} or {{ }}');
+  const templates = parse(conditionEngine, `{% if ${expression} %}1{% endif %}`);
+  checkOperands(expression);
+  return templates;
+}
+
+/**
+ * liquidjs parses leniently ("a ==" and "a b" parse, and evaluate to something): the expression's
+ * postfix form must reduce to exactly one value, every operator finding its operands.
+ */
+function checkOperands(expression: string): void {
+  const tokenizer = new Tokenizer(expression);
+  const postfix = [...(tokenizer.readExpression() as unknown as { postfix: Array<{ operator?: string; getText(): string }> }).postfix];
+  let depth = 0;
+  for (const token of postfix) {
+    if (token.operator === undefined) depth++;
+    else if (token.operator !== 'not') {
+      if (depth < 2) throw new Error(`"${token.getText()}" needs a value on each side`);
+      depth--;
+    } else if (depth < 1) throw new Error('"not" needs a value');
+  }
+  if (depth !== 1) throw new Error('the condition must be one expression (join tests with "and" or "or")');
+}
+
+/** Checks that a condition parses; returns the parse error message, or null. */
+export function conditionSyntaxError(expression: string): string | null {
+  try {
+    conditionTemplate(expression);
+    return null;
+  } catch (error) {
+    return ((error as Error).message ?? 'invalid condition').split('\n')[0]!;
+  }
+}
+
+/** Evaluates a condition against a context; throws TemplateError when it cannot be evaluated. */
+export function evaluateCondition(expression: string, context: Record<string, unknown>): boolean {
+  try {
+    return conditionEngine.renderSync(conditionTemplate(expression), context) === '1';
+  } catch (error) {
+    throw new TemplateError(((error as Error).message ?? 'condition error').split('\n')[0]!, { cause: error });
   }
 }

@@ -230,8 +230,8 @@ export async function waitForFinal(app: TestApp, eventIds: string[], timeoutMs =
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const rows = await sql<{ id: string; status: string }>(app, `SELECT id::text, status FROM events WHERE id = ANY($1::uuid[])`, [eventIds]);
-    if (rows.length === eventIds.length && rows.every((r) => !['queued', 'processing'].includes(r.status))) return rows;
-    if (Date.now() > deadline) throw new Error(`events not final after ${timeoutMs} ms: ${JSON.stringify(rows.filter((r) => ['queued', 'processing'].includes(r.status)).length)} pending`);
+    if (rows.length === eventIds.length && rows.every((r) => !['scheduled', 'queued', 'processing'].includes(r.status))) return rows;
+    if (Date.now() > deadline) throw new Error(`events not final after ${timeoutMs} ms: ${JSON.stringify(rows.filter((r) => ['scheduled', 'queued', 'processing'].includes(r.status)).length)} pending`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }

@@ -4,13 +4,13 @@
 import { renderEmail } from '../../templates/render.ts';
 import { dkimSigningFor } from '../../services/sender-domains.ts';
 import { sendTenantEmail, type EmailOutcome } from '../../transports/email.ts';
-import { deliveryContext, deliveryTemplate } from '../templates.ts';
+import { deliveryContext, deliveryTemplate } from '../stages/render.ts';
 import type { ChannelSender, DeliveryOutcome } from './types.ts';
 
 export const emailChannel: ChannelSender = {
   channel: 'email',
-  async deliver({ runtime, em, delivery, event, contact, renderVariables }) {
-    const resolved = await deliveryTemplate(em, 'email', event, contact);
+  async deliver({ runtime, em, delivery, event, contact, renderVariables, templates }) {
+    const resolved = await deliveryTemplate(em, 'email', event, contact, templates);
     if (!resolved) return { status: 'skipped', reason: 'no_template' };
     const rendered = await renderEmail(resolved.template, resolved.brand, deliveryContext(resolved.brand, renderVariables, contact));
     const sender = resolved.brand.sender ?? {};

@@ -6,38 +6,69 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { queryOne } from '../../db/sql.ts';
 import { newId } from '../../ids.ts';
 import { NEXT_STREAM_ID_SQL, streamLockSql, streamNoticesSql } from '../../stream/events.ts';
-import { renderInbox } from '../../templates/render.ts';
+import type { Runtime } from '../../runtime.ts';
+import type { ContactRow } from '../../services/contact-upsert.ts';
 import { INBOX_COLUMNS, type InboxItemRow } from '../../services/inbox.ts';
-import { deliveryContext, deliveryTemplate } from '../templates.ts';
-import type { ChannelSender } from './types.ts';
+import { renderInboxDelivery, type TemplateCache } from '../stages/render.ts';
+import type { ChannelSender, EventForDelivery } from './types.ts';
 
 export const inboxChannel: ChannelSender = {
   channel: 'inbox',
   local: true,
-  async deliver({ runtime, em, delivery, event, contact, renderVariables }) {
-    const resolved = await deliveryTemplate(em, 'inbox', event, contact);
-    if (!resolved) return { status: 'skipped', reason: 'no_template' };
-    // Throws UnfilledSlotError (the worker records a final failure naming the slot).
-    const rendered = renderInbox(resolved.template, deliveryContext(resolved.brand, renderVariables, contact));
-    await storeInboxItem(em, {
-      id: newId(runtime.clock.now()),
-      tenant_id: event.tenant_id,
-      contact_id: contact.id,
-      event_id: event.id,
-      delivery_id: delivery.id,
-      type_key: event.type_key,
-      title: rendered.title,
-      body: rendered.body,
-      action_url: rendered.action_url,
-      data: event.variables,
-    });
+  async deliver({ runtime, em, delivery, event, contact, renderVariables, templates }) {
+    const item = await inboxItemFor(runtime, em, event, contact, delivery.id, renderVariables, templates);
+    if (!item) return { status: 'skipped', reason: 'no_template' };
+    await storeInboxItem(em, item);
     return { status: 'delivered' };
   },
 };
 
+/** An inbox item, as both runs store it (this channel one by one, the batched run in its store statement). */
+export interface NewInboxItem {
+  id: string;
+  tenant_id: string;
+  contact_id: string;
+  event_id: string;
+  delivery_id: string;
+  type_key: string;
+  title: string;
+  body: string;
+  action_url: string | null;
+  data: Record<string, unknown>;
+}
+
+/**
+ * Renders a delivery's inbox item; null when no template fills it. Throws UnfilledSlotError or
+ * TemplateError for a template that cannot render (a final failure naming the slot).
+ */
+export async function inboxItemFor(
+  runtime: Runtime,
+  em: EntityManager,
+  event: EventForDelivery,
+  contact: ContactRow,
+  deliveryId: string,
+  renderVariables: Record<string, unknown>,
+  templates: TemplateCache,
+): Promise<NewInboxItem | null> {
+  const rendered = await renderInboxDelivery(em, event, contact, renderVariables, templates);
+  if (!rendered) return null;
+  return {
+    id: newId(runtime.clock.now()),
+    tenant_id: event.tenant_id,
+    contact_id: contact.id,
+    event_id: event.id,
+    delivery_id: deliveryId,
+    type_key: event.type_key,
+    title: rendered.title,
+    body: rendered.body,
+    action_url: rendered.action_url,
+    data: event.variables,
+  };
+}
+
 /**
  * Stores an item with its stream id and announces it when the transaction commits; undefined when its
- * delivery already has one. (The batch path stores its items in its own statement, batch-store.ts.)
+ * delivery already has one. (The batched run stores its items in its store statement, stages/store.ts.)
  */
 export async function storeInboxItem(
   em: EntityManager,

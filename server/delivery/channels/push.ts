@@ -6,8 +6,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { execute, queryOne } from '../../db/sql.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { Channel } from '../../schemas/common.ts';
-import { renderInbox } from '../../templates/render.ts';
-import { deliveryContext, deliveryTemplate } from '../templates.ts';
+import { renderInboxDelivery } from '../stages/render.ts';
 import type { ChannelSender, DeliveryOutcome, SkipReason } from './types.ts';
 import type { PushDestination, PushMessage, PushOutcome } from '../../transports/push/index.ts';
 
@@ -32,7 +31,7 @@ function providerDestination(row: SubscriptionRow): PushDestination | null {
 export function subscriptionChannel(channel: Extract<Channel, 'push' | 'web_push'>, sendPush: SendPush): ChannelSender {
   return {
     channel,
-    async deliver({ runtime, em, delivery, event, contact, renderVariables }) {
+    async deliver({ runtime, em, delivery, event, contact, renderVariables, templates }) {
       const subscription = await queryOne<SubscriptionRow>(
         em,
         `SELECT id, provider, token, endpoint, keys FROM push_subscriptions WHERE id = $1 AND contact_id = $2`,
@@ -40,9 +39,8 @@ export function subscriptionChannel(channel: Extract<Channel, 'push' | 'web_push
       );
       const destination = subscription ? providerDestination(subscription) : null;
       if (!subscription || !destination) return { status: 'skipped', reason: 'no_destination' };
-      const resolved = await deliveryTemplate(em, 'inbox', event, contact);
-      if (!resolved) return { status: 'skipped', reason: 'no_template' };
-      const rendered = renderInbox(resolved.template, deliveryContext(resolved.brand, renderVariables, contact));
+      const rendered = await renderInboxDelivery(em, event, contact, renderVariables, templates);
+      if (!rendered) return { status: 'skipped', reason: 'no_template' };
       const result = await sendPush(runtime, em, event.tenant_id, destination, {
         title: rendered.title,
         body: rendered.body,

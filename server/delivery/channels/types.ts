@@ -4,6 +4,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Runtime } from '../../runtime.ts';
 import type { Channel } from '../../schemas/common.ts';
 import type { ContactRow } from '../../services/contact-upsert.ts';
+import type { BrandRow } from '../../templates/resolve.ts';
+import type { TemplateCache } from '../stages/render.ts';
 
 /** Why a delivery was skipped (DESIGN.md), plus tenant_archived for events of a tenant archived after the trigger. */
 export type SkipReason =
@@ -13,7 +15,8 @@ export type SkipReason =
   | 'no_destination'
   | 'no_transport'
   | 'credentials_unreadable'
-  | 'tenant_archived';
+  | 'tenant_archived'
+  | 'canceled';
 
 export type DeliveryOutcome =
   /** delivered: stored in the inbox or confirmed; sent: accepted by SMTP or a push service. */
@@ -39,6 +42,10 @@ export interface EventForDelivery {
   external_id: string;
   /** Public variables only (what may be stored in clear, e.g. an inbox item's data). */
   variables: Record<string, unknown>;
+  /** The brand to render with: the event's, or the tenant's default when none was named or it has been deleted since. */
+  brand: BrandRow | null;
+  default_brand_key: string | null;
+  default_language: string;
 }
 
 export interface DeliveryContext {
@@ -50,6 +57,8 @@ export interface DeliveryContext {
   contact: ContactRow;
   /** Variables with the decrypted secret ones merged in: for rendering only, never logged or stored. */
   renderVariables: Record<string, unknown>;
+  /** Templates found so far in this run (the render stage's cache). */
+  templates: TemplateCache;
 }
 
 export interface ChannelSender {

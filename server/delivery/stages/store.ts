@@ -1,15 +1,19 @@
-// The write side of the batch fast path (batch.ts): one statement that stores a batch's outcome.
-// Deliveries are inserted with their final status (no 'pending' row version to update), inbox items
+// The store stage. The batched run stores a whole batch's outcome in one statement (storeBatch):
+// deliveries are inserted with their final status (no 'pending' row version to update), inbox items
 // with their stream ids (each is its own 'notification'; the stream hub derives the counts), the
 // events get their final status and their delivery jobs are completed (complete.ts), all from
 // data-modifying CTEs. The statement is all or nothing on its own (herald_assert, migration 0011), so
 // the batch path needs no transaction around it: it commits once, with the statement.
+// The per-event run stores its plan (storePlan) and each attempt's outcome (recordOutcome) as it goes.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { query } from '../db/sql.ts';
-import { statementPerQueue, type PgBoss } from '../queue.ts';
-import { NEXT_STREAM_ID_SQL, streamLockSql, streamNoticesSql } from '../stream/events.ts';
-import { completionParameters, deliveryJobsCompletionCte, type FetchedJob } from './complete.ts';
-import { EVENT_STATUS_FROM_DELIVERIES } from './worker.ts';
+import { execute, query } from '../../db/sql.ts';
+import { statementPerQueue, type PgBoss } from '../../queue.ts';
+import { NEXT_STREAM_ID_SQL, streamLockSql, streamNoticesSql } from '../../stream/events.ts';
+import type { NewInboxItem } from '../channels/inbox.ts';
+import type { DeliveryOutcome, DeliveryRow } from '../channels/types.ts';
+import { completionParameters, deliveryJobsCompletionCte, type FetchedJob } from '../complete.ts';
+import type { PlannedDelivery } from './plan.ts';
+import { EVENT_STATUS_FROM_DELIVERIES } from './rollup.ts';
 
 export interface StoredDelivery {
   id: string;
@@ -24,21 +28,10 @@ export interface StoredDelivery {
   attempts: number;
 }
 
-export interface StoredItem {
-  id: string;
-  tenant_id: string;
-  contact_id: string;
-  event_id: string;
-  delivery_id: string;
-  type_key: string;
-  title: string;
-  body: string;
-  action_url: string | null;
-  data: Record<string, unknown>;
-}
+export type StoredItem = NewInboxItem;
 
 /**
- * Stores every delivery of the events (all of them: the events were found 'queued' and unplanned), the
+ * Stores every delivery of the events (all of them: the events were found waiting to start and unplanned), the
  * items of the delivered ones (with their stream ids) and the events' final statuses, and completes
  * `jobs` (the delivery jobs all of whose events are settled, as fetched; a job no longer active under
  * that attempt is left alone). It needs no transaction (it runs in the caller's, if any).
@@ -100,19 +93,74 @@ function buildStoreStatement(completedJobsCte: string): string {
         ORDER BY i.n
        RETURNING contact_id
      ), rolled_up AS (
-       -- Only events still 'queued' (re-read after any transaction holding one ends); the assertion
-       -- below undoes the statement if one was not.
+       -- Only events still waiting to start (re-read after any transaction holding one ends); the
+       -- assertion below undoes the statement if one was not.
        UPDATE events e
           SET status = s.status, updated_at = now(),
               secret_variables_ciphertext = CASE WHEN s.status = 'processing' THEN e.secret_variables_ciphertext ELSE NULL END
          FROM (SELECT ev.id, ${EVENT_STATUS_FROM_DELIVERIES} AS status
                  FROM unnest($3::uuid[]) AS ev(id) LEFT JOIN planned d ON d.event_id = ev.id
                 GROUP BY ev.id) AS s
-        WHERE e.id = s.id AND e.status = 'queued'
+        WHERE e.id = s.id AND e.status IN ('queued', 'scheduled')
        RETURNING e.id
      ), ${completedJobsCte}
-     SELECT herald_assert((SELECT count(*) FROM rolled_up) = cardinality($3::uuid[]), 'batch store: an event of the batch is no longer queued') AS events_queued,
+     SELECT herald_assert((SELECT count(*) FROM rolled_up) = cardinality($3::uuid[]), 'batch store: an event of the batch has started elsewhere') AS events_queued,
             herald_assert((SELECT count(*) FROM planned) = jsonb_array_length($1::jsonb) AND (SELECT count(*) FROM stored) = jsonb_array_length($2::jsonb),
                           'batch store: fewer rows stored than given') AS rows_stored,
             ${streamNoticesSql('SELECT contact_id FROM stored')} AS notices`;
+}
+
+/**
+ * Stores an event's plan (the per-event run, inside the transaction holding the event); returns the
+ * deliveries it added that are pending. A delivery already stored (same event, channel and
+ * destination) is left as it is.
+ */
+export async function storePlan(
+  em: EntityManager,
+  event: { id: string; tenant_id: string },
+  plan: PlannedDelivery[],
+): Promise<DeliveryRow[]> {
+  if (plan.length === 0) return [];
+  const inserted = await query<DeliveryRow & { status: string }>(
+    em,
+    `INSERT INTO deliveries (id, event_id, tenant_id, channel, destination, provider, status, reason)
+     SELECT gen_random_uuid(), $1, $2, d->>'channel', d->>'destination', d->>'provider', d->>'status', d->>'reason'
+       FROM jsonb_array_elements($3::jsonb) AS d
+     ON CONFLICT (event_id, channel, destination) DO NOTHING
+     RETURNING id, channel, destination, provider, attempts, status`,
+    [event.id, event.tenant_id, JSON.stringify(plan)],
+  );
+  return inserted.filter((d) => d.status === 'pending').map(({ status: _status, ...d }) => d);
+}
+
+/** An event's deliveries still pending, optionally of some channels only. */
+export async function pendingDeliveries(em: EntityManager, eventId: string): Promise<DeliveryRow[]> {
+  return query<DeliveryRow>(
+    em,
+    `SELECT id, channel, destination, provider, attempts FROM deliveries WHERE event_id = $1 AND status = 'pending' ORDER BY channel, destination`,
+    [eventId],
+  );
+}
+
+/** Stores an attempt's outcome on a still-pending delivery; a retryable failure stays pending unless it was the last attempt. */
+export async function recordOutcome(em: EntityManager, deliveryId: string, outcome: DeliveryOutcome, finalAttempt: boolean): Promise<void> {
+  const [status, reason, error, messageId] =
+    outcome.status === 'skipped'
+      ? ['skipped', outcome.reason, null, null]
+      : outcome.status === 'failed'
+        ? [outcome.retryable && !finalAttempt ? 'pending' : 'failed', null, truncate(outcome.error), null]
+        : [outcome.status, null, null, outcome.providerMessageId ?? null];
+  await execute(
+    em,
+    `UPDATE deliveries
+        SET status = $2, reason = coalesce($3, reason), last_error = coalesce($4, last_error),
+            provider_message_id = coalesce($5, provider_message_id), attempts = attempts + 1, updated_at = now()
+      WHERE id = $1 AND status = 'pending'`,
+    [deliveryId, status, reason, error, messageId],
+  );
+}
+
+/** A last_error short enough to store. */
+export function truncate(text: string): string {
+  return text.length > 1000 ? `${text.slice(0, 997)}...` : text;
 }

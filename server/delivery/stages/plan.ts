@@ -1,7 +1,7 @@
-// Which deliveries an event gets: one per channel and destination, each either pending (to send) or
-// skipped with its reason. Pure: the worker loads the inputs and stores the result.
+// The plan stage: which deliveries an event gets, one per channel and destination, each either pending
+// (to send) or skipped with its reason. Pure: the load stage reads the inputs, the store stage writes
+// the result.
 //
-// Decisions (DESIGN.md gaps):
 // - The type's channel_defaults say which channels are on. A trigger's `channels` narrows them: a
 //   channel left out is not attempted (no row); a channel listed but off for the type is recorded as
 //   skipped 'channel_disabled' (a trigger cannot switch on what the type switched off).
@@ -10,8 +10,10 @@
 // - Destinations: inbox always; email needs the contact's email; push one per apns/fcm/expo
 //   subscription; web_push one per webpush subscription; none -> 'no_destination'.
 // - Channels without a registered sender are left out entirely (see channels/index.ts).
-import type { Channel } from '../schemas/common.ts';
-import type { SkipReason } from './channels/types.ts';
+import type { Channel } from '../../schemas/common.ts';
+import type { SkipReason } from '../channels/types.ts';
+import { registeredChannels } from '../channels/index.ts';
+import type { LoadedEvent } from './load.ts';
 
 export const CHANNELS: readonly Channel[] = ['inbox', 'email', 'push', 'web_push'];
 
@@ -81,4 +83,37 @@ function destinationsFor(channel: Channel, input: PlanInput): Array<{ destinatio
     case 'web_push':
       return input.subscriptions.filter((s) => s.provider === 'webpush').map((s) => ({ destination: s.id, provider: s.provider }));
   }
+}
+
+/**
+ * The deliveries an event gets from its type's channel defaults and opt-out policy, the contact's
+ * preferences and destinations. `only` narrows it to one channel (a workflow's channel step).
+ */
+export function planEvent(event: LoadedEvent, only?: Channel): PlannedDelivery[] {
+  const contact = event.contact;
+  const preferences = Object.fromEntries((contact?.preferences ?? []).filter((p) => p.type_key === event.type_key).map((p) => [p.channel, p.enabled]));
+  const requested = only ? (event.channels === null || event.channels.includes(only) ? [only] : []) : event.channels;
+  return planDeliveries({
+    channelDefaults: event.channel_defaults ?? {},
+    requestedChannels: requested,
+    optOutPolicy: event.opt_out ?? true,
+    preferences,
+    tenantArchived: event.tenant_archived,
+    contactEmail: contact?.email ?? null,
+    contactExists: contact !== null,
+    subscriptions: contact?.subscriptions ?? [],
+    registered: registeredChannels(),
+  });
+}
+
+/**
+ * The plan's "inbox only" rule in SQL, for the trigger statement, which decides when it enqueues
+ * which events may share a delivery job (delivery/enqueue.ts): no channel but the inbox is on for the
+ * type and asked for by the trigger, the type has no workflow, and the event is not held for later.
+ * `types` is the notification_types alias, `channels` the trigger's channel list (NULL: all).
+ * test/trigger-batch.test.ts holds it to planDeliveries over every combination.
+ */
+export function inboxOnlySql(types: string, channels: string): string {
+  return `(${types}.workflow IS NULL AND NOT EXISTS (SELECT 1 FROM jsonb_each(coalesce(${types}.channel_defaults, '{}'::jsonb)) AS d
+                 WHERE d.key <> 'inbox' AND d.value = 'true'::jsonb AND (${channels} IS NULL OR d.key = ANY (${channels}))))`;
 }

@@ -1,0 +1,105 @@
+// The load stage: one statement that reads a batch of events with everything the later stages need
+// (the type's policy and workflow, the tenant's state and default language, the brand to render with,
+// the contact with its preferences for the type, push subscriptions and quiet hours). The batched run
+// loads without locks (its store statement checks the events itself, store.ts); the per-event run
+// loads its event locked, inside the transaction that plans and stores it.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { query } from '../../db/sql.ts';
+import type { Channel } from '../../schemas/common.ts';
+import type { Workflow, StepState } from '../../schemas/workflows.ts';
+import type { ContactRow } from '../../services/contact-upsert.ts';
+import { CONTACT_COLUMNS } from '../../services/contact-upsert.ts';
+import type { EventForDelivery } from '../channels/types.ts';
+
+export interface ContactWithDestinations extends ContactRow {
+  preferences: Array<{ type_key: string; channel: Channel; enabled: boolean }>;
+  subscriptions: Array<{ id: string; provider: string }>;
+}
+
+export interface LoadedEvent extends EventForDelivery {
+  status: string;
+  channels: Channel[] | null;
+  contact_id: string | null;
+  secret_variables_ciphertext: string | null;
+  tenant_archived: boolean;
+  channel_defaults: Partial<Record<Channel, boolean>> | null;
+  opt_out: boolean | null;
+  bypass_quiet_hours: boolean;
+  /** The type's workflow now (an event snapshots it into `steps` on its first run); null: the default. */
+  workflow: Workflow | null;
+  /** The event's workflow progress; null for an event without a workflow, or not started yet. */
+  steps: StepState[] | null;
+  /** Whether any delivery of the event has been stored. */
+  planned: boolean;
+  contact: ContactWithDestinations | null;
+}
+
+/**
+ * Joins `nt`, the type deciding an event's channels: the live type, or, for an event whose type was
+ * deleted after the trigger, the deleted one (events already accepted still follow it).
+ */
+export function eventTypeJoin(eventAlias: string): string {
+  return `LEFT JOIN LATERAL (
+         SELECT channel_defaults, opt_out, workflow, bypass_quiet_hours FROM notification_types
+          WHERE tenant_id = ${eventAlias}.tenant_id AND key = ${eventAlias}.type_key
+          ORDER BY deleted_at DESC NULLS FIRST LIMIT 1
+       ) nt ON true`;
+}
+
+/**
+ * Whether an event's deliveries have been planned. A scalar subquery, one index probe per event, not
+ * EXISTS: PostgreSQL may turn EXISTS into a hashed subplan that reads the whole deliveries table, and
+ * did so on every batch while the young table's statistics still said it was small.
+ */
+export function eventPlannedSql(eventAlias: string): string {
+  return `((SELECT true FROM deliveries d WHERE d.event_id = ${eventAlias}.id LIMIT 1) IS NOT NULL)`;
+}
+
+/**
+ * Loads the events, in id order. What depends only on the tenant, the type and the brand (the tenant's
+ * state, the type's policy, the brands) is looked up once per distinct (tenant, type, brand) of the
+ * batch, not once per event: a batch is mostly one tenant's events of one type, and per event these
+ * lookups were about a third of the statement's time (EXPLAIN ANALYZE, 250 events).
+ *
+ * With `lock`, the events are locked (FOR UPDATE, in id order, so concurrent runs cannot deadlock)
+ * until the caller's transaction ends.
+ */
+export async function loadEvents(em: EntityManager, eventIds: string[], options: { lock: boolean }): Promise<LoadedEvent[]> {
+  return query<LoadedEvent>(em, options.lock ? LOAD_LOCKED : LOAD, [eventIds]);
+}
+
+const loadStatement = (lock: boolean) =>
+  `WITH ev AS MATERIALIZED (
+       SELECT id, tenant_id, type_key, brand_key, external_id, variables, status, channels, contact_id, secret_variables_ciphertext, steps
+         FROM events WHERE id = ANY($1::uuid[])${lock ? ' ORDER BY id FOR UPDATE' : ''}
+     ), kinds AS MATERIALIZED (
+       SELECT k.tenant_id, k.type_key, k.brand_key,
+              t.archived_at IS NOT NULL AS tenant_archived, t.default_language,
+              nt.channel_defaults, nt.opt_out, nt.workflow, coalesce(nt.bypass_quiet_hours, false) AS bypass_quiet_hours,
+              (SELECT json_build_object('id', b.id, 'key', b.key, 'values', b."values", 'sender', b.sender, 'is_default', b.is_default)
+                 FROM brands b
+                WHERE b.tenant_id = k.tenant_id AND (b.key = k.brand_key OR b.is_default)
+                ORDER BY b.is_default -- the named brand before the default
+                LIMIT 1) AS brand,
+              (SELECT key FROM brands WHERE tenant_id = k.tenant_id AND is_default) AS default_brand_key
+         FROM (SELECT DISTINCT tenant_id, type_key, brand_key FROM ev) AS k
+         JOIN tenants t ON t.id = k.tenant_id
+         ${eventTypeJoin('k')}
+     )
+     SELECT ev.*, kinds.tenant_archived, kinds.default_language, kinds.channel_defaults, kinds.opt_out, kinds.workflow,
+            kinds.bypass_quiet_hours, kinds.brand, kinds.default_brand_key,
+            ${eventPlannedSql('ev')} AS planned,
+            (SELECT row_to_json(c) FROM (
+               SELECT ${CONTACT_COLUMNS},
+                      coalesce((SELECT json_agg(json_build_object('type_key', p.type_key, 'channel', p.channel, 'enabled', p.enabled))
+                                  FROM contact_preferences p WHERE p.contact_id = contacts.id AND p.type_key = ev.type_key), '[]') AS preferences,
+                      coalesce((SELECT json_agg(json_build_object('id', s.id, 'provider', s.provider) ORDER BY s.created_at)
+                                  FROM push_subscriptions s WHERE s.contact_id = contacts.id), '[]') AS subscriptions
+                 FROM contacts WHERE contacts.id = ev.contact_id
+             ) c) AS contact
+       FROM ev
+       JOIN kinds ON kinds.tenant_id = ev.tenant_id AND kinds.type_key = ev.type_key AND kinds.brand_key IS NOT DISTINCT FROM ev.brand_key
+      ORDER BY ev.id`;
+
+const LOAD = loadStatement(false);
+const LOAD_LOCKED = loadStatement(true);

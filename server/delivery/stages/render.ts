@@ -1,0 +1,95 @@
+// The render stage: which template fills a delivery, and the context it renders with. The template
+// is found from what the load stage read (the event's brand, or the tenant's default when none was
+// named or it has been deleted since; the contact's language; the fallback chain of resolve.ts), once
+// per distinct (kind, tenant, type, candidates) of a run: a batch is mostly one type for one brand.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { KeyUnavailableError } from '../../crypto/keyring.ts';
+import type { Runtime } from '../../runtime.ts';
+import type { ContactRow } from '../../services/contact-upsert.ts';
+import { secretVariablesAad } from '../../services/notifications.ts';
+import { findTemplate, renderContext, templateCandidates, type BrandRow, type EmailTemplateRow, type InboxTemplateRow, type TemplateKind } from '../../templates/resolve.ts';
+import { renderInbox, type RenderedInbox } from '../../templates/render.ts';
+import type { EventForDelivery } from '../channels/types.ts';
+
+/** Templates found during one run, by what was asked. */
+export type TemplateCache = Map<string, Promise<EmailTemplateRow | InboxTemplateRow | null>>;
+
+export function newTemplateCache(): TemplateCache {
+  return new Map();
+}
+
+export interface ResolvedTemplate<T> {
+  template: T;
+  brand: BrandRow;
+}
+
+export async function deliveryTemplate<K extends TemplateKind>(
+  em: EntityManager,
+  kind: K,
+  event: EventForDelivery,
+  contact: Pick<ContactRow, 'language'>,
+  cache: TemplateCache,
+): Promise<ResolvedTemplate<K extends 'email' ? EmailTemplateRow : InboxTemplateRow> | null> {
+  const brand = event.brand;
+  if (!brand) return null;
+  const candidates = templateCandidates(brand.key, event.default_brand_key, contact.language, event.default_language);
+  const key = JSON.stringify([kind, event.tenant_id, event.type_key, candidates]);
+  let found = cache.get(key);
+  if (!found) {
+    found = findTemplate(em, kind, { tenantId: event.tenant_id, typeKey: event.type_key, ...candidates });
+    cache.set(key, found);
+  }
+  const template = await found;
+  return template ? { template: template as never, brand } : null;
+}
+
+/** The render context of a delivery: brand values, then the variables (secret ones included), plus the contact. */
+export function deliveryContext(brand: BrandRow, variables: Record<string, unknown>, contact: ContactRow): Record<string, unknown> {
+  return renderContext(brand, variables, contactContext(contact));
+}
+
+/** What templates and workflow conditions see of the contact. */
+export function contactContext(contact: ContactRow): Record<string, unknown> {
+  return {
+    id: contact.id,
+    external_id: contact.external_id,
+    email: contact.email,
+    name: contact.name,
+    phone: contact.phone,
+    language: contact.language,
+    properties: contact.properties,
+    timezone: contact.timezone,
+  };
+}
+
+/** The inbox template rendered for a delivery (inbox items, and the text of push messages); null: no template. */
+export async function renderInboxDelivery(
+  em: EntityManager,
+  event: EventForDelivery,
+  contact: ContactRow,
+  variables: Record<string, unknown>,
+  cache: TemplateCache,
+): Promise<RenderedInbox | null> {
+  const resolved = await deliveryTemplate(em, 'inbox', event, contact, cache);
+  // Throws UnfilledSlotError or TemplateError: a final failure naming the slot (the run records it).
+  return resolved ? renderInbox(resolved.template, deliveryContext(resolved.brand, variables, contact)) : null;
+}
+
+/** The variables to render with: the public ones plus the decrypted secret ones (never logged, never stored). */
+export function readVariables(
+  runtime: Runtime,
+  event: { id: string; variables: Record<string, unknown>; secret_variables_ciphertext: string | null },
+): { values: Record<string, unknown> } | { error: string } {
+  if (!event.secret_variables_ciphertext) return { values: event.variables };
+  try {
+    const secrets = JSON.parse(runtime.keyRing.decrypt(event.secret_variables_ciphertext, secretVariablesAad(event.id))) as Record<string, unknown>;
+    return { values: { ...event.variables, ...secrets } };
+  } catch (error) {
+    return {
+      error:
+        error instanceof KeyUnavailableError
+          ? 'secret variables are unreadable: their encryption key is no longer in the key ring'
+          : 'secret variables could not be decrypted',
+    };
+  }
+}

@@ -1,0 +1,285 @@
+// A workflow run: the steps of the event's workflow from the first one still to run, inside the round's
+// transaction (run-event.ts), each step's progress stored on the event with what the step did. A step
+// either finishes at once (a channel step's local deliveries, a passed throttle, a due delay) and the
+// next one follows, or ends the round: a channel step with remote deliveries (sent after the commit,
+// then the next round goes on), a wait (a delay, a digest window, quiet hours: the next run is a job
+// due then), or the end of the event (throttled, digested into another event, a failed step).
+import { execute, query, queryOne } from '../db/sql.ts';
+import type { Channel } from '../schemas/common.ts';
+import type { StepState, WorkflowStep } from '../schemas/workflows.ts';
+import { evaluateCondition, renderString } from '../templates/engine.ts';
+import type { DeliveryRow } from './channels/types.ts';
+import type { HeldEvent } from './schedule.ts';
+import type { LoadedEvent } from './stages/load.ts';
+import { planEvent } from './stages/plan.ts';
+import { contactContext } from './stages/render.ts';
+import { storePlan } from './stages/store.ts';
+import { quietHoldUntil, settleLocal, type RoundContext } from './round.ts';
+
+const LOCAL_CHANNELS: ReadonlySet<Channel> = new Set(['inbox']);
+
+export interface WorkflowAdvance {
+  remote: DeliveryRow[];
+  again: boolean;
+  held: HeldEvent[];
+  /** The event joined another's digest: final, its status set here (no roll-up). */
+  digestedInto: string | null;
+}
+
+/** The digest an event opened and whose window has closed, as templates see it; null if none. */
+export async function digestOf(
+  tx: RoundContext['tx'],
+  event: LoadedEvent,
+): Promise<{ count: number; events: unknown[] } | null> {
+  if (!event.steps?.some((s) => s.kind === 'digest' && s.status === 'done')) return null;
+  const row = await queryOne<{ count: number; events: unknown[] }>(tx, `SELECT count, events FROM digests WHERE opener_event_id = $1`, [event.id]);
+  return row ?? null;
+}
+
+export function initialSteps(steps: WorkflowStep[]): StepState[] {
+  return steps.map((definition, index) => ({ index, kind: definition.kind, status: 'pending', run_at: null, reason: null, definition }));
+}
+
+export async function advanceWorkflow(context: RoundContext): Promise<WorkflowAdvance> {
+  const { event } = context;
+  const steps = event.steps ?? initialSteps(event.workflow!.steps);
+  const result: WorkflowAdvance = { remote: [], again: false, held: [], digestedInto: null };
+  let ended = false;
+  for (const step of steps) {
+    if (step.status !== 'pending' && step.status !== 'waiting') continue;
+    if (ended) {
+      step.status = 'canceled';
+      continue;
+    }
+    const outcome = await runStep(context, step);
+    if (typeof outcome === 'object' && 'digestedInto' in outcome) {
+      result.digestedInto = outcome.digestedInto;
+      ended = true;
+      continue;
+    }
+    if (outcome === 'next') continue;
+    if (outcome === 'end') {
+      ended = true;
+      continue;
+    }
+    if ('hold' in outcome) result.held.push({ eventId: event.id, runAt: outcome.hold });
+    else {
+      result.remote = outcome.remote;
+      result.again = true;
+    }
+    break;
+  }
+  await execute(
+    context.tx,
+    result.digestedInto === null
+      ? `UPDATE events SET steps = $2::jsonb, updated_at = now() WHERE id = $1`
+      : `UPDATE events SET steps = $2::jsonb, status = 'digested', digest_event_id = $3, secret_variables_ciphertext = NULL, updated_at = now() WHERE id = $1`,
+    result.digestedInto === null ? [event.id, JSON.stringify(steps)] : [event.id, JSON.stringify(steps), result.digestedInto],
+  );
+  return result;
+}
+
+type StepOutcome = 'next' | 'end' | { hold: number } | { remote: DeliveryRow[] } | { digestedInto: string };
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+function finish(step: StepState, status: StepState['status'], now: number, reason: string | null = null): void {
+  step.status = status;
+  step.reason = reason;
+  step.run_at = iso(now);
+}
+
+function wait(step: StepState, until: number): StepOutcome {
+  step.status = 'waiting';
+  step.run_at = iso(until);
+  return { hold: until };
+}
+
+/** The step is waiting and not due yet (a duplicate or early job): hold it again. */
+function notDue(step: StepState, now: number): number | null {
+  if (step.status !== 'waiting' || step.run_at === null) return null;
+  const at = Date.parse(step.run_at);
+  return at > now ? at : null;
+}
+
+async function runStep(context: RoundContext, step: StepState): Promise<StepOutcome> {
+  const early = notDue(step, context.now);
+  if (early !== null) return { hold: early };
+  const definition = step.definition;
+  switch (definition.kind) {
+    case 'channel':
+      return channelStep(context, step, definition);
+    case 'delay':
+      return delayStep(context, step, definition);
+    case 'digest':
+      return digestStep(context, step, definition);
+    case 'throttle':
+      return throttleStep(context, step, definition);
+  }
+}
+
+/** What conditions see: the variables, the contact, the brand's values and this event's inbox item. */
+async function conditionContext(context: RoundContext): Promise<Record<string, unknown>> {
+  const item = await queryOne<{ read: boolean; seen: boolean; archived: boolean }>(
+    context.tx,
+    `SELECT read_at IS NOT NULL AS read, seen_at IS NOT NULL AS seen, archived_at IS NOT NULL AS archived
+       FROM inbox_items WHERE event_id = $1 ORDER BY created_at LIMIT 1`,
+    [context.event.id],
+  );
+  return {
+    vars: 'values' in context.variables ? context.variables.values : context.event.variables,
+    contact: context.contact ? contactContext(context.contact) : {},
+    brand: context.event.brand?.values ?? {},
+    inbox: { exists: item !== undefined, read: item?.read ?? false, seen: item?.seen ?? false, archived: item?.archived ?? false },
+  };
+}
+
+async function channelStep(context: RoundContext, step: StepState, definition: Extract<WorkflowStep, { kind: 'channel' }>): Promise<StepOutcome> {
+  if (definition.if !== undefined) {
+    let passed: boolean;
+    try {
+      passed = evaluateCondition(definition.if, await conditionContext(context));
+    } catch (error) {
+      finish(step, 'failed', context.now, `condition_error: ${(error as Error).message}`.slice(0, 300));
+      return 'next';
+    }
+    if (!passed) {
+      finish(step, 'skipped', context.now, 'condition_false');
+      return 'next';
+    }
+  }
+  if (!LOCAL_CHANNELS.has(definition.channel)) {
+    const quietEnd = quietHoldUntil(context.event, context.now);
+    if (quietEnd !== null) {
+      step.reason = 'quiet_hours';
+      return wait(step, quietEnd);
+    }
+  }
+  const planned = await storePlan(context.tx, context.event, planEvent(context.event, definition.channel));
+  const remote = await settleLocal(context, planned);
+  finish(step, 'done', context.now);
+  return remote.length > 0 ? { remote } : 'next';
+}
+
+async function delayStep(context: RoundContext, step: StepState, definition: Extract<WorkflowStep, { kind: 'delay' }>): Promise<StepOutcome> {
+  if (step.status === 'waiting') {
+    finish(step, 'done', context.now);
+    return 'next';
+  }
+  let until: number;
+  if (definition.seconds !== undefined) until = context.now + definition.seconds * 1000;
+  else {
+    const text = renderKey(context, definition.until!);
+    until = text === null ? NaN : Date.parse(text);
+    if (Number.isNaN(until)) {
+      finish(step, 'failed', context.now, 'invalid_until');
+      return 'end';
+    }
+  }
+  if (until <= context.now) {
+    finish(step, 'done', context.now);
+    return 'next';
+  }
+  return wait(step, until);
+}
+
+/** A step's `{{ var }}` rendered against the event's variables, the contact and the brand; null when unfilled. */
+function renderKey(context: RoundContext, template: string | undefined): string | null {
+  if (template === undefined) return '';
+  const vars = 'values' in context.variables ? context.variables.values : context.event.variables;
+  try {
+    return renderString(template, { ...(context.event.brand?.values ?? {}), ...vars, contact: context.contact ? contactContext(context.contact) : {} }, 'text');
+  } catch {
+    return null;
+  }
+}
+
+/** Serialises the events of one (tenant, recipient, type, key) through a digest or throttle step. */
+async function lockKey(context: RoundContext, kind: string, key: string): Promise<void> {
+  const { event } = context;
+  await query(context.tx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`${kind}/${event.tenant_id}/${event.external_id}/${event.type_key}/${key}`]);
+}
+
+async function throttleStep(context: RoundContext, step: StepState, definition: Extract<WorkflowStep, { kind: 'throttle' }>): Promise<StepOutcome> {
+  const key = renderKey(context, definition.key);
+  if (key === null) {
+    finish(step, 'failed', context.now, 'unfilled_key');
+    return 'end';
+  }
+  await lockKey(context, 'throttle', key);
+  const { event, tx, now } = context;
+  const since = now - definition.window_seconds * 1000;
+  const params = [event.tenant_id, event.external_id, event.type_key, key];
+  await execute(
+    tx,
+    `DELETE FROM throttle_hits WHERE tenant_id = $1 AND external_id = $2 AND type_key = $3 AND key = $4 AND at <= to_timestamp($5 / 1000.0)`,
+    [...params, since],
+  );
+  const row = await queryOne<{ n: number }>(
+    tx,
+    `SELECT count(*)::int AS n FROM throttle_hits WHERE tenant_id = $1 AND external_id = $2 AND type_key = $3 AND key = $4`,
+    params,
+  );
+  if ((row?.n ?? 0) >= definition.limit) {
+    finish(step, 'skipped', now, 'throttled');
+    return 'end';
+  }
+  await execute(
+    tx,
+    `INSERT INTO throttle_hits (tenant_id, external_id, type_key, key, event_id, at) VALUES ($1, $2, $3, $4, $5, to_timestamp($6 / 1000.0))`,
+    [...params, event.id, now],
+  );
+  finish(step, 'done', now);
+  return 'next';
+}
+
+async function digestStep(context: RoundContext, step: StepState, definition: Extract<WorkflowStep, { kind: 'digest' }>): Promise<StepOutcome> {
+  const { event, tx, now } = context;
+  if (step.status === 'waiting') {
+    // The window has ended: close it (if a later event has not already) and go on with the summary.
+    await execute(tx, `UPDATE digests SET closed_at = coalesce(closed_at, to_timestamp($2 / 1000.0)) WHERE opener_event_id = $1`, [event.id, now]);
+    finish(step, 'done', now);
+    const digest = await digestOf(tx, { ...event, steps: [step] });
+    if (digest && 'values' in context.variables) context.variables = { values: { ...context.variables.values, digest } };
+    return 'next';
+  }
+  const key = renderKey(context, definition.key);
+  if (key === null) {
+    finish(step, 'failed', now, 'unfilled_key');
+    return 'end';
+  }
+  await lockKey(context, 'digest', key);
+  const entry = JSON.stringify({ event_id: event.id, variables: event.variables, created_at: iso(now) });
+  const scope = [event.tenant_id, event.external_id, event.type_key, key];
+  const open = await queryOne<{ opener_event_id: string; open: boolean }>(
+    tx,
+    `SELECT opener_event_id, window_end > to_timestamp($5 / 1000.0) AS open
+       FROM digests WHERE tenant_id = $1 AND external_id = $2 AND type_key = $3 AND key = $4 AND closed_at IS NULL`,
+    [...scope, now],
+  );
+  if (open?.open && open.opener_event_id !== event.id) {
+    await execute(
+      tx,
+      `UPDATE digests SET count = count + 1, events = CASE WHEN jsonb_array_length(events) < max_events THEN events || jsonb_build_array($2::jsonb) ELSE events END
+        WHERE opener_event_id = $1`,
+      [open.opener_event_id, entry],
+    );
+    finish(step, 'done', now, 'digested');
+    return { digestedInto: open.opener_event_id };
+  }
+  if (open) {
+    // Its window is over but its opener has not run yet: it keeps what it has; a new window opens.
+    await execute(tx, `UPDATE digests SET closed_at = to_timestamp($2 / 1000.0) WHERE opener_event_id = $1`, [open.opener_event_id, now]);
+  }
+  const windowEnd = now + definition.window_seconds * 1000;
+  await execute(
+    tx,
+    `INSERT INTO digests (opener_event_id, tenant_id, external_id, type_key, key, window_end, max_events, count, events)
+     VALUES ($5, $1, $2, $3, $4, to_timestamp($6 / 1000.0), $7, 1, jsonb_build_array($8::jsonb))
+     ON CONFLICT (opener_event_id) DO NOTHING`,
+    [...scope, event.id, windowEnd, definition.max_events, entry],
+  );
+  return wait(step, windowEnd);
+}
