@@ -79,12 +79,17 @@ export async function testEmailTransport(runtime: Runtime, em: EntityManager, te
     return { ok: false, error: 'credentials_unreadable: the password was encrypted with a key that is no longer in the key ring; set it again' };
   }
   if (!(await smtpHostAllowed(runtime, loaded.settings.host))) return { ok: false, error: SMTP_HOST_REFUSED };
-  const outcome = await deliverEmail(runtime, loaded.settings, {
-    from: formatFrom(loaded.fromEmail, loaded.fromName),
+  return sendTestEmail(runtime, loaded.settings, formatFrom(loaded.fromEmail, loaded.fromName), to, 'your email transport works');
+}
+
+/** Sends the test email and reports the SMTP server's answer. */
+async function sendTestEmail(runtime: Runtime, settings: SmtpSettings, from: string, to: string, works: string): Promise<SendTestResult> {
+  const outcome = await deliverEmail(runtime, settings, {
+    from,
     to,
     subject: 'Herald test email',
-    text: 'This is a test email from Herald: your email transport works.',
-    html: '<p>This is a test email from Herald: your email transport works.</p>',
+    text: `This is a test email from Herald: ${works}.`,
+    html: `<p>This is a test email from Herald: ${works}.</p>`,
   });
   if (outcome.status === 'sent') return { ok: true, message_id: outcome.messageId };
   return { ok: false, error: outcome.status === 'failed' ? outcome.error : outcome.reason };
@@ -149,14 +154,6 @@ export async function testInstallSmtp(runtime: Runtime, em: EntityManager, to: s
     throw error;
   }
   if (!install) throw new AppError('not_configured', 'The install has no SMTP: set smtpUrl (herald init --smtp-url) or herald transports email set-default');
-  const outcome = await deliverEmail(runtime, install.settings, {
-    from: install.from,
-    to,
-    subject: 'Herald test email',
-    text: "This is a test email from Herald: the install's own SMTP works.",
-    html: "<p>This is a test email from Herald: the install's own SMTP works.</p>",
-  });
-  if (outcome.status === 'sent') return { ok: true, message_id: outcome.messageId };
-  return { ok: false, error: outcome.status === 'failed' ? outcome.error : outcome.reason };
+  return sendTestEmail(runtime, install.settings, install.from, to, "the install's own SMTP works");
 }
 
