@@ -1,9 +1,10 @@
-// The hints the CLI gives for the usual slips: an API URL with /v1 where the base URL belongs, and a
-// second Herald started on a port that is taken.
+// The hints the CLI gives for the usual slips: an API URL with /v1 where the base URL belongs, a
+// second Herald started on a port that is taken, and --wait for events that no worker picks up.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpServer } from '../server/http/server.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { runCli } from './support/cli.ts';
+import { createTenantFixture, insertInboxTemplate, insertNotificationType } from './support/fixtures.ts';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -33,5 +34,21 @@ describe('a second start on a used port', () => {
       `port ${port} on 127.0.0.1 is already in use: another Herald may be running there`,
     );
     expect((await app.request('GET', '/healthz')).status).toBe(200);
+  });
+});
+
+describe('herald send --wait without a worker', () => {
+  it('says the events are still queued and asks whether a worker runs', async () => {
+    const api = await startTestApp({ role: 'api' });
+    try {
+      const acme = await createTenantFixture(api, 'NoWorker');
+      await insertNotificationType(api, acme.tenantId, { key: 'ping' });
+      await insertInboxTemplate(api, acme.tenantId, { type: 'ping', title: 'Ping', content: 'pong' });
+      const res = await runCli(['send', '--type', 'ping', '--to', 'u1', '--wait', '--timeout', '2', '--url', api.url, '--api-key', acme.serviceKey]);
+      expect(res.code).toBe(1);
+      expect(res.stderr).toContain('1 event(s) not final after 2 s: still queued, is a worker running?');
+    } finally {
+      await api.close();
+    }
   });
 });
