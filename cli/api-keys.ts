@@ -7,7 +7,7 @@ import { isUuid } from '../server/ids.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
 import { confirmUnlessYes } from './support/confirm.ts';
-import { checkTenantId, requireTenant } from './support/tenant-option.ts';
+import { checkTenantId, requireTenant, resolveTenant } from './support/tenant-option.ts';
 
 interface Common {
   dataDir?: string;
@@ -30,18 +30,18 @@ Examples:
 
   withDataDir(group.command('issue'))
     .description('issue a service key; it is printed once and cannot be shown again')
-    .requiredOption('--tenant <id>', 'tenant id')
+    .option('--tenant <id>', 'tenant id (default: the only tenant of the install, as in single mode)')
     .option('--name <name>', 'a label for the key (which backend or script holds it)', 'herald-cli')
     .option('--json', 'print the key and its details as JSON')
     .addHelpText('after', '\nExample:\n  $ herald api-keys issue --tenant <tenant-id> --name ci --json | jq -r .key')
     .action(async (options: Common & { name: string }) => {
-      const tenantId = checkTenantId(options.tenant);
+      if (options.tenant !== undefined) checkTenantId(options.tenant);
       const name = options.name.trim();
       if (name.length < 1 || name.length > 100) throw usageError('--name must be 1 to 100 characters');
       const issued = await withLocalRuntime(configFrom(options), async (runtime) => {
         const em = runtime.orm.em.fork();
-        await requireTenant(em, tenantId);
-        return issueApiKey(em, tenantId, name);
+        const tenant = await resolveTenant(em, options.tenant);
+        return issueApiKey(em, tenant.id, name);
       });
       if (options.json) return printJson(issued);
       print(issued.key);

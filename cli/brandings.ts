@@ -1,24 +1,55 @@
-// herald brands: the plan's brand cap of a tenant (default 10), shown, raised or lowered, or reset to
-// the default. The cap only limits creating brands; sending never looks at it.
+// herald brands: a tenant's brands (list, get: locally or remotely) and the plan's brand cap (default
+// 10), shown, raised or lowered, or reset to the default. The cap only limits creating brands; sending
+// never looks at it.
 import { type Command } from 'commander';
-import { BRAND_LIMIT, brandLimit, countBrands } from '../server/services/brandings.ts';
+import { BRAND_LIMIT, brandLimit, countBrands, getBranding, listBrandings, toBrandingResponse } from '../server/services/brandings.ts';
+import type { BrandingResponse } from '../server/schemas/brandings.ts';
 import { PLAN_DEFAULTS, listTenantLimits, setTenantLimit } from '../server/services/tenant-limits.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
-import { print, printJson, usageError } from './support/output.ts';
+import { print, printJson, printRecord, printTable, usageError } from './support/output.ts';
+import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
 import { checkTenantId, requireTenant } from './support/tenant-option.ts';
 
 export function registerBrandings(program: Command): void {
   const group = program
     .command('brands')
-    .description("a tenant's brands: the plan's brand cap")
+    .description("a tenant's brands (write them with the API or herald apply) and the plan's brand cap")
     .addHelpText(
       'after',
       `
 Examples:
+  $ herald brands list --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6
+  $ HERALD_URL=https://herald.acme.test HERALD_API_KEY=sk_... herald brands get default --json
   $ herald brands limit --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6          # show
   $ herald brands limit --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 25       # raise to 25
   $ herald brands limit --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 --reset  # back to the default (${PLAN_DEFAULTS.brands})`,
     );
+
+  withTarget(group.command('list'))
+    .description('list the brands (the default brand first)')
+    .action(async (options: TargetOptions) => {
+      const brands = await onTarget<BrandingResponse[]>(options, {
+        local: async (runtime, tenantId) => (await listBrandings(runtime.orm.em.fork(), tenantId)).map(toBrandingResponse),
+        remote: (client) => client.call('GET', '/v1/brandings'),
+      });
+      if (options.json) return printJson(brands);
+      printTable(
+        brands.map((b) => ({ ...b, name: b.values.name, from: b.sender.from_email ? `${b.sender.from_name ?? ''} <${b.sender.from_email}>`.trim() : null })),
+        ['key', 'name', 'from', 'is_default'],
+      );
+    });
+
+  withTarget(group.command('get'))
+    .description('show one brand: its values and sender')
+    .argument('<key>', 'the brand key')
+    .action(async (key: string, options: TargetOptions) => {
+      const brand = await onTarget<BrandingResponse>(options, {
+        local: async (runtime, tenantId) => toBrandingResponse(await getBranding(runtime.orm.em.fork(), tenantId, key)),
+        remote: (client) => client.call('GET', `/v1/brandings/${encodeURIComponent(key)}`),
+      });
+      if (options.json) return printJson(brand);
+      printRecord(brand);
+    });
 
   withDataDir(group.command('limit'))
     .description(`show or set how many brands a tenant may have (default ${PLAN_DEFAULTS.brands}, the default brand included)`)

@@ -9,6 +9,7 @@ import { loadKeyRing } from '../server/crypto/keyring.ts';
 import { openDatabase, applyMigrations } from '../server/db/orm.ts';
 import { createTenant, listAllTenants } from '../server/services/tenants.ts';
 import { createUser, findUserByEmail } from '../server/services/users.ts';
+import { seedWelcomeNotification } from '../server/services/welcome.ts';
 import { PASSWORD_MAX, PASSWORD_MIN } from '../server/auth/passwords.ts';
 import { CliError, print, printJson, usageError } from './support/output.ts';
 
@@ -122,6 +123,7 @@ async function ensureSingleTenant(em: Parameters<typeof createTenant>[0], option
     if (await findUserByEmail(tx, email)) throw new CliError(`a user with email ${email} already exists`);
     const user = await createUser(tx, { email, password: password!, verified: true });
     const tenant = await createTenant(tx, { name, ownerUserId: user.id, makeDefault: true });
+    await seedWelcomeNotification(tx, tenant.id);
     return { tenant, user };
   });
   return {

@@ -24,6 +24,9 @@ const COMMAND_GROUPS: Record<string, () => Promise<Register>> = {
   'api-keys': async () => (await import('./api-keys.ts')).registerApiKeys,
   brands: async () => (await import('./brandings.ts')).registerBrandings,
   types: async () => (await import('./types.ts')).registerTypes,
+  templates: async () => (await import('./templates.ts')).registerTemplates,
+  export: async () => (await import('./configuration.ts')).registerExport,
+  apply: async () => (await import('./configuration.ts')).registerApply,
 };
 
 /** The groups a command line needs: the one it names, none for --version alone, else all (for help). */

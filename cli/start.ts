@@ -4,6 +4,7 @@ import { type Command, Option } from 'commander';
 import { loadConfig } from '../server/config.ts';
 import { startRuntime, stopRuntime, type Role } from '../server/runtime.ts';
 import { startHttpServer, type HttpServer } from '../server/http/server.ts';
+import { startMetricsServer, type MetricsServer } from '../server/http/metrics-server.ts';
 import { usageError } from './support/output.ts';
 
 interface StartOptions {
@@ -40,17 +41,22 @@ Examples:
       });
       const runtime = await startRuntime(config, { role: options.role, migrate: options.migrate });
       let http: HttpServer | null = null;
+      let metrics: MetricsServer | null = null;
       try {
         if (options.role !== 'worker') http = await startHttpServer(runtime);
+        if (config.metricsListen) metrics = await startMetricsServer(runtime, config.metricsListen);
       } catch (error) {
+        await http?.close();
         await stopRuntime(runtime);
         throw error;
       }
       runtime.logger.info('herald started', { role: options.role, url: http?.url ?? null, mode: config.mode, pid: process.pid });
       if (http) process.stdout.write(`Herald listening on ${http.url}\n`);
+      if (metrics) process.stdout.write(`Metrics on ${metrics.url}\n`);
       await waitForSignal();
       runtime.logger.info('draining');
       await http?.close();
+      await metrics?.close();
       await stopRuntime(runtime);
       runtime.logger.info('herald stopped');
     });

@@ -16,7 +16,6 @@ import {
   testInstallSmtp,
 } from '../server/services/email-transport.ts';
 import { deletePushTransport, listPushTransports, putPushTransport, testPushTransport } from '../server/services/push-transports.ts';
-import { findTenant } from '../server/services/tenants.ts';
 import { EmailTransportRequest, SendTestEmailRequest, SendTestPushRequest } from '../server/schemas/transports.ts';
 import { parseInput } from '../server/validation.ts';
 import { smtpSettingsFromUrl } from '../server/email/smtp.ts';
@@ -26,14 +25,11 @@ import { AppError } from '../server/errors.ts';
 import { emailArg } from './tenants.ts';
 import { confirmUnlessYes } from './support/confirm.ts';
 import { readJsonObject, readSecret } from './support/file-input.ts';
-import { remoteClient, type RemoteClient, type RemoteClientSettings, type RemoteOptions } from './support/remote.ts';
+import { remoteClient, type RemoteClient, type RemoteClientSettings } from './support/remote.ts';
+import { withTarget, type TargetOptions } from './support/target.ts';
+import { resolveTenant } from './support/tenant-option.ts';
 import type { Runtime } from '../server/runtime.ts';
 
-interface TargetOptions extends RemoteOptions {
-  dataDir?: string;
-  tenant?: string;
-  json?: boolean;
-}
 
 /** The operations the commands need, answered locally (services) or remotely (HTTP API). */
 interface TransportApi {
@@ -45,15 +41,6 @@ interface TransportApi {
   putPush(provider: PushProvider, body: unknown): Promise<PushTransportResponse>;
   deletePush(provider: PushProvider): Promise<void>;
   testPush(provider: PushProvider, body: unknown): Promise<SendTestResult>;
-}
-
-function withTarget(command: Command): Command {
-  return withDataDir(command)
-    .option('--tenant <id>', 'local mode: the tenant id')
-    .option('--url <url>', 'remote mode: Herald base URL (default $HERALD_URL)')
-    .option('--api-key <key>', 'remote mode: a service key of the tenant (default $HERALD_API_KEY; other users can see a flag in the process list)')
-    .option('--api-key-file <file>', "remote mode: read the service key from a file, or '-' for stdin")
-    .option('--json', 'print as JSON');
 }
 
 function remoteApi(client: RemoteClient): TransportApi {
@@ -91,12 +78,10 @@ async function withApi<T>(
   settings: RemoteClientSettings = {},
 ): Promise<T> {
   if (options.url ?? process.env.HERALD_URL) return fn(remoteApi(remoteClient(options, settings)), null);
-  if (!options.tenant) throw usageError('give --tenant <id> (local mode) or --url and --api-key (remote mode)');
   const config = configFrom({ dataDir: options.dataDir });
-  const tenantId = options.tenant;
   return withLocalRuntime(config, async (runtime) => {
-    if (!/^[0-9a-f-]{36}$/i.test(tenantId) || !(await findTenant(runtime.orm.em.fork(), tenantId))) throw new CliError(`no tenant ${tenantId}`);
-    return fn(localApi(runtime, tenantId), { runtime, config });
+    const tenant = await resolveTenant(runtime.orm.em.fork(), options.tenant);
+    return fn(localApi(runtime, tenant.id), { runtime, config });
   });
 }
 

@@ -1,13 +1,25 @@
-// herald types workflow get|set|remove: a notification type's workflow (remote mode), kept in a JSON
-// file beside the code that triggers it and set from CI.
+// herald types list|get (locally with --tenant, or remotely) and herald types workflow get|set|remove
+// (a type's workflow, remote mode), kept in a JSON file beside the code that triggers it and set from CI.
 import type { Command } from 'commander';
 import { readJsonObject } from './support/file-input.ts';
-import { EXIT_FAILURE, print, printJson, printTable, usageError } from './support/output.ts';
+import { EXIT_FAILURE, print, printJson, printRecord, printTable, usageError } from './support/output.ts';
 import { remoteClient, withRemote, type RemoteOptions } from './support/remote.ts';
 import type { NotificationTypeResponse } from '../server/schemas/notification-types.ts';
+import { getNotificationType, listNotificationTypes, toNotificationTypeResponse } from '../server/services/notification-types.ts';
+import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
 
 export function registerTypes(program: Command): void {
-  const types = program.command('types').description('notification types (remote mode: --url/--api-key or HERALD_URL/HERALD_API_KEY)');
+  const types = program
+    .command('types')
+    .description("a tenant's notification types: list and get (local or remote), workflows (remote: --url/--api-key or HERALD_URL/HERALD_API_KEY)")
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ herald types list --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6
+  $ HERALD_URL=https://herald.acme.test HERALD_API_KEY=sk_... herald types get order_shipped --json`,
+    );
+  addReadCommands(types);
   const workflow = types
     .command('workflow')
     .description("a type's workflow: channel steps with conditions, delays, digests, throttles")
@@ -59,4 +71,44 @@ Examples:
       print(`workflow of ${key} removed`);
     },
   );
+}
+
+/** herald types list|get: as the API answers them; write types with the API or herald apply. */
+function addReadCommands(types: Command): void {
+  withTarget(types.command('list'))
+    .description('list the live notification types (with --include-deleted, the deleted ones too)')
+    .option('--include-deleted', 'also list deleted (restorable) types')
+    .action(async (options: TargetOptions & { includeDeleted?: boolean }) => {
+      const list = await onTarget<NotificationTypeResponse[]>(options, {
+        local: async (runtime, tenantId) =>
+          (await listNotificationTypes(runtime.orm.em.fork(), tenantId, options.includeDeleted ?? false)).map(toNotificationTypeResponse),
+        remote: (client) => client.call('GET', `/v1/notification-types${options.includeDeleted ? '?include_deleted=true' : ''}`),
+      });
+      if (options.json) return printJson(list);
+      printTable(
+        list.map((t) => ({
+          ...t,
+          channels: Object.entries(t.channel_defaults)
+            .filter(([, on]) => on)
+            .map(([channel]) => channel)
+            .join(','),
+          variables: t.variables.map((v) => (v.required ? `${v.name}*` : v.name)).join(','),
+          workflow: t.workflow ? `${t.workflow.steps.length} step(s)` : null,
+        })),
+        ['key', 'name', 'channels', 'opt_out', 'variables', 'workflow', 'deleted'],
+      );
+      if (list.some((t) => t.variables.some((v) => v.required))) print('(* required variable)');
+    });
+
+  withTarget(types.command('get'))
+    .description('show one notification type (the live one, else the most recently deleted)')
+    .argument('<key>', 'the type key')
+    .action(async (key: string, options: TargetOptions) => {
+      const type = await onTarget<NotificationTypeResponse>(options, {
+        local: async (runtime, tenantId) => toNotificationTypeResponse(await getNotificationType(runtime.orm.em.fork(), tenantId, key)),
+        remote: (client) => client.call('GET', `/v1/notification-types/${encodeURIComponent(key)}`),
+      });
+      if (options.json) return printJson(type);
+      printRecord(type);
+    });
 }

@@ -79,6 +79,13 @@ export const configSchema = z.object({
   workerConcurrency: z.coerce.number().int().min(1).max(256).default(8),
   /** PostgreSQL connections per Herald process; unset: sized from the CPU cores and the role (see defaultPoolSize). */
   databasePoolSize: z.coerce.number().int().min(2).max(500).optional(),
+  /** Bearer token of GET /metrics on the API port; without one, /metrics is not served there (404). */
+  metricsToken: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** host:port of a separate, unauthenticated metrics listener (a private interface); off when unset. */
+  metricsListen: z
+    .string()
+    .regex(/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'must be host:port, e.g. 127.0.0.1:9464 or [::1]:9464')
+    .optional(),
 });
 
 export type Config = Readonly<z.infer<typeof configSchema>>;
@@ -99,6 +106,8 @@ const ENV_KEYS: Record<string, keyof ConfigInput> = {
   HERALD_MAIL_FROM: 'mailFrom',
   HERALD_LOG_LEVEL: 'logLevel',
   HERALD_ENCRYPTION_KEYS: 'encryptionKeys',
+  HERALD_METRICS_TOKEN: 'metricsToken',
+  HERALD_METRICS_LISTEN: 'metricsListen',
 };
 const ENV_BOOLEANS: Record<string, keyof ConfigInput> = {
   HERALD_DEMO: 'demo',

@@ -15,6 +15,7 @@ import { SmtpPool } from './email/smtp.ts';
 import { trustedCas } from './net/trusted-cas.ts';
 import { startStreamHub, type StreamHub } from './stream/hub.ts';
 import { ServiceKeyCache } from './auth/service-key-cache.ts';
+import { metricsOf } from './metrics/registry.ts';
 
 export type Role = 'all' | 'api' | 'worker';
 
@@ -130,7 +131,11 @@ async function startQueue(runtime: Runtime): Promise<void> {
   if (!worker) return;
   for (const job of jobs) {
     const work = typeof job.work === 'function' ? job.work(runtime.config) : job.work;
-    await boss.work(job.name, { batchSize: 1, ...work }, async (batch) => job.handler(batch as never, runtime));
+    const metrics = metricsOf(runtime);
+    await boss.work(job.name, { batchSize: 1, ...work }, async (batch) => {
+      metrics.observeJobs(job.name, batch.length);
+      return job.handler(batch as never, runtime);
+    });
   }
 }
 

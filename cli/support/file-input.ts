@@ -21,6 +21,11 @@ function readInput(source: string, what: string): string {
   }
 }
 
+/** A text document from a file or stdin, as it is. */
+export function readText(source: string, what: string): string {
+  return readInput(source, what);
+}
+
 /** A secret from a file or stdin, surrounding whitespace (a trailing newline) trimmed; empty is an error. */
 export function readSecret(source: string, what: string): string {
   const value = readInput(source, what).trim();

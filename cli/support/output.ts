@@ -42,6 +42,14 @@ export function printTable(rows: Array<Record<string, unknown>>, columns: string
   for (const row of rows) print(columns.map((c, i) => cell(row[c]).padEnd(widths[i]!)).join('  ').trimEnd());
 }
 
+/** Prints one record as a field/value table; nested values as compact JSON. */
+export function printRecord(record: Record<string, unknown>): void {
+  printTable(
+    Object.entries(record).map(([field, value]) => ({ field, value: value !== null && typeof value === 'object' ? JSON.stringify(value) : value })),
+    ['field', 'value'],
+  );
+}
+
 /** Maps any error to its exit code and a one-line message. */
 export function describeFailure(error: unknown): { code: number; message: string } {
   if (error instanceof CliError) return { code: error.exitCode, message: error.message };

@@ -22,8 +22,16 @@ export interface Database {
 
 const MIGRATION_LOCK_ID = 7_361_029_114; // arbitrary, fixed: pg_advisory_lock key for migrations
 
+/** The connection pool of each ORM, for its metrics (captured when the driver creates it). */
+const pools = new WeakMap<MikroORM, { pool: pg.Pool | null }>();
+
+export function poolOf(orm: MikroORM): pg.Pool | null {
+  return pools.get(orm)?.pool ?? null;
+}
+
 export async function initOrm(url: string, options: { poolMax: number }): Promise<MikroORM> {
-  return MikroORM.init({
+  const holder: { pool: pg.Pool | null } = { pool: null };
+  const orm = await MikroORM.init({
     clientUrl: url,
     // Herald uses MikroORM for connections, transactions and migrations; data access is explicit SQL
     // through server/db/sql.ts (set-based statements on hot paths), so no entities are mapped.
@@ -34,7 +42,12 @@ export async function initOrm(url: string, options: { poolMax: number }): Promis
     forceUtcTimezone: true,
     debug: false,
     pool: { min: 0, max: options.poolMax },
-    driverOptions: { onPoolCreated: (pool: pg.Pool) => pool.on('connect', (client) => prepareStatementsOf(client)) },
+    driverOptions: {
+      onPoolCreated: (pool: pg.Pool) => {
+        holder.pool = pool;
+        pool.on('connect', (client) => prepareStatementsOf(client));
+      },
+    },
     migrations: {
       migrationsList: migrations,
       tableName: 'herald_migrations',
@@ -45,6 +58,8 @@ export async function initOrm(url: string, options: { poolMax: number }): Promis
       silent: true,
     },
   });
+  pools.set(orm, holder);
+  return orm;
 }
 
 /** Connects to DATABASE_URL / the configured URL, or starts the embedded PostgreSQL first. */

@@ -5,6 +5,7 @@ import type { Runtime } from '../runtime.ts';
 import type { ContactRow } from '../services/contact-upsert.ts';
 import { channelRegistry } from './channels/index.ts';
 import type { DeliveryOutcome, DeliveryRow } from './channels/types.ts';
+import { countOutcome } from './metrics.ts';
 import { quietHoursEnd } from './quiet-hours.ts';
 import type { LoadedEvent } from './stages/load.ts';
 import type { TemplateCache } from './stages/render.ts';
@@ -44,6 +45,7 @@ export async function settleLocal(context: RoundContext, deliveries: DeliveryRow
       const outcome: DeliveryOutcome =
         'error' in variables ? { status: 'failed', error: variables.error, retryable: false } : { status: 'skipped', reason: 'no_destination' };
       await recordOutcome(tx, delivery.id, outcome, context.finalAttempt);
+      countOutcome(runtime, event, delivery.channel, outcome, context.finalAttempt);
     } else if (sender.local) {
       const outcome = await sendLocal(tx, {
         runtime,
@@ -55,6 +57,7 @@ export async function settleLocal(context: RoundContext, deliveries: DeliveryRow
         finalAttempt: context.finalAttempt,
       });
       noteRetry(context.retryErrors, delivery, outcome, context.finalAttempt);
+      countOutcome(runtime, event, delivery.channel, outcome, context.finalAttempt);
     } else {
       remote.push(delivery);
     }

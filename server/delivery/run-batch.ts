@@ -12,6 +12,7 @@ import type { Runtime } from '../runtime.ts';
 import { TemplateError, UnfilledSlotError } from '../templates/engine.ts';
 import { newId } from '../ids.ts';
 import { inboxItemFor } from './channels/inbox.ts';
+import { countStored } from './metrics.ts';
 import type { FetchedJob } from './complete.ts';
 import { eventIdsOf, type DeliverEventJob } from './queues.ts';
 import { loadEvents, type LoadedEvent } from './stages/load.ts';
@@ -71,6 +72,8 @@ export async function deliverInboxBatch(runtime: Runtime, jobs: Array<FetchedJob
   for (const id of stored) settled.add(id);
   const done = jobs.filter((j) => eventIdsOf(j.data).every((id) => settled.has(id)));
   await storeBatch(em, boss, { deliveries, items, eventIds: stored, jobs: done });
+  const createdAt = new Map(local.map(({ event }) => [event.id, event.created_at]));
+  countStored(runtime, deliveries.map((d) => ({ channel: d.channel, status: d.status, created_at: createdAt.get(d.event_id)! })));
   return settled;
 }
 

@@ -17,6 +17,7 @@ import type { Runtime } from '../runtime.ts';
 import type { DeliveryRow } from './channels/types.ts';
 import { noteRetry, quietHoldUntil, settleLocal, type RoundContext } from './round.ts';
 import { scheduleRuns, wakeWhenDue, type HeldEvent } from './schedule.ts';
+import { countOutcome, countSkipped } from './metrics.ts';
 import { loadEvents, type LoadedEvent } from './stages/load.ts';
 import { planEvent } from './stages/plan.ts';
 import { newTemplateCache, readVariables, type TemplateCache } from './stages/render.ts';
@@ -66,6 +67,7 @@ export async function deliverEvent(runtime: Runtime, eventId: string, options: {
         finalAttempt: options.finalAttempt,
       });
       noteRetry(retryErrors, delivery, outcome, options.finalAttempt);
+      countOutcome(runtime, done.event, delivery.channel, outcome, options.finalAttempt);
     }
     if (done.remote.length > 0) await rollupEvents(em, [eventId]);
     if (!done.again || retryErrors.length > 0) break;
@@ -106,7 +108,9 @@ async function runRound(runtime: Runtime, tx: EntityManager, eventId: string, te
     held.push(...step.held);
     final = step.digestedInto !== null;
   } else if (!event.planned && event.steps === null) {
-    remote = await settleLocal(context, await storePlan(tx, event, planEvent(event)));
+    const plan = planEvent(event);
+    countSkipped(runtime, event, plan);
+    remote = await settleLocal(context, await storePlan(tx, event, plan));
   } else if (remote.length > 0 && event.steps !== null) {
     again = true;
   }

@@ -9,6 +9,7 @@ import type { Channel } from '../schemas/common.ts';
 import type { StepState, WorkflowStep } from '../schemas/workflows.ts';
 import { evaluateCondition, renderString } from '../templates/engine.ts';
 import type { DeliveryRow } from './channels/types.ts';
+import { countSkipped } from './metrics.ts';
 import type { HeldEvent } from './schedule.ts';
 import type { LoadedEvent } from './stages/load.ts';
 import { planEvent } from './stages/plan.ts';
@@ -157,7 +158,9 @@ async function channelStep(context: RoundContext, step: StepState, definition: E
       return wait(step, quietEnd);
     }
   }
-  const planned = await storePlan(context.tx, context.event, planEvent(context.event, definition.channel));
+  const plan = planEvent(context.event, definition.channel);
+  countSkipped(context.runtime, context.event, plan);
+  const planned = await storePlan(context.tx, context.event, plan);
   const remote = await settleLocal(context, planned);
   finish(step, 'done', context.now);
   return remote.length > 0 ? { remote } : 'next';

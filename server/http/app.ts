@@ -12,6 +12,7 @@ import { clientIp } from './client-ip.ts';
 import { errorResponse, errorToResponse, json } from './respond.ts';
 import { Reply, type RouteContext, type RouteDefinition } from './route.ts';
 import { issuesOf, parseInput } from '../validation.ts';
+import { metricsOf } from '../metrics/registry.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, Idempotency-Key, Last-Event-ID, X-Request-Id';
@@ -148,12 +149,15 @@ function finish(runtime: Runtime, event: H3Event, response: Response, route: Rou
   if (runtime.config.publicUrl?.startsWith('https://')) h.set('Strict-Transport-Security', 'max-age=31536000');
   applyCors(runtime, event, h);
   // The route pattern, not the path: paths can carry link tokens (/auth/invitations/{token}).
+  const ms = performance.now() - started;
+  const pattern = route ? route.path : '(unmatched)';
+  metricsOf(runtime).observeRequest(event.req.method, pattern, response.status, ms / 1000);
   runtime.logger.info('request', {
     request_id: requestId,
     method: event.req.method,
-    route: route ? route.path : '(unmatched)',
+    route: pattern,
     status: response.status,
-    ms: Math.round((performance.now() - started) * 10) / 10,
+    ms: Math.round(ms * 10) / 10,
   });
   return response;
 }

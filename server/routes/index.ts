@@ -23,6 +23,8 @@ import * as invitations from './invitations.ts';
 import * as dataRequests from './data-requests.ts';
 import * as staticFiles from './static.ts';
 import * as notifications from './notifications.ts';
+import * as metrics from './metrics.ts';
+import * as configuration from './configuration.ts';
 
 export const routes: RouteDefinition<any, any, any>[] = [
   // system (no credential)
@@ -148,4 +150,9 @@ export const routes: RouteDefinition<any, any, any>[] = [
   notifications.listNotificationEvents,
   notifications.cancelByKey,
   notifications.cancelEvent,
+  // Prometheus metrics (the install's metrics token)
+  metrics.scrape,
+  // configuration as code (management)
+  configuration.exportDocument,
+  configuration.apply,
 ];

@@ -1,5 +1,6 @@
 // Triggering notifications, an event's delivery status, and the activity log (service key only).
 import { defineRoute, reply } from '../http/route.ts';
+import { metricsOf } from '../metrics/registry.ts';
 import { idempotencyKeyOf } from '../services/idempotency.ts';
 import { cancelNotification, cancelNotifications, getEvent, listEvents, triggerNotifications, triggerRateChecks } from '../services/notifications.ts';
 import {
@@ -32,6 +33,7 @@ export const triggerNotification = defineRoute({
   handler: async ({ runtime, em, auth, body, event }) => {
     const key = idempotencyKeyOf(event.req.headers.get('idempotency-key'));
     const result = await triggerNotifications(runtime, em, auth!.tenantId, body, key);
+    if (result.status === 202) metricsOf(runtime).observeTrigger(result.body.events.length);
     return reply(result.status, result.body);
   },
 });

@@ -139,6 +139,11 @@ export function setOptOutPolicy(em: EntityManager, tenantId: string, key: string
   return updateLive(em, tenantId, key, `opt_out = $3`, [optOut]);
 }
 
+/** Name and description (configuration as code sets them; the API has no route for them yet). */
+export function setTypeDetails(em: EntityManager, tenantId: string, key: string, details: { name: string; description: string }): Promise<NotificationTypeRow> {
+  return updateLive(em, tenantId, key, `name = $3, description = $4`, [details.name, details.description]);
+}
+
 export function setVariables(em: EntityManager, tenantId: string, key: string, variables: NotificationTypeVariable[]): Promise<NotificationTypeRow> {
   return updateLive(em, tenantId, key, `variables = $3::jsonb`, [JSON.stringify(variables)]);
 }

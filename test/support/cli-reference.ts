@@ -9,14 +9,16 @@ import { Command, type Option } from 'commander';
 /** A program with every command group of cli/main.ts registered, as `herald --help` sees it. */
 export async function loadProgram(): Promise<Command> {
   const main = readFileSync(new URL('../../cli/main.ts', import.meta.url), 'utf8');
-  const groups = [...main.matchAll(/import\('\.\/([a-z-]+)\.ts'\)/g)].map((m) => m[1]!);
+  // Each entry of COMMAND_GROUPS: (await import('./<file>.ts')).<register function>
+  const groups = [...main.matchAll(/import\('\.\/([a-z-]+)\.ts'\)\)\.(register\w+)/g)].map((m) => ({ file: m[1]!, register: m[2]! }));
   const program = new Command('herald');
-  for (const group of groups) {
-    const module = (await import(`../../cli/${group}.ts`)) as Record<string, unknown>;
-    const register = Object.entries(module).find(([name]) => name.startsWith('register'))?.[1] as ((p: Command) => void) | undefined;
-    if (!register) throw new Error(`cli/${group}.ts has no register function`);
-    register(program);
+  for (const { file, register } of groups) {
+    const module = (await import(`../../cli/${file}.ts`)) as Record<string, unknown>;
+    const fn = module[register] as ((p: Command) => void) | undefined;
+    if (typeof fn !== 'function') throw new Error(`cli/${file}.ts has no ${register}`);
+    fn(program);
   }
+  if (groups.length < 10) throw new Error('cli/main.ts: no command groups found');
   return program;
 }
 

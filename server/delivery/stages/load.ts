@@ -18,6 +18,7 @@ export interface ContactWithDestinations extends ContactRow {
 
 export interface LoadedEvent extends EventForDelivery {
   status: string;
+  created_at: string;
   channels: Channel[] | null;
   contact_id: string | null;
   secret_variables_ciphertext: string | null;
@@ -70,7 +71,7 @@ export async function loadEvents(em: EntityManager, eventIds: string[], options:
 
 const loadStatement = (lock: boolean) =>
   `WITH ev AS MATERIALIZED (
-       SELECT id, tenant_id, type_key, brand_key, external_id, variables, status, channels, contact_id, secret_variables_ciphertext, steps
+       SELECT id, tenant_id, type_key, brand_key, external_id, variables, status, channels, contact_id, secret_variables_ciphertext, steps, created_at
          FROM events WHERE id = ANY($1::uuid[])${lock ? ' ORDER BY id FOR UPDATE' : ''}
      ), kinds AS MATERIALIZED (
        SELECT k.tenant_id, k.type_key, k.brand_key,
