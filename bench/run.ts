@@ -15,6 +15,7 @@
 //      second to jobs per second (Herald's inbox-only events share jobs, delivery/queues.ts: it
 //      drains fewer jobs than events, and prints how many). Then the same with pg-boss started as
 //      Herald starts it (startBoss), for comparison.
+//   6, 7. webhooks: dispatch at saturation and trigger -> webhook at light load (bench/webhooks.ts)
 // Each drain starts with the job table analysed (analyzeJobTable), the same for Herald and the baselines.
 // Beside each drain's rate it prints the database work per item: write transactions (the transaction
 // id counter) and WAL bytes (the WAL insert position). Both are exact counters, not sampled statistics:
@@ -41,6 +42,7 @@ import { deliverEventJob } from '../server/jobs/deliver-event.ts';
 import { DELIVER_EVENT_QUEUE } from '../server/delivery/queues.ts';
 import { KeepAliveConnection } from './keep-alive-client.ts';
 import { benchTenant, cleanups, fmt, freePort, freshDatabase, print, runBench, sleep, startHerald, stats } from './support.ts';
+import { benchWebhooks } from './webhooks.ts';
 
 // Sized for the drains of 3 and 5 (28,000 items each, with the warm-up triggers), not for 1 and 2: a
 // drain is over in 2-3 s. With a third of that (3,000 and 60), Herald drained its backlog in about a
@@ -116,7 +118,16 @@ async function main(): Promise<void> {
 
   const port = await freePort();
   // The SMTP server the benchmark measures listens on loopback, which tenant transports may not use by default.
-  const env = { DATABASE_URL: url, HERALD_HOME: dataDir, HERALD_ENCRYPTION_KEYS: encryptionKeys, HERALD_LOG_LEVEL: 'warn', HERALD_PORT: String(port), HERALD_ALLOW_PRIVATE_SMTP_HOSTS: 'true' };
+  const env = {
+    DATABASE_URL: url,
+    HERALD_HOME: dataDir,
+    HERALD_ENCRYPTION_KEYS: encryptionKeys,
+    HERALD_LOG_LEVEL: 'warn',
+    HERALD_PORT: String(port),
+    HERALD_ALLOW_PRIVATE_SMTP_HOSTS: 'true',
+    // The webhook receiver of lines 6 and 7 listens on loopback too.
+    HERALD_ALLOW_PRIVATE_WEBHOOK_URLS: 'true',
+  };
   const apiProcess = await startHerald(['--role', 'api'], env, `Herald listening`);
   const base = `http://127.0.0.1:${port}`;
   const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
@@ -298,6 +309,21 @@ async function main(): Promise<void> {
     const total = (c: { database: number; consumer: number }) => c.database + c.consumer;
     print(`   CPU per item, raw pg-boss / Herald = ${(total(raw.cpu) / total(heraldCpu)).toFixed(2)} (the rate ratio of a CPU-bound machine; against pg-boss as Herald starts it ${asHerald.cpu ? (total(asHerald.cpu) / total(heraldCpu)).toFixed(2) : '-'})`);
   }
+  // A connection of its own for line 7, opened when it starts (an idle one is closed by the server).
+  let hookConnection: KeepAliveConnection | null = null;
+  cleanups.push(async () => hookConnection?.close());
+  await benchWebhooks({
+    db,
+    base,
+    apiKey,
+    tenantId: tenant.id,
+    samples: LATENCY_SAMPLES,
+    startWorker: () => startHerald(['--role', 'worker'], env, null),
+    trigger: async () => (await trigger((hookConnection ??= await KeepAliveConnection.open(port)), ['warm_0'])).events[0]!.event_id,
+    print,
+    fmt,
+    stats,
+  });
   print(`done in ${Math.round((Date.now() - started) / 1000)} s`);
   apiProcess.kill('SIGTERM');
   await once(apiProcess, 'exit');

@@ -8,6 +8,7 @@ import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts'
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
 import { confirmUnlessYes } from './support/confirm.ts';
 import { checkTenantId, requireTenant, resolveTenant } from './support/tenant-option.ts';
+import { auditedWrite } from './support/audit.ts';
 
 interface Common {
   dataDir?: string;
@@ -41,7 +42,12 @@ Examples:
       const issued = await withLocalRuntime(configFrom(options), async (runtime) => {
         const em = runtime.orm.em.fork();
         const tenant = await resolveTenant(em, options.tenant);
-        return issueApiKey(em, tenant.id, name);
+        return auditedWrite(
+          runtime,
+          { tenantId: tenant.id, action: 'api_key.create', target: { kind: 'api_key' }, changes: { name } },
+          (tx) => issueApiKey(tx, tenant.id, name),
+          (key) => key.id,
+        );
       });
       if (options.json) return printJson(issued);
       print(issued.key);
@@ -82,7 +88,7 @@ Examples:
         const em = runtime.orm.em.fork();
         await requireTenant(em, tenantId);
         try {
-          await revokeApiKey(em, tenantId, apiKeyId);
+          await auditedWrite(runtime, { tenantId, action: 'api_key.delete', target: { kind: 'api_key', id: apiKeyId } }, (tx) => revokeApiKey(tx, tenantId, apiKeyId));
         } catch (error) {
           if (error instanceof AppError && error.status === 404) throw new CliError(`no live service key ${apiKeyId} in tenant ${tenantId}`);
           throw error;

@@ -27,6 +27,10 @@ const COMMAND_GROUPS: Record<string, () => Promise<Register>> = {
   templates: async () => (await import('./templates.ts')).registerTemplates,
   export: async () => (await import('./configuration.ts')).registerExport,
   apply: async () => (await import('./configuration.ts')).registerApply,
+  webhooks: async () => (await import('./webhooks.ts')).registerWebhooks,
+  suppressions: async () => (await import('./suppressions.ts')).registerSuppressions,
+  audit: async () => (await import('./audit.ts')).registerAudit,
+  sso: async () => (await import('./sso.ts')).registerSso,
 };
 
 /** The groups a command line needs: the one it names, none for --version alone, else all (for help). */

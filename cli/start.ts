@@ -20,7 +20,7 @@ export function registerStart(program: Command): void {
     .command('start')
     .description('run Herald: the HTTP API and the delivery workers')
     .option('--data-dir <dir>', 'data directory (default: $HERALD_HOME, else ~/.herald or /var/lib/herald as root)')
-    .addOption(new Option('--role <role>', 'what this process runs').choices(['all', 'api', 'worker']).default('all'))
+    .addOption(new Option('--role <role>', 'what this process runs').choices(['all', 'api', 'worker', 'inbound']).default('all'))
     .option('--port <port>', 'port to listen on (overrides the config)')
     .option('--host <host>', 'address to listen on (overrides the config)')
     .option('--no-migrate', 'refuse to start when migrations are pending, instead of applying them')
@@ -30,7 +30,8 @@ export function registerStart(program: Command): void {
 Examples:
   $ herald start --data-dir /var/lib/herald
   $ herald start --role api --port 8080        # scale out: API-only process
-  $ herald start --role worker --no-migrate     # delivery workers only`,
+  $ herald start --role worker --no-migrate     # delivery workers and webhook dispatch only
+  $ herald start --role inbound                 # the bounce SMTP listener only (inboundSmtp, bounceDomain)`,
     )
     .action(async (options: StartOptions) => {
       if (options.port !== undefined && !/^\d+$/.test(options.port)) throw usageError('--port must be a number');
@@ -43,7 +44,7 @@ Examples:
       let http: HttpServer | null = null;
       let metrics: MetricsServer | null = null;
       try {
-        if (options.role !== 'worker') http = await startHttpServer(runtime);
+        if (options.role === 'all' || options.role === 'api') http = await startHttpServer(runtime);
         if (config.metricsListen) metrics = await startMetricsServer(runtime, config.metricsListen);
       } catch (error) {
         await http?.close();
@@ -53,6 +54,7 @@ Examples:
       runtime.logger.info('herald started', { role: options.role, url: http?.url ?? null, mode: config.mode, pid: process.pid });
       if (http) process.stdout.write(`Herald listening on ${http.url}\n`);
       if (metrics) process.stdout.write(`Metrics on ${metrics.url}\n`);
+      if (runtime.inboundSmtp) process.stdout.write(`Bounce SMTP listening on ${runtime.inboundSmtp.host}:${runtime.inboundSmtp.port}\n`);
       await waitForSignal();
       runtime.logger.info('draining');
       await http?.close();

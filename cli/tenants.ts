@@ -10,6 +10,7 @@ import { listTenantLimits, setTenantLimit } from '../server/services/tenant-limi
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { toIsoTimestamp } from '../server/timestamps.ts';
+import { auditedWrite } from './support/audit.ts';
 
 interface CommonOptions {
   dataDir?: string;
@@ -80,7 +81,13 @@ Examples:
         }
         const user = await findUserByEmail(em, options.owner);
         if (!user) throw new CliError(`no user with email ${options.owner}: create it with herald users create`);
-        return createTenant(em, { name: cleanName, ownerUserId: user.id, makeDefault: !(await hasDefaultTenant(em, user.id)) });
+        const hasDefault = await hasDefaultTenant(em, user.id);
+        return auditedWrite(
+          runtime,
+          { tenantId: null, action: 'tenant.create', target: { kind: 'tenant' }, changes: { name: cleanName, owner: user.email } },
+          (tx) => createTenant(tx, { name: cleanName, ownerUserId: user.id, makeDefault: !hasDefault }),
+          (tenant) => tenant.id,
+        );
       });
       printTenant(tenant, options.json, 'Created');
     });
@@ -91,7 +98,9 @@ Examples:
     .action(async (id: string, name: string, options: CommonOptions) => {
       const tenantId = tenantIdArg(id);
       const cleanName = nameArg(name);
-      const tenant = await withLocalRuntime(configFrom(options), (runtime) => adminRenameTenant(runtime.orm.em.fork(), tenantId, cleanName));
+      const tenant = await withLocalRuntime(configFrom(options), (runtime) =>
+        auditedWrite(runtime, { tenantId, action: 'tenant.update', target: { kind: 'tenant', id: tenantId }, changes: { name: cleanName } }, (tx) => adminRenameTenant(tx, tenantId, cleanName)),
+      );
       printTenant(tenant, options.json, 'Renamed');
     });
 
@@ -108,7 +117,9 @@ Examples:
       .addHelpText('after', `\nExamples:\n  $ herald tenants ${verb} 0190f5e2-...`)
       .action(async (id: string, options: CommonOptions) => {
         const tenantId = tenantIdArg(id);
-        const tenant = await withLocalRuntime(configFrom(options), (runtime) => adminSetTenantArchived(runtime.orm.em.fork(), tenantId, archived));
+        const tenant = await withLocalRuntime(configFrom(options), (runtime) =>
+          auditedWrite(runtime, { tenantId, action: `tenant.${verb}`, target: { kind: 'tenant', id: tenantId } }, (tx) => adminSetTenantArchived(tx, tenantId, archived)),
+        );
         printTenant(tenant, options.json, archived ? 'Archived' : 'Unarchived');
       });
   }
@@ -141,7 +152,11 @@ Examples:
       const limits = await withLocalRuntime(configFrom(options), async (runtime) => {
         const em = runtime.orm.em.fork();
         if (!(await findTenant(em, tenantId))) throw new CliError(`no tenant ${tenantId}`);
-        for (const [name, value] of changes) await setTenantLimit(em, tenantId, name, value);
+        if (changes.length > 0) {
+          await auditedWrite(runtime, { tenantId, action: 'tenant.limits.update', target: { kind: 'tenant', id: tenantId }, changes: Object.fromEntries(changes) }, async (tx) => {
+            for (const [name, value] of changes) await setTenantLimit(tx, tenantId, name, value);
+          });
+        }
         return listTenantLimits(em, tenantId);
       });
       if (options.json) printJson({ tenant_id: tenantId, limits: Object.fromEntries(limits.map((l) => [l.name, l.value])) });

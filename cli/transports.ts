@@ -2,6 +2,7 @@
 // to the database through the services) and in remote mode (--url/--api-key or HERALD_URL/
 // HERALD_API_KEY, through the HTTP API). Secrets come from files or stdin, never from flags, and are
 // never printed.
+import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Command } from 'commander';
 import type { Config } from '../server/config.ts';
 import { PushProvider } from '../server/schemas/common.ts';
@@ -20,6 +21,7 @@ import { EmailTransportRequest, SendTestEmailRequest, SendTestPushRequest } from
 import { parseInput } from '../server/validation.ts';
 import { smtpSettingsFromUrl } from '../server/email/smtp.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
+import { auditedWrite } from './support/audit.ts';
 import { CliError, EXIT_FAILURE, print, printJson, printTable, usageError } from './support/output.ts';
 import { AppError } from '../server/errors.ts';
 import { emailArg } from './tenants.ts';
@@ -59,14 +61,17 @@ function remoteApi(client: RemoteClient): TransportApi {
 
 function localApi(runtime: Runtime, tenantId: string): TransportApi {
   const em = () => runtime.orm.em.fork();
+  // Writes are audited like the API's (the entry masks the secrets of the body).
+  const audited = <T>(action: string, id: string | null, changes: unknown, write: (tx: EntityManager) => Promise<T>) =>
+    auditedWrite(runtime, { tenantId, action, target: { kind: action.split('.')[0]!, id }, changes }, write);
   return {
     getEmail: () => getEmailTransport(runtime, em(), tenantId),
-    putEmail: (body) => putEmailTransport(runtime, em(), tenantId, parseInput('body', EmailTransportRequest, body)),
-    deleteEmail: () => deleteEmailTransport(em(), tenantId),
+    putEmail: (body) => audited('email_transport.update', null, body, (tx) => putEmailTransport(runtime, tx, tenantId, parseInput('body', EmailTransportRequest, body))),
+    deleteEmail: () => audited('email_transport.delete', null, null, (tx) => deleteEmailTransport(tx, tenantId)),
     testEmail: (body) => testEmailTransport(runtime, em(), tenantId, parseInput('body', SendTestEmailRequest, body).to),
     listPush: () => listPushTransports(runtime, em(), tenantId),
-    putPush: (provider, body) => putPushTransport(runtime, em(), tenantId, provider, body),
-    deletePush: (provider) => deletePushTransport(em(), tenantId, provider),
+    putPush: (provider, body) => audited('push_transport.update', provider, body, (tx) => putPushTransport(runtime, tx, tenantId, provider, body)),
+    deletePush: (provider) => audited('push_transport.delete', provider, null, (tx) => deletePushTransport(tx, tenantId, provider)),
     testPush: (provider, body) => testPushTransport(runtime, em(), tenantId, provider, parseInput('body', SendTestPushRequest, body)),
   };
 }

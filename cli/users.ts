@@ -8,6 +8,8 @@ import { findTenant } from '../server/services/tenants.ts';
 import { toUserResponse } from '../server/services/auth.ts';
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
+import { auditedWrite } from './support/audit.ts';
+import { cliActor, recordAudit } from '../server/services/audit.ts';
 import { emailArg } from './tenants.ts';
 import { toIsoTimestamp } from '../server/timestamps.ts';
 
@@ -59,6 +61,13 @@ Examples:
             if (!(await findTenant(tx, options.tenant))) throw new CliError(`no tenant ${options.tenant}`);
             await addFirstMembership(tx, created.id, options.tenant, options.role);
           }
+          await recordAudit(tx, {
+            tenantId: options.tenant ?? null,
+            actor: cliActor(),
+            action: 'user.create',
+            target: { kind: 'user', id: created.id },
+            changes: { email, verified: Boolean(options.verified), tenant_id: options.tenant ?? null, role: options.tenant ? options.role : null },
+          });
           return created;
         }),
       );
@@ -86,7 +95,9 @@ Examples:
     .action(async (rawEmail: string, options: CommonOptions & { password?: string }) => {
       const email = emailArg(rawEmail);
       const { password, generated } = passwordOf(options.password);
-      const user = await withLocalRuntime(configFrom(options), (runtime) => setUserPassword(runtime.orm.em.fork(), email, password));
+      const user = await withLocalRuntime(configFrom(options), (runtime) =>
+        auditedWrite(runtime, { tenantId: null, action: 'user.password.update', target: { kind: 'user' }, changes: { email } }, (tx) => setUserPassword(tx, email, password), (u) => u.id),
+      );
       if (options.json) printJson({ ...toUserResponse(user), ...(generated ? { generated_password: password } : {}) });
       else {
         print(`Password of ${user.email} changed (access tokens already issued stay valid until they expire).`);
@@ -99,7 +110,9 @@ Examples:
     .addHelpText('after', '\nExamples:\n  $ herald users verify dev@acme.test')
     .action(async (rawEmail: string, options: CommonOptions) => {
       const email = emailArg(rawEmail);
-      const user = await withLocalRuntime(configFrom(options), (runtime) => markUserVerified(runtime.orm.em.fork(), email));
+      const user = await withLocalRuntime(configFrom(options), (runtime) =>
+        auditedWrite(runtime, { tenantId: null, action: 'user.verify', target: { kind: 'user' }, changes: { email } }, (tx) => markUserVerified(tx, email), (u) => u.id),
+      );
       if (options.json) printJson(toUserResponse(user));
       else print(`Verified ${user.email}`);
     });

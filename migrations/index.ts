@@ -13,6 +13,8 @@ import { StreamEventsKey } from './0010-stream-events-key.ts';
 import { StatementAssertions } from './0011-statement-assertions.ts';
 import { InboxStreamIds } from './0012-inbox-stream-ids.ts';
 import { Orchestration } from './0013-orchestration.ts';
+import { Deliverability } from './0014-deliverability.ts';
+import { Console } from './0016-console.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-foundation', class: Foundation },
@@ -28,4 +30,6 @@ export const migrations: MigrationObject[] = [
   { name: '0011-statement-assertions', class: StatementAssertions },
   { name: '0012-inbox-stream-ids', class: InboxStreamIds },
   { name: '0013-orchestration', class: Orchestration },
+  { name: '0014-deliverability', class: Deliverability },
+  { name: '0016-console', class: Console },
 ];

@@ -86,6 +86,23 @@ export const configSchema = z.object({
     .string()
     .regex(/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'must be host:port, e.g. 127.0.0.1:9464 or [::1]:9464')
     .optional(),
+  /**
+   * Let webhook endpoint URLs (chosen by tenants) reach loopback or private addresses. Off in
+   * production: a tenant could otherwise make Herald call the install's internal services.
+   */
+  allowPrivateWebhookUrls: z.boolean().default(false),
+  /** host:port of the inbound SMTP listener that receives bounces and complaints; off when unset. */
+  inboundSmtp: z
+    .string()
+    .regex(/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'must be host:port')
+    .optional(),
+  /** The domain of the VERP envelope sender (bounce+{token}@bounceDomain); its MX points at inboundSmtp. */
+  bounceDomain: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .regex(/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+$/, 'must be a domain name')
+    .optional(),
 });
 
 export type Config = Readonly<z.infer<typeof configSchema>>;
@@ -108,11 +125,14 @@ const ENV_KEYS: Record<string, keyof ConfigInput> = {
   HERALD_ENCRYPTION_KEYS: 'encryptionKeys',
   HERALD_METRICS_TOKEN: 'metricsToken',
   HERALD_METRICS_LISTEN: 'metricsListen',
+  HERALD_INBOUND_SMTP: 'inboundSmtp',
+  HERALD_BOUNCE_DOMAIN: 'bounceDomain',
 };
 const ENV_BOOLEANS: Record<string, keyof ConfigInput> = {
   HERALD_DEMO: 'demo',
   HERALD_ALLOW_PRIVATE_PUSH_ENDPOINTS: 'allowPrivatePushEndpoints',
   HERALD_ALLOW_PRIVATE_SMTP_HOSTS: 'allowPrivateSmtpHosts',
+  HERALD_ALLOW_PRIVATE_WEBHOOK_URLS: 'allowPrivateWebhookUrls',
 };
 const ENV_LISTS: Record<string, keyof ConfigInput> = {
   HERALD_TRUSTED_PROXIES: 'trustedProxies',

@@ -37,6 +37,8 @@ export const RATE_POLICIES = {
   register: policy('register', 'ip', 5, 3600),
   /** One budget shared by password-reset, resend-verification and data requests. */
   accountRecovery: policy('account_recovery', 'ip', 5, 3600),
+  /** SSO sign-ins started (each stores a state row until it is used or expires). */
+  ssoStart: policy('sso_start', 'ip', 30, 60),
 } as const satisfies Record<string, RatePolicy>;
 
 export interface RateCheck {

@@ -16,8 +16,11 @@ import { trustedCas } from './net/trusted-cas.ts';
 import { startStreamHub, type StreamHub } from './stream/hub.ts';
 import { ServiceKeyCache } from './auth/service-key-cache.ts';
 import { metricsOf } from './metrics/registry.ts';
+import { startWebhookDispatcher, type WebhookDispatchOptions } from './webhooks/dispatcher.ts';
+import { startInboundSmtp, type InboundSmtpListener } from './inbound/smtp-listener.ts';
 
-export type Role = 'all' | 'api' | 'worker';
+/** all: everything; api: HTTP only; worker: delivery jobs and webhooks; inbound: the bounce SMTP listener only. */
+export type Role = 'all' | 'api' | 'worker' | 'inbound';
 
 export interface Runtime {
   readonly config: Config;
@@ -39,6 +42,8 @@ export interface Runtime {
   streamHub: StreamHub | null;
   /** Verified service keys; in use only while the stream hub's connection hears key changes. */
   readonly serviceKeys: ServiceKeyCache;
+  /** The bounce listener, in processes of role all or inbound when inboundSmtp is configured. */
+  inboundSmtp: InboundSmtpListener | null;
 }
 
 export interface RuntimeOptions {
@@ -52,6 +57,8 @@ export interface RuntimeOptions {
   /** Start the queue (default true); one-shot CLI commands that only touch the database skip it. */
   queue?: boolean;
   poolMax?: number;
+  /** The webhook dispatcher's schedule and pacing (tests shorten the retry schedule). */
+  webhooks?: WebhookDispatchOptions;
 }
 
 /**
@@ -61,8 +68,8 @@ export interface RuntimeOptions {
  * of request latencies. A PostgreSQL on a bigger machine than Herald's may warrant setting it.
  */
 export function defaultPoolSize(role: Role, config: Config): number {
-  const http = role === 'worker' ? 2 : Math.max(4, 2 * availableParallelism());
-  return http + (role === 'api' ? 0 : config.workerConcurrency);
+  const http = role === 'worker' || role === 'inbound' ? 2 : Math.max(4, 2 * availableParallelism());
+  return http + (role === 'api' || role === 'inbound' ? 0 : config.workerConcurrency);
 }
 
 export class StartupError extends Error {
@@ -106,10 +113,16 @@ export async function startRuntime(config: Config, options: RuntimeOptions = {})
       cleanups: [],
       streamHub: null,
       serviceKeys: new ServiceKeyCache(),
+      inboundSmtp: null,
     };
     if (options.queue !== false) await startQueue(runtime);
     // Processes that serve HTTP hold the stream hub; one-shot CLI runtimes (no queue) do not need it.
-    if (role !== 'worker' && options.queue !== false) await startStreamHub(runtime);
+    if ((role === 'all' || role === 'api') && options.queue !== false) await startStreamHub(runtime);
+    if ((role === 'all' || role === 'inbound') && config.inboundSmtp && options.queue !== false) {
+      const listener = await startInboundSmtp(runtime);
+      runtime.inboundSmtp = listener;
+      runtime.cleanups.push(() => listener.close());
+    }
     return runtime;
   } catch (error) {
     // Undo whatever started (queue, hub, pools) before the database goes away.
@@ -120,7 +133,7 @@ export async function startRuntime(config: Config, options: RuntimeOptions = {})
 }
 
 async function startQueue(runtime: Runtime): Promise<void> {
-  const worker = runtime.role !== 'api';
+  const worker = runtime.role === 'all' || runtime.role === 'worker';
   const boss = await startBoss(runtime.db.url, runtime.logger, { supervise: worker, poolMax: runtime.options.poolMax });
   runtime.boss = boss;
   // Dead letter queues first: a queue naming one requires it to exist.
@@ -137,6 +150,8 @@ async function startQueue(runtime: Runtime): Promise<void> {
       return job.handler(batch as never, runtime);
     });
   }
+  const dispatcher = startWebhookDispatcher(runtime, runtime.options.webhooks);
+  runtime.cleanups.push(() => dispatcher.stop());
 }
 
 /** Drains and stops: workers finish in-flight jobs, then cleanups run, then the database closes. */

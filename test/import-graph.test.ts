@@ -13,9 +13,9 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const LAYERS: Array<{ layer: number; name: string; paths: string[] }> = [
   { layer: 7, name: 'cli', paths: ['cli/'] },
   { layer: 6, name: 'composition root', paths: ['server/runtime.ts'] },
-  { layer: 5, name: 'http, routes, jobs', paths: ['server/http/', 'server/routes/', 'server/jobs/'] },
+  { layer: 5, name: 'http, routes, jobs', paths: ['server/http/', 'server/routes/', 'server/jobs/', 'server/inbound/'] },
   { layer: 4, name: 'services', paths: ['server/services/', 'server/status-checks.ts'] },
-  { layer: 3, name: 'delivery, stream, transports', paths: ['server/delivery/', 'server/stream/', 'server/transports/', 'server/templates/', 'server/email/'] },
+  { layer: 3, name: 'delivery, stream, transports', paths: ['server/delivery/', 'server/stream/', 'server/transports/', 'server/templates/', 'server/email/', 'server/webhooks/'] },
   {
     layer: 2,
     name: 'db, crypto, auth, schemas',

@@ -21,3 +21,9 @@ export const secretVariablesAad = (eventId: string) => `events/${eventId}/secret
 
 /** A system email's sealed link token, while its job waits in the queue: the seal's own random id. */
 export const systemEmailAad = (sealId: string) => `system_email/${sealId}`;
+
+/** The signing secret of a tenant's webhook endpoint. */
+export const webhookSecretAad = (endpointId: string) => `webhook_endpoints/${endpointId}/secret`;
+
+/** The OIDC client secret of a tenant's single sign-on provider. */
+export const ssoClientSecretAad = (providerId: string) => `sso_providers/${providerId}/client_secret`;

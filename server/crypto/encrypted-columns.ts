@@ -2,7 +2,16 @@
 // to. Key rotation walks this list to re-wrap every secret; a feature that stores a new secret adds
 // its column here, and encrypts/decrypts with the context aad.ts defines for it.
 import { BOSS_SCHEMA, SYSTEM_EMAIL_JOB } from '../queue.ts';
-import { dkimKeyAad, emailTransportPasswordAad, installSecretAad, pushTransportSecretsAad, secretVariablesAad, systemEmailAad } from './aad.ts';
+import {
+  dkimKeyAad,
+  emailTransportPasswordAad,
+  installSecretAad,
+  pushTransportSecretsAad,
+  secretVariablesAad,
+  ssoClientSecretAad,
+  systemEmailAad,
+  webhookSecretAad,
+} from './aad.ts';
 
 export interface EncryptedColumn {
   /** The table, schema-qualified where it is not in the search path. */
@@ -41,6 +50,8 @@ export const encryptedColumns: EncryptedColumn[] = [
     keyColumns: ['id'],
     aad: (r) => secretVariablesAad(String(r.id)),
   },
+  { table: 'webhook_endpoints', column: 'secret_ciphertext', keyColumns: ['id'], aad: (r) => webhookSecretAad(String(r.id)) },
+  { table: 'sso_providers', column: 'client_secret_ciphertext', keyColumns: ['id'], aad: (r) => ssoClientSecretAad(String(r.id)) },
   {
     // The link token of a system email waiting in the queue (jobs/system-email.ts); once the job is
     // done, its data is never read again.

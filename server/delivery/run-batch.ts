@@ -9,6 +9,7 @@
 // Anything else (an event already planned, with a remote channel or a workflow, any error) is left
 // to the per-event run, which isolates failures per delivery and retries; both runs are idempotent.
 import type { Runtime } from '../runtime.ts';
+import { wakeWebhookDispatch } from '../webhooks/wake.ts';
 import { TemplateError, UnfilledSlotError } from '../templates/engine.ts';
 import { newId } from '../ids.ts';
 import { inboxItemFor } from './channels/inbox.ts';
@@ -74,6 +75,7 @@ export async function deliverInboxBatch(runtime: Runtime, jobs: Array<FetchedJob
   await storeBatch(em, boss, { deliveries, items, eventIds: stored, jobs: done });
   const createdAt = new Map(local.map(({ event }) => [event.id, event.created_at]));
   countStored(runtime, deliveries.map((d) => ({ channel: d.channel, status: d.status, created_at: createdAt.get(d.event_id)! })));
+  wakeWebhookDispatch(runtime);
   return settled;
 }
 

@@ -14,6 +14,7 @@
 // bypasses them; the inbox never waits.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Runtime } from '../runtime.ts';
+import { wakeWebhookDispatch } from '../webhooks/wake.ts';
 import type { DeliveryRow } from './channels/types.ts';
 import { noteRetry, quietHoldUntil, settleLocal, type RoundContext } from './round.ts';
 import { scheduleRuns, wakeWhenDue, type HeldEvent } from './schedule.ts';
@@ -72,6 +73,7 @@ export async function deliverEvent(runtime: Runtime, eventId: string, options: {
     if (done.remote.length > 0) await rollupEvents(em, [eventId]);
     if (!done.again || retryErrors.length > 0) break;
   }
+  wakeWebhookDispatch(runtime);
   if (retryErrors.length > 0) throw new RetryableDeliveryError(retryErrors.join('; '));
 }
 

@@ -33,6 +33,8 @@ export interface OutgoingMail {
   replyTo?: string;
   headers?: Record<string, string>;
   dkim?: DkimSigning;
+  /** The SMTP envelope (MAIL FROM / RCPT TO) when it differs from the headers (VERP bounce addresses). */
+  envelope?: { from: string; to: string | string[] };
 }
 
 export interface SentMail {
@@ -167,6 +169,7 @@ export class SmtpPool {
         replyTo: mail.replyTo,
         headers: mail.headers,
         dkim: mail.dkim,
+        ...(mail.envelope ? { envelope: mail.envelope } : {}),
       });
     } finally {
       pooled.sending--;

@@ -6,6 +6,7 @@ import { H3, getRouterParams, type H3Event } from 'h3';
 import { AppError, ValidationFailure } from '../errors.ts';
 import { assertAllowed, rateLimitHeaders, take } from '../rate-limit.ts';
 import type { Runtime } from '../runtime.ts';
+import { runAudited } from './audit.ts';
 import { authenticate, authorize } from './auth.ts';
 import { readJsonBody } from './body.ts';
 import { clientIp } from './client-ip.ts';
@@ -61,7 +62,7 @@ async function handle(runtime: Runtime, route: RouteDefinition<any, any, any>, e
       Object.assign(ctx.responseHeaders, rateLimitHeaders(results));
       assertAllowed(results);
     }
-    const result = await route.handler(ctx);
+    const result = await runAudited(route, ctx);
     response = toResponse(runtime, route, result, ctx.responseHeaders);
   } catch (error) {
     response = errorToResponse(error, runtime.logger, { request_id: requestId, route: `${route.method} ${route.path}` });

@@ -41,3 +41,36 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
 function tooLarge(maxBytes: number): AppError {
   return new AppError('payload_too_large', `Request body exceeds ${maxBytes} bytes`);
 }
+
+/**
+ * Reads an HTML form body (application/x-www-form-urlencoded or multipart/form-data) with the same
+ * size cap; any other content type is refused with 415. Non-text multipart fields are ignored.
+ */
+export async function readFormBody(request: Request, maxBytes: number): Promise<URLSearchParams> {
+  const declared = Number(request.headers.get('content-length') ?? NaN);
+  if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes);
+  const received: Uint8Array[] = [];
+  let total = 0;
+  if (request.body) {
+    for await (const chunk of request.body) {
+      total += chunk.byteLength;
+      if (total > maxBytes) throw tooLarge(maxBytes);
+      received.push(chunk);
+    }
+  }
+  const raw = Buffer.concat(received);
+  const type = request.headers.get('content-type') ?? '';
+  if (/^application\/x-www-form-urlencoded\b/i.test(type) || (type === '' && total > 0)) return new URLSearchParams(raw.toString('utf8'));
+  if (/^multipart\/form-data\b/i.test(type)) {
+    try {
+      const form = await new Response(raw, { headers: { 'content-type': type } }).formData();
+      const out = new URLSearchParams();
+      for (const [name, value] of form) if (typeof value === 'string') out.append(name, value);
+      return out;
+    } catch {
+      throw new ValidationFailure([{ loc: ['body'], msg: 'Malformed multipart/form-data body', type: 'form_invalid' }]);
+    }
+  }
+  if (total === 0) return new URLSearchParams();
+  throw new AppError('unsupported_media_type', 'This form takes application/x-www-form-urlencoded or multipart/form-data');
+}

@@ -60,6 +60,23 @@ export function reply(status: number, body?: unknown, headers?: Record<string, s
   return new Reply(status, body, headers);
 }
 
+/**
+ * How a write is audited. Every POST/PUT/PATCH/DELETE route a console user or a service key can call
+ * is audited by default, with an action and target derived from its path (server/http/audit.ts);
+ * this field names them where the path says it badly, or exempts a route that changes nothing a
+ * tenant manages (with the reason).
+ */
+export type AuditSpec =
+  | {
+      action?: string;
+      target?: string;
+      /** The target's id; by default the last path parameter, else the result's id or key. */
+      id?: (ctx: RouteContext, result: unknown) => string | null;
+      /** The tenant of the write; by default the path's tenant_id, else the credential's tenant. */
+      tenant?: (ctx: RouteContext, result: unknown) => string | null;
+    }
+  | { exempt: string };
+
 export interface RouteDefinition<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType> {
   method: HttpMethod;
   /** h3 path with :params, e.g. /v1/brandings/:key */
@@ -79,6 +96,7 @@ export interface RouteDefinition<P extends z.ZodType = z.ZodType, Q extends z.Zo
   /** Extra request headers the route reads (documented in OpenAPI). */
   headers?: Array<{ name: string; description: string; required?: boolean }>;
   /** Buckets to charge before the handler runs (they may use the parsed body and the credential). */
+  audit?: AuditSpec;
   rateLimit?: (ctx: RouteContext<z.infer<P>, z.infer<Q>, z.infer<B>>) => Promise<RateCheck[]> | RateCheck[];
   handler: (ctx: RouteContext<z.infer<P>, z.infer<Q>, z.infer<B>>) => Promise<unknown> | unknown;
 }

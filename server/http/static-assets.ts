@@ -3,7 +3,7 @@
 // ETag from its content, and answered with its content type, caching and security headers;
 // If-None-Match revalidations answer 304 without a body.
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import type { Config } from '../config.ts';
 
 const STATIC_DIR = new URL('../static/', import.meta.url);
@@ -96,3 +96,41 @@ const LOOPBACK = /^(127(\.\d{1,3}){3}|::1|localhost|\[::1\])$/i;
 export function demoEnabled(config: Config): boolean {
   return config.demo ?? LOOPBACK.test(config.host);
 }
+
+// The console and the pages the system emails link to: one HTML page (the browser routes by path),
+// its ES modules and its styles, as they are under static/console/. The policy allows no inline
+// script or style: every script and sheet is a same-origin file, and tenant content is shown as text
+// or inside a sandboxed frame (which, in Chromium, inherits this policy: a template's script cannot run).
+export const CONSOLE_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data: https:; font-src 'self'; " +
+  "frame-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+export const CONSOLE_PAGE: StaticAsset = {
+  file: 'console/index.html',
+  contentType: 'text/html; charset=utf-8',
+  headers: { 'Cache-Control': 'no-cache', 'Content-Security-Policy': CONSOLE_CSP },
+};
+
+const CONSOLE_TYPES: Record<string, string> = { js: JS, css: 'text/css; charset=utf-8', svg: 'image/svg+xml' };
+
+/** The console's files by name (app.js, console.css ...): every file of static/console/ but the page. */
+export const CONSOLE_ASSETS: ReadonlyMap<string, StaticAsset> = new Map(
+  readdirSync(new URL('console/', STATIC_DIR))
+    .filter((name) => name !== 'index.html' && name.split('.').pop()! in CONSOLE_TYPES)
+    .map((name) => [name, { file: `console/${name}`, contentType: CONSOLE_TYPES[name.split('.').pop()!]!, headers: { 'Cache-Control': 'no-cache' } }]),
+);
+
+// The email preview frame (framed only by the console, sandboxed to an opaque origin): the email's
+// own styles and images apply; its scripts, handlers and forms do not, and only the frame's own
+// script runs, which shows what the console posts to it.
+export const PREVIEW_FRAME: StaticAsset = {
+  file: 'console/preview.html',
+  contentType: 'text/html; charset=utf-8',
+  headers: {
+    'Cache-Control': 'no-cache',
+    'Content-Security-Policy':
+      "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src https: data:; font-src https: data:; " +
+      "base-uri 'none'; form-action 'none'; frame-ancestors 'self'; sandbox allow-scripts",
+    'X-Frame-Options': 'SAMEORIGIN',
+  },
+};

@@ -121,6 +121,7 @@ export const token = defineRoute({
   rateLimit: async ({ em, auth }) => [
     { policy: RATE_POLICIES.contactTokens, subject: auth!.tenantId, override: await tenantOverride(em, auth!.tenantId, RATE_POLICIES.contactTokens) },
   ],
+  audit: { exempt: 'mints a short-lived contact token and changes nothing' },
   handler: async ({ runtime, em, auth, body }) => mintContactToken(runtime, em, auth!.tenantId, body.external_id),
 });
 

@@ -30,6 +30,7 @@ export const render = defineRoute({
   auth: 'management',
   body: RenderRequest,
   responses: { 200: RenderedEmailResponse },
+  audit: { exempt: 'a preview: changes nothing' },
   handler: ({ em, auth, body }) => previewEmail(em, auth!.tenantId, body),
 });
 

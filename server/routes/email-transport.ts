@@ -48,5 +48,6 @@ export const testEmailTransportRoute = defineRoute({
   body: SendTestEmailRequest,
   responses: { 200: SendTestEmailResponse },
   errors: [422],
+  audit: { exempt: 'a test send: changes nothing' },
   handler: ({ runtime, em, auth, body }) => testEmailTransport(runtime, em, auth!.tenantId, body.to),
 });

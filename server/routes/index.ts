@@ -25,6 +25,12 @@ import * as staticFiles from './static.ts';
 import * as notifications from './notifications.ts';
 import * as metrics from './metrics.ts';
 import * as configuration from './configuration.ts';
+import * as webhooks from './webhooks.ts';
+import * as suppressions from './suppressions.ts';
+import * as unsubscribe from './unsubscribe.ts';
+import * as auditLog from './audit-log.ts';
+import * as sso from './sso.ts';
+import * as consolePages from './console.ts';
 
 export const routes: RouteDefinition<any, any, any>[] = [
   // system (no credential)
@@ -155,4 +161,31 @@ export const routes: RouteDefinition<any, any, any>[] = [
   // configuration as code (management)
   configuration.exportDocument,
   configuration.apply,
+  // outbound webhooks (management)
+  webhooks.create,
+  webhooks.list,
+  webhooks.get,
+  webhooks.update,
+  webhooks.remove,
+  webhooks.rotateSecret,
+  webhooks.test,
+  webhooks.deliveries,
+  webhooks.retry,
+  // email suppression list (management)
+  suppressions.list,
+  suppressions.add,
+  suppressions.remove,
+  // one-click unsubscribe and the hosted preference page (signed link tokens, no credential)
+  unsubscribe.unsubscribePage,
+  unsubscribe.unsubscribeOneClick,
+  unsubscribe.preferencesPage,
+  unsubscribe.preferencesSave,
+  // audit log (console admin or owner)
+  auditLog.listAuditLog,
+  // SSO sign-in for console users (no credential)
+  sso.listProviders,
+  sso.start,
+  sso.callback,
+  // console and the pages the system emails link to (no credential: static files)
+  ...consolePages.routes,
 ];

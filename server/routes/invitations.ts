@@ -82,5 +82,7 @@ export const acceptInvitationExisting = defineRoute({
   params: TokenParams,
   responses: { 200: AccessTokenResponse },
   errors: [403, 404, 409],
+  // The path's last parameter is the emailed token: it is never recorded.
+  audit: { action: 'invitation.accept', id: () => null, tenant: (_ctx, result) => (result as { tenant_id: string }).tenant_id },
   handler: ({ runtime, em, auth, params }) => invitations.acceptInvitationAsUser(runtime, em, userIdOf(auth), params.token),
 });

@@ -1,4 +1,5 @@
-// Triggering notifications, an event's delivery status, and the activity log (service key only).
+// Triggering notifications (service key), an event's delivery status and the activity log (service key
+// or a console admin: reads only).
 import { defineRoute, reply } from '../http/route.ts';
 import { metricsOf } from '../metrics/registry.ts';
 import { idempotencyKeyOf } from '../services/idempotency.ts';
@@ -30,6 +31,7 @@ export const triggerNotification = defineRoute({
   responses: { 202: TriggerResponse },
   errors: [409],
   rateLimit: ({ runtime, em, auth }) => triggerRateChecks(em, auth!.tenantId, runtime.clock.now()),
+  audit: { exempt: 'the data plane: the activity log records every trigger' },
   handler: async ({ runtime, em, auth, body, event }) => {
     const key = idempotencyKeyOf(event.req.headers.get('idempotency-key'));
     const result = await triggerNotifications(runtime, em, auth!.tenantId, body, key);
@@ -55,7 +57,7 @@ export const listNotificationEvents = defineRoute({
   path: '/v1/notifications',
   summary: 'The activity log: events newest first, filtered by type, status or external id',
   tag: 'notifications',
-  auth: 'service',
+  auth: 'management',
   query: EventListQuery,
   responses: { 200: EventPage },
   handler: ({ em, auth, query }) => listEvents(em, auth!.tenantId, query),
@@ -69,6 +71,7 @@ export const cancelByKey = defineRoute({
   auth: 'service',
   body: CancelRequest,
   responses: { 200: CancelResponse },
+  audit: { action: 'event.cancel_by_key', target: 'event', id: () => null },
   handler: ({ em, auth, body }) => cancelNotifications(em, auth!.tenantId, body.cancellation_key),
 });
 
@@ -81,6 +84,7 @@ export const cancelEvent = defineRoute({
   params: EventParams,
   responses: { 204: null },
   errors: [404, 409],
+  audit: { action: 'event.cancel', target: 'event' },
   handler: async ({ em, auth, params }) => {
     await cancelNotification(em, auth!.tenantId, params.event_id);
   },

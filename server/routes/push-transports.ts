@@ -54,5 +54,6 @@ export const testPushTransportRoute = defineRoute({
   body: SendTestPushRequest,
   responses: { 200: SendTestPushResponse },
   errors: [422],
+  audit: { exempt: 'a test send: changes nothing' },
   handler: ({ runtime, em, auth, params, body }) => testPushTransport(runtime, em, auth!.tenantId, params.provider, body),
 });

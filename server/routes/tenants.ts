@@ -29,6 +29,7 @@ export const createTenant = defineRoute({
   body: CreateTenantRequest,
   responses: { 201: TenantResponse },
   errors: [403],
+  audit: { tenant: (_ctx, result) => (result as { id: string }).id },
   handler: ({ runtime, em, auth, body }) => tenants.createTenantForUser(runtime.config, em, userIdOf(auth), body.name),
 });
 
@@ -78,6 +79,7 @@ export const switchSession = defineRoute({
   body: SessionRequest,
   responses: { 200: AccessTokenResponse },
   errors: [403],
+  audit: { exempt: 'a sign-in to another tenant: changes only which tenant the user lands in' },
   handler: async ({ runtime, em, auth, body }) => {
     await tenants.switchTenant(em, userIdOf(auth), body.tenant_id, body.remember);
     return issueAccessToken(runtime, userIdOf(auth), body.tenant_id);

@@ -3,8 +3,11 @@ import { z } from 'zod';
 import { CHANNELS, isoDateTime, queryBoolean, resourceKey, type Channel } from './common.ts';
 import { Workflow } from './workflows.ts';
 
-/** Names the render context reserves (brand values under `brand`, the recipient under `contact`). */
-export const RESERVED_VARIABLE_NAMES = ['brand', 'contact'] as const;
+/**
+ * Names the render context reserves (brand values under `brand`, the recipient under `contact`, and
+ * the email links Herald fills in).
+ */
+export const RESERVED_VARIABLE_NAMES = ['brand', 'contact', 'unsubscribe_url', 'preferences_url'] as const;
 
 /**
  * A template variable name: usable as a top-level Liquid variable ({{ order_id }}). A leading double
@@ -15,7 +18,7 @@ const VARIABLE_NAME_MESSAGE = 'must be a letter or _ then letters, digits or _ (
 export const variableName = z
   .string()
   .regex(VARIABLE_NAME, VARIABLE_NAME_MESSAGE)
-  .refine((v) => !(RESERVED_VARIABLE_NAMES as readonly string[]).includes(v), { message: 'brand and contact are reserved names' });
+  .refine((v) => !(RESERVED_VARIABLE_NAMES as readonly string[]).includes(v), { message: `${RESERVED_VARIABLE_NAMES.join(', ')} are reserved names` });
 
 export const DEFAULT_CHANNEL_DEFAULTS: Record<Channel, boolean> = { inbox: true, email: true, push: false, web_push: false };
 

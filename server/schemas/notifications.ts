@@ -41,7 +41,7 @@ export const EventStatus = z
   .meta({ id: 'EventStatus' });
 export type EventStatus = z.infer<typeof EventStatus>;
 
-export const DeliveryStatus = z.enum(['pending', 'sent', 'delivered', 'failed', 'skipped']).meta({ id: 'DeliveryStatus' });
+export const DeliveryStatus = z.enum(['pending', 'sent', 'delivered', 'failed', 'skipped', 'bounced', 'complained']).meta({ id: 'DeliveryStatus' });
 export type DeliveryStatus = z.infer<typeof DeliveryStatus>;
 
 export const TriggeredEvent = z

@@ -27,7 +27,9 @@ export async function previewEmail(em: EntityManager, tenantId: string, request:
     );
   }
   try {
-    return await renderEmail(resolved.template, resolved.brand, renderContext(resolved.brand, request.variables, request.contact ?? {}));
+    // The links Herald fills in at send time are shown as placeholders in a preview.
+    const variables = { unsubscribe_url: '#unsubscribe', preferences_url: '#preferences', ...request.variables };
+    return await renderEmail(resolved.template, resolved.brand, renderContext(resolved.brand, variables, request.contact ?? {}));
   } catch (error) {
     if (error instanceof UnfilledSlotError) {
       throw invalidField(['body', 'variables', error.slot], `template slot ${error.slot} is not filled by the variables or the brand values`, 'missing');

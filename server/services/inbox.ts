@@ -3,6 +3,7 @@
 // stream in the same transaction ('updated' with the item; read-all, which changes many items at
 // once, 'counts'), so every open stream of the contact, on any Herald process, sees it once the change
 // commits. The stream hub follows an 'updated' with the contact's counts.
+import { emitWebhookEvent } from '../webhooks/emit.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { notFound } from '../errors.ts';
 import { query, queryOne } from '../db/sql.ts';
@@ -54,7 +55,7 @@ export async function updateInboxItem(
     const mark = (flag: boolean | undefined, column: string) =>
       flag === undefined ? column : flag ? `coalesce(${column}, now())` : 'NULL';
     const seenFlag = changes.read === true ? true : changes.seen;
-    const row = await queryOne<InboxItemRow & { changed: boolean }>(
+    const row = await queryOne<InboxItemRow & { changed: boolean; became_read: boolean; became_archived: boolean }>(
       tx,
       `WITH before AS (
          SELECT id, seen_at, read_at, archived_at FROM inbox_items WHERE id = $1 AND contact_id = $2 FOR UPDATE
@@ -66,12 +67,17 @@ export async function updateInboxItem(
          FROM before b
         WHERE i.id = b.id
         RETURNING ${INBOX_COLUMNS.split(', ').map((c) => `i.${c}`).join(', ')},
-          (i.read_at, i.seen_at, i.archived_at) IS DISTINCT FROM (b.read_at, b.seen_at, b.archived_at) AS changed`,
+          (i.read_at, i.seen_at, i.archived_at) IS DISTINCT FROM (b.read_at, b.seen_at, b.archived_at) AS changed,
+          b.read_at IS NULL AND i.read_at IS NOT NULL AS became_read,
+          b.archived_at IS NULL AND i.archived_at IS NOT NULL AS became_archived`,
       [itemId, contactId],
     );
     if (!row) throw notFound('Notification');
     const item = toInboxItemResponse(row);
     if (row.changed) await appendStreamEvent(tx, { tenantId, contactId, kind: 'updated', payload: { ...item } });
+    const data = { contact_id: contactId, notification_id: item.id, event_id: item.event_id, type: item.type };
+    if (row.became_read) await emitWebhookEvent(tx, tenantId, 'inbox.read', data);
+    if (row.became_archived) await emitWebhookEvent(tx, tenantId, 'inbox.archived', data);
     return item;
   });
 }
@@ -94,6 +100,7 @@ export async function readAllInbox(em: EntityManager, tenantId: string, contactI
       // Its counts are computed in the changing transaction: no item event of its own is on the stream for the hub to follow.
       const counts = await inboxCounts(tx, contactId);
       await appendStreamEvent(tx, { tenantId, contactId, kind: 'counts', payload: { ...counts } });
+      await emitWebhookEvent(tx, tenantId, 'inbox.read', { contact_id: contactId, read_all: true, updated });
     }
     return { updated };
   });

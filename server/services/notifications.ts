@@ -269,11 +269,11 @@ export async function listEvents(em: EntityManager, tenantId: string, filter: Ev
   return { items: await withDeliveries(em, page), next_cursor: next };
 }
 
-function encodeCursor(id: string): string {
+export function encodeCursor(id: string): string {
   return Buffer.from(id, 'utf8').toString('base64url');
 }
 
-function decodeCursor(cursor: string): string {
+export function decodeCursor(cursor: string): string {
   const id = Buffer.from(cursor, 'base64url').toString('utf8');
   if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id)) throw invalidField(['query', 'cursor'], 'invalid cursor');
   return id;

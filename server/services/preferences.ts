@@ -6,6 +6,7 @@ import { notFound } from '../errors.ts';
 import { query, queryOne } from '../db/sql.ts';
 import { CHANNELS, type Channel } from '../schemas/common.ts';
 import type { PreferenceEntry, SetPreferenceRequest } from '../schemas/preferences.ts';
+import { emitWebhookEvent } from '../webhooks/emit.ts';
 
 interface TypeRow {
   key: string;
@@ -47,16 +48,34 @@ export async function preferenceMatrix(em: EntityManager, tenantId: string, cont
   return types.flatMap((type) => entriesFor(type, choices));
 }
 
-/** Stores one choice (also while the policy is off: it is kept dormant); 404 for a type that is not live. */
-export async function setPreference(em: EntityManager, tenantId: string, contactId: string, input: SetPreferenceRequest): Promise<void> {
-  const type = await queryOne(em, `SELECT 1 FROM notification_types WHERE tenant_id = $1 AND key = $2 AND deleted_at IS NULL`, [tenantId, input.type]);
-  if (!type) throw notFound('Notification type');
-  await query(
-    em,
-    `INSERT INTO contact_preferences (contact_id, tenant_id, type_key, channel, enabled) VALUES ($1, $2, $3, $4, $5)
-     ON CONFLICT (contact_id, type_key, channel) DO UPDATE SET enabled = EXCLUDED.enabled, updated_at = now()`,
-    [contactId, tenantId, input.type, input.channel, input.enabled],
-  );
+/**
+ * Stores one choice (also while the policy is off: it is kept dormant); 404 for a type that is not live.
+ * Turning a channel off that was on emits `contact.unsubscribed` in the same transaction.
+ */
+export async function setPreference(
+  em: EntityManager,
+  tenantId: string,
+  contactId: string,
+  input: SetPreferenceRequest,
+  source: 'api' | 'one_click' | 'preference_page' = 'api',
+): Promise<void> {
+  await em.transactional(async (tx) => {
+    const type = await queryOne<TypeRow>(tx, `SELECT key, channel_defaults, opt_out FROM notification_types WHERE tenant_id = $1 AND key = $2 AND deleted_at IS NULL`, [
+      tenantId,
+      input.type,
+    ]);
+    if (!type) throw notFound('Notification type');
+    const before = entriesFor(type, await choicesOf(tx, contactId, input.type)).find((e) => e.channel === input.channel)!;
+    await query(
+      tx,
+      `INSERT INTO contact_preferences (contact_id, tenant_id, type_key, channel, enabled) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (contact_id, type_key, channel) DO UPDATE SET enabled = EXCLUDED.enabled, updated_at = now()`,
+      [contactId, tenantId, input.type, input.channel, input.enabled],
+    );
+    if (type.opt_out && before.enabled && !input.enabled) {
+      await emitWebhookEvent(tx, tenantId, 'contact.unsubscribed', { contact_id: contactId, type: input.type, channel: input.channel, source });
+    }
+  });
 }
 
 /**

@@ -24,6 +24,10 @@ export interface TenantMail {
   replyTo?: string | null;
   /** Chooses the DKIM signature for the From address finally used (brand sender or transport default). */
   sign?: (fromEmail: string) => Promise<DkimSigning | null>;
+  /** Extra headers (List-Unsubscribe). */
+  headers?: Record<string, string>;
+  /** The envelope sender (VERP bounce address); the From address when absent. */
+  envelopeFrom?: string | null;
 }
 
 /** "Name" <address>, with the display name quoted and stripped of line breaks. */
@@ -104,5 +108,7 @@ export async function sendTenantEmail(runtime: Runtime, em: EntityManager, tenan
     text: mail.text,
     ...(replyTo ? { replyTo } : {}),
     ...(dkim ? { dkim } : {}),
+    ...(mail.headers && Object.keys(mail.headers).length > 0 ? { headers: mail.headers } : {}),
+    ...(mail.envelopeFrom ? { envelope: { from: mail.envelopeFrom, to: mail.to } } : {}),
   });
 }

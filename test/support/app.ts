@@ -8,6 +8,7 @@ import { generateKey, writeKeyFile, type KeyFile } from '../../server/crypto/key
 import { startRuntime, stopRuntime, type Role, type Runtime } from '../../server/runtime.ts';
 import { startHttpServer, type HttpServer } from '../../server/http/server.ts';
 import type { Clock } from '../../server/clock.ts';
+import type { WebhookDispatchOptions } from '../../server/webhooks/dispatcher.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 import { testCertificate } from './tls.ts';
 
@@ -46,8 +47,12 @@ export interface TestAppOptions {
   database?: TestDatabase;
   /** Do not start the HTTP server (worker-only processes). */
   http?: boolean;
+  /** Listen on this port (default: any free one), e.g. one a publicUrl names before the start. */
+  port?: number;
   /** Use <dataDir>/keys.json with these keys instead of HERALD_ENCRYPTION_KEYS (key rotation tests). */
   keyFile?: KeyFile;
+  /** The webhook dispatcher's pacing and retry schedule (shortened by webhook tests). */
+  webhooks?: WebhookDispatchOptions;
 }
 
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
@@ -80,9 +85,10 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     validateResponses: true,
     logSink: (line) => logs.push(line),
     poolMax: 10,
+    ...(options.webhooks ? { webhooks: options.webhooks } : {}),
   });
   let http: HttpServer | null = null;
-  if (options.http !== false) http = await startHttpServer(runtime, { port: 0 });
+  if (options.http !== false) http = await startHttpServer(runtime, { port: options.port ?? 0 });
   const url = http?.url ?? '';
   return {
     url,

@@ -15,7 +15,7 @@ export interface ChromiumSession {
 }
 
 /** Headless Chromium with a fresh user data directory (service workers and permissions start clean). */
-export async function launchChromium(): Promise<ChromiumSession> {
+export async function launchChromium(options: { javaScriptEnabled?: boolean } = {}): Promise<ChromiumSession> {
   const userDataDir = mkdtempSync(join(tmpdir(), 'herald-chromium-'));
   const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM_PATH,
@@ -23,6 +23,7 @@ export async function launchChromium(): Promise<ChromiumSession> {
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
     viewport: { width: 1100, height: 760 },
     timeout: 60_000,
+    ...(options.javaScriptEnabled === false ? { javaScriptEnabled: false } : {}),
   });
   return {
     context,

@@ -1,8 +1,11 @@
 // The email channel: renders the email template (subject, branded HTML, text part), sends through
 // the tenant's transport (or the install's default SMTP), and signs with DKIM when the From address
-// finally used belongs to one of the tenant's verified sender domains.
+// finally used belongs to one of the tenant's verified sender domains. A suppressed address is skipped;
+// types whose opt-out policy is on carry one-click unsubscribe headers; with a bounce domain the
+// envelope sender is the delivery's VERP address.
 import { renderEmail } from '../../templates/render.ts';
 import { dkimSigningFor } from '../../services/sender-domains.ts';
+import { emailLinksFor } from '../../email/links.ts';
 import { sendTenantEmail, type EmailOutcome } from '../../transports/email.ts';
 import { deliveryContext, deliveryTemplate } from '../stages/render.ts';
 import type { ChannelSender, DeliveryOutcome } from './types.ts';
@@ -10,9 +13,12 @@ import type { ChannelSender, DeliveryOutcome } from './types.ts';
 export const emailChannel: ChannelSender = {
   channel: 'email',
   async deliver({ runtime, em, delivery, event, contact, renderVariables, templates }) {
+    const links = await emailLinksFor(runtime, em, { id: delivery.id, tenantId: event.tenant_id, contactId: contact.id, typeKey: event.type_key, to: delivery.destination });
+    if (links.suppressed) return { status: 'skipped', reason: 'suppressed' };
     const resolved = await deliveryTemplate(em, 'email', event, contact, templates);
     if (!resolved) return { status: 'skipped', reason: 'no_template' };
-    const rendered = await renderEmail(resolved.template, resolved.brand, deliveryContext(resolved.brand, renderVariables, contact));
+    const context = deliveryContext(resolved.brand, { ...renderVariables, ...links.variables }, contact);
+    const rendered = await renderEmail(resolved.template, resolved.brand, context);
     const sender = resolved.brand.sender ?? {};
     const result = await sendTenantEmail(runtime, em, event.tenant_id, {
       to: delivery.destination,
@@ -23,6 +29,8 @@ export const emailChannel: ChannelSender = {
       fromEmail: sender.from_email ?? null,
       replyTo: sender.reply_to ?? null,
       sign: (fromEmail) => dkimSigningFor(runtime, em, event.tenant_id, fromEmail),
+      headers: links.headers,
+      envelopeFrom: links.envelopeFrom,
     });
     return emailOutcome(result);
   },

@@ -1,13 +1,15 @@
 // The mobile push channel (APNs, FCM, Expo): one delivery per device subscription. The message is the
 // inbox template rendered as plain text (title, body, action URL). A destination the provider reports
 // gone (APNs 410 Unregistered, FCM UNREGISTERED, web push 404/410) is deleted in the same job and the
-// delivery fails without retry. The registry wires pushChannel(sendPush) from server/transports/push.
+// delivery fails without retry; push_subscription.pruned is emitted with the deletion. The registry
+// wires pushChannel(sendPush) from server/transports/push.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { execute, queryOne } from '../../db/sql.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { Channel } from '../../schemas/common.ts';
 import { renderInboxDelivery } from '../stages/render.ts';
 import type { ChannelSender, DeliveryOutcome, SkipReason } from './types.ts';
+import { emitWebhookEvent } from '../../webhooks/emit.ts';
 import type { PushDestination, PushMessage, PushOutcome } from '../../transports/push/index.ts';
 
 /** A contact's stored push subscription (push_subscriptions row). */
@@ -49,6 +51,13 @@ export function subscriptionChannel(channel: Extract<Channel, 'push' | 'web_push
       });
       if (result.status === 'dead') {
         await execute(em, `DELETE FROM push_subscriptions WHERE id = $1`, [subscription.id]);
+        await emitWebhookEvent(em, event.tenant_id, 'push_subscription.pruned', {
+          subscription_id: subscription.id,
+          contact_id: contact.id,
+          provider: subscription.provider,
+          event_id: event.id,
+          reason: result.error.slice(0, 300),
+        });
       } else if (result.status === 'sent') {
         await execute(em, `UPDATE push_subscriptions SET last_used_at = now() WHERE id = $1`, [subscription.id]);
       }

@@ -16,7 +16,9 @@ export type SkipReason =
   | 'no_transport'
   | 'credentials_unreadable'
   | 'tenant_archived'
-  | 'canceled';
+  | 'canceled'
+  /** The address is on the tenant's suppression list (bounced, complained, or added by hand). */
+  | 'suppressed';
 
 export type DeliveryOutcome =
   /** delivered: stored in the inbox or confirmed; sent: accepted by SMTP or a push service. */

@@ -1,0 +1,84 @@
+// herald suppressions list|add|remove: a tenant's email suppression list, on the host (--tenant) or
+// remotely (--url/--api-key).
+import type { Command } from 'commander';
+import { parseInput } from '../server/http/validate.ts';
+import { AddSuppressionRequest, SuppressionListQuery, type SuppressionResponse } from '../server/schemas/suppressions.ts';
+import { listSuppressions, removeSuppression, suppressAddress } from '../server/services/suppressions.ts';
+import type { Runtime } from '../server/runtime.ts';
+import type { RemoteClient } from './support/remote.ts';
+import { confirmUnlessYes } from './support/confirm.ts';
+import { print, printJson, printTable } from './support/output.ts';
+import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
+
+interface SuppressionApi {
+  list(query: Record<string, string>): Promise<{ items: SuppressionResponse[]; next_cursor: string | null }>;
+  add(email: string): Promise<SuppressionResponse>;
+  remove(email: string): Promise<void>;
+}
+
+const build = {
+  remote: (client: RemoteClient): SuppressionApi => ({
+    list: (query) => client.call('GET', `/v1/suppressions?${new URLSearchParams(query)}`),
+    add: (email) => client.call('POST', '/v1/suppressions', { body: { email } }),
+    remove: (email) => client.call('DELETE', `/v1/suppressions/${encodeURIComponent(email)}`),
+  }),
+  local: (runtime: Runtime, tenantId: string): SuppressionApi => {
+    const em = () => runtime.orm.em.fork();
+    return {
+      list: (query) => listSuppressions(em(), tenantId, parseInput('query', SuppressionListQuery, query)),
+      add: async (email) => (await suppressAddress(em(), tenantId, parseInput('body', AddSuppressionRequest, { email }).email, 'manual')).entry,
+      remove: (email) => removeSuppression(em(), tenantId, parseInput('body', AddSuppressionRequest, { email }).email),
+    };
+  },
+};
+
+/** Runs `fn` with the operations of the chosen mode. */
+const run = <T>(options: TargetOptions, fn: (api: SuppressionApi) => Promise<T>): Promise<T> =>
+  onTarget(options, { local: async (runtime, tenantId) => fn(build.local(runtime, tenantId)), remote: async (client) => fn(build.remote(client)) });
+
+export function registerSuppressions(program: Command): void {
+  const group = program
+    .command('suppressions')
+    .description("a tenant's email suppression list: addresses the email channel skips (reason suppressed)")
+    .addHelpText(
+      'after',
+      `
+Local mode (on the host): [--tenant <id>] [--data-dir <dir>]. Remote mode: --url and --api-key, or HERALD_URL and HERALD_API_KEY.
+
+Examples:
+  $ herald suppressions list --tenant <id>
+  $ herald suppressions add ann@example.org --tenant <id>
+  $ herald suppressions remove ann@example.org --url $HERALD_URL --yes`,
+    );
+
+  withTarget(group.command('list'))
+    .description('list suppressed addresses (bounced, complained, or added by hand)')
+    .option('--email <address>', 'only this address')
+    .option('--limit <n>', 'how many (1..200)', '200')
+    .action(async (options: TargetOptions & { email?: string; limit: string }) => {
+      const query: Record<string, string> = { limit: options.limit, ...(options.email ? { email: options.email } : {}) };
+      const page = await run(options, (api) => api.list(query));
+      if (options.json) return printJson(page.items);
+      printTable(page.items, ['email', 'reason', 'created_at']);
+    });
+
+  withTarget(group.command('add'))
+    .description('suppress an address')
+    .argument('<email>', 'the address')
+    .action(async (email: string, options: TargetOptions) => {
+      const entry = await run(options, (api) => api.add(email));
+      if (options.json) return printJson(entry);
+      print(`${entry.email} is suppressed (${entry.reason}).`);
+    });
+
+  withTarget(group.command('remove'))
+    .description('lift the suppression of an address: email to it flows again')
+    .argument('<email>', 'the address')
+    .option('--yes', 'do not ask for confirmation')
+    .action(async (email: string, options: TargetOptions & { yes?: boolean }) => {
+      await confirmUnlessYes(options.yes, { question: `Send email to ${email} again?`, withoutTerminal: 'removing a suppression needs --yes when not at a terminal' });
+      await run(options, (api) => api.remove(email));
+      if (options.json) return printJson({ removed: email });
+      print(`${email} is no longer suppressed.`);
+    });
+}

@@ -1,0 +1,121 @@
+// herald webhooks list|create|delete|test|deliveries: a tenant's outbound webhook endpoints, on the
+// host (--tenant) or remotely (--url/--api-key). `create` prints the signing secret once.
+import type { Command } from 'commander';
+import { parseInput } from '../server/http/validate.ts';
+import { CreateWebhookRequest, WEBHOOK_EVENT_TYPES, WebhookDeliveryListQuery, type WebhookDeliveryResponse, type WebhookResponse } from '../server/schemas/webhooks.ts';
+import { createWebhook, deleteWebhook, listWebhookDeliveries, listWebhooks, testWebhook } from '../server/services/webhooks.ts';
+import type { Runtime } from '../server/runtime.ts';
+import type { RemoteClient } from './support/remote.ts';
+import { confirmUnlessYes } from './support/confirm.ts';
+import { print, printJson, printTable } from './support/output.ts';
+import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
+
+type Page<T> = { items: T[]; next_cursor: string | null };
+
+interface WebhookApi {
+  list(): Promise<Page<WebhookResponse>>;
+  create(body: unknown): Promise<WebhookResponse & { secret: string }>;
+  remove(id: string): Promise<void>;
+  test(id: string): Promise<WebhookDeliveryResponse>;
+  deliveries(id: string, query: Record<string, string>): Promise<Page<WebhookDeliveryResponse>>;
+}
+
+const build = {
+  remote: (client: RemoteClient): WebhookApi => ({
+    list: () => client.call('GET', '/v1/webhooks?limit=200'),
+    create: (body) => client.call('POST', '/v1/webhooks', { body }),
+    remove: (id) => client.call('DELETE', `/v1/webhooks/${encodeURIComponent(id)}`),
+    test: (id) => client.call('POST', `/v1/webhooks/${encodeURIComponent(id)}/test`),
+    deliveries: (id, query) => client.call('GET', `/v1/webhooks/${encodeURIComponent(id)}/deliveries?${new URLSearchParams(query)}`),
+  }),
+  local: (runtime: Runtime, tenantId: string): WebhookApi => {
+    const em = () => runtime.orm.em.fork();
+    return {
+      list: () => listWebhooks(em(), tenantId, { limit: 200 }),
+      create: (body) => createWebhook(runtime, em(), tenantId, parseInput('body', CreateWebhookRequest, body)),
+      remove: (id) => deleteWebhook(em(), tenantId, id),
+      test: (id) => testWebhook(em(), tenantId, id),
+      deliveries: (id, query) => listWebhookDeliveries(em(), tenantId, id, parseInput('query', WebhookDeliveryListQuery, query)),
+    };
+  },
+};
+
+const collect = (value: string, previous: string[] = []) => [...previous, ...value.split(',').map((s) => s.trim()).filter(Boolean)];
+
+/** Runs `fn` with the operations of the chosen mode. */
+const run = <T>(options: TargetOptions, fn: (api: WebhookApi) => Promise<T>): Promise<T> =>
+  onTarget(options, { local: async (runtime, tenantId) => fn(build.local(runtime, tenantId)), remote: async (client) => fn(build.remote(client)) });
+
+export function registerWebhooks(program: Command): void {
+  const group = program
+    .command('webhooks')
+    .description("a tenant's outbound webhook endpoints (signed per Standard Webhooks)")
+    .addHelpText(
+      'after',
+      `
+Local mode (on the host): [--tenant <id>] [--data-dir <dir>]. Remote mode: --url and --api-key, or HERALD_URL and HERALD_API_KEY.
+
+Event types: ${WEBHOOK_EVENT_TYPES.join(', ')}
+
+Examples:
+  $ herald webhooks create --tenant <id> --endpoint https://api.acme.test/herald --event-type delivery.failed --event-type email.bounced
+  $ herald webhooks list --url $HERALD_URL --json
+  $ herald webhooks test <webhook-id> --tenant <id>
+  $ herald webhooks deliveries <webhook-id> --tenant <id> --status failed`,
+    );
+
+  withTarget(group.command('list'))
+    .description('list the endpoints')
+    .action(async (options: TargetOptions) => {
+      const page = await run(options, (api) => api.list());
+      if (options.json) return printJson(page.items);
+      printTable(
+        page.items.map((w) => ({ ...w, event_types: w.event_types.join(','), enabled: w.enabled ? 'yes' : `no (${w.disabled_reason})` })),
+        ['id', 'url', 'event_types', 'enabled'],
+      );
+    });
+
+  withTarget(group.command('create'))
+    .description('register an endpoint; prints its signing secret once')
+    .requiredOption('--endpoint <url>', 'the endpoint URL (http or https; public addresses only unless allowPrivateWebhookUrls)')
+    .requiredOption('--event-type <type>', 'an event type to send (repeat it, or separate with commas)', collect)
+    .option('--description <text>', 'what the endpoint is for', '')
+    .action(async (options: TargetOptions & { endpoint: string; eventType: string[]; description: string }) => {
+      const created = await run(options, (api) => api.create({ url: options.endpoint, event_types: options.eventType, description: options.description }));
+      if (options.json) return printJson(created);
+      print(`Webhook ${created.id} created for ${created.url}.`);
+      print(`Signing secret (shown once, keep it safe): ${created.secret}`);
+    });
+
+  withTarget(group.command('delete'))
+    .description('remove an endpoint and its delivery log')
+    .argument('<id>', 'webhook id')
+    .option('--yes', 'do not ask for confirmation')
+    .action(async (id: string, options: TargetOptions & { yes?: boolean }) => {
+      await confirmUnlessYes(options.yes, { question: `Delete webhook ${id}?`, withoutTerminal: 'deleting a webhook needs --yes when not at a terminal' });
+      await run(options, (api) => api.remove(id));
+      if (options.json) return printJson({ deleted: id });
+      print(`Webhook ${id} deleted.`);
+    });
+
+  withTarget(group.command('test'))
+    .description('send a webhook.test event to the endpoint')
+    .argument('<id>', 'webhook id')
+    .action(async (id: string, options: TargetOptions) => {
+      const delivery = await run(options, (api) => api.test(id));
+      if (options.json) return printJson(delivery);
+      print(`Test event queued as delivery ${delivery.id}; see: herald webhooks deliveries ${id}`);
+    });
+
+  withTarget(group.command('deliveries'))
+    .description("the endpoint's deliveries, newest first (the attempts log)")
+    .argument('<id>', 'webhook id')
+    .option('--status <status>', 'pending, succeeded or failed')
+    .option('--limit <n>', 'how many (1..200)', '50')
+    .action(async (id: string, options: TargetOptions & { status?: string; limit: string }) => {
+      const query: Record<string, string> = { limit: options.limit, ...(options.status ? { status: options.status } : {}) };
+      const page = await run(options, (api) => api.deliveries(id, query));
+      if (options.json) return printJson(page.items);
+      printTable(page.items, ['id', 'event_type', 'status', 'attempts', 'last_status_code', 'last_error', 'next_attempt_at', 'created_at']);
+    });
+}
