@@ -144,10 +144,9 @@ async function main(): Promise<void> {
   const runLoad = (count: number, concurrency: number, fn: (i: number, connection: KeepAliveConnection) => Promise<{ ms: number }>) =>
     measure(count, connectionPool.slice(0, concurrency), fn);
   // Warm-up (JIT, contact rows, the API process's heap), at the concurrency of the measured run. A
-  // fresh API process makes its first large garbage collections in its first second of load (a 20 ms
-  // scavenge and a 12 ms mark-compact seen with --trace-gc); with 32 requests in flight, one such
-  // pause delayed 1% of a 3,000-request run and set its p99. Warmed with 200 requests at 16, runs
-  // took a 40-70 ms stall in their first 400 ms (p99 42-86 ms, against 25-40 ms warmed like this).
+  // fresh API process makes its first large garbage collections in its first second of load; with
+  // 32 requests in flight, one such pause delays enough of a run to set its p99, so the warm-up takes
+  // them, at the measured concurrency, before anything is measured.
   await runLoad(WARM_UP_REQUESTS, CONCURRENCY, (i, c) => trigger(c, [`warm_${i % 50}`]));
 
   print(`Herald benchmark (loopback, ${config.workerConcurrency} worker concurrency, log level warn)`);
@@ -332,12 +331,10 @@ async function main(): Promise<void> {
 
 /**
  * Brings the job table's planner statistics up to date before a drain, so every drain starts from
- * statistics that know its backlog. Left to autovacuum, whether they did depended on when it last ran.
- * With statistics taken before the backlog, PostgreSQL could plan pg-boss's fetch as a bitmap scan of
- * every pending job of the queue and a sort: 2 to 85 ms per fetch of 25 at a backlog of 5,000 to
- * 10,000 (auto_explain, 8 fetches at a time), where reading the first 25 in the order of its fetch
- * index took 0.4 to 1 ms. Which plan a drain got varied from run to run and drain to drain, and the
- * raw baseline swung between 4,300 and 7,600 jobs/s on one machine in one hour.
+ * statistics that know its backlog, rather than depending on when autovacuum last ran. With statistics
+ * taken before the backlog, PostgreSQL can plan pg-boss's fetch as a bitmap scan of every pending job
+ * of the queue and a sort, many times slower than reading the first jobs in the order of its fetch
+ * index; which plan a drain got would then vary from run to run, and the rates with it.
  */
 async function analyzeJobTable(db: pg.Client): Promise<void> {
   await db.query(`ANALYZE ${BOSS_SCHEMA}.job`);

@@ -10,7 +10,7 @@ import pg from 'pg';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../server/db/embedded-postgres.ts';
 import { execute } from '../server/db/sql.ts';
-import { hashServiceKey } from '../server/http/auth.ts';
+import { hashServiceKey } from '../server/auth/credentials.ts';
 import { newId } from '../server/ids.ts';
 import { createTenant } from '../server/services/tenants.ts';
 import { createUser } from '../server/services/users.ts';
@@ -47,10 +47,9 @@ const WAL_AGE_MB = 128;
 /**
  * Gives a new cluster the WAL segments a cluster that has been running has. A new cluster creates
  * each 16 MB segment as its WAL reaches it, writing it full of zeroes (wal_init_zero) while every
- * commit waits: a 40-70 ms stall of all the requests in flight, enough to set a run's p99 (32
- * concurrent requests were 1% of a 3,000-request run). A cluster that has been running reuses the
- * segments of past checkpoints instead (wal_recycle). So: write that much WAL (messages, no table)
- * and checkpoint, which keeps the segments for reuse.
+ * commit waits: a stall of all the requests in flight, enough to set a run's p99. A cluster that has
+ * been running reuses the segments of past checkpoints instead (wal_recycle). So: write that much WAL
+ * (messages, no table) and checkpoint, which keeps the segments for reuse.
  */
 async function ageWal(admin: pg.Client): Promise<void> {
   await admin.query(`SELECT count(pg_logical_emit_message(false, 'herald-bench', repeat('x', 1048576))) FROM generate_series(1, ${WAL_AGE_MB})`);

@@ -69,7 +69,11 @@ Examples:
       if (options.json) printJson({ events });
       else printTable(events.map(summaryRow), ['event_id', 'external_id', 'status', 'deliveries']);
       const unfinished = events.filter((e) => !FINAL.has(e.status));
-      if (unfinished.length > 0) throw new CliError(`${unfinished.length} event(s) not final after ${timeout} s`, EXIT_FAILURE);
+      if (unfinished.length > 0) {
+        // Events nobody has started on point at the workers rather than at the deliveries.
+        const hint = unfinished.every((e) => e.status === 'queued') ? ': still queued, is a worker running? (herald start runs workers unless --role api)' : '';
+        throw new CliError(`${unfinished.length} event(s) not final after ${timeout} s${hint}`, EXIT_FAILURE);
+      }
       const failed = events.filter((e) => e.status === 'failed' || e.status === 'partially_delivered');
       if (failed.length > 0) {
         process.stderr.write(`herald: ${failed.length} event(s) had a failed delivery\n`);

@@ -8,10 +8,8 @@ import { safeUrl } from '../server/logger.ts';
 import { initOrm, executedMigrations, pendingMigrations, LEGACY_EMBEDDED_PORT } from '../server/db/orm.ts';
 import { runningClusterUrl } from '../server/db/embedded-postgres.ts';
 import { notInitialised } from './support/initialised.ts';
-import { query } from '../server/db/sql.ts';
-import { BOSS_SCHEMA } from '../server/queue.ts';
 import { loadKeyRing } from '../server/crypto/keyring.ts';
-import { statusChecks } from '../server/status-checks.ts';
+import { databaseServerVersion, queueStatus, statusChecks } from '../server/status-checks.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, print, printJson } from './support/output.ts';
 
 export function registerStatus(program: Command): void {
@@ -112,20 +110,12 @@ async function inspectDatabase(config: Config, status: Status): Promise<void> {
   }
   try {
     const em = orm.em.fork();
-    const [row] = await query<{ server_version: string }>(em, 'SHOW server_version');
+    status.database.server_version = await databaseServerVersion(em);
     status.database.reachable = true;
-    status.database.server_version = row?.server_version;
     status.migrations.applied = await executedMigrations(orm);
     status.migrations.pending = await pendingMigrations(orm);
     if (status.migrations.pending.length > 0) status.warnings.push(`${status.migrations.pending.length} migration(s) pending: run 'herald migrate'`);
-    const [boss] = await query<{ installed: boolean }>(em, `SELECT to_regclass($1) IS NOT NULL AS installed`, [`${BOSS_SCHEMA}.version`]);
-    status.queue.installed = Boolean(boss?.installed);
-    if (status.queue.installed) {
-      const [v] = await query<{ version: number }>(em, `SELECT version FROM ${BOSS_SCHEMA}.version`);
-      const [q] = await query<{ n: number }>(em, `SELECT count(*)::int AS n FROM ${BOSS_SCHEMA}.queue`);
-      status.queue.schema_version = v?.version ?? null;
-      status.queue.queues = q?.n ?? 0;
-    }
+    status.queue = await queueStatus(em);
     if (status.migrations.pending.length === 0) status.warnings.push(...(await statusChecks(em, config)));
   } catch (error) {
     status.database.reachable = false;

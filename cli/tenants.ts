@@ -1,15 +1,15 @@
 // herald tenants: local admin commands over the install's tenants (they talk to the database through
 // the services, never through HTTP): list, create, rename, archive, unarchive, and per-tenant limits.
 import type { Command } from 'commander';
-import { parseInput } from '../server/http/validate.ts';
+import { parseInput } from '../server/validation.ts';
 import { tenantName } from '../server/schemas/auth.ts';
 import { email as emailSchema } from '../server/schemas/common.ts';
-import { adminRenameTenant, adminSetTenantArchived, createTenant, listAllTenants, type TenantRow } from '../server/services/tenants.ts';
+import { adminRenameTenant, adminSetTenantArchived, createTenant, findTenant, hasDefaultTenant, installHasTenant, listAllTenants, type TenantRow } from '../server/services/tenants.ts';
 import { findUserByEmail } from '../server/services/users.ts';
 import { listTenantLimits, setTenantLimit } from '../server/services/tenant-limits.ts';
-import { queryOne } from '../server/db/sql.ts';
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
+import { toIsoTimestamp } from '../server/timestamps.ts';
 import { auditedWrite } from './support/audit.ts';
 
 interface CommonOptions {
@@ -22,7 +22,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const LIMIT_NAME = /^(brands|rate:[a-z_]+(:burst)?)$/;
 
 function tenantJson(t: TenantRow) {
-  return { id: t.id, name: t.name, archived: t.archived_at !== null, created_at: new Date(t.created_at).toISOString() };
+  return { id: t.id, name: t.name, archived: t.archived_at !== null, created_at: toIsoTimestamp(t.created_at) };
 }
 
 function tenantIdArg(id: string): string {
@@ -76,12 +76,12 @@ Examples:
       const config = configFrom(options);
       const tenant = await withLocalRuntime(config, async (runtime) => {
         const em = runtime.orm.em.fork();
-        if (config.mode === 'single' && (await queryOne(em, `SELECT 1 FROM tenants LIMIT 1`))) {
+        if (config.mode === 'single' && (await installHasTenant(em))) {
           throw new CliError('this is a single-tenant install and it already has its tenant (set mode "multi" to host more)');
         }
         const user = await findUserByEmail(em, options.owner);
         if (!user) throw new CliError(`no user with email ${options.owner}: create it with herald users create`);
-        const hasDefault = await queryOne(em, `SELECT 1 FROM memberships WHERE user_id = $1 AND is_default`, [user.id]);
+        const hasDefault = await hasDefaultTenant(em, user.id);
         return auditedWrite(
           runtime,
           { tenantId: null, action: 'tenant.create', target: { kind: 'tenant' }, changes: { name: cleanName, owner: user.email } },
@@ -151,7 +151,7 @@ Examples:
       }
       const limits = await withLocalRuntime(configFrom(options), async (runtime) => {
         const em = runtime.orm.em.fork();
-        if (!(await queryOne(em, `SELECT 1 FROM tenants WHERE id = $1`, [tenantId]))) throw new CliError(`no tenant ${tenantId}`);
+        if (!(await findTenant(em, tenantId))) throw new CliError(`no tenant ${tenantId}`);
         if (changes.length > 0) {
           await auditedWrite(runtime, { tenantId, action: 'tenant.limits.update', target: { kind: 'tenant', id: tenantId }, changes: Object.fromEntries(changes) }, async (tx) => {
             for (const [name, value] of changes) await setTenantLimit(tx, tenantId, name, value);

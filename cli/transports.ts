@@ -14,17 +14,20 @@ import {
   putEmailTransport,
   setDefaultSmtp,
   testEmailTransport,
+  testInstallSmtp,
 } from '../server/services/email-transport.ts';
 import { deletePushTransport, listPushTransports, putPushTransport, testPushTransport } from '../server/services/push-transports.ts';
 import { EmailTransportRequest, SendTestEmailRequest, SendTestPushRequest } from '../server/schemas/transports.ts';
-import { parseInput } from '../server/http/validate.ts';
+import { parseInput } from '../server/validation.ts';
 import { smtpSettingsFromUrl } from '../server/email/smtp.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { auditedWrite } from './support/audit.ts';
-import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
+import { CliError, EXIT_FAILURE, print, printJson, printTable, usageError } from './support/output.ts';
+import { AppError } from '../server/errors.ts';
+import { emailArg } from './tenants.ts';
 import { confirmUnlessYes } from './support/confirm.ts';
 import { readJsonObject, readSecret } from './support/file-input.ts';
-import { remoteClient, type RemoteClient } from './support/remote.ts';
+import { remoteClient, type RemoteClient, type RemoteClientSettings } from './support/remote.ts';
 import { withTarget, type TargetOptions } from './support/target.ts';
 import { resolveTenant } from './support/tenant-option.ts';
 import type { Runtime } from '../server/runtime.ts';
@@ -74,8 +77,12 @@ function localApi(runtime: Runtime, tenantId: string): TransportApi {
 }
 
 /** Runs `fn` against the remote API or, with --tenant, the local database. */
-async function withApi<T>(options: TargetOptions, fn: (api: TransportApi, local: { runtime: Runtime; config: Config } | null) => Promise<T>): Promise<T> {
-  if (options.url ?? process.env.HERALD_URL) return fn(remoteApi(remoteClient(options)), null);
+async function withApi<T>(
+  options: TargetOptions,
+  fn: (api: TransportApi, local: { runtime: Runtime; config: Config } | null) => Promise<T>,
+  settings: RemoteClientSettings = {},
+): Promise<T> {
+  if (options.url ?? process.env.HERALD_URL) return fn(remoteApi(remoteClient(options, settings)), null);
   const config = configFrom({ dataDir: options.dataDir });
   return withLocalRuntime(config, async (runtime) => {
     const tenant = await resolveTenant(runtime.orm.em.fork(), options.tenant);
@@ -220,11 +227,31 @@ Examples:
     });
 
   withTarget(email.command('test'))
-    .description("send a test email through the tenant's transport")
+    .description("send a test email through the tenant's transport, or with --install through the install's own SMTP")
     .requiredOption('--to <email>', 'recipient')
-    .addHelpText('after', '\nExamples:\n  $ herald transports email test --tenant <id> --to ops@acme.test')
-    .action(async (options: TargetOptions & { to: string }) => {
-      await withApi(options, async (api) => printTestResult(await api.testEmail({ to: options.to }), options.json));
+    .option('--install', "local mode: test the install's own SMTP (smtpUrl, else the stored default) instead of a tenant's transport")
+    .addHelpText(
+      'after',
+      `
+Exit 0 when the SMTP server accepted the mail; 1 when it did not, or when there is nothing to test.
+Examples:
+  $ herald transports email test --tenant <id> --to ops@acme.test
+  $ herald transports email test --install --to ops@acme.test`,
+    )
+    .action(async (options: TargetOptions & { to: string; install?: boolean }) => {
+      const to = emailArg(options.to);
+      // Nothing configured is a failed test (exit 1), not a usage error.
+      const failed = (error: unknown) => (error instanceof AppError ? new CliError(error.message, EXIT_FAILURE) : error);
+      if (options.install) {
+        if (options.tenant || options.url) throw usageError('--install tests the install SMTP on this host: give neither --tenant nor --url');
+        const result = await withLocalRuntime(configFrom({ dataDir: options.dataDir }), (runtime) => testInstallSmtp(runtime, runtime.orm.em.fork(), to)).catch((error) => {
+          throw failed(error);
+        });
+        return printTestResult(result, options.json);
+      }
+      await withApi(options, async (api) => printTestResult(await api.testEmail({ to }), options.json), { invalidInputExit: EXIT_FAILURE }).catch((error) => {
+        throw failed(error);
+      });
     });
 
   withDataDir(email.command('set-default'))

@@ -3,14 +3,15 @@
 import { randomBytes } from 'node:crypto';
 import { type Command, Option } from 'commander';
 import { PASSWORD_MAX, PASSWORD_MIN } from '../server/auth/passwords.ts';
-import { createUser, findUserByEmail, listUsers, markUserVerified, setUserPassword } from '../server/services/users.ts';
-import { userResponse } from '../server/services/auth.ts';
-import { query, queryOne } from '../server/db/sql.ts';
+import { addFirstMembership, createUser, findUserByEmail, listUsers, markUserVerified, setUserPassword } from '../server/services/users.ts';
+import { findTenant } from '../server/services/tenants.ts';
+import { toUserResponse } from '../server/services/auth.ts';
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { auditedWrite } from './support/audit.ts';
 import { cliActor, recordAudit } from '../server/services/audit.ts';
 import { emailArg } from './tenants.ts';
+import { toIsoTimestamp } from '../server/timestamps.ts';
 
 interface CommonOptions {
   dataDir?: string;
@@ -57,8 +58,8 @@ Examples:
           if (await findUserByEmail(tx, email)) throw new CliError(`a user with email ${email} already exists`);
           const created = await createUser(tx, { email, password, verified: Boolean(options.verified) });
           if (options.tenant) {
-            if (!(await queryOne(tx, `SELECT 1 FROM tenants WHERE id = $1`, [options.tenant]))) throw new CliError(`no tenant ${options.tenant}`);
-            await query(tx, `INSERT INTO memberships (user_id, tenant_id, role, is_default) VALUES ($1, $2, $3, true)`, [created.id, options.tenant, options.role]);
+            if (!(await findTenant(tx, options.tenant))) throw new CliError(`no tenant ${options.tenant}`);
+            await addFirstMembership(tx, created.id, options.tenant, options.role);
           }
           await recordAudit(tx, {
             tenantId: options.tenant ?? null,
@@ -70,7 +71,7 @@ Examples:
           return created;
         }),
       );
-      if (options.json) printJson({ ...userResponse(user), ...(generated ? { generated_password: password } : {}) });
+      if (options.json) printJson({ ...toUserResponse(user), ...(generated ? { generated_password: password } : {}) });
       else {
         print(`Created user ${user.email} (${user.id})`);
         if (generated) print(`Password (shown once, store it now): ${password}`);
@@ -82,7 +83,7 @@ Examples:
     .addHelpText('after', '\nExamples:\n  $ herald users list\n  $ herald users list --json')
     .action(async (options: CommonOptions) => {
       const rows = await withLocalRuntime(configFrom(options), (runtime) => listUsers(runtime.orm.em.fork()));
-      const out = rows.map((r) => ({ id: r.id, email: r.email, email_verified: r.email_verified, tenants: r.tenants, created_at: new Date(r.created_at).toISOString() }));
+      const out = rows.map((r) => ({ id: r.id, email: r.email, email_verified: r.email_verified, tenants: r.tenants, created_at: toIsoTimestamp(r.created_at) }));
       if (options.json) printJson(out);
       else printTable(out, ['id', 'email', 'email_verified', 'tenants', 'created_at']);
     });
@@ -97,7 +98,7 @@ Examples:
       const user = await withLocalRuntime(configFrom(options), (runtime) =>
         auditedWrite(runtime, { tenantId: null, action: 'user.password.update', target: { kind: 'user' }, changes: { email } }, (tx) => setUserPassword(tx, email, password), (u) => u.id),
       );
-      if (options.json) printJson({ ...userResponse(user), ...(generated ? { generated_password: password } : {}) });
+      if (options.json) printJson({ ...toUserResponse(user), ...(generated ? { generated_password: password } : {}) });
       else {
         print(`Password of ${user.email} changed (access tokens already issued stay valid until they expire).`);
         if (generated) print(`New password (shown once, store it now): ${password}`);
@@ -112,7 +113,7 @@ Examples:
       const user = await withLocalRuntime(configFrom(options), (runtime) =>
         auditedWrite(runtime, { tenantId: null, action: 'user.verify', target: { kind: 'user' }, changes: { email } }, (tx) => markUserVerified(tx, email), (u) => u.id),
       );
-      if (options.json) printJson(userResponse(user));
+      if (options.json) printJson(toUserResponse(user));
       else print(`Verified ${user.email}`);
     });
 }

@@ -11,6 +11,12 @@ export type { PgBoss };
 
 export const BOSS_SCHEMA = 'pgboss';
 
+/**
+ * The system-email queue (jobs/system-email.ts). Named here, at the bottom, because the list of encrypted
+ * columns (crypto/encrypted-columns.ts) reads the sealed link tokens of its waiting jobs.
+ */
+export const SYSTEM_EMAIL_JOB = 'system-email';
+
 export async function startBoss(
   url: string,
   logger: Logger,
@@ -61,11 +67,10 @@ export async function stopBoss(boss: PgBoss, timeoutMs = 20_000): Promise<void> 
 
 /**
  * pg-boss's own statements (the fetch, completion and failure; prepareStatementsOf says which) run as
- * named prepared statements too, as Herald's do. Unnamed, PostgreSQL parsed and planned the fetch and
- * the completion on every call; named, a delivery worker used 13-22% less CPU per delivered item
- * (paired drains of the same backlog). pg-boss (pinned) opens its default adapter's pool in start():
- * the adapter's open() is wrapped here so that every connection of that pool is hooked from its first
- * statement.
+ * named prepared statements too, as Herald's do: unnamed, PostgreSQL parses and plans the fetch and the
+ * completion on every call, a large share of a delivery worker's work. pg-boss (pinned) opens its
+ * default adapter's pool in start(): the adapter's open() is wrapped here so that every connection of
+ * that pool is hooked from its first statement.
  */
 function prepareBossStatements(boss: PgBoss): void {
   const db = boss.getDb() as unknown as { opened?: boolean; open?: () => Promise<void>; pool?: pg.Pool };

@@ -70,9 +70,8 @@ export interface RuntimeOptions {
 /**
  * Connections per process when databasePoolSize is not set: two per CPU core for the HTTP side, plus
  * one per concurrent delivery job in a process that runs workers. More connections than the cores
- * can serve only queue inside PostgreSQL, where they compete for the same CPUs: on 2 cores, the
- * trigger benchmark's p99 was about 30% lower with 4 connections than with 20 (the old fixed size),
- * at a higher request rate. A PostgreSQL on a bigger machine than Herald's may warrant setting it.
+ * can serve only queue inside PostgreSQL, where they compete for the same CPUs and lengthen the tail
+ * of request latencies. A PostgreSQL on a bigger machine than Herald's may warrant setting it.
  */
 export function defaultPoolSize(role: Role, config: Config): number {
   const http = role === 'worker' || role === 'inbound' ? 2 : Math.max(4, 2 * availableParallelism());

@@ -57,6 +57,20 @@ afterAll(async () => {
 });
 
 describe('herald transports email (local mode)', () => {
+  it('test exits 1, not 2, when there is nothing to test: no tenant transport (locally and remotely), no install SMTP', async () => {
+    const local = await herald(['transports', 'email', 'test', '--tenant', other.tenantId, '--to', 'ops@cli.test']);
+    expect(local.code, local.stderr).toBe(1);
+    expect(local.stderr).toMatch(/No email transport is configured/);
+    const remote = await herald(['transports', 'email', 'test', '--url', app.url, '--api-key', other.serviceKey, '--to', 'ops@cli.test']);
+    expect(remote.code, remote.stderr).toBe(1);
+    expect(remote.stderr).toMatch(/HTTP 422: No email transport is configured/);
+    const install = await herald(['transports', 'email', 'test', '--install', '--to', 'ops@cli.test']);
+    expect(install.code, install.stderr).toBe(1);
+    expect(install.stderr).toMatch(/The install has no SMTP/);
+    const badAddress = await herald(['transports', 'email', 'test', '--tenant', other.tenantId, '--to', 'not-an-address']);
+    expect(badAddress.code).toBe(2);
+  });
+
   it('set reads the password from stdin, then test sends through the transport', async () => {
     const set = await herald(
       ['transports', 'email', 'set', '--tenant', t.tenantId, '--host', '127.0.0.1', '--port', String(smtp.port), '--username', 'cli', '--password-file', '-', '--from-email', 'noreply@cli.test', '--json'],
@@ -82,6 +96,16 @@ describe('herald transports email (local mode)', () => {
     expect(sent.status).toBe('sent');
     const mail = await smtp.waitFor((m) => m.parsed.subject === 'Default');
     expect(mail.parsed.from?.value[0]?.address).toBe('herald@cli.test');
+  });
+
+  it("test --install sends through the install's own SMTP", async () => {
+    const res = await herald(['transports', 'email', 'test', '--install', '--to', 'install@cli.test']);
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stdout).toMatch(/^sent \(message id .+\)/);
+    const mail = await smtp.waitFor((m) => m.envelope.to.includes('install@cli.test'));
+    expect(mail.parsed.from?.value[0]?.address).toBe('herald@cli.test');
+    const both = await herald(['transports', 'email', 'test', '--install', '--tenant', t.tenantId, '--to', 'install@cli.test']);
+    expect(both.code).toBe(2);
   });
 
   it('refuses without a target, and refuses to remove without --yes when not on a terminal', async () => {

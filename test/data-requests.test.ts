@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { addUser, requestAs, signUp, type SignedUp } from './support/fixtures.ts';
 import { query, queryOne } from '../server/db/sql.ts';
-import { hashServiceKey } from '../server/http/auth.ts';
+import { hashServiceKey } from '../server/auth/credentials.ts';
 
 let app: TestApp;
 let owner: SignedUp;
@@ -40,6 +40,11 @@ describe('POST /v1/auth/tenants/{tenant_id}/data-requests (export)', () => {
       owner.tenantId,
       app.runtime.keyRing.encrypt('smtp-password-secret', `email_transports/${owner.tenantId}/password`),
     ]);
+    const contact = await queryOne<{ id: string }>(em, `INSERT INTO contacts (id, tenant_id, external_id) VALUES (gen_random_uuid(), $1, 'exported-user') RETURNING id`, [owner.tenantId]);
+    await query(em, `INSERT INTO push_subscriptions (id, tenant_id, contact_id, provider, token, destination_hash) VALUES (gen_random_uuid(), $1, $2, 'fcm', 'fcm-device-token', 'hash-of-the-destination')`, [
+      owner.tenantId,
+      contact!.id,
+    ]);
     const res = await file(owner.tenantId, owner.token, 'export');
     expect(res.status).toBe(202);
     expect(res.body).toEqual({ id: expect.any(String), kind: 'export', status: 'queued', created_at: expect.any(String), completed_at: null, download_url: null, error: null });
@@ -63,6 +68,11 @@ describe('POST /v1/auth/tenants/{tenant_id}/data-requests (export)', () => {
     expect(doc.tables.email_transports[0]).not.toHaveProperty('password_ciphertext');
     expect(download.text).not.toContain('smtp-password-secret');
     expect(download.text).not.toContain('password_hash');
+    // Every *_hash column is left out, as docs/tenants-and-console.md says.
+    expect(doc.tables.push_subscriptions).toEqual([expect.objectContaining({ provider: 'fcm', token: 'fcm-device-token' })]);
+    expect(download.text).not.toContain('hash-of-the-destination');
+    const columns = Object.values(doc.tables as Record<string, Array<Record<string, unknown>>>).flatMap((rows) => rows.flatMap((r) => Object.keys(r)));
+    expect(columns.filter((c) => c.endsWith('_hash'))).toEqual([]);
   });
 
   it('answers 403 for an admin (not owner) and a stranger, 404 for no such tenant, 401 without a credential, 422 for a bad kind', async () => {

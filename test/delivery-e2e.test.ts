@@ -185,7 +185,7 @@ describe('a trigger for three recipients, over every channel', () => {
   });
 
   it('delivers every channel each contact has a destination for', () => {
-    // Skipped deliveries do not count (DESIGN.md): every attempted one succeeded.
+    // Skipped deliveries do not count: every attempted one succeeded.
     expect([events.ann!.status, events.bob!.status, events.cy!.status]).toEqual(['delivered', 'delivered', 'delivered']);
     expect(summary(events.ann!)).toEqual(['email:sent', 'inbox:delivered', 'push:sent', 'web_push:skipped:no_destination']);
     expect(summary(events.bob!)).toEqual(['email:sent', 'inbox:delivered', 'push:sent', 'web_push:skipped:no_destination']);

@@ -19,7 +19,7 @@ import { sendTenantEmail } from '../server/transports/email.ts';
 import { sendPush } from '../server/transports/push/index.ts';
 import { AppError } from '../server/errors.ts';
 import { testTempDir } from './support/tmp.ts';
-import { enqueueSystemEmail } from '../server/jobs/system-email.ts';
+import { enqueueSystemEmail } from '../server/email/system-email-queue.ts';
 
 describe('KeyRing', () => {
   it('re-reads its key file once for an unknown key id, then reports the key unavailable', () => {

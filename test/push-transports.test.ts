@@ -11,6 +11,7 @@ import { startExpoPeer, type ExpoPeer } from './support/expo-peer.ts';
 import { sendPush } from '../server/transports/push/index.ts';
 import { queryOne } from '../server/db/sql.ts';
 import { ManualClock } from '../server/clock.ts';
+import { describeAnswer } from '../server/transports/push/provider-http.ts';
 
 const apnsKey = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
 const fcmKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
@@ -224,8 +225,21 @@ describe('sendPush', () => {
     fcm.deadTokens.add('fcm-dead');
     expo.deadTokens.add('ExponentPushToken[dead]');
     expect(await sendPush(app.runtime, em, a.tenantId, { provider: 'apns', token: gone }, message)).toEqual({ status: 'dead', error: 'APNs 410 Unregistered' });
-    expect(await sendPush(app.runtime, em, a.tenantId, { provider: 'fcm', token: 'fcm-dead' }, message)).toMatchObject({ status: 'dead' });
-    expect(await sendPush(app.runtime, em, a.tenantId, { provider: 'expo', token: 'ExponentPushToken[dead]' }, message)).toMatchObject({ status: 'dead' });
+    // Errors are summaries, the status and the provider's codes, never the provider's body.
+    expect(await sendPush(app.runtime, em, a.tenantId, { provider: 'fcm', token: 'fcm-dead' }, message)).toEqual({ status: 'dead', error: 'FCM HTTP 404 NOT_FOUND UNREGISTERED' });
+    expect(await sendPush(app.runtime, em, a.tenantId, { provider: 'expo', token: 'ExponentPushToken[dead]' }, message)).toEqual({ status: 'dead', error: 'Expo DeviceNotRegistered' });
+    // Expo's message for a malformed token quotes the token: it stays out of the error.
+    expect(await sendPush(app.runtime, em, a.tenantId, { provider: 'expo', token: 'not-an-expo-token' }, message)).toEqual({ status: 'dead', error: 'Expo DeviceNotRegistered' });
+  });
+
+  it('summarises a provider error answer as its status and codes, whatever its body says', () => {
+    const answer = (status: number, text: string) => describeAnswer({ status, headers: {}, text });
+    expect(answer(400, JSON.stringify({ reason: 'BadDeviceToken' }))).toBe('HTTP 400 BadDeviceToken');
+    expect(answer(401, JSON.stringify({ error: 'invalid_grant', error_description: 'Invalid JWT Signature for key abc123' }))).toBe('HTTP 401 invalid_grant');
+    expect(answer(429, JSON.stringify({ errors: [{ code: 'TOO_MANY_REQUESTS', message: 'slow down for ExponentPushToken[x]' }] }))).toBe('HTTP 429 TOO_MANY_REQUESTS');
+    expect(answer(410, JSON.stringify({ code: 410, errno: 106, error: 'Gone', message: 'https://push.example/secret-endpoint' }))).toBe('HTTP 410 Gone errno-106');
+    expect(answer(502, '<html>upstream https://internal.example/token=abc</html>')).toBe('HTTP 502');
+    expect(answer(400, JSON.stringify({ error: 'a free-text error that names fcm-token-123' }))).toBe('HTTP 400');
   });
 
   it('reuses the APNs JWT and the FCM access token until shortly before they expire', async () => {

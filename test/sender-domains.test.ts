@@ -10,7 +10,8 @@ import { addUser, createTenantFixture, expectManagementOnly, expectValidationErr
 import { query, queryOne } from '../server/db/sql.ts';
 import { KeyRing } from '../server/crypto/keyring.ts';
 import { generateKey } from '../server/crypto/keyring.ts';
-import { dkimKeyAad, dkimSigningFor, recheckSenderDomains } from '../server/services/sender-domains.ts';
+import { dkimSigningFor, recheckSenderDomains } from '../server/services/sender-domains.ts';
+import { dkimKeyAad } from '../server/crypto/aad.ts';
 import { SENDER_DOMAIN_RECHECK_MS, senderDomainsRecheckJob } from '../server/jobs/sender-domains-recheck.ts';
 
 let app: TestApp;

@@ -111,7 +111,7 @@ describe('demo switch', () => {
   });
 
   it('is off by default when Herald listens beyond loopback, and on when configured', async () => {
-    const { demoEnabled } = await import('../server/services/static-assets.ts');
+    const { demoEnabled } = await import('../server/http/static-assets.ts');
     const base = app.config;
     expect(demoEnabled({ ...base, host: '127.0.0.1', demo: undefined })).toBe(true);
     expect(demoEnabled({ ...base, host: '::1', demo: undefined })).toBe(true);

@@ -3,7 +3,7 @@
 // every process: a trigger on api_keys announces each change on API_KEYS_CHANNEL (migration 0006),
 // the stream hub's LISTEN connection hands the notice to evict(), and while that connection is down
 // nothing is cached at all (a notice could be missed). Only processes holding a hub have a cache.
-import type { Credential } from '../http/auth.ts';
+import type { Credential } from './credentials.ts';
 
 export const API_KEYS_CHANNEL = 'herald_api_keys';
 

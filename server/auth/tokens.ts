@@ -6,6 +6,7 @@ import { createJWTSignatureMessage, encodeJWT, parseJWT } from '@oslojs/jwt';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { KeyRing } from '../crypto/keyring.ts';
 import { query, queryOne } from '../db/sql.ts';
+import { installSecretAad } from '../crypto/aad.ts';
 
 export type TokenKind = 'access' | 'contact';
 
@@ -64,7 +65,7 @@ export class TokenSigner {
 
 /** Loads the install's token signing key, creating it on first use (safe under concurrent starts). */
 export async function loadTokenSigner(em: EntityManager, keyRing: KeyRing): Promise<TokenSigner> {
-  const aad = `install_secrets/${SIGNING_SECRET}`; // as in server/crypto/encrypted-columns.ts
+  const aad = installSecretAad(SIGNING_SECRET);
   await query(em, `INSERT INTO install_secrets (name, ciphertext) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, [
     SIGNING_SECRET,
     keyRing.encrypt(randomBytes(32).toString('base64'), aad),

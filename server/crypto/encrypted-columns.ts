@@ -1,8 +1,17 @@
 // Every column that holds a key-ring ciphertext, with the additional data (row identity) it is bound
 // to. Key rotation walks this list to re-wrap every secret; a feature that stores a new secret adds
-// its column here, and encrypts/decrypts with exactly the `aad` given for it.
-import { BOSS_SCHEMA } from '../queue.ts';
-import { SYSTEM_EMAIL_JOB, systemEmailAad } from '../jobs/system-email-seal.ts';
+// its column here, and encrypts/decrypts with the context aad.ts defines for it.
+import { BOSS_SCHEMA, SYSTEM_EMAIL_JOB } from '../queue.ts';
+import {
+  dkimKeyAad,
+  emailTransportPasswordAad,
+  installSecretAad,
+  pushTransportSecretsAad,
+  secretVariablesAad,
+  ssoClientSecretAad,
+  systemEmailAad,
+  webhookSecretAad,
+} from './aad.ts';
 
 export interface EncryptedColumn {
   /** The table, schema-qualified where it is not in the search path. */
@@ -21,28 +30,28 @@ export interface EncryptedColumn {
 }
 
 export const encryptedColumns: EncryptedColumn[] = [
-  { table: 'install_secrets', column: 'ciphertext', keyColumns: ['name'], aad: (r) => `install_secrets/${r.name}` },
+  { table: 'install_secrets', column: 'ciphertext', keyColumns: ['name'], aad: (r) => installSecretAad(String(r.name)) },
   {
     table: 'sender_domains',
     column: 'dkim_private_key_ciphertext',
     keyColumns: ['id'],
-    aad: (r) => `sender_domains/${r.id}/dkim_private_key`,
+    aad: (r) => dkimKeyAad(String(r.id)),
   },
-  { table: 'email_transports', column: 'password_ciphertext', keyColumns: ['tenant_id'], aad: (r) => `email_transports/${r.tenant_id}/password` },
+  { table: 'email_transports', column: 'password_ciphertext', keyColumns: ['tenant_id'], aad: (r) => emailTransportPasswordAad(String(r.tenant_id)) },
   {
     table: 'push_transports',
     column: 'secrets_ciphertext',
     keyColumns: ['tenant_id', 'provider'],
-    aad: (r) => `push_transports/${r.tenant_id}/${r.provider}/secrets`,
+    aad: (r) => pushTransportSecretsAad(String(r.tenant_id), String(r.provider)),
   },
   {
     table: 'events',
     column: 'secret_variables_ciphertext',
     keyColumns: ['id'],
-    aad: (r) => `events/${r.id}/secret_variables`,
+    aad: (r) => secretVariablesAad(String(r.id)),
   },
-  { table: 'webhook_endpoints', column: 'secret_ciphertext', keyColumns: ['id'], aad: (r) => `webhook_endpoints/${r.id}/secret` },
-  { table: 'sso_providers', column: 'client_secret_ciphertext', keyColumns: ['id'], aad: (r) => `sso_providers/${r.id}/client_secret` },
+  { table: 'webhook_endpoints', column: 'secret_ciphertext', keyColumns: ['id'], aad: (r) => webhookSecretAad(String(r.id)) },
+  { table: 'sso_providers', column: 'client_secret_ciphertext', keyColumns: ['id'], aad: (r) => ssoClientSecretAad(String(r.id)) },
   {
     // Until the fan-out has copied them into every event (and the broadcast is final).
     table: 'broadcasts',

@@ -240,3 +240,8 @@ export function loadKeyRing(options: { dataDir: string; encryptionKeys?: string 
   }
   return new KeyRing(file, { dataDir: options.dataDir });
 }
+
+/** A secret that cannot be decrypted because its key is gone (or it was tampered with). */
+export function isUnreadable(error: unknown): boolean {
+  return error instanceof KeyUnavailableError || error instanceof DecryptionError;
+}

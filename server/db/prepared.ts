@@ -1,7 +1,7 @@
 // Every parameterised statement Herald sends, and every statement of the job queue's that repeats
 // (queue.ts), runs as a named prepared statement of its connection.
-// Without a name, PostgreSQL parses, analyses and plans the statement text on every call; on the
-// trigger and delivery paths that was about half of the database's CPU (perf, `npm run bench`).
+// Without a name, PostgreSQL parses, analyses and plans the statement text on every call, which on
+// the trigger and delivery paths is a large share of the database's CPU.
 // Named, it is parsed once per connection, and its plan is cached once PostgreSQL judges a generic
 // plan as good as a custom one (plan_cache_mode = auto).
 import { createHash } from 'node:crypto';
@@ -11,7 +11,7 @@ import type pg from 'pg';
  * Statements prepared per connection at most. Herald's statement texts are fixed strings, and
  * pg-boss's inline at most a queue name (Herald has a handful of queues), so the cap is not reached
  * in practice; it only bounds memory if some caller built texts dynamically. Past it, new texts run
- * unnamed, as before.
+ * unnamed.
  */
 const MAX_PREPARED_PER_CONNECTION = 500;
 

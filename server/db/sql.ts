@@ -1,6 +1,6 @@
 // The one way to run hand-written SQL: `$1`-style parameters, executed inside the EntityManager's
-// transaction when it has one. Hand-written statements live in named functions of server/db/queries/*
-// or next to the service that owns the table; pg-boss reaches our transactions through bossDb().
+// transaction when it has one. Hand-written statements live in named functions next to the module
+// that owns the table (services, delivery, stream); pg-boss reaches our transactions through bossDb().
 import { CompiledQuery } from 'kysely';
 import type { EntityManager } from '@mikro-orm/postgresql';
 
@@ -46,14 +46,4 @@ export function isUniqueViolation(error: unknown): boolean {
   return false;
 }
 
-/**
- * A timestamptz column as an ISO 8601 string. The driver hands timestamps over as PostgreSQL text
- * ("2026-01-02 03:04:05.678901+00"), which Date does not parse reliably; a Date is accepted too.
- */
-export function toIsoTimestamp(value: Date | string): string {
-  if (value instanceof Date) return value.toISOString();
-  const normalised = value.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00').replace(/([+-]\d\d)(\d\d)$/, '$1:$2');
-  const date = new Date(normalised);
-  if (Number.isNaN(date.getTime())) throw new Error(`not a timestamp: ${value}`);
-  return date.toISOString();
-}
+export { toIsoTimestamp } from '../timestamps.ts';

@@ -5,6 +5,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { queryOne } from '../db/sql.ts';
 import type { Runtime } from '../runtime.ts';
 import { smtpSettingsFromUrl, type SmtpSettings } from './smtp.ts';
+import { installSecretAad } from '../crypto/aad.ts';
 
 export const DEFAULT_SMTP_SECRET = 'default_smtp';
 
@@ -17,6 +18,6 @@ export async function installSmtp(runtime: Runtime, em: EntityManager): Promise<
   if (runtime.config.smtpUrl) return { settings: smtpSettingsFromUrl(runtime.config.smtpUrl), from: runtime.config.mailFrom };
   const row = await queryOne<{ ciphertext: string }>(em, `SELECT ciphertext FROM install_secrets WHERE name = $1`, [DEFAULT_SMTP_SECRET]);
   if (!row) return null;
-  const stored = JSON.parse(runtime.keyRing.decrypt(row.ciphertext, `install_secrets/${DEFAULT_SMTP_SECRET}`)) as SmtpSettings & { from?: string };
+  const stored = JSON.parse(runtime.keyRing.decrypt(row.ciphertext, installSecretAad(DEFAULT_SMTP_SECRET))) as SmtpSettings & { from?: string };
   return { settings: stored, from: stored.from ?? runtime.config.mailFrom };
 }

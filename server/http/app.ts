@@ -12,7 +12,7 @@ import { readJsonBody } from './body.ts';
 import { clientIp } from './client-ip.ts';
 import { errorResponse, errorToResponse, json } from './respond.ts';
 import { Reply, type RouteContext, type RouteDefinition } from './route.ts';
-import { issuesOf, parseInput } from './validate.ts';
+import { issuesOf, parseInput } from '../validation.ts';
 import { isDatabaseUnavailable, OUTAGE_RETRY_AFTER_SECONDS } from '../db/availability.ts';
 import { metricsOf } from '../metrics/registry.ts';
 
@@ -26,14 +26,14 @@ export function createApp(runtime: Runtime, routes: RouteDefinition<any, any, an
     onError: (error, event) => finish(runtime, event, fallbackResponse(error, event, routes, runtime), null, performance.now()),
   });
   for (const route of routes) {
-    app.on(route.method, route.path, (event) => handle(runtime, route, event));
+    app.on(route.method, route.path, (event) => handle(runtime, route, event, routes));
   }
   // Preflight for every path: answered before routing so browsers can reach any /v1 route.
   app.on('OPTIONS', '/**', (event) => finish(runtime, event, new Response(null, { status: 204 }), null, performance.now()));
   return app;
 }
 
-async function handle(runtime: Runtime, route: RouteDefinition<any, any, any>, event: H3Event): Promise<Response> {
+async function handle(runtime: Runtime, route: RouteDefinition<any, any, any>, event: H3Event, routes: RouteDefinition<any, any, any>[]): Promise<Response> {
   const started = performance.now();
   const requestId = requestIdOf(event);
   const ctx: RouteContext = {
@@ -47,6 +47,7 @@ async function handle(runtime: Runtime, route: RouteDefinition<any, any, any>, e
     ip: clientIp(event, runtime.config.trustedProxies),
     requestId,
     responseHeaders: {},
+    routes,
   };
   let response: Response;
   try {

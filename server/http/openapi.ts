@@ -15,7 +15,7 @@ const STATUS_TEXT: Record<number, string> = {
   500: 'Internal Server Error', 503: 'Service Unavailable',
 };
 
-export function buildOpenApi(routes: RouteDefinition<any, any, any>[], options: { serverUrl?: string } = {}): JsonSchema {
+export function buildOpenApi(routes: readonly RouteDefinition<any, any, any>[], options: { serverUrl?: string } = {}): JsonSchema {
   const components: Record<string, JsonSchema> = {
     ErrorResponse: {
       type: 'object',

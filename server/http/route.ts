@@ -40,6 +40,8 @@ export interface RouteContext<P = any, Q = any, B = any> {
   requestId: string;
   /** Headers to add to the response (e.g. RateLimit-* from the route's limits). */
   responseHeaders: Record<string, string>;
+  /** Every route the app serves (what GET /v1/openapi.json describes). */
+  routes: readonly RouteDefinition<any, any, any>[];
 }
 
 /** A handler result with an explicit status or headers; a plain value answers the route's first 2xx. */

@@ -17,6 +17,7 @@ export async function startHttpServer(runtime: Runtime, options: { host?: string
   const app = createApp(runtime, routes);
   const host = options.host ?? runtime.config.host;
   const requested = options.port ?? runtime.config.port;
+  const inUse = () => new Error(`port ${requested} on ${host} is already in use: another Herald may be running there (herald status shows it); stop it, or start this one with --port`);
   const listener = await listen(toNodeHandler(app), {
     hostname: host,
     port: requested === 0 ? { port: 0, random: true } : { port: requested, ports: [], portRange: [], alternativePortRange: [] },
@@ -27,13 +28,16 @@ export async function startHttpServer(runtime: Runtime, options: { host?: string
     public: host !== '127.0.0.1' && host !== 'localhost' && host !== '::1',
     autoClose: false,
     isProd: true,
-  } as Parameters<typeof listen>[1]);
+  } as Parameters<typeof listen>[1]).catch((error: unknown) => {
+    // listhen reports a taken port as finding no free one among the (single) port it may use.
+    throw /available port/i.test((error as Error).message) ? inUse() : error;
+  });
   const server = listener.server as Server;
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : requested;
   if (requested !== 0 && port !== requested) {
     await listener.close();
-    throw new Error(`port ${requested} on ${host} is not available`);
+    throw inUse();
   }
   server.keepAliveTimeout = 5000;
   const displayHost = host.includes(':') ? `[${host}]` : host;

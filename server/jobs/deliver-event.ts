@@ -9,10 +9,9 @@
 // (delivery/complete.ts), the handler fails the jobs of failed events itself (pg-boss `fail`, fenced
 // to the attempt it fetched), and pg-boss completes the rest of the batch when the handler returns.
 // That completion finds its jobs by id in the queue's primary key. pg-boss's per-job-results
-// completion (perJobResults) joins a JSON recordset instead, and with the statistics of a queue that
-// has just filled up (a trigger burst, before autovacuum analyses it) PostgreSQL planned that join as
-// a scan of every job of the queue: 43 ms per batch at a backlog of 9,200 where the lookup by id
-// takes 0.6 ms.
+// completion (perJobResults) is not used: it joins a JSON recordset, which PostgreSQL can plan as a
+// scan of every job of the queue when the queue's statistics predate a burst of triggers (before
+// autovacuum analyses it), and a large backlog then makes every batch's completion slow.
 import type { Job } from 'pg-boss';
 import { defineJob } from './types.ts';
 import {
@@ -48,8 +47,7 @@ export const deliverEventJob = defineJob<DeliverEventJob>({
     notifyPollingIntervalSeconds: 2,
   }),
   // A fetched batch (up to 25 jobs of up to EVENTS_PER_DELIVERY_JOB events) is one load and one store
-  // statement in the batched run. In groups of up to 250 events instead (up to three of each for a full
-  // batch), the drain was 5-8% slower (npm run bench, interleaved pairs: 8 at 10,000 items, 3 at 28,000).
+  // statement in the batched run, whatever its size: splitting it into smaller groups only adds statements.
   // Returning completes the batch's jobs that are still active: all but the ones deliverJobs failed.
   handler: (jobs, runtime) => deliverJobs(runtime, jobs),
 });

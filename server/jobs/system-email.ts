@@ -1,27 +1,15 @@
 // The system-email job: sends one of Herald's own emails through the install's SMTP after the request
-// that caused it has committed (it is enqueued in the same transaction), so a rolled-back request sends
-// nothing and response timing never depends on mail delivery. The link token travels sealed with the
-// key ring: the queue table never holds it in clear (and key rotation re-wraps it while the job waits,
-// see crypto/encrypted-columns.ts).
-import { randomUUID } from 'node:crypto';
-import type { EntityManager } from '@mikro-orm/postgresql';
+// that caused it has committed (email/system-email-queue.ts enqueues it in the same transaction), so a
+// rolled-back request sends nothing and response timing never depends on mail delivery.
 import { defineJob } from './types.ts';
-import { bossDb } from '../db/sql.ts';
-import type { Runtime } from '../runtime.ts';
 import { installSmtp } from '../email/install-smtp.ts';
+import type { SealedSystemEmail } from '../email/system-email-queue.ts';
 import { renderSystemEmail, type SystemEmail } from '../email/system-emails.ts';
-import { SYSTEM_EMAIL_JOB, systemEmailAad } from './system-email-seal.ts';
+import { systemEmailAad } from '../crypto/aad.ts';
+import { SYSTEM_EMAIL_JOB } from '../queue.ts';
 
-type SealedSystemEmail = Omit<SystemEmail, 'token'> & { seal_id: string; sealed_token: string };
-
-/** Enqueues a system email inside `tx`: it is sent only if the transaction commits. */
-export async function enqueueSystemEmail(runtime: Runtime, tx: EntityManager, email: SystemEmail): Promise<void> {
-  if (!runtime.boss) throw new Error('the job queue is not running');
-  const { token, ...rest } = email;
-  const sealId = randomUUID();
-  const data = { ...rest, seal_id: sealId, sealed_token: runtime.keyRing.encrypt(token, systemEmailAad(sealId)) } as SealedSystemEmail;
-  await runtime.boss.send(SYSTEM_EMAIL_JOB, data, { db: bossDb(tx) });
-}
+// Services enqueue through email/system-email-queue.ts; re-exported for the job's other callers.
+export { enqueueSystemEmail } from '../email/system-email-queue.ts';
 
 export const systemEmailJob = defineJob<SealedSystemEmail>({
   name: SYSTEM_EMAIL_JOB,

@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { AppError } from '../errors.ts';
 import { defineRoute, type RouteDefinition } from '../http/route.ts';
-import { CONSOLE_ASSETS, CONSOLE_PAGE, PREVIEW_FRAME, assetResponse } from '../services/static-assets.ts';
+import { CONSOLE_ASSETS, CONSOLE_PAGE, PREVIEW_FRAME, assetResponse } from '../http/static-assets.ts';
 
 const TAG = 'console';
 const Html = z.string().meta({ description: 'The console page' });

@@ -22,7 +22,7 @@ import {
 import {
   bulkUpsertContacts,
   contactInScope,
-  contactView,
+  toContactResponse,
   createContact,
   deleteContact,
   findContactByExternalId,
@@ -44,7 +44,7 @@ export const create = defineRoute({
   body: CreateContactRequest,
   responses: { 201: ContactResponse },
   errors: [409],
-  handler: async ({ em, auth, body }) => contactView(await createContact(em, auth!.tenantId, body)),
+  handler: async ({ em, auth, body }) => toContactResponse(await createContact(em, auth!.tenantId, body)),
 });
 
 export const find = defineRoute({
@@ -56,7 +56,7 @@ export const find = defineRoute({
   query: FindContactQuery,
   responses: { 200: ContactResponse },
   errors: [404],
-  handler: async ({ em, auth, query }) => contactView(await findContactByExternalId(em, auth!.tenantId, query.external_id)),
+  handler: async ({ em, auth, query }) => toContactResponse(await findContactByExternalId(em, auth!.tenantId, query.external_id)),
 });
 
 export const get = defineRoute({
@@ -68,7 +68,7 @@ export const get = defineRoute({
   params: ContactIdParams,
   responses: { 200: ContactResponse },
   errors: [404],
-  handler: async ({ em, auth, params }) => contactView(await getContact(em, auth!.tenantId, params.id)),
+  handler: async ({ em, auth, params }) => toContactResponse(await getContact(em, auth!.tenantId, params.id)),
 });
 
 export const replace = defineRoute({
@@ -81,7 +81,7 @@ export const replace = defineRoute({
   body: ReplaceContactRequest,
   responses: { 200: ContactResponse },
   errors: [404],
-  handler: async ({ em, auth, params, body }) => contactView(await replaceContact(em, auth!.tenantId, params.id, body)),
+  handler: async ({ em, auth, params, body }) => toContactResponse(await replaceContact(em, auth!.tenantId, params.id, body)),
 });
 
 export const remove = defineRoute({
@@ -172,7 +172,7 @@ export const language = defineRoute({
   errors: [404],
   handler: async ({ em, auth, params, body }) => {
     const contact = await contactInScope(em, auth!, params.id);
-    return contactView(await setContactLanguage(em, contact.tenant_id, contact.id, body.language));
+    return toContactResponse(await setContactLanguage(em, contact.tenant_id, contact.id, body.language));
   },
 });
 
@@ -189,6 +189,6 @@ export const quietHours = defineRoute({
   errors: [404],
   handler: async ({ em, auth, params, body }) => {
     const contact = await contactInScope(em, auth!, params.id);
-    return contactView(await setContactQuietHours(em, contact.tenant_id, contact.id, body));
+    return toContactResponse(await setContactQuietHours(em, contact.tenant_id, contact.id, body));
   },
 });

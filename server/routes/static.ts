@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { AppError } from '../errors.ts';
 import { defineRoute, type RouteDefinition } from '../http/route.ts';
-import { DEMO_ASSETS, SDK_ASSETS, assetResponse, demoEnabled, type StaticAsset } from '../services/static-assets.ts';
+import { DEMO_ASSETS, SDK_ASSETS, assetResponse, demoEnabled, type StaticAsset } from '../http/static-assets.ts';
 
 const FileBody = z.string().meta({ description: 'The file' });
 

@@ -61,10 +61,7 @@ export const openapi = defineRoute({
   tag: 'system',
   auth: 'public',
   responses: { 200: z.record(z.string(), z.unknown()) },
-  handler: async ({ runtime }) => {
-    const { routes } = await import('./index.ts');
-    return buildOpenApi(routes, { serverUrl: publicBaseUrl(runtime.config) });
-  },
+  handler: ({ runtime, routes }) => buildOpenApi(routes, { serverUrl: publicBaseUrl(runtime.config) }),
 });
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {

@@ -24,7 +24,9 @@ export const cursorPage = {
   cursor: z.string().max(512).optional(),
 };
 
-export const Channel = z.enum(['inbox', 'email', 'push', 'web_push']).meta({ id: 'Channel' });
+/** The channels Herald delivers over: the one list every schema, service and command takes them from. */
+export const CHANNELS = ['inbox', 'email', 'push', 'web_push'] as const;
+export const Channel = z.enum(CHANNELS).meta({ id: 'Channel' });
 export type Channel = z.infer<typeof Channel>;
 
 export const PushProvider = z.enum(['apns', 'fcm', 'expo', 'webpush']).meta({ id: 'PushProvider' });

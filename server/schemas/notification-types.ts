@@ -1,6 +1,6 @@
 // Notification types: key, per-channel defaults, opt-out policy, declared variables, soft delete.
 import { z } from 'zod';
-import { isoDateTime, queryBoolean, resourceKey } from './common.ts';
+import { CHANNELS, isoDateTime, queryBoolean, resourceKey, type Channel } from './common.ts';
 import { Workflow } from './workflows.ts';
 
 /**
@@ -20,13 +20,11 @@ export const variableName = z
   .regex(VARIABLE_NAME, VARIABLE_NAME_MESSAGE)
   .refine((v) => !(RESERVED_VARIABLE_NAMES as readonly string[]).includes(v), { message: `${RESERVED_VARIABLE_NAMES.join(', ')} are reserved names` });
 
-export const DEFAULT_CHANNEL_DEFAULTS = { inbox: true, email: true, push: false, web_push: false } as const;
+export const DEFAULT_CHANNEL_DEFAULTS: Record<Channel, boolean> = { inbox: true, email: true, push: false, web_push: false };
 
-const ChannelDefaults = z.object({ inbox: z.boolean(), email: z.boolean(), push: z.boolean(), web_push: z.boolean() });
+const ChannelDefaults = z.object(Object.fromEntries(CHANNELS.map((channel) => [channel, z.boolean()])) as Record<Channel, z.ZodBoolean>);
 export type ChannelDefaults = z.infer<typeof ChannelDefaults>;
-const ChannelDefaultsPatch = z
-  .object({ inbox: z.boolean().optional(), email: z.boolean().optional(), push: z.boolean().optional(), web_push: z.boolean().optional() })
-  .strict();
+const ChannelDefaultsPatch = ChannelDefaults.partial().strict();
 
 const VariableInput = z.object({
   name: variableName,

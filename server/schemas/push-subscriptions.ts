@@ -1,6 +1,6 @@
 // Push destinations of a contact: a device token (APNs, FCM, Expo) or a browser subscription (web push).
 import { z } from 'zod';
-import { isoDateTime } from './common.ts';
+import { PushProvider, isoDateTime } from './common.ts';
 import { uuidParam } from './contacts.ts';
 
 const base64url = (bytes: number, what: string) =>
@@ -33,7 +33,7 @@ export const WebPushSubscription = z
 
 export const CreatePushSubscriptionRequest = z
   .discriminatedUnion('provider', [
-    z.object({ provider: z.enum(['apns', 'fcm', 'expo']), token: z.string().trim().min(1).max(4096) }),
+    z.object({ provider: PushProvider.exclude(['webpush']), token: z.string().trim().min(1).max(4096) }),
     z.object({ provider: z.literal('webpush'), subscription: WebPushSubscription }),
   ])
   .meta({ id: 'CreatePushSubscriptionRequest' });
@@ -42,7 +42,7 @@ export type CreatePushSubscriptionRequest = z.infer<typeof CreatePushSubscriptio
 export const PushSubscriptionResponse = z
   .object({
     id: z.string(),
-    provider: z.enum(['apns', 'fcm', 'expo', 'webpush']),
+    provider: PushProvider,
     /** The device token (apns, fcm, expo); null for web push. */
     token: z.string().nullable(),
     /** The browser endpoint (web push); null for device tokens. The subscription keys are never returned. */

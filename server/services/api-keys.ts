@@ -6,9 +6,10 @@ import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { execute, query, queryOne, toIsoTimestamp } from '../db/sql.ts';
-import { SERVICE_KEY_PREFIX, hashServiceKey } from '../http/auth.ts';
+import { execute, query, queryOne } from '../db/sql.ts';
+import { SERVICE_KEY_PREFIX, hashServiceKey } from '../auth/credentials.ts';
 import type { ApiKeyResponse, IssuedApiKeyResponse } from '../schemas/api-keys.ts';
+import { toIsoTimestamp } from '../timestamps.ts';
 
 /** How many leading characters of a key are kept in clear, to recognise it in lists. */
 export const API_KEY_PREFIX_LENGTH = 12;
@@ -27,7 +28,7 @@ export function generateServiceKey(): string {
   return SERVICE_KEY_PREFIX + randomBytes(32).toString('base64url');
 }
 
-function toResponse(row: ApiKeyRow): ApiKeyResponse {
+function toApiKeyResponse(row: ApiKeyRow): ApiKeyResponse {
   return {
     id: row.id,
     name: row.name,
@@ -44,13 +45,13 @@ export async function issueApiKey(em: EntityManager, tenantId: string, name: str
     `INSERT INTO api_keys (id, tenant_id, name, prefix, key_hash) VALUES ($1, $2, $3, $4, $5) RETURNING ${COLUMNS}`,
     [newId(), tenantId, name, key.slice(0, API_KEY_PREFIX_LENGTH), hashServiceKey(key)],
   ))!;
-  return { ...toResponse(row), key };
+  return { ...toApiKeyResponse(row), key };
 }
 
 /** The tenant's live (unrevoked) keys, oldest first. */
 export async function listApiKeys(em: EntityManager, tenantId: string): Promise<ApiKeyResponse[]> {
   const rows = await query<ApiKeyRow>(em, `SELECT ${COLUMNS} FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL ORDER BY created_at, id`, [tenantId]);
-  return rows.map(toResponse);
+  return rows.map(toApiKeyResponse);
 }
 
 /** Revokes a live key of the tenant; 404 for an unknown, already revoked or other tenant's key. */

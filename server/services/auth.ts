@@ -8,9 +8,10 @@ import { execute, query, queryOne } from '../db/sql.ts';
 import type { Runtime } from '../runtime.ts';
 import { dummyPasswordHash, hashPassword, verifyPassword } from '../auth/passwords.ts';
 import { hashLinkToken, newLinkToken } from '../auth/link-tokens.ts';
-import { enqueueSystemEmail } from '../jobs/system-email.ts';
+import { enqueueSystemEmail } from '../email/system-email-queue.ts';
 import { createTenant } from './tenants.ts';
 import { findUserByEmail, type UserRow } from './users.ts';
+import { toIsoTimestamp } from '../timestamps.ts';
 
 export interface UserResponseBody {
   id: string;
@@ -26,8 +27,8 @@ export interface AccessTokenBody {
   tenant_id: string;
 }
 
-export function userResponse(user: Pick<UserRow, 'id' | 'email' | 'email_verified_at' | 'created_at'>): UserResponseBody {
-  return { id: user.id, email: user.email, email_verified: user.email_verified_at !== null, created_at: new Date(user.created_at).toISOString() };
+export function toUserResponse(user: Pick<UserRow, 'id' | 'email' | 'email_verified_at' | 'created_at'>): UserResponseBody {
+  return { id: user.id, email: user.email, email_verified: user.email_verified_at !== null, created_at: toIsoTimestamp(user.created_at) };
 }
 
 /** A stateless access token for `userId` scoped to `tenantId` (valid until it expires; a reset does not revoke it). */
@@ -62,7 +63,7 @@ export async function register(runtime: Runtime, em: EntityManager, input: { ema
     if (!user) throw new AppError('email_taken', 'This email address is already registered');
     await createTenant(tx, { name: input.tenantName, ownerUserId: user.id, makeDefault: true });
     await issueEmailLink(runtime, tx, user, 'verify', runtime.clock.now());
-    return userResponse(user);
+    return toUserResponse(user);
   });
 }
 

@@ -12,7 +12,7 @@ import { BOSS_SCHEMA, statementPerQueue } from '../queue.ts';
 import type { Runtime } from '../runtime.ts';
 import { DELIVER_EVENT_QUEUE } from '../delivery/queues.ts';
 import { cancelByBroadcast } from '../delivery/cancel.ts';
-import { unauthorized } from '../http/auth.ts';
+import { unauthorized } from '../auth/credentials.ts';
 import type {
   BroadcastAccepted,
   BroadcastAudience,

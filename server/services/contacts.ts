@@ -4,9 +4,9 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, ValidationFailure, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { execute, queryOne } from '../db/sql.ts';
-import type { Credential } from '../http/auth.ts';
+import type { Credential } from '../auth/credentials.ts';
 import type { Runtime } from '../runtime.ts';
-import { parseInput } from '../http/validate.ts';
+import { parseInput } from '../validation.ts';
 import { CONTACT_COLUMNS, upsertContacts, type ContactFields, type ContactRow } from './contact-upsert.ts';
 import {
   CreateContactRequest,
@@ -16,8 +16,9 @@ import {
   type ReplaceContactRequest,
   type SetQuietHoursRequest,
 } from '../schemas/contacts.ts';
+import { toIsoTimestamp } from '../timestamps.ts';
 
-export function contactView(row: ContactRow): ContactResponse {
+export function toContactResponse(row: ContactRow): ContactResponse {
   return {
     id: row.id,
     external_id: row.external_id,
@@ -28,8 +29,8 @@ export function contactView(row: ContactRow): ContactResponse {
     properties: row.properties ?? {},
     timezone: row.timezone,
     quiet_hours: row.quiet_hours,
-    created_at: new Date(row.created_at).toISOString(),
-    updated_at: new Date(row.updated_at).toISOString(),
+    created_at: toIsoTimestamp(row.created_at),
+    updated_at: toIsoTimestamp(row.updated_at),
   };
 }
 

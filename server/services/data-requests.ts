@@ -17,6 +17,7 @@ import type { Runtime } from '../runtime.ts';
 import { encryptedColumns } from '../crypto/encrypted-columns.ts';
 import { requireMembership } from './tenants.ts';
 import { reassignDefault } from './members.ts';
+import { toIsoTimestamp, toIsoTimestampOrNull } from '../timestamps.ts';
 
 export const DATA_REQUEST_JOB = 'data-request';
 
@@ -46,14 +47,14 @@ export interface DataRequestResponseBody {
 
 const COLUMNS = 'id, tenant_id, kind, status, file_path, created_at, completed_at, error';
 
-function responseOf(row: DataRequestRow): DataRequestResponseBody {
+function toDataRequestResponse(row: DataRequestRow): DataRequestResponseBody {
   const downloadable = row.kind === 'export' && row.status === 'completed' && row.file_path !== null;
   return {
     id: row.id,
     kind: row.kind,
     status: row.status,
-    created_at: new Date(row.created_at).toISOString(),
-    completed_at: row.completed_at ? new Date(row.completed_at).toISOString() : null,
+    created_at: toIsoTimestamp(row.created_at),
+    completed_at: toIsoTimestampOrNull(row.completed_at),
     download_url: downloadable ? `/v1/auth/tenants/${row.tenant_id}/data-requests/${row.id}/download` : null,
     error: row.error,
   };
@@ -73,7 +74,7 @@ export async function fileDataRequest(runtime: Runtime, em: EntityManager, calle
       ))!;
       const jobId = await boss.send(DATA_REQUEST_JOB, { data_request_id: row.id }, { db: bossDb(tx) });
       if (!jobId) throw new Error('the queue refused the job');
-      return responseOf(row);
+      return toDataRequestResponse(row);
     });
   } catch (error) {
     if (error instanceof AppError) throw error;
@@ -90,7 +91,7 @@ async function requestOf(em: EntityManager, tenantId: string, id: string): Promi
 
 export async function getDataRequest(em: EntityManager, callerId: string, tenantId: string, id: string): Promise<DataRequestResponseBody> {
   await requireMembership(em, callerId, tenantId, 'owner');
-  return responseOf(await requestOf(em, tenantId, id));
+  return toDataRequestResponse(await requestOf(em, tenantId, id));
 }
 
 /** The export file as a stream; 404 until the export has completed (or once its file is gone). */
@@ -130,9 +131,9 @@ export async function runDataRequest(runtime: Runtime, id: string): Promise<void
   }
 }
 
-// Never exported: credential hashes, the idempotency request hash (it covers secret variables), browser
-// push keys, and server-side paths.
-const HASH_COLUMN = /(^|_)(password|key|token|request)_hash$/;
+// Never exported: every hash column (credential hashes, the idempotency request hash, which covers
+// secret variables, push destination hashes), browser push keys, and server-side paths.
+const HASH_COLUMN = /_hash$/;
 const NOT_EXPORTED = new Set(['push_subscriptions.keys', 'data_requests.file_path']);
 
 /** Tables with a tenant_id column and the columns of each that may leave the install. */

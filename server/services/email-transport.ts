@@ -1,70 +1,18 @@
 // The tenant's own SMTP transport (one per tenant) and the install's default SMTP. The password is
 // write-only: stored as a key-ring ciphertext bound to the tenant's row, never returned.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { DecryptionError, KeyUnavailableError } from '../crypto/keyring.ts';
+import { emailTransportPasswordAad, installSecretAad } from '../crypto/aad.ts';
+import { isUnreadable } from '../crypto/keyring.ts';
 import { execute, queryOne } from '../db/sql.ts';
-import { DEFAULT_SMTP_SECRET } from '../email/install-smtp.ts';
+import { DEFAULT_SMTP_SECRET, installSmtp } from '../email/install-smtp.ts';
 import type { SmtpSettings } from '../email/smtp.ts';
+import { SMTP_HOST_REFUSED, loadEmailTransport, smtpHostAllowed, type EmailTransportRow } from '../email/tenant-smtp.ts';
 import { AppError, invalidField } from '../errors.ts';
-import { resolvesPublicly } from '../net/public-address.ts';
 import type { Runtime } from '../runtime.ts';
 import type { EmailTransportRequest, EmailTransportResponse, SendTestResult } from '../schemas/transports.ts';
 import { deliverEmail, formatFrom } from '../transports/email.ts';
 
-interface EmailTransportRow {
-  tenant_id: string;
-  host: string;
-  port: number;
-  secure: boolean;
-  username: string | null;
-  password_ciphertext: string | null;
-  from_email: string;
-  from_name: string | null;
-}
-
-export const passwordAad = (tenantId: string) => `email_transports/${tenantId}/password`;
-const installSecretAad = (name: string) => `install_secrets/${name}`;
-
-/** A secret that cannot be decrypted because its key is gone (or it was tampered with). */
-export function isUnreadable(error: unknown): boolean {
-  return error instanceof KeyUnavailableError || error instanceof DecryptionError;
-}
-
-export type LoadedEmailTransport =
-  | { state: 'ready'; row: EmailTransportRow; settings: SmtpSettings; fromEmail: string; fromName: string | null }
-  | { state: 'unreadable'; row: EmailTransportRow };
-
-async function findRow(em: EntityManager, tenantId: string): Promise<EmailTransportRow | undefined> {
-  return queryOne<EmailTransportRow>(
-    em,
-    `SELECT tenant_id, host, port, secure, username, password_ciphertext, from_email, from_name FROM email_transports WHERE tenant_id = $1`,
-    [tenantId],
-  );
-}
-
-/** The tenant's transport with its password decrypted; null when the tenant has none. */
-export async function loadEmailTransport(runtime: Runtime, em: EntityManager, tenantId: string): Promise<LoadedEmailTransport | null> {
-  const row = await findRow(em, tenantId);
-  if (!row) return null;
-  let password: string | null = null;
-  if (row.password_ciphertext) {
-    try {
-      password = runtime.keyRing.decrypt(row.password_ciphertext, passwordAad(tenantId));
-    } catch (error) {
-      if (isUnreadable(error)) return { state: 'unreadable', row };
-      throw error;
-    }
-  }
-  return {
-    state: 'ready',
-    row,
-    settings: { host: row.host, port: row.port, secure: row.secure, username: row.username, password },
-    fromEmail: row.from_email,
-    fromName: row.from_name,
-  };
-}
-
-function toResponse(row: EmailTransportRow, unreadable: boolean): EmailTransportResponse {
+function toEmailTransportResponse(row: EmailTransportRow, unreadable: boolean): EmailTransportResponse {
   return {
     configured: true,
     host: row.host,
@@ -80,7 +28,7 @@ function toResponse(row: EmailTransportRow, unreadable: boolean): EmailTransport
 export async function getEmailTransport(runtime: Runtime, em: EntityManager, tenantId: string): Promise<EmailTransportResponse> {
   const loaded = await loadEmailTransport(runtime, em, tenantId);
   if (!loaded) return { configured: false };
-  return toResponse(loaded.row, loaded.state === 'unreadable');
+  return toEmailTransportResponse(loaded.row, loaded.state === 'unreadable');
 }
 
 /**
@@ -91,7 +39,7 @@ export async function putEmailTransport(runtime: Runtime, em: EntityManager, ten
   if (!(await smtpHostAllowed(runtime, input.host))) {
     throw invalidField(['body', 'host'], 'must resolve to a public address', 'host_not_allowed');
   }
-  const ciphertext = input.password ? runtime.keyRing.encrypt(input.password, passwordAad(tenantId)) : null;
+  const ciphertext = input.password ? runtime.keyRing.encrypt(input.password, emailTransportPasswordAad(tenantId)) : null;
   const keepPassword = input.password === undefined;
   if (keepPassword) {
     // The stored password stays bound to the server it was given for: pointing the transport elsewhere
@@ -131,22 +79,20 @@ export async function testEmailTransport(runtime: Runtime, em: EntityManager, te
     return { ok: false, error: 'credentials_unreadable: the password was encrypted with a key that is no longer in the key ring; set it again' };
   }
   if (!(await smtpHostAllowed(runtime, loaded.settings.host))) return { ok: false, error: SMTP_HOST_REFUSED };
-  const outcome = await deliverEmail(runtime, loaded.settings, {
-    from: formatFrom(loaded.fromEmail, loaded.fromName),
+  return sendTestEmail(runtime, loaded.settings, formatFrom(loaded.fromEmail, loaded.fromName), to, 'your email transport works');
+}
+
+/** Sends the test email and reports the SMTP server's answer. */
+async function sendTestEmail(runtime: Runtime, settings: SmtpSettings, from: string, to: string, works: string): Promise<SendTestResult> {
+  const outcome = await deliverEmail(runtime, settings, {
+    from,
     to,
     subject: 'Herald test email',
-    text: 'This is a test email from Herald: your email transport works.',
-    html: '<p>This is a test email from Herald: your email transport works.</p>',
+    text: `This is a test email from Herald: ${works}.`,
+    html: `<p>This is a test email from Herald: ${works}.</p>`,
   });
   if (outcome.status === 'sent') return { ok: true, message_id: outcome.messageId };
   return { ok: false, error: outcome.status === 'failed' ? outcome.error : outcome.reason };
-}
-
-export const SMTP_HOST_REFUSED = 'the SMTP host does not resolve to a public address (allowPrivateSmtpHosts is off)';
-
-/** Tenant SMTP hosts must be public (see config.allowPrivateSmtpHosts); the install's own SMTP is trusted. */
-export async function smtpHostAllowed(runtime: Runtime, host: string): Promise<boolean> {
-  return runtime.config.allowPrivateSmtpHosts || resolvesPublicly(host);
 }
 
 export interface DefaultSmtpInput extends SmtpSettings {
@@ -194,3 +140,20 @@ export async function describeDefaultSmtp(
 export async function removeDefaultSmtp(em: EntityManager): Promise<boolean> {
   return (await execute(em, `DELETE FROM install_secrets WHERE name = $1`, [DEFAULT_SMTP_SECRET])) > 0;
 }
+
+/**
+ * Sends a test email through the install's own SMTP (config.smtpUrl, else the stored default): the
+ * server that sends system emails and the mail of tenants without a transport of their own.
+ */
+export async function testInstallSmtp(runtime: Runtime, em: EntityManager, to: string): Promise<SendTestResult> {
+  let install;
+  try {
+    install = await installSmtp(runtime, em);
+  } catch (error) {
+    if (isUnreadable(error)) return { ok: false, error: 'credentials_unreadable: the stored default SMTP was encrypted with a key that is no longer in the key ring; set it again' };
+    throw error;
+  }
+  if (!install) throw new AppError('not_configured', 'The install has no SMTP: set smtpUrl (herald init --smtp-url) or herald transports email set-default');
+  return sendTestEmail(runtime, install.settings, install.from, to, "the install's own SMTP works");
+}
+

@@ -8,57 +8,12 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { notFound } from '../errors.ts';
 import { query, queryOne } from '../db/sql.ts';
 import { appendStreamEvent } from '../stream/events.ts';
-import type { InboxCounts, InboxItemResponse, InboxListQuery, UpdateInboxItemRequest } from '../schemas/inbox.ts';
+import type { InboxItemResponse, InboxListQuery, UpdateInboxItemRequest } from '../schemas/inbox.ts';
+import { INBOX_COLUMNS, inboxCounts, toInboxItemResponse, type InboxItemRow } from '../stream/inbox-items.ts';
 
-export interface InboxItemRow {
-  id: string;
-  tenant_id: string;
-  contact_id: string;
-  event_id: string | null;
-  type_key: string;
-  title: string;
-  body: string;
-  action_url: string | null;
-  data: Record<string, unknown>;
-  created_at: Date | string;
-  seen_at: Date | string | null;
-  read_at: Date | string | null;
-  archived_at: Date | string | null;
-}
+// server/delivery/channels/inbox.ts stores items with the columns and row shape it imports from here.
+export { INBOX_COLUMNS, type InboxItemRow };
 
-export const INBOX_COLUMNS = 'id, tenant_id, contact_id, event_id, type_key, title, body, action_url, data, created_at, seen_at, read_at, archived_at';
-
-const iso = (value: Date | string | null): string | null => (value === null ? null : new Date(value).toISOString());
-
-/** The item as the inbox list, PATCH and the stream's `notification`/`updated` events show it. */
-export function inboxItemView(row: InboxItemRow): InboxItemResponse {
-  return {
-    id: row.id,
-    event_id: row.event_id,
-    type: row.type_key,
-    title: row.title,
-    body: row.body,
-    action_url: row.action_url,
-    data: row.data ?? {},
-    created_at: iso(row.created_at)!,
-    seen_at: iso(row.seen_at),
-    read_at: iso(row.read_at),
-    archived_at: iso(row.archived_at),
-  };
-}
-
-/** Unread and unseen (unread and never seen) items, archived ones left out. */
-export async function inboxCounts(em: EntityManager, contactId: string): Promise<InboxCounts> {
-  // Both counts are of unread items: only those are visited, through the partial index inbox_items_unread
-  // (a contact's read items, however many, are not).
-  const row = await queryOne<{ unread_count: number; unseen_count: number }>(
-    em,
-    `SELECT count(*)::int AS unread_count, count(*) FILTER (WHERE seen_at IS NULL)::int AS unseen_count
-       FROM inbox_items WHERE contact_id = $1 AND read_at IS NULL AND archived_at IS NULL`,
-    [contactId],
-  );
-  return { unread_count: row?.unread_count ?? 0, unseen_count: row?.unseen_count ?? 0 };
-}
 
 export async function listInbox(
   em: EntityManager,
@@ -79,7 +34,7 @@ export async function listInbox(
   const page = rows.slice(0, filters.limit);
   const { unread_count } = await inboxCounts(em, contactId);
   return {
-    items: page.map(inboxItemView),
+    items: page.map(toInboxItemResponse),
     next_cursor: rows.length > filters.limit ? page[page.length - 1]!.id : null,
     unread_count,
   };
@@ -118,7 +73,7 @@ export async function updateInboxItem(
       [itemId, contactId],
     );
     if (!row) throw notFound('Notification');
-    const item = inboxItemView(row);
+    const item = toInboxItemResponse(row);
     if (row.changed) await appendStreamEvent(tx, { tenantId, contactId, kind: 'updated', payload: { ...item } });
     const data = { contact_id: contactId, notification_id: item.id, event_id: item.event_id, type: item.type };
     if (row.became_read) await emitWebhookEvent(tx, tenantId, 'inbox.read', data);

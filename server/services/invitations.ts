@@ -9,9 +9,10 @@ import { execute, query, queryOne } from '../db/sql.ts';
 import type { Runtime } from '../runtime.ts';
 import { hashLinkToken, newLinkToken } from '../auth/link-tokens.ts';
 import { hashPassword } from '../auth/passwords.ts';
-import { enqueueSystemEmail } from '../jobs/system-email.ts';
+import { enqueueSystemEmail } from '../email/system-email-queue.ts';
 import { requireMembership, type MemberRole } from './tenants.ts';
 import { issueAccessToken, type AccessTokenBody } from './auth.ts';
+import { toIsoTimestamp } from '../timestamps.ts';
 
 export interface InvitationResponseBody {
   id: string;
@@ -34,14 +35,14 @@ interface InvitationRow {
 
 const COLUMNS = 'id, tenant_id, email, role, status, expires_at, created_at';
 
-function invitationResponse(row: InvitationRow): InvitationResponseBody {
+function toInvitationResponse(row: InvitationRow): InvitationResponseBody {
   return {
     id: row.id,
     email: row.email,
     role: row.role,
     status: row.status,
-    expires_at: new Date(row.expires_at).toISOString(),
-    created_at: new Date(row.created_at).toISOString(),
+    expires_at: toIsoTimestamp(row.expires_at),
+    created_at: toIsoTimestamp(row.created_at),
   };
 }
 
@@ -81,7 +82,7 @@ export async function inviteMember(runtime: Runtime, em: EntityManager, callerId
       inviterEmail: inviter?.email ?? null,
       role: row.role,
     });
-    return invitationResponse(row);
+    return toInvitationResponse(row);
   });
 }
 
@@ -89,7 +90,7 @@ export async function inviteMember(runtime: Runtime, em: EntityManager, callerId
 export async function listPendingInvitations(em: EntityManager, callerId: string, tenantId: string): Promise<InvitationResponseBody[]> {
   await requireMembership(em, callerId, tenantId, 'admin');
   const rows = await query<InvitationRow>(em, `SELECT ${COLUMNS} FROM invitations WHERE tenant_id = $1 AND status = 'pending' ORDER BY created_at, id`, [tenantId]);
-  return rows.map(invitationResponse);
+  return rows.map(toInvitationResponse);
 }
 
 export async function revokeInvitation(em: EntityManager, callerId: string, tenantId: string, invitationId: string): Promise<void> {

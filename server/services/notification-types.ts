@@ -8,7 +8,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { isUniqueViolation, query, queryOne, toIsoTimestamp } from '../db/sql.ts';
+import { isUniqueViolation, query, queryOne } from '../db/sql.ts';
 import {
   DEFAULT_CHANNEL_DEFAULTS,
   type ChannelDefaults,
@@ -16,6 +16,7 @@ import {
   type NotificationTypeResponse,
   type NotificationTypeVariable,
 } from '../schemas/notification-types.ts';
+import { toIsoTimestamp } from '../timestamps.ts';
 import type { Workflow } from '../schemas/workflows.ts';
 
 export interface NotificationTypeRow {

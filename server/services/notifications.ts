@@ -8,12 +8,12 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, ValidationFailure, invalidField, type ValidationIssue } from '../errors.ts';
 import { isUuid, newId } from '../ids.ts';
-import { query, queryOne, toIsoTimestamp } from '../db/sql.ts';
+import { query, queryOne } from '../db/sql.ts';
 import type { Runtime } from '../runtime.ts';
 import { RATE_POLICIES, tenantOverride, type RateCheck } from '../rate-limit.ts';
 import { contactUpsertInput, type ContactFields } from './contact-upsert.ts';
 import { TriggerBatcher, writeTriggers, type TriggerInput, type TriggerOutcome } from './trigger-batch.ts';
-import { unauthorized } from '../http/auth.ts';
+import { unauthorized } from '../auth/credentials.ts';
 import {
   claimIdempotencyKey,
   completeIdempotencyKey,
@@ -24,16 +24,16 @@ import {
 import type { EventListQuery, EventPage, EventResponse, TriggerRequest, TriggerResponse } from '../schemas/notifications.ts';
 import type { StepState } from '../schemas/workflows.ts';
 import { wakeDeliveryWorkers } from '../delivery/enqueue.ts';
+import { toIsoTimestamp } from '../timestamps.ts';
+import { secretVariablesAad } from '../crypto/aad.ts';
 import { wakeWhenDue } from '../delivery/schedule.ts';
 import { cancelById, cancelByKey } from '../delivery/cancel.ts';
 
 /** What secret values look like wherever Herald shows an event. */
 export const SECRET_MASK = '********';
 
-/** The additional data binding an event's secret variables to its row (server/crypto/encrypted-columns.ts). */
-export function secretVariablesAad(eventId: string): string {
-  return `events/${eventId}/secret_variables`;
-}
+// server/delivery/worker.ts decrypts the secret variables with the context it imports from here.
+export { secretVariablesAad };
 
 export interface TriggerResult {
   status: number;
@@ -81,9 +81,9 @@ const batchers = new WeakMap<Runtime, TriggerBatcher>();
 
 /**
  * Statements in flight per process for triggers without an idempotency key (the API's default pool
- * holds 4 connections, runtime.ts, which rate-limit charges and other routes share). On the 2-core
- * benchmark one lane gave the most requests per second (bigger batches), but one statement stuck on a
- * lock would hold up every trigger of the process; two keep a way past it at about the same rate.
+ * holds 4 connections, runtime.ts, which rate-limit charges and other routes share). One lane makes the
+ * biggest batches, but one statement stuck on a lock would hold up every trigger of the process; two
+ * keep a way past it and batch almost as well.
  */
 const TRIGGER_LANES = 2;
 
@@ -225,7 +225,7 @@ interface EventRow {
   steps: StepState[] | null;
 }
 
-interface DeliveryRow {
+interface DeliveryStatusRow {
   event_id: string;
   channel: EventResponse['deliveries'][number]['channel'];
   status: EventResponse['deliveries'][number]['status'];
@@ -284,38 +284,42 @@ export function decodeCursor(cursor: string): string {
 
 async function withDeliveries(em: EntityManager, rows: EventRow[]): Promise<EventResponse[]> {
   if (rows.length === 0) return [];
-  const deliveries = await query<DeliveryRow>(
+  const deliveries = await query<DeliveryStatusRow>(
     em,
     `SELECT event_id, channel, status, reason, provider, attempts, last_error, updated_at
        FROM deliveries WHERE event_id = ANY($1::uuid[]) ORDER BY created_at, channel, destination`,
     [rows.map((r) => r.id)],
   );
-  const byEvent = new Map<string, DeliveryRow[]>();
+  const byEvent = new Map<string, DeliveryStatusRow[]>();
   for (const d of deliveries) byEvent.set(d.event_id, [...(byEvent.get(d.event_id) ?? []), d]);
-  return rows.map((row) => ({
+  return rows.map((row) => toEventResponse(row, byEvent.get(row.id) ?? []));
+}
+
+function toEventResponse(row: EventRow, deliveries: DeliveryStatusRow[]): EventResponse {
+  return {
     event_id: row.id,
     type: row.type_key,
     external_id: row.external_id,
     contact_id: row.contact_id,
     broadcast_id: row.broadcast_id,
     status: row.status,
-    created_at: new Date(row.created_at).toISOString(),
-    updated_at: new Date(row.updated_at).toISOString(),
+    created_at: toIsoTimestamp(row.created_at),
+    updated_at: toIsoTimestamp(row.updated_at),
     variables: maskedVariables(row.variables, row.secret_keys),
-    deliveries: (byEvent.get(row.id) ?? []).map((d) => ({
+    deliveries: deliveries.map((d) => ({
       channel: d.channel,
       status: d.status,
       reason: d.reason,
       provider: d.provider,
       attempts: d.attempts,
       last_error: d.last_error,
-      updated_at: new Date(d.updated_at).toISOString(),
+      updated_at: toIsoTimestamp(d.updated_at),
     })),
     send_at: row.send_at === null ? null : toIsoTimestamp(row.send_at),
     cancellation_key: row.cancellation_key,
     digest_event_id: row.digest_event_id,
     steps: (row.steps ?? []).map(({ index, kind, status, run_at, reason }) => ({ index, kind, status, run_at, reason })),
-  }));
+  };
 }
 
 /** The variables as shown to the tenant: secret ones by name only. */

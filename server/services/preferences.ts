@@ -4,11 +4,9 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { notFound } from '../errors.ts';
 import { query, queryOne } from '../db/sql.ts';
-import type { Channel } from '../schemas/common.ts';
+import { CHANNELS, type Channel } from '../schemas/common.ts';
 import type { PreferenceEntry, SetPreferenceRequest } from '../schemas/preferences.ts';
 import { emitWebhookEvent } from '../webhooks/emit.ts';
-
-export const CHANNELS: readonly Channel[] = ['inbox', 'email', 'push', 'web_push'];
 
 interface TypeRow {
   key: string;

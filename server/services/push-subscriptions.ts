@@ -7,8 +7,9 @@ import { notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { execute, query, queryOne } from '../db/sql.ts';
 import type { CreatePushSubscriptionRequest, PushSubscriptionResponse } from '../schemas/push-subscriptions.ts';
+import { toIsoTimestamp, toIsoTimestampOrNull } from '../timestamps.ts';
 
-interface SubscriptionRow {
+interface PushSubscriptionRow {
   id: string;
   provider: PushSubscriptionResponse['provider'];
   token: string | null;
@@ -19,14 +20,14 @@ interface SubscriptionRow {
 
 const COLUMNS = 'id, provider, token, endpoint, created_at, last_used_at';
 
-export function pushSubscriptionView(row: SubscriptionRow): PushSubscriptionResponse {
+export function toPushSubscriptionResponse(row: PushSubscriptionRow): PushSubscriptionResponse {
   return {
     id: row.id,
     provider: row.provider,
     token: row.token,
     endpoint: row.endpoint,
-    created_at: new Date(row.created_at).toISOString(),
-    last_used_at: row.last_used_at ? new Date(row.last_used_at).toISOString() : null,
+    created_at: toIsoTimestamp(row.created_at),
+    last_used_at: toIsoTimestampOrNull(row.last_used_at),
   };
 }
 
@@ -44,7 +45,7 @@ export async function registerPushSubscription(
   input: CreatePushSubscriptionRequest,
 ): Promise<{ subscription: PushSubscriptionResponse; created: boolean }> {
   const web = input.provider === 'webpush' ? input.subscription : null;
-  const row = await queryOne<SubscriptionRow & { previous_contact_id: string | null }>(
+  const row = await queryOne<PushSubscriptionRow & { previous_contact_id: string | null }>(
     em,
     `WITH previous AS (
        SELECT contact_id FROM push_subscriptions WHERE tenant_id = $2 AND provider = $4 AND destination_hash = $8
@@ -67,12 +68,12 @@ export async function registerPushSubscription(
       destinationHash(input),
     ],
   );
-  return { subscription: pushSubscriptionView(row!), created: row!.previous_contact_id !== contactId };
+  return { subscription: toPushSubscriptionResponse(row!), created: row!.previous_contact_id !== contactId };
 }
 
 export async function listPushSubscriptions(em: EntityManager, contactId: string): Promise<PushSubscriptionResponse[]> {
-  const rows = await query<SubscriptionRow>(em, `SELECT ${COLUMNS} FROM push_subscriptions WHERE contact_id = $1 ORDER BY id`, [contactId]);
-  return rows.map(pushSubscriptionView);
+  const rows = await query<PushSubscriptionRow>(em, `SELECT ${COLUMNS} FROM push_subscriptions WHERE contact_id = $1 ORDER BY id`, [contactId]);
+  return rows.map(toPushSubscriptionResponse);
 }
 
 export async function deletePushSubscription(em: EntityManager, contactId: string, subscriptionId: string): Promise<void> {

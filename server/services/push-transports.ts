@@ -3,63 +3,26 @@
 // returned. A row whose ciphertext cannot be decrypted is listed with credentials_unreadable.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
-import { execute, query, queryOne } from '../db/sql.ts';
+import { execute, queryOne } from '../db/sql.ts';
 import { AppError, ValidationFailure, invalidField } from '../errors.ts';
-import { issuesOf } from '../http/validate.ts';
+import { issuesOf } from '../validation.ts';
 import type { Runtime } from '../runtime.ts';
 import type { PushProvider } from '../schemas/common.ts';
 import { PushSettingsByProvider, type PushTransportResponse, type SendTestResult } from '../schemas/transports.ts';
 import { parsePrivateKey } from '../transports/push/jwt.ts';
-import { sendPushWith, type PushDestination, type ProviderCredentials } from '../transports/push/index.ts';
+import { sendPushWith, type PushDestination } from '../transports/push/index.ts';
+import { decryptPushSecrets, findPushTransportRows, loadPushTransport, type PushTransportRow } from '../transports/push/tenant-credentials.ts';
 import { generateVapidKeys, vapidPublicKeyOf } from '../transports/push/webpush.ts';
-import { isUnreadable } from './email-transport.ts';
+import { pushTransportSecretsAad } from '../crypto/aad.ts';
+import { toIsoTimestamp } from '../timestamps.ts';
 
-interface PushTransportRow {
-  provider: PushProvider;
-  settings: Record<string, unknown>;
-  secrets_ciphertext: string | null;
-  updated_at: Date;
-}
-
-export const secretsAad = (tenantId: string, provider: PushProvider) => `push_transports/${tenantId}/${provider}/secrets`;
-
-export type LoadedPushTransport = { state: 'ready'; credentials: ProviderCredentials } | { state: 'unreadable' };
-
-function toResponse(row: PushTransportRow, unreadable: boolean): PushTransportResponse {
-  return { provider: row.provider, settings: row.settings, credentials_unreadable: unreadable, updated_at: new Date(row.updated_at).toISOString() };
-}
-
-function decryptSecrets(runtime: Runtime, tenantId: string, row: PushTransportRow): Record<string, unknown> | 'unreadable' {
-  if (!row.secrets_ciphertext) return {};
-  try {
-    return JSON.parse(runtime.keyRing.decrypt(row.secrets_ciphertext, secretsAad(tenantId, row.provider))) as Record<string, unknown>;
-  } catch (error) {
-    if (isUnreadable(error)) return 'unreadable';
-    throw error;
-  }
-}
-
-async function findRows(em: EntityManager, tenantId: string, provider?: PushProvider): Promise<PushTransportRow[]> {
-  return query<PushTransportRow>(
-    em,
-    `SELECT provider, settings, secrets_ciphertext, updated_at FROM push_transports
-      WHERE tenant_id = $1 AND ($2::text IS NULL OR provider = $2) ORDER BY provider`,
-    [tenantId, provider ?? null],
-  );
+function toPushTransportResponse(row: PushTransportRow, unreadable: boolean): PushTransportResponse {
+  return { provider: row.provider, settings: row.settings, credentials_unreadable: unreadable, updated_at: toIsoTimestamp(row.updated_at) };
 }
 
 export async function listPushTransports(runtime: Runtime, em: EntityManager, tenantId: string): Promise<PushTransportResponse[]> {
-  const rows = await findRows(em, tenantId);
-  return rows.map((row) => toResponse(row, decryptSecrets(runtime, tenantId, row) === 'unreadable'));
-}
-
-/** The provider's credentials (settings + decrypted secrets); null when the tenant has no such transport. */
-export async function loadPushTransport(runtime: Runtime, em: EntityManager, tenantId: string, provider: PushProvider): Promise<LoadedPushTransport | null> {
-  const [row] = await findRows(em, tenantId, provider);
-  if (!row) return null;
-  const secrets = decryptSecrets(runtime, tenantId, row);
-  if (secrets === 'unreadable') return { state: 'unreadable' };
-  return { state: 'ready', credentials: { provider, ...row.settings, ...secrets } as ProviderCredentials };
+  const rows = await findPushTransportRows(em, tenantId);
+  return rows.map((row) => toPushTransportResponse(row, decryptPushSecrets(runtime, tenantId, row) === 'unreadable'));
 }
 
 function parseSettings<P extends PushProvider>(provider: P, body: unknown): z.infer<(typeof PushSettingsByProvider)[P]> {
@@ -125,7 +88,7 @@ async function splitSettings(
 
 export async function putPushTransport(runtime: Runtime, em: EntityManager, tenantId: string, provider: PushProvider, body: unknown): Promise<PushTransportResponse> {
   const { settings, secrets } = await splitSettings(runtime, em, tenantId, provider, body);
-  const ciphertext = secrets ? runtime.keyRing.encrypt(JSON.stringify(secrets), secretsAad(tenantId, provider)) : null;
+  const ciphertext = secrets ? runtime.keyRing.encrypt(JSON.stringify(secrets), pushTransportSecretsAad(tenantId, provider)) : null;
   const row = await queryOne<PushTransportRow>(
     em,
     `INSERT INTO push_transports (tenant_id, provider, settings, secrets_ciphertext) VALUES ($1, $2, $3::jsonb, $4)
@@ -133,7 +96,7 @@ export async function putPushTransport(runtime: Runtime, em: EntityManager, tena
      RETURNING provider, settings, secrets_ciphertext, updated_at`,
     [tenantId, provider, JSON.stringify(settings), ciphertext],
   );
-  return toResponse(row!, false);
+  return toPushTransportResponse(row!, false);
 }
 
 export async function deletePushTransport(em: EntityManager, tenantId: string, provider: PushProvider): Promise<void> {

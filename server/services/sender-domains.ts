@@ -10,10 +10,12 @@ import { promisify } from 'node:util';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { execute, query, queryOne, toIsoTimestamp } from '../db/sql.ts';
+import { execute, query, queryOne } from '../db/sql.ts';
 import type { Runtime } from '../runtime.ts';
 import type { DkimSigning } from '../email/smtp.ts';
 import type { DnsRecord, SenderDomainResponse, SenderDomainStatus } from '../schemas/sender-domains.ts';
+import { toIsoTimestamp } from '../timestamps.ts';
+import { dkimKeyAad } from '../crypto/aad.ts';
 
 interface SenderDomainRow {
   id: string;
@@ -29,10 +31,6 @@ const COLUMNS = 'id, domain, status, dkim_selector, dkim_public_key, last_checke
 const DNS_TIMEOUT_MS = 3000;
 const generateRsaKeyPair = promisify(generateKeyPair);
 
-/** The additional data the private key's ciphertext is bound to (server/crypto/encrypted-columns.ts). */
-export function dkimKeyAad(id: string): string {
-  return `sender_domains/${id}/dkim_private_key`;
-}
 
 export function dkimRecordName(selector: string, domain: string): string {
   return `${selector}._domainkey.${domain}`;

@@ -18,6 +18,7 @@ import type { Runtime } from '../runtime.ts';
 import { issueAccessToken, defaultTenantOf, type AccessTokenBody } from './auth.ts';
 import { createTenant } from './tenants.ts';
 import { createUser, findUserByEmail } from './users.ts';
+import { ssoClientSecretAad } from '../crypto/aad.ts';
 
 export const SSO_KINDS = ['github', 'gitlab', 'google', 'microsoft', 'okta', 'keycloak', 'oidc'] as const;
 export type SsoKind = (typeof SSO_KINDS)[number];
@@ -74,7 +75,6 @@ const KIND_NAMES: Record<SsoKind, string> = {
   oidc: 'OpenID Connect',
 };
 
-const secretAad = (id: string) => `sso_providers/${id}/client_secret`;
 const sha256 = (value: string) => createHash('sha256').update(value, 'utf8').digest();
 
 function view(row: ProviderRow): SsoProviderView {
@@ -99,7 +99,7 @@ export async function addSsoProvider(runtime: Runtime, em: EntityManager, input:
       input.kind,
       input.displayName ?? KIND_NAMES[input.kind],
       input.clientId,
-      runtime.keyRing.encrypt(input.clientSecret, secretAad(id)),
+      runtime.keyRing.encrypt(input.clientSecret, ssoClientSecretAad(id)),
       issuer?.replace(/\/+$/, '') ?? null,
       input.kind === 'github' ? (input.baseUrl ?? 'https://github.com').replace(/\/+$/, '') : null,
       input.kind === 'github' ? (input.apiUrl ?? 'https://api.github.com').replace(/\/+$/, '') : null,
@@ -166,7 +166,7 @@ async function endpointsOf(runtime: Runtime, row: ProviderRow): Promise<Endpoint
 }
 
 function clientOf(runtime: Runtime, row: ProviderRow): OAuth2Client {
-  const secret = runtime.keyRing.decrypt(row.client_secret_ciphertext, secretAad(row.id));
+  const secret = runtime.keyRing.decrypt(row.client_secret_ciphertext, ssoClientSecretAad(row.id));
   return new OAuth2Client(row.client_id, secret, `${publicBaseUrl(runtime.config)}/v1/auth/sso/${row.slug}/callback`);
 }
 

@@ -5,12 +5,14 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, ValidationFailure, notFound, type ValidationIssue } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { execute, isUniqueViolation, query, queryOne, toIsoTimestamp } from '../db/sql.ts';
+import { execute, isUniqueViolation, query, queryOne } from '../db/sql.ts';
 import { templateSyntaxError } from '../templates/engine.ts';
+import type { TemplateKind } from '../templates/resolve.ts';
 import type { EmailTemplateResponse, InboxTemplateResponse, TemplateListQuery } from '../schemas/templates.ts';
 import { findType } from './notification-types.ts';
+import { toIsoTimestamp } from '../timestamps.ts';
 
-export type TemplateKind = 'email' | 'inbox';
+export type { TemplateKind };
 
 interface KindSpec {
   table: string;
@@ -46,7 +48,7 @@ function columns(kind: TemplateKind): string {
   return ['id', 'notification_type_key', 'brand_key', 'language', ...KINDS[kind].fields, 'created_at', 'updated_at'].join(', ');
 }
 
-function toResponse<K extends TemplateKind>(row: TemplateRow): ResponseOf<K> {
+function toTemplateResponse<K extends TemplateKind>(row: TemplateRow): ResponseOf<K> {
   return { ...row, created_at: toIsoTimestamp(row.created_at), updated_at: toIsoTimestamp(row.updated_at) } as unknown as ResponseOf<K>;
 }
 
@@ -114,7 +116,7 @@ export async function createTemplate<K extends TemplateKind>(
       values,
     );
     if (!row) throw slotTaken();
-    return toResponse<K>(row);
+    return toTemplateResponse<K>(row);
   });
 }
 
@@ -126,13 +128,13 @@ export async function listTemplates<K extends TemplateKind>(em: EntityManager, t
       ORDER BY notification_type_key, brand_key, language`,
     [tenantId, filter.notification_type_key ?? null, filter.brand_key ?? null, filter.language ?? null],
   );
-  return rows.map((r) => toResponse<K>(r));
+  return rows.map((r) => toTemplateResponse<K>(r));
 }
 
 export async function getTemplate<K extends TemplateKind>(em: EntityManager, tenantId: string, kind: K, id: string): Promise<ResponseOf<K>> {
   const row = await queryOne<TemplateRow>(em, `SELECT ${columns(kind)} FROM ${KINDS[kind].table} WHERE id = $1 AND tenant_id = $2`, [id, tenantId]);
   if (!row) throw notFound(KINDS[kind].noun);
-  return toResponse<K>(row);
+  return toTemplateResponse<K>(row);
 }
 
 /**
@@ -173,7 +175,7 @@ export async function updateTemplate<K extends TemplateKind>(
           WHERE id = $1 AND tenant_id = $2 RETURNING ${columns(kind)}`,
         [id, tenantId, ...names.map((n) => next[n])],
       );
-      return toResponse<K>(row!);
+      return toTemplateResponse<K>(row!);
     } catch (error) {
       if (isUniqueViolation(error)) throw slotTaken();
       throw error;

@@ -6,6 +6,7 @@ import { execute, query, queryOne } from '../db/sql.ts';
 import { AppError } from '../errors.ts';
 import type { Config } from '../config.ts';
 import { roleAtLeast, type MemberRole } from '../auth/roles.ts';
+import { toIsoTimestamp } from '../timestamps.ts';
 
 export interface TenantRow {
   id: string;
@@ -76,14 +77,14 @@ interface MembershipTenantRow extends TenantRow {
   is_default: boolean;
 }
 
-function tenantResponse(row: MembershipTenantRow): TenantResponseBody {
+function toTenantResponse(row: MembershipTenantRow): TenantResponseBody {
   return {
     id: row.id,
     name: row.name,
     archived: row.archived_at !== null,
     role: row.role,
     is_default: row.is_default,
-    created_at: new Date(row.created_at).toISOString(),
+    created_at: toIsoTimestamp(row.created_at),
   };
 }
 
@@ -112,7 +113,7 @@ async function membershipTenant(em: EntityManager, userId: string, tenantId: str
     [userId, tenantId],
   );
   if (!row) throw new AppError('not_a_member', 'You are not a member of this tenant');
-  return tenantResponse(row);
+  return toTenantResponse(row);
 }
 
 /**
@@ -128,7 +129,7 @@ export async function listUserTenants(em: EntityManager, userId: string, include
       ORDER BY t.created_at, t.id`,
     [userId, includeArchived],
   );
-  return rows.map(tenantResponse);
+  return rows.map(toTenantResponse);
 }
 
 /** POST /v1/auth/tenants: a new tenant owned by the caller (not made their default). Multi-tenant installs only. */
@@ -190,3 +191,14 @@ export async function switchTenant(em: EntityManager, userId: string, tenantId: 
     await execute(tx, `UPDATE memberships SET is_default = true WHERE user_id = $1 AND tenant_id = $2`, [userId, tenantId]);
   });
 }
+
+/** Whether the install has any tenant (a single-tenant install has at most one). */
+export async function installHasTenant(em: EntityManager): Promise<boolean> {
+  return (await queryOne(em, `SELECT 1 FROM tenants LIMIT 1`)) !== undefined;
+}
+
+/** Whether the user has a default tenant already (a tenant created for them then does not become it). */
+export async function hasDefaultTenant(em: EntityManager, userId: string): Promise<boolean> {
+  return (await queryOne(em, `SELECT 1 FROM memberships WHERE user_id = $1 AND is_default`, [userId])) !== undefined;
+}
+

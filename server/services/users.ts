@@ -70,3 +70,9 @@ export async function markUserVerified(em: EntityManager, email: string): Promis
   if (!row) throw new AppError('not_found', `No user with email ${email}`);
   return row;
 }
+
+/** Adds a user who has no tenant yet to one, as their default tenant (herald users create --tenant). */
+export async function addFirstMembership(em: EntityManager, userId: string, tenantId: string, role: 'owner' | 'admin'): Promise<void> {
+  await query(em, `INSERT INTO memberships (user_id, tenant_id, role, is_default) VALUES ($1, $2, $3, true)`, [userId, tenantId, role]);
+}
+

@@ -17,7 +17,8 @@ import type {
   WebhookResponse,
 } from '../schemas/webhooks.ts';
 import { emitToEndpoint } from '../webhooks/emit.ts';
-import { newWebhookSecret, webhookSecretAad } from '../webhooks/signing.ts';
+import { newWebhookSecret } from '../webhooks/signing.ts';
+import { webhookSecretAad } from '../crypto/aad.ts';
 
 interface EndpointRow {
   id: string;

@@ -7,13 +7,13 @@
 // commit (see events.ts), so a contact's ids become visible in increasing order and none is skipped.
 // Counts are derived here, not stored per change: after a read that sent a stream a notification or
 // an update (or that started the stream), the hub reads the contact's counts and sends them. Most
-// contacts have no stream open when an item is delivered; storing their counts cost every delivery a
-// count query and a stream row more for nobody to read.
+// contacts have no stream open when an item is delivered, so storing counts per change would cost
+// every delivery a count query and a stream row for nobody to read.
 // The same connection also hears service-key changes, for the process's key cache
 // (server/auth/service-key-cache.ts), which it enables only while it is listening.
 import pg from 'pg';
 import type { Runtime } from '../runtime.ts';
-import { inboxCounts } from '../services/inbox.ts';
+import { inboxCounts } from './inbox-items.ts';
 import { API_KEYS_CHANNEL } from '../auth/service-key-cache.ts';
 import { STREAM_CHANNEL, type StreamNotice } from './events.ts';
 import { lastStreamIdDrawn, readStreamLog, streamLogEnd, type StreamMessage } from './log.ts';

@@ -6,7 +6,7 @@
 // serves live pushes and Last-Event-ID replay alike.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query, queryOne } from '../db/sql.ts';
-import { inboxItemView, type InboxItemRow } from '../services/inbox.ts';
+import { toInboxItemResponse, type InboxItemRow } from './inbox-items.ts';
 import { STREAM_ID_SEQUENCE, type StreamEventKind } from './events.ts';
 
 /**
@@ -35,7 +35,7 @@ export async function readStreamLog(em: EntityManager, contactId: string, after:
      ORDER BY log.id LIMIT $3`,
     [contactId, after.toString(), limit, STREAM_RETENTION_DAYS],
   );
-  return rows.map((row) => ({ id: row.id, kind: row.kind, payload: row.item ? { ...inboxItemView(row.item) } : row.payload! }));
+  return rows.map((row) => ({ id: row.id, kind: row.kind, payload: row.item ? { ...toInboxItemResponse(row.item) } : row.payload! }));
 }
 
 /** The id of the contact's last stream event (0 when there is none): where a stream without Last-Event-ID starts. */

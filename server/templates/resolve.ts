@@ -1,5 +1,5 @@
 // Which template fills a (type, brand, language) request, and with which brand's values it renders.
-// Fallback chain (DESIGN.md): brand + contact language -> brand + tenant default language ->
+// Fallback chain: brand + contact language -> brand + tenant default language ->
 // default brand + contact language -> default brand + default language. A regional language
 // ("de-AT") also tries its primary subtag ("de") before the tenant default.
 import type { EntityManager } from '@mikro-orm/postgresql';

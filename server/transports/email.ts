@@ -6,7 +6,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { installSmtp } from '../email/install-smtp.ts';
 import type { DkimSigning, OutgoingMail, SmtpSettings } from '../email/smtp.ts';
 import type { Runtime } from '../runtime.ts';
-import { isUnreadable, loadEmailTransport, SMTP_HOST_REFUSED, smtpHostAllowed } from '../services/email-transport.ts';
+import { isUnreadable } from '../crypto/keyring.ts';
+import { loadEmailTransport, SMTP_HOST_REFUSED, smtpHostAllowed } from '../email/tenant-smtp.ts';
 
 export type EmailOutcome =
   | { status: 'sent'; messageId: string }

@@ -8,7 +8,8 @@
 import type { Runtime } from '../runtime.ts';
 import { query } from '../db/sql.ts';
 import { postWebhook, type PostResult } from './post.ts';
-import { secretKey, signedHeaders, webhookSecretAad } from './signing.ts';
+import { secretKey, signedHeaders } from './signing.ts';
+import { webhookSecretAad } from '../crypto/aad.ts';
 import { registerWebhookWaker, unregisterWebhookWaker } from './wake.ts';
 import { isDatabaseUnavailable } from '../db/availability.ts';
 

@@ -18,7 +18,3 @@ export function signedHeaders(key: Buffer, id: string, timestamp: number, body: 
   return { 'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': `v1,${signature}` };
 }
 
-/** The additional data binding an endpoint's secret ciphertext to its row (server/crypto/encrypted-columns.ts). */
-export function webhookSecretAad(endpointId: string): string {
-  return `webhook_endpoints/${endpointId}/secret`;
-}

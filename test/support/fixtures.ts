@@ -13,7 +13,7 @@ import type { ReceivedMail, SmtpPeer } from './smtp-peer.ts';
 import { createTenant } from '../../server/services/tenants.ts';
 import { createUser } from '../../server/services/users.ts';
 import { issueApiKey } from '../../server/services/api-keys.ts';
-import { inboxItemView } from '../../server/services/inbox.ts';
+import { toInboxItemResponse } from '../../server/stream/inbox-items.ts';
 import { storeInboxItem } from '../../server/delivery/channels/inbox.ts';
 import { execute, query, queryOne } from '../../server/db/sql.ts';
 import { newId } from '../../server/ids.ts';
@@ -209,7 +209,7 @@ export async function deliverInboxItem(
     action_url: null,
     data: fields.data ?? {},
   });
-  return inboxItemView(row!);
+  return toInboxItemResponse(row!);
 }
 
 /** The delivery jobs carrying any of the events (in job id order), with the events each carries. */

@@ -5,7 +5,7 @@ import { connect, constants, type ClientHttp2Session } from 'node:http2';
 import type { Runtime } from '../../runtime.ts';
 import type { PushMessage, PushOutcome } from './index.ts';
 import { fingerprint, parsePrivateKey, signJwt } from './jwt.ts';
-import { providerState } from './provider-http.ts';
+import { providerCodes, providerState } from './provider-http.ts';
 
 export interface ApnsCredentials {
   team_id: string;
@@ -126,12 +126,7 @@ export async function sendApns(runtime: Runtime, creds: ApnsCredentials, token: 
       return { status: 'failed', error: `APNs unreachable: ${(error as Error).message}`, retryable: true };
     }
     if (answer.status === 200) return { status: 'sent', providerMessageId: answer.apnsId };
-    let reason: string;
-    try {
-      reason = String((JSON.parse(answer.text) as { reason?: string }).reason ?? '');
-    } catch {
-      reason = answer.text.slice(0, 200);
-    }
+    const reason = providerCodes(answer.text)[0] ?? '';
     const error = `APNs ${answer.status}${reason ? ` ${reason}` : ''}`;
     if (answer.status === 410 || reason === 'Unregistered' || reason === 'BadDeviceToken' || reason === 'DeviceTokenNotForTopic') return { status: 'dead', error };
     // A token Apple considers expired is signed again once, right away.

@@ -2,7 +2,7 @@
 // token is required only when the Expo project enforces "enhanced push security".
 import type { Runtime } from '../../runtime.ts';
 import type { PushMessage, PushOutcome } from './index.ts';
-import { describeAnswer, providerRequest } from './provider-http.ts';
+import { describeAnswer, errorCode, providerRequest } from './provider-http.ts';
 
 export interface ExpoCredentials {
   access_token?: string | null;
@@ -39,8 +39,9 @@ export async function sendExpo(runtime: Runtime, creds: ExpoCredentials, token: 
     return { status: 'failed', error: 'Expo answered with something that is not JSON', retryable: true };
   }
   if (ticket?.status === 'ok') return { status: 'sent', providerMessageId: ticket.id };
-  const code = ticket?.details?.error ?? 'unknown';
-  const error = `Expo ${code}: ${ticket?.message ?? 'no ticket'}`.slice(0, 300);
+  // The ticket's code, not its message: Expo's messages quote the push token.
+  const code = errorCode(ticket?.details?.error) ?? (ticket ? 'unknown' : 'no ticket');
+  const error = `Expo ${code}`;
   if (code === 'DeviceNotRegistered') return { status: 'dead', error };
   return { status: 'failed', error, retryable: code === 'MessageRateExceeded' };
 }

@@ -4,11 +4,11 @@
 // there is nothing usable to send with.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Runtime } from '../../runtime.ts';
-import { loadPushTransport } from '../../services/push-transports.ts';
-import { sendApns, type ApnsCredentials } from './apns.ts';
-import { sendExpo, type ExpoCredentials } from './expo.ts';
-import { sendFcm, type FcmCredentials } from './fcm.ts';
-import { sendWebPush, type WebPushCredentials } from './webpush.ts';
+import { sendApns } from './apns.ts';
+import { sendExpo } from './expo.ts';
+import { sendFcm } from './fcm.ts';
+import { loadPushTransport, type ProviderCredentials } from './tenant-credentials.ts';
+import { sendWebPush } from './webpush.ts';
 
 export interface WebPushSubscription {
   endpoint: string;
@@ -25,12 +25,7 @@ export type PushOutcome =
   | { status: 'failed'; error: string; retryable: boolean }
   | { status: 'skipped'; reason: 'no_transport' | 'credentials_unreadable' };
 
-/** A provider's settings and decrypted secrets together. */
-export type ProviderCredentials =
-  | ({ provider: 'apns' } & ApnsCredentials)
-  | ({ provider: 'fcm' } & FcmCredentials)
-  | ({ provider: 'expo' } & ExpoCredentials)
-  | ({ provider: 'webpush' } & WebPushCredentials);
+export type { ProviderCredentials };
 
 export async function sendPushWith(runtime: Runtime, credentials: ProviderCredentials, destination: PushDestination, message: PushMessage): Promise<PushOutcome> {
   try {

@@ -97,7 +97,39 @@ export function providerRequest(
   });
 }
 
-/** A short, secret-free description of a provider's error answer for delivery records. */
+/**
+ * A provider's error answer as delivery records keep it: the HTTP status and the provider's error
+ * codes, never the body itself (bodies can echo device tokens or endpoints, and are not ours to store).
+ */
 export function describeAnswer(response: ProviderResponse): string {
-  return `HTTP ${response.status}${response.text ? `: ${response.text.slice(0, 300)}` : ''}`;
+  const codes = providerCodes(response.text);
+  return `HTTP ${response.status}${codes.length > 0 ? ` ${codes.join(' ')}` : ''}`;
+}
+
+/** The value when it passes for an error code (a short identifier, never free text), else null. */
+export function errorCode(value: unknown): string | null {
+  return typeof value === 'string' && /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/.test(value) ? value : null;
+}
+
+/**
+ * The error codes in a provider's JSON answer: APNs `reason`; FCM `error.status` and each detail's
+ * `errorCode`; Expo `errors[].code`; OAuth and web push services' `error` (and autopush's `errno`).
+ */
+export function providerCodes(text: string): string[] {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return [];
+  }
+  if (!body || typeof body !== 'object') return [];
+  const b = body as { reason?: unknown; error?: unknown; errors?: unknown; errno?: unknown };
+  const found: unknown[] = [b.reason];
+  if (b.error && typeof b.error === 'object') {
+    const e = b.error as { status?: unknown; details?: unknown };
+    found.push(e.status, ...(Array.isArray(e.details) ? e.details.map((d) => (d as { errorCode?: unknown } | null)?.errorCode) : []));
+  } else found.push(b.error);
+  if (Array.isArray(b.errors)) found.push(...b.errors.map((e) => (e as { code?: unknown } | null)?.code));
+  if (typeof b.errno === 'number') found.push(`errno-${b.errno}`);
+  return [...new Set(found.map(errorCode).filter((c) => c !== null))];
 }

@@ -1,0 +1,87 @@
+// The documentation the project carries is held to the code: every configuration key of the schema is
+// in docs/configuration.md (and nothing else is), every environment variable config.ts reads is named
+// there, and every CLI command is in docs/cli.md. A key or a command added without docs fails here.
+import { describe, expect, it } from 'vitest';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { z } from 'zod';
+import { configSchema } from '../server/config.ts';
+import { commandNames, loadProgram } from './support/cli-reference.ts';
+
+const read = (path: string) => readFileSync(new URL(`../${path}`, import.meta.url), 'utf8');
+
+/** The schema's keys, nested object keys as parent.child. */
+function schemaKeys(shape: Record<string, z.ZodType>, prefix = ''): string[] {
+  const keys: string[] = [];
+  for (const [key, field] of Object.entries(shape)) {
+    keys.push(prefix + key);
+    let inner: z.ZodType = field;
+    while (inner instanceof z.ZodDefault || inner instanceof z.ZodOptional || inner instanceof z.ZodNullable) inner = inner.unwrap() as z.ZodType;
+    if (inner instanceof z.ZodObject) keys.push(...schemaKeys(inner.shape as Record<string, z.ZodType>, `${prefix}${key}.`));
+  }
+  return keys;
+}
+
+/** The keys in the first column of the table under "## Keys". */
+function documentedKeys(doc: string): string[] {
+  const section = doc.split(/^## Keys$/m)[1]!.split(/^## /m)[0]!;
+  return [...section.matchAll(/^\| `([A-Za-z0-9.]+)` \|/gm)].map((m) => m[1]!);
+}
+
+describe('docs/configuration.md', () => {
+  const doc = read('docs/configuration.md');
+
+  it('lists exactly the keys of the configuration schema', () => {
+    const inSchema = schemaKeys(configSchema.shape as Record<string, z.ZodType>).sort();
+    const inDoc = documentedKeys(doc).sort();
+    expect(inDoc.filter((k) => !inSchema.includes(k)), 'documented but not in server/config.ts').toEqual([]);
+    expect(inSchema.filter((k) => !inDoc.includes(k)), 'in server/config.ts but not documented in docs/configuration.md').toEqual([]);
+    expect(new Set(inDoc).size, 'a key documented twice').toBe(inDoc.length);
+  });
+
+  it('names every environment variable the configuration reads', () => {
+    const source = read('server/config.ts');
+    const names = [...new Set([...source.matchAll(/\b((?:HERALD|DATABASE)_[A-Z0-9_]+)\b/g)].map((m) => m[1]!))];
+    expect(names.length).toBeGreaterThan(10);
+    expect(names.filter((name) => !doc.includes(`\`${name}\``))).toEqual([]);
+  });
+});
+
+describe('docs/cli.md', () => {
+  it('lists every herald command', async () => {
+    const commands = commandNames(await loadProgram());
+    expect(commands.length).toBeGreaterThan(30);
+    const doc = read('docs/cli.md');
+    const missing = commands.filter((name) => !new RegExp(`^#+ \`${name}[ \`]`, 'm').test(doc));
+    expect(missing, 'add them to docs/cli.md (node test/support/cli-reference.ts prints the reference)').toEqual([]);
+  });
+});
+
+/** Documents other branches are adding; linked already, so they may be missing until they land. */
+const LANDING = ['webhooks.md', 'email-deliverability.md', 'audiences.md', 'console.md', 'operations.md', 'metrics.md', 'config-as-code.md', 'scale-out.md', 'workflows.md'];
+
+/** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens. */
+const anchorOf = (heading: string) => heading.trim().toLowerCase().replace(/[^a-z0-9 _-]/g, '').replace(/ /g, '-');
+
+describe('links between the documents', () => {
+  it('lead to documents and headings that exist', () => {
+    const documents = ['README.md', ...readdirSync(new URL('../docs/', import.meta.url)).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+    const broken: string[] = [];
+    for (const document of documents) {
+      const text = read(document);
+      const dir = document.startsWith('docs/') ? 'docs/' : '';
+      for (const [, target, anchor] of text.matchAll(/\]\((?!https?:)([^)#\s]*)(?:#([^)\s]+))?\)/g)) {
+        const path = target ? new URL(target, new URL(`../${dir}`, import.meta.url)) : new URL(`../${document}`, import.meta.url);
+        const name = path.pathname.split('/').pop()!;
+        if (!existsSync(path)) {
+          if (!LANDING.includes(name)) broken.push(`${document}: ${target}`);
+          continue;
+        }
+        if (!anchor || !name.endsWith('.md')) continue;
+        const headings = [...readFileSync(path, 'utf8').matchAll(/^#+ (.+)$/gm)].map((m) => anchorOf(m[1]!));
+        if (!headings.includes(anchor)) broken.push(`${document}: ${target}#${anchor}`);
+      }
+    }
+    expect(documents.length).toBeGreaterThan(8);
+    expect(broken).toEqual([]);
+  });
+});
