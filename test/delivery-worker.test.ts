@@ -25,7 +25,7 @@ import { deliverEventJob } from '../server/jobs/deliver-event.ts';
 import type { Channel } from '../server/schemas/common.ts';
 import { pushChannel, pushOutcome } from '../server/delivery/channels/push.ts';
 import { emailOutcome } from '../server/delivery/channels/email.ts';
-import { CONTACT_COLUMNS, type ContactRow } from '../server/services/contact-upsert.ts';
+import { CONTACT_COLUMNS, type ContactRow } from '../server/db/contacts.ts';
 import { newId } from '../server/ids.ts';
 import { readStreamLog } from '../server/stream/log.ts';
 import type { PushOutcome } from '../server/transports/push/index.ts';

@@ -38,15 +38,6 @@ const SQL_MODULES = ['server/db/sql.ts', 'server/db/prepared.ts'];
  */
 const KNOWN_UPWARD = [
   'server/delivery/channels/email.ts -> server/services/sender-domains.ts',
-  'server/delivery/channels/inbox.ts -> server/services/contact-upsert.ts',
-  'server/delivery/channels/inbox.ts -> server/services/inbox.ts',
-  'server/delivery/channels/types.ts -> server/services/contact-upsert.ts',
-  'server/delivery/round.ts -> server/services/contact-upsert.ts',
-  'server/delivery/stages/load.ts -> server/services/contact-upsert.ts',
-  'server/delivery/stages/render.ts -> server/services/contact-upsert.ts',
-  // (secretVariablesAad, whose home is crypto/aad.ts; this edge closes a cycle through trigger-batch.ts)
-  'server/delivery/stages/render.ts -> server/services/notifications.ts',
-  'server/delivery/stages/send.ts -> server/services/contact-upsert.ts',
 ];
 
 interface Edge {

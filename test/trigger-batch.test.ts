@@ -7,7 +7,8 @@ import { createTenantFixture, insertInboxTemplate, insertNotificationType, sql, 
 import { TriggerBatcher, writeTriggers, type TriggerInput, type TriggerOutcome } from '../server/services/trigger-batch.ts';
 import { contactUpsertInput, type ContactFields } from '../server/services/contact-upsert.ts';
 import { newId } from '../server/ids.ts';
-import { CHANNELS, planDeliveries } from '../server/delivery/stages/plan.ts';
+import { planDeliveries } from '../server/delivery/stages/plan.ts';
+import { CHANNELS } from '../server/schemas/common.ts';
 import type { Channel } from '../server/schemas/common.ts';
 
 let app: TestApp;

@@ -1,8 +1,8 @@
 // Completing delivery jobs inside the statement that stores their deliveries (stages/store.ts), so a
 // batch commits once: the deliveries, the inbox items and the jobs' completion together. Left to
-// pg-boss, the completion was a write transaction of its own after the handler returned (a third
-// commit per batch, after the fetch's and the store's), and a crash between the two commits left
-// delivered events' jobs active, to be fetched and settled again.
+// pg-boss, the completion would be a write transaction of its own after the handler returns (a third
+// commit per batch), and a crash between the two commits would leave delivered events' jobs active,
+// to be fetched and settled again.
 //
 // The CTE is pg-boss's own completion statement for the queue (plans.completeJobsDistributed: the
 // UPDATE that boss.complete() runs, without the count it wraps it in), fenced like boss.complete()

@@ -9,8 +9,8 @@ export const DELIVERY_RETRY_DELAY_MAX_SECONDS = 300;
 
 /**
  * The most events one delivery job carries (server/delivery/enqueue.ts). Events that can only reach
- * the inbox share jobs: their delivery is a database write, and the queue's own work per job (the
- * fetch, the completion) was half of what such an event cost at saturation. An event with a remote
+ * the inbox share jobs: their delivery is a database write, small beside the queue's own work per job
+ * (the fetch, the completion), which a shared job pays once for all its events. An event with a remote
  * channel (email, push) has a job of its own, so that its sends run beside other events' and are
  * retried on their own.
  */

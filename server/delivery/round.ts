@@ -2,7 +2,7 @@
 // workflow's channel steps do with the deliveries they plan.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Runtime } from '../runtime.ts';
-import type { ContactRow } from '../services/contact-upsert.ts';
+import type { ContactRow } from '../db/contacts.ts';
 import { channelRegistry } from './channels/index.ts';
 import type { DeliveryOutcome, DeliveryRow } from './channels/types.ts';
 import { countOutcome } from './metrics.ts';

@@ -4,6 +4,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../ids.ts';
 import { query } from '../db/sql.ts';
+import { CONTACT_COLUMNS, type ContactRow } from '../db/contacts.ts';
 
 export interface ContactFields {
   external_id: string;
@@ -14,28 +15,12 @@ export interface ContactFields {
   properties?: Record<string, unknown> | null;
 }
 
-export interface ContactRow {
-  id: string;
-  tenant_id: string;
-  external_id: string;
-  email: string | null;
-  phone: string | null;
-  name: string | null;
-  language: string | null;
-  properties: Record<string, unknown>;
-  /** IANA time zone; quiet hours are read in it. */
-  timezone: string | null;
-  quiet_hours: { start: string; end: string } | null;
-  created_at: Date;
-  updated_at: Date;
-}
 
 export interface UpsertedContact extends ContactRow {
   /** true when this call created the contact. */
   created: boolean;
 }
 
-export const CONTACT_COLUMNS = 'id, tenant_id, external_id, email, phone, name, language, properties, timezone, quiet_hours, created_at, updated_at';
 
 /** One row of the upsert's input (the JSON array given to contactUpsertStatement). */
 export interface ContactUpsertInput {

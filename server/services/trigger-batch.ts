@@ -6,15 +6,12 @@
 // The statement takes a list of triggers and decides each on its own: a refused trigger writes
 // nothing and reports why, whatever the others in its statement do.
 //
-// Why batch: on the 1-recipient trigger benchmark PostgreSQL, not Herald, was the bottleneck, and
-// most of its work per trigger was per statement and per commit (parse, plan, executor start-up, the
-// commit record and its WAL flush), not per row: a trigger for 8 recipients cost about as much as one
-// for 1. So while the API's statements are in flight, further triggers queue in the process, and the
-// next statement writes all of them in one transaction; at light load a trigger still runs at once,
-// alone. Every trigger's events and jobs still commit together, before its 202 (a batch commits all
-// of its triggers or none), so nothing accepted is lost. (npm run bench, 1-recipient triggers, same
-// session: 835-894 requests/s with p99 67-71 ms one statement per trigger, 1,618-1,884 with p99 31-45 ms
-// batched.)
+// Why batch: at saturation most of PostgreSQL's work per trigger is per statement and per commit
+// (parse, plan, executor start-up, the commit record and its WAL flush), not per row: a trigger for 8
+// recipients costs about as much as one for 1. So while the API's statements are in flight, further
+// triggers queue in the process, and the next statement writes all of them in one transaction; at
+// light load a trigger still runs at once, alone. Every trigger's events and jobs still commit
+// together, before its 202 (a batch commits all of its triggers or none), so nothing accepted is lost.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
 import type { PgBoss } from '../queue.ts';

@@ -7,8 +7,8 @@ import { queryOne } from '../../db/sql.ts';
 import { newId } from '../../ids.ts';
 import { NEXT_STREAM_ID_SQL, streamLockSql, streamNoticesSql } from '../../stream/events.ts';
 import type { Runtime } from '../../runtime.ts';
-import type { ContactRow } from '../../services/contact-upsert.ts';
-import { INBOX_COLUMNS, type InboxItemRow } from '../../services/inbox.ts';
+import type { ContactRow } from '../../db/contacts.ts';
+import { INBOX_COLUMNS, type InboxItemRow } from '../../stream/inbox-items.ts';
 import { renderInboxDelivery, type TemplateCache } from '../stages/render.ts';
 import type { ChannelSender, EventForDelivery } from './types.ts';
 

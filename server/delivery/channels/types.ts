@@ -3,11 +3,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Runtime } from '../../runtime.ts';
 import type { Channel } from '../../schemas/common.ts';
-import type { ContactRow } from '../../services/contact-upsert.ts';
+import type { ContactRow } from '../../db/contacts.ts';
 import type { BrandRow } from '../../templates/resolve.ts';
 import type { TemplateCache } from '../stages/render.ts';
 
-/** Why a delivery was skipped (DESIGN.md), plus tenant_archived for events of a tenant archived after the trigger. */
+/** Why a delivery was skipped; tenant_archived for events of a tenant archived after the trigger. */
 export type SkipReason =
   | 'opted_out'
   | 'channel_disabled'

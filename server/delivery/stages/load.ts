@@ -7,8 +7,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../../db/sql.ts';
 import type { Channel } from '../../schemas/common.ts';
 import type { Workflow, StepState } from '../../schemas/workflows.ts';
-import type { ContactRow } from '../../services/contact-upsert.ts';
-import { CONTACT_COLUMNS } from '../../services/contact-upsert.ts';
+import { CONTACT_COLUMNS, type ContactRow } from '../../db/contacts.ts';
 import type { EventForDelivery } from '../channels/types.ts';
 
 export interface ContactWithDestinations extends ContactRow {
@@ -49,8 +48,8 @@ export function eventTypeJoin(eventAlias: string): string {
 
 /**
  * Whether an event's deliveries have been planned. A scalar subquery, one index probe per event, not
- * EXISTS: PostgreSQL may turn EXISTS into a hashed subplan that reads the whole deliveries table, and
- * did so on every batch while the young table's statistics still said it was small.
+ * EXISTS: PostgreSQL may turn EXISTS into a hashed subplan that reads the whole deliveries table, as it
+ * does while a young table's statistics still say it is small.
  */
 export function eventPlannedSql(eventAlias: string): string {
   return `((SELECT true FROM deliveries d WHERE d.event_id = ${eventAlias}.id LIMIT 1) IS NOT NULL)`;
@@ -59,8 +58,7 @@ export function eventPlannedSql(eventAlias: string): string {
 /**
  * Loads the events, in id order. What depends only on the tenant, the type and the brand (the tenant's
  * state, the type's policy, the brands) is looked up once per distinct (tenant, type, brand) of the
- * batch, not once per event: a batch is mostly one tenant's events of one type, and per event these
- * lookups were about a third of the statement's time (EXPLAIN ANALYZE, 250 events).
+ * batch, not once per event: a batch is mostly one tenant's events of one type.
  *
  * With `lock`, the events are locked (FOR UPDATE, in id order, so concurrent runs cannot deadlock)
  * until the caller's transaction ends.

@@ -10,12 +10,11 @@
 // - Destinations: inbox always; email needs the contact's email; push one per apns/fcm/expo
 //   subscription; web_push one per webpush subscription; none -> 'no_destination'.
 // - Channels without a registered sender are left out entirely (see channels/index.ts).
-import type { Channel } from '../../schemas/common.ts';
+import { CHANNELS, type Channel } from '../../schemas/common.ts';
 import type { SkipReason } from '../channels/types.ts';
 import { registeredChannels } from '../channels/index.ts';
 import type { LoadedEvent } from './load.ts';
 
-export const CHANNELS: readonly Channel[] = ['inbox', 'email', 'push', 'web_push'];
 
 export interface PlanInput {
   channelDefaults: Partial<Record<Channel, boolean>>;

@@ -5,8 +5,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { KeyUnavailableError } from '../../crypto/keyring.ts';
 import type { Runtime } from '../../runtime.ts';
-import type { ContactRow } from '../../services/contact-upsert.ts';
-import { secretVariablesAad } from '../../services/notifications.ts';
+import type { ContactRow } from '../../db/contacts.ts';
+import { secretVariablesAad } from '../../crypto/aad.ts';
 import { findTemplate, renderContext, templateCandidates, type BrandRow, type EmailTemplateRow, type InboxTemplateRow, type TemplateKind } from '../../templates/resolve.ts';
 import { renderInbox, type RenderedInbox } from '../../templates/render.ts';
 import type { EventForDelivery } from '../channels/types.ts';

@@ -5,7 +5,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { queryOne } from '../../db/sql.ts';
 import type { Runtime } from '../../runtime.ts';
-import type { ContactRow } from '../../services/contact-upsert.ts';
+import type { ContactRow } from '../../db/contacts.ts';
 import { TemplateError, UnfilledSlotError } from '../../templates/engine.ts';
 import { channelRegistry } from '../channels/index.ts';
 import type { DeliveryOutcome, DeliveryRow, EventForDelivery } from '../channels/types.ts';
