@@ -10,17 +10,13 @@
 // BENCH_AUDIENCE_CONTACTS=1000000 is the large run: then the broadcast is followed through its fan-out
 // and BENCH_AUDIENCE_FOLLOW_SECONDS (default 30) of delivery after it, and canceled (delivering a
 // million inbox items takes minutes on a small machine); the figures are taken over that window.
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import pg from 'pg';
-import { loadConfig } from '../server/config.ts';
-import { generateKey } from '../server/crypto/keyring.ts';
 import { startRuntime, stopRuntime } from '../server/runtime.ts';
 import { execute } from '../server/db/sql.ts';
 import { newId } from '../server/ids.ts';
 import { KeepAliveConnection } from './keep-alive-client.ts';
-import { benchTenant, cleanups, fmt, freePort, freshDatabase, print, runBench, sleep, startHerald, stats } from './support.ts';
+import { benchInstall, benchTenant, cleanups, fmt, freePort, print, runBench, sleep, startHerald, stats } from './support.ts';
 
 const CONTACTS = Number(process.env.BENCH_AUDIENCE_CONTACTS ?? 100_000);
 /** Above this audience the broadcast is not followed to its end (see the header). */
@@ -29,12 +25,7 @@ const FOLLOW_SECONDS = Number(process.env.BENCH_AUDIENCE_FOLLOW_SECONDS ?? 30);
 const PROBE_INTERVAL_MS = 50;
 
 async function main(): Promise<void> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'herald-bench-audiences-'));
-  chmodSync(dataDir, 0o711);
-  cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
-  const url = await freshDatabase(dataDir);
-  const encryptionKeys = `bench:${generateKey()}`;
-  const config = loadConfig({ dataDir, databaseUrl: url, encryptionKeys, logLevel: 'warn' }, {});
+  const { dataDir, url, encryptionKeys, config } = await benchInstall('herald-bench-audiences-');
 
   // Two tenants: one broadcasts, the other triggers meanwhile. Both have an inbox-only type.
   const setup = await startRuntime(config, { role: 'api', queue: true, poolMax: 4 });

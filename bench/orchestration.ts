@@ -9,17 +9,13 @@
 //      until every event has joined its digest or opened one, with the CPU per event of the worker and
 //      of PostgreSQL, the number of digests, then the time until every digest is delivered once its
 //      window has closed.
-import { mkdtempSync, readFileSync, rmSync, chmodSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import pg from 'pg';
-import { loadConfig } from '../server/config.ts';
-import { generateKey } from '../server/crypto/keyring.ts';
 import { execute } from '../server/db/sql.ts';
 import { newId } from '../server/ids.ts';
 import { startRuntime, stopRuntime } from '../server/runtime.ts';
 import { KeepAliveConnection } from './keep-alive-client.ts';
-import { benchTenant, cleanups, fmt, freePort, freshDatabase, print, runBench, sleep, startHerald, stats } from './support.ts';
+import { benchInstall, benchTenant, cleanups, fmt, freePort, print, runBench, sleep, startHerald, stats } from './support.ts';
 
 const SCHEDULED = Number(process.env.BENCH_SCHEDULED ?? 10_000);
 const DIGEST_EVENTS = Number(process.env.BENCH_DIGEST_EVENTS ?? 100_000);
@@ -63,12 +59,7 @@ async function databaseCpuSeconds(db: pg.Client): Promise<number | null> {
 }
 
 async function main(): Promise<void> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'herald-bench-orch-'));
-  chmodSync(dataDir, 0o711);
-  cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
-  const url = await freshDatabase(dataDir);
-  const encryptionKeys = `bench:${generateKey()}`;
-  const config = loadConfig({ dataDir, databaseUrl: url, encryptionKeys, logLevel: 'warn' }, {});
+  const { dataDir, url, encryptionKeys, config } = await benchInstall('herald-bench-orch-');
   const setup = await startRuntime(config, { role: 'api', queue: true, poolMax: 4 });
   const em = setup.orm.em.fork();
   const { tenant, apiKey } = await benchTenant(em, 'Orchestration');

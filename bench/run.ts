@@ -25,13 +25,9 @@
 // machine is CPU-bound at saturation, so the ratio of those totals predicts the rate ratio, and the
 // split shows where the time goes (CPU time moves with the machine's load as well).
 import { once } from 'node:events';
-import { mkdtempSync, rmSync, chmodSync, readFileSync, readdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync, readdirSync } from 'node:fs';
 import pg from 'pg';
 import { PgBoss } from 'pg-boss';
-import { loadConfig } from '../server/config.ts';
-import { generateKey } from '../server/crypto/keyring.ts';
 import { startRuntime, stopRuntime } from '../server/runtime.ts';
 import { execute } from '../server/db/sql.ts';
 import { newId } from '../server/ids.ts';
@@ -41,7 +37,7 @@ import { SMTPServer } from 'smtp-server';
 import { deliverEventJob } from '../server/jobs/deliver-event.ts';
 import { DELIVER_EVENT_QUEUE } from '../server/delivery/queues.ts';
 import { KeepAliveConnection } from './keep-alive-client.ts';
-import { benchTenant, cleanups, fmt, freePort, freshDatabase, print, runBench, sleep, startHerald, stats } from './support.ts';
+import { benchInstall, benchTenant, cleanups, fmt, freePort, print, runBench, sleep, startHerald, stats } from './support.ts';
 import { benchWebhooks } from './webhooks.ts';
 
 // Sized for the drains of 3 and 5 (28,000 items each, with the warm-up triggers), not for 1 and 2: a
@@ -62,12 +58,7 @@ const WORKER_CONCURRENCY = 8; // config.workerConcurrency default
 
 async function main(): Promise<void> {
   const started = Date.now();
-  const dataDir = mkdtempSync(join(tmpdir(), 'herald-bench-'));
-  chmodSync(dataDir, 0o711);
-  cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
-  const url = await freshDatabase(dataDir);
-  const encryptionKeys = `bench:${generateKey()}`;
-  const config = loadConfig({ dataDir, databaseUrl: url, encryptionKeys, logLevel: 'warn' }, {});
+  const { dataDir, url, encryptionKeys, config } = await benchInstall('herald-bench-');
 
   // Migrate and create the tenant, its key, a type and an inbox template.
   const setup = await startRuntime(config, { role: 'api', queue: true, poolMax: 4 });

@@ -3,11 +3,15 @@
 // limits, percentiles, and clean-up on the way out whatever happens.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { loadConfig, type Config } from '../server/config.ts';
+import { generateKey } from '../server/crypto/keyring.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../server/db/embedded-postgres.ts';
 import { execute } from '../server/db/sql.ts';
 import { hashServiceKey } from '../server/auth/credentials.ts';
@@ -119,6 +123,16 @@ export function freePort(): Promise<number> {
     });
     server.on('error', reject);
   });
+}
+
+/** A data directory and a fresh database for one benchmark run, removed at the end. */
+export async function benchInstall(prefix: string): Promise<{ dataDir: string; url: string; encryptionKeys: string; config: Config }> {
+  const dataDir = mkdtempSync(join(tmpdir(), `${prefix}-`));
+  chmodSync(dataDir, 0o711);
+  cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
+  const url = await freshDatabase(dataDir);
+  const encryptionKeys = `bench:${generateKey()}`;
+  return { dataDir, url, encryptionKeys, config: loadConfig({ dataDir, databaseUrl: url, encryptionKeys, logLevel: 'warn' }, {}) };
 }
 
 /** A tenant with a service key (returned) and trigger limits raised out of the way. */
