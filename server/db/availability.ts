@@ -52,7 +52,8 @@ export class DatabaseAvailability {
   /** Records an outage (logged once) and probes every second until the database answers again. */
   markDown(reason: unknown): void {
     if (this.#down) return;
-    const text = reason instanceof Error ? reason.message : String(reason);
+    const message = (reason as { message?: unknown } | null)?.message;
+    const text = typeof message === 'string' ? message : String(reason);
     this.#down = { since: Date.now(), reason: text };
     this.#logger.warn('database unavailable', { reason: text.split('\n')[0] });
     this.#probe = setInterval(() => {

@@ -26,6 +26,7 @@ import { deliverEvent, RetryableDeliveryError } from '../delivery/run-event.ts';
 import { deliverInboxBatch } from '../delivery/run-batch.ts';
 import { finaliseExhaustedEvent } from '../delivery/stages/rollup.ts';
 import type { Runtime } from '../runtime.ts';
+import { isDatabaseUnavailable } from '../db/availability.ts';
 
 export const deliverEventJob = defineJob<DeliverEventJob>({
   name: DELIVER_EVENT_QUEUE,
@@ -63,7 +64,7 @@ async function deliverJobs(runtime: Runtime, jobs: Job<DeliverEventJob>[]): Prom
   try {
     settled = await deliverInboxBatch(runtime, jobs);
   } catch (error) {
-    runtime.logger.warn('batch delivery fell back to per-event delivery', { error: error instanceof Error ? error.message : String(error) });
+    noteFailure(runtime, 'batch delivery fell back to per-event delivery', error);
   }
   for (const job of jobs) {
     const errors: string[] = [];
@@ -73,12 +74,21 @@ async function deliverJobs(runtime: Runtime, jobs: Job<DeliverEventJob>[]): Prom
         await deliverEvent(runtime, eventId, { finalAttempt: job.retryCount >= DELIVERY_RETRY_LIMIT });
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error);
-        if (!(error instanceof RetryableDeliveryError)) runtime.logger.warn('delivery job failed', { event_id: eventId, error: message });
+        if (!(error instanceof RetryableDeliveryError)) noteFailure(runtime, 'delivery job failed', error, { event_id: eventId });
         errors.push(`${eventId}: ${message}`);
       }
     }
     if (errors.length > 0) await failJob(runtime.boss!, job, errors.join('; '));
   }
+}
+
+/**
+ * Logs a delivery failure, except one that says the database is unreachable: that is the outage's,
+ * logged once for the whole outage (db/availability.ts), and the job is retried once it is over.
+ */
+function noteFailure(runtime: Runtime, message: string, error: unknown, fields: Record<string, unknown> = {}): void {
+  if (isDatabaseUnavailable(error)) return runtime.availability.markDown(error);
+  runtime.logger.warn(message, { ...fields, error: error instanceof Error ? error.message : String(error) });
 }
 
 /** Fails one job of the batch (retried with backoff, or dead-lettered when out of retries). */
