@@ -57,9 +57,16 @@ Examples:
       if (runtime.inboundSmtp) process.stdout.write(`Bounce SMTP listening on ${runtime.inboundSmtp.host}:${runtime.inboundSmtp.port}\n`);
       await waitForSignal();
       runtime.logger.info('draining');
-      await http?.close();
-      await metrics?.close();
-      await stopRuntime(runtime);
+      // The drain waits on timers that do not hold the process open (pg-boss's stop timeout among
+      // them): without a handle of its own the process could end mid-drain, its exit code 13.
+      const draining = setInterval(() => undefined, 1000);
+      try {
+        await http?.close();
+        await metrics?.close();
+        await stopRuntime(runtime);
+      } finally {
+        clearInterval(draining);
+      }
       runtime.logger.info('herald stopped');
     });
 }

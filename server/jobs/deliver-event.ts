@@ -83,11 +83,11 @@ async function deliverJobs(runtime: Runtime, jobs: Job<DeliverEventJob>[]): Prom
 }
 
 /**
- * Logs a delivery failure, except one that says the database is unreachable: that is the outage's,
- * logged once for the whole outage (db/availability.ts), and the job is retried once it is over.
+ * Logs a delivery failure, except one that says the database is unreachable during an outage already
+ * logged (once for the whole outage, db/availability.ts): its job is retried once the outage is over.
  */
 function noteFailure(runtime: Runtime, message: string, error: unknown, fields: Record<string, unknown> = {}): void {
-  if (isDatabaseUnavailable(error)) return runtime.availability.markDown(error);
+  if (isDatabaseUnavailable(error) && !runtime.availability.available) return;
   runtime.logger.warn(message, { ...fields, error: error instanceof Error ? error.message : String(error) });
 }
 
