@@ -42,6 +42,64 @@ describe('GET /v1/openapi.json', () => {
     expect(new Set(ids).size).toBe(ids.length);
   });
 
+  it('lists 422 only on operations that have input to validate', () => {
+    for (const [path, operations] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        const hasInput = operation.requestBody !== undefined || (operation.parameters ?? []).some((p: { in: string }) => p.in !== 'header');
+        expect('422' in operation.responses, `${method} ${path}`).toBe(hasInput);
+      }
+    }
+    expect(Object.keys(doc.paths['/healthz'].get.responses)).not.toContain('422');
+    expect(doc.paths['/v1/notifications'].post.responses['422'].content['application/json'].schema.$ref).toBe('#/components/schemas/HTTPValidationError');
+  });
+
+  it('describes requests as clients send them: a field with a default is optional and has no default keyword', () => {
+    const trigger = doc.components.schemas.TriggerRequest;
+    expect(trigger.required).toEqual(['type', 'recipients']);
+    expect(trigger.properties.variables.default).toBeUndefined();
+    expect(trigger.properties.variables.description).toContain('Default: {}');
+    const requestSchemas = Object.values(doc.paths as Record<string, Record<string, any>>).flatMap((ops) =>
+      Object.values(ops).flatMap((op) => Object.values(op.requestBody?.content ?? {}).map((c: any) => c.schema)),
+    );
+    const reachable = new Set<string>();
+    const visit = (schema: unknown) => {
+      for (const [, name] of JSON.stringify(schema).matchAll(/#\/components\/schemas\/(\w+)/g)) {
+        if (reachable.has(name!)) continue;
+        reachable.add(name!);
+        visit(doc.components.schemas[name!]);
+      }
+    };
+    requestSchemas.forEach(visit);
+    for (const name of reachable) expect(JSON.stringify(doc.components.schemas[name]), name).not.toMatch(/"default":/);
+    expect(JSON.stringify(requestSchemas)).not.toMatch(/"default":/);
+  });
+
+  it('names a request schema <Name>Input where the response schema of that name differs', () => {
+    // Responses close their objects (additionalProperties: false); requests do not.
+    expect(doc.components.schemas.QuietHours.additionalProperties).toBe(false);
+    expect(doc.components.schemas.QuietHoursInput.additionalProperties).toBeUndefined();
+    expect(JSON.stringify(doc.components.schemas.SetQuietHoursRequest)).toContain('#/components/schemas/QuietHoursInput');
+    expect(JSON.stringify(doc.components.schemas.ContactResponse)).toContain('#/components/schemas/QuietHours"');
+  });
+
+  it('has no schema that refers to itself (generators make such a type refer to itself: TS2502)', () => {
+    const schemas = doc.components.schemas as Record<string, unknown>;
+    const refs = (schema: unknown) => [...JSON.stringify(schema).matchAll(/#\/components\/schemas\/(\w+)/g)].map((m) => m[1]!);
+    for (const name of Object.keys(schemas)) {
+      const seen = new Set<string>();
+      const pending = refs(schemas[name]);
+      while (pending.length > 0) {
+        const next = pending.pop()!;
+        expect(next, `${name} refers to itself`).not.toBe(name);
+        if (!seen.has(next)) {
+          seen.add(next);
+          pending.push(...refs(schemas[next]));
+        }
+      }
+    }
+    expect(doc.components.schemas.JsonValue).toEqual({ description: 'Any JSON value' });
+  });
+
   it('describes the error bodies', () => {
     expect(doc.components.schemas.ErrorResponse.required).toEqual(['detail', 'code']);
     expect(doc.components.schemas.HTTPValidationError.properties.detail.items.$ref).toBe('#/components/schemas/ValidationError');

@@ -41,17 +41,36 @@ export function buildOpenApi(routes: readonly RouteDefinition<any, any, any>[], 
     },
   };
 
-  const convert = (schema: z.ZodType, io: 'input' | 'output'): JsonSchema => {
+  // Named schemas are converted twice, as requests take them (io: input) and as responses give them
+  // (io: output); the two differ wherever a field has a default (optional in a request, always present
+  // in a response) or a transform. A request's named schema keeps the name where both agree, and
+  // becomes <Name>Input where they differ (names are settled by nameInputSchemas once all are known).
+  const outputSchemas: Record<string, JsonSchema> = {};
+  const inputSchemas: Record<string, JsonSchema> = {};
+  const convert = (schema: z.ZodType, io: 'input' | 'output', parameter = false): JsonSchema => {
     const raw = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as JsonSchema;
-    const rewritten = JSON.parse(JSON.stringify(raw).replaceAll('"#/$defs/', '"#/components/schemas/')) as JsonSchema;
+    const refPrefix = io === 'input' ? INPUT_REF : '#/components/schemas/';
+    const rewritten = JSON.parse(JSON.stringify(raw).replaceAll('"#/$defs/', `"${refPrefix}`)) as JsonSchema;
     const { $schema: _ignored, $defs, ...rest } = rewritten as JsonSchema & { $defs?: Record<string, JsonSchema> };
-    for (const [name, def] of Object.entries($defs ?? {})) components[name] = def;
-    return rest;
+    for (const [name, def] of Object.entries($defs ?? {})) {
+      if (io === 'input') inputSchemas[name] = withoutDefaults(def);
+      else outputSchemas[name] = def;
+    }
+    // A parameter keeps its default: generators read it as optional whatever its default.
+    return io === 'input' && !parameter ? withoutDefaults(rest) : rest;
   };
 
+  // A 422 is an HTTPValidationError where the request has input to validate; routes that list 422
+  // among their errors also answer it as an ErrorResponse (a semantic failure such as an expired link).
+  const validationErrorRef = (hasInput: boolean, semantic: boolean) => {
+    const validation = { $ref: '#/components/schemas/HTTPValidationError' };
+    const error = { $ref: '#/components/schemas/ErrorResponse' };
+    const schema = hasInput && semantic ? { anyOf: [validation, error] } : hasInput ? validation : error;
+    return { description: STATUS_TEXT[422], content: { 'application/json': { schema } } };
+  };
   const errorRef = (status: number) => ({
     description: STATUS_TEXT[status] ?? `Status ${status}`,
-    content: { 'application/json': { schema: { $ref: status === 422 ? '#/components/schemas/HTTPValidationError' : '#/components/schemas/ErrorResponse' } } },
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorResponse' } } },
   });
 
   const paths: Record<string, Record<string, unknown>> = {};
@@ -66,7 +85,7 @@ export function buildOpenApi(routes: readonly RouteDefinition<any, any, any>[], 
           name,
           in: where,
           required: where === 'path' ? true : !field.safeParse(undefined).success,
-          schema: convert(field, 'input'),
+          schema: convert(field, 'input', true),
           ...(field.description ? { description: field.description } : {}),
         });
       }
@@ -74,11 +93,13 @@ export function buildOpenApi(routes: readonly RouteDefinition<any, any, any>[], 
     for (const header of route.headers ?? []) {
       parameters.push({ name: header.name, in: 'header', required: header.required ?? false, description: header.description, schema: { type: 'string' } });
     }
+    const hasInput = Boolean(route.params || route.query || route.body || route.streamedBody);
+    const routeErrors = route.errors ?? [];
     const responses: Record<string, unknown> = {};
     for (const [statusText, schema] of Object.entries(route.responses)) {
       const status = Number(statusText);
       if (schema === null || schema === undefined) {
-        responses[statusText] = status >= 400 ? errorRef(status) : { description: STATUS_TEXT[status] ?? 'No body' };
+        responses[statusText] = status === 422 ? validationErrorRef(hasInput, true) : status >= 400 ? errorRef(status) : { description: STATUS_TEXT[status] ?? 'No body' };
       } else if (route.produces && status < 300) {
         responses[statusText] = { description: STATUS_TEXT[status] ?? 'OK', content: { [route.produces]: { schema: convert(schema, 'output') } } };
       } else {
@@ -87,8 +108,9 @@ export function buildOpenApi(routes: readonly RouteDefinition<any, any, any>[], 
     }
     const generic = route.auth === 'public' ? [] : [401, 403];
     // Any route may answer 503 database_unavailable (with Retry-After) while the database is unreachable.
-    for (const status of [...(route.errors ?? []), ...generic, 422, 500, 503]) {
-      if (!(String(status) in responses)) responses[String(status)] = errorRef(status);
+    for (const status of [...routeErrors, ...generic, ...(hasInput ? [422] : []), 500, 503]) {
+      if (String(status) in responses) continue;
+      responses[String(status)] = status === 422 ? validationErrorRef(hasInput, routeErrors.includes(422)) : errorRef(status);
     }
     if (route.rateLimit && !('429' in responses)) responses['429'] = errorRef(429);
     const operation: Record<string, unknown> = {
@@ -110,7 +132,7 @@ export function buildOpenApi(routes: readonly RouteDefinition<any, any, any>[], 
     (paths[path] ??= {})[route.method.toLowerCase()] = operation;
   }
 
-  return {
+  const document = {
     openapi: '3.1.0',
     info: {
       title: 'Herald',
@@ -130,6 +152,61 @@ export function buildOpenApi(routes: readonly RouteDefinition<any, any, any>[], 
       },
     },
   };
+  const inputNames = nameInputSchemas(inputSchemas, outputSchemas);
+  for (const [name, schema] of Object.entries(inputSchemas)) components[inputNames.get(name)!] = schema;
+  Object.assign(components, outputSchemas);
+  return JSON.parse(JSON.stringify(document).replace(INPUT_REF_PATTERN, (_ref, name: string) => `#/components/schemas/${inputNames.get(name)}`)) as JsonSchema;
+}
+
+/** Where a request's schema refers to a named schema, before its name is settled. */
+const INPUT_REF = '#/components/input-schemas/';
+const INPUT_REF_PATTERN = /#\/components\/input-schemas\/([A-Za-z0-9_]+)/g;
+
+/**
+ * The component name of each named request schema: its own name, unless a response schema of that
+ * name differs from it (then <Name>Input). Whether two forms agree depends on the names of the schemas
+ * they refer to, so names are settled until none changes.
+ */
+function nameInputSchemas(inputs: Record<string, JsonSchema>, outputs: Record<string, JsonSchema>): Map<string, string> {
+  const names = new Map(Object.keys(inputs).map((name) => [name, name]));
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (const [name, schema] of Object.entries(inputs)) {
+      if (names.get(name) !== name || !(name in outputs)) continue;
+      const asNamed = JSON.stringify(schema).replace(INPUT_REF_PATTERN, (_ref, target: string) => `#/components/schemas/${names.get(target)}`);
+      if (asNamed !== JSON.stringify(outputs[name])) {
+        names.set(name, `${name}Input`);
+        changed = true;
+      }
+    }
+  }
+  return names;
+}
+
+/**
+ * A request schema without `default` keywords, the default moved into the description: generators
+ * (openapi-typescript's defaults among them) read a default as "always present", which holds for a
+ * response and not for a request, where a field with a default may be left out.
+ */
+function withoutDefaults(schema: unknown): JsonSchema {
+  if (Array.isArray(schema)) return schema.map(withoutDefaults) as unknown as JsonSchema;
+  if (typeof schema !== 'object' || schema === null) return schema as JsonSchema;
+  const result: JsonSchema = {};
+  for (const [keyword, value] of Object.entries(schema)) {
+    if (keyword === 'default') continue;
+    if (keyword === 'properties' || keyword === 'patternProperties' || keyword === '$defs') {
+      result[keyword] = Object.fromEntries(Object.entries(value as JsonSchema).map(([name, sub]) => [name, withoutDefaults(sub)]));
+    } else if (keyword === 'enum' || keyword === 'const' || keyword === 'examples' || keyword === 'required') {
+      result[keyword] = value;
+    } else {
+      result[keyword] = withoutDefaults(value);
+    }
+  }
+  if ('default' in schema) {
+    const note = `Default: ${JSON.stringify((schema as JsonSchema).default)}.`;
+    result.description = typeof result.description === 'string' ? `${result.description} (${note.slice(0, -1)})` : note;
+  }
+  return result;
 }
 
 function operationId(route: RouteDefinition<any, any, any>): string {

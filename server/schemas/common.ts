@@ -35,15 +35,11 @@ export type PushProvider = z.infer<typeof PushProvider>;
 /** A free-form object (202 answers of resend-verification and password-reset). */
 export const FreeFormObject = z.record(z.string(), z.unknown());
 
-/** Any JSON value (brand values, template variables); named so the OpenAPI document has one component for it. */
+/**
+ * Any JSON value (brand values, template variables, audit changes). Described as the empty schema,
+ * any JSON, rather than as a union that refers to itself: client generators turn such a schema into a
+ * type alias that refers to itself, which TypeScript rejects (TS2502). A request body is JSON already,
+ * so there is nothing more to check than that a value is there.
+ */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
-export const JsonValue: z.ZodType<JsonValue> = z
-  .union([
-    z.string(),
-    z.number(),
-    z.boolean(),
-    z.null(),
-    z.array(z.lazy(() => JsonValue)),
-    z.record(z.string(), z.lazy(() => JsonValue)),
-  ])
-  .meta({ id: 'JsonValue' });
+export const JsonValue = z.custom<JsonValue>((value) => value !== undefined).meta({ id: 'JsonValue', description: 'Any JSON value' });
