@@ -32,7 +32,9 @@ export async function previewEmail(em: EntityManager, tenantId: string, request:
     return await renderEmail(resolved.template, resolved.brand, renderContext(resolved.brand, variables, request.contact ?? {}));
   } catch (error) {
     if (error instanceof UnfilledSlotError) {
-      throw invalidField(['body', 'variables', error.slot], `template slot ${error.slot} is not filled by the variables or the brand values`, 'missing');
+      // A contact field is named where the sample contact gives it: loc ["body", "contact", "name"].
+      const loc = error.slot.startsWith('contact.') ? ['body', ...error.slot.split('.')] : ['body', 'variables', error.slot];
+      throw invalidField(loc, error.message, 'missing');
     }
     if (error instanceof TemplateError) throw invalidField(['body', 'variables'], `the template cannot be rendered: ${error.message}`, 'template_error');
     throw error;

@@ -1,11 +1,14 @@
 // The template engine: LiquidJS, sandboxed (data only, own properties only, no file access, time and
-// size limits) and strict (an unknown variable or filter is an error, never an empty string). Two
+// size limits) and strict (an unknown variable or filter is an error, never an empty string; only the
+// test of an `if`/`unless` and the `default` filter may meet a missing value, so that a template can
+// say what to show instead: `{{ contact.name | default: "there" }}`). Two
 // engines: one that HTML-escapes every output (email HTML), one for plain text (subjects, inbox titles
 // and bodies, push payloads: escaping there would show "&amp;" to people).
 import { Liquid, Tokenizer, type Template } from 'liquidjs';
 
 const common = {
   strictVariables: true,
+  lenientIf: true,
   strictFilters: true,
   ownPropertyOnly: true,
   cache: 500,
@@ -36,14 +39,28 @@ for (const engine of [htmlEngine, textEngine]) {
   }
 }
 
-/** A template placeholder that neither the variables nor the brand values fill. */
+/**
+ * A template placeholder that nothing fills: a variable that neither the event nor the brand values
+ * give (slot: the variable's name), or a field the contact does not have (slot: "contact.name").
+ */
 export class UnfilledSlotError extends Error {
   override name = 'UnfilledSlotError';
   readonly slot: string;
   constructor(slot: string) {
-    super(`template slot "${slot}" is not filled by the variables or the brand values`);
+    super(
+      slot.startsWith(CONTACT_SLOT)
+        ? `template slot "${slot}" is not filled: the contact has no ${slot.slice(CONTACT_SLOT.length)}`
+        : `template slot "${slot}" is not filled by the variables or the brand values`,
+    );
     this.slot = slot;
   }
+}
+
+const CONTACT_SLOT = 'contact.';
+
+/** The slot an undefined path leaves unfilled: a contact field by its path, a variable by its name. */
+function slotOf(path: string): string {
+  return path.startsWith(CONTACT_SLOT) ? path : path.split(/[.[]/)[0]!;
 }
 
 /** A template that does not parse or fails for another reason than a missing value. */
@@ -80,7 +97,7 @@ export function renderString(source: string, context: Record<string, unknown>, m
   } catch (error) {
     const message = (error as Error).message ?? '';
     const undefinedVariable = /undefined variable: ([\w.[\]"']+)/.exec(message);
-    if (undefinedVariable) throw new UnfilledSlotError(undefinedVariable[1]!.split(/[.[]/)[0]!);
+    if (undefinedVariable) throw new UnfilledSlotError(slotOf(undefinedVariable[1]!));
     throw new TemplateError(message.split('\n')[0] ?? 'template error', { cause: error });
   }
 }

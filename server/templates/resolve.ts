@@ -112,11 +112,21 @@ export async function findTemplate<K extends TemplateKind>(
   return (rows[0] as never) ?? null;
 }
 
-/** The render context: brand values, then the event's variables over them, plus `brand` and `contact`. */
+/**
+ * The render context: brand values, then the event's variables over them, plus `brand` and `contact`.
+ * A contact field without a value (null) is left out, so that `{{ contact.name }}` for a contact
+ * without a name is an unfilled slot, as a missing variable is, and never an empty string.
+ */
 export function renderContext(
   brand: BrandRow,
   variables: Record<string, unknown>,
   contact: Record<string, unknown> | null,
 ): Record<string, unknown> {
-  return { ...brand.values, ...variables, brand: brand.values, contact: contact ?? {} };
+  return { ...brand.values, ...variables, brand: brand.values, contact: contact ? presentFields(contact) : {} };
+}
+
+function presentFields(contact: Record<string, unknown>): Record<string, unknown> {
+  const present: Record<string, unknown> = {};
+  for (const field in contact) if (contact[field] !== null && contact[field] !== undefined) present[field] = contact[field];
+  return present;
 }

@@ -99,7 +99,7 @@ function newTemplateForm(types, brands, ctx) {
   return actionForm([field('Channel', kind), field('Type', type), field('Brand', brand), field('Language', language)], 'Create template', async () => {
     const slot = { notification_type_key: type.value, brand_key: brand.value, language: language.value.trim() };
     const created = kind.value === 'email'
-      ? await api('POST', '/v1/email-templates', { ...slot, subject: 'Hello {{ contact.name }}', content: '<p>Hello!</p>' })
+      ? await api('POST', '/v1/email-templates', { ...slot, subject: 'Hello {{ contact.name | default: "there" }}', content: '<p>Hello!</p>' })
       : await api('POST', '/v1/inbox-templates', { ...slot, title: 'Hello', content: 'Something happened.' });
     ctx.navigate(`/console/templates?${kind.value}=${created.id}`);
   }, { inline: true });
