@@ -7,7 +7,7 @@ import { print, printJson, usageError } from './support/output.ts';
 import { confirmUnlessYes } from './support/confirm.ts';
 import { remoteClient, withRemote, type RemoteOptions } from './support/remote.ts';
 import { importContactsFile, type ImportFormat } from './support/contact-import.ts';
-import type { BulkContactsResponse, ContactResponse, ContactTokenResponse } from '../server/schemas/contacts.ts';
+import { CONTACT_TEXT_FIELDS, MUTABLE_CONTACT_FIELDS, type BulkContactsResponse, type ContactResponse, type ContactTokenResponse } from '../server/schemas/contacts.ts';
 
 interface ContactFieldOptions {
   email?: string;
@@ -52,7 +52,7 @@ function parseProperties(pairs: string[] | undefined): Record<string, unknown> |
 
 function fieldsOf(options: ContactFieldOptions): Record<string, unknown> {
   const fields: Record<string, unknown> = {};
-  for (const key of ['email', 'phone', 'name', 'language'] as const) if (options[key] !== undefined) fields[key] = options[key];
+  for (const key of CONTACT_TEXT_FIELDS) if (options[key] !== undefined) fields[key] = options[key];
   const properties = parseProperties(options.property);
   if (properties) fields.properties = properties;
   return fields;
@@ -123,7 +123,7 @@ Examples:
       const changes = fieldsOf(options);
       const clear = options.clear ?? [];
       for (const field of clear) {
-        if (!['email', 'phone', 'name', 'language', 'properties'].includes(field)) throw usageError(`--clear: unknown field "${field}"`);
+        if (!(MUTABLE_CONTACT_FIELDS as string[]).includes(field)) throw usageError(`--clear: unknown field "${field}"`);
       }
       if (Object.keys(changes).length === 0 && clear.length === 0) throw usageError('nothing to update: give --email, --phone, --name, --language, --property or --clear');
       // The API's PUT replaces every mutable field: start from the stored contact.

@@ -1,6 +1,7 @@
 // A streaming CSV reader (RFC 4180: comma separated, double quotes around fields that hold commas,
 // quotes or line breaks, "" for a quote inside them; CRLF or LF line ends), record by record, so a file
 // of any size is read in constant memory. Chunk boundaries may fall anywhere.
+import { CONTACT_TEXT_FIELDS } from '../../server/schemas/contacts.ts';
 
 const State = {
   FieldStart: 0,
@@ -67,7 +68,7 @@ export async function* csvRecords(text: AsyncIterable<string>): AsyncGenerator<{
 }
 
 /** The contact fields a CSV column may name; any other column becomes a property (a string). */
-const CONTACT_COLUMNS = new Set(['external_id', 'email', 'phone', 'name', 'language']);
+const CONTACT_COLUMNS = new Set<string>(['external_id', ...CONTACT_TEXT_FIELDS]);
 
 /**
  * NDJSON contact lines from CSV whose first record names the columns: external_id (required), email,

@@ -16,6 +16,28 @@ export const email = z
 
 export const isoDateTime = z.iso.datetime({ offset: true });
 
+/** A contact's id in the caller's own system. */
+export const externalId = z.string().trim().min(1).max(255);
+
+/**
+ * A BCP 47 language tag (contacts' languages, template slots), canonicalised ("DE-at" -> "de-AT") so
+ * that a contact's language and a template's slot match whatever case callers use.
+ */
+export const languageTag = z
+  .string()
+  .trim()
+  .min(2)
+  .max(35)
+  .regex(/^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$/, 'must be a BCP 47 language tag such as en or de-AT')
+  .transform((value, ctx) => {
+    try {
+      return Intl.getCanonicalLocales(value)[0]!;
+    } catch {
+      ctx.issues.push({ code: 'custom', message: 'must be a BCP 47 language tag such as en or de-AT', input: value });
+      return z.NEVER;
+    }
+  });
+
 /** Query booleans arrive as strings. */
 export const queryBoolean = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 

@@ -1,31 +1,12 @@
 // Contacts: the recipients of a tenant, addressed by the caller's own external_id.
 import { z } from 'zod';
-import { email, FreeFormObject, isoDateTime } from './common.ts';
+import { email, externalId, FreeFormObject, isoDateTime, languageTag } from './common.ts';
 import { isUuid } from '../ids.ts';
 
 /** A service-assigned id in a path (UUID); anything else is a 422 on the path. */
 export const uuidParam = z.string().refine(isUuid, 'must be a UUID').meta({ format: 'uuid' });
 
 export const ContactIdParams = z.object({ id: uuidParam });
-
-export const externalId = z.string().trim().min(1).max(255);
-
-/** A BCP 47 language tag, stored in its canonical form ("DE-at" -> "de-AT"). */
-export const languageTag = z
-  .string()
-  .trim()
-  .min(1)
-  .max(35)
-  .transform((value, ctx) => {
-    try {
-      const [canonical] = Intl.getCanonicalLocales(value);
-      if (canonical) return canonical;
-    } catch {
-      // RangeError: not a well-formed tag; reported below.
-    }
-    ctx.issues.push({ code: 'custom', message: 'must be a BCP 47 language tag, e.g. "en" or "pt-BR"', input: value });
-    return z.NEVER;
-  });
 
 const phone = z.string().trim().min(1).max(64);
 const name = z.string().trim().min(1).max(200);
@@ -39,8 +20,20 @@ const mutableFields = {
   properties: FreeFormObject.nullable().optional(),
 };
 
-export const CreateContactRequest = z.object({ external_id: externalId, ...mutableFields }).meta({ id: 'CreateContactRequest' });
-export type CreateContactRequest = z.infer<typeof CreateContactRequest>;
+/** The fields PUT replaces, and a command may set or clear. */
+export const MUTABLE_CONTACT_FIELDS = Object.keys(mutableFields) as Array<keyof typeof mutableFields>;
+/** The mutable fields that hold one text value each (all but properties). */
+export const CONTACT_TEXT_FIELDS = MUTABLE_CONTACT_FIELDS.filter((field): field is Exclude<typeof field, 'properties'> => field !== 'properties');
+
+/**
+ * A contact's fields as a caller gives them, by external_id: the one definition that creating a
+ * contact, bulk and import lines, and a trigger's object recipients all validate against.
+ */
+export const ContactFields = z.object({ external_id: externalId, ...mutableFields });
+export type ContactFields = z.infer<typeof ContactFields>;
+
+export const CreateContactRequest = ContactFields.meta({ id: 'CreateContactRequest' });
+export type CreateContactRequest = ContactFields;
 
 /** PUT replaces every mutable field: a field left out becomes null (properties: {}). external_id never changes. */
 export const ReplaceContactRequest = z.object(mutableFields).meta({ id: 'ReplaceContactRequest' });

@@ -1,24 +1,12 @@
 // Shapes of the trigger (POST /v1/notifications), the event status and the activity log.
 import { z } from 'zod';
-import { Channel, cursorPage, email, idParam, isoDateTime, resourceKey } from './common.ts';
+import { Channel, cursorPage, externalId, idParam, isoDateTime, resourceKey } from './common.ts';
+import { CreateContactRequest } from './contacts.ts';
 import { isUuid } from '../ids.ts';
 import { StepView } from './workflows.ts';
 
-const externalId = z.string().trim().min(1).max(255);
-
-export const Recipient = z
-  .union([
-    externalId,
-    z.object({
-      external_id: externalId,
-      email: email.nullable().optional(),
-      name: z.string().max(255).nullable().optional(),
-      phone: z.string().max(64).nullable().optional(),
-      language: z.string().regex(/^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$/, 'must be a BCP 47 language tag').nullable().optional(),
-      properties: z.record(z.string(), z.unknown()).nullable().optional(),
-    }),
-  ])
-  .meta({ id: 'Recipient' });
+/** A recipient: an external_id, or a contact's fields (upserted by the trigger). */
+export const Recipient = z.union([externalId, CreateContactRequest]).meta({ id: 'Recipient' });
 export type Recipient = z.infer<typeof Recipient>;
 
 export const TriggerRequest = z

@@ -1,26 +1,10 @@
 // Email and inbox templates (one slot = notification type + brand + language), the email preview and
 // the "affected by a variable change" report.
 import { z } from 'zod';
-import { JsonValue, isoDateTime, resourceKey } from './common.ts';
+import { JsonValue, isoDateTime, languageTag, resourceKey } from './common.ts';
 
 /** The most a template field may hold (the engine's parse limit). */
 export const TEMPLATE_MAX = 100_000;
-
-/** A BCP 47 language tag, canonicalised ("DE-at" -> "de-AT") so slots match whatever case callers use. */
-export const languageTag = z
-  .string()
-  .trim()
-  .min(2)
-  .max(35)
-  .regex(/^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$/, 'must be a BCP 47 language tag such as en or de-AT')
-  .transform((value, ctx) => {
-    try {
-      return Intl.getCanonicalLocales(value)[0]!;
-    } catch {
-      ctx.addIssue({ code: 'custom', message: 'must be a BCP 47 language tag such as en or de-AT', input: value });
-      return z.NEVER;
-    }
-  });
 
 const content = z
   .string()

@@ -1,7 +1,7 @@
 // Topics: named lists of a tenant's contacts, the audiences of broadcasts.
 import { z } from 'zod';
 import { cursorPage, isoDateTime, resourceKey } from './common.ts';
-import { externalId } from './contacts.ts';
+import { externalId } from './common.ts';
 
 export const TopicParams = z.object({ key: resourceKey });
 

@@ -7,7 +7,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../errors.ts';
 import type { ContactImportResponse } from '../schemas/contacts.ts';
-import { upsertContactCounts, type ContactFields } from './contact-upsert.ts';
+import { upsertContactCounts } from './contact-upsert.ts';
+import type { ContactFields } from '../schemas/contacts.ts';
 import { parseContactEntry } from './contacts.ts';
 
 /** The largest import body: about a million contacts of 100 bytes. */

@@ -5,16 +5,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../ids.ts';
 import { query } from '../db/sql.ts';
 import { CONTACT_COLUMNS, type ContactRow } from '../db/contacts.ts';
-
-export interface ContactFields {
-  external_id: string;
-  email?: string | null;
-  phone?: string | null;
-  name?: string | null;
-  language?: string | null;
-  properties?: Record<string, unknown> | null;
-}
-
+import type { ContactFields } from '../schemas/contacts.ts';
 
 export interface UpsertedContact extends ContactRow {
   /** true when this call created the contact. */
@@ -23,15 +14,7 @@ export interface UpsertedContact extends ContactRow {
 
 
 /** One row of the upsert's input (the JSON array given to contactUpsertStatement). */
-export interface ContactUpsertInput {
-  id: string;
-  external_id: string;
-  email: string | null;
-  phone: string | null;
-  name: string | null;
-  language: string | null;
-  properties: Record<string, unknown> | null;
-}
+export type ContactUpsertInput = { id: string } & { [Field in keyof ContactFields]-?: Exclude<ContactFields[Field], undefined> };
 
 /**
  * The upsert's input: one row per distinct external_id, in first-seen order. Repeated external_ids

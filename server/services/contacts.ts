@@ -7,10 +7,11 @@ import { execute, queryOne } from '../db/sql.ts';
 import type { Credential } from '../auth/credentials.ts';
 import type { Runtime } from '../runtime.ts';
 import { parseInput } from '../validation.ts';
-import { upsertContacts, type ContactFields } from './contact-upsert.ts';
+import { upsertContacts } from './contact-upsert.ts';
 import { CONTACT_COLUMNS, type ContactRow } from '../db/contacts.ts';
 import {
   CreateContactRequest,
+  type ContactFields,
   type BulkContactsResponse,
   type ContactResponse,
   type ContactTokenResponse,

@@ -192,7 +192,7 @@ async function writeExport(runtime: Runtime, em: EntityManager, request: DataReq
     `SELECT u.id AS user_id, u.email, m.role, m.created_at FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.tenant_id = $1 ORDER BY m.created_at`,
     [tenantId],
   );
-  const document = { format: 'herald-tenant-export', version: 1, exported_at: new Date(runtime.clock.now()).toISOString(), tenant, members, tables };
+  const document = { format: 'herald-tenant-export', version: 1, exported_at: toIsoTimestamp(runtime.clock.now()), tenant, members, tables };
   const dir = exportsDir(runtime);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const file = join(dir, `${tenantId}-${request.id}.json`);

@@ -11,7 +11,8 @@ import { isUuid, newId } from '../ids.ts';
 import { query, queryOne } from '../db/sql.ts';
 import type { Runtime } from '../runtime.ts';
 import { RATE_POLICIES, tenantOverride, type RateCheck } from '../rate-limit.ts';
-import { contactUpsertInput, type ContactFields } from './contact-upsert.ts';
+import { contactUpsertInput } from './contact-upsert.ts';
+import type { ContactFields } from '../schemas/contacts.ts';
 import { TriggerBatcher, writeTriggers, type TriggerInput, type TriggerOutcome } from './trigger-batch.ts';
 import { unauthorized } from '../auth/credentials.ts';
 import {
@@ -24,7 +25,7 @@ import {
 import type { EventListQuery, EventPage, EventResponse, TriggerRequest, TriggerResponse } from '../schemas/notifications.ts';
 import type { StepState } from '../schemas/workflows.ts';
 import { wakeDeliveryWorkers } from '../delivery/enqueue.ts';
-import { toIsoTimestamp } from '../timestamps.ts';
+import { toIsoTimestamp, toIsoTimestampOrNull } from '../timestamps.ts';
 import { secretVariablesAad } from '../crypto/aad.ts';
 import { wakeWhenDue } from '../delivery/schedule.ts';
 import { cancelById, cancelByKey } from '../delivery/cancel.ts';
@@ -131,7 +132,7 @@ async function acceptTrigger(
     secret_keys: secretKeys,
     contacts,
     events,
-    send_at: sendAt === null ? null : new Date(sendAt).toISOString(),
+    send_at: toIsoTimestampOrNull(sendAt),
     cancellation_key: request.cancellation_key ?? null,
   };
   const status = sendAt === null ? ('queued' as const) : ('scheduled' as const);
