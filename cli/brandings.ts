@@ -2,7 +2,7 @@
 // 10), shown, raised or lowered, or reset to the default. The cap only limits creating brands; sending
 // never looks at it.
 import { type Command } from 'commander';
-import { BRAND_LIMIT, brandLimit, countBrands, getBranding, listBrandings, toBrandingResponse } from '../server/services/brandings.ts';
+import { BRAND_LIMIT, brandLimit, countBrands, getBrand, listBrands, toBrandingResponse } from '../server/services/brandings.ts';
 import type { BrandingResponse } from '../server/schemas/brandings.ts';
 import { PLAN_DEFAULTS, listTenantLimits, setTenantLimit } from '../server/services/tenant-limits.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
@@ -29,7 +29,7 @@ Examples:
     .description('list the brands (the default brand first)')
     .action(async (options: TargetOptions) => {
       const brands = await onTarget<BrandingResponse[]>(options, {
-        local: async (runtime, tenantId) => (await listBrandings(runtime.orm.em.fork(), tenantId)).map(toBrandingResponse),
+        local: async (runtime, tenantId) => (await listBrands(runtime.orm.em.fork(), tenantId)).map(toBrandingResponse),
         remote: (client) => client.call('GET', '/v1/brandings'),
       });
       if (options.json) return printJson(brands);
@@ -44,7 +44,7 @@ Examples:
     .argument('<key>', 'the brand key')
     .action(async (key: string, options: TargetOptions) => {
       const brand = await onTarget<BrandingResponse>(options, {
-        local: async (runtime, tenantId) => toBrandingResponse(await getBranding(runtime.orm.em.fork(), tenantId, key)),
+        local: async (runtime, tenantId) => toBrandingResponse(await getBrand(runtime.orm.em.fork(), tenantId, key)),
         remote: (client) => client.call('GET', `/v1/brandings/${encodeURIComponent(key)}`),
       });
       if (options.json) return printJson(brand);

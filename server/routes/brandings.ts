@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { defineRoute } from '../http/route.ts';
 import { BrandingParams, BrandingResponse, CreateBrandingRequest, SetBrandingSenderRequest, SetBrandingValuesRequest } from '../schemas/brandings.ts';
-import { createBranding, deleteBranding, getBranding, listBrandings, setBrandingSender, setBrandingValues, toBrandingResponse } from '../services/brandings.ts';
+import { createBrand, deleteBrand, getBrand, listBrands, setBrandSender, setBrandValues, toBrandingResponse } from '../services/brandings.ts';
 
 const tag = 'brands';
 
@@ -15,7 +15,7 @@ export const create = defineRoute({
   body: CreateBrandingRequest,
   responses: { 201: BrandingResponse },
   errors: [402, 409],
-  handler: async ({ em, auth, body }) => toBrandingResponse(await createBranding(em, auth!.tenantId, body)),
+  handler: async ({ em, auth, body }) => toBrandingResponse(await createBrand(em, auth!.tenantId, body)),
 });
 
 export const list = defineRoute({
@@ -25,7 +25,7 @@ export const list = defineRoute({
   tag,
   auth: 'management',
   responses: { 200: z.array(BrandingResponse) },
-  handler: async ({ em, auth }) => (await listBrandings(em, auth!.tenantId)).map(toBrandingResponse),
+  handler: async ({ em, auth }) => (await listBrands(em, auth!.tenantId)).map(toBrandingResponse),
 });
 
 export const get = defineRoute({
@@ -37,7 +37,7 @@ export const get = defineRoute({
   params: BrandingParams,
   responses: { 200: BrandingResponse },
   errors: [404],
-  handler: async ({ em, auth, params }) => toBrandingResponse(await getBranding(em, auth!.tenantId, params.key)),
+  handler: async ({ em, auth, params }) => toBrandingResponse(await getBrand(em, auth!.tenantId, params.key)),
 });
 
 export const remove = defineRoute({
@@ -50,7 +50,7 @@ export const remove = defineRoute({
   responses: { 204: null },
   errors: [404, 409],
   handler: async ({ em, auth, params }) => {
-    await deleteBranding(em, auth!.tenantId, params.key);
+    await deleteBrand(em, auth!.tenantId, params.key);
   },
 });
 
@@ -64,7 +64,7 @@ export const values = defineRoute({
   body: SetBrandingValuesRequest,
   responses: { 200: BrandingResponse },
   errors: [404],
-  handler: async ({ em, auth, params, body }) => toBrandingResponse(await setBrandingValues(em, auth!.tenantId, params.key, body.values)),
+  handler: async ({ em, auth, params, body }) => toBrandingResponse(await setBrandValues(em, auth!.tenantId, params.key, body.values)),
 });
 
 export const sender = defineRoute({
@@ -77,5 +77,5 @@ export const sender = defineRoute({
   body: SetBrandingSenderRequest,
   responses: { 200: BrandingResponse },
   errors: [404],
-  handler: async ({ em, auth, params, body }) => toBrandingResponse(await setBrandingSender(em, auth!.tenantId, params.key, body)),
+  handler: async ({ em, auth, params, body }) => toBrandingResponse(await setBrandSender(em, auth!.tenantId, params.key, body)),
 });

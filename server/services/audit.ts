@@ -69,7 +69,7 @@ interface AuditRow {
   tenant_id: string | null;
 }
 
-function toResponse(row: AuditRow): AuditEntryResponse {
+function toAuditEntryResponse(row: AuditRow): AuditEntryResponse {
   return {
     id: row.id,
     at: toIsoTimestamp(row.at),
@@ -105,5 +105,5 @@ export async function listAudit(em: EntityManager, tenantId: string | null, filt
     [all, tenantId, filter.actor ?? null, prefix === null ? action : null, prefix, filter.since ?? null, after, filter.limit + 1],
   );
   const page = rows.slice(0, filter.limit);
-  return { items: page.map(toResponse), next_cursor: rows.length > filter.limit ? encodeCursor(page[page.length - 1]!.id) : null };
+  return { items: page.map(toAuditEntryResponse), next_cursor: rows.length > filter.limit ? encodeCursor(page[page.length - 1]!.id) : null };
 }

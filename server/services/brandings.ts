@@ -1,6 +1,8 @@
 // Brands: every tenant has exactly one default brand (key "default", created with the tenant), which
 // cannot be deleted. The plan's brand cap counts every brand, the default included, and is checked
 // only here, on creation: sending never looks at it. Deleting a brand deletes its templates (FK cascade).
+// The API names the resource a branding (/v1/brandings, BrandingResponse), as the spec does; the code
+// names it a brand everywhere else (table brands, brand_key, BrandRow, createBrand).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
@@ -36,7 +38,7 @@ export async function countBrands(em: EntityManager, tenantId: string): Promise<
   return row?.n ?? 0;
 }
 
-export async function createBranding(em: EntityManager, tenantId: string, input: CreateBrandingRequest): Promise<BrandRow> {
+export async function createBrand(em: EntityManager, tenantId: string, input: CreateBrandingRequest): Promise<BrandRow> {
   return em.transactional(async (tx) => {
     // Serialise brand creation per tenant, so two concurrent creates cannot both pass the cap.
     await query(tx, `SELECT id FROM tenants WHERE id = $1 FOR UPDATE`, [tenantId]);
@@ -54,17 +56,17 @@ export async function createBranding(em: EntityManager, tenantId: string, input:
   });
 }
 
-export async function listBrandings(em: EntityManager, tenantId: string): Promise<BrandRow[]> {
+export async function listBrands(em: EntityManager, tenantId: string): Promise<BrandRow[]> {
   return query<BrandRow>(em, `SELECT ${COLUMNS} FROM brands WHERE tenant_id = $1 ORDER BY is_default DESC, key`, [tenantId]);
 }
 
-export async function getBranding(em: EntityManager, tenantId: string, key: string): Promise<BrandRow> {
+export async function getBrand(em: EntityManager, tenantId: string, key: string): Promise<BrandRow> {
   const row = await queryOne<BrandRow>(em, `SELECT ${COLUMNS} FROM brands WHERE tenant_id = $1 AND key = $2`, [tenantId, key]);
   if (!row) throw notFound('Branding');
   return row;
 }
 
-export async function deleteBranding(em: EntityManager, tenantId: string, key: string): Promise<void> {
+export async function deleteBrand(em: EntityManager, tenantId: string, key: string): Promise<void> {
   const row = await queryOne<{ is_default: boolean; deleted: boolean }>(
     em,
     `WITH target AS (SELECT id, is_default FROM brands WHERE tenant_id = $1 AND key = $2),
@@ -76,7 +78,7 @@ export async function deleteBranding(em: EntityManager, tenantId: string, key: s
   if (row.is_default) throw new AppError('default_brand', 'The default brand cannot be deleted');
 }
 
-export async function setBrandingValues(em: EntityManager, tenantId: string, key: string, values: BrandValues): Promise<BrandRow> {
+export async function setBrandValues(em: EntityManager, tenantId: string, key: string, values: BrandValues): Promise<BrandRow> {
   const row = await queryOne<BrandRow>(
     em,
     `UPDATE brands SET "values" = $3, updated_at = now() WHERE tenant_id = $1 AND key = $2 RETURNING ${COLUMNS}`,
@@ -86,7 +88,7 @@ export async function setBrandingValues(em: EntityManager, tenantId: string, key
   return row;
 }
 
-export async function setBrandingSender(em: EntityManager, tenantId: string, key: string, sender: BrandSender): Promise<BrandRow> {
+export async function setBrandSender(em: EntityManager, tenantId: string, key: string, sender: BrandSender): Promise<BrandRow> {
   const row = await queryOne<BrandRow>(
     em,
     `UPDATE brands SET sender = $3, updated_at = now() WHERE tenant_id = $1 AND key = $2 RETURNING ${COLUMNS}`,

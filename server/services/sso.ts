@@ -77,7 +77,7 @@ const KIND_NAMES: Record<SsoKind, string> = {
 
 const sha256 = (value: string) => createHash('sha256').update(value, 'utf8').digest();
 
-function view(row: ProviderRow): SsoProviderView {
+function toSsoProviderView(row: ProviderRow): SsoProviderView {
   const { client_secret_ciphertext: _secret, ...rest } = row;
   return { ...rest, allowed_domains: row.allowed_domains ?? [], created_at: toIsoTimestamp(row.created_at) };
 }
@@ -109,11 +109,11 @@ export async function addSsoProvider(runtime: Runtime, em: EntityManager, input:
     ],
   );
   if (!row) throw new AppError('already_exists', `An SSO provider named ${input.slug} exists`);
-  return view(row);
+  return toSsoProviderView(row);
 }
 
 export async function listSsoProviders(em: EntityManager): Promise<SsoProviderView[]> {
-  return (await query<ProviderRow>(em, `SELECT ${COLUMNS} FROM sso_providers ORDER BY created_at, slug`)).map(view);
+  return (await query<ProviderRow>(em, `SELECT ${COLUMNS} FROM sso_providers ORDER BY created_at, slug`)).map(toSsoProviderView);
 }
 
 export async function removeSsoProvider(em: EntityManager, slug: string): Promise<void> {

@@ -12,7 +12,7 @@ interface SuppressionRow {
   created_at: Date | string;
 }
 
-function view(row: SuppressionRow): SuppressionResponse {
+function toSuppressionResponse(row: SuppressionRow): SuppressionResponse {
   return { email: row.email, reason: row.reason, created_at: toIsoTimestamp(row.created_at) };
 }
 
@@ -30,7 +30,7 @@ export async function listSuppressions(em: EntityManager, tenantId: string, filt
     [tenantId, filter.email ?? null, after, filter.limit + 1],
   );
   const page = rows.slice(0, filter.limit);
-  return { items: page.map(view), next_cursor: rows.length > filter.limit ? Buffer.from(page[page.length - 1]!.email, 'utf8').toString('base64url') : null };
+  return { items: page.map(toSuppressionResponse), next_cursor: rows.length > filter.limit ? Buffer.from(page[page.length - 1]!.email, 'utf8').toString('base64url') : null };
 }
 
 /** Adds an address (kept with its first reason when already there); answers the entry and whether it is new. */
@@ -41,9 +41,9 @@ export async function suppressAddress(em: EntityManager, tenantId: string, email
      ON CONFLICT (tenant_id, email) DO NOTHING RETURNING email, reason, created_at`,
     [tenantId, email.toLowerCase(), reason],
   );
-  if (inserted) return { entry: view(inserted), created: true };
+  if (inserted) return { entry: toSuppressionResponse(inserted), created: true };
   const existing = await queryOne<SuppressionRow>(em, `SELECT email, reason, created_at FROM email_suppressions WHERE tenant_id = $1 AND email = $2`, [tenantId, email.toLowerCase()]);
-  return { entry: view(existing!), created: false };
+  return { entry: toSuppressionResponse(existing!), created: false };
 }
 
 export async function removeSuppression(em: EntityManager, tenantId: string, email: string): Promise<void> {

@@ -27,7 +27,7 @@ interface TopicRow {
 const COUNTED = `t.id, t.key, t.name, t.created_at, t.updated_at,
   (SELECT count(*)::int FROM topic_subscriptions s WHERE s.topic_id = t.id) AS subscriber_count`;
 
-export function topicView(row: TopicRow): TopicResponse {
+export function toTopicResponse(row: TopicRow): TopicResponse {
   return {
     key: row.key,
     name: row.name,
@@ -47,18 +47,18 @@ export async function createTopic(em: EntityManager, tenantId: string, input: Cr
     [newId(), tenantId, input.key, input.name],
   );
   if (!row) throw new AppError('already_exists', `A topic with key ${input.key} already exists`);
-  return topicView(row);
+  return toTopicResponse(row);
 }
 
 export async function listTopics(em: EntityManager, tenantId: string): Promise<TopicResponse[]> {
   const rows = await query<TopicRow>(em, `SELECT ${COUNTED} FROM topics t WHERE t.tenant_id = $1 ORDER BY t.key`, [tenantId]);
-  return rows.map(topicView);
+  return rows.map(toTopicResponse);
 }
 
 export async function getTopic(em: EntityManager, tenantId: string, key: string): Promise<TopicResponse> {
   const row = await queryOne<TopicRow>(em, `SELECT ${COUNTED} FROM topics t WHERE t.tenant_id = $1 AND t.key = $2`, [tenantId, key]);
   if (!row) throw notFound('Topic');
-  return topicView(row);
+  return toTopicResponse(row);
 }
 
 /** The topic's id; 404 when the tenant has no such topic. */

@@ -33,7 +33,7 @@ interface EndpointRow {
 
 const COLUMNS = 'id, url, description, event_types, enabled, disabled_reason, created_at, updated_at';
 
-function view(row: EndpointRow): WebhookResponse {
+function toWebhookResponse(row: EndpointRow): WebhookResponse {
   return {
     id: row.id,
     url: row.url,
@@ -63,7 +63,7 @@ export async function createWebhook(runtime: Runtime, em: EntityManager, tenantI
      VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
     [id, tenantId, input.url, input.description, input.event_types, runtime.keyRing.encrypt(secret, webhookSecretAad(id))],
   );
-  return { ...view(row!), secret };
+  return { ...toWebhookResponse(row!), secret };
 }
 
 export async function listWebhooks(em: EntityManager, tenantId: string, page: { limit: number; cursor?: string | undefined }): Promise<{ items: WebhookResponse[]; next_cursor: string | null }> {
@@ -73,7 +73,7 @@ export async function listWebhooks(em: EntityManager, tenantId: string, page: { 
     `SELECT ${COLUMNS} FROM webhook_endpoints WHERE tenant_id = $1 AND ($2::uuid IS NULL OR id > $2) ORDER BY id LIMIT $3`,
     [tenantId, page.cursor ?? null, page.limit + 1],
   );
-  const items = rows.slice(0, page.limit).map(view);
+  const items = rows.slice(0, page.limit).map(toWebhookResponse);
   return { items, next_cursor: rows.length > page.limit ? items[items.length - 1]!.id : null };
 }
 
@@ -84,7 +84,7 @@ async function findEndpoint(em: EntityManager, tenantId: string, id: string): Pr
 }
 
 export async function getWebhook(em: EntityManager, tenantId: string, id: string): Promise<WebhookResponse> {
-  return view(await findEndpoint(em, tenantId, id));
+  return toWebhookResponse(await findEndpoint(em, tenantId, id));
 }
 
 export async function updateWebhook(runtime: Runtime, em: EntityManager, tenantId: string, id: string, input: UpdateWebhookRequest): Promise<WebhookResponse> {
@@ -101,7 +101,7 @@ export async function updateWebhook(runtime: Runtime, em: EntityManager, tenantI
       WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
     [tenantId, id, input.url ?? null, input.event_types ?? null, input.description ?? null, input.enabled ?? null],
   );
-  return view(row!);
+  return toWebhookResponse(row!);
 }
 
 export async function deleteWebhook(em: EntityManager, tenantId: string, id: string): Promise<void> {
@@ -118,10 +118,10 @@ export async function rotateWebhookSecret(runtime: Runtime, em: EntityManager, t
     `UPDATE webhook_endpoints SET secret_ciphertext = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
     [tenantId, id, runtime.keyRing.encrypt(secret, webhookSecretAad(id))],
   );
-  return { ...view(row!), secret };
+  return { ...toWebhookResponse(row!), secret };
 }
 
-interface DeliveryRow {
+interface WebhookDeliveryRow {
   id: string;
   seq: string;
   event_type: WebhookEventType;
@@ -135,7 +135,7 @@ interface DeliveryRow {
 
 const DELIVERY_COLUMNS = 'id, seq::text AS seq, event_type, status, attempts, last_status_code, last_error, next_attempt_at, created_at';
 
-function deliveryView(row: DeliveryRow): WebhookDeliveryResponse {
+function toWebhookDeliveryResponse(row: WebhookDeliveryRow): WebhookDeliveryResponse {
   return {
     id: row.id,
     event_type: row.event_type,
@@ -152,8 +152,8 @@ function deliveryView(row: DeliveryRow): WebhookDeliveryResponse {
 export async function testWebhook(em: EntityManager, tenantId: string, id: string): Promise<WebhookDeliveryResponse> {
   await findEndpoint(em, tenantId, id);
   const deliveryId = await emitToEndpoint(em, tenantId, id, 'webhook.test', { webhook_id: id, message: 'a test event from Herald' });
-  const row = await queryOne<DeliveryRow>(em, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE id = $1`, [deliveryId]);
-  return deliveryView(row!);
+  const row = await queryOne<WebhookDeliveryRow>(em, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE id = $1`, [deliveryId]);
+  return toWebhookDeliveryResponse(row!);
 }
 
 export async function listWebhookDeliveries(
@@ -163,7 +163,7 @@ export async function listWebhookDeliveries(
   filter: WebhookDeliveryListQuery,
 ): Promise<{ items: WebhookDeliveryResponse[]; next_cursor: string | null }> {
   await findEndpoint(em, tenantId, id);
-  const rows = await query<DeliveryRow>(
+  const rows = await query<WebhookDeliveryRow>(
     em,
     `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries
       WHERE endpoint_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::bigint IS NULL OR seq < $3)
@@ -171,14 +171,14 @@ export async function listWebhookDeliveries(
     [id, filter.status ?? null, filter.cursor ?? null, filter.limit + 1],
   );
   const page = rows.slice(0, filter.limit);
-  return { items: page.map(deliveryView), next_cursor: rows.length > filter.limit ? page[page.length - 1]!.seq : null };
+  return { items: page.map(toWebhookDeliveryResponse), next_cursor: rows.length > filter.limit ? page[page.length - 1]!.seq : null };
 }
 
 /** Makes a delivery due now: one more attempt for a failed one, a resend for a succeeded one. */
 export async function retryWebhookDelivery(em: EntityManager, tenantId: string, id: string, deliveryId: string): Promise<WebhookDeliveryResponse> {
   await findEndpoint(em, tenantId, id);
   const row = isUuid(deliveryId)
-    ? await queryOne<DeliveryRow>(
+    ? await queryOne<WebhookDeliveryRow>(
         em,
         `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now(), updated_at = now()
           WHERE id = $1 AND endpoint_id = $2 RETURNING ${DELIVERY_COLUMNS}`,
@@ -186,5 +186,5 @@ export async function retryWebhookDelivery(em: EntityManager, tenantId: string, 
       )
     : undefined;
   if (!row) throw notFound('Webhook delivery');
-  return deliveryView(row);
+  return toWebhookDeliveryResponse(row);
 }

@@ -1,6 +1,6 @@
 // Brands in configuration as code: values and sender; the default brand is updated, never pruned.
 import type { BrandValues } from '../../schemas/brandings.ts';
-import { createBranding, deleteBranding, listBrandings, setBrandingSender, setBrandingValues, toBrandingResponse } from '../brandings.ts';
+import { createBrand, deleteBrand, listBrands, setBrandSender, setBrandValues, toBrandingResponse } from '../brandings.ts';
 import type { ConfigurationKind } from './types.ts';
 
 const senderOf = (sender: { from_name?: string | null; from_email?: string | null; reply_to?: string | null }) => ({
@@ -14,20 +14,20 @@ export const brandsKind: ConfigurationKind<'brands'> = {
   id: (entry) => entry.key,
   normalise: (entry) => ({ key: entry.key, values: entry.values, sender: senderOf(entry.sender) }),
   async read({ tx, tenantId }) {
-    return (await listBrandings(tx, tenantId)).map((row) => {
+    return (await listBrands(tx, tenantId)).map((row) => {
       const brand = toBrandingResponse(row);
       return { key: brand.key, values: brand.values as BrandValues, sender: brand.sender };
     });
   },
   async create({ tx, tenantId }, entry) {
-    await createBranding(tx, tenantId, entry);
+    await createBrand(tx, tenantId, entry);
   },
   async update({ tx, tenantId }, _current, desired, fields) {
-    if (fields.includes('values')) await setBrandingValues(tx, tenantId, desired.key, desired.values);
-    if (fields.includes('sender')) await setBrandingSender(tx, tenantId, desired.key, desired.sender);
+    if (fields.includes('values')) await setBrandValues(tx, tenantId, desired.key, desired.values);
+    if (fields.includes('sender')) await setBrandSender(tx, tenantId, desired.key, desired.sender);
   },
   async remove({ tx, tenantId }, current) {
-    await deleteBranding(tx, tenantId, current.key);
+    await deleteBrand(tx, tenantId, current.key);
   },
   prunable: (entry, ctx) => entry.key !== ctx.defaultBrandKey,
 };
