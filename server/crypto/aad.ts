@@ -27,3 +27,6 @@ export const webhookSecretAad = (endpointId: string) => `webhook_endpoints/${end
 
 /** The OIDC client secret of a tenant's single sign-on provider. */
 export const ssoClientSecretAad = (providerId: string) => `sso_providers/${providerId}/client_secret`;
+
+/** A broadcast's secret variables, until the fan-out has copied them into its events. */
+export const broadcastSecretAad = (broadcastId: string) => `broadcasts/${broadcastId}/secret_variables`;

@@ -3,6 +3,7 @@
 // its column here, and encrypts/decrypts with the context aad.ts defines for it.
 import { BOSS_SCHEMA, SYSTEM_EMAIL_JOB } from '../queue.ts';
 import {
+  broadcastSecretAad,
   dkimKeyAad,
   emailTransportPasswordAad,
   installSecretAad,
@@ -57,7 +58,7 @@ export const encryptedColumns: EncryptedColumn[] = [
     table: 'broadcasts',
     column: 'secret_variables_ciphertext',
     keyColumns: ['id'],
-    aad: (r) => `broadcasts/${r.id}/secret_variables`,
+    aad: (r) => broadcastSecretAad(String(r.id)),
   },
   {
     // The link token of a system email waiting in the queue (jobs/system-email.ts); once the job is

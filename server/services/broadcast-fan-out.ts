@@ -18,7 +18,8 @@ import type { Runtime } from '../runtime.ts';
 import { deliveryJobsCte, wakeDeliveryWorkers } from '../delivery/enqueue.ts';
 import { eventTypeJoin } from '../delivery/stages/load.ts';
 import { inboxOnlySql } from '../delivery/stages/plan.ts';
-import { BROADCAST_COLUMNS, broadcastSecretAad, scheduleCompletionCheck, type BroadcastRow } from './broadcasts.ts';
+import { BROADCAST_COLUMNS, scheduleCompletionCheck, type BroadcastRow } from './broadcasts.ts';
+import { broadcastSecretAad } from '../crypto/aad.ts';
 import { secretVariablesAad } from './notifications.ts';
 
 /** Contacts per page (one statement): thousands of events per statement, one page held at a time. */

@@ -13,6 +13,7 @@ import type { Runtime } from '../runtime.ts';
 import { DELIVER_EVENT_QUEUE } from '../delivery/queues.ts';
 import { cancelByBroadcast } from '../delivery/cancel.ts';
 import { unauthorized } from '../auth/credentials.ts';
+import { broadcastSecretAad } from '../crypto/aad.ts';
 import type {
   BroadcastAccepted,
   BroadcastAudience,
@@ -29,11 +30,6 @@ import { emitWebhookEvent } from '../webhooks/emit.ts';
 
 export const BROADCAST_FAN_OUT_QUEUE = 'broadcast-fan-out';
 export const BROADCAST_COMPLETION_QUEUE = 'broadcast-completion';
-
-/** The additional data binding a broadcast's secret variables to its row (until they are copied into its events). */
-export function broadcastSecretAad(broadcastId: string): string {
-  return `broadcasts/${broadcastId}/secret_variables`;
-}
 
 export interface BroadcastRow {
   id: string;
