@@ -31,6 +31,18 @@ const trigger = (body: unknown, key = acme.serviceKey, headers: Record<string, s
   app.request('POST', '/v1/notifications', { token: key, body, headers });
 
 describe('POST /v1/notifications', () => {
+  it('validates an object recipient as a contact is created: trimmed, language canonical, the same limits', async () => {
+    const res = await trigger({ type: 'plain', recipients: [{ external_id: 'same_rules', name: '  Ann  ', language: 'DE-at', phone: ' +49 30 1 ' }] });
+    expect(res.status).toBe(202);
+    const contact = await sqlOne(app, `SELECT name, language, phone FROM contacts WHERE tenant_id = $1 AND external_id = 'same_rules'`, [acme.tenantId]);
+    expect(contact).toEqual({ name: 'Ann', language: 'de-AT', phone: '+49 30 1' });
+    for (const [field, value] of [['name', 'x'.repeat(201)], ['name', '   '], ['language', 'not a tag!'], ['email', 'nope']] as const) {
+      const refused = await trigger({ type: 'plain', recipients: [{ external_id: 'same_rules', [field]: value }] });
+      expect(refused.status, `${field} ${value}`).toBe(422);
+      expect(refused.body.detail.some((d: { loc: unknown[] }) => d.loc.at(-1) === field), JSON.stringify(refused.body)).toBe(true);
+    }
+  });
+
   it('accepts a trigger: one queued event per recipient, contacts upserted, 202 only after commit', async () => {
     const res = await trigger({
       type: 'order_shipped',
