@@ -30,13 +30,31 @@ export const languageTag = z
   .max(35)
   .regex(/^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$/, 'must be a BCP 47 language tag such as en or de-AT')
   .transform((value, ctx) => {
-    try {
-      return Intl.getCanonicalLocales(value)[0]!;
-    } catch {
-      ctx.issues.push({ code: 'custom', message: 'must be a BCP 47 language tag such as en or de-AT', input: value });
-      return z.NEVER;
-    }
+    const canonical = canonicalLanguage(value);
+    if (canonical !== null) return canonical;
+    ctx.issues.push({ code: 'custom', message: 'must be a BCP 47 language tag such as en or de-AT', input: value });
+    return z.NEVER;
   });
+
+/**
+ * Canonical forms by tag as given: a trigger names a language per recipient, from the few an install
+ * uses, and Intl.getCanonicalLocales costs more than the rest of a recipient's validation.
+ */
+const canonicalLanguages = new Map<string, string | null>();
+const CANONICAL_LANGUAGES_KEPT = 1000;
+
+function canonicalLanguage(tag: string): string | null {
+  let canonical = canonicalLanguages.get(tag);
+  if (canonical !== undefined) return canonical;
+  try {
+    canonical = Intl.getCanonicalLocales(tag)[0] ?? null;
+  } catch {
+    canonical = null;
+  }
+  if (canonicalLanguages.size >= CANONICAL_LANGUAGES_KEPT) canonicalLanguages.clear();
+  canonicalLanguages.set(tag, canonical);
+  return canonical;
+}
 
 /** Query booleans arrive as strings. */
 export const queryBoolean = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
