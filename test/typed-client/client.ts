@@ -40,7 +40,7 @@ export async function run(baseUrl: string, serviceKey: string, externalId: strin
 
   let status: EventStatus = event.status;
   for (let attempt = 0; !FINAL.includes(status); attempt++) {
-    if (attempt === 400) throw new Error(`event ${event.event_id} still ${status}`);
+    if (attempt === 1200) throw new Error(`event ${event.event_id} still ${status}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
     const read = await herald.GET('/v1/notifications/{event_id}', { params: { path: { event_id: event.event_id } } });
     if (read.error) throw new Error(`event status: ${JSON.stringify(read.error)}`);
