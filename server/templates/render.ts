@@ -1,5 +1,7 @@
 // Rendering templates into what a channel sends. Inbox items are plain text (title, body, action URL);
 // emails are a subject, the content in the brand's react-email layout, and a derived text part.
+import type { render as renderReactEmail } from '@react-email/render';
+import type { BrandLayout as BrandLayoutOf } from '../../templates/layouts/brand-layout.ts';
 import { renderString } from './engine.ts';
 import type { BrandRow, EmailTemplateRow, InboxTemplateRow } from './resolve.ts';
 
@@ -44,7 +46,7 @@ const TEXT_OPTIONS = {
  * has (tens of MB resident), and a process that never renders an email (an API-only process, an
  * install without email) never needs them.
  */
-let reactEmail: Promise<{ render: typeof import('@react-email/render').render; BrandLayout: typeof import('../../templates/layouts/brand-layout.ts').BrandLayout }> | null = null;
+let reactEmail: Promise<{ render: typeof renderReactEmail; BrandLayout: typeof BrandLayoutOf }> | null = null;
 
 function loadReactEmail() {
   reactEmail ??= Promise.all([import('@react-email/render'), import('../../templates/layouts/brand-layout.ts')]).then(([{ render }, { BrandLayout }]) => ({ render, BrandLayout }));
