@@ -1,8 +1,7 @@
 // Footprint lines of `npm run bench`: what a CLI call costs, and what the whole appliance holds.
-//   1. `herald --version`: wall time (median of RUNS, after a warm-up that fills the compile cache)
-//      and the process's peak RSS
-//   2. `herald send --help`: wall time (median of RUNS)
-//   3. `herald send` round trip to a running Herald: wall time (median of RUNS)
+//   1. `herald --version`, 2. `herald send --help`, 3. a `herald send` round trip to a running Herald:
+//      wall time, CPU time and peak RSS of the process (medians of RUNS, after a warm-up that fills
+//      the compile cache)
 //   4. the appliance's memory, idle and during a burst of triggers: proportional set size (Pss of
 //      /proc/PID/smaps_rollup, so that pages shared between processes count once) of the Herald
 //      process plus every process of its embedded PostgreSQL. This install is made by `herald init`
@@ -20,8 +19,9 @@ const IDLE_SETTLE_MS = 10_000;
 /** The appliance's own environment: no external database, whatever this shell has. */
 const APPLIANCE_ENV = { DATABASE_URL: undefined, HERALD_DATABASE_URL: undefined, HERALD_HOME: undefined };
 
-// Printed by the CLI process itself as it exits (bin/herald execs Node, so it is the whole process).
-const PEAK_RSS_HOOK = `--import=data:text/javascript,import{writeSync}from'node:fs';process.on('exit',()=>writeSync(2,'\\npeak-rss-kb='+process.resourceUsage().maxRSS+'\\n'))`;
+// Printed by the CLI process itself as it exits (bin/herald execs Node, so it is the whole process):
+// its peak RSS and CPU time, which, unlike the wall time, hardly move with the machine's load.
+const EXIT_REPORT_HOOK = `--import=data:text/javascript,import{writeSync}from'node:fs';process.on('exit',()=>{const{userCPUTime:u,systemCPUTime:s,maxRSS:m}=process.resourceUsage();writeSync(2,'\\nfootprint-kb='+m+',cpu-us='+(u+s)+'\\n')})`;
 
 interface Run {
   code: number | null;
@@ -43,27 +43,26 @@ function runHerald(args: string[], env: Record<string, string | undefined> = {})
   });
 }
 
-/** The median wall time of RUNS calls, after one warm-up; every call must exit 0. */
-async function medianWall(args: string[], env: Record<string, string | undefined> = {}): Promise<number> {
-  const times: number[] = [];
+/** Medians over RUNS calls, after one warm-up (which fills the compile cache); every call must exit 0. */
+async function measureCli(args: string[]): Promise<{ wallMs: number; cpuMs: number; peakMb: number }> {
+  const walls: number[] = [];
+  const cpus: number[] = [];
+  const peaks: number[] = [];
   for (let i = 0; i <= RUNS; i++) {
-    const run = await runHerald(args, env);
+    const run = await runHerald(args, { NODE_OPTIONS: EXIT_REPORT_HOOK });
     if (run.code !== 0) throw new Error(`herald ${args.join(' ')} exited with ${run.code}: ${run.stderr.trim()}`);
-    if (i > 0) times.push(run.ms);
+    const report = /footprint-kb=(\d+),cpu-us=(\d+)/.exec(run.stderr);
+    if (!report) throw new Error(`herald ${args.join(' ')} did not report its footprint: ${run.stderr.trim()}`);
+    if (i === 0) continue;
+    walls.push(run.ms);
+    peaks.push(Number(report[1]) / 1024);
+    cpus.push(Number(report[2]) / 1000);
   }
-  return stats(times).p50;
+  return { wallMs: stats(walls).p50, cpuMs: stats(cpus).p50, peakMb: stats(peaks).p50 };
 }
 
-async function peakRssMb(args: string[]): Promise<number> {
-  const peaks: number[] = [];
-  for (let i = 0; i < RUNS; i++) {
-    const run = await runHerald(args, { NODE_OPTIONS: PEAK_RSS_HOOK });
-    const kb = /peak-rss-kb=(\d+)/.exec(run.stderr)?.[1];
-    if (!kb) throw new Error(`herald ${args.join(' ')} did not report its peak RSS: ${run.stderr.trim()}`);
-    peaks.push(Number(kb) / 1024);
-  }
-  return stats(peaks).p50;
-}
+const describeCli = (m: { wallMs: number; cpuMs: number; peakMb: number }) =>
+  `${fmt(m.wallMs)} ms wall, ${fmt(m.cpuMs)} ms CPU, peak RSS ${fmt(m.peakMb)} MB (medians of ${RUNS})`;
 
 function pssKb(pid: number): number {
   try {
@@ -103,11 +102,8 @@ function appliancePss(heraldPid: number, dataDir: string): { herald: number; pos
 
 async function main(): Promise<void> {
   print('Herald footprint (the CLI as a CI script calls it; the appliance with its embedded PostgreSQL)');
-  const version = await medianWall(['--version']);
-  const versionRss = await peakRssMb(['--version']);
-  print(`1. herald --version: ${fmt(version)} ms wall (median of ${RUNS}), peak RSS ${fmt(versionRss)} MB   (target <= 150 ms)`);
-  const sendHelp = await medianWall(['send', '--help']);
-  print(`2. herald send --help: ${fmt(sendHelp)} ms wall (median of ${RUNS})   (without the server's modules)`);
+  print(`1. herald --version: ${describeCli(await measureCli(['--version']))}   (target <= 150 ms wall)`);
+  print(`2. herald send --help: ${describeCli(await measureCli(['send', '--help']))}   (without the server's modules)`);
 
   const dataDir = join(benchDataDir('herald-footprint'), 'data');
   const port = await freePort();
@@ -134,8 +130,8 @@ async function main(): Promise<void> {
   await post('/v1/notification-types', { key: 'footprint', channel_defaults: { inbox: true, email: false } });
   await post('/v1/inbox-templates', { notification_type_key: 'footprint', title: 'Hello {{ contact.external_id }}', content: 'Build {{ build }} finished' });
 
-  const send = await medianWall(['send', '--type', 'footprint', '--to', 'ci', '--var', 'build=1', '--url', base, '--api-key', String(apiKey)]);
-  print(`3. herald send, round trip to a running Herald: ${fmt(send)} ms wall (median of ${RUNS})   (target <= 300 ms)`);
+  const send = await measureCli(['send', '--type', 'footprint', '--to', 'ci', '--var', 'build=1', '--url', base, '--api-key', String(apiKey)]);
+  print(`3. herald send, round trip to a running Herald: ${describeCli(send)}   (target <= 300 ms wall)`);
 
   await sleep(IDLE_SETTLE_MS);
   const idleSamples = [];
