@@ -93,7 +93,8 @@ export async function freshDatabase(dataDir: string): Promise<string> {
   return u.toString();
 }
 
-export async function startHerald(args: string[], env: Record<string, string>, readyText: string | null): Promise<ChildProcess> {
+/** `herald start` with these arguments; `env` adds to this process's environment (undefined removes a variable). */
+export async function startHerald(args: string[], env: Record<string, string | undefined>, readyText: string | null): Promise<ChildProcess> {
   const child = spawn(HERALD_BIN, ['start', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   cleanups.push(async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
@@ -125,11 +126,17 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** A data directory and a fresh database for one benchmark run, removed at the end. */
-export async function benchInstall(prefix: string): Promise<{ dataDir: string; url: string; encryptionKeys: string; config: Config }> {
+/** A temporary directory for one benchmark run, removed at the end (the embedded cluster's user can traverse it). */
+export function benchDataDir(prefix: string): string {
   const dataDir = mkdtempSync(join(tmpdir(), `${prefix}-`));
   chmodSync(dataDir, 0o711);
   cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
+  return dataDir;
+}
+
+/** A data directory and a fresh database for one benchmark run, removed at the end. */
+export async function benchInstall(prefix: string): Promise<{ dataDir: string; url: string; encryptionKeys: string; config: Config }> {
+  const dataDir = benchDataDir(prefix);
   const url = await freshDatabase(dataDir);
   const encryptionKeys = `bench:${generateKey()}`;
   return { dataDir, url, encryptionKeys, config: loadConfig({ dataDir, databaseUrl: url, encryptionKeys, logLevel: 'warn' }, {}) };

@@ -1,7 +1,8 @@
 // The herald CLI. Each command group lives in its own file and is listed in COMMAND_GROUPS. Only the
-// group a command line names is loaded (its server modules are heavy), so `herald send` or
-// `herald --version` start fast; --help and unknown commands load them all.
-import { Command, CommanderError } from 'commander';
+// group a command line names is loaded (its server modules are heavy), so `herald send` starts with
+// its HTTP client alone; --help and unknown commands load them all. `herald --version` loads nothing
+// (not even commander): CI scripts call it on every run.
+import type { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { EXIT_OK, EXIT_USAGE, describeFailure } from './support/output.ts';
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -37,16 +38,23 @@ const COMMAND_GROUPS: Record<string, () => Promise<Register>> = {
   broadcasts: async () => (await import('./broadcasts.ts')).registerBroadcasts,
 };
 
+/** Whether the command line asks for the version alone (`herald --version`, `herald -v`). */
+function versionOnly(argv: string[]): boolean {
+  const args = argv.slice(2);
+  return args.length > 0 && args.every((a) => a === '--version' || a === '-v');
+}
+
 /** The groups a command line needs: the one it names, none for --version alone, else all (for help). */
 function groupsFor(argv: string[]): string[] {
   const args = argv.slice(2);
   const named = args.find((a) => !a.startsWith('-'));
   if (named && named in COMMAND_GROUPS) return [named];
-  if (!named && args.length > 0 && args.every((a) => a === '--version' || a === '-v')) return [];
+  if (versionOnly(argv)) return [];
   return Object.keys(COMMAND_GROUPS);
 }
 
 export async function buildProgram(argv: string[] = process.argv): Promise<Command> {
+  const { Command } = await import('commander');
   const program = new Command('herald')
     .description('Herald: self-hosted notification delivery (inbox, email, mobile push, web push)')
     .version(pkg.version, '-v, --version', 'print the version')
@@ -70,7 +78,12 @@ Examples:
 }
 
 async function main(argv: string[]): Promise<number> {
+  if (versionOnly(argv)) {
+    process.stdout.write(`${pkg.version}\n`);
+    return EXIT_OK;
+  }
   const program = await buildProgram(argv);
+  const { CommanderError } = await import('commander');
   try {
     await program.parseAsync(argv);
     return typeof process.exitCode === 'number' ? process.exitCode : EXIT_OK;

@@ -19,7 +19,7 @@ import { DatabaseAvailability } from './db/availability.ts';
 import { query } from './db/sql.ts';
 import { metricsOf } from './metrics/registry.ts';
 import { startWebhookDispatcher, type WebhookDispatchOptions } from './webhooks/dispatcher.ts';
-import { startInboundSmtp, type InboundSmtpListener } from './inbound/smtp-listener.ts';
+import type { InboundSmtpListener } from './inbound/smtp-listener.ts';
 
 /** all: everything; api: HTTP only; worker: delivery jobs and webhooks; inbound: the bounce SMTP listener only. */
 export type Role = 'all' | 'api' | 'worker' | 'inbound';
@@ -139,6 +139,8 @@ export async function startRuntime(config: Config, options: RuntimeOptions = {})
     // Processes that serve HTTP hold the stream hub; one-shot CLI runtimes (no queue) do not need it.
     if ((role === 'all' || role === 'api') && options.queue !== false) await startStreamHub(runtime);
     if ((role === 'all' || role === 'inbound') && config.inboundSmtp && options.queue !== false) {
+      // Loaded only here: the SMTP server and the mail parser are large, and most installs run without a bounce listener.
+      const { startInboundSmtp } = await import('./inbound/smtp-listener.ts');
       const listener = await startInboundSmtp(runtime);
       runtime.inboundSmtp = listener;
       runtime.cleanups.push(() => listener.close());

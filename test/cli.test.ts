@@ -4,7 +4,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
 import { validate } from '@readme/openapi-parser';
 import { runCli } from './support/cli.ts';
@@ -47,6 +48,39 @@ describe('herald (no database needed)', { timeout: 120_000 }, () => {
     const r = await runCli(['--version']);
     expect(r.code).toBe(0);
     expect(r.stdout.trim()).toBe(version);
+  });
+
+  /** The repository's modules (relative paths) and the packages a CLI run loads. */
+  async function loadedBy(args: string[]): Promise<{ code: number | null; own: string[]; packages: string[] }> {
+    const trace = join(mkdtempSync(join(tmpdir(), 'herald-trace-')), 'modules.txt');
+    cleanups.push(() => rmSync(dirname(trace), { recursive: true, force: true }));
+    const hook = fileURLToPath(new URL('./support/module-trace.ts', import.meta.url));
+    // No data directory and no database: these commands need neither.
+    const env = { HERALD_MODULE_TRACE: trace, NODE_OPTIONS: `--import ${hook}`, HERALD_HOME: join(dirname(trace), 'absent'), DATABASE_URL: undefined };
+    const r = await runCli(args, { env });
+    const urls = readFileSync(trace, 'utf8').split('\n').filter((u) => u.startsWith('file:'));
+    const root = new URL('../', import.meta.url).href;
+    const own = urls.filter((u) => u.startsWith(root) && !u.includes('/node_modules/') && !u.includes('/test/support/')).map((u) => u.slice(root.length));
+    const packages = [...new Set(urls.flatMap((u) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(u)?.[1] ?? []))];
+    return { code: r.code, own, packages };
+  }
+
+  it('--version loads no server module and no package', async () => {
+    const r = await loadedBy(['--version']);
+    expect(r.code).toBe(0);
+    expect(r.own.filter((path) => path.startsWith('server/'))).toEqual(['server/errors.ts']);
+    expect(r.packages).toEqual([]);
+  });
+
+  it('send --help and send load the CLI and its HTTP client only: no server module, no database', async () => {
+    const help = await loadedBy(['send', '--help']);
+    expect(help.code).toBe(0);
+    const send = await loadedBy(['send', '--type', 'deploy', '--to', 'u1', '--url', 'http://127.0.0.1:9', '--api-key', 'sk_unreachable']);
+    expect(send.code).toBe(1);
+    for (const run of [help, send]) {
+      expect(run.own.filter((path) => path.startsWith('server/'))).toEqual(['server/errors.ts']);
+      expect(run.packages).toEqual(['commander']);
+    }
   });
 
   it('--help lists the commands with examples, and every command has examples', async () => {

@@ -1,7 +1,5 @@
 // CLI conventions: exit 0 ok, 1 failure, 2 usage error; --json for scripts; human text otherwise.
 // Errors print one line to stderr (never a stack trace, never a secret).
-import { ConfigError } from '../../server/config.ts';
-import { StartupError } from '../../server/runtime.ts';
 import { AppError, ValidationFailure } from '../../server/errors.ts';
 
 export const EXIT_OK = 0;
@@ -53,7 +51,6 @@ export function printRecord(record: Record<string, unknown>): void {
 /** Maps any error to its exit code and a one-line message. */
 export function describeFailure(error: unknown): { code: number; message: string } {
   if (error instanceof CliError) return { code: error.exitCode, message: error.message };
-  if (error instanceof ConfigError || error instanceof StartupError) return { code: EXIT_FAILURE, message: error.message };
   if (error instanceof ValidationFailure) return { code: EXIT_USAGE, message: error.message };
   if (error instanceof AppError) return { code: error.status === 422 ? EXIT_USAGE : EXIT_FAILURE, message: error.message };
   if (error instanceof Error) return { code: EXIT_FAILURE, message: error.message };

@@ -2,11 +2,7 @@
 // templates in templates/emails/, with the links they carry. Links point at the console pages of the
 // install's public URL: /verify-email?token=, /reset-password?token=, /invitations/{token}.
 import type { ReactNode } from 'react';
-import { render } from '@react-email/render';
 import { publicBaseUrl, type Config } from '../config.ts';
-import { VerifyEmail, verifyEmailSubject } from '../../templates/emails/verify-email.ts';
-import { ResetPassword, resetPasswordSubject } from '../../templates/emails/reset-password.ts';
-import { Invitation, invitationSubject } from '../../templates/emails/invitation.ts';
 
 export type SystemEmail =
   | { kind: 'verify'; to: string; token: string }
@@ -34,6 +30,13 @@ export function systemEmailLink(config: Config, email: Pick<SystemEmail, 'kind' 
 
 export async function renderSystemEmail(config: Config, email: SystemEmail): Promise<RenderedSystemEmail> {
   const url = systemEmailLink(config, email);
+  // react-email and the templates load with the first system email (most processes never send one).
+  const [{ render }, { VerifyEmail, verifyEmailSubject }, { ResetPassword, resetPasswordSubject }, { Invitation, invitationSubject }] = await Promise.all([
+    import('@react-email/render'),
+    import('../../templates/emails/verify-email.ts'),
+    import('../../templates/emails/reset-password.ts'),
+    import('../../templates/emails/invitation.ts'),
+  ]);
   let subject: string;
   let element: ReactNode;
   switch (email.kind) {

@@ -9,7 +9,7 @@
 // carried to another browser does nothing (no login CSRF). The state row is consumed once.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { CodeChallengeMethod, OAuth2Client, generateCodeVerifier, generateState } from 'arctic';
+import type { OAuth2Client } from 'arctic';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { execute, query, queryOne, toIsoTimestamp } from '../db/sql.ts';
@@ -165,7 +165,11 @@ async function endpointsOf(runtime: Runtime, row: ProviderRow): Promise<Endpoint
   return endpoints;
 }
 
-function clientOf(runtime: Runtime, row: ProviderRow): OAuth2Client {
+/** arctic, loaded on the first sign-in: a process whose install uses no SSO never needs it. */
+const loadArctic = () => import('arctic');
+
+async function clientOf(runtime: Runtime, row: ProviderRow): Promise<OAuth2Client> {
+  const { OAuth2Client } = await loadArctic();
   const secret = runtime.keyRing.decrypt(row.client_secret_ciphertext, ssoClientSecretAad(row.id));
   return new OAuth2Client(row.client_id, secret, `${publicBaseUrl(runtime.config)}/v1/auth/sso/${row.slug}/callback`);
 }
@@ -180,6 +184,7 @@ export async function startSso(runtime: Runtime, em: EntityManager, slug: string
     runtime.logger.warn('sso discovery failed', { provider: slug, error: String(error) });
     throw new SsoFailure('sso_failed', 'The sign-in provider cannot be reached right now');
   }
+  const { CodeChallengeMethod, generateCodeVerifier, generateState } = await loadArctic();
   const state = generateState();
   const verifier = generateCodeVerifier();
   const binding = randomBytes(32).toString('base64url');
@@ -191,7 +196,7 @@ export async function startSso(runtime: Runtime, em: EntityManager, slug: string
     sha256(binding),
     new Date(runtime.clock.now() + STATE_TTL_MS),
   ]);
-  const url = clientOf(runtime, row).createAuthorizationURLWithPKCE(endpoints.authorization, state, CodeChallengeMethod.S256, verifier, endpoints.scopes);
+  const url = (await clientOf(runtime, row)).createAuthorizationURLWithPKCE(endpoints.authorization, state, CodeChallengeMethod.S256, verifier, endpoints.scopes);
   const secure = publicBaseUrl(runtime.config).startsWith('https://') ? '; Secure' : '';
   return { location: url.toString(), cookie: `${SSO_COOKIE}=${binding}; Path=${SSO_COOKIE_PATH}; Max-Age=${STATE_TTL_MS / 1000}; HttpOnly; SameSite=Lax${secure}` };
 }
@@ -263,7 +268,7 @@ export async function finishSso(
   let email: string;
   try {
     const endpoints = await endpointsOf(runtime, row);
-    const tokens = await clientOf(runtime, row).validateAuthorizationCode(endpoints.token, input.code, stored.code_verifier);
+    const tokens = await (await clientOf(runtime, row)).validateAuthorizationCode(endpoints.token, input.code, stored.code_verifier);
     email = await verifiedEmail(row, endpoints, tokens.accessToken());
   } catch (error) {
     if (error instanceof SsoFailure) throw error;

@@ -1,7 +1,7 @@
 // Rendering templates into what a channel sends. Inbox items are plain text (title, body, action URL);
 // emails are a subject, the content in the brand's react-email layout, and a derived text part.
-import { render as renderReactEmail } from '@react-email/render';
-import { BrandLayout } from '../../templates/layouts/brand-layout.ts';
+import type { render as renderReactEmail } from '@react-email/render';
+import type { BrandLayout as BrandLayoutOf } from '../../templates/layouts/brand-layout.ts';
 import { renderString } from './engine.ts';
 import type { BrandRow, EmailTemplateRow, InboxTemplateRow } from './resolve.ts';
 
@@ -41,6 +41,18 @@ const TEXT_OPTIONS = {
   selectors: ['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((selector) => ({ selector, options: { uppercase: false } })),
 };
 
+/**
+ * react-email and React, loaded when the first email is rendered: they are the largest modules Herald
+ * has (tens of MB resident), and a process that never renders an email (an API-only process, an
+ * install without email) never needs them.
+ */
+let reactEmail: Promise<{ render: typeof renderReactEmail; BrandLayout: typeof BrandLayoutOf }> | null = null;
+
+function loadReactEmail() {
+  reactEmail ??= Promise.all([import('@react-email/render'), import('../../templates/layouts/brand-layout.ts')]).then(([{ render }, { BrandLayout }]) => ({ render, BrandLayout }));
+  return reactEmail;
+}
+
 export interface RenderedEmail {
   subject: string;
   html: string;
@@ -57,6 +69,7 @@ export async function renderEmail(template: EmailTemplateRow, brand: BrandRow, c
   const subject = renderString(template.subject, context, 'text').replace(/\s*[\r\n]+\s*/g, ' ').trim();
   const contentHtml = renderString(template.content, context, 'html');
   const name = typeof brand.values.name === 'string' ? brand.values.name : null;
+  const { render: renderReactEmail, BrandLayout } = await loadReactEmail();
   const element = BrandLayout({ name, colour: brand.values.colour, logoUrl: brand.values.logo_url, title: subject, contentHtml, language: template.language });
   const [html, text] = await Promise.all([renderReactEmail(element), renderReactEmail(element, { plainText: true, htmlToTextOptions: TEXT_OPTIONS })]);
   return { subject, html, text: text.trim() };
