@@ -1,6 +1,7 @@
-// Serving the h3 app over node:http, and closing it gracefully: stop accepting, let in-flight
+// Serving the h3 app over HTTP with listhen, and closing it gracefully: stop accepting, let in-flight
 // requests finish, then cut long-lived streams.
-import { createServer } from 'node:http';
+import type { Server } from 'node:http';
+import { listen } from 'listhen';
 import { toNodeHandler } from 'h3/node';
 import type { Runtime } from '../runtime.ts';
 import { createApp } from './app.ts';
@@ -17,13 +18,27 @@ export async function startHttpServer(runtime: Runtime, options: { host?: string
   const host = options.host ?? runtime.config.host;
   const requested = options.port ?? runtime.config.port;
   const inUse = () => new Error(`port ${requested} on ${host} is already in use: another Herald may be running there (herald status shows it); stop it, or start this one with --port`);
-  const server = createServer(toNodeHandler(app));
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', (error: NodeJS.ErrnoException) => reject(error.code === 'EADDRINUSE' ? inUse() : error));
-    server.listen(requested, host, () => resolve());
+  const listener = await listen(toNodeHandler(app), {
+    hostname: host,
+    port: requested === 0 ? { port: 0, random: true } : { port: requested, ports: [], portRange: [], alternativePortRange: [] },
+    showURL: false,
+    open: false,
+    qr: false,
+    tunnel: false,
+    public: host !== '127.0.0.1' && host !== 'localhost' && host !== '::1',
+    autoClose: false,
+    isProd: true,
+  } as Parameters<typeof listen>[1]).catch((error: unknown) => {
+    // listhen reports a taken port as finding no free one among the (single) port it may use.
+    throw /available port/i.test((error as Error).message) ? inUse() : error;
   });
+  const server = listener.server as Server;
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : requested;
+  if (requested !== 0 && port !== requested) {
+    await listener.close();
+    throw inUse();
+  }
   server.keepAliveTimeout = 5000;
   const displayHost = host.includes(':') ? `[${host}]` : host;
   return {
