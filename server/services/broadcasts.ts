@@ -228,7 +228,9 @@ export async function cancelBroadcast(runtime: Runtime, em: EntityManager, tenan
   const boss = runtime.boss;
   if (!boss) throw new AppError('service_unavailable', 'The job queue is not running; retry shortly');
   const statement = await cancelJobsStatement(boss);
-  await em.transactional(async (tx) => {
+  // Its statements lock many of the broadcast's events while the workers store theirs in another
+  // order: PostgreSQL may break a deadlock by failing the cancel, which then runs again (it is idempotent).
+  await retryOnDeadlock(() => em.transactional(async (tx) => {
     const canceled = await execute(
       tx,
       `UPDATE broadcasts SET status = 'canceled', secret_variables_ciphertext = NULL, completed_at = now(), updated_at = now()
@@ -242,8 +244,28 @@ export async function cancelBroadcast(runtime: Runtime, em: EntityManager, tenan
     await cancelByBroadcast(tx, tenantId, id);
     // A fan-out that has not started yet never will.
     await boss.cancel(BROADCAST_FAN_OUT_QUEUE, id, { db: bossDb(tx) });
-  });
+  }));
   return broadcastView(await countedRow(em, tenantId, id));
+}
+
+const CANCEL_ATTEMPTS = 3;
+
+async function retryOnDeadlock(run: () => Promise<void>): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await run();
+    } catch (error) {
+      if (attempt >= CANCEL_ATTEMPTS || !hasSqlState(error, '40P01')) throw error; // deadlock_detected
+    }
+  }
+}
+
+/** True when PostgreSQL failed the statement with this SQLSTATE, however the driver wrapped the error. */
+export function hasSqlState(error: unknown, code: string): boolean {
+  for (let e = error as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+    if (e.code === code) return true;
+  }
+  return false;
 }
 
 /**
