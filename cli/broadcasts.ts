@@ -46,9 +46,10 @@ function printBroadcast(b: BroadcastResponse): void {
   if (b.send_at) print(`send_at     ${b.send_at}`);
   print(`created_at  ${b.created_at}`);
   if (b.completed_at) print(`completed   ${b.completed_at}`);
+  if (b.failure_reason) print(`failure     ${b.failure_reason}`);
 }
 
-/** Polls the broadcast until it is completed or canceled (or the timeout), drawing its progress. */
+/** Polls the broadcast until it is completed, canceled or failed (or the timeout), drawing its progress. */
 async function waitForBroadcast(client: RemoteClient, id: string, timeoutSeconds: number): Promise<BroadcastResponse> {
   const deadline = Date.now() + timeoutSeconds * 1000;
   const progress = progressBar('broadcast');
@@ -57,7 +58,7 @@ async function waitForBroadcast(client: RemoteClient, id: string, timeoutSeconds
       const b = await client.call<BroadcastResponse>('GET', broadcastPath(id));
       const final = b.events_created - b.counts.pending;
       progress.update(final, Math.max(b.targeted, b.events_created), `${final}/${b.targeted} ${b.status}`);
-      if (b.status === 'completed' || b.status === 'canceled') return b;
+      if (b.status === 'completed' || b.status === 'canceled' || b.status === 'failed') return b;
       if (Date.now() >= deadline) throw new CliError(`broadcast ${id} not completed after ${timeoutSeconds} s (${b.status}, ${b.counts.pending} pending)`, EXIT_FAILURE);
       await new Promise((r) => setTimeout(r, Math.min(delay, Math.max(0, deadline - Date.now()))));
     }
@@ -66,12 +67,15 @@ async function waitForBroadcast(client: RemoteClient, id: string, timeoutSeconds
   }
 }
 
-/** Prints the finished broadcast; exit 1 when it was canceled or some of its events failed. */
+/** Prints the finished broadcast; exit 1 when it was canceled or failed, or some of its events failed. */
 function reportFinished(b: BroadcastResponse, json: boolean | undefined): void {
   if (json) printJson(b);
   else printBroadcast(b);
   if (b.status === 'canceled') {
     process.stderr.write('herald: the broadcast was canceled\n');
+    process.exitCode = EXIT_FAILURE;
+  } else if (b.status === 'failed') {
+    process.stderr.write(`herald: the broadcast failed: ${b.failure_reason}\n`);
     process.exitCode = EXIT_FAILURE;
   } else if (b.counts.failed > 0) {
     process.stderr.write(`herald: ${b.counts.failed} event(s) failed\n`);

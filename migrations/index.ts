@@ -16,6 +16,7 @@ import { Orchestration } from './0013-orchestration.ts';
 import { Deliverability } from './0014-deliverability.ts';
 import { Console } from './0016-console.ts';
 import { Audiences } from './0015-audiences.ts';
+import { BroadcastFailures } from './0017-broadcast-failures.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-foundation', class: Foundation },
@@ -34,4 +35,5 @@ export const migrations: MigrationObject[] = [
   { name: '0014-deliverability', class: Deliverability },
   { name: '0016-console', class: Console },
   { name: '0015-audiences', class: Audiences },
+  { name: '0017-broadcast-failures', class: BroadcastFailures },
 ];

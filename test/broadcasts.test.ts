@@ -214,6 +214,31 @@ describe('broadcasts, delivered by the app\'s own workers', () => {
     expect(cancel.body.code).toBe('conflict');
   });
 
+  it('ends a broadcast whose fan-out is out of retries as failed, with the reason and broadcast.completed', async () => {
+    await topicWith(app, acme, 'doomed', 3);
+    const hook = await app.request('POST', '/v1/webhooks', { token: acme.serviceKey, body: { url: 'http://127.0.0.1:9/failed', event_types: ['broadcast.completed'] } });
+    expect(hook.status).toBe(201);
+    const res = await broadcast(app, acme, { audience: { topic: 'doomed' }, send_at: new Date(Date.now() + 3600_000).toISOString() });
+    const id = res.body.broadcast_id;
+    // Its secret variables cannot be read any more (the fan-out throws), and its job is on its last attempt, due now.
+    await execute(app.runtime.orm.em.fork(), `UPDATE broadcasts SET secret_variables_ciphertext = 'v1:garbage' WHERE id = $1`, [id]);
+    await execute(app.runtime.orm.em.fork(), `UPDATE pgboss.job SET retry_count = retry_limit, start_after = now() WHERE name = 'broadcast-fan-out' AND id = $1`, [id]);
+    const failed = await waitForStatus(app, acme, id, 'failed');
+    expect(failed).toMatchObject({ status: 'failed', events_created: 0, completed_at: expect.any(String), failure_reason: expect.stringMatching(/^the fan-out gave up after its retries: ./) });
+    expect(await sqlOne(app, `SELECT secret_variables_ciphertext FROM broadcasts WHERE id = $1`, [id])).toEqual({ secret_variables_ciphertext: null });
+    const hooks = await sql<{ payload: { data: Record<string, unknown> } }>(
+      app,
+      `SELECT d.payload FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id WHERE w.url = 'http://127.0.0.1:9/failed' AND d.event_type = 'broadcast.completed'`,
+    );
+    expect(hooks.map((h) => h.payload.data)).toEqual([expect.objectContaining({ broadcast_id: id, status: 'failed', failure_reason: failed.failure_reason })]);
+    expect(app.logs.some((l) => l.includes('"broadcast.failed"') && l.includes(id))).toBe(true);
+    // A failed broadcast is final: it cannot be canceled, and lists under its status.
+    const cancel = await app.request('POST', `/v1/broadcasts/${id}/cancel`, { token: acme.serviceKey });
+    expect(cancel.status).toBe(409);
+    const listed = await app.request('GET', '/v1/broadcasts?status=failed', { token: acme.serviceKey });
+    expect(listed.body.items.map((b: { broadcast_id: string }) => b.broadcast_id)).toEqual([id]);
+  });
+
   it('refuses what a trigger refuses (422), an unknown topic (422) and an archived tenant (409)', async () => {
     expectValidationError(await broadcast(app, acme, { type: 'nope', audience: { all_contacts: true } }), ['body', 'type']);
     expectValidationError(await broadcast(app, acme, { audience: { topic: 'no-such-topic' } }), ['body', 'audience', 'topic']);

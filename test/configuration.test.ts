@@ -45,6 +45,7 @@ const DOCUMENT = {
   ],
   inbox_templates: [{ notification_type_key: 'order_shipped', title: 'Order {{ order_id }} shipped', content: 'Track it', action_url: 'https://acme.example/o/{{ order_id }}' }],
   sender_domains: [{ domain: 'Mail.Acme.Example' }],
+  topics: [{ key: 'launches', name: 'Product launches' }, { key: 'digest', name: 'Weekly digest' }],
 };
 
 const apply = (fx: TenantFixture, document: unknown, options: { dry_run?: boolean; prune?: boolean } = {}) =>
@@ -69,6 +70,8 @@ describe('configuration as code over HTTP', () => {
       { kind: 'email_templates', action: 'create', id: 'order_shipped/default/en', fields: [] },
       { kind: 'inbox_templates', action: 'create', id: 'order_shipped/default/en', fields: [] },
       { kind: 'sender_domains', action: 'create', id: 'mail.acme.example', fields: [] },
+      { kind: 'topics', action: 'create', id: 'launches', fields: [] },
+      { kind: 'topics', action: 'create', id: 'digest', fields: [] },
     ]);
     const second = await apply(acme, DOCUMENT);
     expect(second.body).toEqual({ changes: [], applied: false });
@@ -87,6 +90,10 @@ describe('configuration as code over HTTP', () => {
     });
     expect(document.notification_types[0]).not.toHaveProperty('workflow');
     expect(document.sender_domains).toEqual([{ domain: 'mail.acme.example' }]);
+    expect(document.topics).toEqual([
+      { key: 'digest', name: 'Weekly digest' },
+      { key: 'launches', name: 'Product launches' },
+    ]);
     // Never a secret: no DKIM key, no ids, no timestamps.
     const text = JSON.stringify(document);
     expect(text).not.toMatch(/PRIVATE|dkim|created_at|"id"/i);
@@ -108,6 +115,10 @@ describe('configuration as code over HTTP', () => {
     const changed = structuredClone(DOCUMENT);
     changed.notification_types[1] = { key: 'digest', name: 'Daily digest' } as never;
     changed.inbox_templates[0]!.content = 'Track it now';
+    changed.topics[0]!.name = 'Launches';
+    // Subscriptions are data: an update keeps them, and the document never shows them.
+    const subscribed = await app.request('POST', '/v1/topics/launches/subscribers', { token: acme.serviceKey, body: { external_ids: ['fan-1', 'fan-2'] } });
+    expect(subscribed.status).toBe(200);
     delete (changed.notification_types[0] as { workflow?: unknown }).workflow;
     const before = await exported(acme);
     const dry = await apply(acme, changed, { dry_run: true });
@@ -116,6 +127,7 @@ describe('configuration as code over HTTP', () => {
         { kind: 'notification_types', action: 'update', id: 'order_shipped', fields: ['workflow'] },
         { kind: 'notification_types', action: 'update', id: 'digest', fields: ['name'] },
         { kind: 'inbox_templates', action: 'update', id: 'order_shipped/default/en', fields: ['content'] },
+        { kind: 'topics', action: 'update', id: 'launches', fields: ['name'] },
       ],
       applied: false,
     });
@@ -127,6 +139,12 @@ describe('configuration as code over HTTP', () => {
     expect(after.notification_types[1]).not.toHaveProperty('workflow');
     expect((await app.request('GET', '/v1/notification-types/order_shipped', { token: acme.serviceKey })).body.workflow).toBeNull();
     expect(after.inbox_templates[0].content).toBe('Track it now');
+    expect(after.topics).toEqual([
+      { key: 'digest', name: 'Weekly digest' },
+      { key: 'launches', name: 'Launches' },
+    ]);
+    const topic = await app.request('GET', '/v1/topics/launches', { token: acme.serviceKey });
+    expect(topic.body).toMatchObject({ name: 'Launches', subscriber_count: 2 });
     await apply(acme, DOCUMENT);
   });
 
@@ -137,6 +155,8 @@ describe('configuration as code over HTTP', () => {
     const pruned = await apply(acme, { ...kept, brands: [] }, { prune: true });
     expect(pruned.status).toBe(200);
     expect(pruned.body.changes).toEqual([
+      { kind: 'topics', action: 'delete', id: 'digest', fields: [] },
+      { kind: 'topics', action: 'delete', id: 'launches', fields: [] },
       { kind: 'sender_domains', action: 'delete', id: 'mail.acme.example', fields: [] },
       { kind: 'inbox_templates', action: 'delete', id: 'order_shipped/default/en', fields: [] },
       { kind: 'email_templates', action: 'delete', id: 'order_shipped/default/en', fields: [] },
@@ -149,6 +169,8 @@ describe('configuration as code over HTTP', () => {
     expect(document.brands.map((b: { key: string }) => b.key)).toEqual(['default']);
     expect(document.email_templates).toEqual([]);
     expect(document.sender_domains).toEqual([]);
+    expect(document.topics).toEqual([]);
+    expect((await app.request('GET', '/v1/topics/launches', { token: acme.serviceKey })).status).toBe(404);
     await apply(acme, DOCUMENT);
   });
 

@@ -9,7 +9,7 @@ import { systemEmailJob } from './system-email.ts';
 import { dataRequestJob } from './data-request.ts';
 import { emailLinkJob } from './email-link.ts';
 import { senderDomainsRecheckJob } from './sender-domains-recheck.ts';
-import { broadcastCompletionJob, broadcastFanOutJob } from './broadcasts.ts';
+import { broadcastCompletionJob, broadcastFanOutDeadJob, broadcastFanOutJob } from './broadcasts.ts';
 
 export const jobs: JobDefinition<any>[] = [
   // delivery of triggered events, its dead letters, and idempotency-key retention (hourly)
@@ -28,5 +28,6 @@ export const jobs: JobDefinition<any>[] = [
   dataRequestJob,
   // broadcasts: the fan-out to the audience, then the check for completion
   broadcastFanOutJob,
+  broadcastFanOutDeadJob,
   broadcastCompletionJob,
 ];

@@ -24,7 +24,7 @@ export const BroadcastRequest = z
   .meta({ id: 'BroadcastRequest' });
 export type BroadcastRequest = z.infer<typeof BroadcastRequest>;
 
-export const BroadcastStatus = z.enum(['queued', 'running', 'completed', 'canceled']).meta({ id: 'BroadcastStatus' });
+export const BroadcastStatus = z.enum(['queued', 'running', 'completed', 'canceled', 'failed']).meta({ id: 'BroadcastStatus' });
 export type BroadcastStatus = z.infer<typeof BroadcastStatus>;
 
 export const BroadcastAccepted = z.object({ broadcast_id: z.string(), status: z.literal('queued') }).meta({ id: 'BroadcastAccepted' });
@@ -54,6 +54,8 @@ export const BroadcastResponse = z
     send_at: isoDateTime.nullable(),
     created_at: isoDateTime,
     completed_at: isoDateTime.nullable(),
+    /** Why the fan-out gave up (status 'failed'); null otherwise. */
+    failure_reason: z.string().nullable(),
   })
   .meta({ id: 'BroadcastResponse' });
 export type BroadcastResponse = z.infer<typeof BroadcastResponse>;

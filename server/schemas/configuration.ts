@@ -1,4 +1,4 @@
-// Configuration as code: a tenant's notification types, brands, templates and sender domains as one
+// Configuration as code: a tenant's notification types, brands, templates, sender domains and topics as one
 // document (herald export / herald apply, GET /v1/configuration, POST /v1/configuration/apply). Each
 // entry is its resource's create request, strict (an unknown field is a typo, reported with its path);
 // secrets never appear in it. A new resource kind adds one list here and one module in
@@ -8,6 +8,7 @@ import { CreateNotificationTypeRequest } from './notification-types.ts';
 import { CreateBrandingRequest } from './brandings.ts';
 import { CreateEmailTemplateRequest, CreateInboxTemplateRequest } from './templates.ts';
 import { RegisterSenderDomainRequest } from './sender-domains.ts';
+import { CreateTopicRequest } from './topics.ts';
 
 /** The document's lists, in the order they are created (and the reverse order they are deleted). */
 export const ConfigurationDocument = z
@@ -18,6 +19,8 @@ export const ConfigurationDocument = z
     email_templates: z.array(CreateEmailTemplateRequest.strict()).default([]),
     inbox_templates: z.array(CreateInboxTemplateRequest.strict()).default([]),
     sender_domains: z.array(RegisterSenderDomainRequest.strict()).default([]),
+    /** Topic definitions only: subscriptions are data, never part of the document. */
+    topics: z.array(CreateTopicRequest.strict()).default([]),
   })
   .strict()
   .meta({ id: 'ConfigurationDocument' });

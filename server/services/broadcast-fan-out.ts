@@ -18,7 +18,7 @@ import type { Runtime } from '../runtime.ts';
 import { deliveryJobsCte, wakeDeliveryWorkers } from '../delivery/enqueue.ts';
 import { eventTypeJoin } from '../delivery/stages/load.ts';
 import { inboxOnlySql } from '../delivery/stages/plan.ts';
-import { BROADCAST_COLUMNS, scheduleCompletionCheck, type BroadcastRow } from './broadcasts.ts';
+import { BROADCAST_COLUMNS, hasSqlState, scheduleCompletionCheck, type BroadcastRow } from './broadcasts.ts';
 import { broadcastSecretAad } from '../crypto/aad.ts';
 import { secretVariablesAad } from './notifications.ts';
 
@@ -99,13 +99,6 @@ async function startFanOut(em: EntityManager, broadcastId: string): Promise<Broa
   return (await queryOne<BroadcastRow>(em, `SELECT ${BROADCAST_COLUMNS} FROM broadcasts WHERE id = $1`, [broadcastId])) ?? null;
 }
 
-function isForeignKeyViolation(error: unknown): boolean {
-  for (let e = error as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
-    if (e.code === '23503') return true;
-  }
-  return false;
-}
-
 interface PageWritten {
   running: number;
   inserted: number;
@@ -149,7 +142,7 @@ export async function fanOutBroadcast(runtime: Runtime, broadcastId: string, opt
         [written] = (await writing) as [PageWritten];
       } catch (error) {
         // A contact of the page was deleted meanwhile: read the page again without it.
-        if (!isForeignKeyViolation(error)) throw error;
+        if (!hasSqlState(error, '23503')) throw error; // foreign_key_violation
         page = await audiencePage(em, broadcast, cursor, pageSize);
         continue;
       }

@@ -29,6 +29,8 @@ import { missingVariablesSql } from './trigger-batch.ts';
 import { emitWebhookEvent } from '../webhooks/emit.ts';
 
 export const BROADCAST_FAN_OUT_QUEUE = 'broadcast-fan-out';
+/** A fan-out job out of retries lands here; its worker ends the broadcast 'failed'. */
+export const BROADCAST_FAN_OUT_DEAD_QUEUE = 'broadcast-fan-out-dead';
 export const BROADCAST_COMPLETION_QUEUE = 'broadcast-completion';
 
 export interface BroadcastRow {
@@ -50,10 +52,11 @@ export interface BroadcastRow {
   events_created: number;
   created_at: Date | string;
   completed_at: Date | string | null;
+  failure_reason: string | null;
 }
 
 export const BROADCAST_COLUMNS = `id, tenant_id, type_key, audience, topic_id, brand_key, channels, variables, secret_variables_ciphertext, secret_keys,
-  status, send_at, fan_out_cursor, fanned_out_at, targeted, events_created, created_at, completed_at`;
+  status, send_at, fan_out_cursor, fanned_out_at, targeted, events_created, created_at, completed_at, failure_reason`;
 
 /** The counts of a broadcast's events by status, as an SQL expression over `broadcasts b` (its final counts once completed). */
 const COUNTS_SQL = `coalesce(b.final_counts, (
@@ -79,6 +82,7 @@ export function broadcastView(row: CountedRow): BroadcastResponse {
     send_at: row.send_at === null ? null : toIsoTimestamp(row.send_at),
     created_at: toIsoTimestamp(row.created_at),
     completed_at: row.completed_at === null ? null : toIsoTimestamp(row.completed_at),
+    failure_reason: row.failure_reason,
   };
 }
 
@@ -137,7 +141,8 @@ async function acceptBroadcast(
     );
     // The job's id is the broadcast's: the fan-out can never be enqueued twice.
     const startAfter = request.send_at ? new Date(request.send_at) : undefined;
-    await boss.send(BROADCAST_FAN_OUT_QUEUE, { broadcast_id: id }, { db: bossDb(tx), id, startAfter });
+    // The dead letter queue is named on the job too: a queue created before it had one keeps its settings.
+    await boss.send(BROADCAST_FAN_OUT_QUEUE, { broadcast_id: id }, { db: bossDb(tx), id, startAfter, deadLetter: BROADCAST_FAN_OUT_DEAD_QUEUE });
     const body: BroadcastAccepted = { broadcast_id: id, status: 'queued' };
     if (claim) await completeIdempotencyKey(tx, claim, 202, body);
     return body;
@@ -214,12 +219,14 @@ const cancelJobsStatement = statementPerQueue(async (boss) => {
  */
 export async function cancelBroadcast(runtime: Runtime, em: EntityManager, tenantId: string, id: string): Promise<BroadcastResponse> {
   const current = await countedRow(em, tenantId, id);
-  if (current.status === 'completed') throw new AppError('conflict', 'This broadcast is completed and cannot be canceled');
+  if (current.status === 'completed' || current.status === 'failed') throw new AppError('conflict', `This broadcast is ${current.status} and cannot be canceled`);
   if (current.status === 'canceled') return broadcastView(current);
   const boss = runtime.boss;
   if (!boss) throw new AppError('service_unavailable', 'The job queue is not running; retry shortly');
   const statement = await cancelJobsStatement(boss);
-  await em.transactional(async (tx) => {
+  // Its statements lock many of the broadcast's events while the workers store theirs in another
+  // order: PostgreSQL may break a deadlock by failing the cancel, which then runs again (it is idempotent).
+  await retryOnDeadlock(() => em.transactional(async (tx) => {
     const canceled = await execute(
       tx,
       `UPDATE broadcasts SET status = 'canceled', secret_variables_ciphertext = NULL, completed_at = now(), updated_at = now()
@@ -233,8 +240,28 @@ export async function cancelBroadcast(runtime: Runtime, em: EntityManager, tenan
     await cancelByBroadcast(tx, tenantId, id);
     // A fan-out that has not started yet never will.
     await boss.cancel(BROADCAST_FAN_OUT_QUEUE, id, { db: bossDb(tx) });
-  });
+  }));
   return broadcastView(await countedRow(em, tenantId, id));
+}
+
+const CANCEL_ATTEMPTS = 3;
+
+async function retryOnDeadlock(run: () => Promise<void>): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await run();
+    } catch (error) {
+      if (attempt >= CANCEL_ATTEMPTS || !hasSqlState(error, '40P01')) throw error; // deadlock_detected
+    }
+  }
+}
+
+/** True when PostgreSQL failed the statement with this SQLSTATE, however the driver wrapped the error. */
+export function hasSqlState(error: unknown, code: string): boolean {
+  for (let e = error as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+    if (e.code === code) return true;
+  }
+  return false;
 }
 
 /**
@@ -276,6 +303,29 @@ export async function completeBroadcastIfDone(runtime: Runtime, em: EntityManage
  */
 export async function recordBroadcastCompleted(em: EntityManager, tenantId: string, broadcast: BroadcastResponse): Promise<void> {
   await emitWebhookEvent(em, tenantId, 'broadcast.completed', broadcast);
+}
+
+/**
+ * Ends a broadcast whose fan-out gave up (its job out of retries): 'failed', with the reason, and
+ * `broadcast.completed` recorded (the broadcast as shown, status 'failed') in the same transaction.
+ * The events written before the failure are delivered as any others; its counts stay live. A
+ * broadcast already final is left alone.
+ */
+export async function failBroadcast(runtime: Runtime, broadcastId: string, reason: string): Promise<void> {
+  const failed = await runtime.orm.em.fork().transactional(async (tx) => {
+    const row = await queryOne<CountedRow>(
+      tx,
+      `UPDATE broadcasts b SET status = 'failed', failure_reason = $2, secret_variables_ciphertext = NULL, completed_at = now(), updated_at = now()
+        WHERE id = $1 AND status IN ('queued', 'running')
+        RETURNING ${BROADCAST_COLUMNS.split(', ').map((c) => `b.${c.trim()}`).join(', ')}, ${COUNTS_SQL} AS counts`,
+      [broadcastId, reason],
+    );
+    if (!row) return null;
+    const view = broadcastView(row);
+    await recordBroadcastCompleted(tx, row.tenant_id, view);
+    return { tenantId: row.tenant_id, view };
+  });
+  if (failed) runtime.logger.warn('broadcast.failed', { tenant_id: failed.tenantId, broadcast_id: broadcastId, events_created: failed.view.events_created, reason });
 }
 
 /** Checks a fanned-out broadcast for completion now, then again later until it completes or is canceled. */

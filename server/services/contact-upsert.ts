@@ -38,16 +38,15 @@ export function contactUpsertInput(inputs: ContactFields[]): ContactUpsertInput[
 }
 
 /**
- * The one create-or-update statement for contacts, also embedded by the trigger as a CTE. `source` is
- * the SQL of a FROM item with two columns: `tenant_id` (uuid) and `e` (one ContactUpsertInput as
- * jsonb), at most one row per tenant and external_id (one statement cannot touch a row twice). Rows
- * are written in the order the source yields them.
+ * The one create-or-update statement for contacts, over `rows`: the SQL of a FROM item with typed
+ * columns `tenant_id`, `id`, `external_id`, `email`, `phone`, `name`, `language`, `properties` (jsonb,
+ * NULL for none), at most one row per tenant and external_id (one statement cannot touch a row twice).
+ * Rows are written in the order the source yields them.
  */
-export function contactUpsertStatement(source: string): string {
+function upsertRowsStatement(rows: string): string {
   return `INSERT INTO contacts AS c (id, tenant_id, external_id, email, phone, name, language, properties)
-     SELECT (src.e->>'id')::uuid, src.tenant_id, src.e->>'external_id', src.e->>'email', src.e->>'phone', src.e->>'name', src.e->>'language',
-            coalesce(nullif(src.e->'properties', 'null'::jsonb), '{}'::jsonb)
-       FROM ${source} AS src
+     SELECT r.id, r.tenant_id, r.external_id, r.email, r.phone, r.name, r.language, coalesce(r.properties, '{}'::jsonb)
+       FROM ${rows} AS r
      ON CONFLICT (tenant_id, external_id) DO UPDATE SET
        email = coalesce(EXCLUDED.email, c.email),
        phone = coalesce(EXCLUDED.phone, c.phone),
@@ -61,35 +60,61 @@ export function contactUpsertStatement(source: string): string {
      RETURNING ${CONTACT_COLUMNS.split(', ').map((col) => `c.${col}`).join(', ')}, (xmax = 0) AS created`;
 }
 
+/**
+ * The upsert as the trigger embeds it (a CTE): `source` is the SQL of a FROM item with two columns,
+ * `tenant_id` (uuid) and `e` (one ContactUpsertInput as jsonb), otherwise as upsertRowsStatement.
+ */
+export function contactUpsertStatement(source: string): string {
+  return upsertRowsStatement(`(
+    SELECT src.tenant_id, (src.e->>'id')::uuid AS id, src.e->>'external_id' AS external_id, src.e->>'email' AS email, src.e->>'phone' AS phone,
+           src.e->>'name' AS name, src.e->>'language' AS language, nullif(src.e->'properties', 'null'::jsonb) AS properties
+      FROM ${source} AS src)`);
+}
+
 /** True when the row only names a contact: upserting it creates the contact if need be and changes nothing else. */
 export function isBareContact(row: ContactUpsertInput): boolean {
   return row.email === null && row.phone === null && row.name === null && row.language === null && row.properties === null;
 }
 
 /**
- * The upsert's source for one tenant's rows ($1 the tenant, $2 the JSON array), in external_id order, as
- * the trigger statement writes them: statements that lock the same contacts in the same order wait for
- * each other instead of deadlocking.
+ * The upsert's rows for one tenant ($1 the tenant; $2-$8 one array per column, the properties as JSON
+ * text), in external_id order, as the trigger statement writes them: statements that lock the same
+ * contacts in the same order wait for each other instead of deadlocking. Typed arrays, not a JSON
+ * document: PostgreSQL reads them at about half the CPU.
  */
-const TENANT_SOURCE = `(SELECT $1::uuid AS tenant_id, e FROM jsonb_array_elements($2::jsonb) AS e ORDER BY e->>'external_id')`;
+const TENANT_ROWS = `(SELECT $1::uuid AS tenant_id, x.* FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::jsonb[])
+    AS x(id, external_id, email, phone, name, language, properties) ORDER BY x.external_id)`;
+
+function tenantRowsParameters(tenantId: string, rows: ContactUpsertInput[]): unknown[] {
+  return [
+    tenantId,
+    rows.map((r) => r.id),
+    rows.map((r) => r.external_id),
+    rows.map((r) => r.email),
+    rows.map((r) => r.phone),
+    rows.map((r) => r.name),
+    rows.map((r) => r.language),
+    rows.map((r) => (r.properties === null ? null : JSON.stringify(r.properties))),
+  ];
+}
 
 /** Upserts contacts by external_id; returns one row per distinct external_id, in input order. */
 export async function upsertContacts(em: EntityManager, tenantId: string, inputs: ContactFields[]): Promise<UpsertedContact[]> {
   const rows = contactUpsertInput(inputs);
   if (rows.length === 0) return [];
-  const result = await query<ContactRow & { created: boolean }>(em, contactUpsertStatement(TENANT_SOURCE), [tenantId, JSON.stringify(rows)]);
+  const result = await query<ContactRow & { created: boolean }>(em, upsertRowsStatement(TENANT_ROWS), tenantRowsParameters(tenantId, rows));
   const byExternal = new Map(result.map((r) => [r.external_id, r]));
   return rows.map((r) => byExternal.get(r.external_id)!);
 }
 
-const COUNTED_UPSERT = `WITH upserted AS (${contactUpsertStatement(TENANT_SOURCE)})
+const COUNTED_UPSERT = `WITH upserted AS (${upsertRowsStatement(TENANT_ROWS)})
   SELECT count(*) FILTER (WHERE created)::int AS created, count(*) FILTER (WHERE NOT created)::int AS updated FROM upserted`;
 
 /** Upserts contacts by external_id as upsertContacts does, answering only how many were created and updated (imports). */
 export async function upsertContactCounts(em: EntityManager, tenantId: string, inputs: ContactFields[]): Promise<{ created: number; updated: number }> {
   const rows = contactUpsertInput(inputs);
   if (rows.length === 0) return { created: 0, updated: 0 };
-  const [counts] = await query<{ created: number; updated: number }>(em, COUNTED_UPSERT, [tenantId, JSON.stringify(rows)]);
+  const [counts] = await query<{ created: number; updated: number }>(em, COUNTED_UPSERT, tenantRowsParameters(tenantId, rows));
   return counts!;
 }
 

@@ -68,6 +68,12 @@ export async function topicId(em: EntityManager, tenantId: string, key: string):
   return row.id;
 }
 
+/** Renames a topic (its key is its identity); 404 when the tenant has no such topic. */
+export async function renameTopic(em: EntityManager, tenantId: string, key: string, name: string): Promise<void> {
+  const changed = await execute(em, `UPDATE topics SET name = $3, updated_at = now() WHERE tenant_id = $1 AND key = $2`, [tenantId, key, name]);
+  if (changed === 0) throw notFound('Topic');
+}
+
 /** Deletes the topic and its subscriptions; a broadcast to it that is still fanning out stops where it is. */
 export async function deleteTopic(em: EntityManager, tenantId: string, key: string): Promise<void> {
   const deleted = await execute(em, `DELETE FROM topics WHERE tenant_id = $1 AND key = $2`, [tenantId, key]);

@@ -5,5 +5,6 @@ import { notificationTypesKind } from './notification-types.ts';
 import { brandsKind } from './brands.ts';
 import { emailTemplatesKind, inboxTemplatesKind } from './templates.ts';
 import { senderDomainsKind } from './sender-domains.ts';
+import { topicsKind } from './topics.ts';
 
-export const configurationKinds: ConfigurationKind<any>[] = [notificationTypesKind, brandsKind, emailTemplatesKind, inboxTemplatesKind, senderDomainsKind];
+export const configurationKinds: ConfigurationKind<any>[] = [notificationTypesKind, brandsKind, emailTemplatesKind, inboxTemplatesKind, senderDomainsKind, topicsKind];
