@@ -50,13 +50,16 @@ export function subscriptionChannel(channel: Extract<Channel, 'push' | 'web_push
         data: { event_id: event.id, type: event.type_key, ...event.variables },
       });
       if (result.status === 'dead') {
-        await execute(em, `DELETE FROM push_subscriptions WHERE id = $1`, [subscription.id]);
-        await emitWebhookEvent(em, event.tenant_id, 'push_subscription.pruned', {
-          subscription_id: subscription.id,
-          contact_id: contact.id,
-          provider: subscription.provider,
-          event_id: event.id,
-          reason: result.error.slice(0, 300),
+        // The deletion and its webhook commit together (a savepoint when the caller's transaction holds em).
+        await em.transactional(async (tx) => {
+          await execute(tx, `DELETE FROM push_subscriptions WHERE id = $1`, [subscription.id]);
+          await emitWebhookEvent(tx, event.tenant_id, 'push_subscription.pruned', {
+            subscription_id: subscription.id,
+            contact_id: contact.id,
+            provider: subscription.provider,
+            event_id: event.id,
+            reason: result.error.slice(0, 300),
+          });
         });
       } else if (result.status === 'sent') {
         await execute(em, `UPDATE push_subscriptions SET last_used_at = now() WHERE id = $1`, [subscription.id]);

@@ -52,7 +52,11 @@ export interface EventForDelivery {
 
 export interface DeliveryContext {
   runtime: Runtime;
-  /** Runs inside the delivery's transaction (the event row, or for remote channels the delivery row, is locked). */
+  /**
+   * Inside the delivery's transaction (the event row, or for remote channels in the per-event run the
+   * delivery row, is locked); in the batched remote run, a connection of its own, while the run's
+   * transaction holds the delivery row locked.
+   */
   em: EntityManager;
   delivery: DeliveryRow;
   event: EventForDelivery;
