@@ -14,7 +14,7 @@
 // per-event run, untouched.
 import type { Runtime } from '../runtime.ts';
 import { wakeWebhookDispatch } from '../webhooks/wake.ts';
-import type { DeliveryRow } from './channels/types.ts';
+import type { DeliveryRow, RunLookups } from './channels/types.ts';
 import { countOutcome, countSkipped } from './metrics.ts';
 import { noteRetry, quietHoldUntil, settleLocal } from './round.ts';
 import { loadEvents, type LoadedEvent } from './stages/load.ts';
@@ -50,6 +50,7 @@ export async function deliverRemoteBatch(runtime: Runtime, events: Array<{ id: s
   };
   if (ids.length === 0) return { settled, retryErrors };
   const templates = newTemplateCache();
+  const lookups: RunLookups = new Map();
   const em = runtime.orm.em.fork();
 
   const sends: Array<{ input: SendInput; event: LoadedEvent }> = [];
@@ -94,7 +95,7 @@ export async function deliverRemoteBatch(runtime: Runtime, events: Array<{ id: s
       for (const delivery of remote) {
         sends.push({
           event,
-          input: { runtime, delivery, event, contact: event.contact!, renderVariables: values, templates, finalAttempt: context.finalAttempt },
+          input: { runtime, delivery, event, contact: event.contact!, renderVariables: values, templates, finalAttempt: context.finalAttempt, lookups },
         });
       }
       settled.add(event.id);

@@ -10,7 +10,7 @@ import type { Runtime } from '../../runtime.ts';
 import type { ContactRow } from '../../db/contacts.ts';
 import { TemplateError, UnfilledSlotError } from '../../templates/engine.ts';
 import { channelRegistry } from '../channels/index.ts';
-import type { DeliveryOutcome, DeliveryRow, EventForDelivery } from '../channels/types.ts';
+import type { DeliveryOutcome, DeliveryRow, EventForDelivery, RunLookups } from '../channels/types.ts';
 import type { TemplateCache } from './render.ts';
 import { recordOutcome, recordOutcomes } from './store.ts';
 
@@ -22,6 +22,7 @@ export interface SendInput {
   renderVariables: Record<string, unknown>;
   templates: TemplateCache;
   finalAttempt: boolean;
+  lookups?: RunLookups;
 }
 
 /** Delivers a local delivery under a savepoint of the event's transaction `tx`. */
