@@ -1,5 +1,5 @@
 // The batched remote run: the delivery stages over a fetched batch of new events of types without a
-// workflow, whose remote deliveries (email, push, web push) go out now, in two transactions whatever
+// workflow, with remote deliveries (email, push, web push) to send now, in two transactions whatever
 // the batch's size:
 // 1. plan: the events locked and loaded (in id order), every plan stored in one statement, the local
 //    deliveries (the inbox) delivered under savepoints, the events rolled up; committed;
@@ -10,8 +10,8 @@
 // channel, destination); a delivery is sent only while pending and under its row lock, so a second
 // worker holding the same jobs never sends it twice; a retryable failure stays pending and fails the
 // event's job, whose retry (then a planned event) takes the per-event run. Events the batch cannot take
-// (a workflow, quiet hours holding them, variables that cannot be read, already started) are left to the
-// per-event run, untouched.
+// (a workflow, quiet hours holding them, variables that cannot be read, already started, nothing remote
+// to send) are left to the per-event run, untouched.
 import type { Runtime } from '../runtime.ts';
 import { wakeWebhookDispatch } from '../webhooks/wake.ts';
 import type { DeliveryRow, RunLookups } from './channels/types.ts';
@@ -59,7 +59,7 @@ export async function deliverRemoteBatch(runtime: Runtime, events: Array<{ id: s
     const found = new Set(loaded.map((e) => e.id));
     for (const id of ids) if (!found.has(id)) settled.add(id); // deleted since: nothing to do
     const now = runtime.clock.now();
-    const takes: Array<{ event: LoadedEvent; values: Record<string, unknown> }> = [];
+    let takes: Array<{ event: LoadedEvent; values: Record<string, unknown> }> = [];
     for (const event of loaded) {
       if (FINAL_EVENT_STATUSES.has(event.status)) {
         settled.add(event.id);
@@ -71,8 +71,10 @@ export async function deliverRemoteBatch(runtime: Runtime, events: Array<{ id: s
       if ('error' in variables) continue;
       takes.push({ event, values: variables.values });
     }
+    // Only events with a remote delivery to send: inbox-only ones stay with the runs made for them.
+    const plans = takes.map(({ event }) => ({ event, plan: planEvent(event) })).filter(({ plan }) => plan.some((d) => d.status === 'pending' && d.channel !== 'inbox'));
+    takes = takes.filter(({ event }) => plans.some((p) => p.event === event));
     if (takes.length === 0) return;
-    const plans = takes.map(({ event }) => ({ event, plan: planEvent(event) }));
     for (const { event, plan } of plans) countSkipped(runtime, event, plan);
     const pending = await storePlans(tx, plans);
     for (const { event, values } of takes) {
