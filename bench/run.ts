@@ -25,7 +25,6 @@
 // machine is CPU-bound at saturation, so the ratio of those totals predicts the rate ratio, and the
 // split shows where the time goes (CPU time moves with the machine's load as well).
 import { once } from 'node:events';
-import { readFileSync, readdirSync } from 'node:fs';
 import pg from 'pg';
 import { PgBoss } from 'pg-boss';
 import { startRuntime, stopRuntime } from '../server/runtime.ts';
@@ -37,7 +36,7 @@ import { SMTPServer } from 'smtp-server';
 import { deliverEventJob } from '../server/jobs/deliver-event.ts';
 import { DELIVER_EVENT_QUEUE } from '../server/delivery/queues.ts';
 import { KeepAliveConnection } from './keep-alive-client.ts';
-import { benchInstall, benchTenant, cleanups, fmt, freePort, print, runBench, sleep, startHerald, stats } from './support.ts';
+import { benchInstall, benchTenant, cleanups, cpuCounters, cpuPerItem, fmt, fmtCpu, freePort, print, runBench, sleep, startHerald, stats, type CpuCounters } from './support.ts';
 import { benchWebhooks } from './webhooks.ts';
 
 // Sized for the drains of 3 and 5 (28,000 items each, with the warm-up triggers), not for 1 and 2: a
@@ -385,52 +384,6 @@ async function waitForQueue(db: pg.Client, queue: string, timeoutMs: number, tot
 
 /** The items a job of the queue carries: a Herald delivery job's events, else one. */
 const ITEMS_OF_JOB = `coalesce(jsonb_array_length(data->'event_ids'), 1)`;
-
-/**
- * CPU seconds (user + system) spent so far by the database server's processes and by the process
- * that consumes the queue (`consumer`: a pid, or this process), read from /proc. The server's
- * processes are its postmaster (found as the parent of this connection's backend), its live children
- * and, through the postmaster's counters of reaped children, the ones that have exited. null where
- * that cannot be read: not Linux, or a server on another machine.
- */
-async function cpuCounters(db: pg.Client, consumer: number | null): Promise<{ database: number; consumer: number } | null> {
-  try {
-    const stat = (pid: number) => {
-      const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      return text.slice(text.lastIndexOf(')') + 2).split(' ');
-    };
-    const ticks = 100; // USER_HZ: 100 on every Linux ABI
-    const backend = Number((await db.query(`SELECT pg_backend_pid() AS pid`)).rows[0].pid);
-    const postmaster = Number(stat(backend)[1]);
-    const [, , , , , , , , , , , utime, stime, cutime, cstime] = stat(postmaster).map(Number);
-    let database = utime! + stime! + cutime! + cstime!;
-    for (const entry of readdirSync('/proc')) {
-      if (!/^\d+$/.test(entry)) continue;
-      try {
-        const fields = stat(Number(entry));
-        if (Number(fields[1]) === postmaster) database += Number(fields[11]) + Number(fields[12]);
-      } catch {
-        // exited meanwhile
-      }
-    }
-    const own = process.cpuUsage();
-    const consumed = consumer === null ? (own.user + own.system) / 1e6 : (Number(stat(consumer)[11]) + Number(stat(consumer)[12])) / ticks;
-    return { database: database / ticks, consumer: consumed };
-  } catch {
-    return null;
-  }
-}
-
-type CpuCounters = Awaited<ReturnType<typeof cpuCounters>>;
-
-/** Microseconds of CPU per item between two readings, or null. */
-function cpuPerItem(before: CpuCounters, after: CpuCounters, items: number): { database: number; consumer: number } | null {
-  if (!before || !after || items <= 0) return null;
-  return { database: ((after.database - before.database) / items) * 1e6, consumer: ((after.consumer - before.consumer) / items) * 1e6 };
-}
-
-const fmtCpu = (c: { database: number; consumer: number } | null, consumer: string) =>
-  c ? `CPU ${Math.round(c.consumer)} us in ${consumer} + ${Math.round(c.database)} us in PostgreSQL = ${Math.round(c.consumer + c.database)} us` : 'CPU not measurable here';
 
 interface WorkCounters {
   /** The next transaction id: every transaction that writes takes one. */

@@ -3,7 +3,7 @@
 // limits, percentiles, and clean-up on the way out whatever happens.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -93,9 +93,12 @@ export async function freshDatabase(dataDir: string): Promise<string> {
   return u.toString();
 }
 
-/** `herald start` with these arguments; `env` adds to this process's environment (undefined removes a variable). */
-export async function startHerald(args: string[], env: Record<string, string | undefined>, readyText: string | null): Promise<ChildProcess> {
-  const child = spawn(HERALD_BIN, ['start', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * `herald start` with these arguments; `env` adds to this process's environment (undefined removes a
+ * variable); `bin`: another checkout's bin/herald, to compare versions on one database in one run.
+ */
+export async function startHerald(args: string[], env: Record<string, string | undefined>, readyText: string | null, bin = HERALD_BIN): Promise<ChildProcess> {
+  const child = spawn(bin, ['start', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   cleanups.push(async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
@@ -150,4 +153,78 @@ export async function benchTenant(em: EntityManager, name = 'Bench'): Promise<{ 
   await execute(em, `INSERT INTO api_keys (id, tenant_id, name, prefix, key_hash) VALUES ($1, $2, 'bench', 'sk_bench', $3)`, [newId(), tenant.id, hashServiceKey(apiKey)]);
   await execute(em, `INSERT INTO tenant_limits (tenant_id, name, value) VALUES ($1, 'rate:trigger', 10000000), ($1, 'rate:trigger:burst', 10000000)`, [tenant.id]);
   return { tenant, apiKey };
+}
+
+/**
+ * CPU seconds (user + system) spent so far by the database server's processes and by the process
+ * that consumes the queue (`consumer`: a pid, or this process), read from /proc. The server's
+ * processes are its postmaster (found as the parent of this connection's backend), its live children
+ * and, through the postmaster's counters of reaped children, the ones that have exited. null where
+ * that cannot be read: not Linux, or a server on another machine.
+ */
+export async function cpuCounters(db: pg.Client, consumer: number | null): Promise<{ database: number; consumer: number } | null> {
+  try {
+    const stat = (pid: number) => {
+      const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      return text.slice(text.lastIndexOf(')') + 2).split(' ');
+    };
+    const ticks = 100; // USER_HZ: 100 on every Linux ABI
+    const backend = Number((await db.query(`SELECT pg_backend_pid() AS pid`)).rows[0].pid);
+    const postmaster = Number(stat(backend)[1]);
+    const [, , , , , , , , , , , utime, stime, cutime, cstime] = stat(postmaster).map(Number);
+    let database = utime! + stime! + cutime! + cstime!;
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        const fields = stat(Number(entry));
+        if (Number(fields[1]) === postmaster) database += Number(fields[11]) + Number(fields[12]);
+      } catch {
+        // exited meanwhile
+      }
+    }
+    const own = process.cpuUsage();
+    const consumed = consumer === null ? (own.user + own.system) / 1e6 : (Number(stat(consumer)[11]) + Number(stat(consumer)[12])) / ticks;
+    return { database: database / ticks, consumer: consumed };
+  } catch {
+    return null;
+  }
+}
+
+export type CpuCounters = Awaited<ReturnType<typeof cpuCounters>>;
+
+/** Microseconds of CPU per item between two readings, or null. */
+export function cpuPerItem(before: CpuCounters, after: CpuCounters, items: number): { database: number; consumer: number } | null {
+  if (!before || !after || items <= 0) return null;
+  return { database: ((after.database - before.database) / items) * 1e6, consumer: ((after.consumer - before.consumer) / items) * 1e6 };
+}
+
+export const fmtCpu = (c: { database: number; consumer: number } | null, consumer: string) =>
+  c ? `CPU ${Math.round(c.consumer)} us in ${consumer} + ${Math.round(c.database)} us in PostgreSQL = ${Math.round(c.consumer + c.database)} us` : 'CPU not measurable here';
+
+/**
+ * CPU seconds (user + system) spent so far by the server processes of one database: the backends
+ * connected to the connection's database now (pg_stat_activity; a backend that has exited since an
+ * earlier reading is left out of both), keyed by pid, so that a reading taken on a server shared with
+ * other databases' work counts only this one's. {} where /proc cannot be read.
+ */
+export async function databaseBackendsCpu(db: pg.Client): Promise<Map<number, number>> {
+  const { rows } = await db.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`);
+  const out = new Map<number, number>();
+  for (const { pid } of rows as Array<{ pid: number }>) {
+    try {
+      const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+      out.set(pid, (Number(fields[11]) + Number(fields[12])) / 100);
+    } catch {
+      // exited meanwhile, or another machine's server
+    }
+  }
+  return out;
+}
+
+/** CPU seconds between two readings of databaseBackendsCpu (a backend new since the first counts from zero). */
+export function backendsCpuBetween(before: Map<number, number>, after: Map<number, number>): number {
+  let total = 0;
+  for (const [pid, seconds] of after) total += seconds - (before.get(pid) ?? 0);
+  return total;
 }

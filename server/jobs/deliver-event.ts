@@ -24,6 +24,7 @@ import {
 } from '../delivery/queues.ts';
 import { deliverEvent, RetryableDeliveryError } from '../delivery/run-event.ts';
 import { deliverInboxBatch } from '../delivery/run-batch.ts';
+import { deliverRemoteBatch, type RemoteBatchResult } from '../delivery/run-remote.ts';
 import { finaliseExhaustedEvent } from '../delivery/stages/rollup.ts';
 import type { Runtime } from '../runtime.ts';
 import { isDatabaseUnavailable } from '../db/availability.ts';
@@ -54,8 +55,10 @@ export const deliverEventJob = defineJob<DeliverEventJob>({
 });
 
 /**
- * Delivers a batch of jobs. The batched run first: new all-inbox events, stored by one statement; the rest
- * (and everything, should the batched run fail) one by one, each with its own failure isolation. A job
+ * Delivers a batch of jobs. The batched run first: new all-inbox events, stored by one statement; then
+ * the batched remote run: new events of types without a workflow, planned in one transaction and sent
+ * side by side in another; the rest (and everything, should a batched run fail before sending) one by
+ * one, each with its own failure isolation. A job
  * with an event worth retrying is failed (retried with backoff); its events already final are not
  * delivered again when it is.
  */
@@ -66,10 +69,21 @@ async function deliverJobs(runtime: Runtime, jobs: Job<DeliverEventJob>[]): Prom
   } catch (error) {
     noteFailure(runtime, 'batch delivery fell back to per-event delivery', error);
   }
+  let remote: RemoteBatchResult = { settled: new Set(), retryErrors: new Map() };
+  try {
+    remote = await deliverRemoteBatch(
+      runtime,
+      jobs.flatMap((job) => eventIdsOf(job.data).filter((id) => !settled.has(id)).map((id) => ({ id, finalAttempt: job.retryCount >= DELIVERY_RETRY_LIMIT }))),
+    );
+  } catch (error) {
+    noteFailure(runtime, 'remote batch delivery fell back to per-event delivery', error);
+  }
   for (const job of jobs) {
     const errors: string[] = [];
     for (const eventId of eventIdsOf(job.data)) {
-      if (settled.has(eventId)) continue;
+      const retry = remote.retryErrors.get(eventId);
+      if (retry) errors.push(`${eventId}: ${retry.join('; ')}`);
+      if (settled.has(eventId) || remote.settled.has(eventId)) continue;
       try {
         await deliverEvent(runtime, eventId, { finalAttempt: job.retryCount >= DELIVERY_RETRY_LIMIT });
       } catch (error) {

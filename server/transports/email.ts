@@ -7,7 +7,7 @@ import { installSmtp } from '../email/install-smtp.ts';
 import type { DkimSigning, OutgoingMail, SmtpSettings } from '../email/smtp.ts';
 import type { Runtime } from '../runtime.ts';
 import { isUnreadable } from '../crypto/keyring.ts';
-import { loadEmailTransport, SMTP_HOST_REFUSED, smtpHostAllowed } from '../email/tenant-smtp.ts';
+import { loadEmailTransport, SMTP_HOST_REFUSED, smtpHostAllowed, type LoadedEmailTransport } from '../email/tenant-smtp.ts';
 
 export type EmailOutcome =
   | { status: 'sent'; messageId: string }
@@ -67,12 +67,19 @@ export async function deliverEmail(runtime: Runtime, settings: SmtpSettings, mai
   }
 }
 
-export async function sendTenantEmail(runtime: Runtime, em: EntityManager, tenantId: string, mail: TenantMail): Promise<EmailOutcome> {
+/** `loadTransport`: how to find the tenant's own transport (a run's shared lookup); read from the database by default. */
+export async function sendTenantEmail(
+  runtime: Runtime,
+  em: EntityManager,
+  tenantId: string,
+  mail: TenantMail,
+  loadTransport: () => Promise<LoadedEmailTransport | null> = () => loadEmailTransport(runtime, em, tenantId),
+): Promise<EmailOutcome> {
   let settings: SmtpSettings;
   let defaultFrom: { email: string; name: string | null };
   let fromEmail = mail.fromEmail ?? null;
   let replyTo = mail.replyTo ?? null;
-  const own = await loadEmailTransport(runtime, em, tenantId);
+  const own = await loadTransport();
   if (own?.state === 'unreadable') return { status: 'skipped', reason: 'credentials_unreadable' };
   if (own) {
     if (!(await smtpHostAllowed(runtime, own.settings.host))) return { status: 'failed', error: SMTP_HOST_REFUSED, retryable: false };

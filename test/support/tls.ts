@@ -14,9 +14,10 @@ export interface TestCertificate {
 
 let cached: TestCertificate | null = null;
 
-export function testCertificate(): TestCertificate {
+/** `dir`: where to write it, outside a test run (the benchmarks); the run's temp directory otherwise. */
+export function testCertificate(dir?: string): TestCertificate {
   if (cached) return cached;
-  const dir = runTempDir('herald-tls-');
+  dir ??= runTempDir('herald-tls-');
   const keyFile = join(dir, 'key.pem');
   const certFile = join(dir, 'cert.pem');
   execFileSync('openssl', [

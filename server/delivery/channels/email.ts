@@ -8,11 +8,12 @@ import { dkimSigningFor } from '../../services/sender-domains.ts';
 import { emailLinksFor } from '../../email/links.ts';
 import { sendTenantEmail, type EmailOutcome } from '../../transports/email.ts';
 import { deliveryContext, deliveryTemplate } from '../stages/render.ts';
-import type { ChannelSender, DeliveryOutcome } from './types.ts';
+import { loadEmailTransport } from '../../email/tenant-smtp.ts';
+import { lookupOnce, type ChannelSender, type DeliveryOutcome } from './types.ts';
 
 export const emailChannel: ChannelSender = {
   channel: 'email',
-  async deliver({ runtime, em, delivery, event, contact, renderVariables, templates }) {
+  async deliver({ runtime, em, delivery, event, contact, renderVariables, templates, lookups }) {
     const links = await emailLinksFor(runtime, em, { id: delivery.id, tenantId: event.tenant_id, contactId: contact.id, typeKey: event.type_key, to: delivery.destination });
     if (links.suppressed) return { status: 'skipped', reason: 'suppressed' };
     const resolved = await deliveryTemplate(em, 'email', event, contact, templates);
@@ -28,10 +29,10 @@ export const emailChannel: ChannelSender = {
       fromName: sender.from_name ?? null,
       fromEmail: sender.from_email ?? null,
       replyTo: sender.reply_to ?? null,
-      sign: (fromEmail) => dkimSigningFor(runtime, em, event.tenant_id, fromEmail),
+      sign: (fromEmail) => lookupOnce(lookups, `dkim:${event.tenant_id}:${fromEmail}`, () => dkimSigningFor(runtime, em, event.tenant_id, fromEmail)),
       headers: links.headers,
       envelopeFrom: links.envelopeFrom,
-    });
+    }, () => lookupOnce(lookups, `email-transport:${event.tenant_id}`, () => loadEmailTransport(runtime, em, event.tenant_id)));
     return emailOutcome(result);
   },
 };

@@ -8,9 +8,10 @@ import { execute, queryOne } from '../../db/sql.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { Channel } from '../../schemas/common.ts';
 import { renderInboxDelivery } from '../stages/render.ts';
-import type { ChannelSender, DeliveryOutcome, SkipReason } from './types.ts';
+import { lookupOnce, type ChannelSender, type DeliveryOutcome, type SkipReason } from './types.ts';
 import { emitWebhookEvent } from '../../webhooks/emit.ts';
 import type { PushDestination, PushMessage, PushOutcome } from '../../transports/push/index.ts';
+import { loadPushTransport, type LoadedPushTransport } from '../../transports/push/tenant-credentials.ts';
 
 /** A contact's stored push subscription (push_subscriptions row). */
 interface SubscriptionRow {
@@ -22,7 +23,14 @@ interface SubscriptionRow {
 }
 
 /** What the channel sends through: sendPush of server/transports/push (injected, so tests can stand in a provider). */
-export type SendPush = (runtime: Runtime, em: EntityManager, tenantId: string, destination: PushDestination, message: PushMessage) => Promise<PushOutcome>;
+export type SendPush = (
+  runtime: Runtime,
+  em: EntityManager,
+  tenantId: string,
+  destination: PushDestination,
+  message: PushMessage,
+  loadTransport?: (provider: PushDestination['provider']) => Promise<LoadedPushTransport | null>,
+) => Promise<PushOutcome>;
 
 function providerDestination(row: SubscriptionRow): PushDestination | null {
   if (row.provider === 'webpush') return row.endpoint && row.keys ? { provider: 'webpush', subscription: { endpoint: row.endpoint, keys: row.keys } } : null;
@@ -33,7 +41,7 @@ function providerDestination(row: SubscriptionRow): PushDestination | null {
 export function subscriptionChannel(channel: Extract<Channel, 'push' | 'web_push'>, sendPush: SendPush): ChannelSender {
   return {
     channel,
-    async deliver({ runtime, em, delivery, event, contact, renderVariables, templates }) {
+    async deliver({ runtime, em, delivery, event, contact, renderVariables, templates, lookups }) {
       const subscription = await queryOne<SubscriptionRow>(
         em,
         `SELECT id, provider, token, endpoint, keys FROM push_subscriptions WHERE id = $1 AND contact_id = $2`,
@@ -48,15 +56,18 @@ export function subscriptionChannel(channel: Extract<Channel, 'push' | 'web_push
         body: rendered.body,
         action_url: rendered.action_url,
         data: { event_id: event.id, type: event.type_key, ...event.variables },
-      });
+      }, (provider) => lookupOnce(lookups, `push-transport:${event.tenant_id}:${provider}`, () => loadPushTransport(runtime, em, event.tenant_id, provider)));
       if (result.status === 'dead') {
-        await execute(em, `DELETE FROM push_subscriptions WHERE id = $1`, [subscription.id]);
-        await emitWebhookEvent(em, event.tenant_id, 'push_subscription.pruned', {
-          subscription_id: subscription.id,
-          contact_id: contact.id,
-          provider: subscription.provider,
-          event_id: event.id,
-          reason: result.error.slice(0, 300),
+        // The deletion and its webhook commit together (a savepoint when the caller's transaction holds em).
+        await em.transactional(async (tx) => {
+          await execute(tx, `DELETE FROM push_subscriptions WHERE id = $1`, [subscription.id]);
+          await emitWebhookEvent(tx, event.tenant_id, 'push_subscription.pruned', {
+            subscription_id: subscription.id,
+            contact_id: contact.id,
+            provider: subscription.provider,
+            event_id: event.id,
+            reason: result.error.slice(0, 300),
+          });
         });
       } else if (result.status === 'sent') {
         await execute(em, `UPDATE push_subscriptions SET last_used_at = now() WHERE id = $1`, [subscription.id]);

@@ -52,7 +52,11 @@ export interface EventForDelivery {
 
 export interface DeliveryContext {
   runtime: Runtime;
-  /** Runs inside the delivery's transaction (the event row, or for remote channels the delivery row, is locked). */
+  /**
+   * Inside the delivery's transaction (the event row, or for remote channels in the per-event run the
+   * delivery row, is locked); in the batched remote run, a connection of its own, while the run's
+   * transaction holds the delivery row locked.
+   */
   em: EntityManager;
   delivery: DeliveryRow;
   event: EventForDelivery;
@@ -61,6 +65,26 @@ export interface DeliveryContext {
   renderVariables: Record<string, unknown>;
   /** Templates found so far in this run (the render stage's cache). */
   templates: TemplateCache;
+  /**
+   * What a run looks up once for all its deliveries (a tenant's transports, DKIM keys): the batched
+   * remote run shares one over its batch, so a change to a transport applies from the next batch on.
+   */
+  lookups?: RunLookups;
+}
+
+/** Lookups of a run, by key; a failed lookup is forgotten, so the next delivery asks again. */
+export type RunLookups = Map<string, Promise<unknown>>;
+
+/** `load()`, once per key for the run's `lookups`, or every time without them. */
+export function lookupOnce<T>(lookups: RunLookups | undefined, key: string, load: () => Promise<T>): Promise<T> {
+  if (!lookups) return load();
+  let found = lookups.get(key) as Promise<T> | undefined;
+  if (!found) {
+    found = load();
+    found.catch(() => lookups.delete(key));
+    lookups.set(key, found);
+  }
+  return found;
 }
 
 export interface ChannelSender {

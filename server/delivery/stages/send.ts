@@ -1,16 +1,18 @@
-// The send stage of the per-event run: one delivery through its channel, its outcome recorded with it.
-// A local delivery (the inbox: a database write) runs under a savepoint of the event's transaction; a
-// remote one (email, push) runs outside it, under its own row lock (SKIP LOCKED: a second worker holding
-// the same job never sends it twice), and only while it is still pending.
+// The send stage: a delivery through its channel, its outcome recorded with it. A local delivery (the
+// inbox: a database write) runs under a savepoint of the event's transaction; a remote one (email,
+// push) runs outside it, under a row lock (SKIP LOCKED: a second worker holding the same job never
+// sends it twice), and only while it is still pending. The per-event run sends its remote deliveries
+// one by one, each in a transaction of its own; the batched remote run claims a whole batch's in one
+// statement, sends them side by side, and records their outcomes in one statement, in one transaction.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { queryOne } from '../../db/sql.ts';
+import { query, queryOne } from '../../db/sql.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { ContactRow } from '../../db/contacts.ts';
 import { TemplateError, UnfilledSlotError } from '../../templates/engine.ts';
 import { channelRegistry } from '../channels/index.ts';
-import type { DeliveryOutcome, DeliveryRow, EventForDelivery } from '../channels/types.ts';
+import type { DeliveryOutcome, DeliveryRow, EventForDelivery, RunLookups } from '../channels/types.ts';
 import type { TemplateCache } from './render.ts';
-import { recordOutcome } from './store.ts';
+import { recordOutcome, recordOutcomes } from './store.ts';
 
 export interface SendInput {
   runtime: Runtime;
@@ -20,6 +22,7 @@ export interface SendInput {
   renderVariables: Record<string, unknown>;
   templates: TemplateCache;
   finalAttempt: boolean;
+  lookups?: RunLookups;
 }
 
 /** Delivers a local delivery under a savepoint of the event's transaction `tx`. */
@@ -53,6 +56,41 @@ export async function sendRemote(em: EntityManager, input: SendInput): Promise<D
     await recordOutcome(em, input.delivery.id, outcome, input.finalAttempt);
     return outcome;
   }
+}
+
+/**
+ * Sends remote deliveries side by side under their row locks, taken together (SKIP LOCKED) and held
+ * until their outcomes are recorded together; the outcome of each, in order, or null for one final
+ * already or held by another worker. The channels' own statements (destinations, transports,
+ * suppressions) run outside that transaction, each on a connection of its own, so one delivery's
+ * statement never waits for another's. Throws only when the claim or the record fails: then nothing
+ * of the batch is recorded, and its deliveries, still pending, are for the job's retry.
+ */
+export async function sendRemoteBatch(runtime: Runtime, inputs: SendInput[]): Promise<Array<DeliveryOutcome | null>> {
+  if (inputs.length === 0) return [];
+  return runtime.orm.em.fork().transactional(async (tx) => {
+    const claimed = await query<{ id: string }>(
+      tx,
+      `SELECT id FROM deliveries WHERE id = ANY($1::uuid[]) AND status = 'pending' ORDER BY id FOR UPDATE SKIP LOCKED`,
+      [inputs.map((i) => i.delivery.id)],
+    );
+    const mine = new Set(claimed.map((c) => c.id));
+    const outcomes = await Promise.all(
+      inputs.map(async (input) => {
+        if (!mine.has(input.delivery.id)) return null;
+        try {
+          return await attempt(runtime.orm.em.fork(), input);
+        } catch (error) {
+          return unexpectedFailure(input, error);
+        }
+      }),
+    );
+    await recordOutcomes(
+      tx,
+      inputs.flatMap((input, i) => (outcomes[i] ? [{ deliveryId: input.delivery.id, outcome: outcomes[i], finalAttempt: input.finalAttempt }] : [])),
+    );
+    return outcomes;
+  });
 }
 
 async function attempt(em: EntityManager, input: SendInput): Promise<DeliveryOutcome> {

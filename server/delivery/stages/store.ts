@@ -133,6 +133,28 @@ export async function storePlan(
   return inserted.filter((d) => d.status === 'pending').map(({ status: _status, ...d }) => d);
 }
 
+/**
+ * storePlan for many events in one statement (the batched remote run, inside the transaction holding
+ * the events); returns the deliveries it added that are pending, with their events.
+ */
+export async function storePlans(
+  em: EntityManager,
+  plans: Array<{ event: { id: string; tenant_id: string }; plan: PlannedDelivery[] }>,
+): Promise<Array<DeliveryRow & { event_id: string }>> {
+  const rows = plans.flatMap(({ event, plan }) => plan.map((d) => ({ ...d, event_id: event.id, tenant_id: event.tenant_id })));
+  if (rows.length === 0) return [];
+  const inserted = await query<DeliveryRow & { event_id: string; status: string }>(
+    em,
+    `INSERT INTO deliveries (id, event_id, tenant_id, channel, destination, provider, status, reason)
+     SELECT gen_random_uuid(), (d->>'event_id')::uuid, (d->>'tenant_id')::uuid, d->>'channel', d->>'destination', d->>'provider', d->>'status', d->>'reason'
+       FROM jsonb_array_elements($1::jsonb) AS d
+     ON CONFLICT (event_id, channel, destination) DO NOTHING
+     RETURNING id, event_id, channel, destination, provider, attempts, status`,
+    [JSON.stringify(rows)],
+  );
+  return inserted.filter((d) => d.status === 'pending').map(({ status: _status, ...d }) => d);
+}
+
 /** An event's deliveries still pending, optionally of some channels only. */
 export async function pendingDeliveries(em: EntityManager, eventId: string): Promise<DeliveryRow[]> {
   return query<DeliveryRow>(
@@ -144,12 +166,7 @@ export async function pendingDeliveries(em: EntityManager, eventId: string): Pro
 
 /** Stores an attempt's outcome on a still-pending delivery; a retryable failure stays pending unless it was the last attempt. */
 export async function recordOutcome(em: EntityManager, deliveryId: string, outcome: DeliveryOutcome, finalAttempt: boolean): Promise<void> {
-  const [status, reason, error, messageId] =
-    outcome.status === 'skipped'
-      ? ['skipped', outcome.reason, null, null]
-      : outcome.status === 'failed'
-        ? [outcome.retryable && !finalAttempt ? 'pending' : 'failed', null, truncate(outcome.error), null]
-        : [outcome.status, null, null, outcome.providerMessageId ?? null];
+  const { status, reason, error, messageId } = outcomeColumns(outcome, finalAttempt);
   await execute(
     em,
     `UPDATE deliveries
@@ -158,6 +175,28 @@ export async function recordOutcome(em: EntityManager, deliveryId: string, outco
       WHERE id = $1 AND status = 'pending'`,
     [deliveryId, status, reason, error, messageId],
   );
+}
+
+/** recordOutcome for many deliveries in one statement (the batched remote run). */
+export async function recordOutcomes(em: EntityManager, outcomes: Array<{ deliveryId: string; outcome: DeliveryOutcome; finalAttempt: boolean }>): Promise<void> {
+  if (outcomes.length === 0) return;
+  const rows = outcomes.map(({ deliveryId, outcome, finalAttempt }) => ({ id: deliveryId, ...outcomeColumns(outcome, finalAttempt) }));
+  await execute(
+    em,
+    `UPDATE deliveries d
+        SET status = o.status, reason = coalesce(o.reason, d.reason), last_error = coalesce(o.error, d.last_error),
+            provider_message_id = coalesce(o."messageId", d.provider_message_id), attempts = d.attempts + 1, updated_at = now()
+       FROM jsonb_to_recordset($1::jsonb) AS o(id uuid, status text, reason text, error text, "messageId" text)
+      WHERE d.id = o.id AND d.status = 'pending'`,
+    [JSON.stringify(rows)],
+  );
+}
+
+/** What an outcome stores: a retryable failure stays pending unless it was the last attempt. */
+function outcomeColumns(outcome: DeliveryOutcome, finalAttempt: boolean): { status: string; reason: string | null; error: string | null; messageId: string | null } {
+  if (outcome.status === 'skipped') return { status: 'skipped', reason: outcome.reason, error: null, messageId: null };
+  if (outcome.status === 'failed') return { status: outcome.retryable && !finalAttempt ? 'pending' : 'failed', reason: null, error: truncate(outcome.error), messageId: null };
+  return { status: outcome.status, reason: null, error: null, messageId: outcome.providerMessageId ?? null };
 }
 
 /** A last_error short enough to store. */

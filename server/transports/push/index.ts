@@ -7,7 +7,7 @@ import type { Runtime } from '../../runtime.ts';
 import { sendApns } from './apns.ts';
 import { sendExpo } from './expo.ts';
 import { sendFcm } from './fcm.ts';
-import { loadPushTransport, type ProviderCredentials } from './tenant-credentials.ts';
+import { loadPushTransport, type LoadedPushTransport, type ProviderCredentials } from './tenant-credentials.ts';
 import { sendWebPush } from './webpush.ts';
 
 export interface WebPushSubscription {
@@ -50,8 +50,16 @@ export async function sendPushWith(runtime: Runtime, credentials: ProviderCreden
   }
 }
 
-export async function sendPush(runtime: Runtime, em: EntityManager, tenantId: string, destination: PushDestination, message: PushMessage): Promise<PushOutcome> {
-  const loaded = await loadPushTransport(runtime, em, tenantId, destination.provider);
+/** `loadTransport`: how to find the tenant's transport for the provider (a run's shared lookup); read from the database by default. */
+export async function sendPush(
+  runtime: Runtime,
+  em: EntityManager,
+  tenantId: string,
+  destination: PushDestination,
+  message: PushMessage,
+  loadTransport: (provider: PushDestination['provider']) => Promise<LoadedPushTransport | null> = (provider) => loadPushTransport(runtime, em, tenantId, provider),
+): Promise<PushOutcome> {
+  const loaded = await loadTransport(destination.provider);
   if (!loaded) return { status: 'skipped', reason: 'no_transport' };
   if (loaded.state === 'unreadable') return { status: 'skipped', reason: 'credentials_unreadable' };
   return sendPushWith(runtime, loaded.credentials, destination, message);

@@ -1,8 +1,10 @@
 // HTTP/1.1 requests to push providers (FCM, Expo, web push services) with a deadline, trusting the
-// system CAs plus config.providers.caFile. Per-runtime state (CA bundle, HTTP/2 sessions, cached
-// provider tokens) lives here so a process with several runtimes (tests) keeps them apart.
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+// system CAs plus config.providers.caFile. Per-runtime state (CA bundle, keep-alive connections, HTTP/2
+// sessions, cached provider tokens) lives here so a process with several runtimes (tests) keeps them
+// apart.
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { createSecureContext } from 'node:tls';
 import type { Runtime } from '../../runtime.ts';
 import { NonPublicAddressError, assertPublicHost, publicOnlyLookup } from '../../net/public-address.ts';
 import { trustedCas } from '../../net/trusted-cas.ts';
@@ -13,23 +15,41 @@ export interface ProviderState {
   tokens: Map<string, { value: string; expiresAt: number }>;
   /** Long-lived resources (HTTP/2 sessions) closed when the runtime stops. */
   closers: Map<string, () => void>;
+  /**
+   * Keep-alive connections, at most SOCKETS_PER_ORIGIN per origin. The TLS context (with the CA
+   * bundle) is built once: built per connection, the bundle's parsing costs milliseconds each.
+   */
+  agents: { http: HttpAgent; https: HttpsAgent };
 }
+
+/**
+ * Connections per provider origin: enough for a worker's sends in flight to keep a provider busy,
+ * bounded so a burst does not open hundreds of TLS connections (each a handshake) to one origin.
+ */
+const SOCKETS_PER_ORIGIN = 32;
 
 const states = new WeakMap<Runtime, ProviderState>();
 
 export function providerState(runtime: Runtime): ProviderState {
   let state = states.get(runtime);
   if (!state) {
+    const ca = trustedCas(runtime.config);
     const created: ProviderState = {
-      ca: trustedCas(runtime.config),
+      ca,
       tokens: new Map(),
       closers: new Map(),
+      agents: {
+        http: new HttpAgent({ keepAlive: true, maxSockets: SOCKETS_PER_ORIGIN }),
+        https: new HttpsAgent({ keepAlive: true, maxSockets: SOCKETS_PER_ORIGIN, ...(ca ? { secureContext: createSecureContext({ ca }) } : {}) }),
+      },
     };
     state = created;
     states.set(runtime, created);
     runtime.cleanups.push(async () => {
       for (const close of created.closers.values()) close();
       created.closers.clear();
+      created.agents.http.destroy();
+      created.agents.https.destroy();
     });
   }
   return state;
@@ -68,14 +88,14 @@ export function providerRequest(
       return Promise.reject(error);
     }
   }
-  const { ca } = providerState(runtime);
+  const { agents } = providerState(runtime);
   return new Promise((resolve, reject) => {
     const req = send(
       target,
       {
         method: options.method ?? 'POST',
         headers: options.headers,
-        ...(target.protocol === 'https:' && ca ? { ca } : {}),
+        agent: target.protocol === 'https:' ? agents.https : agents.http,
         ...(options.publicOnly ? { lookup: publicOnlyLookup as never } : {}),
         timeout: options.timeoutMs ?? 15_000,
       },

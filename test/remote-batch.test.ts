@@ -1,0 +1,81 @@
+// The batched remote run (server/delivery/run-remote.ts) against a real SMTP server: two runs over the
+// same events at once (a job fetched again by a second worker) send each email once; events it cannot
+// take (a workflow) are left to the per-event run untouched; a run over events already delivered sends
+// nothing again.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from './support/app.ts';
+import { createTenantFixture, insertNotificationType, sql, type TenantFixture } from './support/fixtures.ts';
+import { startSmtpPeer, type SmtpPeer } from './support/smtp-peer.ts';
+import { deliverRemoteBatch } from '../server/delivery/run-remote.ts';
+import { execute } from '../server/db/sql.ts';
+import { newId } from '../server/ids.ts';
+
+let app: TestApp;
+let smtp: SmtpPeer;
+let acme: TenantFixture;
+
+beforeAll(async () => {
+  smtp = await startSmtpPeer();
+  // The API role runs no workers: the tests run the batch themselves.
+  app = await startTestApp({ role: 'api' });
+  acme = await createTenantFixture(app, 'Acme');
+  const res = await app.request('PUT', '/v1/email-transport', { token: acme.serviceKey, body: { host: smtp.host, port: smtp.port, secure: false, from_email: 'robot@acme.test' } });
+  expect(res.status).toBe(200);
+  await insertNotificationType(app, acme.tenantId, { key: 'mail', channels: { email: true } });
+  await execute(
+    app.runtime.orm.em.fork(),
+    `INSERT INTO email_templates (id, tenant_id, notification_type_key, brand_key, language, subject, content) VALUES ($1, $2, 'mail', 'default', 'en', 'Order {{ order }}', '<p>Hi {{ contact.external_id }}</p>')`,
+    [newId(), acme.tenantId],
+  );
+});
+
+afterAll(async () => {
+  await app?.close();
+  await smtp?.close();
+});
+
+async function trigger(recipients: string[], order: string): Promise<string[]> {
+  const res = await app.request('POST', '/v1/notifications', {
+    token: acme.serviceKey,
+    body: { type: 'mail', recipients: recipients.map((r) => ({ external_id: r, email: `${r}@example.test` })), variables: { order } },
+  });
+  expect(res.status).toBe(202);
+  return res.body.events.map((e: { event_id: string }) => e.event_id);
+}
+
+const received = (order: string) => smtp.messages.filter((m) => m.parsed.subject === `Order ${order}`).map((m) => m.envelope.to.join()).sort();
+
+describe('the batched remote run', () => {
+  it('sends each delivery once when two runs take the same events at once', async () => {
+    const ids = await trigger(['ann', 'bob', 'cy'], 'A-1');
+    const events = ids.map((id) => ({ id, finalAttempt: false }));
+    const [first, second] = await Promise.all([deliverRemoteBatch(app.runtime, events), deliverRemoteBatch(app.runtime, events)]);
+    expect(new Set([...first.settled, ...second.settled])).toEqual(new Set(ids));
+    expect(received('A-1')).toEqual(['ann@example.test', 'bob@example.test', 'cy@example.test']);
+    const rows = await sql<{ status: string; attempts: number }>(app, `SELECT status, attempts FROM deliveries WHERE event_id = ANY($1::uuid[])`, [ids]);
+    expect(rows).toEqual(Array.from({ length: 3 }, () => ({ status: 'sent', attempts: 1 })));
+    const statuses = await sql<{ status: string }>(app, `SELECT status FROM events WHERE id = ANY($1::uuid[])`, [ids]);
+    expect(statuses.map((s) => s.status)).toEqual(['delivered', 'delivered', 'delivered']);
+    // Run again over the same events: final already, nothing is sent twice.
+    const again = await deliverRemoteBatch(app.runtime, events);
+    expect(again.settled).toEqual(new Set(ids));
+    expect(received('A-1')).toHaveLength(3);
+  });
+
+  it('leaves events of a type with a workflow to the per-event run, untouched', async () => {
+    await execute(
+      app.runtime.orm.em.fork(),
+      `UPDATE notification_types SET workflow = '{"steps": [{"kind": "channel", "channel": "email"}]}'::jsonb WHERE tenant_id = $1 AND key = 'mail'`,
+      [acme.tenantId],
+    );
+    try {
+      const ids = await trigger(['dee'], 'A-2');
+      const result = await deliverRemoteBatch(app.runtime, ids.map((id) => ({ id, finalAttempt: false })));
+      expect(result.settled).toEqual(new Set());
+      expect(await sql(app, `SELECT 1 FROM deliveries WHERE event_id = ANY($1::uuid[])`, [ids])).toEqual([]);
+      expect(received('A-2')).toEqual([]);
+    } finally {
+      await execute(app.runtime.orm.em.fork(), `UPDATE notification_types SET workflow = NULL WHERE tenant_id = $1 AND key = 'mail'`, [acme.tenantId]);
+    }
+  });
+});
