@@ -2,6 +2,7 @@
 // (against the real database), the batcher's queueing (with a controlled writer), and concurrent
 // triggers through the API.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { createTenantFixture, insertInboxTemplate, insertNotificationType, sql, sqlOne, deliveryJobsOf, type TenantFixture } from './support/fixtures.ts';
 import { TriggerBatcher, writeTriggers, type TriggerInput, type TriggerOutcome } from '../server/services/trigger-batch.ts';
@@ -126,6 +127,47 @@ describe('the trigger statement, several triggers at once', () => {
     expect(decided.filter((d) => d.shared !== d.planned)).toEqual([]);
     // Both answers occur: 110 of the 272 combinations can reach the inbox only.
     expect(decided.filter((d) => d.shared)).toHaveLength(110);
+  });
+
+  it('leaves the row of a contact named by external id alone untouched, and updates one given fields', async () => {
+    const write = (recipients: Array<string | ContactFields>) => writeTriggers(app.runtime.orm.em.fork(), app.runtime.boss!, [triggerInput(acme.tenantId, 'plain', recipients)]);
+    const [first] = await write(['keep_1', { external_id: 'keep_2', name: 'Two' }]);
+    const version = () =>
+      sql<{ external_id: string; xmin: string; name: string | null }>(app, `SELECT external_id, xmin::text, name FROM contacts WHERE tenant_id = $1 AND external_id LIKE 'keep_%' ORDER BY external_id`, [acme.tenantId]);
+    const before = await version();
+    const [again] = await write(['keep_1', { external_id: 'keep_2', name: 'Deux' }]);
+    const after = await version();
+    expect(again!.contact_ids).toEqual(first!.contact_ids);
+    // Named only: the same row version. Given a field: a new one, with the field.
+    expect(after[0]).toEqual(before[0]);
+    expect(after[1]!.xmin).not.toBe(before[1]!.xmin);
+    expect(after[1]!.name).toBe('Deux');
+  });
+
+  it('creates a contact anew when it is deleted while the trigger waits for it', async () => {
+    const write = () => writeTriggers(app.runtime.orm.em.fork(), app.runtime.boss!, [triggerInput(acme.tenantId, 'plain', ['deleted_1'])]);
+    const [created] = await write();
+    const deleter = new pg.Client({ connectionString: app.runtime.db.url });
+    await deleter.connect();
+    try {
+      await deleter.query('BEGIN');
+      await deleter.query(`DELETE FROM contacts WHERE tenant_id = $1 AND external_id = 'deleted_1'`, [acme.tenantId]);
+      const pending = write();
+      // The trigger waits on the deleted row's lock until the delete commits.
+      for (;;) {
+        const waiting = await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`);
+        if (waiting!.n > 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      await deleter.query('COMMIT');
+      const [outcome] = await pending;
+      expect(outcome!.accepted).toBe(true);
+      const contact = await sqlOne<{ id: string }>(app, `SELECT id FROM contacts WHERE tenant_id = $1 AND external_id = 'deleted_1'`, [acme.tenantId]);
+      expect(contact!.id).not.toBe(created!.contact_ids.deleted_1);
+      expect(outcome!.contact_ids).toEqual({ deleted_1: contact!.id });
+    } finally {
+      await deleter.end();
+    }
   });
 });
 

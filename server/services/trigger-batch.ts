@@ -90,12 +90,30 @@ const buildTriggerStatement = (jobsCte: string) => `
   ), accepted AS (
     SELECT i.* FROM input i JOIN checked c ON c.n = i.n
      WHERE c.tenant_found AND NOT c.archived AND c.type_found AND c.brand_found AND cardinality(c.missing) = 0
+  ), wanted AS MATERIALIZED (
+    SELECT DISTINCT ON (a.tenant_id, e->>'external_id') a.tenant_id, e->>'external_id' AS external_id, e,
+           jsonb_strip_nulls(e) - 'id' - 'external_id' = '{}'::jsonb AS bare
+      FROM accepted a CROSS JOIN LATERAL jsonb_array_elements(a.contacts) AS e
+     ORDER BY a.tenant_id, e->>'external_id', jsonb_strip_nulls(e) - 'id' - 'external_id' = '{}'::jsonb
+  ), existing AS MATERIALIZED (
+    -- A recipient named by external id alone that is a contact already is only locked, with the lock
+    -- the events' foreign key takes anyway: rewriting its row would change nothing but cost a new row
+    -- version, index entries and WAL. A contact deleted meanwhile is skipped here, and created below.
+    SELECT c.id, c.tenant_id, c.external_id
+      FROM wanted w JOIN contacts c ON c.tenant_id = w.tenant_id AND c.external_id = w.external_id
+     WHERE w.bare
+     ORDER BY c.tenant_id, c.external_id
+       FOR KEY SHARE OF c
   ), upserted AS (
     ${contactUpsertStatement(`(
-      SELECT DISTINCT ON (a.tenant_id, e->>'external_id') a.tenant_id, e
-        FROM accepted a CROSS JOIN LATERAL jsonb_array_elements(a.contacts) AS e
-       ORDER BY a.tenant_id, e->>'external_id', jsonb_strip_nulls(e) - 'id' - 'external_id' = '{}'::jsonb
+      SELECT w.tenant_id, w.e FROM wanted w
+       WHERE NOT (w.bare AND EXISTS (SELECT 1 FROM existing x WHERE x.tenant_id = w.tenant_id AND x.external_id = w.external_id))
+       ORDER BY w.tenant_id, w.external_id
     )`)}
+  ), contact_rows AS (
+    SELECT id, tenant_id, external_id FROM existing
+    UNION ALL
+    SELECT id, tenant_id, external_id FROM upserted
   ), recipients AS MATERIALIZED (
     -- Materialized: inlined, the planner re-expanded every trigger's events once per contact row.
     SELECT a.n, x.k, a.tenant_id, (x.e->>'id')::uuid AS id, x.e->>'external_id' AS external_id, x.e->>'ciphertext' AS ciphertext
@@ -107,7 +125,7 @@ const buildTriggerStatement = (jobsCte: string) => `
            a.send_at, a.cancellation_key, CASE WHEN a.send_at IS NULL THEN 'queued' ELSE 'scheduled' END
       FROM recipients r
       JOIN accepted a ON a.n = r.n
-      JOIN upserted u ON u.tenant_id = r.tenant_id AND u.external_id = r.external_id
+      JOIN contact_rows u ON u.tenant_id = r.tenant_id AND u.external_id = r.external_id
      ORDER BY r.n, r.k
     RETURNING id, tenant_id
   ), to_enqueue AS (
@@ -115,7 +133,7 @@ const buildTriggerStatement = (jobsCte: string) => `
       FROM inserted i JOIN recipients r ON r.id = i.id JOIN checked c ON c.n = r.n JOIN accepted a ON a.n = r.n
   ), ${jobsCte}, contact_ids AS (
     SELECT r.n, json_object_agg(r.external_id, u.id) AS contact_ids
-      FROM recipients r JOIN upserted u ON u.tenant_id = r.tenant_id AND u.external_id = r.external_id
+      FROM recipients r JOIN contact_rows u ON u.tenant_id = r.tenant_id AND u.external_id = r.external_id
      GROUP BY r.n
   )
   SELECT c.tenant_found, c.archived, c.type_found, c.brand_found, c.missing, EXISTS (SELECT 1 FROM accepted a WHERE a.n = c.n) AS accepted, coalesce(ci.contact_ids, '{}') AS contact_ids,
