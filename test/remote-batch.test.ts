@@ -1,8 +1,9 @@
 // The batched remote run (server/delivery/run-remote.ts) against a real SMTP server: two runs over the
 // same events at once (a job fetched again by a second worker) send each email once; events it cannot
-// take (a workflow) are left to the per-event run untouched; a run over events already delivered sends
-// nothing again.
+// take (a workflow, or held by another run) are left to the per-event run untouched; a run over events
+// already delivered sends nothing again.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { createTenantFixture, insertNotificationType, sql, type TenantFixture } from './support/fixtures.ts';
 import { startSmtpPeer, type SmtpPeer } from './support/smtp-peer.ts';
@@ -56,10 +57,30 @@ describe('the batched remote run', () => {
     expect(rows).toEqual(Array.from({ length: 3 }, () => ({ status: 'sent', attempts: 1 })));
     const statuses = await sql<{ status: string }>(app, `SELECT status FROM events WHERE id = ANY($1::uuid[])`, [ids]);
     expect(statuses.map((s) => s.status)).toEqual(['delivered', 'delivered', 'delivered']);
-    // Run again over the same events: final already, nothing is sent twice.
+    // Run again over the same events: final already, they are left to the per-event run (which settles
+    // a final event at once), and nothing is sent twice.
     const again = await deliverRemoteBatch(app.runtime, events);
-    expect(again.settled).toEqual(new Set(ids));
+    expect(again.settled).toEqual(new Set());
     expect(received('A-1')).toHaveLength(3);
+  });
+
+  it('leaves an event another run holds to the per-event run, and delivers the rest without waiting for it', async () => {
+    const ids = await trigger(['eve', 'fay'], 'A-3');
+    const client = new pg.Client({ connectionString: app.runtime.db.url });
+    await client.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SELECT 1 FROM events WHERE id = $1 FOR UPDATE', [ids[0]]);
+      const result = await deliverRemoteBatch(
+        app.runtime,
+        ids.map((id) => ({ id, finalAttempt: false })),
+      );
+      expect(result.settled).toEqual(new Set([ids[1]]));
+      expect(received('A-3')).toEqual(['fay@example.test']);
+      await client.query('COMMIT');
+    } finally {
+      await client.end();
+    }
   });
 
   it('leaves events of a type with a workflow to the per-event run, untouched', async () => {

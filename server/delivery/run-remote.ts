@@ -1,8 +1,9 @@
 // The batched remote run: the delivery stages over a fetched batch of new events of types without a
 // workflow, with remote deliveries (email, push, web push) to send now, in two transactions whatever
 // the batch's size:
-// 1. plan: the events locked and loaded (in id order), every plan stored in one statement, the local
-//    deliveries (the inbox) delivered under savepoints, the events rolled up; committed;
+// 1. plan: the events it may take locked (in id order, skipping those another run holds) and loaded,
+//    every plan stored in one statement, the local deliveries (the inbox) delivered under savepoints,
+//    the events rolled up; committed;
 // 2. send: the planned remote deliveries claimed in one statement (row locks, SKIP LOCKED, only while
 //    'pending'), sent side by side through their channels, and their outcomes recorded in one
 //    statement; committed; then the events rolled up again.
@@ -10,25 +11,22 @@
 // channel, destination); a delivery is sent only while pending and under its row lock, so a second
 // worker holding the same jobs never sends it twice; a retryable failure stays pending and fails the
 // event's job, whose retry (then a planned event) takes the per-event run. Events the batch cannot take
-// (a workflow, quiet hours holding them, variables that cannot be read, already started, nothing remote
-// to send) are left to the per-event run, untouched.
+// (a workflow, quiet hours holding them, variables that cannot be read, already started, held by another
+// run, nothing remote to send) are left to the per-event run, untouched.
 import type { Runtime } from '../runtime.ts';
 import { wakeWebhookDispatch } from '../webhooks/wake.ts';
 import type { DeliveryRow, RunLookups } from './channels/types.ts';
 import { countOutcome, countSkipped } from './metrics.ts';
 import { noteRetry, quietHoldUntil, settleLocal } from './round.ts';
-import { loadEvents, type LoadedEvent } from './stages/load.ts';
+import { claimNewEventsWithoutWorkflow, type LoadedEvent } from './stages/load.ts';
 import { planEvent } from './stages/plan.ts';
 import { newTemplateCache, readVariables } from './stages/render.ts';
-import { FINAL_EVENT_STATUSES, rollupEvents } from './stages/rollup.ts';
+import { rollupEvents } from './stages/rollup.ts';
 import { sendRemoteBatch, type SendInput } from './stages/send.ts';
 import { storePlans } from './stages/store.ts';
 
-/** Statuses of an event no run has started yet. */
-const NOT_STARTED: ReadonlySet<string> = new Set(['queued', 'scheduled']);
-
 export interface RemoteBatchResult {
-  /** Events this run settled (final, gone, or delivered as far as it goes now). */
+  /** Events this run delivered, as far as they go now. */
   settled: Set<string>;
   /** Why an event's job should be retried (a retryable failure left a delivery pending). */
   retryErrors: Map<string, string[]>;
@@ -55,17 +53,13 @@ export async function deliverRemoteBatch(runtime: Runtime, events: Array<{ id: s
 
   const sends: Array<{ input: SendInput; event: LoadedEvent }> = [];
   await em.transactional(async (tx) => {
-    const loaded = await loadEvents(tx, ids, { lock: true });
-    const found = new Set(loaded.map((e) => e.id));
-    for (const id of ids) if (!found.has(id)) settled.add(id); // deleted since: nothing to do
+    // Events it does not return (started, of a workflow, held by another run, final or deleted) are
+    // left to the per-event run.
+    const loaded = await claimNewEventsWithoutWorkflow(tx, ids);
     const now = runtime.clock.now();
     let takes: Array<{ event: LoadedEvent; values: Record<string, unknown> }> = [];
     for (const event of loaded) {
-      if (FINAL_EVENT_STATUSES.has(event.status)) {
-        settled.add(event.id);
-        continue;
-      }
-      if (!NOT_STARTED.has(event.status) || event.planned || event.workflow !== null || event.steps !== null || !event.contact) continue;
+      if (event.planned || !event.contact) continue;
       if (quietHoldUntil(event, now) !== null) continue;
       const variables = readVariables(runtime, event);
       if ('error' in variables) continue;

@@ -67,10 +67,20 @@ export async function loadEvents(em: EntityManager, eventIds: string[], options:
   return query<LoadedEvent>(em, options.lock ? LOAD_LOCKED : LOAD, [eventIds]);
 }
 
-const loadStatement = (lock: boolean) =>
+/**
+ * Locks and loads, of the given events, only those no run has started (queued or scheduled, no
+ * workflow progress) whose type has no workflow, skipping any that another run holds: what the batched
+ * remote run may take. The others are left to the per-event run, which waits for its own event only.
+ */
+export async function claimNewEventsWithoutWorkflow(em: EntityManager, eventIds: string[]): Promise<LoadedEvent[]> {
+  return query<LoadedEvent>(em, CLAIM_NEW_WITHOUT_WORKFLOW, [eventIds]);
+}
+
+const EVENT_COLUMNS = 'id, tenant_id, type_key, brand_key, external_id, variables, status, channels, contact_id, secret_variables_ciphertext, steps, created_at';
+
+const loadStatement = (events: string) =>
   `WITH ev AS MATERIALIZED (
-       SELECT id, tenant_id, type_key, brand_key, external_id, variables, status, channels, contact_id, secret_variables_ciphertext, steps, created_at
-         FROM events WHERE id = ANY($1::uuid[])${lock ? ' ORDER BY id FOR UPDATE' : ''}
+       ${events}
      ), kinds AS MATERIALIZED (
        SELECT k.tenant_id, k.type_key, k.brand_key,
               t.archived_at IS NOT NULL AS tenant_archived, t.default_language,
@@ -100,5 +110,11 @@ const loadStatement = (lock: boolean) =>
        JOIN kinds ON kinds.tenant_id = ev.tenant_id AND kinds.type_key = ev.type_key AND kinds.brand_key IS NOT DISTINCT FROM ev.brand_key
       ORDER BY ev.id`;
 
-const LOAD = loadStatement(false);
-const LOAD_LOCKED = loadStatement(true);
+const LOAD = loadStatement(`SELECT ${EVENT_COLUMNS} FROM events WHERE id = ANY($1::uuid[])`);
+const LOAD_LOCKED = loadStatement(`SELECT ${EVENT_COLUMNS} FROM events WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`);
+const CLAIM_NEW_WITHOUT_WORKFLOW = loadStatement(
+  `SELECT ${EVENT_COLUMNS.split(', ').map((c) => `e.${c}`).join(', ')}
+     FROM events e ${eventTypeJoin('e')}
+    WHERE e.id = ANY($1::uuid[]) AND e.status IN ('queued', 'scheduled') AND e.steps IS NULL AND nt.workflow IS NULL
+    ORDER BY e.id FOR UPDATE OF e SKIP LOCKED`,
+);
