@@ -17,7 +17,7 @@ import { startRuntime, stopRuntime } from '../server/runtime.ts';
 import { execute } from '../server/db/sql.ts';
 import { newId } from '../server/ids.ts';
 import { KeepAliveConnection } from './keep-alive-client.ts';
-import { benchInstall, benchTenant, cleanups, fmt, freePort, print, runBench, sleep, startHerald, stats } from './support.ts';
+import { benchInstall, benchTenant, cleanups, fmt, freePort, heraldEnv, print, runBench, sleep, startHerald, stats } from './support.ts';
 
 const CONTACTS = Number(process.env.BENCH_AUDIENCE_CONTACTS ?? 100_000);
 /** Above this audience the broadcast is not followed to its end (see the header). */
@@ -46,7 +46,7 @@ async function main(): Promise<void> {
   const [broadcasterKey, otherKey] = keys as [string, string];
 
   const port = await freePort();
-  const env = { DATABASE_URL: url, HERALD_HOME: dataDir, HERALD_ENCRYPTION_KEYS: encryptionKeys, HERALD_LOG_LEVEL: 'warn', HERALD_PORT: String(port) };
+  const env = heraldEnv({ dataDir, url, encryptionKeys }, port);
   const api = await startHerald(['--role', 'api'], env, 'Herald listening');
   const worker = await startHerald(['--role', 'worker'], env, null);
   const db = new pg.Client({ connectionString: url });

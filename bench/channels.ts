@@ -29,7 +29,7 @@ import { startApnsPeer } from '../test/support/apns-peer.ts';
 import { startFcmPeer } from '../test/support/fcm-peer.ts';
 import { testCertificate } from '../test/support/tls.ts';
 import { KeepAliveConnection } from './keep-alive-client.ts';
-import { backendsCpuBetween, benchInstall, benchTenant, cleanups, databaseBackendsCpu, fmt, fmtCpu, freePort, print, runBench, sleep, startHerald } from './support.ts';
+import { backendsCpuBetween, benchInstall, benchTenant, cleanups, databaseBackendsCpu, fmt, fmtCpu, freePort, heraldEnv, print, runBench, sleep, startHerald } from './support.ts';
 import { readFileSync } from 'node:fs';
 
 const MESSAGES = Number(process.env.BENCH_CHANNEL_MESSAGES ?? 10_000);
@@ -177,15 +177,7 @@ async function main(): Promise<void> {
   await stopRuntime(setup);
 
   const port = await freePort();
-  const env = {
-    DATABASE_URL: url,
-    HERALD_HOME: dataDir,
-    HERALD_ENCRYPTION_KEYS: encryptionKeys,
-    HERALD_LOG_LEVEL: 'warn',
-    HERALD_PORT: String(port),
-    HERALD_ALLOW_PRIVATE_SMTP_HOSTS: 'true',
-    HERALD_ALLOW_PRIVATE_PUSH_ENDPOINTS: 'true',
-  };
+  const env = heraldEnv({ dataDir, url, encryptionKeys }, port, { HERALD_ALLOW_PRIVATE_SMTP_HOSTS: 'true', HERALD_ALLOW_PRIVATE_PUSH_ENDPOINTS: 'true' });
   const apiProcess = await startHerald(['--role', 'api'], env, 'Herald listening');
   const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
   const db = new pg.Client({ connectionString: url });

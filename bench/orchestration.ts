@@ -15,7 +15,7 @@ import { execute } from '../server/db/sql.ts';
 import { newId } from '../server/ids.ts';
 import { startRuntime, stopRuntime } from '../server/runtime.ts';
 import { KeepAliveConnection } from './keep-alive-client.ts';
-import { benchInstall, benchTenant, cleanups, fmt, freePort, print, runBench, sleep, startHerald, stats } from './support.ts';
+import { benchInstall, benchTenant, cleanups, fmt, freePort, heraldEnv, print, runBench, sleep, startHerald, stats } from './support.ts';
 
 const SCHEDULED = Number(process.env.BENCH_SCHEDULED ?? 10_000);
 const DIGEST_EVENTS = Number(process.env.BENCH_DIGEST_EVENTS ?? 100_000);
@@ -79,7 +79,7 @@ async function main(): Promise<void> {
   await stopRuntime(setup);
 
   const port = await freePort();
-  const env = { DATABASE_URL: url, HERALD_HOME: dataDir, HERALD_ENCRYPTION_KEYS: encryptionKeys, HERALD_LOG_LEVEL: 'warn', HERALD_PORT: String(port) };
+  const env = heraldEnv({ dataDir, url, encryptionKeys }, port);
   await startHerald(['--role', 'api'], env, 'Herald listening');
   const worker = await startHerald(['--role', 'worker'], env, null);
   const db = new pg.Client({ connectionString: url });

@@ -38,7 +38,7 @@ import { SMTPServer } from 'smtp-server';
 import { deliverEventJob } from '../server/jobs/deliver-event.ts';
 import { DELIVER_EVENT_QUEUE } from '../server/delivery/queues.ts';
 import { KeepAliveConnection } from './keep-alive-client.ts';
-import { benchInstall, benchTenant, cleanups, cpuCounters, cpuPerItem, fmt, fmtCpu, freePort, print, runBench, sleep, startHerald, stats, type CpuCounters } from './support.ts';
+import { benchInstall, benchTenant, cleanups, cpuCounters, cpuPerItem, fmt, fmtCpu, freePort, heraldEnv, print, runBench, sleep, startHerald, stats, type CpuCounters } from './support.ts';
 import { benchWebhooks } from './webhooks.ts';
 
 // Sized for the drains of 3 and 5 (28,000 items each, with the warm-up triggers), not for 1 and 2: a
@@ -110,16 +110,11 @@ async function main(): Promise<void> {
 
   const port = await freePort();
   // The SMTP server the benchmark measures listens on loopback, which tenant transports may not use by default.
-  const env = {
-    DATABASE_URL: url,
-    HERALD_HOME: dataDir,
-    HERALD_ENCRYPTION_KEYS: encryptionKeys,
-    HERALD_LOG_LEVEL: 'warn',
-    HERALD_PORT: String(port),
+  const env = heraldEnv({ dataDir, url, encryptionKeys }, port, {
     HERALD_ALLOW_PRIVATE_SMTP_HOSTS: 'true',
     // The webhook receiver of lines 6 and 7 listens on loopback too.
     HERALD_ALLOW_PRIVATE_WEBHOOK_URLS: 'true',
-  };
+  });
   const apiProcess = await startHerald(['--role', 'api'], env, `Herald listening`);
   const base = `http://127.0.0.1:${port}`;
   const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };

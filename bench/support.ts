@@ -138,6 +138,18 @@ export function benchDataDir(prefix: string): string {
 }
 
 /** A data directory and a fresh database for one benchmark run, removed at the end. */
+/** The environment of a benchmark's `herald start`: its install, its port, and what else the benchmark allows. */
+export function heraldEnv(install: { dataDir: string; url: string; encryptionKeys: string }, port: number, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    DATABASE_URL: install.url,
+    HERALD_HOME: install.dataDir,
+    HERALD_ENCRYPTION_KEYS: install.encryptionKeys,
+    HERALD_LOG_LEVEL: 'warn',
+    HERALD_PORT: String(port),
+    ...extra,
+  };
+}
+
 export async function benchInstall(prefix: string): Promise<{ dataDir: string; url: string; encryptionKeys: string; config: Config }> {
   const dataDir = benchDataDir(prefix);
   const url = await freshDatabase(dataDir);
