@@ -188,13 +188,35 @@ export async function createQueues(boss: PgBoss): Promise<void> {
 export async function stopRuntime(runtime: Runtime): Promise<void> {
   runtime.stopReaper?.();
   if (runtime.boss) {
-    await stopBoss(runtime.boss).catch((error) => runtime.logger.warn('queue stop failed', { error }));
+    await bounded(runtime, 'queue', QUEUE_STOP_LIMIT_MS, stopBoss(runtime.boss, QUEUE_DRAIN_MS)).catch((error) => runtime.logger.warn('queue stop failed', { error }));
     runtime.boss = null;
   }
   runtime.smtp.close();
-  for (const cleanup of [...runtime.cleanups].reverse()) {
-    await cleanup().catch((error) => runtime.logger.warn('cleanup failed', { error }));
+  for (const [i, cleanup] of [...runtime.cleanups].reverse().entries()) {
+    await bounded(runtime, `cleanup ${i + 1}`, STEP_LIMIT_MS, cleanup()).catch((error) => runtime.logger.warn('cleanup failed', { error }));
   }
   runtime.availability.close();
-  await runtime.db.close();
+  await bounded(runtime, 'database', STEP_LIMIT_MS, runtime.db.close());
+}
+
+/** How long pg-boss may wait for in-flight jobs when stopping, and how long its whole stop may take. */
+const QUEUE_DRAIN_MS = 20_000;
+const QUEUE_STOP_LIMIT_MS = QUEUE_DRAIN_MS + 10_000;
+const STEP_LIMIT_MS = 10_000;
+
+/**
+ * A stop step that has not finished within its limit is logged and left behind, so that the next steps
+ * (the embedded PostgreSQL's stop among them) still run and the process ends: a step that waits on
+ * something lost (a connection cut by a database outage) must not keep a stopping process forever.
+ */
+async function bounded(runtime: Runtime, step: string, limitMs: number, work: Promise<void>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), limitMs);
+  });
+  try {
+    if ((await Promise.race([work, late])) === 'late') runtime.logger.warn('stop step did not finish in time; going on', { step, limit_seconds: limitMs / 1000 });
+  } finally {
+    clearTimeout(timer);
+  }
 }
