@@ -8,7 +8,9 @@ export default defineConfig({
     pool: 'forks',
     fileParallelism: true,
     maxWorkers: 3,
-    testTimeout: 30_000,
+    // Many tests start the CLI or a whole Herald as processes: on a loaded 2-core machine one such start
+    // can take several seconds, and a test makes several.
+    testTimeout: 60_000,
     hookTimeout: 120_000,
     teardownTimeout: 30_000,
     reporters: ['default'],
