@@ -4,6 +4,7 @@
 // next one follows, or ends the round: a channel step with remote deliveries (sent after the commit,
 // then the next round goes on), a wait (a delay, a digest window, quiet hours: the next run is a job
 // due then), or the end of the event (throttled, digested into another event, a failed step).
+import { toIsoTimestamp } from '../timestamps.ts';
 import { execute, query, queryOne } from '../db/sql.ts';
 import type { Channel } from '../schemas/common.ts';
 import type { StepState, WorkflowStep } from '../schemas/workflows.ts';
@@ -82,19 +83,15 @@ export async function advanceWorkflow(context: RoundContext): Promise<WorkflowAd
 
 type StepOutcome = 'next' | 'end' | { hold: number } | { remote: DeliveryRow[] } | { digestedInto: string };
 
-function iso(ms: number): string {
-  return new Date(ms).toISOString();
-}
-
 function finish(step: StepState, status: StepState['status'], now: number, reason: string | null = null): void {
   step.status = status;
   step.reason = reason;
-  step.run_at = iso(now);
+  step.run_at = toIsoTimestamp(now);
 }
 
 function wait(step: StepState, until: number): StepOutcome {
   step.status = 'waiting';
-  step.run_at = iso(until);
+  step.run_at = toIsoTimestamp(until);
   return { hold: until };
 }
 
@@ -254,7 +251,7 @@ async function digestStep(context: RoundContext, step: StepState, definition: Ex
     return 'end';
   }
   await lockKey(context, 'digest', key);
-  const entry = JSON.stringify({ event_id: event.id, variables: event.variables, created_at: iso(now) });
+  const entry = JSON.stringify({ event_id: event.id, variables: event.variables, created_at: toIsoTimestamp(now) });
   const scope = [event.tenant_id, event.external_id, event.type_key, key];
   const open = await queryOne<{ opener_event_id: string; open: boolean }>(
     tx,

@@ -70,7 +70,7 @@ const COUNTS_SQL = `coalesce(b.final_counts, (
 
 type CountedRow = BroadcastRow & { counts: BroadcastCounts };
 
-export function broadcastView(row: CountedRow): BroadcastResponse {
+export function toBroadcastResponse(row: CountedRow): BroadcastResponse {
   return {
     broadcast_id: row.id,
     type: row.type_key,
@@ -171,9 +171,9 @@ async function countedRow(em: EntityManager, tenantId: string, id: string): Prom
 export async function getBroadcast(runtime: Runtime, em: EntityManager, tenantId: string, id: string): Promise<BroadcastResponse> {
   const row = await countedRow(em, tenantId, id);
   if (row.status === 'running' && row.fanned_out_at !== null && row.counts.pending === 0 && (await completeBroadcastIfDone(runtime, em, id))) {
-    return broadcastView(await countedRow(em, tenantId, id));
+    return toBroadcastResponse(await countedRow(em, tenantId, id));
   }
-  return broadcastView(row);
+  return toBroadcastResponse(row);
 }
 
 /** The tenant's broadcasts, newest first, paged by an opaque cursor. */
@@ -186,7 +186,7 @@ export async function listBroadcasts(em: EntityManager, tenantId: string, filter
       ORDER BY id DESC LIMIT $4`,
     [tenantId, filter.status ?? null, after, filter.limit + 1],
   );
-  const items = rows.slice(0, filter.limit).map(broadcastView);
+  const items = rows.slice(0, filter.limit).map(toBroadcastResponse);
   return { items, next_cursor: rows.length > filter.limit ? encodeCursor(items[items.length - 1]!.broadcast_id) : null };
 }
 
@@ -220,7 +220,7 @@ const cancelJobsStatement = statementPerQueue(async (boss) => {
 export async function cancelBroadcast(runtime: Runtime, em: EntityManager, tenantId: string, id: string): Promise<BroadcastResponse> {
   const current = await countedRow(em, tenantId, id);
   if (current.status === 'completed' || current.status === 'failed') throw new AppError('conflict', `This broadcast is ${current.status} and cannot be canceled`);
-  if (current.status === 'canceled') return broadcastView(current);
+  if (current.status === 'canceled') return toBroadcastResponse(current);
   const boss = runtime.boss;
   if (!boss) throw new AppError('service_unavailable', 'The job queue is not running; retry shortly');
   const statement = await cancelJobsStatement(boss);
@@ -241,7 +241,7 @@ export async function cancelBroadcast(runtime: Runtime, em: EntityManager, tenan
     // A fan-out that has not started yet never will.
     await boss.cancel(BROADCAST_FAN_OUT_QUEUE, id, { db: bossDb(tx) });
   }));
-  return broadcastView(await countedRow(em, tenantId, id));
+  return toBroadcastResponse(await countedRow(em, tenantId, id));
 }
 
 const CANCEL_ATTEMPTS = 3;
@@ -281,7 +281,7 @@ export async function completeBroadcastIfDone(runtime: Runtime, em: EntityManage
       [id],
     );
     if (!row) return null;
-    const view = broadcastView(row);
+    const view = toBroadcastResponse(row);
     await recordBroadcastCompleted(tx, row.tenant_id, view);
     return { tenantId: row.tenant_id, view };
   });
@@ -321,7 +321,7 @@ export async function failBroadcast(runtime: Runtime, broadcastId: string, reaso
       [broadcastId, reason],
     );
     if (!row) return null;
-    const view = broadcastView(row);
+    const view = toBroadcastResponse(row);
     await recordBroadcastCompleted(tx, row.tenant_id, view);
     return { tenantId: row.tenant_id, view };
   });

@@ -6,6 +6,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { KeyUnavailableError } from '../../crypto/keyring.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { ContactRow } from '../../db/contacts.ts';
+import { MUTABLE_CONTACT_FIELDS } from '../../schemas/contacts.ts';
 import { secretVariablesAad } from '../../crypto/aad.ts';
 import { findTemplate, renderContext, templateCandidates, type BrandRow, type EmailTemplateRow, type InboxTemplateRow, type TemplateKind } from '../../templates/resolve.ts';
 import { renderInbox, type RenderedInbox } from '../../templates/render.ts';
@@ -48,18 +49,11 @@ export function deliveryContext(brand: BrandRow, variables: Record<string, unkno
   return renderContext(brand, variables, contactContext(contact));
 }
 
-/** What templates and workflow conditions see of the contact. */
+/** What templates and workflow conditions see of the contact: its id, external id, fields and time zone. */
 export function contactContext(contact: ContactRow): Record<string, unknown> {
-  return {
-    id: contact.id,
-    external_id: contact.external_id,
-    email: contact.email,
-    name: contact.name,
-    phone: contact.phone,
-    language: contact.language,
-    properties: contact.properties,
-    timezone: contact.timezone,
-  };
+  const context: Record<string, unknown> = { id: contact.id, external_id: contact.external_id, timezone: contact.timezone };
+  for (const field of MUTABLE_CONTACT_FIELDS) context[field] = contact[field];
+  return context;
 }
 
 /** The inbox template rendered for a delivery (inbox items, and the text of push messages); null: no template. */
