@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { HERALD_BIN } from './support/cli.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { insertInboxTemplate, createTenantFixture, insertNotificationType, sql, sqlOne, waitForFinal, deliveryJobsOf, type TenantFixture } from './support/fixtures.ts';
+import { insertInboxTemplate, createTenantFixture, insertNotificationType, sql, sqlOne, untilLockWait, waitForFinal, deliveryJobsOf, type TenantFixture } from './support/fixtures.ts';
 import { signal } from './support/signal.ts';
 import { execute, queryOne } from '../server/db/sql.ts';
 import { deliverEvent } from '../server/delivery/run-event.ts';
@@ -116,7 +116,8 @@ describe('batch fast path: job completion', () => {
       (error: Error) => error.message,
     );
     void outcome.finally(() => (settledWhileHeld = !committed));
-    await new Promise((r) => setTimeout(r, 150));
+    // Only once the batch's store waits on the held row (a fixed pause let a slow batch load after the commit).
+    await untilLockWait(api);
     committed = true;
     mayCommit.raise();
     await other;

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { createTenantFixture, insertInboxTemplate, insertNotificationType, sql, sqlOne, deliveryJobsOf, type TenantFixture } from './support/fixtures.ts';
+import { createTenantFixture, insertInboxTemplate, insertNotificationType, sql, sqlOne, untilLockWait, deliveryJobsOf, type TenantFixture } from './support/fixtures.ts';
 import { TriggerBatcher, writeTriggers, type TriggerInput, type TriggerOutcome } from '../server/services/trigger-batch.ts';
 import { contactUpsertInput } from '../server/services/contact-upsert.ts';
 import type { ContactFields } from '../server/schemas/contacts.ts';
@@ -154,11 +154,7 @@ describe('the trigger statement, several triggers at once', () => {
       await deleter.query(`DELETE FROM contacts WHERE tenant_id = $1 AND external_id = 'deleted_1'`, [acme.tenantId]);
       const pending = write();
       // The trigger waits on the deleted row's lock until the delete commits.
-      for (;;) {
-        const waiting = await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`);
-        if (waiting!.n > 0) break;
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
+      await untilLockWait(app);
       await deleter.query('COMMIT');
       const [outcome] = await pending;
       expect(outcome!.accepted).toBe(true);

@@ -246,6 +246,17 @@ export async function sqlOne<T = Record<string, unknown>>(app: TestApp, text: st
   return queryOne<T>(app.runtime.orm.em.fork(), text, params);
 }
 
+/** Resolves once a session of the test database waits on a row lock (a write that another open transaction holds back). */
+export async function untilLockWait(app: TestApp, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const waiting = await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`);
+    if (waiting!.n > 0) return;
+    if (Date.now() > deadline) throw new Error(`no session waited on a lock within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 /* ---------------------------------------------------------------- shared assertions */
 
 /** A management route refuses a missing credential (401), a contact token and a non-member's token (403). */
