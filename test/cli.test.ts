@@ -51,18 +51,20 @@ describe('herald (no database needed)', { timeout: 120_000 }, () => {
   });
 
   /** The repository's modules (relative paths) and the packages a CLI run loads. */
-  async function loadedBy(args: string[]): Promise<{ code: number | null; own: string[]; packages: string[] }> {
+  async function loadedBy(args: string[]): Promise<{ code: number | null; own: string[]; packages: string[]; builtins: string[] }> {
     const trace = join(mkdtempSync(join(tmpdir(), 'herald-trace-')), 'modules.txt');
     cleanups.push(() => rmSync(dirname(trace), { recursive: true, force: true }));
     const hook = fileURLToPath(new URL('./support/module-trace.ts', import.meta.url));
     // No data directory and no database: these commands need neither.
     const env = { HERALD_MODULE_TRACE: trace, NODE_OPTIONS: `--import ${hook}`, HERALD_HOME: join(dirname(trace), 'absent'), DATABASE_URL: undefined };
     const r = await runCli(args, { env });
-    const urls = readFileSync(trace, 'utf8').split('\n').filter((u) => u.startsWith('file:'));
+    const lines = readFileSync(trace, 'utf8').split('\n');
+    const urls = lines.filter((u) => u.startsWith('file:'));
+    const builtins = lines.filter((u) => u.startsWith('builtin:')).map((u) => u.slice('builtin:'.length));
     const root = new URL('../', import.meta.url).href;
     const own = urls.filter((u) => u.startsWith(root) && !u.includes('/node_modules/') && !u.includes('/test/support/')).map((u) => u.slice(root.length));
     const packages = [...new Set(urls.flatMap((u) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(u)?.[1] ?? []))];
-    return { code: r.code, own, packages };
+    return { code: r.code, own, packages, builtins };
   }
 
   it('--version loads no server module and no package', async () => {
@@ -81,6 +83,9 @@ describe('herald (no database needed)', { timeout: 120_000 }, () => {
       expect(run.own.filter((path) => path.startsWith('server/'))).toEqual(['server/errors.ts']);
       expect(run.packages).toEqual(['commander']);
     }
+    // Its requests go through node:http: fetch's implementation (undici) costs more than the rest of the start-up.
+    expect(send.builtins).toContain('http');
+    expect(send.builtins).not.toContain('internal/deps/undici/undici');
   });
 
   it('--help lists the commands with examples, and every command has examples', async () => {

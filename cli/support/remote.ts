@@ -3,6 +3,8 @@
 // becomes a one-line CliError "HTTP <status>: <detail>" (ErrorResponse detail and code, or the
 // HTTPValidationError entries as "loc: msg"); it exits 1, and a 422 exits as the command chose (see
 // `invalidInputExit`). The service key is only ever sent in the Authorization header, never printed.
+import { once } from 'node:events';
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import type { Command } from 'commander';
 import { CliError, EXIT_FAILURE, EXIT_USAGE, usageError } from './output.ts';
 import { readSecret } from './file-input.ts';
@@ -15,7 +17,7 @@ export interface RemoteOptions {
 
 interface RemoteResponse<T> {
   status: number;
-  headers: Headers;
+  headers: IncomingHttpHeaders;
   body: T;
 }
 
@@ -66,7 +68,7 @@ export class RemoteClient {
       const res = await this.#send<T>(method, path, request);
       if (res.status >= 200 && res.status < 300) return res.body;
       if (res.status === 429 && request.waitWhenRateLimited && !request.stream) {
-        const wait = Number(res.headers.get('retry-after') ?? '1');
+        const wait = Number(headerOf(res.headers, 'retry-after') ?? '1');
         await new Promise((resolve) => setTimeout(resolve, Math.max(1, wait) * 1000));
         continue;
       }
@@ -77,42 +79,41 @@ export class RemoteClient {
   /** Sends a request; answers any status, throws only when Herald cannot be reached. */
   async #send<T>(method: string, path: string, request: RemoteRequest): Promise<RemoteResponse<T>> {
     const { body, headers, stream } = request;
-    let response: Response;
+    const contentType = stream ? stream.contentType : body === undefined ? undefined : 'application/json';
+    const payload = body === undefined || stream ? undefined : Buffer.from(JSON.stringify(body));
+    const timeoutMs = stream ? STREAM_TIMEOUT_MS : REQUEST_TIMEOUT_MS;
+    let answer: { status: number; headers: IncomingHttpHeaders; text: string };
     try {
-      const contentType = stream ? stream.contentType : body === undefined ? undefined : 'application/json';
-      response = await fetch(this.baseUrl + path, {
+      answer = await exchange(new URL(this.baseUrl + path), timeoutMs, {
         method,
         headers: {
           authorization: `Bearer ${this.#apiKey}`,
           accept: 'application/json',
           ...(contentType ? { 'content-type': contentType } : {}),
+          ...(payload ? { 'content-length': String(payload.length) } : {}),
           ...headers,
         },
-        body: stream ? (stream.chunks as unknown as BodyInit) : body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(stream ? STREAM_TIMEOUT_MS : REQUEST_TIMEOUT_MS),
-        ...(stream ? { duplex: 'half' } : {}),
-      } as RequestInit);
+        payload,
+        chunks: stream?.chunks,
+      });
     } catch (error) {
-      // fetch() reports "fetch failed" and puts the reason (ECONNREFUSED, a DNS error...) in `cause`.
-      const cause = (error as Error).cause;
-      throw new CliError(`cannot reach Herald at ${this.baseUrl}: ${cause instanceof Error ? cause.message : (error as Error).message}`);
+      throw new CliError(`cannot reach Herald at ${this.baseUrl}: ${(error as Error).message}`);
     }
-    const text = await response.text();
-    let parsed: unknown = text;
-    if (text && (response.headers.get('content-type') ?? '').includes('json')) {
+    let parsed: unknown = answer.text;
+    if (answer.text && String(answer.headers['content-type'] ?? '').includes('json')) {
       try {
-        parsed = JSON.parse(text);
+        parsed = JSON.parse(answer.text);
       } catch {
         // leave the text as is
       }
     }
-    return { status: response.status, headers: response.headers, body: parsed as T };
+    return { status: answer.status, headers: answer.headers, body: parsed as T };
   }
 
   #error(res: RemoteResponse<unknown>): CliError {
     let message = describeBody(res.body);
     if (res.status === 401) message = `the service key was refused (${message}); check --api-key or HERALD_API_KEY`;
-    if (res.status === 429) message = `rate limited; retry after ${res.headers.get('retry-after') ?? '?'} s`;
+    if (res.status === 429) message = `rate limited; retry after ${headerOf(res.headers, 'retry-after') ?? '?'} s`;
     return new CliError(`HTTP ${res.status}: ${message}`, res.status === 422 ? this.#invalidInputExit : EXIT_FAILURE);
   }
 }
@@ -140,4 +141,59 @@ export function remoteClient(options: RemoteOptions, settings: RemoteClientSetti
   if (!apiKey) throw usageError('no service key: pass --api-key-file or --api-key, or set HERALD_API_KEY');
   if (!apiKey.startsWith('sk_')) throw usageError('the service key must begin with sk_');
   return new RemoteClient(url, apiKey, settings);
+}
+
+const headerOf = (headers: IncomingHttpHeaders, name: string): string | undefined => {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+};
+
+interface Outgoing {
+  method: string;
+  headers: OutgoingHttpHeaders;
+  payload?: Buffer;
+  /** Written as they come (chunked transfer encoding), waiting for the socket to drain. */
+  chunks?: AsyncIterable<Uint8Array>;
+}
+
+/**
+ * One HTTP exchange over node:http(s), not fetch(): loading fetch's implementation (undici) costs a
+ * short command such as `herald send` more CPU than the rest of its start-up. The modules come from
+ * process.getBuiltinModule because an `import` of node:http builds its ESM namespace, which reads
+ * http's lazy WebSocket exports and so loads undici all the same.
+ */
+function exchange(url: URL, timeoutMs: number, outgoing: Outgoing): Promise<{ status: number; headers: IncomingHttpHeaders; text: string }> {
+  return new Promise((resolve, reject) => {
+    const send = url.protocol === 'https:' ? process.getBuiltinModule('node:https').request : process.getBuiltinModule('node:http').request;
+    const req = send(url, { method: outgoing.method, headers: outgoing.headers });
+    const timer = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs / 1000} s`)), timeoutMs);
+    const fail = (error: Error) => {
+      clearTimeout(timer);
+      reject(error);
+    };
+    req.on('error', fail);
+    req.on('response', (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (part: Buffer) => parts.push(part));
+      res.on('error', fail);
+      res.on('end', () => {
+        clearTimeout(timer);
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(parts).toString('utf8') });
+      });
+    });
+    if (!outgoing.chunks) {
+      req.end(outgoing.payload);
+      return;
+    }
+    void (async () => {
+      try {
+        for await (const chunk of outgoing.chunks!) {
+          if (!req.write(chunk)) await once(req, 'drain');
+        }
+        req.end();
+      } catch (error) {
+        req.destroy(error as Error);
+      }
+    })();
+  });
 }
