@@ -256,8 +256,9 @@ describe.skipIf(!chromiumAvailable)('console in Chromium', { timeout: 60_000 }, 
       await page.getByRole('button', { name: 'Save and preview' }).click();
       await frame.getByText('Packed and sent: A-1001').waitFor();
       await expect(page.locator('.preview-subject').textContent()).resolves.toContain('Order A-1001 shipped');
-      // The email's own inline styles apply inside the frame.
-      await expect(frame.locator('p', { hasText: 'Thanks!' }).evaluate((el) => getComputedStyle(el).color)).resolves.toBe('rgb(67, 56, 202)');
+      // The email's own inline styles apply inside the frame (polled: a preview that is still being
+      // replaced answers an empty style for the element it drops).
+      await expect.poll(() => frame.locator('p', { hasText: 'Thanks!' }).evaluate((el) => getComputedStyle(el).color), { timeout: 10_000 }).toBe('rgb(67, 56, 202)');
       const stored = await api('GET', `/v1/email-templates/${templateId}`);
       expect(stored.body.content).toContain('Packed and sent');
       await shot(page, '10-templates');
