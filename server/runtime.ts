@@ -85,13 +85,21 @@ export class StartupError extends Error {
 export async function startRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
   const logger = createLogger(config.logLevel, {}, options.logSink);
   const role = options.role ?? 'all';
+  const poolMax = options.poolMax ?? config.databasePoolSize ?? defaultPoolSize(role, config);
+  // A delivery job's batched send holds a connection for its transaction while each send's lookups
+  // take another: with no more connections than jobs at once, every connection could end up held
+  // by a job waiting for one, and delivery would stop without an error.
+  if ((role === 'all' || role === 'worker') && poolMax <= config.workerConcurrency) {
+    throw new StartupError(
+      `databasePoolSize (${poolMax}) must be larger than workerConcurrency (${config.workerConcurrency}) in a process that runs workers: raise databasePoolSize (HERALD_DATABASE_POOL_SIZE) or lower workerConcurrency`,
+    );
+  }
   let keyRing: KeyRing;
   try {
     keyRing = loadKeyRing({ dataDir: config.dataDir, encryptionKeys: config.encryptionKeys });
   } catch (error) {
     throw new StartupError((error as Error).message);
   }
-  const poolMax = options.poolMax ?? config.databasePoolSize ?? defaultPoolSize(role, config);
   let availability: DatabaseAvailability | null = null;
   const db = await openDatabase(config, {
     poolMax,

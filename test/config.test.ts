@@ -58,6 +58,16 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ dataDir: dataDir() }, { HERALD_DATABASE_POOL_SIZE: '1' })).toThrow(ConfigError);
   });
 
+  it('refuses to start workers with no more connections than delivery jobs at once (they could all wait on each other)', async () => {
+    const { startRuntime, StartupError } = await import('../server/runtime.ts');
+    const config = loadConfig({ dataDir: dataDir(), workerConcurrency: 8 }, { HERALD_DATABASE_POOL_SIZE: '8' });
+    for (const role of ['all', 'worker'] as const) {
+      const refused = await startRuntime(config, { role }).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(StartupError);
+      expect((refused as Error).message).toMatch(/databasePoolSize \(8\) must be larger than workerConcurrency \(8\)/);
+    }
+  });
+
   it('is frozen, deeply', () => {
     const config = loadConfig({ dataDir: dataDir() }, {});
     expect(Object.isFrozen(config)).toBe(true);
