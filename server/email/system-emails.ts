@@ -1,8 +1,9 @@
 // Renders Herald's own emails (verification, password reset, invitation) from the react-email
 // templates in templates/emails/, with the links they carry. Links point at the console pages of the
 // install's public URL: /verify-email?token=, /reset-password?token=, /invitations/{token}.
-import type { ReactNode } from 'react';
+import type { ReactElement, ReactNode } from 'react';
 import { publicBaseUrl, type Config } from '../config.ts';
+import { renderEmailElement } from '../templates/render.ts';
 
 export type SystemEmail =
   | { kind: 'verify'; to: string; token: string }
@@ -31,8 +32,7 @@ export function systemEmailLink(config: Config, email: Pick<SystemEmail, 'kind' 
 export async function renderSystemEmail(config: Config, email: SystemEmail): Promise<RenderedSystemEmail> {
   const url = systemEmailLink(config, email);
   // react-email and the templates load with the first system email (most processes never send one).
-  const [{ render }, { VerifyEmail, verifyEmailSubject }, { ResetPassword, resetPasswordSubject }, { Invitation, invitationSubject }] = await Promise.all([
-    import('@react-email/render'),
+  const [{ VerifyEmail, verifyEmailSubject }, { ResetPassword, resetPasswordSubject }, { Invitation, invitationSubject }] = await Promise.all([
     import('../../templates/emails/verify-email.ts'),
     import('../../templates/emails/reset-password.ts'),
     import('../../templates/emails/invitation.ts'),
@@ -59,7 +59,5 @@ export async function renderSystemEmail(config: Config, email: SystemEmail): Pro
       });
       break;
   }
-  const html = await render(element as React.ReactElement);
-  const text = await render(element as React.ReactElement, { plainText: true });
-  return { subject, html, text };
+  return { subject, ...(await renderEmailElement(element as ReactElement)) };
 }

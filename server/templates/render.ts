@@ -1,5 +1,6 @@
 // Rendering templates into what a channel sends. Inbox items are plain text (title, body, action URL);
 // emails are a subject, the content in the brand's react-email layout, and a derived text part.
+import type { ReactElement } from 'react';
 import type { render as renderReactEmail } from '@react-email/render';
 import type { BrandLayout as BrandLayoutOf } from '../../templates/layouts/brand-layout.ts';
 import { renderString } from './engine.ts';
@@ -37,20 +38,33 @@ export function renderInbox(template: InboxTemplateRow, context: Record<string, 
 }
 
 // Headings keep their case in the text part (html-to-text shouts them by default).
-const TEXT_OPTIONS = {
-  selectors: ['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((selector) => ({ selector, options: { uppercase: false } })),
-};
+const HEADING_SELECTORS = ['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((selector) => ({ selector, options: { uppercase: false } }));
+
+interface EmailRenderer {
+  render: typeof renderReactEmail;
+  BrandLayout: typeof BrandLayoutOf;
+  /** The text part from the email's HTML: react-email's plain-text conversion, its selectors compiled once. */
+  toText: (html: string) => string;
+}
 
 /**
  * react-email and React, loaded when the first email is rendered: they are the largest modules Herald
  * has (tens of MB resident), and a process that never renders an email (an API-only process, an
- * install without email) never needs them.
+ * install without email) never needs them. The text part is converted from the HTML already rendered,
+ * not by render(..., { plainText: true }), which renders the element a second time and compiles
+ * html-to-text's selectors on every call.
  */
-let reactEmail: Promise<{ render: typeof renderReactEmail; BrandLayout: typeof BrandLayoutOf }> | null = null;
+let emailRenderer: Promise<EmailRenderer> | null = null;
 
-function loadReactEmail() {
-  reactEmail ??= Promise.all([import('@react-email/render'), import('../../templates/layouts/brand-layout.ts')]).then(([{ render }, { BrandLayout }]) => ({ render, BrandLayout }));
-  return reactEmail;
+function loadEmailRenderer(): Promise<EmailRenderer> {
+  emailRenderer ??= Promise.all([import('@react-email/render'), import('html-to-text'), import('../../templates/layouts/brand-layout.ts')]).then(
+    ([{ render, plainTextSelectors }, { compile }, { BrandLayout }]) => ({
+      render,
+      BrandLayout,
+      toText: compile({ wordwrap: false, selectors: [...plainTextSelectors, ...HEADING_SELECTORS] }),
+    }),
+  );
+  return emailRenderer;
 }
 
 export interface RenderedEmail {
@@ -69,8 +83,14 @@ export async function renderEmail(template: EmailTemplateRow, brand: BrandRow, c
   const subject = renderString(template.subject, context, 'text').replace(/\s*[\r\n]+\s*/g, ' ').trim();
   const contentHtml = renderString(template.content, context, 'html');
   const name = typeof brand.values.name === 'string' ? brand.values.name : null;
-  const { render: renderReactEmail, BrandLayout } = await loadReactEmail();
-  const element = BrandLayout({ name, colour: brand.values.colour, logoUrl: brand.values.logo_url, title: subject, contentHtml, language: template.language });
-  const [html, text] = await Promise.all([renderReactEmail(element), renderReactEmail(element, { plainText: true, htmlToTextOptions: TEXT_OPTIONS })]);
-  return { subject, html, text: text.trim() };
+  const { BrandLayout } = await loadEmailRenderer();
+  const { html, text } = await renderEmailElement(BrandLayout({ name, colour: brand.values.colour, logoUrl: brand.values.logo_url, title: subject, contentHtml, language: template.language }));
+  return { subject, html, text };
+}
+
+/** The HTML of a react-email element and the text part derived from it: every email Herald sends is made here. */
+export async function renderEmailElement(element: ReactElement): Promise<{ html: string; text: string }> {
+  const { render, toText } = await loadEmailRenderer();
+  const html = await render(element);
+  return { html, text: toText(html).trim() };
 }
