@@ -8,7 +8,7 @@ import { startTestApp, type TestApp } from './support/app.ts';
 import { createTenantFixture, type TenantFixture } from './support/fixtures.ts';
 import { startWebPushService, type WebPushService } from './support/web-push-service.ts';
 import { sendPush } from '../server/transports/push/index.ts';
-import { vapidPublicKeyOf } from '../server/transports/push/webpush.ts';
+import { vapidAuthorization, vapidPublicKeyOf } from '../server/transports/push/webpush.ts';
 
 let app: TestApp;
 let service: WebPushService;
@@ -106,6 +106,26 @@ describe('web push delivery through an independent push service', () => {
     const outcome = await sendPush(app.runtime, app.runtime.orm.em.fork(), a.tenantId, { provider: 'webpush', subscription: { endpoint: sub.endpoint, keys: sub.keys } }, { title: 't', body: 'b' });
     expect(outcome).toMatchObject({ status: 'failed', retryable: false });
     expect(await service.messages(sub.clientHash)).toEqual([]);
+  });
+
+  it('signs one VAPID token per push service and key pair, reused until an hour before it expires (12 h)', () => {
+    const keys = webpush.generateVAPIDKeys();
+    const creds = { subject: 'mailto:ops@acme.test', public_key: keys.publicKey, private_key: keys.privateKey };
+    // web-push refuses an expiry more than 24 h past the wall clock: the times start now.
+    const t0 = Math.floor(Date.now() / 1000) * 1000;
+    const claims = (authorization: string) => JSON.parse(Buffer.from(/^vapid t=([^,]+),/.exec(authorization)![1]!.split('.')[1]!, 'base64url').toString());
+    const first = vapidAuthorization(creds, 'https://push.one.test', t0);
+    expect(claims(first)).toEqual({ aud: 'https://push.one.test', exp: t0 / 1000 + 12 * 3600, sub: 'mailto:ops@acme.test' });
+    expect(first).toContain(`k=${keys.publicKey}`);
+    expect(vapidAuthorization(creds, 'https://push.one.test', t0 + 10 * 3600_000)).toBe(first);
+    // Another service, another key pair: their own tokens.
+    expect(claims(vapidAuthorization(creds, 'https://push.two.test', t0)).aud).toBe('https://push.two.test');
+    const other = webpush.generateVAPIDKeys();
+    expect(vapidAuthorization({ ...creds, public_key: other.publicKey, private_key: other.privateKey }, 'https://push.one.test', t0)).toContain(`k=${other.publicKey}`);
+    // Within the last hour of its life a token is replaced.
+    const renewed = vapidAuthorization(creds, 'https://push.one.test', t0 + 11.5 * 3600_000);
+    expect(renewed).not.toBe(first);
+    expect(claims(renewed).exp).toBe(t0 / 1000 + 11.5 * 3600 + 12 * 3600);
   });
 
   it('answers 422 for a test without a subscription or with a non-https endpoint', async () => {
