@@ -182,7 +182,14 @@ describe('a trigger for three recipients, over every channel', () => {
     await connected;
     events = await triggerAndWait({ recipients: ['ann', 'bob', 'cy'], variables: { order_id: 'A-100' } });
     annStream = await streamDone;
+    // Each device sent to is marked used (before the first send, none was).
+    for (const name of ['ann', 'bob', 'cy'] as const) {
+      const [subscription] = await api('GET', `/v1/contacts/${contactIds[name]}/push-subscriptions`);
+      lastUsed[name] = subscription.last_used_at !== null;
+    }
   });
+
+  const lastUsed: Record<string, boolean> = {};
 
   it('delivers every channel each contact has a destination for', () => {
     // Skipped deliveries do not count: every attempted one succeeded.
@@ -191,6 +198,7 @@ describe('a trigger for three recipients, over every channel', () => {
     expect(summary(events.bob!)).toEqual(['email:sent', 'inbox:delivered', 'push:sent', 'web_push:skipped:no_destination']);
     expect(summary(events.cy!)).toEqual(['email:sent', 'inbox:delivered', 'push:skipped:no_destination', 'web_push:sent']);
     expect(events.ann!.deliveries.find((d) => d.channel === 'push')!.provider).toBe('apns');
+    expect(lastUsed).toEqual({ ann: true, bob: true, cy: true });
     expect(events.bob!.deliveries.find((d) => d.channel === 'push')!.provider).toBe('fcm');
   });
 

@@ -14,7 +14,7 @@ import { insertInboxTemplate, createTenantFixture, insertNotificationType, sql, 
 import { signal } from './support/signal.ts';
 import { execute, queryOne } from '../server/db/sql.ts';
 import { deliverEvent } from '../server/delivery/run-event.ts';
-import { storeBatch } from '../server/delivery/stages/store.ts';
+import { recordOutcome, recordOutcomes, storeBatch } from '../server/delivery/stages/store.ts';
 import { storeInboxItem } from '../server/delivery/channels/inbox.ts';
 import { deliverInboxBatch } from '../server/delivery/run-batch.ts';
 import { planDeliveries, type PlanInput } from '../server/delivery/stages/plan.ts';
@@ -547,8 +547,8 @@ function startWorkerProcess(env: Record<string, string | undefined>): ChildProce
 }
 
 describe('push and email channels (their senders are injected until the transport branches merge)', () => {
-  it('deletes a dead push destination and fails the delivery without retry; a sent one records its use', async () => {
-    await trigger({ recipients: ['push_1'], variables: { name: 'x' } });
+  it('deletes a dead push destination and fails the delivery without retry; recording a sent one records its use', async () => {
+    const [eventId] = await trigger({ recipients: ['push_1'], variables: { name: 'x' } });
     const contact = (await sqlOne<ContactRow>(api, `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE tenant_id = $1 AND external_id = 'push_1'`, [acme.tenantId]))!;
     const em = api.runtime.orm.em.fork();
     const subscription = async (token: string) => {
@@ -582,7 +582,21 @@ describe('push and email channels (their senders are injected until the transpor
     expect(messages[0]).toMatchObject({ token: 'token-dead', message: { title: 'Hi push_1', body: 'Hello from Secret Name', action_url: 'https://app.test/push_1' } });
     const live = await subscription('token-live');
     expect(await run({ status: 'sent', providerMessageId: 'apns-1' }, live)).toEqual({ status: 'sent', providerMessageId: 'apns-1' });
-    expect((await sqlOne<{ last_used_at: Date | null }>(api, `SELECT last_used_at FROM push_subscriptions WHERE id = $1`, [live]))!.last_used_at).not.toBeNull();
+    // The channel leaves the subscription's use to the recording of the outcome, one or many at a time.
+    const lastUsed = async (id: string) => (await sqlOne<{ last_used_at: Date | null }>(api, `SELECT last_used_at FROM push_subscriptions WHERE id = $1`, [id]))!.last_used_at;
+    expect(await lastUsed(live)).toBeNull();
+    const pushDelivery = async (destination: string) => {
+      const id = newId();
+      await execute(em, `INSERT INTO deliveries (id, event_id, tenant_id, channel, destination, provider, status) VALUES ($1, $2, $3, 'push', $4, 'apns', 'pending')`, [id, eventId, acme.tenantId, destination]);
+      return id;
+    };
+    const [failed, other] = [await subscription('token-failed'), await subscription('token-other')];
+    await recordOutcome(em, await pushDelivery(failed), { status: 'failed', error: 'boom', retryable: false }, false);
+    await recordOutcome(em, await pushDelivery(live), { status: 'sent' }, false);
+    expect(await lastUsed(live)).not.toBeNull();
+    expect(await lastUsed(failed)).toBeNull();
+    await recordOutcomes(em, [{ deliveryId: await pushDelivery(other), outcome: { status: 'sent' }, finalAttempt: false }]);
+    expect(await lastUsed(other)).not.toBeNull();
     // A subscription removed since planning: nothing to send to.
     expect(await run({ status: 'sent' }, newId())).toEqual({ status: 'skipped', reason: 'no_destination' });
   });

@@ -4,7 +4,7 @@
 // delivery fails without retry; push_subscription.pruned is emitted with the deletion. The registry
 // wires pushChannel(sendPush) from server/transports/push.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { execute, queryOne } from '../../db/sql.ts';
+import { execute, query, queryOne } from '../../db/sql.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { Channel } from '../../schemas/common.ts';
 import { renderInboxDelivery } from '../stages/render.ts';
@@ -42,10 +42,9 @@ export function subscriptionChannel(channel: Extract<Channel, 'push' | 'web_push
   return {
     channel,
     async deliver({ runtime, em, delivery, event, contact, renderVariables, templates, lookups }) {
-      const subscription = await queryOne<SubscriptionRow>(
-        em,
-        `SELECT id, provider, token, endpoint, keys FROM push_subscriptions WHERE id = $1 AND contact_id = $2`,
-        [delivery.destination, contact.id],
+      const subscriptionKey = subscriptionLookupKey(contact.id, delivery.destination);
+      const subscription = await lookupOnce(lookups, subscriptionKey, async () =>
+        (await queryOne<SubscriptionRow>(em, `SELECT ${SUBSCRIPTION_COLUMNS} FROM push_subscriptions WHERE id = $1 AND contact_id = $2`, [delivery.destination, contact.id])) ?? null,
       );
       const destination = subscription ? providerDestination(subscription) : null;
       if (!subscription || !destination) return { status: 'skipped', reason: 'no_destination' };
@@ -58,6 +57,7 @@ export function subscriptionChannel(channel: Extract<Channel, 'push' | 'web_push
         data: { event_id: event.id, type: event.type_key, ...event.variables },
       }, (provider) => lookupOnce(lookups, `push-transport:${event.tenant_id}:${provider}`, () => loadPushTransport(runtime, em, event.tenant_id, provider)));
       if (result.status === 'dead') {
+        lookups?.set(subscriptionKey, Promise.resolve(null));
         // The deletion and its webhook commit together (a savepoint when the caller's transaction holds em).
         await em.transactional(async (tx) => {
           await execute(tx, `DELETE FROM push_subscriptions WHERE id = $1`, [subscription.id]);
@@ -69,13 +69,27 @@ export function subscriptionChannel(channel: Extract<Channel, 'push' | 'web_push
             reason: result.error.slice(0, 300),
           });
         });
-      } else if (result.status === 'sent') {
-        await execute(em, `UPDATE push_subscriptions SET last_used_at = now() WHERE id = $1`, [subscription.id]);
       }
+      // Recording a 'sent' outcome refreshes the subscription's last_used_at (stages/store.ts).
       return pushOutcome(result);
+    },
+    async preload(em, deliveries, lookups) {
+      const rows = await query<SubscriptionRow & { contact_id: string }>(
+        em,
+        `SELECT ${SUBSCRIPTION_COLUMNS}, contact_id FROM push_subscriptions WHERE id = ANY($1::uuid[])`,
+        [deliveries.map((d) => d.delivery.destination)],
+      );
+      const byId = new Map(rows.map(({ contact_id: contactId, ...row }) => [row.id, { contactId, row }]));
+      for (const { delivery, contact } of deliveries) {
+        const found = byId.get(delivery.destination);
+        lookups.set(subscriptionLookupKey(contact.id, delivery.destination), Promise.resolve(found?.contactId === contact.id ? found.row : null));
+      }
     },
   };
 }
+
+const SUBSCRIPTION_COLUMNS = 'id, provider, token, endpoint, keys';
+const subscriptionLookupKey = (contactId: string, subscriptionId: string) => `push-subscription:${contactId}:${subscriptionId}`;
 
 export function pushOutcome(result: PushOutcome): DeliveryOutcome {
   switch (result.status) {

@@ -92,4 +92,9 @@ export interface ChannelSender {
   /** A database-only channel (the inbox): delivered inside the event's transaction, under a savepoint. */
   readonly local?: boolean;
   deliver(context: DeliveryContext): Promise<DeliveryOutcome>;
+  /**
+   * Fills `lookups` with what deliver() would look up per delivery, for a whole batch in one statement
+   * (the batched remote run); deliver() still looks up whatever is missing.
+   */
+  preload?(em: EntityManager, deliveries: Array<{ delivery: DeliveryRow; contact: ContactRow }>, lookups: RunLookups): Promise<void>;
 }

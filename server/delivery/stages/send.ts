@@ -75,6 +75,7 @@ export async function sendRemoteBatch(runtime: Runtime, inputs: SendInput[]): Pr
       [inputs.map((i) => i.delivery.id)],
     );
     const mine = new Set(claimed.map((c) => c.id));
+    await preloadLookups(runtime, inputs.filter((input) => mine.has(input.delivery.id)));
     const outcomes = await Promise.all(
       inputs.map(async (input) => {
         if (!mine.has(input.delivery.id)) return null;
@@ -91,6 +92,32 @@ export async function sendRemoteBatch(runtime: Runtime, inputs: SendInput[]): Pr
     );
     return outcomes;
   });
+}
+
+/**
+ * What the channels look up per delivery, for the whole batch, a statement per channel. A failed
+ * preload is left alone: each delivery then looks up its own.
+ */
+async function preloadLookups(runtime: Runtime, inputs: SendInput[]): Promise<void> {
+  // The batched remote run gives all of a batch's deliveries one lookups map.
+  const byChannel = new Map<DeliveryRow['channel'], SendInput[]>();
+  for (const input of inputs) {
+    if (!input.lookups) continue;
+    const group = byChannel.get(input.delivery.channel);
+    if (group) group.push(input);
+    else byChannel.set(input.delivery.channel, [input]);
+  }
+  await Promise.all(
+    [...byChannel].map(async ([channel, group]) => {
+      const sender = channelRegistry.get(channel)!;
+      if (!sender.preload) return;
+      try {
+        await sender.preload(runtime.orm.em.fork(), group, group[0]!.lookups!);
+      } catch (error) {
+        runtime.logger.warn('delivery lookups could not be preloaded', { channel, error: error instanceof Error ? error.message : String(error) });
+      }
+    }),
+  );
 }
 
 async function attempt(em: EntityManager, input: SendInput): Promise<DeliveryOutcome> {

@@ -169,13 +169,25 @@ export async function recordOutcome(em: EntityManager, deliveryId: string, outco
   const { status, reason, error, messageId } = outcomeColumns(outcome, finalAttempt);
   await execute(
     em,
-    `UPDATE deliveries
-        SET status = $2, reason = coalesce($3, reason), last_error = coalesce($4, last_error),
-            provider_message_id = coalesce($5, provider_message_id), attempts = attempts + 1, updated_at = now()
-      WHERE id = $1 AND status = 'pending'`,
+    `WITH recorded AS (
+       UPDATE deliveries
+          SET status = $2, reason = coalesce($3, reason), last_error = coalesce($4, last_error),
+              provider_message_id = coalesce($5, provider_message_id), attempts = attempts + 1, updated_at = now()
+        WHERE id = $1 AND status = 'pending'
+       RETURNING channel, destination, status)
+     ${TOUCH_SENT_SUBSCRIPTIONS}`,
     [deliveryId, status, reason, error, messageId],
   );
 }
+
+/**
+ * Follows a data-modifying CTE `recorded` (channel, destination, status of the recorded deliveries):
+ * a push subscription a delivery was sent to was last used now. The CASE keeps the uuid cast away
+ * from other channels' destinations (email addresses).
+ */
+const TOUCH_SENT_SUBSCRIPTIONS = `UPDATE push_subscriptions s SET last_used_at = now()
+    FROM recorded r
+   WHERE r.status = 'sent' AND s.id = CASE WHEN r.channel IN ('push', 'web_push') THEN r.destination::uuid END`;
 
 /** recordOutcome for many deliveries in one statement (the batched remote run). */
 export async function recordOutcomes(em: EntityManager, outcomes: Array<{ deliveryId: string; outcome: DeliveryOutcome; finalAttempt: boolean }>): Promise<void> {
@@ -183,11 +195,14 @@ export async function recordOutcomes(em: EntityManager, outcomes: Array<{ delive
   const rows = outcomes.map(({ deliveryId, outcome, finalAttempt }) => ({ id: deliveryId, ...outcomeColumns(outcome, finalAttempt) }));
   await execute(
     em,
-    `UPDATE deliveries d
-        SET status = o.status, reason = coalesce(o.reason, d.reason), last_error = coalesce(o.error, d.last_error),
-            provider_message_id = coalesce(o."messageId", d.provider_message_id), attempts = d.attempts + 1, updated_at = now()
-       FROM jsonb_to_recordset($1::jsonb) AS o(id uuid, status text, reason text, error text, "messageId" text)
-      WHERE d.id = o.id AND d.status = 'pending'`,
+    `WITH recorded AS (
+       UPDATE deliveries d
+          SET status = o.status, reason = coalesce(o.reason, d.reason), last_error = coalesce(o.error, d.last_error),
+              provider_message_id = coalesce(o."messageId", d.provider_message_id), attempts = d.attempts + 1, updated_at = now()
+         FROM jsonb_to_recordset($1::jsonb) AS o(id uuid, status text, reason text, error text, "messageId" text)
+        WHERE d.id = o.id AND d.status = 'pending'
+       RETURNING d.channel, d.destination, d.status)
+     ${TOUCH_SENT_SUBSCRIPTIONS}`,
     [JSON.stringify(rows)],
   );
 }
