@@ -5,7 +5,7 @@
 // envelope sender is the delivery's VERP address.
 import { renderEmail } from '../../templates/render.ts';
 import { dkimSigningFor } from '../../services/sender-domains.ts';
-import { emailLinksFor } from '../../email/links.ts';
+import { emailFlagsOf, emailLinksFor, type EmailFlagsKey } from '../../email/links.ts';
 import { sendTenantEmail, type EmailOutcome } from '../../transports/email.ts';
 import { deliveryContext, deliveryTemplate } from '../stages/render.ts';
 import { loadEmailTransport } from '../../email/tenant-smtp.ts';
@@ -14,7 +14,9 @@ import { lookupOnce, type ChannelSender, type DeliveryOutcome } from './types.ts
 export const emailChannel: ChannelSender = {
   channel: 'email',
   async deliver({ runtime, em, delivery, event, contact, renderVariables, templates, lookups }) {
-    const links = await emailLinksFor(runtime, em, { id: delivery.id, tenantId: event.tenant_id, contactId: contact.id, typeKey: event.type_key, to: delivery.destination });
+    const key = { tenantId: event.tenant_id, typeKey: event.type_key, to: delivery.destination };
+    const flags = await lookupOnce(lookups, flagsLookupKey(key), async () => (await emailFlagsOf(em, [key]))[0]!);
+    const links = emailLinksFor(runtime, { id: delivery.id, tenantId: event.tenant_id, contactId: contact.id, typeKey: event.type_key }, flags);
     if (links.suppressed) return { status: 'skipped', reason: 'suppressed' };
     const resolved = await deliveryTemplate(em, 'email', event, contact, templates);
     if (!resolved) return { status: 'skipped', reason: 'no_template' };
@@ -35,7 +37,18 @@ export const emailChannel: ChannelSender = {
     }, () => lookupOnce(lookups, `email-transport:${event.tenant_id}`, () => loadEmailTransport(runtime, em, event.tenant_id)));
     return emailOutcome(result);
   },
+  async preload(em, deliveries, lookups) {
+    const keys = new Map<string, EmailFlagsKey>();
+    for (const { delivery, event } of deliveries) {
+      const key = { tenantId: event.tenant_id, typeKey: event.type_key, to: delivery.destination };
+      keys.set(flagsLookupKey(key), key);
+    }
+    const flags = await emailFlagsOf(em, [...keys.values()]);
+    [...keys.keys()].forEach((lookupKey, i) => lookups.set(lookupKey, Promise.resolve(flags[i]!)));
+  },
 };
+
+const flagsLookupKey = (key: EmailFlagsKey) => `email-flags:${key.tenantId}:${key.typeKey}:${key.to.toLowerCase()}`;
 
 export function emailOutcome(result: EmailOutcome): DeliveryOutcome {
   switch (result.status) {
