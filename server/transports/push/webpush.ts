@@ -48,8 +48,8 @@ const vapidTokens = new Map<string, { authorization: string; expiresAt: number }
 
 /**
  * The VAPID Authorization header for a push service origin, signed once per origin and key pair for
- * hours (RFC 8292 lets a token be reused until it expires) rather than per message: an ECDSA signature
- * per message was a tenth of a web push's CPU.
+ * hours (RFC 8292 lets a token be reused until it expires) rather than per message: the ECDSA signature
+ * is one of the costliest steps of a web push.
  */
 export function vapidAuthorization(creds: WebPushCredentials, origin: string, nowMs: number): string {
   const key = `${origin} ${creds.subject} ${creds.public_key} ${creds.private_key}`;
