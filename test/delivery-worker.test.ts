@@ -78,6 +78,32 @@ describe('batch fast path: job completion', () => {
     expect((await waitForFinal(api, ids)).map((e) => e.status)).toEqual(['delivered', 'delivered']);
   });
 
+  it('completes only the jobs whose rows it can lock at once: one held elsewhere (a heartbeat) stays active, and the store does not wait for it', async () => {
+    const [held] = await trigger({ recipients: ['hb_1'], variables: { name: 'x' } });
+    const [free] = await trigger({ recipients: ['hb_2'], variables: { name: 'x' } });
+    const jobs = await api.runtime.boss!.fetch<DeliverEventJob>(DELIVER_EVENT_QUEUE, { batchSize: 10 });
+    expect(jobs.map((j) => j.id).sort()).toEqual([held, free].sort());
+    const locked = signal();
+    const release = signal();
+    const holder = api.runtime.orm.em.fork().transactional(async (tx) => {
+      await execute(tx, `UPDATE pgboss.job SET heartbeat_on = now() WHERE name = $1 AND id = $2`, [DELIVER_EVENT_QUEUE, held]);
+      locked.raise();
+      await release.raised;
+    });
+    await locked.raised;
+    try {
+      expect(await deliverInboxBatch(api.runtime, jobs)).toEqual(new Set([held, free]));
+    } finally {
+      release.raise();
+      await holder;
+    }
+    expect(Object.fromEntries((await jobStates([held!, free!])).map((j) => [j.id, j.state]))).toEqual({ [held!]: 'active', [free!]: 'completed' });
+    expect((await waitForFinal(api, [held!, free!])).map((e) => e.status)).toEqual(['delivered', 'delivered']);
+    // pg-boss's own completion, once the handler returns, settles the one left.
+    await api.runtime.boss!.complete(DELIVER_EVENT_QUEUE, { id: held!, retryCount: 0 });
+    expect((await jobStates([held!])).map((j) => j.state)).toEqual(['completed']);
+  });
+
   it('leaves a job that was fetched again since (a newer attempt) to that attempt, and still delivers once', async () => {
     const [id] = await trigger({ recipients: ['done_3'], variables: { name: 'x' } });
     const jobs = await api.runtime.boss!.fetch<DeliverEventJob>(DELIVER_EVENT_QUEUE, { batchSize: 10 });

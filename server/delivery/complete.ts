@@ -21,10 +21,18 @@ export interface FetchedJob {
   retryCount: number;
 }
 
+/** The id filter of pg-boss's completion, which the embedding narrows to the rows it could lock. */
+const ID_FILTER = 'id = ANY($2::uuid[])';
+
 /**
- * A CTE to append to a WITH list: `completed_jobs` completes the delivery jobs that
+ * CTEs to append to a WITH list: `completed_jobs` completes the delivery jobs that
  * completionParameters() binds (those still active under the attempt fetched) and returns their ids.
  * The statement's parameters are renumbered to start at `firstParameter`.
+ *
+ * Only jobs whose rows it can lock at once are completed (`completable_jobs`, in id order, SKIP
+ * LOCKED): pg-boss refreshes the heartbeats of the same active jobs every second, in an order of its
+ * own, and a transaction that waited on one of those rows while holding another could deadlock with
+ * it. A job skipped here stays active, and pg-boss completes it when the handler returns.
  */
 export async function deliveryJobsCompletionCte(boss: PgBoss, firstParameter: number): Promise<string> {
   const queue = await boss.getQueue(DELIVER_EVENT_QUEUE);
@@ -32,10 +40,13 @@ export async function deliveryJobsCompletionCte(boss: PgBoss, firstParameter: nu
   const update = completeJobsDistributed(BOSS_SCHEMA, queue.table, false, true);
   const squash = (sql: string) => sql.replace(/\s+/g, ' ').trim();
   const numbers = [...new Set([...update.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])))].sort();
-  if (!squash(completeJobs(BOSS_SCHEMA, queue.table, false, true)).includes(squash(update)) || numbers.join() !== '1,2,3,4') {
+  if (!squash(completeJobs(BOSS_SCHEMA, queue.table, false, true)).includes(squash(update)) || numbers.join() !== '1,2,3,4' || update.split(ID_FILTER).length !== 2) {
     throw new Error('pg-boss completion statement changed: cannot embed it');
   }
-  return `completed_jobs AS (${update.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + firstParameter - 1}`)})`;
+  const renumber = (sql: string) => sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + firstParameter - 1}`);
+  const completable = `SELECT id FROM ${BOSS_SCHEMA}.${queue.table} WHERE name = $1 AND ${ID_FILTER} ORDER BY id FOR UPDATE SKIP LOCKED`;
+  const narrowed = update.replace(ID_FILTER, 'id = ANY(ARRAY(SELECT id FROM completable_jobs))');
+  return `completable_jobs AS (${renumber(completable)}), completed_jobs AS (${renumber(narrowed)})`;
 }
 
 /**
