@@ -252,6 +252,17 @@ describe('throttle steps', () => {
   });
 });
 
+describe('step keys from contact fields', () => {
+  it('a key naming a field the contact does not have is unfilled (the step fails), not an empty key shared by every such contact', async () => {
+    await workflowType('wf_key_contact', [{ kind: 'throttle', limit: 5, window_seconds: 3600, key: '{{ contact.name }}' }, { kind: 'channel', channel: 'inbox' }]);
+    const named = await trigger('wf_key_contact', { external_id: 'key_named', name: 'Ann' }, { n: 1 });
+    const nameless = await trigger('wf_key_contact', 'key_nameless', { n: 1 });
+    await waitForFinal(app, [named, nameless]);
+    expect(stepSummary(await event(named))).toEqual(['throttle:done', 'channel:done']);
+    expect(stepSummary(await event(nameless))).toEqual(['throttle:failed:unfilled_key', 'channel:canceled']);
+  });
+});
+
 describe('throttle windows', () => {
   it('lets events through again once the window has passed', async () => {
     await workflowType('wf_throttle_window', [{ kind: 'throttle', limit: 1, window_seconds: 2 }, { kind: 'channel', channel: 'inbox' }]);

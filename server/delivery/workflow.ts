@@ -9,6 +9,7 @@ import { execute, query, queryOne } from '../db/sql.ts';
 import type { Channel } from '../schemas/common.ts';
 import type { StepState, WorkflowStep } from '../schemas/workflows.ts';
 import { evaluateCondition, renderString } from '../templates/engine.ts';
+import { renderContext } from '../templates/resolve.ts';
 import type { DeliveryRow } from './channels/types.ts';
 import { countSkipped } from './metrics.ts';
 import type { HeldEvent } from './schedule.ts';
@@ -190,7 +191,8 @@ function renderKey(context: RoundContext, template: string | undefined): string 
   if (template === undefined) return '';
   const vars = 'values' in context.variables ? context.variables.values : context.event.variables;
   try {
-    return renderString(template, { ...(context.event.brand?.values ?? {}), ...vars, contact: context.contact ? contactContext(context.contact) : {} }, 'text');
+    // As templates see them: a contact field the contact does not have leaves its slot unfilled.
+    return renderString(template, renderContext(context.event.brand, vars, context.contact ? contactContext(context.contact) : null), 'text');
   } catch {
     return null;
   }

@@ -118,11 +118,12 @@ export async function findTemplate<K extends TemplateKind>(
  * without a name is an unfilled slot, as a missing variable is, and never an empty string.
  */
 export function renderContext(
-  brand: BrandRow,
+  brand: BrandRow | null,
   variables: Record<string, unknown>,
   contact: Record<string, unknown> | null,
 ): Record<string, unknown> {
-  return { ...brand.values, ...variables, brand: brand.values, contact: contact ? presentFields(contact) : {} };
+  const values = brand?.values ?? {};
+  return { ...values, ...variables, brand: values, contact: contact ? presentFields(contact) : {} };
 }
 
 function presentFields(contact: Record<string, unknown>): Record<string, unknown> {

@@ -79,8 +79,9 @@ export function debounce(fn, ms) {
   };
 }
 
-export const CHANNELS = ['inbox', 'email', 'push', 'web_push'];
+// The console's names of the channels, in the API's order (a test holds them to the server's list).
 export const CHANNEL_NAMES = { inbox: 'Inbox', email: 'Email', push: 'Mobile push', web_push: 'Web push' };
+export const CHANNELS = Object.keys(CHANNEL_NAMES);
 
 /** A JSON object typed into a textarea, or a readable error. */
 export function parseJsonObject(text, what) {

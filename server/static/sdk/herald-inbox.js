@@ -115,6 +115,7 @@ const TEMPLATE = `
   </div>
 </div>`;
 
+// What a contact reads for each channel (a test holds the keys to the server's list).
 const CHANNEL_LABELS = { inbox: 'In-app', email: 'Email', push: 'Mobile push', web_push: 'Browser push' };
 
 let sharedSheet = null;

@@ -9,6 +9,7 @@
 // Last-Event-ID so Herald replays what was missed, and it re-reads the unread count from the server
 // after every (re)connect, so the counts shown always equal the server's.
 
+// The API's channel order, for sorting preferences (a test holds it to the server's list).
 const CHANNEL_ORDER = ['inbox', 'email', 'push', 'web_push'];
 
 /** An error answer from Herald: status, machine code and message (ErrorResponse or HTTPValidationError). */
