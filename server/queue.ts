@@ -66,9 +66,9 @@ export async function stopBoss(boss: PgBoss, timeoutMs = 20_000): Promise<void> 
 }
 
 /**
- * pg-boss's own statements (the fetch, completion and failure; prepareStatementsOf says which) run as
- * named prepared statements too, as Herald's do: unnamed, PostgreSQL parses and plans the fetch and the
- * completion on every call, a large share of a delivery worker's work. pg-boss (pinned) opens its
+ * pg-boss's own parameterised statements (the completion, the failure, the heartbeat) run as named
+ * prepared statements too, as Herald's do; its fetch, which inlines its values, is planned on each call
+ * (prepareStatementsOf says why). pg-boss (pinned) opens its
  * default adapter's pool in start(): the adapter's open() is wrapped here so that every connection of
  * that pool is hooked from its first statement.
  */
@@ -78,7 +78,7 @@ function prepareBossStatements(boss: PgBoss): void {
   const open = db.open.bind(db);
   db.open = async () => {
     await open();
-    db.pool!.on('connect', (client) => prepareStatementsOf(client, { emptyValues: true }));
+    db.pool!.on('connect', (client) => prepareStatementsOf(client));
   };
 }
 

@@ -1,9 +1,10 @@
-// Every parameterised statement Herald sends, and every statement of the job queue's that repeats
-// (queue.ts), runs as a named prepared statement of its connection.
+// Every parameterised statement Herald and its job queue send (queue.ts) runs as a named prepared
+// statement of its connection.
 // Without a name, PostgreSQL parses, analyses and plans the statement text on every call, which on
 // the trigger and delivery paths is a large share of the database's CPU.
 // Named, it is parsed once per connection, and its plan is cached once PostgreSQL judges a generic
-// plan as good as a custom one (plan_cache_mode = auto).
+// plan as good as a custom one (plan_cache_mode = auto). Statements over a batch are the exception
+// (planEachCall).
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 
@@ -17,40 +18,36 @@ const MAX_PREPARED_PER_CONNECTION = 500;
 
 type QueryFn = (...args: unknown[]) => unknown;
 
+const plannedEachCall = new Set<string>();
+
 /**
- * Parameterless texts seen once, per connection, at most; past it the record starts over. Bounds the
- * memory of the `emptyValues` rule below whatever texts a caller builds.
+ * Has `text` run unnamed, so that PostgreSQL plans it with each call's values, and returns it. For a
+ * statement over a batch (an array of hundreds of ids): a named statement's generic plan is made with
+ * the table sizes of that moment and kept until the table is next analysed. Made while a table is
+ * young (a fresh install's first broadcast), it reads the whole table on every call while the table
+ * grows by thousands of rows a second, for up to a minute before autovacuum analyses it. Planning once
+ * per batch costs little beside what the batch costs.
  */
-const MAX_PARAMETERLESS_SEEN = 200;
+export function planEachCall(text: string): string {
+  plannedEachCall.add(text);
+  return text;
+}
 
 /**
  * Makes `client.query(text, values)` with values use a named statement (name = hash of the text).
- *
- * `emptyValues`: also name statements given an empty values array, from the second time the same text
- * is sent, if it holds no ';' (so it is one statement). pg-boss passes an empty array both with
- * statements that inline their values (the fetch: the queue name and batch size, the same hundreds of
- * times a second under load) and with supervision's, which inline the queues due at that moment or are
- * several statements, which cannot be prepared. Only a text that repeats is worth a prepared statement.
+ * A text without values runs unnamed: pg-boss inlines values into such texts (its fetch inlines the
+ * queue and the batch size), and a parameterless statement has one plan, made on its first call: the
+ * fetch's, made while the job table is young, walks the whole table to find the few jobs it takes.
  */
-export function prepareStatementsOf(client: pg.Client, options: { emptyValues?: boolean } = {}): void {
+export function prepareStatementsOf(client: pg.Client): void {
   const send = client.query.bind(client) as QueryFn;
   const names = new Map<string, string>();
-  const seenOnce = new Set<string>();
   (client as unknown as { query: QueryFn }).query = (...args: unknown[]) => {
     const [text, values, callback] = args;
-    if (typeof text !== 'string' || !Array.isArray(values)) return send(...args);
+    if (typeof text !== 'string' || !Array.isArray(values) || values.length === 0 || plannedEachCall.has(text)) return send(...args);
     let name = names.get(text);
     if (name === undefined) {
       if (names.size >= MAX_PREPARED_PER_CONNECTION) return send(...args);
-      if (values.length === 0) {
-        if (!options.emptyValues || text.includes(';')) return send(...args);
-        if (!seenOnce.has(text)) {
-          if (seenOnce.size >= MAX_PARAMETERLESS_SEEN) seenOnce.clear();
-          seenOnce.add(text);
-          return send(...args);
-        }
-        seenOnce.delete(text);
-      }
       name = `h_${createHash('sha1').update(text).digest('base64url')}`;
       names.set(text, name);
     }

@@ -4,6 +4,7 @@
 // bounce+{token}@{bounceDomain} that routes bounces back to this delivery.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
+import { planEachCall } from '../db/prepared.ts';
 import { publicBaseUrl } from '../config.ts';
 import type { Runtime } from '../runtime.ts';
 import { bounceToken, signContactLink } from '../auth/contact-links.ts';
@@ -35,15 +36,17 @@ export interface EmailFlagsKey {
   to: string;
 }
 
+const EMAIL_FLAGS = planEachCall(`SELECT (SELECT t.opt_out FROM notification_types t WHERE t.tenant_id = x.tenant_id AND t.key = x.type_key) AS opt_out,
+            EXISTS (SELECT 1 FROM email_suppressions s WHERE s.tenant_id = x.tenant_id AND s.email = lower(x.email)) AS suppressed
+       FROM unnest($1::uuid[], $2::text[], $3::text[]) WITH ORDINALITY AS x(tenant_id, type_key, email, n)
+      ORDER BY x.n`);
+
 /** The flags of each (tenant, type, address), in order, in one statement however many. */
 export async function emailFlagsOf(em: EntityManager, keys: EmailFlagsKey[]): Promise<EmailFlags[]> {
   if (keys.length === 0) return [];
   const rows = await query<{ opt_out: boolean | null; suppressed: boolean }>(
     em,
-    `SELECT (SELECT t.opt_out FROM notification_types t WHERE t.tenant_id = x.tenant_id AND t.key = x.type_key) AS opt_out,
-            EXISTS (SELECT 1 FROM email_suppressions s WHERE s.tenant_id = x.tenant_id AND s.email = lower(x.email)) AS suppressed
-       FROM unnest($1::uuid[], $2::text[], $3::text[]) WITH ORDINALITY AS x(tenant_id, type_key, email, n)
-      ORDER BY x.n`,
+    EMAIL_FLAGS,
     [keys.map((k) => k.tenantId), keys.map((k) => k.typeKey), keys.map((k) => k.to)],
   );
   return rows.map((row) => ({ optOut: row.opt_out === true, suppressed: row.suppressed }));

@@ -5,6 +5,7 @@
 // wires pushChannel(sendPush) from server/transports/push.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { execute, query, queryOne } from '../../db/sql.ts';
+import { planEachCall } from '../../db/prepared.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { Channel } from '../../schemas/common.ts';
 import { renderInboxDelivery } from '../stages/render.ts';
@@ -76,7 +77,7 @@ export function subscriptionChannel(channel: Extract<Channel, 'push' | 'web_push
     async preload(em, deliveries, lookups) {
       const rows = await query<SubscriptionRow & { contact_id: string }>(
         em,
-        `SELECT ${SUBSCRIPTION_COLUMNS}, contact_id FROM push_subscriptions WHERE id = ANY($1::uuid[])`,
+        SUBSCRIPTIONS_BY_ID,
         [deliveries.map((d) => d.delivery.destination)],
       );
       const byId = new Map(rows.map(({ contact_id: contactId, ...row }) => [row.id, { contactId, row }]));
@@ -89,6 +90,7 @@ export function subscriptionChannel(channel: Extract<Channel, 'push' | 'web_push
 }
 
 const SUBSCRIPTION_COLUMNS = 'id, provider, token, endpoint, keys';
+const SUBSCRIPTIONS_BY_ID = planEachCall(`SELECT ${SUBSCRIPTION_COLUMNS}, contact_id FROM push_subscriptions WHERE id = ANY($1::uuid[])`);
 const subscriptionLookupKey = (contactId: string, subscriptionId: string) => `push-subscription:${contactId}:${subscriptionId}`;
 
 export function pushOutcome(result: PushOutcome): DeliveryOutcome {

@@ -5,6 +5,7 @@
 // loads its event locked, inside the transaction that plans and stores it.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../../db/sql.ts';
+import { planEachCall } from '../../db/prepared.ts';
 import type { Channel } from '../../schemas/common.ts';
 import type { Workflow, StepState } from '../../schemas/workflows.ts';
 import { CONTACT_COLUMNS, type ContactRow } from '../../db/contacts.ts';
@@ -110,11 +111,11 @@ const loadStatement = (events: string) =>
        JOIN kinds ON kinds.tenant_id = ev.tenant_id AND kinds.type_key = ev.type_key AND kinds.brand_key IS NOT DISTINCT FROM ev.brand_key
       ORDER BY ev.id`;
 
-const LOAD = loadStatement(`SELECT ${EVENT_COLUMNS} FROM events WHERE id = ANY($1::uuid[])`);
-const LOAD_LOCKED = loadStatement(`SELECT ${EVENT_COLUMNS} FROM events WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`);
-const CLAIM_NEW_WITHOUT_WORKFLOW = loadStatement(
+const LOAD = planEachCall(loadStatement(`SELECT ${EVENT_COLUMNS} FROM events WHERE id = ANY($1::uuid[])`));
+const LOAD_LOCKED = planEachCall(loadStatement(`SELECT ${EVENT_COLUMNS} FROM events WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`));
+const CLAIM_NEW_WITHOUT_WORKFLOW = planEachCall(loadStatement(
   `SELECT ${EVENT_COLUMNS.split(', ').map((c) => `e.${c}`).join(', ')}
      FROM events e ${eventTypeJoin('e')}
     WHERE e.id = ANY($1::uuid[]) AND e.status IN ('queued', 'scheduled') AND e.steps IS NULL AND nt.workflow IS NULL
     ORDER BY e.id FOR UPDATE OF e SKIP LOCKED`,
-);
+));

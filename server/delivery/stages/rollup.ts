@@ -6,6 +6,7 @@
 // ciphertext: they were needed only to render.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { execute, queryOne } from '../../db/sql.ts';
+import { planEachCall } from '../../db/prepared.ts';
 import type { Runtime } from '../../runtime.ts';
 
 /** The roll-up as an aggregate over the event's deliveries `d` (grouped by event; no rows: skipped). */
@@ -27,9 +28,10 @@ const FAILED_STEP_ONLY = `(e.steps IS NOT NULL AND jsonb_path_exists(e.steps, '$
                 AND count(d.id) FILTER (WHERE d.status IN ('sent', 'delivered')) = 0)`;
 
 export async function rollupEvents(em: EntityManager, eventIds: string[]): Promise<void> {
-  await execute(
-    em,
-    `WITH s AS (
+  await execute(em, ROLLUP, [eventIds]);
+}
+
+const ROLLUP = planEachCall(`WITH s AS (
        SELECT e.id,
               CASE WHEN ${OPEN_STEPS} THEN 'processing' WHEN ${FAILED_STEP_ONLY} THEN 'failed' ELSE ${EVENT_STATUS_FROM_DELIVERIES} END AS status
          FROM events e LEFT JOIN deliveries d ON d.event_id = e.id
@@ -40,10 +42,7 @@ export async function rollupEvents(em: EntityManager, eventIds: string[]): Promi
         SET status = s.status, updated_at = now(),
             secret_variables_ciphertext = CASE WHEN s.status = 'processing' THEN e.secret_variables_ciphertext ELSE NULL END
        FROM s
-      WHERE e.id = s.id AND e.status IS DISTINCT FROM s.status`,
-    [eventIds],
-  );
-}
+      WHERE e.id = s.id AND e.status IS DISTINCT FROM s.status`);
 
 /**
  * Retries exhausted (the dead-letter queue): whatever is still pending failed for good, keeping its

@@ -6,6 +6,7 @@
 // statement, sends them side by side, and records their outcomes in one statement, in one transaction.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query, queryOne } from '../../db/sql.ts';
+import { planEachCall } from '../../db/prepared.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { ContactRow } from '../../db/contacts.ts';
 import { TemplateError, UnfilledSlotError } from '../../templates/engine.ts';
@@ -58,6 +59,8 @@ export async function sendRemote(em: EntityManager, input: SendInput): Promise<D
   }
 }
 
+const CLAIM_PENDING = planEachCall(`SELECT id FROM deliveries WHERE id = ANY($1::uuid[]) AND status = 'pending' ORDER BY id FOR UPDATE SKIP LOCKED`);
+
 /**
  * Sends remote deliveries side by side under their row locks, taken together (SKIP LOCKED) and held
  * until their outcomes are recorded together; the outcome of each, in order, or null for one final
@@ -71,7 +74,7 @@ export async function sendRemoteBatch(runtime: Runtime, inputs: SendInput[]): Pr
   return runtime.orm.em.fork().transactional(async (tx) => {
     const claimed = await query<{ id: string }>(
       tx,
-      `SELECT id FROM deliveries WHERE id = ANY($1::uuid[]) AND status = 'pending' ORDER BY id FOR UPDATE SKIP LOCKED`,
+      CLAIM_PENDING,
       [inputs.map((i) => i.delivery.id)],
     );
     const mine = new Set(claimed.map((c) => c.id));

@@ -7,6 +7,7 @@
 // The per-event run stores its plan (storePlan) and each attempt's outcome (recordOutcome) as it goes.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { execute, query } from '../../db/sql.ts';
+import { planEachCall } from '../../db/prepared.ts';
 import { statementPerQueue, type PgBoss } from '../../queue.ts';
 import { NEXT_STREAM_ID_SQL, streamLockSql, streamNoticesSql } from '../../stream/events.ts';
 import type { NewInboxItem } from '../channels/inbox.ts';
@@ -64,7 +65,7 @@ export async function storeBatch(
 }
 
 /** The statement per queue instance: it embeds the delivery queue's table name, read from pg-boss once. */
-const storeStatement = statementPerQueue((boss) => deliveryJobsCompletionCte(boss, 4).then(buildStoreStatement));
+const storeStatement = statementPerQueue((boss) => deliveryJobsCompletionCte(boss, 4).then((cte) => planEachCall(buildStoreStatement(cte))));
 
 /**
  * $1 deliveries (StoredDelivery[]), $2 items (StoredItem[]), $3 event ids, $4-$7 the completion's
@@ -195,17 +196,19 @@ export async function recordOutcomes(em: EntityManager, outcomes: Array<{ delive
   const rows = outcomes.map(({ deliveryId, outcome, finalAttempt }) => ({ id: deliveryId, ...outcomeColumns(outcome, finalAttempt) }));
   await execute(
     em,
-    `WITH recorded AS (
+    RECORD_OUTCOMES,
+    [JSON.stringify(rows)],
+  );
+}
+
+const RECORD_OUTCOMES = planEachCall(`WITH recorded AS (
        UPDATE deliveries d
           SET status = o.status, reason = coalesce(o.reason, d.reason), last_error = coalesce(o.error, d.last_error),
               provider_message_id = coalesce(o."messageId", d.provider_message_id), attempts = d.attempts + 1, updated_at = now()
          FROM jsonb_to_recordset($1::jsonb) AS o(id uuid, status text, reason text, error text, "messageId" text)
         WHERE d.id = o.id AND d.status = 'pending'
        RETURNING d.channel, d.destination, d.status)
-     ${TOUCH_SENT_SUBSCRIPTIONS}`,
-    [JSON.stringify(rows)],
-  );
-}
+     ${TOUCH_SENT_SUBSCRIPTIONS}`);
 
 /** What an outcome stores: a retryable failure stays pending unless it was the last attempt. */
 function outcomeColumns(outcome: DeliveryOutcome, finalAttempt: boolean): { status: string; reason: string | null; error: string | null; messageId: string | null } {
