@@ -6,6 +6,13 @@
 // drops the second event of a contact, and only inserted events are enqueued. Memory stays one page
 // whatever the audience's size.
 //
+// A page commits without waiting for the disk (synchronous_commit off, for that statement only). Its
+// megabytes of WAL are then flushed in the background, not inside the commits of other tenants'
+// triggers that queue behind that flush. Nothing accepted can be lost by it: the broadcast itself was
+// committed durably when it was accepted; a crash loses at most the last pages, each whole with its
+// cursor move, and the fan-out writes them again; and a delivery stores its plan in a durable commit
+// before anything leaves, which flushes the WAL before it, the page included.
+//
 // Events are written exactly as a trigger writes them (the same columns, secret variables encrypted per
 // event under the event's own additional data), so delivery, preferences and workflows treat them
 // alike. Their delivery jobs carry a lower pg-boss priority than triggers' (fetched after any trigger
@@ -62,7 +69,8 @@ const fanOutStatement = statementPerQueue(async (boss) => {
     RETURNING 1
   )
   SELECT (SELECT count(*) FROM moved)::int AS running, (SELECT count(*) FROM inserted)::int AS inserted,
-         (SELECT coalesce(sum(cardinality(je.event_ids)), 0) FROM delivery_job_events je JOIN delivery_jobs j ON j.id = je.id)::int AS enqueued`;
+         (SELECT coalesce(sum(cardinality(je.event_ids)), 0) FROM delivery_job_events je JOIN delivery_jobs j ON j.id = je.id)::int AS enqueued,
+         set_config('synchronous_commit', 'off', true) AS commit_mode`;
 });
 
 /** The next page of the audience after `cursor`: a topic's subscribers by contact id, or all contacts by external id. */
