@@ -386,17 +386,18 @@ describe('inbox delivery', () => {
     expect(await sql(api, `SELECT event_id FROM inbox_items WHERE event_id = ANY($1::uuid[])`, [ids])).toHaveLength(3);
   });
 
-  it('inbox-only events of a trigger share jobs of up to 25; an event with a remote channel has a job of its own', async () => {
+  it('inbox-only events of a trigger share jobs of up to 25; events with a remote channel, jobs of up to 4', async () => {
     await insertNotificationType(api, acme.tenantId, { key: 'mailed', channels: { inbox: true, email: true } });
     const many = await trigger({ recipients: Array.from({ length: 30 }, (_, i) => `share_${i}`), variables: { name: 'x' } });
     const shared = await deliveryJobsOf(api, many);
     const sorted = [...many].sort();
     expect(shared.map((j) => j.event_ids)).toEqual([sorted.slice(0, 25), sorted.slice(25)]);
     for (const j of shared) expect(j.id).toBe(j.event_ids[0]);
-    const mailed = await trigger({ type: 'mailed', recipients: ['own_1', 'own_2', 'own_3'] });
-    expect((await deliveryJobsOf(api, mailed)).map((j) => j.event_ids)).toEqual([...mailed].sort().map((id) => [id]));
+    const mailed = await trigger({ type: 'mailed', recipients: ['own_1', 'own_2', 'own_3', 'own_4', 'own_5'] });
+    const mailedSorted = [...mailed].sort();
+    expect((await deliveryJobsOf(api, mailed)).map((j) => j.event_ids)).toEqual([mailedSorted.slice(0, 4), mailedSorted.slice(4)]);
     // Asked for the inbox only, the same type's events share one.
-    const inboxOnly = await trigger({ type: 'mailed', channels: ['inbox'], recipients: ['own_4', 'own_5'] });
+    const inboxOnly = await trigger({ type: 'mailed', channels: ['inbox'], recipients: ['own_6', 'own_7'] });
     expect((await deliveryJobsOf(api, inboxOnly)).map((j) => j.event_ids)).toEqual([[...inboxOnly].sort()]);
     await waitForFinal(api, [...many, ...mailed, ...inboxOnly]);
   });

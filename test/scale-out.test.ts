@@ -193,8 +193,8 @@ describe('two API and two worker processes against one PostgreSQL', () => {
     expect(apiRan2).toBe(0);
     expect(workerRan1).toBeGreaterThan(0);
     expect(workerRan2).toBeGreaterThan(0);
-    // Each of the 600 events has a job of its own (email is a remote channel); some may be retried.
-    expect(workerRan1! + workerRan2!).toBeGreaterThanOrEqual(600);
+    // The 600 events (email is a remote channel) share jobs of up to 4; some may be retried.
+    expect(workerRan1! + workerRan2!).toBeGreaterThanOrEqual(600 / 4);
     console.info(`scale-out: jobs run by worker 1: ${workerRan1}, worker 2: ${workerRan2}`);
 
     // The API port's /metrics (token) reports the install-wide queue depth too.

@@ -11,6 +11,7 @@ import type { ContactFields } from '../server/schemas/contacts.ts';
 import { newId } from '../server/ids.ts';
 import { planDeliveries } from '../server/delivery/stages/plan.ts';
 import { CHANNELS } from '../server/schemas/common.ts';
+import { REMOTE_EVENTS_PER_DELIVERY_JOB } from '../server/delivery/queues.ts';
 import type { Channel } from '../server/schemas/common.ts';
 
 let app: TestApp;
@@ -102,8 +103,9 @@ describe('the trigger statement, several triggers at once', () => {
   it('puts events in shared jobs exactly when the delivery plan can attempt no channel but the inbox', async () => {
     // The statement decides sharing in SQL; the worker plans deliveries with plan.ts. For every on/off
     // of the four channels in the type, triggered as the type says (channels: null) and with every
-    // subset of channels, two recipients' events share one job exactly when plan.ts, for a contact with
-    // every destination, plans no pending delivery but the inbox.
+    // subset of channels, the events of one more recipient than a job of remote events takes share one
+    // job exactly when plan.ts, for a contact with every destination, plans no pending delivery but the
+    // inbox.
     const subsets = (items: readonly Channel[]): Channel[][] => items.reduce<Channel[][]>((all, c) => [...all, ...all.map((s) => [...s, c])], [[]]);
     const everyDestination = { optOutPolicy: false, preferences: {}, tenantArchived: false, contactEmail: 'x@example.test', contactExists: true, registered: new Set(CHANNELS) };
     const subscriptions = [
@@ -116,7 +118,8 @@ describe('the trigger statement, several triggers at once', () => {
       const type = `sharing_${i}`;
       await insertNotificationType(app, acme.tenantId, { key: type, channels: channelDefaults });
       for (const channels of [null, ...subsets(CHANNELS)]) {
-        const trigger = { ...triggerInput(acme.tenantId, type, [`sharing_${decided.length}_a`, `sharing_${decided.length}_b`]), channels };
+        const recipients = Array.from({ length: REMOTE_EVENTS_PER_DELIVERY_JOB + 1 }, (_, r) => `sharing_${decided.length}_${r}`);
+        const trigger = { ...triggerInput(acme.tenantId, type, recipients), channels };
         const [outcome] = await writeTriggers(app.runtime.orm.em.fork(), app.runtime.boss!, [trigger]);
         expect(outcome!.accepted).toBe(true);
         const jobs = await deliveryJobsOf(app, trigger.events.map((e) => e.id));

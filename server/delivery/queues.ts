@@ -10,11 +10,18 @@ export const DELIVERY_RETRY_DELAY_MAX_SECONDS = 300;
 /**
  * The most events one delivery job carries (server/delivery/enqueue.ts). Events that can only reach
  * the inbox share jobs: their delivery is a database write, small beside the queue's own work per job
- * (the fetch, the completion), which a shared job pays once for all its events. An event with a remote
- * channel (email, push) has a job of its own, so that its sends run beside other events' and are
- * retried on their own.
+ * (the fetch, the completion), which a shared job pays once for all its events.
  */
 export const EVENTS_PER_DELIVERY_JOB = 25;
+
+/**
+ * The most events with a remote channel (email, push) one delivery job carries. A fetched batch's
+ * remote events are planned, claimed and recorded by a few statements whatever their number, and sent
+ * side by side, so a few per job cut the database's work per message; few, because a job whose send
+ * failed retryably is retried whole (its events already final are then passed over), and a fetched
+ * batch holds a worker slot until its slowest send returns.
+ */
+export const REMOTE_EVENTS_PER_DELIVERY_JOB = 4;
 
 /**
  * A delivery job: the events to deliver, all of one tenant. `event_id` is the shape of the jobs
