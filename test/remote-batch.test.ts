@@ -1,11 +1,12 @@
 // The batched remote run (server/delivery/run-remote.ts) against a real SMTP server: two runs over the
 // same events at once (a job fetched again by a second worker) send each email once; events it cannot
 // take (a workflow, or held by another run) are left to the per-event run untouched; a run over events
-// already delivered sends nothing again.
+// already delivered sends nothing again. Then with a worker: remote events share a job, and an address
+// turned away for now retries the job without sending its other events again.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { createTenantFixture, insertNotificationType, sql, type TenantFixture } from './support/fixtures.ts';
+import { createTenantFixture, deliveryJobsOf, insertNotificationType, sql, waitForFinal, type TenantFixture } from './support/fixtures.ts';
 import { startSmtpPeer, type SmtpPeer } from './support/smtp-peer.ts';
 import { deliverRemoteBatch } from '../server/delivery/run-remote.ts';
 import { execute } from '../server/db/sql.ts';
@@ -14,9 +15,11 @@ import { newId } from '../server/ids.ts';
 let app: TestApp;
 let smtp: SmtpPeer;
 let acme: TenantFixture;
+/** Addresses the SMTP peer turns away for now (451). */
+const deferred = new Set<string>();
 
 beforeAll(async () => {
-  smtp = await startSmtpPeer();
+  smtp = await startSmtpPeer({ deferRecipients: deferred });
   // The API role runs no workers: the tests run the batch themselves.
   app = await startTestApp({ role: 'api' });
   acme = await createTenantFixture(app, 'Acme');
@@ -97,6 +100,36 @@ describe('the batched remote run', () => {
       expect(received('A-2')).toEqual([]);
     } finally {
       await execute(app.runtime.orm.em.fork(), `UPDATE notification_types SET workflow = NULL WHERE tenant_id = $1 AND key = 'mail'`, [acme.tenantId]);
+    }
+  });
+});
+
+describe('delivery jobs of remote events, run by a worker', () => {
+  it('share a job; a deferred address retries the job, and its other events are not sent again', async () => {
+    const worker = await startTestApp({ role: 'worker', http: false, database: app.database, config: { encryptionKeys: app.config.encryptionKeys } });
+    deferred.add('gus@example.test');
+    try {
+      const ids = await trigger(['gil', 'gus', 'guy'], 'B-1');
+      const [job, ...others] = await deliveryJobsOf(app, ids);
+      expect(others).toEqual([]);
+      expect(job!.event_ids).toEqual([...ids].sort());
+      const retryCount = async () => (await sql<{ retry_count: number }>(app, `SELECT retry_count FROM pgboss.job WHERE id = $1`, [job!.id]))[0]?.retry_count ?? 0;
+      for (const deadline = Date.now() + 15_000; (await retryCount()) < 1; await new Promise((r) => setTimeout(r, 50))) {
+        if (Date.now() > deadline) throw new Error('the job was not retried');
+      }
+      expect(received('B-1')).toEqual(['gil@example.test', 'guy@example.test']);
+      deferred.delete('gus@example.test');
+      expect((await waitForFinal(app, ids)).map((e) => e.status)).toEqual(['delivered', 'delivered', 'delivered']);
+      // Each address got its message once: the retries passed over the events already final.
+      expect(received('B-1')).toEqual(['gil@example.test', 'gus@example.test', 'guy@example.test']);
+      const rows = await sql<{ status: string; attempts: number }>(app, `SELECT status, attempts FROM deliveries WHERE event_id = ANY($1::uuid[]) ORDER BY destination`, [ids]);
+      expect(rows.map((r) => r.status)).toEqual(['sent', 'sent', 'sent']);
+      expect(rows[0]!.attempts).toBe(1);
+      expect(rows[1]!.attempts).toBeGreaterThanOrEqual(2);
+      expect(rows[2]!.attempts).toBe(1);
+    } finally {
+      deferred.clear();
+      await worker.close();
     }
   });
 });

@@ -34,10 +34,11 @@ export interface SmtpPeer {
  * `auth`: the credentials the server requires. `starttls`: offer STARTTLS with the test certificate
  * (trusted by the test apps through providers.caFile); on by default for a server that requires auth,
  * as Herald authenticates only over TLS. Plain-text AUTH is allowed all the same, so a test can see a
- * client send credentials in clear.
+ * client send credentials in clear. `rejectRecipients` are refused for good (550), `deferRecipients`
+ * (a set the test may change) for now (451).
  */
 export async function startSmtpPeer(
-  options: { auth?: { user: string; pass: string }; rejectRecipients?: string[]; starttls?: boolean } = {},
+  options: { auth?: { user: string; pass: string }; rejectRecipients?: string[]; deferRecipients?: Set<string>; starttls?: boolean } = {},
 ): Promise<SmtpPeer> {
   const messages: ReceivedMail[] = [];
   const waiters: Array<{ predicate: (m: ReceivedMail) => boolean; resolve: (m: ReceivedMail) => void }> = [];
@@ -56,6 +57,7 @@ export async function startSmtpPeer(
     },
     onRcptTo(address, _session, callback) {
       if (options.rejectRecipients?.includes(address.address)) return callback(new Error('Mailbox unavailable'));
+      if (options.deferRecipients?.has(address.address)) return callback(Object.assign(new Error('Try again later'), { responseCode: 451 }));
       callback();
     },
     onData(stream, session, callback) {
