@@ -68,9 +68,9 @@ export async function stopBoss(boss: PgBoss, timeoutMs = 20_000): Promise<void> 
 /**
  * pg-boss's own parameterised statements (the completion, the failure, the heartbeat) run as named
  * prepared statements too, as Herald's do; its fetch, which inlines its values, is planned on each call
- * (prepareStatementsOf says why). pg-boss (pinned) opens its
- * default adapter's pool in start(): the adapter's open() is wrapped here so that every connection of
- * that pool is hooked from its first statement.
+ * (prepareStatementsOf says why). pg-boss (pinned) opens its default adapter's pool in start(): the
+ * adapter's open() is wrapped here so that every connection of that pool is hooked from its first
+ * statement.
  */
 function prepareBossStatements(boss: PgBoss): void {
   const db = boss.getDb() as unknown as { opened?: boolean; open?: () => Promise<void>; pool?: pg.Pool };

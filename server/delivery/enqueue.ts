@@ -24,10 +24,9 @@ const JOBS_PARAMETER = '$1::text::json';
  * and returns the jobs' ids. Events of one tenant due at the same time share jobs: up to
  * EVENTS_PER_DELIVERY_JOB inbox-only events, or REMOTE_EVENTS_PER_DELIVERY_JOB others.
  * `delivery_job_events` has each job's `id` and `event_ids`, so the statement can check that every
- * event went into a job. A
- * job's id is the id of its first event, so no event can be enqueued in two jobs. `priority` (pg-boss
- * fetches higher first, default 0) lets bulk work such as a broadcast's yield to triggers waiting in
- * the same queue.
+ * event went into a job. A job's id is the id of its first event, so no event can be enqueued in two
+ * jobs. `priority` (pg-boss fetches higher first, default 0) lets bulk work such as a broadcast's
+ * yield to triggers waiting in the same queue.
  */
 export async function deliveryJobsCte(boss: PgBoss, eventsCte: string, options: { priority?: number } = {}): Promise<string> {
   const queue = await boss.getQueue(DELIVER_EVENT_QUEUE);
