@@ -11,7 +11,7 @@ import { startExpoPeer, type ExpoPeer } from './support/expo-peer.ts';
 import { sendPush } from '../server/transports/push/index.ts';
 import { queryOne } from '../server/db/sql.ts';
 import { ManualClock } from '../server/clock.ts';
-import { describeAnswer } from '../server/transports/push/provider-http.ts';
+import { describeAnswer, providerState } from '../server/transports/push/provider-http.ts';
 
 const apnsKey = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
 const fcmKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
@@ -257,6 +257,15 @@ describe('sendPush', () => {
     expect(apns.received.at(-1)!.jwt).not.toBe(jwt);
     expect(JSON.parse(Buffer.from(apns.received.at(-1)!.jwt.split('.')[1]!, 'base64url').toString()).iat).toBe(Math.floor(clock.now() / 1000));
     expect((await send('fcm', 'fcm-cache-2')).status).toBe('sent');
+    expect(fcm.tokenExchanges).toBe(exchanges + 1);
+  });
+
+  it('exchanges one FCM token for a burst of sends that find none cached', async () => {
+    const em = app.runtime.orm.em.fork();
+    providerState(app.runtime).tokens.clear(); // the token cached by the tests before
+    const exchanges = fcm.tokenExchanges;
+    const outcomes = await Promise.all(Array.from({ length: 20 }, (_, i) => sendPush(app.runtime, em, a.tenantId, { provider: 'fcm', token: `fcm-burst-${i}` }, message)));
+    expect(outcomes.map((o) => o.status)).toEqual(Array.from({ length: 20 }, () => 'sent'));
     expect(fcm.tokenExchanges).toBe(exchanges + 1);
   });
 

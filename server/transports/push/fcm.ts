@@ -25,12 +25,26 @@ class TokenExchangeError extends Error {
   }
 }
 
+/**
+ * The cached access token, or one exchange for a new one shared by every send that asks meanwhile: a
+ * burst of sends would otherwise sign and exchange an assertion each before the first answer is cached.
+ */
 async function accessToken(runtime: Runtime, creds: FcmCredentials): Promise<string> {
-  const { tokens } = providerState(runtime);
+  const { tokens, exchanges } = providerState(runtime);
   const cacheKey = `fcm:${fingerprint(creds.client_email, creds.private_key)}`;
-  const now = runtime.clock.now();
   const cached = tokens.get(cacheKey);
-  if (cached && cached.expiresAt > now) return cached.value;
+  if (cached && cached.expiresAt > runtime.clock.now()) return cached.value;
+  let exchange = exchanges.get(cacheKey);
+  if (!exchange) {
+    exchange = exchangeToken(runtime, creds, cacheKey).finally(() => exchanges.delete(cacheKey));
+    exchanges.set(cacheKey, exchange);
+  }
+  return exchange;
+}
+
+async function exchangeToken(runtime: Runtime, creds: FcmCredentials, cacheKey: string): Promise<string> {
+  const { tokens } = providerState(runtime);
+  const now = runtime.clock.now();
   const key = parsePrivateKey(creds.private_key, 'rsa');
   if (!key) throw new TokenExchangeError('the service account private key is not an RSA key', false);
   const tokenUrl = runtime.config.providers.fcmTokenUrl ?? creds.token_uri ?? DEFAULT_TOKEN_URI;

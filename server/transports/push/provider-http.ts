@@ -13,6 +13,8 @@ export interface ProviderState {
   ca: string[] | undefined;
   /** Cached bearer tokens (APNs JWTs, FCM OAuth tokens) by credential fingerprint. */
   tokens: Map<string, { value: string; expiresAt: number }>;
+  /** Token exchanges in flight (FCM), by the same key, so that concurrent sends share one. */
+  exchanges: Map<string, Promise<string>>;
   /** Long-lived resources (HTTP/2 sessions) closed when the runtime stops. */
   closers: Map<string, () => void>;
   /**
@@ -37,6 +39,7 @@ export function providerState(runtime: Runtime): ProviderState {
     const created: ProviderState = {
       ca,
       tokens: new Map(),
+      exchanges: new Map(),
       closers: new Map(),
       agents: {
         http: new HttpAgent({ keepAlive: true, maxSockets: SOCKETS_PER_ORIGIN }),
