@@ -20,7 +20,7 @@ import { deliverInboxBatch } from '../server/delivery/run-batch.ts';
 import { planDeliveries, type PlanInput } from '../server/delivery/stages/plan.ts';
 import { newTemplateCache } from '../server/delivery/stages/render.ts';
 import { findBrand } from '../server/templates/resolve.ts';
-import { DELIVER_EVENT_DEAD_QUEUE, DELIVER_EVENT_QUEUE, eventIdsOf, type DeliverEventJob } from '../server/delivery/queues.ts';
+import { DELIVER_EVENT_DEAD_QUEUE, DELIVER_EVENT_QUEUE, eventIdsOf, REMOTE_EVENTS_PER_DELIVERY_JOB, type DeliverEventJob } from '../server/delivery/queues.ts';
 import { deliverEventJob } from '../server/jobs/deliver-event.ts';
 import type { Channel } from '../server/schemas/common.ts';
 import { pushChannel, pushOutcome } from '../server/delivery/channels/push.ts';
@@ -386,18 +386,18 @@ describe('inbox delivery', () => {
     expect(await sql(api, `SELECT event_id FROM inbox_items WHERE event_id = ANY($1::uuid[])`, [ids])).toHaveLength(3);
   });
 
-  it('inbox-only events of a trigger share jobs of up to 25; events with a remote channel, jobs of up to 4', async () => {
+  it('inbox-only events of a trigger share jobs of up to 25; events with a remote channel, smaller ones', async () => {
     await insertNotificationType(api, acme.tenantId, { key: 'mailed', channels: { inbox: true, email: true } });
     const many = await trigger({ recipients: Array.from({ length: 30 }, (_, i) => `share_${i}`), variables: { name: 'x' } });
     const shared = await deliveryJobsOf(api, many);
     const sorted = [...many].sort();
     expect(shared.map((j) => j.event_ids)).toEqual([sorted.slice(0, 25), sorted.slice(25)]);
     for (const j of shared) expect(j.id).toBe(j.event_ids[0]);
-    const mailed = await trigger({ type: 'mailed', recipients: ['own_1', 'own_2', 'own_3', 'own_4', 'own_5'] });
+    const mailed = await trigger({ type: 'mailed', recipients: Array.from({ length: REMOTE_EVENTS_PER_DELIVERY_JOB + 1 }, (_, i) => `own_${i}`) });
     const mailedSorted = [...mailed].sort();
-    expect((await deliveryJobsOf(api, mailed)).map((j) => j.event_ids)).toEqual([mailedSorted.slice(0, 4), mailedSorted.slice(4)]);
+    expect((await deliveryJobsOf(api, mailed)).map((j) => j.event_ids)).toEqual([mailedSorted.slice(0, REMOTE_EVENTS_PER_DELIVERY_JOB), mailedSorted.slice(REMOTE_EVENTS_PER_DELIVERY_JOB)]);
     // Asked for the inbox only, the same type's events share one.
-    const inboxOnly = await trigger({ type: 'mailed', channels: ['inbox'], recipients: ['own_6', 'own_7'] });
+    const inboxOnly = await trigger({ type: 'mailed', channels: ['inbox'], recipients: ['inbox_only_1', 'inbox_only_2'] });
     expect((await deliveryJobsOf(api, inboxOnly)).map((j) => j.event_ids)).toEqual([[...inboxOnly].sort()]);
     await waitForFinal(api, [...many, ...mailed, ...inboxOnly]);
   });

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { HERALD_BIN } from './support/cli.ts';
 import { createTestDatabase, type TestDatabase } from './support/database.ts';
 import { generateKey } from '../server/crypto/keyring.ts';
+import { REMOTE_EVENTS_PER_DELIVERY_JOB } from '../server/delivery/queues.ts';
 import pg from 'pg';
 
 const START_TIMEOUT = 120_000;
@@ -193,8 +194,8 @@ describe('two API and two worker processes against one PostgreSQL', () => {
     expect(apiRan2).toBe(0);
     expect(workerRan1).toBeGreaterThan(0);
     expect(workerRan2).toBeGreaterThan(0);
-    // The 600 events (email is a remote channel) share jobs of up to 4; some may be retried.
-    expect(workerRan1! + workerRan2!).toBeGreaterThanOrEqual(600 / 4);
+    // The 600 events (email is a remote channel) share jobs of up to REMOTE_EVENTS_PER_DELIVERY_JOB; some may be retried.
+    expect(workerRan1! + workerRan2!).toBeGreaterThanOrEqual(600 / REMOTE_EVENTS_PER_DELIVERY_JOB);
     console.info(`scale-out: jobs run by worker 1: ${workerRan1}, worker 2: ${workerRan2}`);
 
     // The API port's /metrics (token) reports the install-wide queue depth too.

@@ -21,7 +21,7 @@ export const EVENTS_PER_DELIVERY_JOB = 25;
  * failed retryably is retried whole (its events already final are then passed over), and a fetched
  * batch holds a worker slot until its slowest send returns.
  */
-export const REMOTE_EVENTS_PER_DELIVERY_JOB = 4;
+export const REMOTE_EVENTS_PER_DELIVERY_JOB = 8;
 
 /**
  * A delivery job: the events to deliver, all of one tenant. `event_id` is the shape of the jobs
