@@ -386,7 +386,7 @@ describe('inbox delivery', () => {
     expect(await sql(api, `SELECT event_id FROM inbox_items WHERE event_id = ANY($1::uuid[])`, [ids])).toHaveLength(3);
   });
 
-  it('inbox-only events of a trigger share jobs of up to 25; events with a remote channel, smaller ones', async () => {
+  it('inbox-only events of a trigger share jobs of up to 25; events with a remote channel, smaller ones; a workflow\'s, none', async () => {
     await insertNotificationType(api, acme.tenantId, { key: 'mailed', channels: { inbox: true, email: true } });
     const many = await trigger({ recipients: Array.from({ length: 30 }, (_, i) => `share_${i}`), variables: { name: 'x' } });
     const shared = await deliveryJobsOf(api, many);
@@ -399,7 +399,16 @@ describe('inbox delivery', () => {
     // Asked for the inbox only, the same type's events share one.
     const inboxOnly = await trigger({ type: 'mailed', channels: ['inbox'], recipients: ['inbox_only_1', 'inbox_only_2'] });
     expect((await deliveryJobsOf(api, inboxOnly)).map((j) => j.event_ids)).toEqual([[...inboxOnly].sort()]);
-    await waitForFinal(api, [...many, ...mailed, ...inboxOnly]);
+    // A workflow's events run one by one (the per-event run): a job each, so a batch of them runs side by side.
+    await insertNotificationType(api, acme.tenantId, { key: 'flowed', channels: { inbox: true } });
+    await execute(
+      api.runtime.orm.em.fork(),
+      `UPDATE notification_types SET workflow = '{"steps": [{"kind": "channel", "channel": "inbox"}]}'::jsonb WHERE tenant_id = $1 AND key = 'flowed'`,
+      [acme.tenantId],
+    );
+    const flowed = await trigger({ type: 'flowed', recipients: ['flow_1', 'flow_2', 'flow_3'] });
+    expect((await deliveryJobsOf(api, flowed)).map((j) => j.event_ids)).toEqual([...flowed].sort().map((id) => [id]));
+    await waitForFinal(api, [...many, ...mailed, ...inboxOnly, ...flowed]);
   });
 
   it('a delivery already final is never delivered again, and a re-run never duplicates the inbox item', async () => {

@@ -12,21 +12,20 @@
 import { insertJobs, notifyQueue } from 'pg-boss/dist/plans.js';
 import { BOSS_SCHEMA, type PgBoss } from '../queue.ts';
 import type { Logger } from '../logger.ts';
-import { DELIVER_EVENT_QUEUE, EVENTS_PER_DELIVERY_JOB, REMOTE_EVENTS_PER_DELIVERY_JOB } from './queues.ts';
+import { DELIVER_EVENT_QUEUE } from './queues.ts';
 
 /** Where pg-boss's insert statement takes its jobs (a JSON text parameter). */
 const JOBS_PARAMETER = '$1::text::json';
 
 /**
  * CTEs to append to a WITH list: `delivery_jobs` enqueues the rows of `eventsCte` (a CTE returning the
- * inserted events' `id`, `tenant_id`, `inbox_only` (whether the inbox is the only channel they can
- * reach, stages/plan.ts) and `start_after` (when their first run is due, as RFC 3339 text; NULL: now))
- * and returns the jobs' ids. Events of one tenant due at the same time share jobs: up to
- * EVENTS_PER_DELIVERY_JOB inbox-only events, or REMOTE_EVENTS_PER_DELIVERY_JOB others.
- * `delivery_job_events` has each job's `id` and `event_ids`, so the statement can check that every
- * event went into a job. A job's id is the id of its first event, so no event can be enqueued in two
- * jobs. `priority` (pg-boss fetches higher first, default 0) lets bulk work such as a broadcast's
- * yield to triggers waiting in the same queue.
+ * inserted events' `id`, `tenant_id`, `events_per_job` (how many of the type's events may share a job,
+ * stages/plan.ts eventsPerJobSql) and `start_after` (when their first run is due, as RFC 3339 text;
+ * NULL: now)) and returns the jobs' ids. Events of one tenant with the same `events_per_job`, due at
+ * the same time, share jobs of up to that many events. `delivery_job_events` has each job's `id` and
+ * `event_ids`, so the statement can check that every event went into a job. A job's id is the id of
+ * its first event, so no event can be enqueued in two jobs. `priority` (pg-boss fetches higher first,
+ * default 0) lets bulk work such as a broadcast's yield to triggers waiting in the same queue.
  */
 export async function deliveryJobsCte(boss: PgBoss, eventsCte: string, options: { priority?: number } = {}): Promise<string> {
   const queue = await boss.getQueue(DELIVER_EVENT_QUEUE);
@@ -39,11 +38,10 @@ export async function deliveryJobsCte(boss: PgBoss, eventsCte: string, options: 
   return `delivery_job_events AS MATERIALIZED (
     SELECT event_ids[1] AS id, event_ids, start_after
       FROM (SELECT array_agg(id ORDER BY id) AS event_ids, start_after
-              FROM (SELECT id, tenant_id, inbox_only, start_after,
-                           (row_number() OVER (PARTITION BY tenant_id, inbox_only, start_after ORDER BY id) - 1)
-                             / CASE WHEN inbox_only THEN ${EVENTS_PER_DELIVERY_JOB} ELSE ${REMOTE_EVENTS_PER_DELIVERY_JOB} END AS chunk
+              FROM (SELECT id, tenant_id, events_per_job, start_after,
+                           (row_number() OVER (PARTITION BY tenant_id, events_per_job, start_after ORDER BY id) - 1) / events_per_job AS chunk
                       FROM ${eventsCte}) AS numbered
-             GROUP BY tenant_id, inbox_only, start_after, chunk) AS chunks
+             GROUP BY tenant_id, events_per_job, start_after, chunk) AS chunks
   ), delivery_jobs AS (${insert.replace(JOBS_PARAMETER, jobs)})`;
 }
 

@@ -15,11 +15,12 @@ export const DELIVERY_RETRY_DELAY_MAX_SECONDS = 300;
 export const EVENTS_PER_DELIVERY_JOB = 25;
 
 /**
- * The most events with a remote channel (email, push) one delivery job carries. A fetched batch's
- * remote events are planned, claimed and recorded by a few statements whatever their number, and sent
- * side by side, so a few per job cut the database's work per message; few, because a job whose send
- * failed retryably is retried whole (its events already final are then passed over), and a fetched
- * batch holds a worker slot until its slowest send returns.
+ * The most events with a remote channel (email, push) of a type without a workflow one delivery job
+ * carries. A fetched batch's such events are planned, claimed and recorded by a few statements whatever
+ * their number, and sent side by side, so several per job cut the database's work per message; not
+ * many more, because a job whose send failed retryably is retried whole (its events already final are
+ * then passed over), and a fetched batch holds a worker slot until its slowest send returns. A
+ * workflow's events have a job each (stages/plan.ts eventsPerJobSql).
  */
 export const REMOTE_EVENTS_PER_DELIVERY_JOB = 8;
 

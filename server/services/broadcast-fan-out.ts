@@ -24,7 +24,7 @@ import { statementPerQueue } from '../queue.ts';
 import type { Runtime } from '../runtime.ts';
 import { deliveryJobsCte, wakeDeliveryWorkers } from '../delivery/enqueue.ts';
 import { eventTypeJoin } from '../delivery/stages/load.ts';
-import { inboxOnlySql } from '../delivery/stages/plan.ts';
+import { eventsPerJobSql } from '../delivery/stages/plan.ts';
 import { BROADCAST_COLUMNS, hasSqlState, scheduleCompletionCheck, type BroadcastRow } from './broadcasts.ts';
 import { broadcastSecretAad } from '../crypto/aad.ts';
 import { secretVariablesAad } from './notifications.ts';
@@ -54,7 +54,7 @@ const fanOutStatement = statementPerQueue(async (boss) => {
   WITH b AS MATERIALIZED (
     SELECT id, tenant_id, type_key, brand_key, channels, variables, secret_keys FROM broadcasts WHERE id = $1 AND status = 'running' FOR UPDATE
   ), kind AS MATERIALIZED (
-    SELECT ${inboxOnlySql('nt', 'b.channels')} AS inbox_only FROM b ${eventTypeJoin('b')}
+    SELECT ${eventsPerJobSql('nt', 'b.channels')} AS events_per_job FROM b ${eventTypeJoin('b')}
   ), inserted AS (
     INSERT INTO events (id, tenant_id, type_key, contact_id, external_id, brand_key, channels, variables, secret_variables_ciphertext, secret_keys, broadcast_id)
     SELECT p.id, b.tenant_id, b.type_key, p.contact_id, p.external_id, b.brand_key, b.channels, b.variables, p.ciphertext, b.secret_keys, b.id
@@ -62,7 +62,7 @@ const fanOutStatement = statementPerQueue(async (boss) => {
     ON CONFLICT (broadcast_id, contact_id) WHERE broadcast_id IS NOT NULL DO NOTHING
     RETURNING id, tenant_id
   ), to_enqueue AS (
-    SELECT i.id, i.tenant_id, k.inbox_only, NULL::text AS start_after FROM inserted i CROSS JOIN kind k
+    SELECT i.id, i.tenant_id, k.events_per_job, NULL::text AS start_after FROM inserted i CROSS JOIN kind k
   ), ${jobs}, moved AS (
     UPDATE broadcasts SET fan_out_cursor = $6, events_created = events_created + (SELECT count(*) FROM inserted), updated_at = now()
      WHERE id IN (SELECT id FROM b)

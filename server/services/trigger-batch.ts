@@ -17,7 +17,7 @@ import { query } from '../db/sql.ts';
 import type { PgBoss } from '../queue.ts';
 import { statementPerQueue } from '../queue.ts';
 import { deliveryJobsCte } from '../delivery/enqueue.ts';
-import { inboxOnlySql } from '../delivery/stages/plan.ts';
+import { eventsPerJobSql } from '../delivery/stages/plan.ts';
 import { contactUpsertStatement, isBareContact, type ContactUpsertInput } from './contact-upsert.ts';
 
 /** One trigger, ready to write. */
@@ -82,8 +82,8 @@ const buildTriggerStatement = (jobsCte: string) => `
            nt.key IS NOT NULL AS type_found,
            (i.brand IS NULL OR EXISTS (SELECT 1 FROM brands b WHERE b.tenant_id = i.tenant_id AND b.key = i.brand)) AS brand_found,
            ${missingVariablesSql('nt', 'i.names')} AS missing,
-           -- Its events share delivery jobs: they can reach the inbox only (delivery/stages/plan.ts).
-           ${inboxOnlySql('nt', 'i.channels')} AS inbox_only
+           -- How many of its events may share a delivery job (delivery/stages/plan.ts).
+           ${eventsPerJobSql('nt', 'i.channels')} AS events_per_job
       FROM input i
       LEFT JOIN tenants tn ON tn.id = i.tenant_id
       LEFT JOIN notification_types nt ON nt.tenant_id = i.tenant_id AND nt.key = i.type AND nt.deleted_at IS NULL
@@ -129,7 +129,7 @@ const buildTriggerStatement = (jobsCte: string) => `
      ORDER BY r.n, r.k
     RETURNING id, tenant_id
   ), to_enqueue AS (
-    SELECT i.id, i.tenant_id, c.inbox_only, to_char(a.send_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS start_after
+    SELECT i.id, i.tenant_id, c.events_per_job, to_char(a.send_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS start_after
       FROM inserted i JOIN recipients r ON r.id = i.id JOIN checked c ON c.n = r.n JOIN accepted a ON a.n = r.n
   ), ${jobsCte}, contact_ids AS (
     SELECT r.n, json_object_agg(r.external_id, u.id) AS contact_ids

@@ -14,6 +14,7 @@ import { CHANNELS, type Channel } from '../../schemas/common.ts';
 import type { SkipReason } from '../channels/types.ts';
 import { registeredChannels } from '../channels/index.ts';
 import type { LoadedEvent } from './load.ts';
+import { EVENTS_PER_DELIVERY_JOB, REMOTE_EVENTS_PER_DELIVERY_JOB } from '../queues.ts';
 
 
 export interface PlanInput {
@@ -106,13 +107,24 @@ export function planEvent(event: LoadedEvent, only?: Channel): PlannedDelivery[]
 }
 
 /**
- * The plan's "inbox only" rule in SQL, for the trigger statement, which decides when it enqueues
- * which events may share a delivery job (delivery/enqueue.ts): no channel but the inbox is on for the
- * type and asked for by the trigger, the type has no workflow, and the event is not held for later.
- * `types` is the notification_types alias, `channels` the trigger's channel list (NULL: all).
- * test/trigger-batch.test.ts holds it to planDeliveries over every combination.
+ * The plan's "inbox only" rule in SQL, for eventsPerJobSql: no channel but the inbox is on for the
+ * type and asked for by the trigger, and the type has no workflow. `types` is the notification_types
+ * alias, `channels` the trigger's channel list (NULL: all). test/trigger-batch.test.ts holds it to
+ * planDeliveries over every combination.
  */
-export function inboxOnlySql(types: string, channels: string): string {
+function inboxOnlySql(types: string, channels: string): string {
   return `(${types}.workflow IS NULL AND NOT EXISTS (SELECT 1 FROM jsonb_each(coalesce(${types}.channel_defaults, '{}'::jsonb)) AS d
                  WHERE d.key <> 'inbox' AND d.value = 'true'::jsonb AND (${channels} IS NULL OR d.key = ANY (${channels}))))`;
+}
+
+/**
+ * SQL: how many events of a type may share a delivery job (delivery/enqueue.ts), for the statements
+ * that enqueue them (a trigger's, a broadcast page's). Events that can
+ * reach the inbox only are stored together by the batched run; other events of a type without a
+ * workflow are sent together by the batched remote run; a workflow's events run one by one in the
+ * per-event run, so each has a job of its own and a fetched batch of them runs side by side.
+ */
+export function eventsPerJobSql(types: string, channels: string): string {
+  return `(CASE WHEN ${inboxOnlySql(types, channels)} THEN ${EVENTS_PER_DELIVERY_JOB}
+                WHEN ${types}.workflow IS NULL THEN ${REMOTE_EVENTS_PER_DELIVERY_JOB} ELSE 1 END)`;
 }
