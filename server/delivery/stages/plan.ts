@@ -119,10 +119,10 @@ function inboxOnlySql(types: string, channels: string): string {
 
 /**
  * SQL: how many events of a type may share a delivery job (delivery/enqueue.ts), for the statements
- * that enqueue them (a trigger's, a broadcast page's). Events that can
- * reach the inbox only are stored together by the batched run; other events of a type without a
- * workflow are sent together by the batched remote run; a workflow's events run one by one in the
- * per-event run, so each has a job of its own and a fetched batch of them runs side by side.
+ * that enqueue them (a trigger's, a broadcast page's). Events that can reach the inbox only are stored
+ * together by the batched run; other events of a type without a workflow are sent together by the
+ * batched remote run; a workflow's events run one by one in the per-event run, so each has a job of
+ * its own and a fetched batch of them runs side by side.
  */
 export function eventsPerJobSql(types: string, channels: string): string {
   return `(CASE WHEN ${inboxOnlySql(types, channels)} THEN ${EVENTS_PER_DELIVERY_JOB}
