@@ -1,8 +1,9 @@
 // Rendering templates into what a channel sends. Inbox items are plain text (title, body, action URL);
 // emails are a subject, the content in the brand's react-email layout, and a derived text part.
+import { randomBytes } from 'node:crypto';
 import type { ReactElement } from 'react';
 import type { render as renderReactEmail } from '@react-email/render';
-import type { BrandLayout as BrandLayoutOf } from '../../templates/layouts/brand-layout.ts';
+import type { BrandLayout as BrandLayoutOf, BrandLayoutProps } from '../../templates/layouts/brand-layout.ts';
 import { renderString } from './engine.ts';
 import type { BrandRow, EmailTemplateRow, InboxTemplateRow } from './resolve.ts';
 
@@ -83,14 +84,83 @@ export async function renderEmail(template: EmailTemplateRow, brand: BrandRow, c
   const subject = renderString(template.subject, context, 'text').replace(/\s*[\r\n]+\s*/g, ' ').trim();
   const contentHtml = renderString(template.content, context, 'html');
   const name = typeof brand.values.name === 'string' ? brand.values.name : null;
-  const { BrandLayout } = await loadEmailRenderer();
-  const { html, text } = await renderEmailElement(BrandLayout({ name, colour: brand.values.colour, logoUrl: brand.values.logo_url, title: subject, contentHtml, language: template.language }));
-  return { subject, html, text };
+  const look: LayoutLook = { name, colour: brand.values.colour, logoUrl: brand.values.logo_url, language: template.language };
+  const shell = await layoutShell(look);
+  if (!shell || !fitsShell(subject) || !fitsShell(contentHtml)) {
+    const { BrandLayout } = await loadEmailRenderer();
+    return { subject, ...(await renderEmailElement(BrandLayout({ ...look, title: subject, contentHtml }))) };
+  }
+  const html = shell.beforeTitle + escapeText(subject) + shell.betweenTitleAndContent + contentHtml + shell.afterContent;
+  return { subject, html, text: await textPart(html) };
 }
 
-/** The HTML of a react-email element and the text part derived from it: every email Herald sends is made here. */
+/** The HTML of a react-email element and the text part derived from it (system emails, and any email the layout shell cannot take). */
 export async function renderEmailElement(element: ReactElement): Promise<{ html: string; text: string }> {
-  const { render, toText } = await loadEmailRenderer();
+  const { render } = await loadEmailRenderer();
   const html = await render(element);
-  return { html, text: toText(html).trim() };
+  return { html, text: await textPart(html) };
+}
+
+async function textPart(html: string): Promise<string> {
+  const { toText } = await loadEmailRenderer();
+  return toText(html).trim();
+}
+
+// The brand layout's markup around the title and the content is the same for every email of a brand
+// look and language, and rendering it with React is most of an email's rendering time. So it is
+// rendered once per look, with two markers where the title and the content go, and each email fills
+// them: the title escaped as React escapes text, the content as is (the layout takes it as raw HTML).
+// The markers are random per process, so no template or variable can contain one. Content that
+// react-email's render would rewrite after React (a <link> tag, a NUL character) takes the full render.
+
+type LayoutLook = Omit<BrandLayoutProps, 'title' | 'contentHtml'>;
+
+interface LayoutShell {
+  beforeTitle: string;
+  betweenTitleAndContent: string;
+  afterContent: string;
+}
+
+const MARKER = randomBytes(16).toString('hex');
+const TITLE_MARKER = `herald-title-${MARKER}`;
+const CONTENT_MARKER = `herald-content-${MARKER}`;
+/** Distinct looks kept; beyond it the oldest is dropped (a look is one brand's values and a language). */
+const MAX_SHELLS = 200;
+const shells = new Map<string, Promise<LayoutShell | null>>();
+
+function layoutShell(look: LayoutLook): Promise<LayoutShell | null> {
+  const key = JSON.stringify([look.name, look.colour, look.logoUrl, look.language]);
+  let shell = shells.get(key);
+  if (!shell) {
+    // A look whose shell failed to render is tried again by its next email (which renders in full meanwhile).
+    shell = renderShell(look).catch(() => {
+      shells.delete(key);
+      return null;
+    });
+    shells.set(key, shell);
+    if (shells.size > MAX_SHELLS) shells.delete(shells.keys().next().value!);
+  }
+  return shell;
+}
+
+/** null when the markers do not come out once each, title first: then every email of the look takes the full render. */
+async function renderShell(look: LayoutLook): Promise<LayoutShell | null> {
+  const { render, BrandLayout } = await loadEmailRenderer();
+  const html = await render(BrandLayout({ ...look, title: TITLE_MARKER, contentHtml: CONTENT_MARKER }));
+  const [beforeTitle, rest, ...moreTitles] = html.split(TITLE_MARKER);
+  if (rest === undefined || moreTitles.length > 0) return null;
+  const [betweenTitleAndContent, afterContent, ...moreContents] = rest.split(CONTENT_MARKER);
+  if (afterContent === undefined || moreContents.length > 0 || beforeTitle!.includes(CONTENT_MARKER)) return null;
+  return { beforeTitle: beforeTitle!, betweenTitleAndContent: betweenTitleAndContent!, afterContent };
+}
+
+function fitsShell(text: string): boolean {
+  return !text.includes('\0') && !/<link\b/i.test(text);
+}
+
+const TEXT_ESCAPES: Record<string, string> = { '"': '&quot;', '&': '&amp;', "'": '&#x27;', '<': '&lt;', '>': '&gt;' };
+
+/** Text as React writes it into markup. */
+function escapeText(text: string): string {
+  return text.replace(/["&'<>]/g, (c) => TEXT_ESCAPES[c]!);
 }

@@ -1,0 +1,68 @@
+// An email's HTML fills the brand layout rendered once per look (renderEmail): it must be the markup
+// React renders for the whole layout, whatever the subject, the content and the brand hold.
+import { describe, expect, it } from 'vitest';
+import { BrandLayout } from '../templates/layouts/brand-layout.ts';
+import { renderString } from '../server/templates/engine.ts';
+import { renderEmail, renderEmailElement } from '../server/templates/render.ts';
+import type { BrandRow, EmailTemplateRow } from '../server/templates/resolve.ts';
+
+function brand(values: Record<string, unknown>): BrandRow {
+  return { id: 'b', key: 'default', values, sender: null, is_default: true } as unknown as BrandRow;
+}
+
+function template(subject: string, content: string, language = 'en'): EmailTemplateRow {
+  return { id: 't', notification_type_key: 'order', brand_key: 'default', language, subject, content } as unknown as EmailTemplateRow;
+}
+
+/** The whole layout rendered by React for this email. */
+async function fullRender(t: EmailTemplateRow, b: BrandRow, subject: string, contentHtml: string) {
+  const name = typeof b.values.name === 'string' ? b.values.name : null;
+  return renderEmailElement(BrandLayout({ name, colour: b.values.colour, logoUrl: b.values.logo_url, language: t.language, title: subject, contentHtml }));
+}
+
+const brands = [
+  brand({ name: 'Acme', colour: '#123456' }),
+  brand({ name: 'Café & "Co" <b>', colour: 'not a colour', logo_url: 'https://cdn.example.test/logo.png?a=1&b=2' }),
+  brand({}),
+  brand({ name: '   ', logo_url: 'javascript:alert(1)' }),
+];
+
+const emails: Array<{ subject: string; content: string; language?: string }> = [
+  { subject: 'Order {{ order }} shipped', content: '<p>Hello {{ contact.name }}, order <b>{{ order }}</b> is on its way.</p>' },
+  { subject: "Tom & Jerry's <deal> \"now\"", content: '<h1>Big</h1><ul><li>one</li><li>two</li></ul><a href="https://example.test/?a=1&amp;b=2">link</a>' },
+  { subject: 'Prices in $& and $1 and $$', content: '<p>$& $` $\' $$ {{ order }}</p>' },
+  { subject: 'Ünïcödé ✓ 🚀', content: 'plain text without tags, ünïcödé ✓ 🚀', language: 'fr' },
+  { subject: '', content: '<table><tr><td>cell</td></tr></table><!-- a comment -->' },
+  { subject: 'Images', content: '<img src="https://example.test/a.png" alt="a"><link rel="preload" as="image" href="https://example.test/a.png">' },
+];
+
+describe('renderEmail', () => {
+  it('writes the markup and text part that rendering the whole layout gives, for every brand and content', async () => {
+    let compared = 0;
+    for (const b of brands) {
+      for (const e of emails) {
+        const t = template(e.subject, e.content, e.language);
+        const context = { order: 'A-1 <&>', contact: { name: 'Zoë "Z" O\'Neil & <co>' } };
+        const rendered = await renderEmail(t, b, context);
+        const whole = await fullRender(t, b, rendered.subject, renderString(t.content, context, 'html'));
+        expect(rendered.html).toBe(whole.html);
+        expect(rendered.text).toBe(whole.text);
+        compared++;
+      }
+    }
+    expect(compared).toBe(brands.length * emails.length);
+  });
+
+  it('escapes the values it fills in, and renders a second email of the same look with its own values', async () => {
+    const t = template('Hi {{ contact.name }}', '<p>{{ contact.name }}</p>');
+    const first = await renderEmail(t, brands[0]!, { contact: { name: '<script>x</script>' } });
+    const second = await renderEmail(t, brands[0]!, { contact: { name: 'Bob' } });
+    expect(first.html).toContain('<title>Hi &lt;script&gt;x&lt;/script&gt;</title>');
+    expect(first.html).toContain('<p>&lt;script&gt;x&lt;/script&gt;</p>');
+    expect(first.html).not.toContain('<script>');
+    expect(second.html).toContain('<title>Hi Bob</title>');
+    expect(second.html).toContain('<p>Bob</p>');
+    expect(second.html).not.toContain('script');
+    expect(first.html).not.toMatch(/herald-(title|content)-/);
+  });
+});
