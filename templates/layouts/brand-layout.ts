@@ -3,7 +3,15 @@
 // the brand name. Brand values come from the database, so they are re-checked here: a colour that is
 // not a hex colour or a logo URL that is not http(s) is ignored rather than written into the markup.
 import { createElement as h, type ReactElement } from 'react';
-import { Body, Container, Head, Html, Img, Section, Text } from '@react-email/components';
+// Each component from its own package: @react-email/components would also load Tailwind, Markdown
+// and Prism, which these layouts never use (half a second and about 40 MB in every process that sends email).
+import { Body } from '@react-email/body';
+import { Container } from '@react-email/container';
+import { Head } from '@react-email/head';
+import { Html } from '@react-email/html';
+import { Img } from '@react-email/img';
+import { Section } from '@react-email/section';
+import { Text } from '@react-email/text';
 
 export const DEFAULT_BRAND_COLOUR = '#1f2937';
 const HEX_COLOUR = /^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$/;
