@@ -33,6 +33,7 @@ const emails: Array<{ subject: string; content: string; language?: string }> = [
   { subject: 'Prices in $& and $1 and $$', content: '<p>$& $` $\' $$ {{ order }}</p>' },
   { subject: 'Ünïcödé ✓ 🚀', content: 'plain text without tags, ünïcödé ✓ 🚀', language: 'fr' },
   { subject: '', content: '<table><tr><td>cell</td></tr></table><!-- a comment -->' },
+  { subject: 'A NUL \u0000 here', content: '<p>and \u0000 there</p>' },
   { subject: 'Images', content: '<img src="https://example.test/a.png" alt="a"><link rel="preload" as="image" href="https://example.test/a.png">' },
 ];
 
