@@ -110,8 +110,9 @@ async function textPart(html: string): Promise<string> {
 // look and language, and rendering it with React is most of an email's rendering time. So it is
 // rendered once per look, with two markers where the title and the content go, and each email fills
 // them: the title escaped as React escapes text, the content as is (the layout takes it as raw HTML).
-// The markers are random per process, so no template or variable can contain one. Content that
-// react-email's render would rewrite after React (a <link> tag, a NUL character) takes the full render.
+// The markers are random per process, and a shell in which they do not come out once each is not
+// used. Content that react-email's render would rewrite after React (a <link> tag, a NUL character)
+// takes the full render.
 
 type LayoutLook = Omit<BrandLayoutProps, 'title' | 'contentHtml'>;
 

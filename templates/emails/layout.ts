@@ -2,7 +2,7 @@
 // Node runs these files by stripping types and has no JSX transform.
 import React, { type ReactNode } from 'react';
 // Each component from its own package: @react-email/components would also load Tailwind, Markdown
-// and Prism, which these layouts never use (half a second and about 40 MB in every process that sends email).
+// and Prism into every process that sends email, and these layouts use none of them.
 import { Body } from '@react-email/body';
 import { Button } from '@react-email/button';
 import { Container } from '@react-email/container';

@@ -4,7 +4,7 @@
 // not a hex colour or a logo URL that is not http(s) is ignored rather than written into the markup.
 import { createElement as h, type ReactElement } from 'react';
 // Each component from its own package: @react-email/components would also load Tailwind, Markdown
-// and Prism, which these layouts never use (half a second and about 40 MB in every process that sends email).
+// and Prism into every process that sends email, and these layouts use none of them.
 import { Body } from '@react-email/body';
 import { Container } from '@react-email/container';
 import { Head } from '@react-email/head';
