@@ -130,7 +130,8 @@ const MAX_SHELLS = 200;
 const shells = new Map<string, Promise<LayoutShell | null>>();
 
 function layoutShell(look: LayoutLook): Promise<LayoutShell | null> {
-  const key = JSON.stringify([look.name, look.colour, look.logoUrl, look.language]);
+  // Every look is built by renderEmail, its fields always in the same order.
+  const key = JSON.stringify(look);
   let shell = shells.get(key);
   if (!shell) {
     // A look whose shell failed to render is tried again by its next email (which renders in full meanwhile).
