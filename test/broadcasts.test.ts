@@ -387,6 +387,25 @@ describe('the fan-out, run by the test (no worker until the end)', () => {
     expect(jobs).toEqual({ n: 25, distinct_events: 25 });
   });
 
+  it("enqueues bulk delivery jobs, which pg-boss fetches after a trigger's and the worker stores after batches with one", async () => {
+    await topicWith(app, acme, 'bulk', 3);
+    const id = (await broadcast(app, acme, { audience: { topic: 'bulk' } })).body.broadcast_id;
+    await fanOutBroadcast(app.runtime, id);
+    const triggered = await app.request('POST', '/v1/notifications', { token: acme.serviceKey, body: { type: 'news', recipients: ['bulk-trigger'], variables: { headline: 'h', code: 'c' } } });
+    expect(triggered.status).toBe(202);
+    const jobs = await sql<{ origin: string; priority: number; bulk: boolean | null }>(
+      app,
+      `SELECT CASE WHEN e.broadcast_id IS NULL THEN 'trigger' ELSE 'broadcast' END AS origin, j.priority, (j.data->>'bulk')::boolean AS bulk
+         FROM pgboss.job j JOIN events e ON e.id = (j.data->'event_ids'->>0)::uuid
+        WHERE j.name = 'deliver-event' AND (e.broadcast_id = $1 OR e.id = $2) GROUP BY 1, 2, 3`,
+      [id, triggered.body.events[0].event_id],
+    );
+    expect(jobs.sort((a, b) => a.origin.localeCompare(b.origin))).toEqual([
+      { origin: 'broadcast', priority: -1, bulk: true },
+      { origin: 'trigger', priority: 0, bulk: null },
+    ]);
+  });
+
   it('an empty topic fans out to nothing and completes at once', async () => {
     await topicWith(app, acme, 'nobody', 0);
     const id = (await broadcast(app, acme, { audience: { topic: 'nobody' } })).body.broadcast_id;

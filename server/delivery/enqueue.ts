@@ -12,7 +12,7 @@
 import { insertJobs, notifyQueue } from 'pg-boss/dist/plans.js';
 import { BOSS_SCHEMA, type PgBoss } from '../queue.ts';
 import type { Logger } from '../logger.ts';
-import { DELIVER_EVENT_QUEUE } from './queues.ts';
+import { BULK_JOB_PRIORITY, DELIVER_EVENT_QUEUE } from './queues.ts';
 
 /** Where pg-boss's insert statement takes its jobs (a JSON text parameter). */
 const JOBS_PARAMETER = '$1::text::json';
@@ -24,16 +24,18 @@ const JOBS_PARAMETER = '$1::text::json';
  * NULL: now)) and returns the jobs' ids. Events of one tenant with the same `events_per_job`, due at
  * the same time, share jobs of up to that many events. `delivery_job_events` has each job's `id` and
  * `event_ids`, so the statement can check that every event went into a job. A job's id is the id of
- * its first event, so no event can be enqueued in two jobs. `priority` (pg-boss fetches higher first,
- * default 0) lets bulk work such as a broadcast's yield to triggers waiting in the same queue.
+ * its first event, so no event can be enqueued in two jobs. `bulk` jobs (a broadcast's) yield to the
+ * jobs of triggers waiting in the same queue: pg-boss fetches them after those (BULK_JOB_PRIORITY), and
+ * their data says so to the worker that fetched them (isBulkJob).
  */
-export async function deliveryJobsCte(boss: PgBoss, eventsCte: string, options: { priority?: number } = {}): Promise<string> {
+export async function deliveryJobsCte(boss: PgBoss, eventsCte: string, options: { bulk?: boolean } = {}): Promise<string> {
   const queue = await boss.getQueue(DELIVER_EVENT_QUEUE);
   if (!queue) throw new Error(`queue ${DELIVER_EVENT_QUEUE} does not exist`);
   const insert = insertJobs(BOSS_SCHEMA, { table: queue.table, name: DELIVER_EVENT_QUEUE, returnId: true, notify: false });
   if (insert.split(JOBS_PARAMETER).length !== 2) throw new Error('pg-boss insert statement changed: cannot embed it');
-  const priority = options.priority === undefined ? '' : `, 'priority', ${Math.trunc(options.priority)}`;
-  const jobs = `(SELECT coalesce(json_agg(json_build_object('id', id, 'data', json_build_object('event_ids', event_ids), 'startAfter', start_after${priority})), '[]'::json)
+  const data = options.bulk ? `json_build_object('event_ids', event_ids, 'bulk', true)` : `json_build_object('event_ids', event_ids)`;
+  const priority = options.bulk ? `, 'priority', ${BULK_JOB_PRIORITY}` : '';
+  const jobs = `(SELECT coalesce(json_agg(json_build_object('id', id, 'data', ${data}, 'startAfter', start_after${priority})), '[]'::json)
                   FROM delivery_job_events)`;
   return `delivery_job_events AS MATERIALIZED (
     SELECT event_ids[1] AS id, event_ids, start_after

@@ -27,11 +27,19 @@ export const EVENTS_PER_DELIVERY_JOB = 25;
 export const REMOTE_EVENTS_PER_DELIVERY_JOB = 4;
 
 /**
- * A delivery job: the events to deliver, all of one tenant. `event_id` is the shape of the jobs
- * enqueued before jobs could carry several events; a queue upgraded with such jobs still waiting
- * delivers them too (eventIdsOf).
+ * A delivery job: the events to deliver, all of one tenant. `bulk`: a broadcast's job, which yields to
+ * triggers' jobs (enqueue.ts). `event_id` is the shape of the jobs enqueued before jobs could carry
+ * several events; a queue upgraded with such jobs still waiting delivers them too (eventIdsOf).
  */
-export type DeliverEventJob = { event_ids: string[] } | { event_id: string };
+export type DeliverEventJob = { event_ids: string[]; bulk?: true } | { event_id: string };
+
+/** pg-boss fetches higher priorities first; a trigger's jobs have its default, 0. */
+export const BULK_JOB_PRIORITY = -1;
+
+/** A broadcast's job, not a trigger's. */
+export function isBulkJob(job: DeliverEventJob): boolean {
+  return 'bulk' in job && job.bulk === true;
+}
 
 /** The events a delivery job carries. */
 export function eventIdsOf(job: DeliverEventJob): string[] {

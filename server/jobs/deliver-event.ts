@@ -12,6 +12,15 @@
 // completion (perJobResults) is not used: it joins a JSON recordset, which PostgreSQL can plan as a
 // scan of every job of the queue when the queue's statistics predate a burst of triggers (before
 // autovacuum analyses it), and a large backlog then makes every batch's completion slow.
+//
+// A process fetches up to workerConcurrency batches at once, so that remote sends overlap their
+// network waits. Its batched runs, though, are database work only (a load and a store statement over
+// up to 625 events), and more of them at once than the machine has cores does not store a broadcast
+// any sooner: it only lengthens PostgreSQL's run queue, where every other statement waits too, the
+// commits of other tenants' triggers among them. So a batched run holds one of as many permits as
+// cores, and a batch that carries a trigger's job takes the next permit before batches of broadcast
+// jobs only (delivery/queues.ts isBulkJob).
+import { availableParallelism } from 'node:os';
 import type { Job } from 'pg-boss';
 import { defineJob } from './types.ts';
 import {
@@ -20,6 +29,7 @@ import {
   DELIVERY_RETRY_DELAY_MAX_SECONDS,
   DELIVERY_RETRY_LIMIT,
   eventIdsOf,
+  isBulkJob,
   type DeliverEventJob,
 } from '../delivery/queues.ts';
 import { deliverEvent, RetryableDeliveryError } from '../delivery/run-event.ts';
@@ -28,6 +38,7 @@ import { deliverRemoteBatch, type RemoteBatchResult } from '../delivery/run-remo
 import { finaliseExhaustedEvent } from '../delivery/stages/rollup.ts';
 import type { Runtime } from '../runtime.ts';
 import { isDatabaseUnavailable } from '../db/availability.ts';
+import { Permits } from '../delivery/permits.ts';
 
 export const deliverEventJob = defineJob<DeliverEventJob>({
   name: DELIVER_EVENT_QUEUE,
@@ -65,7 +76,7 @@ export const deliverEventJob = defineJob<DeliverEventJob>({
 async function deliverJobs(runtime: Runtime, jobs: Job<DeliverEventJob>[]): Promise<void> {
   let settled = new Set<string>();
   try {
-    settled = await deliverInboxBatch(runtime, jobs);
+    settled = await batchPermits(runtime).run(!jobs.every((job) => isBulkJob(job.data)), () => deliverInboxBatch(runtime, jobs));
   } catch (error) {
     noteFailure(runtime, 'batch delivery fell back to per-event delivery', error);
   }
@@ -94,6 +105,18 @@ async function deliverJobs(runtime: Runtime, jobs: Job<DeliverEventJob>[]): Prom
     }
     if (errors.length > 0) await failJob(runtime.boss!, job, errors.join('; '));
   }
+}
+
+const permitsByRuntime = new WeakMap<Runtime, Permits>();
+
+/** The permits of this process's batched runs: as many as cores, and no more than the batches it fetches at once. */
+function batchPermits(runtime: Runtime): Permits {
+  let permits = permitsByRuntime.get(runtime);
+  if (!permits) {
+    permits = new Permits(Math.min(runtime.config.workerConcurrency, availableParallelism()));
+    permitsByRuntime.set(runtime, permits);
+  }
+  return permits;
 }
 
 /**

@@ -15,8 +15,9 @@
 //
 // Events are written exactly as a trigger writes them (the same columns, secret variables encrypted per
 // event under the event's own additional data), so delivery, preferences and workflows treat them
-// alike. Their delivery jobs carry a lower pg-boss priority than triggers' (fetched after any trigger
-// job waiting), so a broadcast of one tenant does not hold up the triggers of others.
+// alike. Their delivery jobs are bulk jobs (delivery/enqueue.ts): fetched after any trigger job waiting,
+// and stored after the fetched batches that carry one, so a broadcast of one tenant does not hold up
+// the triggers of others.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { execute, query, queryOne } from '../db/sql.ts';
 import { newId } from '../ids.ts';
@@ -31,8 +32,6 @@ import { secretVariablesAad } from './notifications.ts';
 
 /** Contacts per page (one statement): thousands of events per statement, one page held at a time. */
 export const FAN_OUT_PAGE_SIZE = 5000;
-/** pg-boss fetches higher priorities first; trigger jobs have 0. */
-export const BROADCAST_JOB_PRIORITY = -1;
 
 /** Below every contact id and external id: where a fan-out starts (a key, not NULL, keeps the scans on the index). */
 const START = { topic: '00000000-0000-0000-0000-000000000000', all: '' };
@@ -49,7 +48,7 @@ interface AudienceMember {
  * is locked for the statement, so a cancel waits for a page in flight, and a page after it writes nothing.
  */
 const fanOutStatement = statementPerQueue(async (boss) => {
-  const jobs = await deliveryJobsCte(boss, 'to_enqueue', { priority: BROADCAST_JOB_PRIORITY });
+  const jobs = await deliveryJobsCte(boss, 'to_enqueue', { bulk: true });
   return `
   WITH b AS MATERIALIZED (
     SELECT id, tenant_id, type_key, brand_key, channels, variables, secret_keys FROM broadcasts WHERE id = $1 AND status = 'running' FOR UPDATE
