@@ -4,7 +4,7 @@
 // (not even commander): CI scripts call it on every run.
 import type { Command } from 'commander';
 import { readFileSync } from 'node:fs';
-import { EXIT_OK, EXIT_USAGE, describeFailure } from './support/output.ts';
+import { EXIT_OK, EXIT_OUTPUT_CLOSED, EXIT_USAGE, describeFailure } from './support/output.ts';
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
 
 type Register = (program: Command) => void;
@@ -44,10 +44,14 @@ function versionOnly(argv: string[]): boolean {
   return args.length > 0 && args.every((a) => a === '--version' || a === '-v');
 }
 
+/** The command a command line names: its first word that is not an option. */
+function namedCommand(argv: string[]): string | undefined {
+  return argv.slice(2).find((a) => !a.startsWith('-'));
+}
+
 /** The groups a command line needs: the one it names, none for --version alone, else all (for help). */
 function groupsFor(argv: string[]): string[] {
-  const args = argv.slice(2);
-  const named = args.find((a) => !a.startsWith('-'));
+  const named = namedCommand(argv);
   if (named && named in COMMAND_GROUPS) return [named];
   if (versionOnly(argv)) return [];
   return Object.keys(COMMAND_GROUPS);
@@ -98,6 +102,21 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+/**
+ * A reader that stops early (`herald events list | head`) closes the pipe. A one-shot command then ends
+ * as Unix tools do when SIGPIPE ends them: silently, with 141 (128 + SIGPIPE), which tells a script
+ * under `set -o pipefail` that its output was cut, without an EPIPE stack. `start` is left out: a
+ * server does not end because its output stopped being read.
+ */
+function endQuietlyWhenOutputIsClosed(argv: string[]): void {
+  if (namedCommand(argv) === 'start') return;
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    process.exit(EXIT_OUTPUT_CLOSED);
+  });
+}
+
+endQuietlyWhenOutputIsClosed(process.argv);
 const code = await main(process.argv);
 // Long-running commands (start) settle their own exit; one-shot commands end here.
 process.exitCode = code;

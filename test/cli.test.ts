@@ -1,6 +1,8 @@
 // The herald executable as an admin uses it: init, start, status, migrate, signals and exit codes,
 // on the embedded PostgreSQL and on an external one (DATABASE_URL).
 import { afterAll, describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -8,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
 import { validate } from '@readme/openapi-parser';
-import { runCli } from './support/cli.ts';
+import { HERALD_BIN, runCli } from './support/cli.ts';
 import { postgresProcessesFor, startHerald as startHeraldProcess, type HeraldProcess } from './support/herald-process.ts';
 import { admin, withDatabase } from './support/global-setup.ts';
 
@@ -97,6 +99,16 @@ describe('herald (no database needed)', { timeout: 120_000 }, () => {
       expect(sub.code).toBe(0);
       expect(sub.stdout).toContain('Examples:');
     }
+  });
+
+  it('ends as SIGPIPE would (141), without a stack, when its reader closes the pipe early (herald --help | head)', async () => {
+    const child = spawn(HERALD_BIN, ['--help'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.destroy(); // the reader is gone before the first line is written
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const [exitCode] = (await once(child, 'exit')) as [number | null];
+    expect(stderr).toBe('');
+    expect(exitCode).toBe(141);
   });
 
   it('exits 2 on usage errors', async () => {

@@ -1,10 +1,12 @@
-// CLI conventions: exit 0 ok, 1 failure, 2 usage error; --json for scripts; human text otherwise.
+// CLI conventions: exit 0 ok, 1 failure, 2 usage error, 141 output cut; --json for scripts; human text otherwise.
 // Errors print one line to stderr (never a stack trace, never a secret).
 import { AppError, ValidationFailure } from '../../server/errors.ts';
 
 export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
+/** The output was cut: its reader closed the pipe (128 + SIGPIPE, as a shell reports a tool SIGPIPE ended). */
+export const EXIT_OUTPUT_CLOSED = 141;
 
 /** An error with a chosen exit code and a message meant for the person at the terminal. */
 export class CliError extends Error {
