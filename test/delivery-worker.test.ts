@@ -633,6 +633,20 @@ describe('push and email channels (their senders are injected until the transpor
     expect(await lastUsed(failed)).toBeNull();
     await recordOutcomes(em, [{ deliveryId: await pushDelivery(other), outcome: { status: 'sent' }, finalAttempt: false }]);
     expect(await lastUsed(other)).not.toBeNull();
+    // To the minute: a use within a minute of the last one writes nothing, a later one moves it on.
+    const usedAgo = async (id: string, seconds: number) => {
+      await execute(em, `UPDATE push_subscriptions SET last_used_at = now() - make_interval(secs => $2) WHERE id = $1`, [id, seconds]);
+      return new Date((await lastUsed(id))!).getTime();
+    };
+    const [recentlyUsed, longAgoUsed] = [await subscription('token-recent'), await subscription('token-long-ago')];
+    const recent = await usedAgo(recentlyUsed, 30);
+    const stale = await usedAgo(longAgoUsed, 120);
+    await recordOutcomes(em, [
+      { deliveryId: await pushDelivery(recentlyUsed), outcome: { status: 'sent' }, finalAttempt: false },
+      { deliveryId: await pushDelivery(longAgoUsed), outcome: { status: 'sent' }, finalAttempt: false },
+    ]);
+    expect(new Date((await lastUsed(recentlyUsed))!).getTime()).toBe(recent);
+    expect(new Date((await lastUsed(longAgoUsed))!).getTime()).toBeGreaterThan(stale + 60_000);
     // A subscription removed since planning: nothing to send to.
     expect(await run({ status: 'sent' }, newId())).toEqual({ status: 'skipped', reason: 'no_destination' });
   });

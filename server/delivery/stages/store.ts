@@ -183,12 +183,14 @@ export async function recordOutcome(em: EntityManager, deliveryId: string, outco
 
 /**
  * Follows a data-modifying CTE `recorded` (channel, destination, status of the recorded deliveries):
- * a push subscription a delivery was sent to was last used now. The CASE keeps the uuid cast away
- * from other channels' destinations (email addresses).
+ * a push subscription a delivery was sent to was last used now. To the minute, as a service key's: a
+ * device that receives many pushes costs one row write a minute, not one per push. The CASE keeps the
+ * uuid cast away from other channels' destinations (email addresses).
  */
 const TOUCH_SENT_SUBSCRIPTIONS = `UPDATE push_subscriptions s SET last_used_at = now()
     FROM recorded r
-   WHERE r.status = 'sent' AND s.id = CASE WHEN r.channel IN ('push', 'web_push') THEN r.destination::uuid END`;
+   WHERE r.status = 'sent' AND s.id = CASE WHEN r.channel IN ('push', 'web_push') THEN r.destination::uuid END
+     AND (s.last_used_at IS NULL OR s.last_used_at < now() - interval '60 seconds')`;
 
 /** recordOutcome for many deliveries in one statement (the batched remote run). */
 export async function recordOutcomes(em: EntityManager, outcomes: Array<{ deliveryId: string; outcome: DeliveryOutcome; finalAttempt: boolean }>): Promise<void> {
