@@ -105,18 +105,21 @@ async function main(argv: string[]): Promise<number> {
 /**
  * A reader that stops early (`herald events list | head`) closes the pipe. A one-shot command then ends
  * as Unix tools do when SIGPIPE ends them: silently, with 141 (128 + SIGPIPE), which tells a script
- * under `set -o pipefail` that its output was cut, without an EPIPE stack. `start` is left out: a
- * server does not end because its output stopped being read.
+ * under `set -o pipefail` that its output was cut, without an EPIPE stack. `start` keeps serving: a
+ * server does not end because its output (its log on stderr included) stopped being read, and what it
+ * writes after that is dropped.
  */
-function endQuietlyWhenOutputIsClosed(argv: string[]): void {
-  if (namedCommand(argv) === 'start') return;
-  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+function handleClosedOutput(argv: string[]): void {
+  const serving = namedCommand(argv) === 'start';
+  const onError = (error: NodeJS.ErrnoException) => {
     if (error.code !== 'EPIPE') throw error;
-    process.exit(EXIT_OUTPUT_CLOSED);
-  });
+    if (!serving) process.exit(EXIT_OUTPUT_CLOSED);
+  };
+  process.stdout.on('error', onError);
+  if (serving) process.stderr.on('error', onError);
 }
 
-endQuietlyWhenOutputIsClosed(process.argv);
+handleClosedOutput(process.argv);
 const code = await main(process.argv);
 // Long-running commands (start) settle their own exit; one-shot commands end here.
 process.exitCode = code;

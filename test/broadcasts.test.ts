@@ -387,7 +387,7 @@ describe('the fan-out, run by the test (no worker until the end)', () => {
     expect(jobs).toEqual({ n: 25, distinct_events: 25 });
   });
 
-  it("enqueues bulk delivery jobs, which pg-boss fetches after a trigger's and the worker stores after batches with one", async () => {
+  it("enqueues its delivery jobs as bulk jobs: a lower priority than a trigger's, and marked in their data", async () => {
     await topicWith(app, acme, 'bulk', 3);
     const id = (await broadcast(app, acme, { audience: { topic: 'bulk' } })).body.broadcast_id;
     await fanOutBroadcast(app.runtime, id);

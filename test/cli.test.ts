@@ -106,7 +106,7 @@ describe('herald (no database needed)', { timeout: 120_000 }, () => {
     child.stdout.destroy(); // the reader is gone before the first line is written
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const [exitCode] = (await once(child, 'exit')) as [number | null];
+    const [exitCode] = (await once(child, 'close')) as [number | null];
     expect(stderr).toBe('');
     expect(exitCode).toBe(141);
   });
@@ -197,6 +197,18 @@ describe('external PostgreSQL (DATABASE_URL)', { timeout: 180_000 }, () => {
     return withDatabase(adminUrl, name);
   }
 
+  /** `herald init` of a multi-tenant install on a new empty database: its data directory, port and init's output. */
+  async function initExternal(): Promise<{ dataDir: string; port: number; initOutput: string }> {
+    const databaseUrl = await emptyDatabase();
+    const dataDir = tempDataDir();
+    const port = await freePort();
+    const init = await runCli(['init', '--yes', '--data-dir', dataDir, '--mode', 'multi', '--database-url', databaseUrl, '--port', String(port), '--json'], {
+      env: { DATABASE_URL: '' },
+    });
+    expect(init.code, init.stderr).toBe(0);
+    return { dataDir, port, initOutput: init.stdout };
+  }
+
   it('start --no-migrate refuses with pending migrations and names the command; migrate --dry-run prints the SQL; migrate applies it', async () => {
     const databaseUrl = await emptyDatabase();
     const dataDir = tempDataDir();
@@ -220,15 +232,29 @@ describe('external PostgreSQL (DATABASE_URL)', { timeout: 180_000 }, () => {
     expect(await started.stop()).toBe(0);
   });
 
+  it('start keeps serving when the pipes of its output and log close', async () => {
+    const { dataDir, port } = await initExternal();
+    const child = spawn(HERALD_BIN, ['start', '--data-dir', dataDir], { env: { ...process.env, DATABASE_URL: '', HERALD_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    cleanups.push(() => void child.kill('SIGKILL'));
+    const exited = once(child, 'exit');
+    child.stdout.destroy(); // it writes its listening URL here, and its log to stderr, after both are gone
+    child.stderr.destroy();
+    let ready = false;
+    for (let tries = 0; tries < 300 && !ready && child.exitCode === null; tries++) {
+      ready = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status === 200, () => false);
+      if (!ready) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(ready).toBe(true);
+    // Requests log (info) to the closed pipe: it still answers them.
+    for (let i = 0; i < 3; i++) expect((await fetch(`http://127.0.0.1:${port}/v1/notifications`)).status).toBe(401);
+    expect(child.exitCode).toBeNull();
+    child.kill('SIGTERM');
+    expect((await exited)[0]).toBe(0);
+  });
+
   it('init -> start -> SIGTERM on an external database', async () => {
-    const databaseUrl = await emptyDatabase();
-    const dataDir = tempDataDir();
-    const port = await freePort();
-    const init = await runCli(['init', '--yes', '--data-dir', dataDir, '--mode', 'multi', '--database-url', databaseUrl, '--port', String(port), '--json'], {
-      env: { DATABASE_URL: '' },
-    });
-    expect(init.code, init.stderr).toBe(0);
-    expect(JSON.parse(init.stdout).database).toBe('external');
+    const { dataDir, port, initOutput } = await initExternal();
+    expect(JSON.parse(initOutput).database).toBe('external');
     // The config file keeps the URL (it may hold a password): owner-only.
     expect(readFileSync(join(dataDir, 'herald.json'), 'utf8')).toContain('databaseUrl');
     const started = await startHerald(['--data-dir', dataDir], { DATABASE_URL: '' });

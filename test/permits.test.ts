@@ -3,6 +3,10 @@
 // jobs are marked bulk: broadcasts.test.ts).
 import { describe, expect, it } from 'vitest';
 import { Permits } from '../server/delivery/permits.ts';
+import { inboxStorePermitCount, isUrgentBatch } from '../server/jobs/deliver-event.ts';
+import { availableParallelism } from 'node:os';
+import { ConfigError, loadConfig } from '../server/config.ts';
+import { testTempDir } from './support/tmp.ts';
 
 /** A piece of work that runs until released, recording when it started. */
 function gatedWork(log: string[], name: string): { work: () => Promise<string>; release: () => void } {
@@ -22,7 +26,7 @@ const tick = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('Permits', () => {
   it('runs at most its size at once, and the rest as permits free', async () => {
-    const permits = new Permits(2);
+    const permits = new Permits(2, { bulkPatienceMs: 10_000 });
     const started: string[] = [];
     const works = ['a', 'b', 'c', 'd'].map((name) => gatedWork(started, name));
     const results = works.map((w) => permits.run(false, w.work));
@@ -36,7 +40,7 @@ describe('Permits', () => {
   });
 
   it('hands a freed permit to an urgent waiter before earlier bulk waiters', async () => {
-    const permits = new Permits(1);
+    const permits = new Permits(1, { bulkPatienceMs: 10_000 });
     const started: string[] = [];
     const first = gatedWork(started, 'first');
     const bulk1 = gatedWork(started, 'bulk1');
@@ -57,12 +61,59 @@ describe('Permits', () => {
   });
 
   it('frees the permit of a work that fails, and passes the failure on', async () => {
-    const permits = new Permits(1);
+    const permits = new Permits(1, { bulkPatienceMs: 10_000 });
     await expect(permits.run(true, () => Promise.reject(new Error('store failed')))).rejects.toThrow('store failed');
     expect(await permits.run(false, async () => 'next')).toBe('next');
   });
 
   it('refuses a size that is not a positive integer', () => {
-    for (const size of [0, -1, 1.5, Number.NaN]) expect(() => new Permits(size)).toThrow(/positive integer/);
+    for (const size of [0, -1, 1.5, Number.NaN]) expect(() => new Permits(size, { bulkPatienceMs: 1 })).toThrow(/positive integer/);
+  });
+
+  it('lets urgent work pass a bulk waiter only until that one has waited its patience', async () => {
+    let now = 0;
+    const permits = new Permits(1, { bulkPatienceMs: 1000, now: () => now });
+    const started: string[] = [];
+    const running = gatedWork(started, 'running');
+    const bulk = gatedWork(started, 'bulk');
+    const urgent = [1, 2, 3].map((n) => gatedWork(started, `urgent${n}`));
+    const runs = [permits.run(true, running.work), permits.run(false, bulk.work), permits.run(true, urgent[0]!.work), permits.run(true, urgent[1]!.work)];
+    await tick();
+    now = 999; // the bulk waiter is still within its patience: urgent work goes first
+    running.release();
+    await tick();
+    expect(started).toEqual(['running', 'urgent1']);
+    runs.push(permits.run(true, urgent[2]!.work));
+    now = 1000; // now it is not: it goes next, ahead of the urgent work that keeps coming
+    urgent[0]!.release();
+    await tick();
+    expect(started).toEqual(['running', 'urgent1', 'bulk']);
+    bulk.release();
+    await tick();
+    expect(started).toEqual(['running', 'urgent1', 'bulk', 'urgent2']);
+    urgent[1]!.release();
+    urgent[2]!.release();
+    await Promise.all(runs);
+    expect(started).toEqual(['running', 'urgent1', 'bulk', 'urgent2', 'urgent3']);
+  });
+});
+
+describe('a delivery batch is urgent', () => {
+  it("when it carries a trigger's job, or a job enqueued before jobs were marked", () => {
+    const broadcast = { data: { event_ids: ['b'], bulk: true as const } };
+    expect(isUrgentBatch([broadcast, broadcast])).toBe(false);
+    expect(isUrgentBatch([broadcast, { data: { event_ids: ['t'] } }])).toBe(true);
+    expect(isUrgentBatch([{ data: { event_id: 'old' } }])).toBe(true);
+  });
+});
+
+describe('how many inbox batches a worker process stores at once', () => {
+  const config = (values: Record<string, number>) => loadConfig({ dataDir: testTempDir('permits-'), ...values }, {});
+
+  it('is the cores unless inboxStoreConcurrency says, and never more than workerConcurrency', () => {
+    expect(inboxStorePermitCount(config({ workerConcurrency: 64 }))).toBe(Math.min(64, availableParallelism()));
+    expect(inboxStorePermitCount(config({ workerConcurrency: 8, inboxStoreConcurrency: 3 }))).toBe(3);
+    expect(inboxStorePermitCount(config({ workerConcurrency: 4, inboxStoreConcurrency: 16 }))).toBe(4);
+    expect(() => config({ inboxStoreConcurrency: 0 })).toThrow(ConfigError);
   });
 });

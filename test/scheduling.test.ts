@@ -215,14 +215,41 @@ describe('quiet hours (an injected clock)', () => {
     }
   };
 
+  // Before the clock moves past the night (the next test moves it).
+  it("holds a broadcast's event in a bulk job, as its first run was one", async () => {
+    await contactWithQuietHours('qh_broadcast');
+    const broadcastId = (await api(timed, fx, 'POST', '/v1/broadcasts', { type: 'news', audience: { all_contacts: true }, variables: { n: 2 } })).broadcast_id;
+    let eventId: string | undefined;
+    for (const deadline = Date.now() + 15_000; !eventId; ) {
+      eventId = (await sql<{ id: string }>(timed, `SELECT id FROM events WHERE broadcast_id = $1 AND external_id = 'qh_broadcast'`, [broadcastId]))[0]?.id;
+      if (!eventId && Date.now() > deadline) throw new Error('the broadcast wrote no event for qh_broadcast');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    // Its first run delivers the inbox and holds the email in a job of its own.
+    const heldRun = async () =>
+      sql<{ start_after: Date; priority: number; bulk: string | null }>(
+        timed,
+        `SELECT start_after, priority, data->>'bulk' AS bulk FROM pgboss.job WHERE name = 'deliver-event' AND data->'event_ids' ? $1 AND state = 'created' AND start_after > now() + interval '1 day'`,
+        [eventId],
+      );
+    let job = await heldRun();
+    for (const deadline = Date.now() + 15_000; job.length === 0 && Date.now() < deadline; job = await heldRun()) await new Promise((r) => setTimeout(r, 50));
+    expect(job.map((j) => [new Date(j.start_after).toISOString(), j.priority, j.bulk])).toEqual([['2027-03-14T11:00:00.000Z', -1, 'true']]);
+  });
+
   it('delivers the inbox at once and holds email until the local end of the night, then sends it', async () => {
     await contactWithQuietHours('qh_night');
     const id = (await api(timed, fx, 'POST', '/v1/notifications', { type: 'news', recipients: ['qh_night'], variables: { n: 1 } })).events[0].event_id;
     const held = await waitForEvent(id, (v) => v.deliveries.some((d: { channel: string; status: string }) => d.channel === 'inbox' && d.status === 'delivered'));
     expect(held.status).toBe('processing');
     expect(held.deliveries.find((d: { channel: string }) => d.channel === 'email').status).toBe('pending');
-    const job = await sql<{ start_after: Date }>(timed, `SELECT start_after FROM pgboss.job WHERE name = 'deliver-event' AND data->'event_ids' ? $1 AND state = 'created'`, [id]);
+    const job = await sql<{ start_after: Date; priority: number; bulk: string | null }>(
+      timed,
+      `SELECT start_after, priority, data->>'bulk' AS bulk FROM pgboss.job WHERE name = 'deliver-event' AND data->'event_ids' ? $1 AND state = 'created'`,
+      [id],
+    );
     expect(job.map((j) => new Date(j.start_after).toISOString())).toEqual(['2027-03-14T11:00:00.000Z']);
+    expect(job.map((j) => [j.priority, j.bulk])).toEqual([[0, null]]); // a trigger's run: not a bulk job
     // Still quiet a minute before the end: a run then holds it again.
     clock.advance(Date.parse('2027-03-14T10:59:00Z') - clock.now());
     await deliverEvent(timed.runtime, id, { finalAttempt: false });

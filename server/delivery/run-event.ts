@@ -118,7 +118,7 @@ async function runRound(runtime: Runtime, tx: EntityManager, eventId: string, te
   }
   const holdUntil = remote.length > 0 ? quietHoldUntil(event, context.now) : null;
   if (holdUntil !== null) {
-    held.push({ eventId: event.id, runAt: holdUntil });
+    held.push({ eventId: event.id, runAt: holdUntil, bulk: event.broadcast_id !== null });
     remote = [];
     again = false;
   }

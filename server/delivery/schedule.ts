@@ -10,15 +10,17 @@ import type { Logger } from '../logger.ts';
 import type { PgBoss } from '../queue.ts';
 import { newId } from '../ids.ts';
 import { wakeDeliveryWorkers } from './enqueue.ts';
-import { DELIVER_EVENT_QUEUE, EVENTS_PER_DELIVERY_JOB, type DeliverEventJob } from './queues.ts';
+import { BULK_JOB_PRIORITY, DELIVER_EVENT_QUEUE, EVENTS_PER_DELIVERY_JOB, type DeliverEventJob } from './queues.ts';
 
 export interface HeldEvent {
   eventId: string;
   /** When its next run is due (epoch ms). */
   runAt: number;
+  /** A broadcast's event: its runs are bulk jobs, as its first was (enqueue.ts). */
+  bulk: boolean;
 }
 
-/** Runs due within this many milliseconds of each other share a job, which starts at the latest of them. */
+/** Runs due within this many milliseconds of each other (a broadcast's apart from a trigger's) share a job, which starts at the latest of them. */
 const SHARED_RUN_MS = 100;
 
 /**
@@ -27,17 +29,23 @@ const SHARED_RUN_MS = 100;
  */
 export async function scheduleRuns(tx: EntityManager, boss: PgBoss, held: HeldEvent[]): Promise<void> {
   if (held.length === 0) return;
-  const byTime = new Map<number, HeldEvent[]>();
+  const bySlot = new Map<string, HeldEvent[]>();
   for (const h of held) {
-    const slot = Math.ceil(h.runAt / SHARED_RUN_MS) * SHARED_RUN_MS;
-    byTime.set(slot, [...(byTime.get(slot) ?? []), h]);
+    const slot = `${Math.ceil(h.runAt / SHARED_RUN_MS) * SHARED_RUN_MS}:${h.bulk}`;
+    bySlot.set(slot, [...(bySlot.get(slot) ?? []), h]);
   }
-  const jobs: Array<{ id: string; data: DeliverEventJob; startAfter: Date }> = [];
-  for (const group of byTime.values()) {
+  const jobs: Array<{ id: string; data: DeliverEventJob; startAfter: Date; priority?: number }> = [];
+  for (const group of bySlot.values()) {
+    const bulk = group[0]!.bulk;
     for (let i = 0; i < group.length; i += EVENTS_PER_DELIVERY_JOB) {
       const chunk = group.slice(i, i + EVENTS_PER_DELIVERY_JOB);
       const startAfter = new Date(Math.max(...chunk.map((h) => h.runAt)));
-      jobs.push({ id: newId(Date.now()), data: { event_ids: chunk.map((h) => h.eventId) }, startAfter });
+      const eventIds = chunk.map((h) => h.eventId);
+      jobs.push(
+        bulk
+          ? { id: newId(Date.now()), data: { event_ids: eventIds, bulk: true }, startAfter, priority: BULK_JOB_PRIORITY }
+          : { id: newId(Date.now()), data: { event_ids: eventIds }, startAfter },
+      );
     }
   }
   await boss.insert(DELIVER_EVENT_QUEUE, jobs, { db: bossDb(tx) });

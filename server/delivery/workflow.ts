@@ -65,7 +65,7 @@ export async function advanceWorkflow(context: RoundContext): Promise<WorkflowAd
       ended = true;
       continue;
     }
-    if ('hold' in outcome) result.held.push({ eventId: event.id, runAt: outcome.hold });
+    if ('hold' in outcome) result.held.push({ eventId: event.id, runAt: outcome.hold, bulk: event.broadcast_id !== null });
     else {
       result.remote = outcome.remote;
       result.again = true;

@@ -14,12 +14,13 @@
 // autovacuum analyses it), and a large backlog then makes every batch's completion slow.
 //
 // A process fetches up to workerConcurrency batches at once, so that remote sends overlap their
-// network waits. Its batched runs, though, are database work only (a load and a store statement over
-// up to 625 events), and more of them at once than the machine has cores does not store a broadcast
-// any sooner: it only lengthens PostgreSQL's run queue, where every other statement waits too, the
-// commits of other tenants' triggers among them. So a batched run holds one of as many permits as
-// cores, and a batch that carries a trigger's job takes the next permit before batches of broadcast
-// jobs only (delivery/queues.ts isBulkJob).
+// network waits. Its batched runs, though, wait on no network: a load and a store statement over up to
+// 625 events, and their rendering in between. More of them at once than there are cores does not
+// store a broadcast any sooner; it only lengthens PostgreSQL's run queue, where every other statement
+// waits too, the commits of other tenants' triggers among them. So a batched run holds one of
+// inboxStoreConcurrency permits (the cores, by default), and a batch that carries a trigger's job
+// takes the next permit before batches of broadcast jobs only (delivery/queues.ts isBulkJob), unless
+// one of those has waited BULK_PATIENCE_MS.
 import { availableParallelism } from 'node:os';
 import type { Job } from 'pg-boss';
 import { defineJob } from './types.ts';
@@ -36,6 +37,7 @@ import { deliverEvent, RetryableDeliveryError } from '../delivery/run-event.ts';
 import { deliverInboxBatch } from '../delivery/run-batch.ts';
 import { deliverRemoteBatch, type RemoteBatchResult } from '../delivery/run-remote.ts';
 import { finaliseExhaustedEvent } from '../delivery/stages/rollup.ts';
+import type { Config } from '../config.ts';
 import type { Runtime } from '../runtime.ts';
 import { isDatabaseUnavailable } from '../db/availability.ts';
 import { Permits } from '../delivery/permits.ts';
@@ -76,7 +78,7 @@ export const deliverEventJob = defineJob<DeliverEventJob>({
 async function deliverJobs(runtime: Runtime, jobs: Job<DeliverEventJob>[]): Promise<void> {
   let settled = new Set<string>();
   try {
-    settled = await batchPermits(runtime).run(!jobs.every((job) => isBulkJob(job.data)), () => deliverInboxBatch(runtime, jobs));
+    settled = await batchPermits(runtime).run(isUrgentBatch(jobs), () => deliverInboxBatch(runtime, jobs));
   } catch (error) {
     noteFailure(runtime, 'batch delivery fell back to per-event delivery', error);
   }
@@ -107,16 +109,28 @@ async function deliverJobs(runtime: Runtime, jobs: Job<DeliverEventJob>[]): Prom
   }
 }
 
+/** How long a batch of broadcast jobs lets batches with a trigger's job go first: well inside the jobs' 300 s expiry. */
+export const BULK_PATIENCE_MS = 10_000;
+
 const permitsByRuntime = new WeakMap<Runtime, Permits>();
 
-/** The permits of this process's batched runs: as many as cores, and no more than the batches it fetches at once. */
+/** How many batched runs a process runs at once: inboxStoreConcurrency (the cores), no more than the batches it fetches at once. */
+export function inboxStorePermitCount(config: Config): number {
+  return Math.min(config.workerConcurrency, config.inboxStoreConcurrency ?? availableParallelism());
+}
+
 function batchPermits(runtime: Runtime): Permits {
   let permits = permitsByRuntime.get(runtime);
   if (!permits) {
-    permits = new Permits(Math.min(runtime.config.workerConcurrency, availableParallelism()));
+    permits = new Permits(inboxStorePermitCount(runtime.config), { bulkPatienceMs: BULK_PATIENCE_MS });
     permitsByRuntime.set(runtime, permits);
   }
   return permits;
+}
+
+/** A batch that carries a trigger's job, not only a broadcast's: it goes first. */
+export function isUrgentBatch(jobs: Array<{ data: DeliverEventJob }>): boolean {
+  return jobs.some((job) => !isBulkJob(job.data));
 }
 
 /**

@@ -48,7 +48,7 @@ export const PushSubscriptionResponse = z
     /** The browser endpoint (web push); null for device tokens. The subscription keys are never returned. */
     endpoint: z.string().nullable(),
     created_at: isoDateTime,
-    last_used_at: isoDateTime.nullable(),
+    last_used_at: isoDateTime.nullable().describe('When a push was last sent to it; recorded at most once a minute'),
   })
   .meta({ id: 'PushSubscriptionResponse' });
 export type PushSubscriptionResponse = z.infer<typeof PushSubscriptionResponse>;

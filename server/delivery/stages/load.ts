@@ -32,6 +32,8 @@ export interface LoadedEvent extends EventForDelivery {
   steps: StepState[] | null;
   /** Whether any delivery of the event has been stored. */
   planned: boolean;
+  /** The broadcast that wrote it (its runs are bulk jobs, delivery/enqueue.ts); null for a trigger's. */
+  broadcast_id: string | null;
   contact: ContactWithDestinations | null;
 }
 
@@ -77,7 +79,7 @@ export async function claimNewEventsWithoutWorkflow(em: EntityManager, eventIds:
   return query<LoadedEvent>(em, CLAIM_NEW_WITHOUT_WORKFLOW, [eventIds]);
 }
 
-const EVENT_COLUMNS = 'id, tenant_id, type_key, brand_key, external_id, variables, status, channels, contact_id, secret_variables_ciphertext, steps, created_at';
+const EVENT_COLUMNS = 'id, tenant_id, type_key, brand_key, external_id, variables, status, channels, contact_id, secret_variables_ciphertext, steps, broadcast_id, created_at';
 
 const loadStatement = (events: string) =>
   `WITH ev AS MATERIALIZED (
