@@ -73,7 +73,7 @@ describe('batch fast path: job completion', () => {
     // Inbox-only events of one trigger share a job.
     expect(jobs.map((j) => eventIdsOf(j.data).sort())).toEqual([[...ids].sort()]);
     // pg-boss's own completion (after a handler returns) is never called here.
-    expect(await deliverInboxBatch(api.runtime, jobs)).toEqual(new Set(ids));
+    expect((await deliverInboxBatch(api.runtime, jobs)).settled).toEqual(new Set(ids));
     expect((await jobStates(jobs.map((j) => j.id))).map((j) => j.state)).toEqual(['completed']);
     expect((await waitForFinal(api, ids)).map((e) => e.status)).toEqual(['delivered', 'delivered']);
   });
@@ -92,7 +92,7 @@ describe('batch fast path: job completion', () => {
     });
     await locked.raised;
     try {
-      expect(await deliverInboxBatch(api.runtime, jobs)).toEqual(new Set([held, free]));
+      expect((await deliverInboxBatch(api.runtime, jobs)).settled).toEqual(new Set([held, free]));
     } finally {
       release.raise();
       await holder;
@@ -110,11 +110,11 @@ describe('batch fast path: job completion', () => {
     expect(jobs.map((j) => j.id)).toEqual([id]);
     // As if this attempt expired and another worker fetched the job again.
     await execute(api.runtime.orm.em.fork(), `UPDATE pgboss.job SET retry_count = retry_count + 1 WHERE name = $1 AND id = $2`, [DELIVER_EVENT_QUEUE, id]);
-    expect(await deliverInboxBatch(api.runtime, jobs)).toEqual(new Set([id]));
+    expect((await deliverInboxBatch(api.runtime, jobs)).settled).toEqual(new Set([id]));
     expect(await jobStates([id!])).toEqual([{ id, state: 'active', retry_count: 1 }]);
     expect(await sql(api, `SELECT 1 FROM inbox_items WHERE event_id = $1`, [id])).toHaveLength(1);
     // The newer attempt finds the event final and settles its job.
-    expect(await deliverInboxBatch(api.runtime, [{ ...jobs[0]!, retryCount: 1 }])).toEqual(new Set([id]));
+    expect((await deliverInboxBatch(api.runtime, [{ ...jobs[0]!, retryCount: 1 }])).settled).toEqual(new Set([id]));
     await api.runtime.boss!.complete(DELIVER_EVENT_QUEUE, { id: id!, retryCount: 1 });
     expect(await jobStates([id!])).toEqual([{ id, state: 'completed', retry_count: 1 }]);
     expect(await sql(api, `SELECT 1 FROM inbox_items WHERE event_id = $1`, [id])).toHaveLength(1);

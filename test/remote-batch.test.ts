@@ -1,7 +1,8 @@
-// The batched remote run (server/delivery/run-remote.ts) against a real SMTP server: two runs over the
-// same events at once (a job fetched again by a second worker) send each email once; events it cannot
-// take (a workflow, or held by another run) are left to the per-event run untouched; a run over events
-// already delivered sends nothing again. Then with a worker: remote events share a job, and an address
+// The batched remote run (server/delivery/run-remote.ts) against a real SMTP server, loading the events
+// itself or given them as the batched inbox run loaded them (without a lock): two runs over the same
+// events at once (a job fetched again by a second worker) send each email once; events it cannot take
+// (a workflow, started or held by another run) are left to the per-event run untouched; a run over
+// events already delivered sends nothing again. Then with a worker: remote events share a job, and an address
 // turned away for now retries the job without sending its other events again.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
@@ -9,6 +10,7 @@ import { startTestApp, type TestApp } from './support/app.ts';
 import { createTenantFixture, deliveryJobsOf, insertNotificationType, sql, waitForFinal, type TenantFixture } from './support/fixtures.ts';
 import { startSmtpPeer, type SmtpPeer } from './support/smtp-peer.ts';
 import { deliverRemoteBatch } from '../server/delivery/run-remote.ts';
+import { loadEvents, type LoadedEvent } from '../server/delivery/stages/load.ts';
 import { execute } from '../server/db/sql.ts';
 import { newId } from '../server/ids.ts';
 
@@ -49,6 +51,26 @@ async function trigger(recipients: string[], order: string): Promise<string[]> {
 
 const received = (order: string) => smtp.messages.filter((m) => m.parsed.subject === `Order ${order}`).map((m) => m.envelope.to.join()).sort();
 
+/** The events as the batched inbox run leaves them to this run: loaded without a lock. */
+async function loadedWithoutLock(ids: string[]): Promise<Map<string, LoadedEvent>> {
+  return new Map((await loadEvents(app.runtime.orm.em.fork(), ids, { lock: false })).map((e) => [e.id, e]));
+}
+
+/** Runs `work` while another session holds the event's row lock, as a run that took it would. */
+async function whileHeld<T>(eventId: string, work: () => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: app.runtime.db.url });
+  await client.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query('SELECT 1 FROM events WHERE id = $1 FOR UPDATE', [eventId]);
+    const result = await work();
+    await client.query('COMMIT');
+    return result;
+  } finally {
+    await client.end();
+  }
+}
+
 describe('the batched remote run', () => {
   it('sends each delivery once when two runs take the same events at once', async () => {
     const ids = await trigger(['ann', 'bob', 'cy'], 'A-1');
@@ -69,21 +91,34 @@ describe('the batched remote run', () => {
 
   it('leaves an event another run holds to the per-event run, and delivers the rest without waiting for it', async () => {
     const ids = await trigger(['eve', 'fay'], 'A-3');
-    const client = new pg.Client({ connectionString: app.runtime.db.url });
-    await client.connect();
-    try {
-      await client.query('BEGIN');
-      await client.query('SELECT 1 FROM events WHERE id = $1 FOR UPDATE', [ids[0]]);
-      const result = await deliverRemoteBatch(
-        app.runtime,
-        ids.map((id) => ({ id, finalAttempt: false })),
-      );
-      expect(result.settled).toEqual(new Set([ids[1]]));
-      expect(received('A-3')).toEqual(['fay@example.test']);
-      await client.query('COMMIT');
-    } finally {
-      await client.end();
-    }
+    const result = await whileHeld(ids[0]!, () => deliverRemoteBatch(app.runtime, ids.map((id) => ({ id, finalAttempt: false }))));
+    expect(result.settled).toEqual(new Set([ids[1]]));
+    expect(received('A-3')).toEqual(['fay@example.test']);
+  });
+
+  it('given the events loaded without a lock, sends each delivery once when two runs take them at once', async () => {
+    const ids = await trigger(['gus', 'hal'], 'A-4');
+    const events = ids.map((id) => ({ id, finalAttempt: false }));
+    const [first, second] = await Promise.all([
+      deliverRemoteBatch(app.runtime, events, await loadedWithoutLock(ids)),
+      deliverRemoteBatch(app.runtime, events, await loadedWithoutLock(ids)),
+    ]);
+    expect(new Set([...first.settled, ...second.settled])).toEqual(new Set(ids));
+    expect(received('A-4')).toEqual(['gus@example.test', 'hal@example.test']);
+    // Loaded again now that they are final: the lock passes them over, nothing is sent twice.
+    expect((await deliverRemoteBatch(app.runtime, events, await loadedWithoutLock(ids))).settled).toEqual(new Set());
+    expect(received('A-4')).toHaveLength(2);
+  });
+
+  it('given the events loaded without a lock, leaves one started since, or held, to the per-event run', async () => {
+    const ids = await trigger(['ida', 'jon', 'kim'], 'A-5');
+    const loaded = await loadedWithoutLock(ids);
+    // After the load: another run starts the first event, and holds the second.
+    await execute(app.runtime.orm.em.fork(), `UPDATE events SET status = 'processing' WHERE id = $1`, [ids[0]]);
+    const result = await whileHeld(ids[1]!, () => deliverRemoteBatch(app.runtime, ids.map((id) => ({ id, finalAttempt: false })), loaded));
+    expect(result.settled).toEqual(new Set([ids[2]]));
+    expect(received('A-5')).toEqual(['kim@example.test']);
+    expect(await sql(app, `SELECT 1 FROM deliveries WHERE event_id = ANY($1::uuid[])`, [[ids[0], ids[1]]])).toEqual([]);
   });
 
   it('leaves events of a type with a workflow to the per-event run, untouched', async () => {
@@ -94,8 +129,11 @@ describe('the batched remote run', () => {
     );
     try {
       const ids = await trigger(['dee'], 'A-2');
-      const result = await deliverRemoteBatch(app.runtime, ids.map((id) => ({ id, finalAttempt: false })));
-      expect(result.settled).toEqual(new Set());
+      const loaded = await loadedWithoutLock(ids);
+      for (const given of [new Map(), loaded]) {
+        const result = await deliverRemoteBatch(app.runtime, ids.map((id) => ({ id, finalAttempt: false })), given);
+        expect(result.settled).toEqual(new Set());
+      }
       expect(await sql(app, `SELECT 1 FROM deliveries WHERE event_id = ANY($1::uuid[])`, [ids])).toEqual([]);
       expect(received('A-2')).toEqual([]);
     } finally {

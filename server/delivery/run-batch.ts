@@ -25,17 +25,27 @@ import { storeBatch, truncate, type StoredDelivery, type StoredItem } from './st
 /** Statuses of an event no run has started yet. */
 const NOT_STARTED: ReadonlySet<string> = new Set(['queued', 'scheduled']);
 
+export interface InboxBatchResult {
+  /** The events it settled (final, or nothing to do). */
+  settled: Set<string>;
+  /**
+   * The events it loaded and left, as loaded (without a lock): the batched remote run locks them and
+   * takes them as they are still new (run-remote.ts), instead of loading them again.
+   */
+  left: Map<string, LoadedEvent>;
+}
+
 /**
  * Delivers what it can of a batch of delivery jobs, completing the jobs whose events it settled all of
- * in the statement that stores them; returns the ids of the events it settled (final, or nothing to
- * do). The caller runs the per-event run for every other event.
+ * in the statement that stores them. The caller runs the other runs for every event not settled.
  */
-export async function deliverInboxBatch(runtime: Runtime, jobs: Array<FetchedJob & { data: DeliverEventJob }>): Promise<Set<string>> {
+export async function deliverInboxBatch(runtime: Runtime, jobs: Array<FetchedJob & { data: DeliverEventJob }>): Promise<InboxBatchResult> {
   const boss = runtime.boss;
   if (!boss) throw new Error('the batched run needs the job queue');
   const eventIds = [...new Set(jobs.flatMap((j) => eventIdsOf(j.data)))];
   const em = runtime.orm.em.fork();
   const settled = new Set<string>();
+  const left = new Map<string, LoadedEvent>();
   const events = await loadEvents(em, eventIds, { lock: false });
   const found = new Set(events.map((e) => e.id));
   for (const id of eventIds) if (!found.has(id)) settled.add(id); // deleted since: nothing to do
@@ -46,12 +56,12 @@ export async function deliverInboxBatch(runtime: Runtime, jobs: Array<FetchedJob
       continue;
     }
     // Not started and unplanned: no run has stored anything yet (a run that plans always moves the status on).
-    if (!NOT_STARTED.has(event.status) || event.planned || event.workflow !== null) continue;
-    const plan = planEvent(event);
+    const plan = !NOT_STARTED.has(event.status) || event.planned || event.workflow !== null ? null : planEvent(event);
     // Only events whose pending deliveries are all inbox take this run.
-    if (plan.every((d) => d.status !== 'pending' || d.channel === 'inbox')) local.push({ event, plan });
+    if (plan?.every((d) => d.status !== 'pending' || d.channel === 'inbox')) local.push({ event, plan });
+    else left.set(event.id, event);
   }
-  if (local.length === 0) return settled;
+  if (local.length === 0) return { settled, left };
 
   const templates = newTemplateCache();
   const deliveries: StoredDelivery[] = [];
@@ -76,7 +86,7 @@ export async function deliverInboxBatch(runtime: Runtime, jobs: Array<FetchedJob
   const createdAt = new Map(local.map(({ event }) => [event.id, event.created_at]));
   countStored(runtime, deliveries.map((d) => ({ channel: d.channel, status: d.status, created_at: createdAt.get(d.event_id)! })));
   wakeWebhookDispatch(runtime);
-  return settled;
+  return { settled, left };
 }
 
 type InboxOutcome = {

@@ -1,7 +1,8 @@
 // The batched remote run: the delivery stages over a fetched batch of new events of types without a
 // workflow, with remote deliveries (email, push, web push) to send now, in two transactions whatever
 // the batch's size:
-// 1. plan: the events it may take locked (in id order, skipping those another run holds) and loaded,
+// 1. plan: the events it may take locked (in id order, skipping those another run holds) and loaded
+//    (or taken as the batched inbox run loaded them, which that run has just done without a lock),
 //    every plan stored in one statement, the local deliveries (the inbox) delivered under savepoints,
 //    the events rolled up; committed;
 // 2. send: the planned remote deliveries claimed in one statement (row locks, SKIP LOCKED, only while
@@ -18,7 +19,7 @@ import { wakeWebhookDispatch } from '../webhooks/wake.ts';
 import type { DeliveryRow, RunLookups } from './channels/types.ts';
 import { countOutcome, countSkipped } from './metrics.ts';
 import { noteRetry, quietHoldUntil, settleLocal } from './round.ts';
-import { claimNewEventsWithoutWorkflow, type LoadedEvent } from './stages/load.ts';
+import { claimLoadedNewEventsWithoutWorkflow, claimNewEventsWithoutWorkflow, type LoadedEvent } from './stages/load.ts';
 import { planEvent } from './stages/plan.ts';
 import { newTemplateCache, readVariables } from './stages/render.ts';
 import { rollupEvents } from './stages/rollup.ts';
@@ -37,7 +38,12 @@ export interface RemoteBatchResult {
  * runs the per-event run for every event not settled. Throws only before anything is sent; a failure
  * after that is a retry error of the events concerned (their jobs are retried with backoff).
  */
-export async function deliverRemoteBatch(runtime: Runtime, events: Array<{ id: string; finalAttempt: boolean }>): Promise<RemoteBatchResult> {
+export async function deliverRemoteBatch(
+  runtime: Runtime,
+  events: Array<{ id: string; finalAttempt: boolean }>,
+  /** These events as the batched run loaded them (run-batch.ts): when it has them all, they are locked, not loaded again. */
+  loadedWithoutLock: ReadonlyMap<string, LoadedEvent> = new Map(),
+): Promise<RemoteBatchResult> {
   const finalAttempt = new Map<string, boolean>();
   for (const e of events) finalAttempt.set(e.id, (finalAttempt.get(e.id) ?? false) || e.finalAttempt);
   const ids = [...finalAttempt.keys()];
@@ -55,7 +61,9 @@ export async function deliverRemoteBatch(runtime: Runtime, events: Array<{ id: s
   await em.transactional(async (tx) => {
     // Events it does not return (started, of a workflow, held by another run, final or deleted) are
     // left to the per-event run.
-    const loaded = await claimNewEventsWithoutWorkflow(tx, ids);
+    const loaded = ids.every((id) => loadedWithoutLock.has(id))
+      ? await claimLoadedNewEventsWithoutWorkflow(tx, new Map(ids.map((id) => [id, loadedWithoutLock.get(id)!])))
+      : await claimNewEventsWithoutWorkflow(tx, ids);
     const now = runtime.clock.now();
     let takes: Array<{ event: LoadedEvent; values: Record<string, unknown> }> = [];
     for (const event of loaded) {

@@ -34,7 +34,7 @@ import {
   type DeliverEventJob,
 } from '../delivery/queues.ts';
 import { deliverEvent, RetryableDeliveryError } from '../delivery/run-event.ts';
-import { deliverInboxBatch } from '../delivery/run-batch.ts';
+import { deliverInboxBatch, type InboxBatchResult } from '../delivery/run-batch.ts';
 import { deliverRemoteBatch, type RemoteBatchResult } from '../delivery/run-remote.ts';
 import { finaliseExhaustedEvent } from '../delivery/stages/rollup.ts';
 import type { Config } from '../config.ts';
@@ -76,17 +76,19 @@ export const deliverEventJob = defineJob<DeliverEventJob>({
  * delivered again when it is.
  */
 async function deliverJobs(runtime: Runtime, jobs: Job<DeliverEventJob>[]): Promise<void> {
-  let settled = new Set<string>();
+  let inbox: InboxBatchResult = { settled: new Set(), left: new Map() };
   try {
-    settled = await batchPermits(runtime).run(isUrgentBatch(jobs), () => deliverInboxBatch(runtime, jobs));
+    inbox = await batchPermits(runtime).run(isUrgentBatch(jobs), () => deliverInboxBatch(runtime, jobs));
   } catch (error) {
     noteFailure(runtime, 'batch delivery fell back to per-event delivery', error);
   }
+  const { settled } = inbox;
   let remote: RemoteBatchResult = { settled: new Set(), retryErrors: new Map() };
   try {
     remote = await deliverRemoteBatch(
       runtime,
       jobs.flatMap((job) => eventIdsOf(job.data).filter((id) => !settled.has(id)).map((id) => ({ id, finalAttempt: job.retryCount >= DELIVERY_RETRY_LIMIT }))),
+      inbox.left,
     );
   } catch (error) {
     noteFailure(runtime, 'remote batch delivery fell back to per-event delivery', error);

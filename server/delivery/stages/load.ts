@@ -79,6 +79,16 @@ export async function claimNewEventsWithoutWorkflow(em: EntityManager, eventIds:
   return query<LoadedEvent>(em, CLAIM_NEW_WITHOUT_WORKFLOW, [eventIds]);
 }
 
+/**
+ * claimNewEventsWithoutWorkflow for events loaded moments ago without a lock: locks the same events on
+ * the same conditions, checked now, and answers those it locked as they were loaded. What a contact or
+ * type changed in between is as if it had changed just after the lock.
+ */
+export async function claimLoadedNewEventsWithoutWorkflow(em: EntityManager, loaded: ReadonlyMap<string, LoadedEvent>): Promise<LoadedEvent[]> {
+  const locked = await query<{ id: string }>(em, LOCK_NEW_WITHOUT_WORKFLOW, [[...loaded.keys()]]);
+  return locked.map(({ id }) => loaded.get(id)!);
+}
+
 const EVENT_COLUMNS = 'id, tenant_id, type_key, brand_key, external_id, variables, status, channels, contact_id, secret_variables_ciphertext, steps, broadcast_id, created_at';
 
 const loadStatement = (events: string) =>
@@ -115,9 +125,11 @@ const loadStatement = (events: string) =>
 
 const LOAD = planEachCall(loadStatement(`SELECT ${EVENT_COLUMNS} FROM events WHERE id = ANY($1::uuid[])`));
 const LOAD_LOCKED = planEachCall(loadStatement(`SELECT ${EVENT_COLUMNS} FROM events WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`));
-const CLAIM_NEW_WITHOUT_WORKFLOW = planEachCall(loadStatement(
-  `SELECT ${EVENT_COLUMNS.split(', ').map((c) => `e.${c}`).join(', ')}
+/** The events the batched remote run may take, in id order, locked; $1 the events' ids. */
+const newWithoutWorkflow = (columns: string) =>
+  `SELECT ${columns}
      FROM events e ${eventTypeJoin('e')}
     WHERE e.id = ANY($1::uuid[]) AND e.status IN ('queued', 'scheduled') AND e.steps IS NULL AND nt.workflow IS NULL
-    ORDER BY e.id FOR UPDATE OF e SKIP LOCKED`,
-));
+    ORDER BY e.id FOR UPDATE OF e SKIP LOCKED`;
+const CLAIM_NEW_WITHOUT_WORKFLOW = planEachCall(loadStatement(newWithoutWorkflow(EVENT_COLUMNS.split(', ').map((c) => `e.${c}`).join(', '))));
+const LOCK_NEW_WITHOUT_WORKFLOW = planEachCall(newWithoutWorkflow('e.id'));
