@@ -62,7 +62,7 @@ export async function deliverRemoteBatch(
     // Events it does not return (started, of a workflow, held by another run, final or deleted) are
     // left to the per-event run.
     const loaded = ids.every((id) => loadedWithoutLock.has(id))
-      ? await claimLoadedNewEventsWithoutWorkflow(tx, new Map(ids.map((id) => [id, loadedWithoutLock.get(id)!])))
+      ? await claimLoadedNewEventsWithoutWorkflow(tx, ids, loadedWithoutLock)
       : await claimNewEventsWithoutWorkflow(tx, ids);
     const now = runtime.clock.now();
     let takes: Array<{ event: LoadedEvent; values: Record<string, unknown> }> = [];

@@ -40,12 +40,8 @@ export async function scheduleRuns(tx: EntityManager, boss: PgBoss, held: HeldEv
     for (let i = 0; i < group.length; i += EVENTS_PER_DELIVERY_JOB) {
       const chunk = group.slice(i, i + EVENTS_PER_DELIVERY_JOB);
       const startAfter = new Date(Math.max(...chunk.map((h) => h.runAt)));
-      const eventIds = chunk.map((h) => h.eventId);
-      jobs.push(
-        bulk
-          ? { id: newId(Date.now()), data: { event_ids: eventIds, bulk: true }, startAfter, priority: BULK_JOB_PRIORITY }
-          : { id: newId(Date.now()), data: { event_ids: eventIds }, startAfter },
-      );
+      const data: DeliverEventJob = { event_ids: chunk.map((h) => h.eventId), ...(bulk ? { bulk: true } : {}) };
+      jobs.push({ id: newId(Date.now()), data, startAfter, ...(bulk ? { priority: BULK_JOB_PRIORITY } : {}) });
     }
   }
   await boss.insert(DELIVER_EVENT_QUEUE, jobs, { db: bossDb(tx) });

@@ -80,12 +80,13 @@ export async function claimNewEventsWithoutWorkflow(em: EntityManager, eventIds:
 }
 
 /**
- * claimNewEventsWithoutWorkflow for events loaded moments ago without a lock: locks the same events on
- * the same conditions, checked now, and answers those it locked as they were loaded. What a contact or
- * type changed in between is as if it had changed just after the lock.
+ * claimNewEventsWithoutWorkflow for events loaded moments ago without a lock (`loaded` holds each of
+ * `eventIds`): locks the same events on the same conditions, checked now, and answers those it locked
+ * as they were loaded. What a contact or type changed in between is as if it had changed just after
+ * the lock.
  */
-export async function claimLoadedNewEventsWithoutWorkflow(em: EntityManager, loaded: ReadonlyMap<string, LoadedEvent>): Promise<LoadedEvent[]> {
-  const locked = await query<{ id: string }>(em, LOCK_NEW_WITHOUT_WORKFLOW, [[...loaded.keys()]]);
+export async function claimLoadedNewEventsWithoutWorkflow(em: EntityManager, eventIds: string[], loaded: ReadonlyMap<string, LoadedEvent>): Promise<LoadedEvent[]> {
+  const locked = await query<{ id: string }>(em, LOCK_NEW_WITHOUT_WORKFLOW, [eventIds]);
   return locked.map(({ id }) => loaded.get(id)!);
 }
 
