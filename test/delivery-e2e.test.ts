@@ -3,7 +3,8 @@
 // real SMTP server (branded HTML, text part, DKIM verified by an independent verifier against the DNS
 // record served by a local resolver), at an APNs-protocol HTTP/2 peer, an FCM-protocol peer and an
 // independent web push service that decrypts the payload. Then: an opt-out skips exactly that channel,
-// and destinations the providers report gone are pruned without retry.
+// and destinations the providers report gone are pruned without retry. A type without the inbox sends
+// its pushes and stores them with the event in one transaction (the batched remote run).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeyPairSync } from 'node:crypto';
 import { authenticate } from 'mailauth';
@@ -277,5 +278,33 @@ describe('preferences and dead destinations', () => {
     const events = await triggerAndWait({ recipients: ['ann'], variables: { order_id: 'D-400' } });
     expect(events.ann!.deliveries.find((d) => d.channel === 'push')).toMatchObject({ status: 'failed' });
     expect(await api('GET', `/v1/contacts/${contactIds.ann}/push-subscriptions`)).toEqual([]);
+  });
+});
+
+describe('a type without the inbox', () => {
+  it('sends its pushes, stores them with the event, and marks the devices used', async () => {
+    await api('POST', '/v1/notification-types', {
+      key: 'order_pushed',
+      name: 'Order pushed',
+      channel_defaults: { inbox: false, email: false, push: true, web_push: true },
+      variables: [{ name: 'order_id', required: true }],
+    });
+    await api('POST', '/v1/inbox-templates', { notification_type_key: 'order_pushed', title: 'Order {{ order_id }}', content: 'On its way.' });
+    const danToken = 'd4'.repeat(32);
+    const dan = (await api('POST', '/v1/contacts', { external_id: 'dan', name: 'Dan' })).id;
+    await api('POST', `/v1/contacts/${dan}/push-subscriptions`, { provider: 'apns', token: danToken });
+    const eve = (await api('POST', '/v1/contacts', { external_id: 'eve', name: 'Eve' })).id;
+    const { public_key } = await api('GET', '/v1/web-push/public-key');
+    const eveSubscription = await pushService.subscribe(public_key);
+    await api('POST', `/v1/contacts/${eve}/push-subscriptions`, { provider: 'webpush', subscription: { endpoint: eveSubscription.endpoint, keys: eveSubscription.keys } });
+
+    const events = await triggerAndWait({ type: 'order_pushed', recipients: ['dan', 'eve'], variables: { order_id: 'E-500' } });
+    expect(summary(events.dan!)).toEqual(['push:sent', 'web_push:skipped:no_destination']);
+    expect(summary(events.eve!)).toEqual(['push:skipped:no_destination', 'web_push:sent']);
+    expect(apns.received.filter((n) => n.token === danToken)).toHaveLength(1);
+    for (const contact of [dan, eve]) {
+      const [subscription] = await api('GET', `/v1/contacts/${contact}/push-subscriptions`);
+      expect(subscription.last_used_at).not.toBeNull();
+    }
   });
 });

@@ -2,12 +2,15 @@
 // itself or given them as the batched inbox run loaded them (without a lock): two runs over the same
 // events at once (a job fetched again by a second worker) send each email once; events it cannot take
 // (a workflow, started or held by another run) are left to the per-event run untouched; a run over
-// events already delivered sends nothing again. Then with a worker: remote events share a job, and an address
-// turned away for now retries the job without sending its other events again.
+// events already delivered sends nothing again. A batch without inbox deliveries is sent and stored in
+// one transaction (each delivery written once, with its outcome); one with an inbox delivery commits the
+// inbox item before the sends; a store that fails after the sends leaves the events to their jobs'
+// retries. Then with a worker: remote events share a job, and an address turned away for now retries
+// the job without sending its other events again.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { createTenantFixture, deliveryJobsOf, insertNotificationType, sql, waitForFinal, type TenantFixture } from './support/fixtures.ts';
+import { createTenantFixture, deliveryJobsOf, insertInboxTemplate, insertNotificationType, sql, waitForFinal, type TenantFixture } from './support/fixtures.ts';
 import { startSmtpPeer, type SmtpPeer } from './support/smtp-peer.ts';
 import { deliverRemoteBatch } from '../server/delivery/run-remote.ts';
 import { loadEvents, type LoadedEvent } from '../server/delivery/stages/load.ts';
@@ -19,9 +22,11 @@ let smtp: SmtpPeer;
 let acme: TenantFixture;
 /** Addresses the SMTP peer turns away for now (451). */
 const deferred = new Set<string>();
+/** Addresses the SMTP peer answers only once their promise settles. */
+const held = new Map<string, Promise<void>>();
 
 beforeAll(async () => {
-  smtp = await startSmtpPeer({ deferRecipients: deferred });
+  smtp = await startSmtpPeer({ deferRecipients: deferred, holdRecipients: held });
   // The API role runs no workers: the tests run the batch themselves.
   app = await startTestApp({ role: 'api' });
   acme = await createTenantFixture(app, 'Acme');
@@ -33,6 +38,13 @@ beforeAll(async () => {
     `INSERT INTO email_templates (id, tenant_id, notification_type_key, brand_key, language, subject, content) VALUES ($1, $2, 'mail', 'default', 'en', 'Order {{ order }}', '<p>Hi {{ contact.external_id }}</p>')`,
     [newId(), acme.tenantId],
   );
+  await insertNotificationType(app, acme.tenantId, { key: 'mixed', channels: { inbox: true, email: true } });
+  await insertInboxTemplate(app, acme.tenantId, { type: 'mixed', title: 'Order {{ order }}', content: 'Hi' });
+  await execute(
+    app.runtime.orm.em.fork(),
+    `INSERT INTO email_templates (id, tenant_id, notification_type_key, brand_key, language, subject, content) VALUES ($1, $2, 'mixed', 'default', 'en', 'Order {{ order }}', '<p>Hi</p>')`,
+    [newId(), acme.tenantId],
+  );
 });
 
 afterAll(async () => {
@@ -40,10 +52,10 @@ afterAll(async () => {
   await smtp?.close();
 });
 
-async function trigger(recipients: string[], order: string): Promise<string[]> {
+async function trigger(recipients: string[], order: string, type = 'mail'): Promise<string[]> {
   const res = await app.request('POST', '/v1/notifications', {
     token: acme.serviceKey,
-    body: { type: 'mail', recipients: recipients.map((r) => ({ external_id: r, email: `${r}@example.test` })), variables: { order } },
+    body: { type, recipients: recipients.map((r) => ({ external_id: r, email: `${r}@example.test` })), variables: { order } },
   });
   expect(res.status).toBe(202);
   return res.body.events.map((e: { event_id: string }) => e.event_id);
@@ -119,6 +131,72 @@ describe('the batched remote run', () => {
     expect(result.settled).toEqual(new Set([ids[2]]));
     expect(received('A-5')).toEqual(['kim@example.test']);
     expect(await sql(app, `SELECT 1 FROM deliveries WHERE event_id = ANY($1::uuid[])`, [[ids[0], ids[1]]])).toEqual([]);
+  });
+
+  it('sends and stores a batch without inbox deliveries in one transaction: each delivery is written once, with its outcome', async () => {
+    deferred.add('max@example.test');
+    try {
+      const ids = await trigger(['lee', 'max'], 'A-6');
+      const result = await deliverRemoteBatch(app.runtime, ids.map((id) => ({ id, finalAttempt: false })));
+      expect(result.settled).toEqual(new Set(ids));
+      expect([...result.retryErrors.keys()]).toEqual([ids[1]]);
+      expect(received('A-6')).toEqual(['lee@example.test']);
+      // Written by the transaction that rolled the event up: no pending version was stored first.
+      const rows = await sql(
+        app,
+        `SELECT d.destination, d.status, d.attempts, d.last_error IS NOT NULL AS has_error, d.provider_message_id IS NOT NULL AS has_provider_id,
+                d.xmin::text = e.xmin::text AS written_with_event, e.status AS event_status
+           FROM deliveries d JOIN events e ON e.id = d.event_id WHERE d.event_id = ANY($1::uuid[]) ORDER BY d.destination`,
+        [ids],
+      );
+      expect(rows).toEqual([
+        { destination: 'lee@example.test', status: 'sent', attempts: 1, has_error: false, has_provider_id: true, written_with_event: true, event_status: 'delivered' },
+        // Turned away for now: pending, for the job's retry.
+        { destination: 'max@example.test', status: 'pending', attempts: 1, has_error: true, has_provider_id: false, written_with_event: true, event_status: 'processing' },
+      ]);
+    } finally {
+      deferred.clear();
+    }
+  });
+
+  it('with an inbox delivery in the batch, commits the inbox item before the emails are sent', async () => {
+    let release = () => {};
+    held.set('nia@example.test', new Promise<void>((resolve) => (release = resolve)));
+    try {
+      const ids = await trigger(['nia'], 'A-7', 'mixed');
+      const run = deliverRemoteBatch(app.runtime, ids.map((id) => ({ id, finalAttempt: false })));
+      // The email waits at the SMTP peer; the item is in the inbox meanwhile.
+      for (const deadline = Date.now() + 10_000; (await sql(app, `SELECT 1 FROM inbox_items WHERE event_id = $1`, ids)).length === 0; await new Promise((r) => setTimeout(r, 20))) {
+        if (Date.now() > deadline) throw new Error('the inbox item was not stored before the send');
+      }
+      expect(received('A-7')).toEqual([]);
+      release();
+      expect((await run).settled).toEqual(new Set(ids));
+      expect(received('A-7')).toEqual(['nia@example.test']);
+      expect((await sql<{ status: string }>(app, `SELECT status FROM events WHERE id = $1`, ids))[0]!.status).toBe('delivered');
+    } finally {
+      release();
+      held.clear();
+    }
+  });
+
+  it('when storing fails after the sends, leaves the events to their jobs\' retries, not to the per-event run now', async () => {
+    const ids = await trigger(['ole'], 'A-8');
+    const em = app.runtime.orm.em.fork();
+    await execute(em, `CREATE FUNCTION test_refuse_delivery() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$`);
+    await execute(em, `CREATE TRIGGER test_refuse_delivery BEFORE INSERT ON deliveries FOR EACH ROW WHEN (NEW.destination = 'ole@example.test') EXECUTE FUNCTION test_refuse_delivery()`);
+    try {
+      const result = await deliverRemoteBatch(app.runtime, ids.map((id) => ({ id, finalAttempt: false })));
+      expect(result.settled).toEqual(new Set(ids));
+      expect(result.retryErrors.get(ids[0]!)?.join()).toContain('refused by the test');
+      expect(received('A-8')).toEqual(['ole@example.test']);
+      // Nothing of the transaction stayed: the retry starts the event afresh.
+      expect(await sql(app, `SELECT 1 FROM deliveries WHERE event_id = $1`, ids)).toEqual([]);
+      expect((await sql<{ status: string }>(app, `SELECT status FROM events WHERE id = $1`, ids))[0]!.status).toBe('queued');
+    } finally {
+      await execute(em, `DROP TRIGGER test_refuse_delivery ON deliveries`);
+      await execute(em, `DROP FUNCTION test_refuse_delivery()`);
+    }
   });
 
   it('leaves events of a type with a workflow to the per-event run, untouched', async () => {

@@ -1,30 +1,39 @@
 // The batched remote run: the delivery stages over a fetched batch of new events of types without a
-// workflow, with remote deliveries (email, push, web push) to send now, in two transactions whatever
-// the batch's size:
-// 1. plan: the events it may take locked (in id order, skipping those another run holds) and loaded
-//    (or taken as the batched inbox run loaded them, which that run has just done without a lock),
-//    every plan stored in one statement, the local deliveries (the inbox) delivered under savepoints,
-//    the events rolled up; committed;
-// 2. send: the planned remote deliveries claimed in one statement (row locks, SKIP LOCKED, only while
-//    'pending'), sent side by side through their channels, and their outcomes recorded in one
-//    statement; committed; then the events rolled up again.
+// workflow, with remote deliveries (email, push, web push) to send now. It first takes the events it
+// may: locked (in id order, skipping those another run holds) and loaded (or taken as the batched inbox
+// run loaded them, which that run has just done without a lock). Then, whatever the batch's size:
+// - when none of the events has a local delivery (the inbox) to make, in that one transaction: the
+//   remote deliveries sent side by side through their channels, then every delivery stored with its
+//   outcome and the events rolled up, in one statement (stages/store.ts storeBatch); committed. Each
+//   delivery is written once, and no row is written before the sends: the event locks are what keeps
+//   a second worker from sending them too. Holding them over the sends delays nobody's inbox.
+// - otherwise in two, so that the inbox items do not wait for the sends:
+//   1. plan: every plan stored in one statement, the local deliveries delivered under savepoints, the
+//      events rolled up; committed;
+//   2. send: the planned remote deliveries claimed in one statement (row locks, SKIP LOCKED, only
+//      while 'pending'), sent side by side, and their outcomes recorded in one statement; committed;
+//      then the events rolled up again.
 // What the per-event run (run-event.ts) guarantees holds here too: a plan is stored once per (event,
-// channel, destination); a delivery is sent only while pending and under its row lock, so a second
-// worker holding the same jobs never sends it twice; a retryable failure stays pending and fails the
-// event's job, whose retry (then a planned event) takes the per-event run. Events the batch cannot take
-// (a workflow, quiet hours holding them, variables that cannot be read, already started, held by another
-// run, nothing remote to send) are left to the per-event run, untouched.
+// channel, destination); a delivery is sent only under a lock that a second worker holding the same
+// jobs waits for or skips, and only while nothing final is stored for it, so that worker never sends
+// it twice; a retryable failure stays pending and fails the event's job, whose retry (then a planned
+// event) takes the per-event run. Events the batch cannot take (a workflow, quiet hours holding them,
+// variables that cannot be read, already started, held by another run, nothing remote to send) are
+// left to the per-event run, untouched.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { newId } from '../ids.ts';
 import type { Runtime } from '../runtime.ts';
 import { wakeWebhookDispatch } from '../webhooks/wake.ts';
-import type { DeliveryRow, RunLookups } from './channels/types.ts';
+import { channelRegistry } from './channels/index.ts';
+import type { DeliveryOutcome, DeliveryRow, RunLookups } from './channels/types.ts';
 import { countOutcome, countSkipped } from './metrics.ts';
 import { noteRetry, quietHoldUntil, settleLocal } from './round.ts';
 import { claimLoadedNewEventsWithoutWorkflow, claimNewEventsWithoutWorkflow, type LoadedEvent } from './stages/load.ts';
-import { planEvent } from './stages/plan.ts';
-import { newTemplateCache, readVariables } from './stages/render.ts';
+import { planEvent, type PlannedDelivery } from './stages/plan.ts';
+import { newTemplateCache, readVariables, type TemplateCache } from './stages/render.ts';
 import { rollupEvents } from './stages/rollup.ts';
-import { sendRemoteBatch, type SendInput } from './stages/send.ts';
-import { storePlans } from './stages/store.ts';
+import { sendRemoteBatch, sendSideBySide, type SendInput } from './stages/send.ts';
+import { storeBatch, storedAttempt, storePlans, type StoredDelivery } from './stages/store.ts';
 
 export interface RemoteBatchResult {
   /** Events this run delivered, as far as they go now. */
@@ -52,63 +61,62 @@ export async function deliverRemoteBatch(
   const noteErrors = (eventId: string, errors: string[]) => {
     if (errors.length > 0) retryErrors.set(eventId, [...(retryErrors.get(eventId) ?? []), ...errors]);
   };
+  const noteOutcomes = (sent: Array<{ event: LoadedEvent; input: SendInput; outcome: DeliveryOutcome | null }>) => {
+    for (const { event, input, outcome } of sent) {
+      const errors: string[] = [];
+      noteRetry(errors, input.delivery, outcome, input.finalAttempt);
+      noteErrors(event.id, errors);
+      countOutcome(runtime, event, input.delivery.channel, outcome, input.finalAttempt);
+    }
+  };
   if (ids.length === 0) return { settled, retryErrors };
   const templates = newTemplateCache();
   const lookups: RunLookups = new Map();
   const em = runtime.orm.em.fork();
 
   const sends: Array<{ input: SendInput; event: LoadedEvent }> = [];
-  await em.transactional(async (tx) => {
-    // Events it does not return (started, of a workflow, held by another run, final or deleted) are
-    // left to the per-event run.
-    const loaded = ids.every((id) => loadedWithoutLock.has(id))
-      ? await claimLoadedNewEventsWithoutWorkflow(tx, ids, loadedWithoutLock)
-      : await claimNewEventsWithoutWorkflow(tx, ids);
-    const now = runtime.clock.now();
-    let takes: Array<{ event: LoadedEvent; values: Record<string, unknown> }> = [];
-    for (const event of loaded) {
-      if (event.planned || !event.contact) continue;
-      if (quietHoldUntil(event, now) !== null) continue;
-      const variables = readVariables(runtime, event);
-      if ('error' in variables) continue;
-      takes.push({ event, values: variables.values });
-    }
-    // Only events with a remote delivery to send: inbox-only ones stay with the runs made for them.
-    const plans = takes.map(({ event }) => ({ event, plan: planEvent(event) })).filter(({ plan }) => plan.some((d) => d.status === 'pending' && d.channel !== 'inbox'));
-    takes = takes.filter(({ event }) => plans.some((p) => p.event === event));
-    if (takes.length === 0) return;
-    for (const { event, plan } of plans) countSkipped(runtime, event, plan);
-    const pending = await storePlans(tx, plans);
-    for (const { event, values } of takes) {
-      const context = {
-        runtime,
-        tx,
-        event,
-        contact: event.contact,
-        variables: { values },
-        templates,
-        finalAttempt: finalAttempt.get(event.id)!,
-        now,
-        retryErrors: [] as string[],
-      };
-      const remote: DeliveryRow[] = await settleLocal(
-        context,
-        pending.filter((d) => d.event_id === event.id).map(({ event_id: _eventId, ...d }) => d),
-      );
-      noteErrors(event.id, context.retryErrors);
-      for (const delivery of remote) {
-        sends.push({
-          event,
-          input: { runtime, delivery, event, contact: event.contact!, renderVariables: values, templates, finalAttempt: context.finalAttempt, lookups },
-        });
+  /** The one-transaction path's sends, once made: their events are this run's from then on, whatever happens. */
+  const inPlace: { sent: Array<{ event: LoadedEvent; input: SendInput; outcome: DeliveryOutcome }> | null } = { sent: null };
+  try {
+    await em.transactional(async (tx) => {
+      // Events it does not return (started, of a workflow, held by another run, final or deleted) are
+      // left to the per-event run.
+      const loaded = ids.every((id) => loadedWithoutLock.has(id))
+        ? await claimLoadedNewEventsWithoutWorkflow(tx, ids, loadedWithoutLock)
+        : await claimNewEventsWithoutWorkflow(tx, ids);
+      const now = runtime.clock.now();
+      const takes: Take[] = [];
+      for (const event of loaded) {
+        if (event.planned || !event.contact) continue;
+        if (quietHoldUntil(event, now) !== null) continue;
+        const variables = readVariables(runtime, event);
+        if ('error' in variables) continue;
+        const plan = planEvent(event);
+        // Only events with a remote delivery to send: inbox-only ones stay with the runs made for them.
+        if (plan.some((d) => d.status === 'pending' && !isLocal(d))) takes.push({ event, values: variables.values, plan });
       }
+      if (takes.length === 0) return;
+      for (const { event, plan } of takes) countSkipped(runtime, event, plan);
+      const common = { runtime, templates, lookups, now };
+      if (takes.every(({ plan }) => plan.every((d) => d.status !== 'pending' || !isLocal(d)))) {
+        await sendAndStore(tx, takes, finalAttempt, common, (sent) => (inPlace.sent = sent));
+      } else {
+        sends.push(...(await storePlansAndSettleLocal(tx, takes, finalAttempt, common, noteErrors)));
+      }
+      for (const { event } of takes) settled.add(event.id);
+    });
+  } catch (error) {
+    if (!inPlace.sent) throw error;
+    // Sent, but nothing of it stored: the jobs' retries (the per-event run) deliver the events again.
+    const message = error instanceof Error ? error.message : String(error);
+    for (const { event } of inPlace.sent) {
       settled.add(event.id);
+      noteErrors(event.id, [`storing the outcomes failed: ${message}`]);
     }
-    await rollupEvents(
-      tx,
-      takes.map((t) => t.event.id),
-    );
-  });
+    wakeWebhookDispatch(runtime);
+    return { settled, retryErrors };
+  }
+  if (inPlace.sent) noteOutcomes(inPlace.sent);
 
   if (sends.length > 0) {
     let outcomes;
@@ -124,13 +132,7 @@ export async function deliverRemoteBatch(
       wakeWebhookDispatch(runtime);
       return { settled, retryErrors };
     }
-    sends.forEach(({ event, input }, i) => {
-      const outcome = outcomes[i] ?? null;
-      const errors: string[] = [];
-      noteRetry(errors, input.delivery, outcome, input.finalAttempt);
-      noteErrors(event.id, errors);
-      countOutcome(runtime, event, input.delivery.channel, outcome, input.finalAttempt);
-    });
+    noteOutcomes(sends.map((s, i) => ({ ...s, outcome: outcomes[i] ?? null })));
     const sent = [...new Set(sends.map((s) => s.event.id))];
     try {
       await rollupEvents(em, sent);
@@ -142,4 +144,104 @@ export async function deliverRemoteBatch(
   }
   wakeWebhookDispatch(runtime);
   return { settled, retryErrors };
+}
+
+/** An event the run takes: its variables (secret ones included) and its plan. */
+interface Take {
+  event: LoadedEvent;
+  values: Record<string, unknown>;
+  plan: PlannedDelivery[];
+}
+
+interface RunCommon {
+  runtime: Runtime;
+  templates: TemplateCache;
+  lookups: RunLookups;
+  now: number;
+}
+
+const isLocal = (d: PlannedDelivery) => channelRegistry.get(d.channel)?.local === true;
+
+/**
+ * The one-transaction path, inside the transaction holding the events: sends every planned remote
+ * delivery, then stores every delivery with its outcome and rolls the events up, in one statement.
+ * `onSent` hears of the sends before the store, which may fail.
+ */
+async function sendAndStore(
+  tx: EntityManager,
+  takes: Take[],
+  finalAttempt: ReadonlyMap<string, boolean>,
+  { runtime, templates, lookups, now }: RunCommon,
+  onSent: (sent: Array<{ event: LoadedEvent; input: SendInput; outcome: DeliveryOutcome }>) => void,
+): Promise<void> {
+  const deliveries: StoredDelivery[] = [];
+  const toSend: Array<{ event: LoadedEvent; input: SendInput }> = [];
+  for (const { event, values, plan } of takes) {
+    for (const planned of plan) {
+      const delivery: DeliveryRow = { id: newId(now), channel: planned.channel, destination: planned.destination, provider: planned.provider, attempts: 0 };
+      if (planned.status === 'skipped') {
+        deliveries.push({ ...storedRow(event, delivery), status: 'skipped', reason: planned.reason, last_error: null, attempts: 0 });
+      } else {
+        const input = { runtime, delivery, event, contact: event.contact!, renderVariables: values, templates, finalAttempt: finalAttempt.get(event.id)!, lookups };
+        toSend.push({ event, input });
+      }
+    }
+  }
+  const outcomes = await sendSideBySide(
+    runtime,
+    toSend.map((s) => s.input),
+  );
+  const sent = toSend.map((s, i) => ({ ...s, outcome: outcomes[i]! }));
+  onSent(sent);
+  for (const { event, input, outcome } of sent) deliveries.push({ ...storedRow(event, input.delivery), ...storedAttempt(outcome, input.finalAttempt) });
+  await storeBatch(tx, runtime.boss!, { deliveries, items: [], eventIds: takes.map((t) => t.event.id), jobs: [] });
+}
+
+function storedRow(event: LoadedEvent, delivery: DeliveryRow): Pick<StoredDelivery, 'id' | 'event_id' | 'tenant_id' | 'channel' | 'destination' | 'provider'> {
+  return { id: delivery.id, event_id: event.id, tenant_id: event.tenant_id, channel: delivery.channel, destination: delivery.destination, provider: delivery.provider };
+}
+
+/**
+ * The two-transaction path's first, inside the transaction holding the events: stores every plan,
+ * delivers the local deliveries under savepoints and rolls the events up; answers the remote
+ * deliveries to send after the commit.
+ */
+async function storePlansAndSettleLocal(
+  tx: EntityManager,
+  takes: Take[],
+  finalAttempt: ReadonlyMap<string, boolean>,
+  { runtime, templates, lookups, now }: RunCommon,
+  noteErrors: (eventId: string, errors: string[]) => void,
+): Promise<Array<{ input: SendInput; event: LoadedEvent }>> {
+  const sends: Array<{ input: SendInput; event: LoadedEvent }> = [];
+  const pending = await storePlans(tx, takes);
+  for (const { event, values } of takes) {
+    const context = {
+      runtime,
+      tx,
+      event,
+      contact: event.contact,
+      variables: { values },
+      templates,
+      finalAttempt: finalAttempt.get(event.id)!,
+      now,
+      retryErrors: [] as string[],
+    };
+    const remote: DeliveryRow[] = await settleLocal(
+      context,
+      pending.filter((d) => d.event_id === event.id).map(({ event_id: _eventId, ...d }) => d),
+    );
+    noteErrors(event.id, context.retryErrors);
+    for (const delivery of remote) {
+      sends.push({
+        event,
+        input: { runtime, delivery, event, contact: event.contact!, renderVariables: values, templates, finalAttempt: context.finalAttempt, lookups },
+      });
+    }
+  }
+  await rollupEvents(
+    tx,
+    takes.map((t) => t.event.id),
+  );
+  return sends;
 }

@@ -35,10 +35,11 @@ export interface SmtpPeer {
  * (trusted by the test apps through providers.caFile); on by default for a server that requires auth,
  * as Herald authenticates only over TLS. Plain-text AUTH is allowed all the same, so a test can see a
  * client send credentials in clear. `rejectRecipients` are refused for good (550), `deferRecipients`
- * (a set the test may change) for now (451).
+ * (a set the test may change) for now (451). `holdRecipients`: an address is answered only once its
+ * promise settles (a test may look at what Herald has stored meanwhile).
  */
 export async function startSmtpPeer(
-  options: { auth?: { user: string; pass: string }; rejectRecipients?: string[]; deferRecipients?: Set<string>; starttls?: boolean } = {},
+  options: { auth?: { user: string; pass: string }; rejectRecipients?: string[]; deferRecipients?: Set<string>; holdRecipients?: Map<string, Promise<void>>; starttls?: boolean } = {},
 ): Promise<SmtpPeer> {
   const messages: ReceivedMail[] = [];
   const waiters: Array<{ predicate: (m: ReceivedMail) => boolean; resolve: (m: ReceivedMail) => void }> = [];
@@ -55,7 +56,8 @@ export async function startSmtpPeer(
       if (options.auth && auth.username === options.auth.user && auth.password === options.auth.pass) return callback(null, { user: auth.username });
       return callback(new Error('Invalid username or password'));
     },
-    onRcptTo(address, _session, callback) {
+    async onRcptTo(address, _session, callback) {
+      await options.holdRecipients?.get(address.address);
       if (options.rejectRecipients?.includes(address.address)) return callback(new Error('Mailbox unavailable'));
       if (options.deferRecipients?.has(address.address)) return callback(Object.assign(new Error('Try again later'), { responseCode: 451 }));
       callback();

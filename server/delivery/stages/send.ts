@@ -78,23 +78,33 @@ export async function sendRemoteBatch(runtime: Runtime, inputs: SendInput[]): Pr
       [inputs.map((i) => i.delivery.id)],
     );
     const mine = new Set(claimed.map((c) => c.id));
-    await preloadLookups(runtime, inputs.filter((input) => mine.has(input.delivery.id)));
-    const outcomes = await Promise.all(
-      inputs.map(async (input) => {
-        if (!mine.has(input.delivery.id)) return null;
-        try {
-          return await attempt(runtime.orm.em.fork(), input);
-        } catch (error) {
-          return unexpectedFailure(input, error);
-        }
-      }),
-    );
+    const sent = await sendSideBySide(runtime, inputs.filter((input) => mine.has(input.delivery.id)));
+    const outcomes = inputs.map((input) => (mine.has(input.delivery.id) ? sent.shift()! : null));
     await recordOutcomes(
       tx,
       inputs.flatMap((input, i) => (outcomes[i] ? [{ deliveryId: input.delivery.id, outcome: outcomes[i], finalAttempt: input.finalAttempt }] : [])),
     );
     return outcomes;
   });
+}
+
+/**
+ * Sends remote deliveries side by side, each through its channel, and answers their outcomes in
+ * order; a delivery that throws is a retryable failure. It records nothing: the caller holds what
+ * keeps a second worker from sending them too (the deliveries' row locks, or their events' before any
+ * delivery is stored), and records the outcomes. The channels' statements run on connections of their own.
+ */
+export async function sendSideBySide(runtime: Runtime, inputs: SendInput[]): Promise<DeliveryOutcome[]> {
+  await preloadLookups(runtime, inputs);
+  return Promise.all(
+    inputs.map(async (input) => {
+      try {
+        return await attempt(runtime.orm.em.fork(), input);
+      } catch (error) {
+        return unexpectedFailure(input, error);
+      }
+    }),
+  );
 }
 
 /**

@@ -1,9 +1,10 @@
-// The store stage. The batched run stores a whole batch's outcome in one statement (storeBatch):
-// deliveries are inserted with their final status (no 'pending' row version to update), inbox items
+// The store stage. The batched runs store a whole batch's outcome in one statement (storeBatch): the
+// inbox run's, and the remote run's when it sent in the transaction holding the events. Deliveries
+// are inserted with their final status (no 'pending' row version to update), inbox items
 // with their stream ids (each is its own 'notification'; the stream hub derives the counts), the
 // events get their final status and their delivery jobs are completed (complete.ts), all from
 // data-modifying CTEs. The statement is all or nothing on its own (herald_assert, migration 0011), so
-// the batch path needs no transaction around it: it commits once, with the statement.
+// the inbox run needs no transaction around it: it commits once, with the statement.
 // The per-event run stores its plan (storePlan) and each attempt's outcome (recordOutcome) as it goes.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { execute, query } from '../../db/sql.ts';
@@ -23,10 +24,13 @@ export interface StoredDelivery {
   channel: string;
   destination: string;
   provider: string | null;
-  status: 'delivered' | 'failed' | 'skipped';
+  /** pending: a remote delivery whose attempt failed and is worth another (the event's job is retried). */
+  status: 'delivered' | 'sent' | 'failed' | 'skipped' | 'pending';
   reason: string | null;
   last_error: string | null;
   attempts: number;
+  /** What the provider that accepted a remote delivery calls it. */
+  provider_message_id?: string | null;
 }
 
 export type StoredItem = NewInboxItem;
@@ -73,11 +77,13 @@ const storeStatement = statementPerQueue((boss) => deliveryJobsCompletionCte(bos
  */
 function buildStoreStatement(completedJobsCte: string): string {
   return `WITH planned AS (
-       INSERT INTO deliveries (id, event_id, tenant_id, channel, destination, provider, status, reason, last_error, attempts)
-       SELECT id, event_id, tenant_id, channel, destination, provider, status, reason, last_error, attempts
+       INSERT INTO deliveries (id, event_id, tenant_id, channel, destination, provider, status, reason, last_error, attempts, provider_message_id)
+       SELECT id, event_id, tenant_id, channel, destination, provider, status, reason, last_error, attempts, provider_message_id
          FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, event_id uuid, tenant_id uuid, channel text, destination text, provider text,
-                                                 status text, reason text, last_error text, attempts int)
-       RETURNING id, event_id, status
+                                                 status text, reason text, last_error text, attempts int, provider_message_id text)
+       RETURNING id, event_id, channel, destination, status
+     ), touched AS (
+       ${touchSentSubscriptions('planned')}
      ), input AS (
        SELECT * FROM ROWS FROM (jsonb_to_recordset($2::jsonb) AS (id uuid, tenant_id uuid, contact_id uuid, event_id uuid, delivery_id uuid,
                                                                   type_key text, title text, body text, action_url text, data jsonb))
@@ -156,6 +162,12 @@ export async function storePlans(
   return inserted.filter((d) => d.status === 'pending').map(({ status: _status, ...d }) => d);
 }
 
+/** What a delivery's attempt stores (storeBatch): its outcome's columns, attempted once. */
+export function storedAttempt(outcome: DeliveryOutcome, finalAttempt: boolean): Pick<StoredDelivery, 'status' | 'reason' | 'last_error' | 'provider_message_id' | 'attempts'> {
+  const { status, reason, error, messageId } = outcomeColumns(outcome, finalAttempt);
+  return { status, reason, last_error: error, provider_message_id: messageId, attempts: 1 };
+}
+
 /** An event's deliveries still pending, optionally of some channels only. */
 export async function pendingDeliveries(em: EntityManager, eventId: string): Promise<DeliveryRow[]> {
   return query<DeliveryRow>(
@@ -176,19 +188,19 @@ export async function recordOutcome(em: EntityManager, deliveryId: string, outco
               provider_message_id = coalesce($5, provider_message_id), attempts = attempts + 1, updated_at = now()
         WHERE id = $1 AND status = 'pending'
        RETURNING channel, destination, status)
-     ${TOUCH_SENT_SUBSCRIPTIONS}`,
+     ${touchSentSubscriptions('recorded')}`,
     [deliveryId, status, reason, error, messageId],
   );
 }
 
 /**
- * Follows a data-modifying CTE `recorded` (channel, destination, status of the recorded deliveries):
- * a push subscription a delivery was sent to was last used now. To the minute, as a service key's: a
+ * A data-modifying CTE over the relation `recorded` (channel, destination, status of the deliveries
+ * just stored or recorded): a push subscription a delivery was sent to was last used now. To the minute, as a service key's: a
  * device that receives many pushes costs one row write a minute, not one per push. The CASE keeps the
  * uuid cast away from other channels' destinations (email addresses).
  */
-const TOUCH_SENT_SUBSCRIPTIONS = `UPDATE push_subscriptions s SET last_used_at = now()
-    FROM recorded r
+const touchSentSubscriptions = (recorded: string) => `UPDATE push_subscriptions s SET last_used_at = now()
+    FROM ${recorded} r
    WHERE r.status = 'sent' AND s.id = CASE WHEN r.channel IN ('push', 'web_push') THEN r.destination::uuid END
      AND (s.last_used_at IS NULL OR s.last_used_at < now() - interval '60 seconds')`;
 
@@ -210,10 +222,10 @@ const RECORD_OUTCOMES = planEachCall(`WITH recorded AS (
          FROM jsonb_to_recordset($1::jsonb) AS o(id uuid, status text, reason text, error text, "messageId" text)
         WHERE d.id = o.id AND d.status = 'pending'
        RETURNING d.channel, d.destination, d.status)
-     ${TOUCH_SENT_SUBSCRIPTIONS}`);
+     ${touchSentSubscriptions('recorded')}`);
 
 /** What an outcome stores: a retryable failure stays pending unless it was the last attempt. */
-function outcomeColumns(outcome: DeliveryOutcome, finalAttempt: boolean): { status: string; reason: string | null; error: string | null; messageId: string | null } {
+function outcomeColumns(outcome: DeliveryOutcome, finalAttempt: boolean): { status: StoredDelivery['status']; reason: string | null; error: string | null; messageId: string | null } {
   if (outcome.status === 'skipped') return { status: 'skipped', reason: outcome.reason, error: null, messageId: null };
   if (outcome.status === 'failed') return { status: outcome.retryable && !finalAttempt ? 'pending' : 'failed', reason: null, error: truncate(outcome.error), messageId: null };
   return { status: outcome.status, reason: null, error: null, messageId: outcome.providerMessageId ?? null };
