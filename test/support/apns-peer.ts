@@ -1,7 +1,10 @@
 // An HTTP/2 TLS server speaking the APNs provider API: POST /3/device/<token> with a bearer ES256 JWT.
 // It verifies the JWT against the public key of the team's .p8 key (kid, iss, iat), the apns-topic and
 // push type, and answers like Apple: 200 with apns-id, 410 Unregistered, 400 BadDeviceToken, 403 for a bad token.
-import { createSecureServer, constants, type Http2SecureServer, type ServerHttp2Session } from 'node:http2';
+// A connection verifies each distinct JWT once, as a provider's server can: a client reuses its token
+// for most of an hour, and an ES256 verification per request would make this peer, not the client
+// under test, the busiest process of a benchmark.
+import { createSecureServer, constants, type Http2SecureServer, type Http2Session, type ServerHttp2Session } from 'node:http2';
 import { createPublicKey, randomUUID, verify, type KeyObject } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { testCertificate } from './tls.ts';
@@ -40,7 +43,11 @@ export async function startApnsPeer(options: { privateKeyPem: string; teamId: st
   const peer: ApnsPeer = { url: '', received: [], unregistered: new Set(), sessions: 0, close: async () => undefined };
   const server: Http2SecureServer = createSecureServer({ cert, key });
   server.on('session', () => peer.sessions++);
+  /** Each session's verdicts on the JWTs it has seen (null: valid). */
+  const verdicts = new WeakMap<Http2Session, Map<string, string | null>>();
   server.on('stream', (stream, headers) => {
+    let seen = verdicts.get(stream.session!);
+    if (!seen) verdicts.set(stream.session!, (seen = new Map()));
     const chunks: Buffer[] = [];
     stream.on('data', (c: Buffer) => chunks.push(c));
     stream.on('end', () => {
@@ -54,7 +61,8 @@ export async function startApnsPeer(options: { privateKeyPem: string; teamId: st
       const auth = String(headers.authorization ?? '');
       if (!auth.startsWith('bearer ')) return answer(403, 'MissingProviderToken');
       const jwt = auth.slice('bearer '.length);
-      const problem = verifyJwt(jwt, publicKey, options);
+      let problem = seen.get(jwt);
+      if (problem === undefined) seen.set(jwt, (problem = verifyJwt(jwt, publicKey, options)));
       if (problem) return answer(403, problem);
       if (headers['apns-topic'] !== options.bundleId) return answer(400, 'DeviceTokenNotForTopic');
       if (headers['apns-push-type'] !== 'alert') return answer(400, 'InvalidPushType');
