@@ -17,6 +17,7 @@ import { Deliverability } from './0014-deliverability.ts';
 import { Console } from './0016-console.ts';
 import { Audiences } from './0015-audiences.ts';
 import { BroadcastFailures } from './0017-broadcast-failures.ts';
+import { PushSubscriptionFillfactor } from './0018-push-subscription-fillfactor.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-foundation', class: Foundation },
@@ -36,4 +37,5 @@ export const migrations: MigrationObject[] = [
   { name: '0016-console', class: Console },
   { name: '0015-audiences', class: Audiences },
   { name: '0017-broadcast-failures', class: BroadcastFailures },
+  { name: '0018-push-subscription-fillfactor', class: PushSubscriptionFillfactor },
 ];

@@ -651,6 +651,30 @@ describe('push and email channels (their senders are injected until the transpor
     expect(await run({ status: 'sent' }, newId())).toEqual({ status: 'skipped', reason: 'no_destination' });
   });
 
+  it('records the use of many subscriptions packed in pages, many of them without new index entries (HOT updates)', async () => {
+    const [eventId] = await trigger({ recipients: ['push_hot'], variables: { name: 'x' } });
+    const { contact_id: contactId } = (await sqlOne<{ contact_id: string }>(api, `SELECT contact_id::text FROM events WHERE id = $1`, [eventId]))!;
+    const em = api.runtime.orm.em.fork();
+    const outcomes = [];
+    for (let i = 0; i < 200; i++) {
+      const [subscriptionId, deliveryId] = [newId(), newId()];
+      const token = `token-hot-${String(i).padStart(3, '0')}`;
+      await execute(em, `INSERT INTO push_subscriptions (id, tenant_id, contact_id, provider, token, destination_hash) VALUES ($1, $2, $3, 'apns', $4, $4)`, [subscriptionId, acme.tenantId, contactId, token]);
+      await execute(em, `INSERT INTO deliveries (id, event_id, tenant_id, channel, destination, provider, status) VALUES ($1, $2, $3, 'push', $4, 'apns', 'pending')`, [deliveryId, eventId, acme.tenantId, subscriptionId]);
+      outcomes.push({ deliveryId, outcome: { status: 'sent' as const }, finalAttempt: false });
+    }
+    const counts = await em.fork().transactional(async (tx) => {
+      await recordOutcomes(tx, outcomes);
+      return (await queryOne<{ updated: string; hot: string }>(
+        tx,
+        `SELECT pg_stat_get_xact_tuples_updated('push_subscriptions'::regclass) AS updated, pg_stat_get_xact_tuples_hot_updated('push_subscriptions'::regclass) AS hot`,
+      ))!;
+    });
+    expect(Number(counts.updated)).toBe(200);
+    // The pages keep room for updates (fillfactor): with packed pages, next to none would be HOT.
+    expect(Number(counts.hot)).toBeGreaterThan(60);
+  });
+
   it('classifies sender results: retryable failures retry, others are final', () => {
     expect(pushOutcome({ status: 'failed', error: '503', retryable: true })).toEqual({ status: 'failed', error: '503', retryable: true });
     expect(pushOutcome({ status: 'skipped', reason: 'no_transport' })).toEqual({ status: 'skipped', reason: 'no_transport' });
