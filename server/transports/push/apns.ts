@@ -4,7 +4,7 @@
 import { connect, constants, type ClientHttp2Session } from 'node:http2';
 import type { Runtime } from '../../runtime.ts';
 import type { PushMessage, PushOutcome } from './index.ts';
-import { fingerprint, parsePrivateKey, signJwt } from './jwt.ts';
+import { credentialsFingerprint, parsePrivateKey, signJwt } from './jwt.ts';
 import { providerCodes, providerState } from './provider-http.ts';
 
 export interface ApnsCredentials {
@@ -20,7 +20,7 @@ const REQUEST_TIMEOUT_MS = 15_000;
 
 function providerToken(runtime: Runtime, creds: ApnsCredentials, renew = false): string {
   const { tokens } = providerState(runtime);
-  const cacheKey = `apns:${fingerprint(creds.team_id, creds.key_id, creds.private_key)}`;
+  const cacheKey = `apns:${credentialsFingerprint(creds, () => [creds.team_id, creds.key_id, creds.private_key])}`;
   const now = runtime.clock.now();
   const cached = tokens.get(cacheKey);
   if (cached && cached.expiresAt > now && !renew) return cached.value;

@@ -3,7 +3,7 @@
 // authorizes POST /v1/projects/{project}/messages:send.
 import type { Runtime } from '../../runtime.ts';
 import type { PushMessage, PushOutcome } from './index.ts';
-import { fingerprint, parsePrivateKey, signJwt } from './jwt.ts';
+import { credentialsFingerprint, parsePrivateKey, signJwt } from './jwt.ts';
 import { describeAnswer, providerRequest, providerState, ProviderUnreachableError } from './provider-http.ts';
 
 export interface FcmCredentials {
@@ -31,7 +31,7 @@ class TokenExchangeError extends Error {
  */
 async function accessToken(runtime: Runtime, creds: FcmCredentials): Promise<string> {
   const { tokens, exchanges } = providerState(runtime);
-  const cacheKey = `fcm:${fingerprint(creds.client_email, creds.private_key)}`;
+  const cacheKey = `fcm:${credentialsFingerprint(creds, () => [creds.client_email, creds.private_key])}`;
   const cached = tokens.get(cacheKey);
   if (cached && cached.expiresAt > runtime.clock.now()) return cached.value;
   let exchange = exchanges.get(cacheKey);
@@ -100,6 +100,6 @@ export async function sendFcm(runtime: Runtime, creds: FcmCredentials, token: st
   }
   const error = `FCM ${describeAnswer(answer)}`;
   if (answer.status === 404 || answer.text.includes('UNREGISTERED')) return { status: 'dead', error };
-  if (answer.status === 401) providerState(runtime).tokens.delete(`fcm:${fingerprint(creds.client_email, creds.private_key)}`);
+  if (answer.status === 401) providerState(runtime).tokens.delete(`fcm:${credentialsFingerprint(creds, () => [creds.client_email, creds.private_key])}`);
   return { status: 'failed', error, retryable: answer.status === 401 || answer.status === 429 || answer.status >= 500 };
 }

@@ -22,6 +22,18 @@ export function parsePrivateKey(pem: string, type: 'ec-p256' | 'rsa'): KeyObject
 }
 
 /** A cache key for a credential that does not reveal it. */
-export function fingerprint(...parts: string[]): string {
+function fingerprint(...parts: string[]): string {
   return createHash('sha256').update(parts.join('\u0000')).digest('hex').slice(0, 32);
+}
+
+const fingerprints = new WeakMap<object, string>();
+
+/**
+ * The fingerprint of a credentials object's `parts`, computed once per object: a run looks a tenant's
+ * transport up once per batch, and every message of the batch would hash the same private key again.
+ */
+export function credentialsFingerprint(credentials: object, parts: () => string[]): string {
+  let found = fingerprints.get(credentials);
+  if (found === undefined) fingerprints.set(credentials, (found = fingerprint(...parts())));
+  return found;
 }
