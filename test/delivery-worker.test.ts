@@ -655,7 +655,7 @@ describe('push and email channels (their senders are injected until the transpor
     const [eventId] = await trigger({ recipients: ['push_hot'], variables: { name: 'x' } });
     const { contact_id: contactId } = (await sqlOne<{ contact_id: string }>(api, `SELECT contact_id::text FROM events WHERE id = $1`, [eventId]))!;
     const em = api.runtime.orm.em.fork();
-    const outcomes = [];
+    const outcomes: Array<{ deliveryId: string; outcome: { status: 'sent' }; finalAttempt: boolean }> = [];
     for (let i = 0; i < 200; i++) {
       const [subscriptionId, deliveryId] = [newId(), newId()];
       const token = `token-hot-${String(i).padStart(3, '0')}`;
