@@ -18,7 +18,8 @@ import { recordOutcome, recordOutcomes, storeBatch } from '../server/delivery/st
 import { storeInboxItem } from '../server/delivery/channels/inbox.ts';
 import { deliverInboxBatch } from '../server/delivery/run-batch.ts';
 import { planDeliveries, type PlanInput } from '../server/delivery/stages/plan.ts';
-import { newTemplateCache } from '../server/delivery/stages/render.ts';
+import { newTemplateCache, renderInboxDelivery } from '../server/delivery/stages/render.ts';
+import { UnfilledSlotError } from '../server/templates/engine.ts';
 import { findBrand } from '../server/templates/resolve.ts';
 import { DELIVER_EVENT_DEAD_QUEUE, DELIVER_EVENT_QUEUE, eventIdsOf, REMOTE_EVENTS_PER_DELIVERY_JOB, type DeliverEventJob } from '../server/delivery/queues.ts';
 import { deliverEventJob } from '../server/jobs/deliver-event.ts';
@@ -663,16 +664,47 @@ describe('push and email channels (their senders are injected until the transpor
       await execute(em, `INSERT INTO deliveries (id, event_id, tenant_id, channel, destination, provider, status) VALUES ($1, $2, $3, 'push', $4, 'apns', 'pending')`, [deliveryId, eventId, acme.tenantId, subscriptionId]);
       outcomes.push({ deliveryId, outcome: { status: 'sent' as const }, finalAttempt: false });
     }
+    // This connection's counts not yet reported, read before and after, inside one transaction.
     const counts = await em.fork().transactional(async (tx) => {
+      const read = async () =>
+        (await queryOne<{ updated: string; hot: string }>(
+          tx,
+          `SELECT pg_stat_get_xact_tuples_updated('push_subscriptions'::regclass) AS updated, pg_stat_get_xact_tuples_hot_updated('push_subscriptions'::regclass) AS hot`,
+        ))!;
+      const before = await read();
       await recordOutcomes(tx, outcomes);
-      return (await queryOne<{ updated: string; hot: string }>(
-        tx,
-        `SELECT pg_stat_get_xact_tuples_updated('push_subscriptions'::regclass) AS updated, pg_stat_get_xact_tuples_hot_updated('push_subscriptions'::regclass) AS hot`,
-      ))!;
+      const after = await read();
+      return { updated: Number(after.updated) - Number(before.updated), hot: Number(after.hot) - Number(before.hot) };
     });
-    expect(Number(counts.updated)).toBe(200);
+    expect(counts.updated).toBe(200);
     // The pages keep room for updates (fillfactor): with packed pages, next to none would be HOT.
-    expect(Number(counts.hot)).toBeGreaterThan(60);
+    expect(counts.hot).toBeGreaterThan(60);
+  });
+
+  it('renders an inbox template once per distinct values it reads within a run, telling a missing variable from a null one', async () => {
+    const em = api.runtime.orm.em.fork();
+    await insertNotificationType(api, acme.tenantId, { key: 'memo' });
+    await insertInboxTemplate(api, acme.tenantId, { type: 'memo', title: 'Order {{ order }}', content: 'For {{ contact.name | default: "you" }}' });
+    await insertNotificationType(api, acme.tenantId, { key: 'memo_lookup' });
+    await insertInboxTemplate(api, acme.tenantId, { type: 'memo_lookup', title: '{{ [field] }}', content: 'x' });
+    const brand = (await findBrand(em, acme.tenantId, null))!;
+    const contactOf = (name: string | null) => ({ id: newId(), tenant_id: acme.tenantId, external_id: `memo_${name}`, email: null, phone: null, name, language: null, properties: {}, timezone: null, quiet_hours: null, created_at: new Date(), updated_at: new Date() });
+    const [ann, bob] = [contactOf('Ann'), contactOf('Bob')];
+    const event = (type: string) => ({ id: newId(), tenant_id: acme.tenantId, type_key: type, brand_key: null, external_id: 'x', variables: {}, brand, default_brand_key: brand.key, default_language: 'en' });
+    const templates = newTemplateCache();
+    const render = (contact: ContactRow, variables: Record<string, unknown>, type = 'memo') => renderInboxDelivery(em, event(type), contact, variables, templates);
+
+    const first = await render(ann, { order: 1 });
+    expect(first).toEqual({ title: 'Order 1', body: 'For Ann', action_url: null });
+    // The same values again: the same rendering, not a second one.
+    expect(await render(ann, { order: 1, unread: 'other' })).toBe(first);
+    expect(await render(bob, { order: 1 })).toEqual({ title: 'Order 1', body: 'For Bob', action_url: null });
+    expect((await render(ann, { order: 2 }))!.title).toBe('Order 2');
+    expect((await render(ann, { order: null }))!.title).toBe('Order ');
+    await expect(render(ann, {})).rejects.toThrow(UnfilledSlotError);
+    // A bracket lookup reads a variable named by a value: rendered every time.
+    expect((await render(ann, { field: 'a', a: 'one' }, 'memo_lookup'))!.title).toBe('one');
+    expect((await render(ann, { field: 'a', a: 'two' }, 'memo_lookup'))!.title).toBe('two');
   });
 
   it('classifies sender results: retryable failures retry, others are final', () => {

@@ -55,7 +55,7 @@ export interface DeliveryContext {
   /**
    * Inside the delivery's transaction (the event row, or for remote channels in the per-event run the
    * delivery row, is locked); in the batched remote run, a connection of its own, while the run's
-   * transaction holds the delivery row locked.
+   * transaction holds the delivery row locked (or, when it sends before storing any delivery, the event).
    */
   em: EntityManager;
   delivery: DeliveryRow;

@@ -10,6 +10,7 @@ import { MUTABLE_CONTACT_FIELDS } from '../../schemas/contacts.ts';
 import { secretVariablesAad } from '../../crypto/aad.ts';
 import { findTemplate, renderContext, templateCandidates, type BrandRow, type EmailTemplateRow, type InboxTemplateRow, type TemplateKind } from '../../templates/resolve.ts';
 import { renderInbox, type RenderedInbox } from '../../templates/render.ts';
+import { referencedVariables } from '../../templates/engine.ts';
 import type { EventForDelivery } from '../channels/types.ts';
 
 /** Templates found during one run, by what was asked. */
@@ -56,7 +57,11 @@ export function contactContext(contact: ContactRow): Record<string, unknown> {
   return context;
 }
 
-/** The inbox template rendered for a delivery (inbox items, and the text of push messages); null: no template. */
+/**
+ * The inbox template rendered for a delivery (inbox items, and the text of push messages); null: no
+ * template. Within a run (one `cache`), a template is rendered once per distinct values of what it
+ * reads: the recipients of a trigger or a broadcast mostly get the same text, unless it names them.
+ */
 export async function renderInboxDelivery(
   em: EntityManager,
   event: EventForDelivery,
@@ -65,8 +70,40 @@ export async function renderInboxDelivery(
   cache: TemplateCache,
 ): Promise<RenderedInbox | null> {
   const resolved = await deliveryTemplate(em, 'inbox', event, contact, cache);
+  if (!resolved) return null;
+  const context = deliveryContext(resolved.brand, variables, contact);
+  const reads = inboxTemplateReads(resolved.template);
   // Throws UnfilledSlotError or TemplateError: a final failure naming the slot (the run records it).
-  return resolved ? renderInbox(resolved.template, deliveryContext(resolved.brand, variables, contact)) : null;
+  if (!reads) return renderInbox(resolved.template, context);
+  let rendered = renderedByRun.get(cache);
+  if (!rendered) renderedByRun.set(cache, (rendered = new Map()));
+  // A name the context lacks ([]) is told apart from one it holds as null ([null]): only the first
+  // leaves a slot unfilled.
+  const key = JSON.stringify([resolved.template.id, reads.map((name) => (name in context ? [context[name]] : []))]);
+  let found = rendered.get(key);
+  if (!found) {
+    found = renderInbox(resolved.template, context);
+    rendered.set(key, found);
+  }
+  return found;
+}
+
+const renderedByRun = new WeakMap<TemplateCache, Map<string, RenderedInbox>>();
+const readsByTemplate = new WeakMap<InboxTemplateRow, string[] | null>();
+
+/**
+ * The top-level names an inbox template's title, body and action URL read from their context; null
+ * when it may read others too: a bracket lookup (`{{ [name] }}`, `{{ items[i] }}`) can name what it
+ * reads with a value.
+ */
+function inboxTemplateReads(template: InboxTemplateRow): string[] | null {
+  let reads = readsByTemplate.get(template);
+  if (reads === undefined) {
+    const sources = [template.title, template.content, template.action_url ?? ''];
+    reads = sources.some((source) => source.includes('[')) ? null : [...new Set(sources.flatMap(referencedVariables))];
+    readsByTemplate.set(template, reads);
+  }
+  return reads;
 }
 
 /** The variables to render with: the public ones plus the decrypted secret ones (never logged, never stored). */
