@@ -29,12 +29,19 @@ export function safeActionUrl(value: string): string | null {
   }
 }
 
-/** Throws UnfilledSlotError naming the first placeholder the context does not fill. */
-export function renderInbox(template: InboxTemplateRow, context: Record<string, unknown>): RenderedInbox {
+/**
+ * Throws UnfilledSlotError naming the first placeholder the context does not fill. `renderText`
+ * renders one of the template's strings with the context (a run may remember what it rendered).
+ */
+export function renderInbox(
+  template: InboxTemplateRow,
+  context: Record<string, unknown>,
+  renderText: (source: string) => string = (source) => renderString(source, context, 'text'),
+): RenderedInbox {
   return {
-    title: renderString(template.title, context, 'text'),
-    body: renderString(template.content, context, 'text'),
-    action_url: template.action_url ? safeActionUrl(renderString(template.action_url, context, 'text')) : null,
+    title: renderText(template.title),
+    body: renderText(template.content),
+    action_url: template.action_url ? safeActionUrl(renderText(template.action_url)) : null,
   };
 }
 

@@ -10,7 +10,7 @@ import { MUTABLE_CONTACT_FIELDS } from '../../schemas/contacts.ts';
 import { secretVariablesAad } from '../../crypto/aad.ts';
 import { findTemplate, renderContext, templateCandidates, type BrandRow, type EmailTemplateRow, type InboxTemplateRow, type TemplateKind } from '../../templates/resolve.ts';
 import { renderInbox, type RenderedInbox } from '../../templates/render.ts';
-import { referencedVariables } from '../../templates/engine.ts';
+import { referencedVariables, renderString } from '../../templates/engine.ts';
 import type { EventForDelivery } from '../channels/types.ts';
 
 /** Templates found during one run, by what was asked. */
@@ -59,8 +59,9 @@ export function contactContext(contact: ContactRow): Record<string, unknown> {
 
 /**
  * The inbox template rendered for a delivery (inbox items, and the text of push messages); null: no
- * template. Within a run (one `cache`), a template is rendered once per distinct values of what it
- * reads: the recipients of a trigger or a broadcast mostly get the same text, unless it names them.
+ * template. Within a run (one `cache`), each of its strings is rendered once per distinct values of
+ * what it reads: the recipients of a trigger or a broadcast mostly get the same title, unless it
+ * names them.
  */
 export async function renderInboxDelivery(
   em: EntityManager,
@@ -72,38 +73,38 @@ export async function renderInboxDelivery(
   const resolved = await deliveryTemplate(em, 'inbox', event, contact, cache);
   if (!resolved) return null;
   const context = deliveryContext(resolved.brand, variables, contact);
-  const reads = inboxTemplateReads(resolved.template);
-  // Throws UnfilledSlotError or TemplateError: a final failure naming the slot (the run records it).
-  if (!reads) return renderInbox(resolved.template, context);
   let rendered = renderedByRun.get(cache);
   if (!rendered) renderedByRun.set(cache, (rendered = new Map()));
-  // A name the context lacks ([]) is told apart from one it holds as null ([null]): only the first
-  // leaves a slot unfilled.
-  const key = JSON.stringify([resolved.template.id, reads.map((name) => (name in context ? [context[name]] : []))]);
-  let found = rendered.get(key);
-  if (!found) {
-    found = renderInbox(resolved.template, context);
-    rendered.set(key, found);
-  }
-  return found;
+  // Throws UnfilledSlotError or TemplateError: a final failure naming the slot (the run records it).
+  return renderInbox(resolved.template, context, (source) => renderTextOnce(rendered, source, context));
 }
 
-const renderedByRun = new WeakMap<TemplateCache, Map<string, RenderedInbox>>();
-const readsByTemplate = new WeakMap<InboxTemplateRow, string[] | null>();
+/** A run's renderings: by source, then by the values of the names the source reads. */
+type Renderings = Map<string, { reads: string[] | null; texts: Map<string, string> }>;
+
+const renderedByRun = new WeakMap<TemplateCache, Renderings>();
+
+function renderTextOnce(rendered: Renderings, source: string, context: Record<string, unknown>): string {
+  let entry = rendered.get(source);
+  if (!entry) rendered.set(source, (entry = { reads: textReads(source), texts: new Map() }));
+  if (!entry.reads) return renderString(source, context, 'text');
+  // A name the context lacks ([]) is told apart from one it holds as null ([null]): only the first
+  // leaves a slot unfilled.
+  const key = JSON.stringify(entry.reads.map((name) => (name in context ? [context[name]] : [])));
+  let text = entry.texts.get(key);
+  if (text === undefined) {
+    text = renderString(source, context, 'text');
+    entry.texts.set(key, text);
+  }
+  return text;
+}
 
 /**
- * The top-level names an inbox template's title, body and action URL read from their context; null
- * when it may read others too: a bracket lookup (`{{ [name] }}`, `{{ items[i] }}`) can name what it
- * reads with a value.
+ * The top-level names a template string reads from its context; null when it may read others too:
+ * a bracket lookup (`{{ [name] }}`, `{{ items[i] }}`) can name what it reads with a value.
  */
-function inboxTemplateReads(template: InboxTemplateRow): string[] | null {
-  let reads = readsByTemplate.get(template);
-  if (reads === undefined) {
-    const sources = [template.title, template.content, template.action_url ?? ''];
-    reads = sources.some((source) => source.includes('[')) ? null : [...new Set(sources.flatMap(referencedVariables))];
-    readsByTemplate.set(template, reads);
-  }
-  return reads;
+function textReads(source: string): string[] | null {
+  return source.includes('[') ? null : referencedVariables(source);
 }
 
 /** The variables to render with: the public ones plus the decrypted secret ones (never logged, never stored). */
