@@ -702,6 +702,11 @@ describe('push and email channels (their senders are injected until the transpor
     expect((await render(ann, { order: 2 }))!.title).toBe('Order 2');
     expect((await render(ann, { order: null }))!.title).toBe('Order ');
     await expect(render(ann, {})).rejects.toThrow(UnfilledSlotError);
+    // A name every object inherits is no variable either, whatever was rendered before.
+    await insertNotificationType(api, acme.tenantId, { key: 'memo_inherited' });
+    await insertInboxTemplate(api, acme.tenantId, { type: 'memo_inherited', title: 'Made by {{ constructor }}', content: 'x' });
+    expect((await render(ann, { constructor: null }, 'memo_inherited'))!.title).toBe('Made by ');
+    await expect(render(ann, {}, 'memo_inherited')).rejects.toThrow(UnfilledSlotError);
     // A bracket lookup reads a variable named by a value: rendered every time.
     expect((await render(ann, { field: 'a', a: 'one' }, 'memo_lookup'))!.title).toBe('one');
     expect((await render(ann, { field: 'a', a: 'two' }, 'memo_lookup'))!.title).toBe('two');

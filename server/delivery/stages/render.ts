@@ -89,8 +89,8 @@ function renderTextOnce(rendered: Renderings, source: string, context: Record<st
   if (!entry) rendered.set(source, (entry = { reads: textReads(source), texts: new Map() }));
   if (!entry.reads) return renderString(source, context, 'text');
   // A name the context lacks ([]) is told apart from one it holds as null ([null]): only the first
-  // leaves a slot unfilled.
-  const key = JSON.stringify(entry.reads.map((name) => (name in context ? [context[name]] : [])));
+  // leaves a slot unfilled. Own properties only, as the engine reads them ("constructor" is no variable).
+  const key = JSON.stringify(entry.reads.map((name) => (Object.hasOwn(context, name) ? [context[name]] : [])));
   let text = entry.texts.get(key);
   if (text === undefined) {
     text = renderString(source, context, 'text');

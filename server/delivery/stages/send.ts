@@ -79,7 +79,8 @@ export async function sendRemoteBatch(runtime: Runtime, inputs: SendInput[]): Pr
     );
     const mine = new Set(claimed.map((c) => c.id));
     const sent = await sendSideBySide(runtime, inputs.filter((input) => mine.has(input.delivery.id)));
-    const outcomes = inputs.map((input) => (mine.has(input.delivery.id) ? sent.shift()! : null));
+    let next = 0;
+    const outcomes = inputs.map((input) => (mine.has(input.delivery.id) ? sent[next++]! : null));
     await recordOutcomes(
       tx,
       inputs.flatMap((input, i) => (outcomes[i] ? [{ deliveryId: input.delivery.id, outcome: outcomes[i], finalAttempt: input.finalAttempt }] : [])),
