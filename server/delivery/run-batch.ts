@@ -20,7 +20,7 @@ import { loadEvents, type LoadedEvent } from './stages/load.ts';
 import { planEvent, type PlannedDelivery } from './stages/plan.ts';
 import { newTemplateCache, readVariables, type TemplateCache } from './stages/render.ts';
 import { FINAL_EVENT_STATUSES } from './stages/rollup.ts';
-import { storeBatch, truncate, type StoredDelivery, type StoredItem } from './stages/store.ts';
+import { storeBatch, storedRow, storedSkip, truncate, type StoredDelivery, type StoredItem } from './stages/store.ts';
 
 /** Statuses of an event no run has started yet. */
 const NOT_STARTED: ReadonlySet<string> = new Set(['queued', 'scheduled']);
@@ -69,9 +69,9 @@ export async function deliverInboxBatch(runtime: Runtime, jobs: Array<FetchedJob
   for (const { event, plan } of local) {
     for (const planned of plan) {
       const id = newId(runtime.clock.now());
-      const row = { id, event_id: event.id, tenant_id: event.tenant_id, channel: planned.channel, destination: planned.destination, provider: planned.provider };
+      const row = storedRow(event, id, planned);
       if (planned.status === 'skipped') {
-        deliveries.push({ ...row, status: 'skipped', reason: planned.reason, last_error: null, attempts: 0 });
+        deliveries.push(storedSkip(row, planned.reason));
         continue;
       }
       const outcome = await inboxOutcome(runtime, em, event, id, templates);

@@ -33,7 +33,7 @@ import { planEvent, type PlannedDelivery } from './stages/plan.ts';
 import { newTemplateCache, readVariables, type TemplateCache } from './stages/render.ts';
 import { rollupEvents } from './stages/rollup.ts';
 import { sendRemoteBatch, sendSideBySide, type SendInput } from './stages/send.ts';
-import { storeBatch, storedAttempt, storePlans, type StoredDelivery } from './stages/store.ts';
+import { storeBatch, storedAttempt, storedRow, storedSkip, storePlans, type StoredDelivery } from './stages/store.ts';
 
 export interface RemoteBatchResult {
   /** Events this run delivered, as far as they go now. */
@@ -61,7 +61,7 @@ export async function deliverRemoteBatch(
   const noteErrors = (eventId: string, errors: string[]) => {
     if (errors.length > 0) retryErrors.set(eventId, [...(retryErrors.get(eventId) ?? []), ...errors]);
   };
-  const noteOutcomes = (sent: Array<{ event: LoadedEvent; input: SendInput; outcome: DeliveryOutcome | null }>) => {
+  const noteOutcomes = (sent: Array<RemoteSend & { outcome: DeliveryOutcome | null }>) => {
     for (const { event, input, outcome } of sent) {
       const errors: string[] = [];
       noteRetry(errors, input.delivery, outcome, input.finalAttempt);
@@ -74,9 +74,9 @@ export async function deliverRemoteBatch(
   const lookups: RunLookups = new Map();
   const em = runtime.orm.em.fork();
 
-  const sends: Array<{ input: SendInput; event: LoadedEvent }> = [];
+  const sends: RemoteSend[] = [];
   /** The one-transaction path's sends, once made: their events are this run's from then on, whatever happens. */
-  const inPlace: { sent: Array<{ event: LoadedEvent; input: SendInput; outcome: DeliveryOutcome }> | null } = { sent: null };
+  const inPlace: { sent: SentRemote[] | null } = { sent: null };
   try {
     await em.transactional(async (tx) => {
       // Events it does not return (started, of a workflow, held by another run, final or deleted) are
@@ -146,6 +146,13 @@ export async function deliverRemoteBatch(
   return { settled, retryErrors };
 }
 
+/** A remote delivery to send, with its event; once sent, with its outcome. */
+interface RemoteSend {
+  event: LoadedEvent;
+  input: SendInput;
+}
+type SentRemote = RemoteSend & { outcome: DeliveryOutcome };
+
 /** An event the run takes: its variables (secret ones included) and its plan. */
 interface Take {
   event: LoadedEvent;
@@ -172,15 +179,15 @@ async function sendAndStore(
   takes: Take[],
   finalAttempt: ReadonlyMap<string, boolean>,
   { runtime, templates, lookups, now }: RunCommon,
-  onSent: (sent: Array<{ event: LoadedEvent; input: SendInput; outcome: DeliveryOutcome }>) => void,
+  onSent: (sent: SentRemote[]) => void,
 ): Promise<void> {
   const deliveries: StoredDelivery[] = [];
-  const toSend: Array<{ event: LoadedEvent; input: SendInput }> = [];
+  const toSend: RemoteSend[] = [];
   for (const { event, values, plan } of takes) {
     for (const planned of plan) {
       const delivery: DeliveryRow = { id: newId(now), channel: planned.channel, destination: planned.destination, provider: planned.provider, attempts: 0 };
       if (planned.status === 'skipped') {
-        deliveries.push({ ...storedRow(event, delivery), status: 'skipped', reason: planned.reason, last_error: null, attempts: 0 });
+        deliveries.push(storedSkip(storedRow(event, delivery.id, planned), planned.reason));
       } else {
         const input = { runtime, delivery, event, contact: event.contact!, renderVariables: values, templates, finalAttempt: finalAttempt.get(event.id)!, lookups };
         toSend.push({ event, input });
@@ -191,14 +198,10 @@ async function sendAndStore(
     runtime,
     toSend.map((s) => s.input),
   );
-  const sent = toSend.map((s, i) => ({ ...s, outcome: outcomes[i]! }));
+  const sent: SentRemote[] = toSend.map((s, i) => ({ ...s, outcome: outcomes[i]! }));
   onSent(sent);
-  for (const { event, input, outcome } of sent) deliveries.push({ ...storedRow(event, input.delivery), ...storedAttempt(outcome, input.finalAttempt) });
+  for (const { event, input, outcome } of sent) deliveries.push({ ...storedRow(event, input.delivery.id, input.delivery), ...storedAttempt(outcome, input.finalAttempt) });
   await storeBatch(tx, runtime.boss!, { deliveries, items: [], eventIds: takes.map((t) => t.event.id), jobs: [] });
-}
-
-function storedRow(event: LoadedEvent, delivery: DeliveryRow): Pick<StoredDelivery, 'id' | 'event_id' | 'tenant_id' | 'channel' | 'destination' | 'provider'> {
-  return { id: delivery.id, event_id: event.id, tenant_id: event.tenant_id, channel: delivery.channel, destination: delivery.destination, provider: delivery.provider };
 }
 
 /**
@@ -212,8 +215,8 @@ async function storePlansAndSettleLocal(
   finalAttempt: ReadonlyMap<string, boolean>,
   { runtime, templates, lookups, now }: RunCommon,
   noteErrors: (eventId: string, errors: string[]) => void,
-): Promise<Array<{ input: SendInput; event: LoadedEvent }>> {
-  const sends: Array<{ input: SendInput; event: LoadedEvent }> = [];
+): Promise<RemoteSend[]> {
+  const sends: RemoteSend[] = [];
   const pending = await storePlans(tx, takes);
   for (const { event, values } of takes) {
     const context = {

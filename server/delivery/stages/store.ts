@@ -35,6 +35,19 @@ export interface StoredDelivery {
 
 export type StoredItem = NewInboxItem;
 
+/** What a delivery's row holds before its outcome: the event's, the plan's, and its id. */
+export type StoredRow = Pick<StoredDelivery, 'id' | 'event_id' | 'tenant_id' | 'channel' | 'destination' | 'provider'>;
+
+/** A planned delivery's row for storeBatch, with its id; a skipped one is stored as planned, never attempted. */
+export function storedRow(event: { id: string; tenant_id: string }, id: string, planned: Pick<PlannedDelivery, 'channel' | 'destination' | 'provider'>): StoredRow {
+  return { id, event_id: event.id, tenant_id: event.tenant_id, channel: planned.channel, destination: planned.destination, provider: planned.provider };
+}
+
+/** A planned delivery stored as skipped, with the plan's reason. */
+export function storedSkip(row: StoredRow, reason: string | null): StoredDelivery {
+  return { ...row, status: 'skipped', reason, last_error: null, attempts: 0 };
+}
+
 /**
  * Stores every delivery of the events (all of them: the events were found waiting to start and unplanned), the
  * items of the delivered ones (with their stream ids) and the events' final statuses, and completes
