@@ -5,6 +5,7 @@
 // change is a new transport) or an install with many tenants cannot pile up open connections.
 import { createHash } from 'node:crypto';
 import nodemailer, { type Transporter } from 'nodemailer';
+import { composeMail } from './mime.ts';
 
 export interface SmtpSettings {
   host: string;
@@ -157,25 +158,16 @@ export class SmtpPool {
   }
 
   async send(settings: SmtpSettings, mail: OutgoingMail): Promise<SentMail> {
+    const composed = composeMail(mail);
     const pooled = this.#acquire(settings);
     let info;
     try {
-      info = await pooled.transport.sendMail({
-        from: mail.from,
-        to: mail.to,
-        subject: mail.subject,
-        html: mail.html,
-        text: mail.text,
-        replyTo: mail.replyTo,
-        headers: mail.headers,
-        dkim: mail.dkim,
-        ...(mail.envelope ? { envelope: mail.envelope } : {}),
-      });
+      info = await pooled.transport.sendMail({ raw: composed.message, envelope: composed.envelope, messageId: composed.messageId, dkim: mail.dkim });
     } finally {
       pooled.sending--;
     }
     return {
-      messageId: String(info.messageId ?? ''),
+      messageId: composed.messageId,
       accepted: (info.accepted ?? []).map(String),
       rejected: (info.rejected ?? []).map(String),
       response: String(info.response ?? ''),

@@ -1,0 +1,93 @@
+// A mail composed in one pass is byte for byte the message nodemailer's own streamed build gives for
+// the same mail (same Message-ID and boundary; the Date header, which is the time of each build, aside), and it reaches a real SMTP server whole: the
+// Message-ID reported is the one in the message, the envelope is the VERP one when given, and lines
+// that SMTP would otherwise mangle (a leading dot, bare line feeds) arrive as written.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import MailComposer from 'nodemailer/lib/mail-composer';
+import { composeMail } from '../server/email/mime.ts';
+import { SmtpPool, type OutgoingMail } from '../server/email/smtp.ts';
+import { startSmtpPeer, type SmtpPeer } from './support/smtp-peer.ts';
+
+const mails: Record<string, OutgoingMail> = {
+  'ASCII, both parts, custom headers and a Reply-To': {
+    from: '"Bench" <bench@example.test>',
+    to: 'reader@example.test',
+    subject: 'Order A-1 shipped',
+    html: '<p>Hello Reader, order <b>A-1</b> is on its way.</p>',
+    text: 'Hello Reader, order A-1 is on its way.',
+    replyTo: 'support@example.test',
+    headers: { 'List-Unsubscribe': '<https://herald.example.test/u/abc>', 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },
+  },
+  'non-ASCII names, subject and domains, a VERP envelope': {
+    from: '"Bénch ✓" <bench@exämple.test>',
+    to: 'ü@exämple.test',
+    subject: 'Ordér ✓ '.repeat(20),
+    html: `<p>${'Héllo wörld = . \n.line\r\n'.repeat(50)} </p>  `,
+    text: `${'x'.repeat(100)} trailing  \n.dot\n`.repeat(5),
+    envelope: { from: 'bounce+d1@bounces.example.test', to: 'ü@exämple.test' },
+  },
+  'HTML only': { from: 'a@example.test', to: 'b@example.test', subject: 's', html: '<p>only html</p>' },
+  'text only, empty HTML': { from: 'a@example.test', to: 'b@example.test', subject: 's', html: '', text: 'only text' },
+  'CJK throughout': { from: 'a@example.test', to: 'b@example.test', subject: '日本語の件名', html: '日本語'.repeat(100), text: '日本語'.repeat(100) },
+};
+
+/** nodemailer's streamed build of the same mail, with the composed message's Message-ID and boundary. */
+async function nodemailerBuild(mail: OutgoingMail, composed: string): Promise<string> {
+  const header = (name: string) => new RegExp(`^${name}: (.*)$`, 'mi').exec(composed)?.[1];
+  const boundary = /boundary="--_NmP-([0-9a-f]+)-Part_1"/.exec(composed)?.[1];
+  const root = new MailComposer({ ...mail, messageId: header('Message-ID'), ...(boundary ? { baseBoundary: boundary } : {}) }).compile();
+  const built = await new Promise<Buffer>((resolve, reject) => root.build((error, message) => (error ? reject(error) : resolve(message))));
+  return built.toString('utf8');
+}
+
+describe('composeMail', () => {
+  for (const [name, mail] of Object.entries(mails)) {
+    it(`gives nodemailer's own message: ${name}`, async () => {
+      const composed = composeMail(mail);
+      const text = composed.message.toString('utf8');
+      expect(text).toMatch(/^Message-ID: <[0-9a-f-]{36}@[^>]+>\r$/m);
+      const withoutDate = (message: string) => message.replace(/^Date: .*\r\n/m, '');
+      expect(text).toMatch(/^Date: .*\r$/m);
+      expect(withoutDate(text)).toBe(withoutDate(await nodemailerBuild(mail, text)));
+    });
+  }
+
+  it('takes the Message-ID domain from the envelope sender, else the From address (as nodemailer does)', () => {
+    expect(composeMail(mails['ASCII, both parts, custom headers and a Reply-To']!).messageId).toMatch(/@example\.test>$/);
+    expect(composeMail(mails['non-ASCII names, subject and domains, a VERP envelope']!).messageId).toMatch(/@bounces\.example\.test>$/);
+    expect(composeMail({ from: '"X" <x@exämple.test>', to: 'y@example.test', subject: 's', text: 't' }).messageId).toMatch(/@xn--exmple-cua\.test>$/);
+    const [a, b] = [composeMail(mails['HTML only']!), composeMail(mails['HTML only']!)];
+    expect(a.messageId).not.toBe(b.messageId);
+  });
+});
+
+describe('a composed mail over SMTP', () => {
+  let peer: SmtpPeer;
+  let pool: SmtpPool;
+  beforeAll(async () => {
+    peer = await startSmtpPeer();
+    pool = new SmtpPool();
+  });
+  afterAll(async () => {
+    pool.close();
+    await peer.close();
+  });
+
+  it('arrives whole, with the Message-ID reported and the envelope given', async () => {
+    const mail: OutgoingMail = {
+      from: '"Bench" <bench@example.test>',
+      to: 'reader@example.test',
+      subject: 'Dots',
+      text: 'first\n.second starts with a dot\n..third with two\nlast',
+      html: '<p>first</p>\n.<p>dot</p>',
+      envelope: { from: 'bounce+d2@bounces.example.test', to: 'reader@example.test' },
+    };
+    const sent = await pool.send({ host: peer.host, port: peer.port, secure: false }, mail);
+    const received = await peer.waitFor((m) => m.parsed.subject === 'Dots');
+    expect(received.parsed.messageId).toBe(sent.messageId);
+    expect(received.envelope).toEqual({ from: 'bounce+d2@bounces.example.test', to: ['reader@example.test'] });
+    expect(received.parsed.text?.trim()).toBe('first\n.second starts with a dot\n..third with two\nlast');
+    expect(received.parsed.html).toBe('<p>first</p>\n.<p>dot</p>');
+    expect(sent.accepted).toEqual(['reader@example.test']);
+  });
+});
