@@ -110,7 +110,12 @@ export class SmtpPool {
       pooled = {
         transport: nodemailer.createTransport({
           pool: true,
-          maxConnections: 5,
+          // Each message takes two round trips on its connection (the pipelined envelope, then the
+          // data), so a busy worker keeps ten of them going; a connection is renewed after a thousand
+          // messages rather than nodemailer's hundred, as each renewal is a new handshake. A server
+          // that allows fewer closes or defers the rest, and those are retried.
+          maxConnections: 10,
+          maxMessages: 1000,
           host: settings.host,
           port: settings.port,
           secure: settings.secure,
