@@ -135,7 +135,7 @@ export async function startRuntime(config: Config, options: RuntimeOptions = {})
       keyRing,
       tokens,
       boss: null,
-      smtp: new SmtpPool({ ca: trustedCas(config) }),
+      smtp: new SmtpPool({ ca: trustedCas(config), maxConnections: config.smtpConnections }),
       options,
       cleanups: [],
       streamHub: null,

@@ -15,6 +15,15 @@ describe('loadConfig', () => {
     expect(config.maxBodyBytes).toBe(1024 * 1024);
     expect(config.accessTokenTtlSeconds).toBe(12 * 3600);
     expect(config.contactTokenTtlSeconds).toBe(3600);
+    expect(config.smtpConnections).toBe(10);
+  });
+
+  it('takes smtpConnections from the file, between 1 and 100', () => {
+    const dir = dataDir();
+    writeFileSync(configFilePath(dir), JSON.stringify({ smtpConnections: 3 }));
+    expect(loadConfig({ dataDir: dir }, {}).smtpConnections).toBe(3);
+    writeFileSync(configFilePath(dir), JSON.stringify({ smtpConnections: 0 }));
+    expect(() => loadConfig({ dataDir: dir }, {})).toThrow(/smtpConnections/);
   });
 
   it('layers file < environment < flags', () => {

@@ -62,6 +62,27 @@ describe('SmtpPool', () => {
     await vi.waitFor(() => expect(peers.reduce((n, p) => n + p.openConnections, 0)).toBe(0));
   });
 
+  it('keeps at most maxConnections open to one server, the other mails waiting their turn', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const holdRecipients = new Map(Array.from({ length: 6 }, (_, i) => [`held${i}@example.org`, held] as const));
+    const peer = await startSmtpPeer({ holdRecipients });
+    const pool = new SmtpPool({ maxConnections: 2 });
+    try {
+      const sends = [...holdRecipients.keys()].map((to, i) => pool.send(settingsOf(peer), { ...mail(`held-${i}`), to }));
+      await vi.waitFor(() => expect(peer.openConnections).toBe(2));
+      await new Promise((resolve) => setTimeout(resolve, 200)); // a third connection would have opened by now
+      expect(peer.openConnections).toBe(2);
+      release();
+      const sent = await Promise.all(sends);
+      expect(sent.map((s) => s.accepted)).toEqual([...holdRecipients.keys()].map((to) => [to]));
+      expect(peer.messages).toHaveLength(6);
+    } finally {
+      pool.close();
+      await peer.close();
+    }
+  });
+
   it('never closes the transport it is about to send with, even when every other one is busy', async () => {
     const pool = new SmtpPool({ maxTransports: 1 });
     try {

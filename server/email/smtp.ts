@@ -71,6 +71,8 @@ export interface SmtpPoolOptions {
   ca?: string[] | undefined;
   /** Open transports at most (default 100); beyond it the least recently used idle one is closed. */
   maxTransports?: number;
+  /** Connections each transport keeps open at most (default 10). */
+  maxConnections?: number;
   /** A transport unused this long is closed (default 5 minutes). */
   idleMs?: number;
   now?: () => number;
@@ -81,6 +83,7 @@ export class SmtpPool {
   readonly #transports = new Map<string, PooledTransport>();
   readonly #tls: { rejectUnauthorized: true; ca?: string[] };
   readonly #maxTransports: number;
+  readonly #maxConnections: number;
   readonly #idleMs: number;
   readonly #now: () => number;
   /** Sweeps idle transports while any is open, so that they close even when nothing is sent. */
@@ -89,6 +92,7 @@ export class SmtpPool {
   constructor(options: SmtpPoolOptions = {}) {
     this.#tls = options.ca ? { rejectUnauthorized: true, ca: options.ca } : { rejectUnauthorized: true };
     this.#maxTransports = options.maxTransports ?? 100;
+    this.#maxConnections = options.maxConnections ?? 10;
     this.#idleMs = options.idleMs ?? 5 * 60_000;
     this.#now = options.now ?? Date.now;
   }
@@ -111,10 +115,11 @@ export class SmtpPool {
         transport: nodemailer.createTransport({
           pool: true,
           // Each message takes two round trips on its connection (the pipelined envelope, then the
-          // data), so a busy worker keeps ten of them going; a connection is renewed after a thousand
-          // messages rather than nodemailer's hundred, as each renewal is a new handshake. A server
-          // that allows fewer closes or defers the rest, and those are retried.
-          maxConnections: 10,
+          // data), so a busy worker keeps several going (ten by default; smtpConnections lowers it for
+          // a relay that allows fewer at once, which refuses the rest: those messages are retried). A
+          // connection is renewed after a thousand messages rather than nodemailer's hundred, as each
+          // renewal is a new handshake.
+          maxConnections: this.#maxConnections,
           maxMessages: 1000,
           host: settings.host,
           port: settings.port,
