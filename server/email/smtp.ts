@@ -1,8 +1,9 @@
 // Sending email over SMTP with nodemailer: one pooled transport per distinct server+credentials, kept
-// for reuse and closed on shutdown. Used by system emails (the install's SMTP), tenant email
-// transports and test sends alike. The pool is bounded: a transport idle for a while is closed, and
-// so is the least recently used one beyond a cap, so that tenants changing their settings (each
-// change is a new transport) or an install with many tenants cannot pile up open connections.
+// for reuse and closed on shutdown; each message is composed in one pass (mime.ts) and sent raw.
+// Used by system emails (the install's SMTP), tenant email transports and test sends alike. The pool
+// is bounded: a transport idle for a while is closed, and so is the least recently used one beyond a
+// cap, so that tenants changing their settings (each change is a new transport) or an install with
+// many tenants cannot pile up open connections.
 import { createHash } from 'node:crypto';
 import nodemailer, { type Transporter } from 'nodemailer';
 import { composeMail } from './mime.ts';
