@@ -1,7 +1,8 @@
 // A mail composed in one pass is byte for byte the message nodemailer's own streamed build gives for
-// the same mail (same Message-ID and boundary; the Date header, which is the time of each build, aside), and it reaches a real SMTP server whole: the
-// Message-ID reported is the one in the message, the envelope is the VERP one when given, and lines
-// that SMTP would otherwise mangle (a leading dot, bare line feeds) arrive as written.
+// the same mail (same Message-ID and boundary; the Date header, the time of each build, aside), and
+// it reaches a real SMTP server whole: the Message-ID reported is the one in the message, the
+// envelope is the VERP one when given, and lines that SMTP would otherwise mangle (a leading dot,
+// bare line feeds) arrive as written.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import { composeMail } from '../server/email/mime.ts';
