@@ -269,6 +269,17 @@ describe('sendPush', () => {
     expect(fcm.tokenExchanges).toBe(exchanges + 1);
   });
 
+  it('drops a cached FCM token that FCM refuses (401, retryable), and exchanges a new one for the next send', async () => {
+    const em = app.runtime.orm.em.fork();
+    const send = (token: string) => sendPush(app.runtime, em, a.tenantId, { provider: 'fcm', token }, message);
+    expect((await send('fcm-revoked-1')).status).toBe('sent');
+    const exchanges = fcm.tokenExchanges;
+    fcm.revokeAccessTokens();
+    expect(await send('fcm-revoked-2')).toMatchObject({ status: 'failed', retryable: true, error: expect.stringContaining('401') });
+    expect((await send('fcm-revoked-3')).status).toBe('sent');
+    expect(fcm.tokenExchanges).toBe(exchanges + 1);
+  });
+
   it('skips with no_transport for a provider the tenant has not configured', async () => {
     const em = app.runtime.orm.em.fork();
     expect(await sendPush(app.runtime, em, b.tenantId, { provider: 'fcm', token: 'x' }, message)).toEqual({ status: 'skipped', reason: 'no_transport' });

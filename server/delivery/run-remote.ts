@@ -178,9 +178,10 @@ async function sendAndStore(
   tx: EntityManager,
   takes: Take[],
   finalAttempt: ReadonlyMap<string, boolean>,
-  { runtime, templates, lookups, now }: RunCommon,
+  common: RunCommon,
   onSent: (sent: SentRemote[]) => void,
 ): Promise<void> {
+  const { runtime, now } = common;
   const deliveries: StoredDelivery[] = [];
   const toSend: RemoteSend[] = [];
   for (const { event, values, plan } of takes) {
@@ -189,8 +190,7 @@ async function sendAndStore(
       if (planned.status === 'skipped') {
         deliveries.push(storedSkip(storedRow(event, delivery.id, planned), planned.reason));
       } else {
-        const input = { runtime, delivery, event, contact: event.contact!, renderVariables: values, templates, finalAttempt: finalAttempt.get(event.id)!, lookups };
-        toSend.push({ event, input });
+        toSend.push(remoteSend(common, event, values, delivery, finalAttempt.get(event.id)!));
       }
     }
   }
@@ -213,9 +213,10 @@ async function storePlansAndSettleLocal(
   tx: EntityManager,
   takes: Take[],
   finalAttempt: ReadonlyMap<string, boolean>,
-  { runtime, templates, lookups, now }: RunCommon,
+  common: RunCommon,
   noteErrors: (eventId: string, errors: string[]) => void,
 ): Promise<RemoteSend[]> {
+  const { runtime, templates, now } = common;
   const sends: RemoteSend[] = [];
   const pending = await storePlans(tx, takes);
   for (const { event, values } of takes) {
@@ -236,10 +237,7 @@ async function storePlansAndSettleLocal(
     );
     noteErrors(event.id, context.retryErrors);
     for (const delivery of remote) {
-      sends.push({
-        event,
-        input: { runtime, delivery, event, contact: event.contact!, renderVariables: values, templates, finalAttempt: context.finalAttempt, lookups },
-      });
+      sends.push(remoteSend(common, event, values, delivery, context.finalAttempt));
     }
   }
   await rollupEvents(
@@ -247,4 +245,15 @@ async function storePlansAndSettleLocal(
     takes.map((t) => t.event.id),
   );
   return sends;
+}
+
+/** A delivery of a taken event to send through its channel, with what the run shares. */
+function remoteSend(
+  { runtime, templates, lookups }: RunCommon,
+  event: LoadedEvent,
+  values: Record<string, unknown>,
+  delivery: DeliveryRow,
+  finalAttempt: boolean,
+): RemoteSend {
+  return { event, input: { runtime, delivery, event, contact: event.contact!, renderVariables: values, templates, finalAttempt, lookups } };
 }

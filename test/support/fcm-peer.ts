@@ -11,6 +11,8 @@ export interface FcmPeer {
   tokenExchanges: number;
   received: Array<{ token: string; notification: { title: string; body: string }; data: Record<string, string> }>;
   deadTokens: Set<string>;
+  /** Forgets every access token issued so far: the next send with one answers 401, as for a revoked token. */
+  revokeAccessTokens(): void;
   close(): Promise<void>;
 }
 
@@ -24,7 +26,7 @@ const readBody = (req: IncomingMessage) =>
 export async function startFcmPeer(options: { privateKeyPem: string; clientEmail: string; projectId: string }): Promise<FcmPeer> {
   const publicKey = createPublicKey(options.privateKeyPem);
   const issued = new Set<string>();
-  const peer: FcmPeer = { url: '', tokenUrl: '', tokenExchanges: 0, received: [], deadTokens: new Set(), close: async () => undefined };
+  const peer: FcmPeer = { url: '', tokenUrl: '', tokenExchanges: 0, received: [], deadTokens: new Set(), revokeAccessTokens: () => issued.clear(), close: async () => undefined };
   const server = createServer(async (req, res) => {
     const body = await readBody(req);
     const json = (status: number, value: unknown) => {

@@ -25,13 +25,16 @@ class TokenExchangeError extends Error {
   }
 }
 
+/** Where the service account's access token is cached, by a fingerprint that does not reveal the key. */
+const tokenCacheKey = (creds: FcmCredentials) => `fcm:${credentialsFingerprint(creds, () => [creds.client_email, creds.private_key])}`;
+
 /**
  * The cached access token, or one exchange for a new one shared by every send that asks meanwhile: a
  * burst of sends would otherwise sign and exchange an assertion each before the first answer is cached.
  */
 async function accessToken(runtime: Runtime, creds: FcmCredentials): Promise<string> {
   const { tokens, exchanges } = providerState(runtime);
-  const cacheKey = `fcm:${credentialsFingerprint(creds, () => [creds.client_email, creds.private_key])}`;
+  const cacheKey = tokenCacheKey(creds);
   const cached = tokens.get(cacheKey);
   if (cached && cached.expiresAt > runtime.clock.now()) return cached.value;
   let exchange = exchanges.get(cacheKey);
@@ -100,6 +103,6 @@ export async function sendFcm(runtime: Runtime, creds: FcmCredentials, token: st
   }
   const error = `FCM ${describeAnswer(answer)}`;
   if (answer.status === 404 || answer.text.includes('UNREGISTERED')) return { status: 'dead', error };
-  if (answer.status === 401) providerState(runtime).tokens.delete(`fcm:${credentialsFingerprint(creds, () => [creds.client_email, creds.private_key])}`);
+  if (answer.status === 401) providerState(runtime).tokens.delete(tokenCacheKey(creds));
   return { status: 'failed', error, retryable: answer.status === 401 || answer.status === 429 || answer.status >= 500 };
 }
