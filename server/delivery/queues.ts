@@ -21,9 +21,10 @@ export const EVENTS_PER_DELIVERY_JOB = 25;
  * more: a fetched batch holds a worker slot until its slowest send returns, and a tenant's SMTP host
  * that swallows connections makes a batch of one tenant's messages (25 jobs of 4: 100) wait for its
  * pooled connections to time out round after round (10 s each): with the default 10 connections
- * (smtpConnections), 100 s, inside the job's 300 s expiry. A job whose send failed retryably is
- * retried whole; its events already final are passed over. A workflow's events have a job each
- * (stages/plan.ts eventsPerJobSql).
+ * (smtpConnections), 100 s, inside the job's 300 s expiry. With fewer it can outlive the expiry:
+ * the job's retry then waits for this run's locks (the events', or the deliveries' once stored) and
+ * sends nothing twice (run-remote.ts). A job whose send failed retryably is retried whole; its events
+ * already final are passed over. A workflow's events have a job each (stages/plan.ts eventsPerJobSql).
  */
 export const REMOTE_EVENTS_PER_DELIVERY_JOB = 4;
 
