@@ -1,7 +1,12 @@
 // The SMTP pool keeps one pooled transport per server and credentials, and closes the ones it no
 // longer needs: idle too long, or the least recently used beyond its cap, never one that is sending.
+// Within a transport, a connection is reused after each mail, also after one the server refused,
+// renewed after its quota of mails, and replaced when the server ends it; a mail caught by a server
+// ending an idle connection goes out on a new one.
+import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { SmtpPool } from '../server/email/smtp.ts';
+import { classifySmtpError } from '../server/transports/email.ts';
 import { startSmtpPeer, type SmtpPeer } from './support/smtp-peer.ts';
 
 let peers: SmtpPeer[] = [];
@@ -92,6 +97,95 @@ describe('SmtpPool', () => {
       await busy;
       expect((await b.waitFor((m) => m.parsed.subject === 'over-cap-b')).envelope.to).toEqual(['reader@example.org']);
       expect((await a.waitFor((m) => m.parsed.subject === 'busy-a')).envelope.to).toEqual(['reader@example.org']);
+    } finally {
+      pool.close();
+    }
+  });
+
+  it('keeps a connection after a mail the server refused, and sends the next one over it', async () => {
+    const peer = await startSmtpPeer({ rejectRecipients: ['nobody@example.org'] });
+    const pool = new SmtpPool();
+    try {
+      const refused = await pool.send(settingsOf(peer), { ...mail('refused'), to: 'nobody@example.org' }).catch((error: unknown) => error);
+      expect(refused).toMatchObject({ code: 'EENVELOPE', responseCode: 550 });
+      expect(classifySmtpError(refused).retryable).toBe(false);
+      await pool.send(settingsOf(peer), mail('after-refusal'));
+      expect((await peer.waitFor((m) => m.parsed.subject === 'after-refusal')).envelope.to).toEqual(['reader@example.org']);
+      expect(peer.connectionsOpened).toBe(1);
+    } finally {
+      pool.close();
+      await peer.close();
+    }
+  });
+
+  it('renews a connection after maxMessages mails', async () => {
+    const peer = await startSmtpPeer();
+    const pool = new SmtpPool({ maxMessages: 2 });
+    try {
+      for (let i = 0; i < 5; i++) await pool.send(settingsOf(peer), mail(`quota-${i}`));
+      expect(peer.messages).toHaveLength(5);
+      expect(peer.connectionsOpened).toBe(3);
+      await vi.waitFor(() => expect(peer.openConnections).toBe(1));
+    } finally {
+      pool.close();
+      await peer.close();
+    }
+  });
+
+  it('sends a mail caught by the server ending an idle connection over a new one, once', async () => {
+    const peer = await startSmtpPeer();
+    const pool = new SmtpPool();
+    try {
+      await pool.send(settingsOf(peer), mail('before-drop'));
+      peer.dropConnections(); // the pool hears of it only after the next send has started on that connection
+      await pool.send(settingsOf(peer), mail('after-drop'));
+      expect(peer.messages.map((m) => m.parsed.subject)).toEqual(['before-drop', 'after-drop']);
+      expect(peer.connectionsOpened).toBe(2);
+      // A connection the server ended while idle, and noticed as such, is simply replaced.
+      peer.dropConnections();
+      await vi.waitFor(() => expect(peer.openConnections).toBe(0));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await pool.send(settingsOf(peer), mail('after-idle-drop'));
+      expect(peer.connectionsOpened).toBe(3);
+      expect(peer.messages).toHaveLength(3);
+    } finally {
+      pool.close();
+      await peer.close();
+    }
+  });
+
+  it('never sends a mail again once the server may have it: a connection cut after the data fails the mail', async () => {
+    const peer = await startSmtpPeer({ dropAfterData: new Set(['cut@example.org']) });
+    const pool = new SmtpPool();
+    try {
+      await pool.send(settingsOf(peer), mail('first'));
+      const failure = await pool.send(settingsOf(peer), { ...mail('cut'), to: 'cut@example.org' }).catch((error: unknown) => error);
+      expect(failure).toMatchObject({ code: 'ECONNECTION' });
+      expect(classifySmtpError(failure).retryable).toBe(true); // the delivery's own retry decides, not the pool
+      await pool.send(settingsOf(peer), mail('next'));
+      expect(peer.messages.map((m) => m.parsed.subject)).toEqual(['first', 'cut', 'next']);
+    } finally {
+      pool.close();
+      await peer.close();
+    }
+  });
+
+  it('fails a mail with a retryable error when the server cannot be reached, and sends once it can', async () => {
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const { port } = probe.address() as AddressInfo;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    const pool = new SmtpPool({ maxConnections: 2 });
+    try {
+      const unreachable = { host: '127.0.0.1', port, secure: false };
+      const failures = await Promise.all([1, 2, 3].map((i) => pool.send(unreachable, mail(`unreachable-${i}`)).catch((error: unknown) => error)));
+      for (const failure of failures) {
+        expect(failure).toMatchObject({ code: 'ESOCKET' });
+        expect(classifySmtpError(failure).retryable).toBe(true);
+      }
+      const [a] = peers as [SmtpPeer];
+      await pool.send(settingsOf(a), mail('reachable'));
+      expect((await a.waitFor((m) => m.parsed.subject === 'reachable')).envelope.to).toEqual(['reader@example.org']);
     } finally {
       pool.close();
     }

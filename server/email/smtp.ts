@@ -1,12 +1,15 @@
-// Sending email over SMTP with nodemailer: one pooled transport per distinct server+credentials, kept
-// for reuse and closed on shutdown; each message is composed in one pass (mime.ts) and sent raw.
-// Used by system emails (the install's SMTP), tenant email transports and test sends alike. The pool
-// is bounded: a transport idle for a while is closed, and so is the least recently used one beyond a
-// cap, so that tenants changing their settings (each change is a new transport) or an install with
-// many tenants cannot pile up open connections.
+// Sending email over SMTP: one set of pooled connections per distinct server+credentials (a
+// transport), kept for reuse and closed on shutdown; each message is composed in one pass (mime.ts),
+// signed with DKIM when asked, and sent as is (smtp-connections.ts). Used by system emails (the
+// install's SMTP), tenant email transports and test sends alike. The pool is bounded: a transport
+// idle for a while is closed, and so is the least recently used one beyond a cap, so that tenants
+// changing their settings (each change is a new transport) or an install with many tenants cannot
+// pile up open connections.
 import { createHash } from 'node:crypto';
-import nodemailer, { type Transporter } from 'nodemailer';
+import { buffer } from 'node:stream/consumers';
+import DKIM from 'nodemailer/lib/dkim';
 import { composeMail } from './mime.ts';
+import { SmtpServerConnections } from './smtp-connections.ts';
 
 export interface SmtpSettings {
   host: string;
@@ -61,7 +64,7 @@ export function smtpSettingsFromUrl(url: string): SmtpSettings {
 }
 
 interface PooledTransport {
-  transport: Transporter;
+  connections: SmtpServerConnections;
   lastUsed: number;
   /** Sends under way: a busy transport is never closed. */
   sending: number;
@@ -74,6 +77,8 @@ export interface SmtpPoolOptions {
   maxTransports?: number;
   /** Connections each transport keeps open at most (default 10). */
   maxConnections?: number;
+  /** Messages a connection sends before it is renewed (default 1,000). */
+  maxMessages?: number;
   /** A transport unused this long is closed (default 5 minutes). */
   idleMs?: number;
   now?: () => number;
@@ -85,6 +90,7 @@ export class SmtpPool {
   readonly #tls: { rejectUnauthorized: true; ca?: string[] };
   readonly #maxTransports: number;
   readonly #maxConnections: number;
+  readonly #maxMessages: number;
   readonly #idleMs: number;
   readonly #now: () => number;
   /** Sweeps idle transports while any is open, so that they close even when nothing is sent. */
@@ -94,6 +100,7 @@ export class SmtpPool {
     this.#tls = options.ca ? { rejectUnauthorized: true, ca: options.ca } : { rejectUnauthorized: true };
     this.#maxTransports = options.maxTransports ?? 100;
     this.#maxConnections = options.maxConnections ?? 10;
+    this.#maxMessages = options.maxMessages ?? 1000;
     this.#idleMs = options.idleMs ?? 5 * 60_000;
     this.#now = options.now ?? Date.now;
   }
@@ -113,28 +120,24 @@ export class SmtpPool {
       pooled.lastUsed = now;
     } else {
       pooled = {
-        transport: nodemailer.createTransport({
-          pool: true,
-          // Each message takes two round trips on its connection (the pipelined envelope, then the
-          // data), so a busy worker keeps several going (ten by default; smtpConnections lowers it for
-          // a relay that allows fewer at once, which refuses the rest: those messages are retried). A
-          // connection is renewed after a thousand messages rather than nodemailer's hundred, as each
-          // renewal is a new handshake.
-          maxConnections: this.#maxConnections,
-          maxMessages: 1000,
+        connections: new SmtpServerConnections({
           host: settings.host,
           port: settings.port,
           secure: settings.secure,
           // Credentials never cross the wire in clear: a transport that authenticates without implicit
-          // TLS must upgrade with STARTTLS, and nodemailer gives up (sending nothing) when the server does
-          // not offer it, or when someone on the path strips the offer. A transport without credentials
+          // TLS must upgrade with STARTTLS, and gives up (sending nothing) when the server does not
+          // offer it, or when someone on the path strips the offer. A transport without credentials
           // (a relay on the local network) still upgrades whenever the server offers it.
           requireTLS: !settings.secure && Boolean(settings.username),
-          auth: settings.username ? { user: settings.username, pass: settings.password ?? '' } : undefined,
+          auth: settings.username ? { user: settings.username, pass: settings.password ?? '' } : null,
           tls: this.#tls,
-          connectionTimeout: 10_000,
-          greetingTimeout: 10_000,
-          socketTimeout: 30_000,
+          // Each message takes two round trips on its connection (the pipelined envelope, then the
+          // data), so a busy worker keeps several going (ten by default; smtpConnections lowers it for
+          // a relay that allows fewer at once, which refuses the rest: those messages are retried). A
+          // connection is renewed after a thousand messages (nodemailer's pool renews after a hundred),
+          // as each renewal is a new handshake.
+          maxConnections: this.#maxConnections,
+          maxMessages: this.#maxMessages,
         }),
         lastUsed: now,
         sending: 0,
@@ -162,7 +165,7 @@ export class SmtpPool {
       const stale = now - pooled.lastUsed >= this.#idleMs;
       if (!stale && over <= 0) break; // the rest were used more recently
       if (pooled.sending > 0) continue;
-      pooled.transport.close();
+      pooled.connections.close();
       this.#transports.delete(id);
       over--;
     }
@@ -170,25 +173,20 @@ export class SmtpPool {
 
   async send(settings: SmtpSettings, mail: OutgoingMail): Promise<SentMail> {
     const composed = composeMail(mail);
+    const message = mail.dkim ? await buffer(new DKIM(mail.dkim).sign(composed.message)) : composed.message;
     const pooled = this.#acquire(settings);
-    let info;
     try {
-      info = await pooled.transport.sendMail({ raw: composed.message, envelope: composed.envelope, messageId: composed.messageId, dkim: mail.dkim });
+      const reply = await pooled.connections.send(composed.envelope, message);
+      return { messageId: composed.messageId, ...reply };
     } finally {
       pooled.sending--;
     }
-    return {
-      messageId: composed.messageId,
-      accepted: (info.accepted ?? []).map(String),
-      rejected: (info.rejected ?? []).map(String),
-      response: String(info.response ?? ''),
-    };
   }
 
   close(): void {
     if (this.#sweeper) clearInterval(this.#sweeper);
     this.#sweeper = null;
-    for (const { transport } of this.#transports.values()) transport.close();
+    for (const { connections } of this.#transports.values()) connections.close();
     this.#transports.clear();
   }
 }

@@ -25,6 +25,10 @@ export interface SmtpPeer {
   authAttempts: number;
   /** Client connections open right now. */
   openConnections: number;
+  /** Client connections opened since the server started. */
+  connectionsOpened: number;
+  /** Closes every client connection from the server's side, as a server ending idle sessions does. */
+  dropConnections(): void;
   /** Resolves with the first message (already received or arriving) that matches. */
   waitFor(predicate: (m: ReceivedMail) => boolean, timeoutMs?: number): Promise<ReceivedMail>;
   close(): Promise<void>;
@@ -36,15 +40,18 @@ export interface SmtpPeer {
  * as Herald authenticates only over TLS. Plain-text AUTH is allowed all the same, so a test can see a
  * client send credentials in clear. `rejectRecipients` are refused for good (550), `deferRecipients`
  * (a set the test may change) for now (451). `holdRecipients`: an address is answered only once its
- * promise settles (a test may look at what Herald has stored meanwhile).
+ * promise settles (a test may look at what Herald has stored meanwhile). `dropAfterData`: a message
+ * to one of these addresses is received whole (and kept), then the connection is cut before the
+ * server answers it, as when a connection breaks at the worst moment.
  */
 export async function startSmtpPeer(
-  options: { auth?: { user: string; pass: string }; rejectRecipients?: string[]; deferRecipients?: Set<string>; holdRecipients?: Map<string, Promise<void>>; starttls?: boolean } = {},
+  options: { auth?: { user: string; pass: string }; rejectRecipients?: string[]; deferRecipients?: Set<string>; holdRecipients?: Map<string, Promise<void>>; dropAfterData?: Set<string>; starttls?: boolean } = {},
 ): Promise<SmtpPeer> {
   const messages: ReceivedMail[] = [];
   const waiters: Array<{ predicate: (m: ReceivedMail) => boolean; resolve: (m: ReceivedMail) => void }> = [];
   const starttls = options.starttls ?? Boolean(options.auth);
   const peer = { authAttempts: 0 };
+  const sockets = new Set<Socket>();
   const server = new SMTPServer({
     secure: false,
     ...(starttls ? { key: testCertificate().key, cert: testCertificate().cert } : { disabledCommands: ['STARTTLS'] }),
@@ -79,6 +86,10 @@ export async function startSmtpPeer(
           secure: session.secure,
         };
         messages.push(mail);
+        if (mail.envelope.to.some((to) => options.dropAfterData?.has(to))) {
+          for (const socket of sockets) if (socket.remotePort === session.remotePort) socket.destroy();
+          return;
+        }
         for (const w of [...waiters]) {
           if (w.predicate(mail)) {
             waiters.splice(waiters.indexOf(w), 1);
@@ -92,9 +103,15 @@ export async function startSmtpPeer(
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.server.address() as AddressInfo).port;
   let openConnections = 0;
+  let connectionsOpened = 0;
   server.server.on('connection', (socket: Socket) => {
     openConnections++;
-    socket.on('close', () => openConnections--);
+    connectionsOpened++;
+    sockets.add(socket);
+    socket.on('close', () => {
+      openConnections--;
+      sockets.delete(socket);
+    });
   });
   const auth = options.auth ? `${encodeURIComponent(options.auth.user)}:${encodeURIComponent(options.auth.pass)}@` : '';
   return {
@@ -107,6 +124,12 @@ export async function startSmtpPeer(
     },
     get openConnections() {
       return openConnections;
+    },
+    get connectionsOpened() {
+      return connectionsOpened;
+    },
+    dropConnections() {
+      for (const socket of sockets) socket.destroy();
     },
     waitFor(predicate, timeoutMs = 10_000) {
       const found = messages.find(predicate);

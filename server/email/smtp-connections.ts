@@ -1,0 +1,205 @@
+// The connections kept to one SMTP server with one set of credentials: nodemailer's SMTPConnection,
+// without its Mailer and SMTPPool layers, which stream each message through a chain of streams of
+// their own and cost more per message than the SMTP exchange itself. Connections are opened as sends
+// need them, up to maxConnections, and each is reused for the next send once its exchange is over;
+// sends beyond that wait their turn. A connection is renewed after maxMessages, kept after a message
+// the server refused (reset with RSET), and dropped when it fails, times out idle or the server ends it.
+import SMTPConnection from 'nodemailer/lib/smtp-connection';
+import type { ConnectionOptions } from 'node:tls';
+import { Readable } from 'node:stream';
+
+export interface ServerConnectionOptions {
+  host: string;
+  port: number;
+  /** Implicit TLS; otherwise STARTTLS whenever the server offers it. */
+  secure: boolean;
+  /** Refuse to go on (and so to send credentials) without STARTTLS. */
+  requireTLS: boolean;
+  auth: { user: string; pass: string } | null;
+  tls: ConnectionOptions;
+  maxConnections: number;
+  /** Messages a connection sends before it is renewed. */
+  maxMessages: number;
+}
+
+export interface SmtpEnvelope {
+  /** MAIL FROM; false for the null sender. */
+  from: string | false;
+  to: string[];
+}
+
+export interface ServerReply {
+  accepted: string[];
+  rejected: string[];
+  response: string;
+}
+
+interface Connection {
+  smtp: SMTPConnection;
+  /** Messages sent over it so far. */
+  messages: number;
+}
+
+interface Waiter {
+  resolve: (connection: Connection) => void;
+  reject: (error: unknown) => void;
+}
+
+const TIMEOUTS = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 30_000 };
+
+/** nodemailer's codes for a connection that broke (not a refusal by the server). */
+const BROKEN_CONNECTION = new Set(['ECONNECTION', 'ESOCKET', 'ETIMEDOUT']);
+
+export class SmtpServerConnections {
+  readonly #options: ServerConnectionOptions;
+  /** Every connection open or opening. */
+  readonly #connections = new Set<Connection>();
+  /** Open connections with nothing under way, the most recently used last. */
+  readonly #idle: Connection[] = [];
+  readonly #waiting: Waiter[] = [];
+  #closed = false;
+
+  constructor(options: ServerConnectionOptions) {
+    this.#options = options;
+  }
+
+  /** Connections open or opening (tests). */
+  get connections(): number {
+    return this.#connections.size;
+  }
+
+  async send(envelope: SmtpEnvelope, message: Buffer): Promise<ServerReply> {
+    // A server may end a connection that sat idle just as a send starts on it: when that send fails
+    // before any of the message went out, it goes out once more on another connection.
+    for (let attempt = 1; ; attempt++) {
+      const connection = await this.#acquire();
+      const reused = connection.messages > 0;
+      const body = new MessageBody(message);
+      try {
+        const info = await new Promise<ServerReply>((resolve, reject) => {
+          connection.smtp.send(envelope, body, (error, sent) => (error ? reject(error) : resolve(sent!)));
+        });
+        connection.messages++;
+        this.#release(connection);
+        return { accepted: info.accepted.map(String), rejected: info.rejected.map(String), response: String(info.response ?? '') };
+      } catch (error) {
+        await this.#afterFailure(connection, error);
+        if (attempt === 1 && reused && !body.readableDidRead && BROKEN_CONNECTION.has((error as { code?: string }).code ?? '')) continue;
+        throw error;
+      }
+    }
+  }
+
+  /** Closes every connection; sends still waiting for one fail. */
+  close(): void {
+    this.#closed = true;
+    for (const waiter of this.#waiting.splice(0)) waiter.reject(new Error('The SMTP connections were closed'));
+    for (const connection of this.#connections) connection.smtp.close();
+    this.#connections.clear();
+    this.#idle.length = 0;
+  }
+
+  #acquire(): Promise<Connection> {
+    if (this.#closed) return Promise.reject(new Error('The SMTP connections were closed'));
+    return new Promise((resolve, reject) => {
+      this.#waiting.push({ resolve, reject });
+      this.#serveWaiting();
+    });
+  }
+
+  /** Hands idle connections to waiting sends, and opens new ones for them while under the cap. */
+  #serveWaiting(): void {
+    while (this.#waiting.length > 0 && !this.#closed) {
+      const idle = this.#idle.pop();
+      if (idle) {
+        this.#waiting.shift()!.resolve(idle);
+        continue;
+      }
+      if (this.#connections.size >= this.#options.maxConnections) return;
+      const waiter = this.#waiting.shift()!;
+      this.#open().then(waiter.resolve, waiter.reject);
+    }
+  }
+
+  /** Opens a connection (counted from now), greeted, upgraded to TLS where it can be and logged in. */
+  async #open(): Promise<Connection> {
+    const { host, port, secure, requireTLS, tls, auth } = this.#options;
+    const smtp = new SMTPConnection({ host, port, secure, requireTLS, tls, ...TIMEOUTS });
+    const connection: Connection = { smtp, messages: 0 };
+    this.#connections.add(connection);
+    // Errors reach the connect or send under way; one on an idle connection ends it, as 'end' tells.
+    smtp.on('error', () => {});
+    smtp.once('end', () => this.#forget(connection));
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const closed = () => reject(new Error('The SMTP connection closed while opening'));
+        const settle = (error?: unknown) => {
+          smtp.off('error', settle);
+          smtp.off('end', closed);
+          if (error) reject(error);
+          else resolve();
+        };
+        smtp.once('error', settle);
+        smtp.once('end', closed);
+        smtp.connect((error) => {
+          if (error) return settle(error);
+          // As nodemailer's own pool: credentials go only to a server that offers AUTH.
+          if (!auth || !smtp.allowsAuth) return settle();
+          smtp.login({ credentials: auth }, (loginError) => settle(loginError ?? undefined));
+        });
+      });
+    } catch (error) {
+      smtp.close();
+      this.#forget(connection);
+      throw error;
+    }
+    return connection;
+  }
+
+  #release(connection: Connection): void {
+    if (this.#closed || connection.smtp.destroyed) return;
+    if (connection.messages >= this.#options.maxMessages) {
+      connection.smtp.quit(); // its 'end' makes room for a new one
+      return;
+    }
+    this.#idle.push(connection);
+    this.#serveWaiting();
+  }
+
+  /**
+   * A refused message leaves the session usable once reset (done before the refusal is reported, so
+   * that the next send finds the connection free); any other failure ends the connection.
+   */
+  async #afterFailure(connection: Connection, error: unknown): Promise<void> {
+    const { code, responseCode } = error as { code?: string; responseCode?: number };
+    if ((code === 'EENVELOPE' || code === 'EMESSAGE') && responseCode !== 421 && !connection.smtp.destroyed) {
+      const reset = await new Promise<boolean>((resolve) => connection.smtp.reset((resetError) => resolve(!resetError)));
+      if (reset) return this.#release(connection);
+    }
+    connection.smtp.close();
+  }
+
+  /** A connection that ended (or never opened) makes room for a waiting send. */
+  #forget(connection: Connection): void {
+    if (!this.#connections.delete(connection)) return;
+    const idleAt = this.#idle.indexOf(connection);
+    if (idleAt >= 0) this.#idle.splice(idleAt, 1);
+    this.#serveWaiting();
+  }
+}
+
+/** The message as one chunk; `readableDidRead` tells whether the server took DATA and any of it went out. */
+class MessageBody extends Readable {
+  #bytes: Buffer | null;
+
+  constructor(bytes: Buffer) {
+    super();
+    this.#bytes = bytes;
+  }
+
+  override _read(): void {
+    this.push(this.#bytes);
+    this.#bytes = null;
+    this.push(null);
+  }
+}
