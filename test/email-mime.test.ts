@@ -1,11 +1,12 @@
 // A mail composed in one pass is byte for byte the message nodemailer's own streamed build gives for
-// the same mail (same Message-ID and boundary; the Date header, the time of each build, aside), and
-// it reaches a real SMTP server whole: the Message-ID reported is the one in the message, the
-// envelope is the VERP one when given, and lines that SMTP would otherwise mangle (a leading dot,
-// bare line feeds) arrive as written.
+// the same mail (same Message-ID and boundary; the Date header, the time of each build, aside), with
+// the envelope nodemailer derives, whether it is written directly or through nodemailer's MIME tree:
+// for a few mails by hand and for many generated from awkward pieces. It reaches a real SMTP server
+// whole: the Message-ID reported is the one in the message, the envelope is the VERP one when given,
+// and lines that SMTP would otherwise mangle (a leading dot, bare line feeds) arrive as written.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import MailComposer from 'nodemailer/lib/mail-composer';
-import { composeMail } from '../server/email/mime.ts';
+import { composeMail, writesDirectly } from '../server/email/mime.ts';
 import { SmtpPool, type OutgoingMail } from '../server/email/smtp.ts';
 import { startSmtpPeer, type SmtpPeer } from './support/smtp-peer.ts';
 
@@ -32,13 +33,52 @@ const mails: Record<string, OutgoingMail> = {
   'CJK throughout': { from: 'a@example.test', to: 'b@example.test', subject: '日本語の件名', html: '日本語'.repeat(100), text: '日本語'.repeat(100) },
 };
 
-/** nodemailer's streamed build of the same mail, with the composed message's Message-ID and boundary. */
-async function nodemailerBuild(mail: OutgoingMail, composed: string): Promise<string> {
+/** nodemailer's streamed build of the same mail, with the composed message's Message-ID and boundary, and its envelope. */
+async function nodemailerBuild(mail: OutgoingMail, composed: string): Promise<{ message: string; envelope: { from: string | false; to: string[] } }> {
   const header = (name: string) => new RegExp(`^${name}: (.*)$`, 'mi').exec(composed)?.[1];
   const boundary = /boundary="--_NmP-([0-9a-f]+)-Part_1"/.exec(composed)?.[1];
   const root = new MailComposer({ ...mail, messageId: header('Message-ID'), ...(boundary ? { baseBoundary: boundary } : {}) }).compile();
   const built = await new Promise<Buffer>((resolve, reject) => root.build((error, message) => (error ? reject(error) : resolve(message))));
-  return built.toString('utf8');
+  const { from, to } = root.getEnvelope();
+  return { message: built.toString('utf8'), envelope: { from, to } };
+}
+
+const withoutDate = (message: string) => message.replace(/^Date: .*\r\n/m, '');
+
+/** Mails put together from awkward pieces, the same ones on every run (a seeded generator). */
+function generatedMails(count: number): OutgoingMail[] {
+  let seed = 20261128;
+  const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const pick = <T,>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+  const froms = ['bench@example.test', '"Bench" <bench@example.test>', 'Acme Support <support@acme.test>', '"Bénch ✓" <bench@exämple.test>', '"Quote \\" me, please" <q@acme.test>', '<x@example.test>', '"Herald" <herald@mail.example.co>'];
+  const plainTos = ['reader@example.test', 'first.last+tag@sub.example.co', "o'brien@example.test", 'a@b.cd', 'x_y-z@host-1.example.test'];
+  const otherTos = ['R@Example.test', 'Reader <reader@example.test>', 'ü@exämple.test', 'r@xn--exmple-cua.test', 'r@127.1', 'a@b.c1', ['one@example.test', 'two@example.test'], 'reader@example.test, other@example.test'];
+  const subjects = ['', '   ', 'Order 1 shipped', `Order ${'long '.repeat(30)}shipped`, 'x'.repeat(100), 'Ordér ✓ shipped', '日本語の件名', 'has =?utf-8?q?x?= inside', 'line\nbreak', 'ctl\u0001char', '"quoted" words', 'tab\there'];
+  const bodies = ['', 'Hello', 'y'.repeat(76), `${'y'.repeat(77)}\n`, 'Hello\r\n.dot line\r\n', `${'word '.repeat(40)}\n`, 'x'.repeat(200), 'Héllo wörld = café\n'.repeat(8), '日本語'.repeat(40), '=3D = =\n trailing  \n', '<p>Hello <b>there</b></p>', `<table>${'<tr><td style="padding:8px">cell</td></tr>'.repeat(20)}</table>`, 'emoji 🎉 and ✓\r\n'];
+  const headerSets: Array<Record<string, string> | undefined> = [
+    undefined,
+    { 'List-Unsubscribe': '<https://herald.example.test/u/abc>', 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },
+    { 'List-Unsubscribe': '<https://herald.example.test/u/ünï>', 'List-Unsubscribe-Post': '' },
+    { 'List-Unsubscribe': `<https://herald.example.test/u/${'t'.repeat(90)}>` },
+    { 'X-Campaign': 'spring' },
+  ];
+  const envelopes: Array<OutgoingMail['envelope']> = [undefined, undefined, { from: 'bounce+d1@bounces.example.test', to: 'reader@example.test' }, { from: 'b@bounces.example.test', to: ['a@example.test', 'a@example.test'] }, { from: 'B@Bounces.test', to: 'reader@example.test' }];
+  return Array.from({ length: count }, () => {
+    const to = random() < 0.7 ? pick(plainTos) : pick(otherTos);
+    const replyTo = random() < 0.3 ? pick(froms) : undefined;
+    const headers = pick(headerSets);
+    const envelope = pick(envelopes);
+    return {
+      from: pick(froms),
+      to,
+      subject: pick(subjects),
+      html: pick(bodies),
+      text: pick(bodies),
+      ...(replyTo ? { replyTo } : {}),
+      ...(headers ? { headers } : {}),
+      ...(envelope ? { envelope } : {}),
+    };
+  });
 }
 
 describe('composeMail', () => {
@@ -47,11 +87,25 @@ describe('composeMail', () => {
       const composed = composeMail(mail);
       const text = composed.message.toString('utf8');
       expect(text).toMatch(/^Message-ID: <[0-9a-f-]{36}@[^>]+>\r$/m);
-      const withoutDate = (message: string) => message.replace(/^Date: .*\r\n/m, '');
       expect(text).toMatch(/^Date: .*\r$/m);
-      expect(withoutDate(text)).toBe(withoutDate(await nodemailerBuild(mail, text)));
+      const built = await nodemailerBuild(mail, text);
+      expect(withoutDate(text)).toBe(withoutDate(built.message));
+      expect(composed.envelope).toEqual(built.envelope);
     });
   }
+
+  it("gives nodemailer's own message and envelope for 600 generated mails, written directly or through its MIME tree", async () => {
+    const mails = generatedMails(600);
+    const direct = mails.filter((mail) => writesDirectly(mail)).length;
+    expect(direct).toBeGreaterThan(150); // both ways are well exercised
+    expect(mails.length - direct).toBeGreaterThan(150);
+    for (const mail of mails) {
+      const composed = composeMail(mail);
+      const text = composed.message.toString('utf8');
+      const built = await nodemailerBuild(mail, text);
+      expect({ mail, message: withoutDate(text), envelope: composed.envelope }).toEqual({ mail, message: withoutDate(built.message), envelope: built.envelope });
+    }
+  });
 
   it('takes the Message-ID domain from the envelope sender, else the From address (as nodemailer does)', () => {
     expect(composeMail(mails['ASCII, both parts, custom headers and a Reply-To']!).messageId).toMatch(/@example\.test>$/);

@@ -1,15 +1,20 @@
-// Composing a mail into its RFC 5322 message in one synchronous pass, handed to nodemailer's SMTP
-// transport as a raw message. The MIME tree is nodemailer's own (MailComposer: the headers, address
-// and word encoding, the parts and their boundaries), and each part is encoded with nodemailer's QP
-// and base64 encoders; only the streaming is left out. nodemailer would otherwise stream every part
-// through a chain of streams of its own and write each piece to the socket separately, which costs
-// more than the whole composition for mails of strings such as ours. The output is the bytes
-// nodemailer's own build gives.
+// Composing a mail into its RFC 5322 message in one synchronous pass. The output is the bytes
+// nodemailer's own build (MailComposer) gives for the same mail, Message-ID and boundary, and the
+// encoding is nodemailer's throughout: its header word encoding, line folding, address encoding, and
+// QP and base64 encoders.
+//
+// The mails Herald sends have one shape: From (a brand or transport sender) and maybe Reply-To, one
+// recipient with a plain address, a subject, an HTML part and its text part, maybe the one-click
+// unsubscribe headers. Such a mail is written directly, with the From and Reply-To values encoded
+// once per distinct value; building nodemailer's MIME tree for it costs more than the whole SMTP
+// exchange. Any other mail (a recipient with a display name or a non-ASCII address, several
+// recipients, other headers) takes MailComposer's tree, serialised in one pass.
 import { randomUUID } from 'node:crypto';
 import { domainToASCII } from 'node:url';
 import MailComposer from 'nodemailer/lib/mail-composer';
-import type MimeNode from 'nodemailer/lib/mime-node';
+import MimeNode from 'nodemailer/lib/mime-node';
 import * as base64 from 'nodemailer/lib/base64';
+import * as mimeFuncs from 'nodemailer/lib/mime-funcs';
 import * as qp from 'nodemailer/lib/qp';
 import type { OutgoingMail } from './smtp.ts';
 
@@ -21,14 +26,154 @@ export interface ComposedMail {
   envelope: { from: string | false; to: string[] };
 }
 
-/** RFC 2045's limit on an encoded line. */
-const ENCODED_LINE_LENGTH = 76;
+/** RFC 2045's limit on an encoded line, and nodemailer's width for folded headers. */
+const LINE_LENGTH = 76;
 
 export function composeMail(mail: OutgoingMail): ComposedMail {
+  const messageId = `<${randomUUID()}@${senderDomain(mail)}>`;
+  const baseBoundary = randomUUID().replaceAll('-', '');
+  const composed = writesDirectly(mail) ? writePlainMail(mail, messageId, baseBoundary) : writeWithMailComposer(mail, messageId, baseBoundary);
+  return { ...composed, messageId };
+}
+
+/** The domain of the envelope sender, else of the From address, for the Message-ID (as nodemailer picks it). */
+function senderDomain(mail: OutgoingMail): string {
+  const from = mail.envelope?.from ?? mail.from;
+  const domain = /@([^@<>\s"]+)>?\s*$/.exec(from)?.[1];
+  return (domain && domainToASCII(domain)) || 'localhost';
+}
+
+// An address that every step of nodemailer's address handling leaves as it is: a dot-atom local
+// part of ASCII characters, and a lower-case ASCII domain that is neither an A-label (xn--) nor read
+// as an IPv4 address (its last label starts with a letter).
+const ATEXT = "[A-Za-z0-9!#$%&'*+\\-/=?^_`{|}~]+";
+const LABEL = '[a-z0-9](?:[a-z0-9-]*[a-z0-9])?';
+const PLAIN_ADDRESS = new RegExp(`^${ATEXT}(?:\\.${ATEXT})*@(?:${LABEL}\\.)*[a-z](?:[a-z0-9-]*[a-z0-9])?$`);
+const isPlainAddress = (value: string) => value.length <= 254 && PLAIN_ADDRESS.test(value) && !value.includes('xn--');
+
+/** The extra headers written directly: those Herald adds, in the form nodemailer gives their names. */
+const PLAIN_HEADERS = new Set(['List-Unsubscribe', 'List-Unsubscribe-Post']);
+
+/** Whether the mail has the shape written directly (exported for the tests, which check both ways against nodemailer). */
+export function writesDirectly(mail: OutgoingMail): mail is OutgoingMail & { to: string } {
+  if (typeof mail.to !== 'string' || !isPlainAddress(mail.to)) return false;
+  if (!mail.html && !mail.text) return false;
+  if (mail.envelope) {
+    const { from, to } = mail.envelope;
+    if (!isPlainAddress(from) || !(typeof to === 'string' ? isPlainAddress(to) : to.length > 0 && to.every(isPlainAddress))) return false;
+  }
+  return Object.keys(mail.headers ?? {}).every((key) => PLAIN_HEADERS.has(key));
+}
+
+function writePlainMail(mail: OutgoingMail & { to: string }, messageId: string, baseBoundary: string): Omit<ComposedMail, 'messageId'> {
+  const from = addressHeader('From', mail.from);
+  const headers: string[] = [];
+  for (const [key, value] of Object.entries(mail.headers ?? {})) headerLine(headers, key, textHeaderValue(value));
+  headerLine(headers, 'From', from.value);
+  headerLine(headers, 'To', mail.to);
+  if (mail.replyTo) headerLine(headers, 'Reply-To', addressHeader('Reply-To', mail.replyTo).value);
+  if (mail.subject) headerLine(headers, 'Subject', textHeaderValue(mail.subject));
+  headerLine(headers, 'Message-ID', messageId);
+
+  const parts = [mail.text ? textPart(PLAIN_TEXT, mail.text) : null, mail.html ? textPart(HTML_TEXT, mail.html) : null].filter((part) => part !== null);
+  let message: string;
+  if (parts.length === 1) {
+    const [part] = parts as [TextPart];
+    headerLine(headers, 'Content-Transfer-Encoding', part.encoding);
+    headers.push(dateLine(), MIME_VERSION, part.contentTypeLine);
+    message = `${headers.join('\r\n')}\r\n\r\n${part.body}`;
+  } else {
+    const boundary = `--_NmP-${baseBoundary}-Part_1`;
+    headers.push(dateLine(), MIME_VERSION, foldedLine('Content-Type', mimeFuncs.buildHeaderValue({ value: 'multipart/alternative', params: { boundary } })));
+    message = `${headers.join('\r\n')}\r\n\r\n`;
+    parts.forEach((part, i) => {
+      message += `${i > 0 ? '\r\n' : ''}--${boundary}\r\n${part.contentTypeLine}\r\nContent-Transfer-Encoding: ${part.encoding}\r\n\r\n${part.body}`;
+    });
+    message += `\r\n--${boundary}--\r\n`;
+  }
+  if (!message.endsWith('\n')) message += '\r\n'; // as nodemailer ends a message
+  const envelope = mail.envelope
+    ? { from: mail.envelope.from, to: [...new Set(typeof mail.envelope.to === 'string' ? [mail.envelope.to] : mail.envelope.to)] }
+    : { from: from.address, to: [mail.to] };
+  return { message: Buffer.from(message, 'utf8'), envelope };
+}
+
+const MIME_VERSION = 'MIME-Version: 1.0';
+const dateLine = () => `Date: ${new Date().toUTCString().replace(/GMT/, '+0000')}`;
+
+/** Appends `key: value` folded as nodemailer folds it; an empty value is left out, as nodemailer leaves it. */
+function headerLine(headers: string[], key: string, value: string): void {
+  if (value.trim()) headers.push(foldedLine(key, value));
+}
+
+const foldedLine = (key: string, value: string) => mimeFuncs.foldLines(`${key}: ${value}`, LINE_LENGTH);
+
+/** An unstructured header's value (Subject, List-Unsubscribe): on one line, MIME-encoded where it needs to be. */
+function textHeaderValue(raw: string): string {
+  const value = raw.replace(/\r?\n|\r/g, ' ');
+  // Control characters can only go out inside an encoded word.
+  // eslint-disable-next-line no-control-regex -- control characters are what it looks for
+  return /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]/.test(value)
+    ? mimeFuncs.encodeWord(value, wordEncoding(value), 52)
+    : mimeFuncs.encodeWords(value, wordEncoding(value), 52, true);
+}
+
+/** Q for mostly Latin text, B otherwise, as nodemailer chooses. */
+function wordEncoding(value: string): 'Q' | 'B' {
+  let nonLatin = 0;
+  let latin = 0;
+  for (let i = 0; i < value.length; i++) {
+    const code = value.charCodeAt(i);
+    if (code <= 0x08 || code === 0x0b || code === 0x0c || (code >= 0x0e && code <= 0x1f) || code >= 0x80) nonLatin++;
+    else if ((code >= 0x41 && code <= 0x5a) || (code >= 0x61 && code <= 0x7a)) latin++;
+  }
+  return nonLatin < latin ? 'Q' : 'B';
+}
+
+interface AddressHeader {
+  value: string;
+  /** The first address in it, as nodemailer takes MAIL FROM from the From header. */
+  address: string | false;
+}
+
+/** Encoded From and Reply-To values, by header and value: a run's mails share a handful of senders. */
+const addressHeaders = new Map<string, AddressHeader>();
+const MAX_ADDRESS_HEADERS = 1000;
+
+function addressHeader(key: 'From' | 'Reply-To', raw: string): AddressHeader {
+  const cacheKey = `${key}\n${raw}`;
+  let header = addressHeaders.get(cacheKey);
+  if (!header) {
+    const node = new MimeNode().setHeader('From', raw);
+    header = { value: node.encodeHeaderValue(key, raw), address: node.getEnvelope().from };
+    if (addressHeaders.size >= MAX_ADDRESS_HEADERS) addressHeaders.clear();
+    addressHeaders.set(cacheKey, header);
+  }
+  return header;
+}
+
+interface TextPart {
+  contentTypeLine: string;
+  encoding: '7bit' | 'quoted-printable' | 'base64';
+  body: string;
+}
+
+const PLAIN_TEXT = foldedLine('Content-Type', 'text/plain; charset=utf-8');
+const HTML_TEXT = foldedLine('Content-Type', 'text/html; charset=utf-8');
+
+/** A text part encoded as nodemailer encodes it: as is when plain ASCII in short lines, else QP for mostly Latin text, else base64. */
+function textPart(contentTypeLine: string, content: string): TextPart {
+  if (mimeFuncs.isPlainText(content) && !mimeFuncs.hasLongerLines(content, LINE_LENGTH)) return { contentTypeLine, encoding: '7bit', body: content };
+  return wordEncoding(content) === 'Q'
+    ? { contentTypeLine, encoding: 'quoted-printable', body: qp.wrap(qp.encode(content), LINE_LENGTH) }
+    : { contentTypeLine, encoding: 'base64', body: base64.wrap(base64.encode(content), LINE_LENGTH) };
+}
+
+/** Any mail: nodemailer's MIME tree, serialised in one pass. */
+function writeWithMailComposer(mail: OutgoingMail, messageId: string, baseBoundary: string): Omit<ComposedMail, 'messageId'> {
   const root = new MailComposer({
-    // Both from the pooled randomUUID: nodemailer draws them from five and three randomBytes calls.
-    messageId: `<${randomUUID()}@${senderDomain(mail)}>`,
-    baseBoundary: randomUUID().replaceAll('-', ''),
+    messageId,
+    baseBoundary,
     from: mail.from,
     to: mail.to,
     subject: mail.subject,
@@ -41,14 +186,7 @@ export function composeMail(mail: OutgoingMail): ComposedMail {
   const envelope = root.getEnvelope();
   let message = serializeNode(root);
   if (!message.endsWith('\n')) message += '\r\n'; // as nodemailer ends a message
-  return { message: Buffer.from(message, 'utf8'), messageId: root.messageId(), envelope: { from: envelope.from, to: envelope.to } };
-}
-
-/** The domain of the envelope sender, else of the From address, for the Message-ID (as nodemailer picks it). */
-function senderDomain(mail: OutgoingMail): string {
-  const from = mail.envelope?.from ?? mail.from;
-  const domain = /@([^@<>\s"]+)>?\s*$/.exec(from)?.[1];
-  return (domain && domainToASCII(domain)) || 'localhost';
+  return { message: Buffer.from(message, 'utf8'), envelope: { from: envelope.from, to: envelope.to } };
 }
 
 /** The node's headers, its encoded content and its children, in the order nodemailer streams them. */
@@ -58,8 +196,8 @@ function serializeNode(node: MimeNode): string {
   if (content) {
     if (typeof content !== 'string') throw new Error('only text content is composed in one pass');
     const encoding = node.getTransferEncoding();
-    if (encoding === 'quoted-printable') out += qp.wrap(qp.encode(content), ENCODED_LINE_LENGTH);
-    else if (encoding === 'base64') out += base64.wrap(base64.encode(content), ENCODED_LINE_LENGTH);
+    if (encoding === 'quoted-printable') out += qp.wrap(qp.encode(content), LINE_LENGTH);
+    else if (encoding === 'base64') out += base64.wrap(base64.encode(content), LINE_LENGTH);
     else out += content;
   }
   if (node.multipart) {
