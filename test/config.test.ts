@@ -15,7 +15,7 @@ describe('loadConfig', () => {
     expect(config.maxBodyBytes).toBe(1024 * 1024);
     expect(config.accessTokenTtlSeconds).toBe(12 * 3600);
     expect(config.contactTokenTtlSeconds).toBe(3600);
-    expect(config.smtpConnections).toBe(10);
+    expect(config.smtpConnections).toBe(20);
   });
 
   it('takes smtpConnections from the file, between 1 and 100', () => {

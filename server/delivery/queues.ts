@@ -20,8 +20,8 @@ export const EVENTS_PER_DELIVERY_JOB = 25;
  * their number, and sent side by side, so several per job cut the database's work per message. Not
  * more: a fetched batch holds a worker slot until its slowest send returns, and a tenant's SMTP host
  * that swallows connections makes a batch of one tenant's messages (25 jobs of 4: 100) wait for its
- * pooled connections to time out round after round (10 s each): with the default 10 connections
- * (smtpConnections), 100 s, inside the job's 300 s expiry. With fewer it can outlive the expiry:
+ * pooled connections to time out round after round (10 s each): with the default 20 connections
+ * (smtpConnections), 50 s, inside the job's 300 s expiry. With fewer than 4 it can outlive the expiry:
  * the job's retry then waits for this run's locks (the events', or the deliveries' once stored) and
  * sends nothing twice (run-remote.ts). A job whose send failed retryably is retried whole; its events
  * already final are passed over. A workflow's events have a job each (stages/plan.ts eventsPerJobSql).

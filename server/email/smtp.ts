@@ -75,7 +75,7 @@ export interface SmtpPoolOptions {
   ca?: string[] | undefined;
   /** Open transports at most (default 100); beyond it the least recently used idle one is closed. */
   maxTransports?: number;
-  /** Connections each transport keeps open at most (default 10). */
+  /** Connections each transport keeps open at most (default 20). */
   maxConnections?: number;
   /** Messages a connection sends before it is renewed (default 1,000). */
   maxMessages?: number;
@@ -99,7 +99,7 @@ export class SmtpPool {
   constructor(options: SmtpPoolOptions = {}) {
     this.#tls = options.ca ? { rejectUnauthorized: true, ca: options.ca } : { rejectUnauthorized: true };
     this.#maxTransports = options.maxTransports ?? 100;
-    this.#maxConnections = options.maxConnections ?? 10;
+    this.#maxConnections = options.maxConnections ?? 20;
     this.#maxMessages = options.maxMessages ?? 1000;
     this.#idleMs = options.idleMs ?? 5 * 60_000;
     this.#now = options.now ?? Date.now;
@@ -132,8 +132,9 @@ export class SmtpPool {
           auth: settings.username ? { user: settings.username, pass: settings.password ?? '' } : null,
           tls: this.#tls,
           // Each message takes two round trips on its connection (the pipelined envelope, then the
-          // data), so a busy worker keeps several going (ten by default; smtpConnections lowers it for
-          // a relay that allows fewer at once, which refuses the rest: those messages are retried). A
+          // data), so a busy worker keeps several going: twenty by default, Postfix's default
+          // concurrency per destination (smtpConnections lowers it for a relay that allows fewer at
+          // once, which refuses the rest: those messages are retried). A
           // connection is renewed after a thousand messages (nodemailer's pool renews after a hundred),
           // as each renewal is a new handshake.
           maxConnections: this.#maxConnections,
