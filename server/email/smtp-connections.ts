@@ -63,11 +63,6 @@ export class SmtpServerConnections {
     this.#options = options;
   }
 
-  /** Connections open or opening (tests). */
-  get connections(): number {
-    return this.#connections.size;
-  }
-
   async send(envelope: SmtpEnvelope, message: Buffer): Promise<ServerReply> {
     // A server may end a connection that sat idle just as a send starts on it: when that send fails
     // before any of the message went out, it goes out once more on another connection.

@@ -134,9 +134,9 @@ export class SmtpPool {
           // Each message takes two round trips on its connection (the pipelined envelope, then the
           // data), so a busy worker keeps several going: twenty by default, Postfix's default
           // concurrency per destination (smtpConnections lowers it for a relay that allows fewer at
-          // once, which refuses the rest: those messages are retried). A
-          // connection is renewed after a thousand messages (nodemailer's pool renews after a hundred),
-          // as each renewal is a new handshake.
+          // once, which refuses the rest: those messages are retried). A connection is renewed after a
+          // thousand messages (nodemailer's pool renews after a hundred), as each renewal is a new
+          // handshake.
           maxConnections: this.#maxConnections,
           maxMessages: this.#maxMessages,
         }),
