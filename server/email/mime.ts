@@ -17,13 +17,14 @@ import * as base64 from 'nodemailer/lib/base64';
 import * as mimeFuncs from 'nodemailer/lib/mime-funcs';
 import * as qp from 'nodemailer/lib/qp';
 import type { OutgoingMail } from './smtp.ts';
+import type { SmtpEnvelope } from './smtp-connections.ts';
 
 export interface ComposedMail {
   message: Buffer;
   /** The Message-ID header's value. */
   messageId: string;
   /** MAIL FROM (false: the null sender) and RCPT TO, as nodemailer derives them from the headers or the mail's envelope. */
-  envelope: { from: string | false; to: string[] };
+  envelope: SmtpEnvelope;
 }
 
 /** RFC 2045's limit on an encoded line, and nodemailer's width for folded headers. */
@@ -132,7 +133,7 @@ function wordEncoding(value: string): 'Q' | 'B' {
 
 interface AddressHeader {
   value: string;
-  /** The first address in it, as nodemailer takes MAIL FROM from the From header. */
+  /** Its first address: of a From header, MAIL FROM when the mail has no envelope (as nodemailer takes it). */
   address: string | false;
 }
 

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { buffer } from 'node:stream/consumers';
 import DKIM from 'nodemailer/lib/dkim';
 import { composeMail } from './mime.ts';
-import { SmtpServerConnections } from './smtp-connections.ts';
+import { SmtpServerConnections, type ServerReply } from './smtp-connections.ts';
 
 export interface SmtpSettings {
   host: string;
@@ -42,11 +42,8 @@ export interface OutgoingMail {
   envelope?: { from: string; to: string | string[] };
 }
 
-export interface SentMail {
+export interface SentMail extends ServerReply {
   messageId: string;
-  accepted: string[];
-  rejected: string[];
-  response: string;
 }
 
 /** smtp://user:pass@host:587 or smtps://user:pass@host:465 -> settings. */
