@@ -18,7 +18,7 @@ import { recordOutcome, recordOutcomes, storeBatch } from '../server/delivery/st
 import { storeInboxItem } from '../server/delivery/channels/inbox.ts';
 import { deliverInboxBatch } from '../server/delivery/run-batch.ts';
 import { planDeliveries, type PlanInput } from '../server/delivery/stages/plan.ts';
-import { newTemplateCache, renderInboxDelivery } from '../server/delivery/stages/render.ts';
+import { newTemplateCache, renderEmailDelivery, renderInboxDelivery } from '../server/delivery/stages/render.ts';
 import { UnfilledSlotError } from '../server/templates/engine.ts';
 import { findBrand } from '../server/templates/resolve.ts';
 import { DELIVER_EVENT_DEAD_QUEUE, DELIVER_EVENT_QUEUE, eventIdsOf, REMOTE_EVENTS_PER_DELIVERY_JOB, type DeliverEventJob } from '../server/delivery/queues.ts';
@@ -710,6 +710,49 @@ describe('push and email channels (their senders are injected until the transpor
     // A bracket lookup reads a variable named by a value: rendered every time.
     expect((await render(ann, { field: 'a', a: 'one' }, 'memo_lookup'))!.title).toBe('one');
     expect((await render(ann, { field: 'a', a: 'two' }, 'memo_lookup'))!.title).toBe('two');
+  });
+
+  it("renders an email once per distinct values its subject and content read within a run, layout and text part included", async () => {
+    const em = api.runtime.orm.em.fork();
+    const emailTemplate = async (type: string, subject: string, content: string) => {
+      await insertNotificationType(api, acme.tenantId, { key: type });
+      await execute(
+        em,
+        `INSERT INTO email_templates (id, tenant_id, notification_type_key, brand_key, language, subject, content) VALUES ($1, $2, $3, 'default', 'en', $4, $5)`,
+        [newId(), acme.tenantId, type, subject, content],
+      );
+    };
+    await emailTemplate('memo_mail', 'Order {{ order }}', '<p>For {{ contact.name | default: "you" }}</p>');
+    await emailTemplate('memo_mail_lookup', 'x', '<p>{{ [field] }}</p>');
+    await emailTemplate('memo_mail_static', 'Static', '<p>{% if true %}{{ "same" }}{% endif %}</p>');
+    const brand = (await findBrand(em, acme.tenantId, null))!;
+    const contactOf = (name: string | null) => ({ id: newId(), tenant_id: acme.tenantId, external_id: `mail_${name}`, email: null, phone: null, name, language: null, properties: {}, timezone: null, quiet_hours: null, created_at: new Date(), updated_at: new Date() });
+    const [ann, bob] = [contactOf('Ann'), contactOf('Bob')];
+    const event = (type: string) => ({ id: newId(), tenant_id: acme.tenantId, type_key: type, brand_key: null, external_id: 'x', variables: {}, brand, default_brand_key: brand.key, default_language: 'en' });
+    const templates = newTemplateCache();
+    const render = async (contact: ContactRow, variables: Record<string, unknown>, type = 'memo_mail') => (await renderEmailDelivery(em, event(type), contact, variables, templates))!.email;
+
+    const first = await render(ann, { order: 1, unsubscribe_url: 'https://u.test/ann' });
+    expect(first).toMatchObject({ subject: 'Order 1', text: expect.stringContaining('For Ann') });
+    expect(first.html).toContain('<p>For Ann</p>');
+    // The same values of what it reads: the same email, rendered once (what it does not read, such as a delivery's own link, does not count).
+    expect(await render(ann, { order: 1, unsubscribe_url: 'https://u.test/ann-2' })).toBe(first);
+    const forBob = await render(bob, { order: 1 });
+    expect(forBob).not.toBe(first);
+    expect(forBob.html).toContain('<p>For Bob</p>');
+    expect((await render(ann, { order: 2 })).subject).toBe('Order 2');
+    expect((await render(ann, { order: null })).subject).toBe('Order');
+    await expect(render(ann, {})).rejects.toThrow(UnfilledSlotError);
+    // Another run renders afresh.
+    const again = (await renderEmailDelivery(em, event('memo_mail'), ann, { order: 1 }, newTemplateCache()))!.email;
+    expect(again).not.toBe(first);
+    expect(again).toEqual(first);
+    // A bracket lookup, or tags whose reads cannot be told, render every time.
+    expect((await render(ann, { field: 'a', a: 'one' }, 'memo_mail_lookup')).html).toContain('<p>one</p>');
+    expect((await render(ann, { field: 'a', a: 'two' }, 'memo_mail_lookup')).html).toContain('<p>two</p>');
+    const statics = [await render(ann, {}, 'memo_mail_static'), await render(ann, {}, 'memo_mail_static')];
+    expect(statics[0]!.html).toContain('<p>same</p>');
+    expect(statics[1]).not.toBe(statics[0]);
   });
 
   it('classifies sender results: retryable failures retry, others are final', () => {

@@ -3,11 +3,10 @@
 // finally used belongs to one of the tenant's verified sender domains. A suppressed address is skipped;
 // types whose opt-out policy is on carry one-click unsubscribe headers; with a bounce domain the
 // envelope sender is the delivery's VERP address.
-import { renderEmail } from '../../templates/render.ts';
 import { dkimSigningFor } from '../../services/sender-domains.ts';
 import { emailFlagsOf, emailLinksFor, type EmailFlagsKey } from '../../email/links.ts';
 import { sendTenantEmail, type EmailOutcome } from '../../transports/email.ts';
-import { deliveryContext, deliveryTemplate } from '../stages/render.ts';
+import { renderEmailDelivery } from '../stages/render.ts';
 import { loadEmailTransport } from '../../email/tenant-smtp.ts';
 import { lookupOnce, type ChannelSender, type DeliveryOutcome } from './types.ts';
 
@@ -18,16 +17,15 @@ export const emailChannel: ChannelSender = {
     const flags = await lookupOnce(lookups, flagsLookupKey(key), async () => (await emailFlagsOf(em, [key]))[0]!);
     const links = emailLinksFor(runtime, { id: delivery.id, tenantId: event.tenant_id, contactId: contact.id, typeKey: event.type_key }, flags);
     if (links.suppressed) return { status: 'skipped', reason: 'suppressed' };
-    const resolved = await deliveryTemplate(em, 'email', event, contact, templates);
-    if (!resolved) return { status: 'skipped', reason: 'no_template' };
-    const context = deliveryContext(resolved.brand, { ...renderVariables, ...links.variables }, contact);
-    const rendered = await renderEmail(resolved.template, resolved.brand, context);
-    const sender = resolved.brand.sender ?? {};
+    const rendered = await renderEmailDelivery(em, event, contact, { ...renderVariables, ...links.variables }, templates);
+    if (!rendered) return { status: 'skipped', reason: 'no_template' };
+    const { email, brand } = rendered;
+    const sender = brand.sender ?? {};
     const result = await sendTenantEmail(runtime, em, event.tenant_id, {
       to: delivery.destination,
-      subject: rendered.subject,
-      html: rendered.html,
-      text: rendered.text,
+      subject: email.subject,
+      html: email.html,
+      text: email.text,
       fromName: sender.from_name ?? null,
       fromEmail: sender.from_email ?? null,
       replyTo: sender.reply_to ?? null,

@@ -9,7 +9,7 @@ import type { ContactRow } from '../../db/contacts.ts';
 import { MUTABLE_CONTACT_FIELDS } from '../../schemas/contacts.ts';
 import { secretVariablesAad } from '../../crypto/aad.ts';
 import { findTemplate, renderContext, templateCandidates, type BrandRow, type EmailTemplateRow, type InboxTemplateRow, type TemplateKind } from '../../templates/resolve.ts';
-import { renderInbox, type RenderedInbox } from '../../templates/render.ts';
+import { renderEmail, renderInbox, type RenderedEmail, type RenderedInbox } from '../../templates/render.ts';
 import { referencedVariables, renderString } from '../../templates/engine.ts';
 import type { EventForDelivery } from '../channels/types.ts';
 
@@ -25,7 +25,7 @@ export interface ResolvedTemplate<T> {
   brand: BrandRow;
 }
 
-export async function deliveryTemplate<K extends TemplateKind>(
+async function deliveryTemplate<K extends TemplateKind>(
   em: EntityManager,
   kind: K,
   event: EventForDelivery,
@@ -46,7 +46,7 @@ export async function deliveryTemplate<K extends TemplateKind>(
 }
 
 /** The render context of a delivery: brand values, then the variables (secret ones included), plus the contact. */
-export function deliveryContext(brand: BrandRow, variables: Record<string, unknown>, contact: ContactRow): Record<string, unknown> {
+function deliveryContext(brand: BrandRow, variables: Record<string, unknown>, contact: ContactRow): Record<string, unknown> {
   return renderContext(brand, variables, contactContext(contact));
 }
 
@@ -88,9 +88,7 @@ function renderTextOnce(rendered: Renderings, source: string, context: Record<st
   let entry = rendered.get(source);
   if (!entry) rendered.set(source, (entry = { reads: textReads(source), texts: new Map() }));
   if (!entry.reads) return renderString(source, context, 'text');
-  // A name the context lacks ([]) is told apart from one it holds as null ([null]): only the first
-  // leaves a slot unfilled. Own properties only, as the engine reads them ("constructor" is no variable).
-  const key = JSON.stringify(entry.reads.map((name) => (Object.hasOwn(context, name) ? [context[name]] : [])));
+  const key = readValuesKey(entry.reads, context);
   let text = entry.texts.get(key);
   if (text === undefined) {
     text = renderString(source, context, 'text');
@@ -100,11 +98,65 @@ function renderTextOnce(rendered: Renderings, source: string, context: Record<st
 }
 
 /**
+ * The email template rendered for a delivery, with the brand it was rendered for; null: no template.
+ * Within a run (one `cache`), an email is rendered once per template, brand and distinct values of
+ * what its subject and content read (its layout and text part with it): a broadcast's recipients
+ * mostly get the same email, unless it names them or carries their own links.
+ */
+export async function renderEmailDelivery(
+  em: EntityManager,
+  event: EventForDelivery,
+  contact: ContactRow,
+  variables: Record<string, unknown>,
+  cache: TemplateCache,
+): Promise<{ email: RenderedEmail; brand: BrandRow } | null> {
+  const resolved = await deliveryTemplate(em, 'email', event, contact, cache);
+  if (!resolved) return null;
+  const { template, brand } = resolved;
+  const context = deliveryContext(brand, variables, contact);
+  let rendered = emailsByRun.get(cache);
+  if (!rendered) emailsByRun.set(cache, (rendered = new Map()));
+  // One load gives a run its templates and brands: their ids name them for the run.
+  const id = `${template.id}\n${brand.id}`;
+  let entry = rendered.get(id);
+  if (!entry) rendered.set(id, (entry = { reads: emailReads(template), emails: new Map() }));
+  // Throws UnfilledSlotError or TemplateError: a final failure naming the slot (the run records it).
+  if (!entry.reads) return { email: await renderEmail(template, brand, context), brand };
+  const key = readValuesKey(entry.reads, context);
+  let email = entry.emails.get(key);
+  if (!email) {
+    email = renderEmail(template, brand, context);
+    entry.emails.set(key, email);
+  }
+  return { email: await email, brand };
+}
+
+/** A run's emails: by template and brand, then by the values of the names the subject and content read. */
+const emailsByRun = new WeakMap<TemplateCache, Map<string, { reads: string[] | null; emails: Map<string, Promise<RenderedEmail>> }>>();
+
+function emailReads(template: EmailTemplateRow): string[] | null {
+  const [subject, content] = [textReads(template.subject), textReads(template.content)];
+  return subject && content ? [...new Set([...subject, ...content])] : null;
+}
+
+/**
+ * The values of the names a template reads, as a key. A name the context lacks ([]) is told apart
+ * from one it holds as null ([null]): only the first leaves a slot unfilled. Own properties only, as
+ * the engine reads them ("constructor" is no variable).
+ */
+function readValuesKey(reads: string[], context: Record<string, unknown>): string {
+  return JSON.stringify(reads.map((name) => (Object.hasOwn(context, name) ? [context[name]] : [])));
+}
+
+/**
  * The top-level names a template string reads from its context; null when it may read others too:
- * a bracket lookup (`{{ [name] }}`, `{{ items[i] }}`) can name what it reads with a value.
+ * a bracket lookup (`{{ [name] }}`, `{{ items[i] }}`) can name what it reads with a value, and a
+ * template whose reads cannot be told (none found, yet it has tags or outputs) is taken as reading anything.
  */
 function textReads(source: string): string[] | null {
-  return source.includes('[') ? null : referencedVariables(source);
+  if (source.includes('[')) return null;
+  const reads = referencedVariables(source);
+  return reads.length === 0 && /\{[{%]/.test(source) ? null : reads;
 }
 
 /** The variables to render with: the public ones plus the decrypted secret ones (never logged, never stored). */
