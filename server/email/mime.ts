@@ -33,7 +33,7 @@ const LINE_LENGTH = 76;
 export function composeMail(mail: OutgoingMail): ComposedMail {
   const messageId = `<${randomUUID()}@${senderDomain(mail)}>`;
   const baseBoundary = randomUUID().replaceAll('-', '');
-  const composed = writesDirectly(mail) ? writePlainMail(mail, messageId, baseBoundary) : writeWithMailComposer(mail, messageId, baseBoundary);
+  const composed = writesDirectly(mail) ? writeDirectly(mail, messageId, baseBoundary) : writeWithMailComposer(mail, messageId, baseBoundary);
   return { ...composed, messageId };
 }
 
@@ -66,7 +66,7 @@ export function writesDirectly(mail: OutgoingMail): mail is OutgoingMail & { to:
   return Object.keys(mail.headers ?? {}).every((key) => PLAIN_HEADERS.has(key));
 }
 
-function writePlainMail(mail: OutgoingMail & { to: string }, messageId: string, baseBoundary: string): Omit<ComposedMail, 'messageId'> {
+function writeDirectly(mail: OutgoingMail & { to: string }, messageId: string, baseBoundary: string): Omit<ComposedMail, 'messageId'> {
   const from = addressHeader('From', mail.from);
   const headers: string[] = [];
   for (const [key, value] of Object.entries(mail.headers ?? {})) headerLine(headers, key, textHeaderValue(value));

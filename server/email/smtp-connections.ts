@@ -71,12 +71,12 @@ export class SmtpServerConnections {
       const reused = connection.messages > 0;
       const body = new MessageBody(message);
       try {
-        const info = await new Promise<ServerReply>((resolve, reject) => {
-          connection.smtp.send(envelope, body, (error, sent) => (error ? reject(error) : resolve(sent!)));
+        const reply = await new Promise<ServerReply>((resolve, reject) => {
+          connection.smtp.send(envelope, body, (error, sent) => (error ? reject(error) : resolve({ accepted: sent!.accepted, rejected: sent!.rejected, response: sent!.response })));
         });
         connection.messages++;
         this.#release(connection);
-        return { accepted: info.accepted.map(String), rejected: info.rejected.map(String), response: String(info.response ?? '') };
+        return reply;
       } catch (error) {
         await this.#afterFailure(connection, error);
         if (attempt === 1 && reused && !body.readableDidRead && BROKEN_CONNECTION.has((error as { code?: string }).code ?? '')) continue;
