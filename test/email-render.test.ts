@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { BrandLayout } from '../templates/layouts/brand-layout.ts';
 import { renderString } from '../server/templates/engine.ts';
 import { renderEmail, renderEmailElement } from '../server/templates/render.ts';
+import { isSelfContained } from '../server/templates/self-contained-markup.ts';
 import type { BrandRow, EmailTemplateRow } from '../server/templates/resolve.ts';
 
 function brand(values: Record<string, unknown>): BrandRow {
@@ -52,6 +53,47 @@ describe('renderEmail', () => {
       }
     }
     expect(compared).toBe(brands.length * emails.length);
+  });
+
+  it('gives the text part of the whole email for generated content, whether its content converts alone or only inside the layout', async () => {
+    // Pieces of content markup: plain and nested elements whose text converts alone, and the kinds
+    // that must be converted inside the layout (stray end tags, comments, raw text, tables, broken tags).
+    const pieces = [
+      '<p>Hello {{ contact.name }}</p>', 'plain words', '  ', '\n', '<b>bold</b> and <i>it</i>', '<br>', '<hr>', '<h2>Heading</h2>',
+      '<ul><li>one</li><li>two<ul><li>nested</li></ul></li></ul>', '<ol><li>a<li>b</ol>', '<div>block</div>', '<div><div>deep</div></div>',
+      '<a href="https://example.test/?a=1&amp;b=2">link</a>', '<a href=https://example.test/x>bare</a>', '<img src="https://example.test/a.png" alt="a">',
+      '<pre>  spaced\n  lines </pre>', '<blockquote>quoted</blockquote>', '<p>open paragraph', '<span>unclosed span', '&amp; &lt;tag&gt; &#x2713;',
+      '<p data-skip-in-text="true">skipped</p>', '<div/>', '<P CLASS="x">upper</P>', '</p>', '</br>', '</span>', '<p><div>in p</div></p>',
+      '</div>', '</div>after', '<span><div>x</span></div>', '<!-- comment -->', '<!-- unclosed', '<style>p{}</style>', '<script>1</script>',
+      '<table><tr><td>cell</td></tr></table>', '<td>stray cell', '</td>', '<body>body</body>', '<title>t</title>', 'a < b', '<b', '<a href="x>',
+      '<textarea>raw', '<svg><rect/></svg>', '<h1>Top</h1>', '<br>after a break', '<pre>\n\nlead</pre>', '<p></p>', '<div></div>', '<li>loose item',
+      '<p><li>x</p>', '<h3>end</h3>', '<p>a<p>b<div>c</div></p>', '<ul><li>a<li>b</ul>', '<p><div>x</p></div>',
+    ];
+    let seed = 7;
+    const next = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
+    const contents = Array.from({ length: 400 }, () => Array.from({ length: 1 + next(5) }, () => pieces[next(pieces.length)]!).join(next(2) ? '' : '\n'));
+    let alone = 0;
+    for (const [i, content] of contents.entries()) {
+      const b = brands[i % brands.length]!;
+      const t = template('Subject', content);
+      const context = { contact: { name: 'Zoë & <co>' } };
+      const rendered = await renderEmail(t, b, context);
+      const contentHtml = renderString(t.content, context, 'html');
+      const whole = await fullRender(t, b, rendered.subject, contentHtml);
+      expect(rendered.text, content).toBe(whole.text);
+      if (isSelfContained(contentHtml)) alone++;
+    }
+    expect(alone).toBeGreaterThan(50);
+    expect(alone).toBeLessThan(contents.length - 50);
+  });
+
+  it('converts alone only markup that parses the same inside the layout', () => {
+    for (const html of ['<p>a</p>', 'text', '<div><b>x</b></div>', '<p>open', '<a href="?a=1&amp;b" title=\'"<>\'>x</a>', '</p></span>', '<br/><img src=x>', '<p><div></p></div>']) {
+      expect(isSelfContained(html), html).toBe(true);
+    }
+    for (const html of ['</div>', '<span><div></span></div>', '<!-- c -->', '<table></table>', '<td>', '<style></style>', 'a < b', '<b', '<a href="x>', '<body>', '</ p>']) {
+      expect(isSelfContained(html), html).toBe(false);
+    }
   });
 
   it('escapes the values it fills in, and renders a second email of the same look with its own values', async () => {

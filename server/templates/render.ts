@@ -5,6 +5,7 @@ import type { ReactElement } from 'react';
 import type { render as renderReactEmail } from '@react-email/render';
 import type { BrandLayout as BrandLayoutOf, BrandLayoutProps } from '../../templates/layouts/brand-layout.ts';
 import { renderString } from './engine.ts';
+import { isSelfContained } from './self-contained-markup.ts';
 import type { BrandRow, EmailTemplateRow, InboxTemplateRow } from './resolve.ts';
 
 export interface RenderedInbox {
@@ -53,6 +54,11 @@ interface EmailRenderer {
   BrandLayout: typeof BrandLayoutOf;
   /** The text part from the email's HTML: react-email's plain-text conversion, its selectors compiled once. */
   toText: (html: string) => string;
+  /**
+   * toText, with the layout's text before and after the content stood in for by two blocks that end
+   * and start with these line breaks (textBetween); compiled once per pair.
+   */
+  toTextBetween: (linesBefore: number, linesAfter: number) => (html: string) => string;
 }
 
 /**
@@ -66,11 +72,28 @@ let emailRenderer: Promise<EmailRenderer> | null = null;
 
 function loadEmailRenderer(): Promise<EmailRenderer> {
   emailRenderer ??= Promise.all([import('@react-email/render'), import('html-to-text'), import('../../templates/layouts/brand-layout.ts')]).then(
-    ([{ render, plainTextSelectors }, { compile }, { BrandLayout }]) => ({
-      render,
-      BrandLayout,
-      toText: compile({ wordwrap: false, selectors: [...plainTextSelectors, ...HEADING_SELECTORS] }),
-    }),
+    ([{ render, plainTextSelectors }, { compile }, { BrandLayout }]) => {
+      const selectors = [...plainTextSelectors, ...HEADING_SELECTORS];
+      const between = new Map<string, (html: string) => string>();
+      return {
+        render,
+        BrandLayout,
+        toText: compile({ wordwrap: false, selectors }),
+        toTextBetween(linesBefore, linesAfter) {
+          const key = `${linesBefore} ${linesAfter}`;
+          let convert = between.get(key);
+          if (!convert) {
+            const standIns = [
+              { selector: TEXT_BEFORE, format: 'block', options: { leadingLineBreaks: 1, trailingLineBreaks: linesBefore } },
+              { selector: TEXT_AFTER, format: 'block', options: { leadingLineBreaks: linesAfter, trailingLineBreaks: 1 } },
+            ];
+            convert = compile({ wordwrap: false, selectors: [...selectors, ...standIns] });
+            between.set(key, convert);
+          }
+          return convert;
+        },
+      };
+    },
   );
   return emailRenderer;
 }
@@ -98,7 +121,8 @@ export async function renderEmail(template: EmailTemplateRow, brand: BrandRow, c
     return { subject, ...(await renderEmailElement(BrandLayout({ ...look, title: subject, contentHtml }))) };
   }
   const html = shell.beforeTitle + escapeText(subject) + shell.betweenTitleAndContent + contentHtml + shell.afterContent;
-  return { subject, html, text: await textPart(html) };
+  const text = shell.text && isSelfContained(contentHtml) ? await textBetween(shell.text, contentHtml) : null;
+  return { subject, html, text: text ?? (await textPart(html)) };
 }
 
 /** The HTML of a react-email element and the text part derived from it (system emails, and any email the layout shell cannot take). */
@@ -127,11 +151,15 @@ interface LayoutShell {
   beforeTitle: string;
   betweenTitleAndContent: string;
   afterContent: string;
+  /** null: the text part of each email of the look is converted from its whole markup. */
+  text: ShellText | null;
 }
 
 const MARKER = randomBytes(16).toString('hex');
 const TITLE_MARKER = `herald-title-${MARKER}`;
 const CONTENT_MARKER = `herald-content-${MARKER}`;
+/** Stands in for the layout's text around an email's content (textBetween). */
+const STAND_IN = `herald${MARKER}`;
 /** Distinct looks kept; beyond it the oldest is dropped (a look is one brand's values and a language). */
 const MAX_SHELLS = 200;
 const shells = new Map<string, Promise<LayoutShell | null>>();
@@ -160,7 +188,7 @@ async function renderShell(look: LayoutLook): Promise<LayoutShell | null> {
   if (rest === undefined || moreTitles.length > 0) return null;
   const [betweenTitleAndContent, afterContent, ...moreContents] = rest.split(CONTENT_MARKER);
   if (afterContent === undefined || moreContents.length > 0 || beforeTitle!.includes(CONTENT_MARKER)) return null;
-  return { beforeTitle: beforeTitle!, betweenTitleAndContent: betweenTitleAndContent!, afterContent };
+  return { beforeTitle: beforeTitle!, betweenTitleAndContent: betweenTitleAndContent!, afterContent, text: await shellText(html) };
 }
 
 function fitsShell(text: string): boolean {
@@ -172,4 +200,56 @@ const TEXT_ESCAPES: Record<string, string> = { '"': '&quot;', '&': '&amp;', "'":
 /** Text as React writes it into markup. */
 function escapeText(text: string): string {
   return text.replace(/["&'<>]/g, (c) => TEXT_ESCAPES[c]!);
+}
+
+// The text part of an email of a shell's look without converting the layout's markup, which is most
+// of the work and gives the same text for every email of the look. The content is converted in a
+// <div> between two stand-in blocks whose line breaks are those the layout's text has around the
+// content marker. html-to-text separates two blocks by the larger of the line breaks the first ends
+// with and the second starts with, each the largest of its own and its outermost children's, so the
+// content's own line breaks meet the layout's as they would in the whole. The stand-ins' text is then
+// swapped for the layout's. The content must parse the same there as in the layout (isSelfContained).
+
+const TEXT_BEFORE = 'herald-text-before';
+const TEXT_AFTER = 'herald-text-after';
+
+/** A look's text part around the content: the text, and the line breaks between it and the content. */
+interface ShellText {
+  before: string;
+  linesBefore: number;
+  after: string;
+  linesAfter: number;
+}
+
+/** The text of a shell's markup (content marker in place), split at the marker; null when it does not come out once. */
+async function shellText(html: string): Promise<ShellText | null> {
+  const { toText } = await loadEmailRenderer();
+  const text = toText(html);
+  const [before, after, ...more] = text.split(CONTENT_MARKER);
+  if (after === undefined || more.length > 0 || text.includes(TITLE_MARKER)) return null;
+  const linesBefore = before!.length - before!.trimEnd().length;
+  const linesAfter = after.length - after.trimStart().length;
+  const shell = { before: before!.slice(0, before!.length - linesBefore), linesBefore, after: after.slice(linesAfter), linesAfter };
+  // Only line breaks between the content and the layout's text, and some where there is text.
+  const breaks = /^\n*$/;
+  if (!breaks.test(before!.slice(shell.before.length)) || !breaks.test(after.slice(0, linesAfter))) return null;
+  if ((shell.before && !linesBefore) || (shell.after && !linesAfter)) return null;
+  return shell;
+}
+
+/** The text part of the email whose content is contentHtml, from the look's text around the content's; null if the stand-ins do not come out first and last. */
+async function textBetween(shell: ShellText, contentHtml: string): Promise<string | null> {
+  const convert = (await loadEmailRenderer()).toTextBetween(shell.linesBefore, shell.linesAfter);
+  const before = shell.before ? `<${TEXT_BEFORE}>${STAND_IN}</${TEXT_BEFORE}>` : '';
+  const after = shell.after ? `<${TEXT_AFTER}>${STAND_IN}</${TEXT_AFTER}>` : '';
+  let text = convert(`${before}<div>${contentHtml}</div>${after}`);
+  if (before) {
+    if (!text.startsWith(STAND_IN)) return null;
+    text = shell.before + text.slice(STAND_IN.length);
+  }
+  if (after) {
+    if (!text.endsWith(STAND_IN)) return null;
+    text = text.slice(0, -STAND_IN.length) + shell.after;
+  }
+  return text.trim();
 }
