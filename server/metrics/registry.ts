@@ -21,6 +21,7 @@ export class HeraldMetrics {
   readonly deliveries: Counter<'channel' | 'status'>;
   readonly deliveryLatency: Histogram<'channel' | 'status'>;
   readonly jobsHandled: Counter<'queue'>;
+  readonly webhookPolls: Counter;
   readonly streamConnections: Gauge;
   readonly poolConnections: Gauge<'pool' | 'state'>;
   // Install-wide, read from the database at scrape time (the same in every process).
@@ -60,6 +61,7 @@ export class HeraldMetrics {
       DELIVERY_BUCKETS,
     );
     this.jobsHandled = counter('herald_jobs_handled_total', 'Queue jobs this process fetched and ran (retries included), by queue', ['queue']);
+    this.webhookPolls = counter('herald_webhook_polls_total', "Polls of the webhook outbox by this process's dispatcher (claims of due rows, found or not)");
     this.streamConnections = gauge('herald_stream_connections', 'Real-time streams open on this process');
     this.poolConnections = gauge(
       'herald_db_pool_connections',

@@ -5,6 +5,8 @@
 // the delivery runs of this process wake the dispatcher after their commits (wake.ts), and for a
 // short while after a wake it polls quickly, so a row is sent within milliseconds of its commit.
 // Otherwise it polls once per pollMs while idle: rows written by other processes wait that long.
+// While no endpoint is enabled at all, as its idle polls find, it ignores the wakes: no row can be
+// due, and a drain of deliveries would otherwise cost hundreds of empty polls a second.
 import type { Runtime } from '../runtime.ts';
 import { query } from '../db/sql.ts';
 import { postWebhook, type PostResult } from './post.ts';
@@ -12,6 +14,7 @@ import { secretKey, signedHeaders } from './signing.ts';
 import { webhookSecretAad } from '../crypto/aad.ts';
 import { registerWebhookWaker, unregisterWebhookWaker } from './wake.ts';
 import { isDatabaseUnavailable } from '../db/availability.ts';
+import { metricsOf } from '../metrics/registry.ts';
 
 export interface WebhookDispatchOptions {
   /** Waits before the 2nd, 3rd ... attempt; after the last, the delivery is failed. */
@@ -109,8 +112,10 @@ export function startWebhookDispatcher(runtime: Runtime, overrides: WebhookDispa
     };
   };
 
-  const claim = (em: ReturnType<Runtime['orm']['em']['fork']>) =>
-    query<ClaimedRow>(
+  const polls = metricsOf(runtime).webhookPolls;
+  const claim = (em: ReturnType<Runtime['orm']['em']['fork']>) => {
+    polls.inc();
+    return query<ClaimedRow>(
       em,
       `WITH due AS (
          SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.enabled
@@ -123,6 +128,7 @@ export function startWebhookDispatcher(runtime: Runtime, overrides: WebhookDispa
         RETURNING d.id, d.endpoint_id, d.payload::text AS payload, d.attempts, w.url, w.secret_ciphertext`,
       [options.batchSize, options.leaseMs],
     );
+  };
 
   const record = async (em: ReturnType<Runtime['orm']['em']['fork']>, outcomes: Outcome[]) => {
     const ok = [...new Set(outcomes.filter((o) => o.endpoint === 'ok').map((o) => o.endpoint_id))];
@@ -176,10 +182,18 @@ export function startWebhookDispatcher(runtime: Runtime, overrides: WebhookDispa
       sleepers.add(sleeper);
     });
 
+  /** Whether the last idle poll found an enabled endpoint (until the first, assumed). */
+  let anyEndpointEnabled = true;
+  const findEnabledEndpoint = async (em: ReturnType<Runtime['orm']['em']['fork']>) => {
+    const [row] = await query<{ enabled: boolean }>(em, `SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE enabled) AS enabled`);
+    anyEndpointEnabled = row!.enabled;
+  };
+
   // After a wake, the loops poll every HOT_POLL_MS for HOT_MS: the waking transaction may not have
   // committed yet when the signal arrives.
   let hotUntil = 0;
   registerWebhookWaker(runtime, () => {
+    if (!anyEndpointEnabled) return;
     hotUntil = Date.now() + HOT_MS;
     for (const sleeper of sleepers) {
       clearTimeout(sleeper.timer);
@@ -188,18 +202,22 @@ export function startWebhookDispatcher(runtime: Runtime, overrides: WebhookDispa
     sleepers.clear();
   });
 
-  // The first loop polls every pollMs while idle; the others, which add throughput under load, five
-  // times less often, so an idle worker costs the database about one cheap query per pollMs.
+  // The first loop polls every pollMs while idle, and then looks for an enabled endpoint; the others,
+  // which add throughput under load, poll five times less often, so an idle worker costs the database
+  // about two cheap queries per pollMs.
   const loop = async (index: number) => {
     while (!stopped) {
-      const idleMs = Date.now() < hotUntil ? HOT_POLL_MS : index === 0 ? options.pollMs : options.pollMs * 5;
+      const hot = Date.now() < hotUntil;
+      const idleMs = hot ? HOT_POLL_MS : index === 0 ? options.pollMs : options.pollMs * 5;
       try {
         const em = runtime.orm.em.fork();
         const rows = await claim(em);
         if (rows.length === 0) {
+          if (index === 0 && !hot) await findEnabledEndpoint(em);
           await sleep(idleMs);
           continue;
         }
+        anyEndpointEnabled = true; // a claimed row's endpoint is enabled
         const outcomes: Outcome[] = [];
         let next = 0;
         const lane = async () => {
