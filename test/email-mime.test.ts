@@ -54,7 +54,7 @@ function generatedMails(count: number): OutgoingMail[] {
   const plainTos = ['reader@example.test', 'first.last+tag@sub.example.co', "o'brien@example.test", 'a@b.cd', 'x_y-z@host-1.example.test'];
   const otherTos = ['R@Example.test', 'Reader <reader@example.test>', 'ü@exämple.test', 'r@xn--exmple-cua.test', 'r@127.1', 'a@b.c1', ['one@example.test', 'two@example.test'], 'reader@example.test, other@example.test'];
   const subjects = ['', '   ', 'Order 1 shipped', `Order ${'long '.repeat(30)}shipped`, 'x'.repeat(100), 'Ordér ✓ shipped', '日本語の件名', 'has =?utf-8?q?x?= inside', 'line\nbreak', 'ctl\u0001char', '"quoted" words', 'tab\there'];
-  const bodies = ['', 'Hello', 'y'.repeat(76), `${'y'.repeat(77)}\n`, 'Hello\r\n.dot line\r\n', `${'word '.repeat(40)}\n`, 'x'.repeat(200), 'Héllo wörld = café\n'.repeat(8), '日本語'.repeat(40), '=3D = =\n trailing  \n', '<p>Hello <b>there</b></p>', `<table>${'<tr><td style="padding:8px">cell</td></tr>'.repeat(20)}</table>`, 'emoji 🎉 and ✓\r\n'];
+  const bodies = ['', 'Hello', 'y'.repeat(76), `${'y'.repeat(77)}\n`, 'Hello\r\n.dot line\r\n', `${'word '.repeat(40)}\n`, 'x'.repeat(200), 'Héllo wörld = café\n'.repeat(8), '日本語'.repeat(40), '=3D = =\n trailing  \n', '<p>Hello <b>there</b></p>', `<table>${'<tr><td style="padding:8px">cell</td></tr>'.repeat(20)}</table>`, 'emoji 🎉 and ✓\r\n', `${'0123456789'.repeat(9)}\n`, '-= '.repeat(30)];
   const headerSets: Array<Record<string, string> | undefined> = [
     undefined,
     { 'List-Unsubscribe': '<https://herald.example.test/u/abc>', 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },

@@ -164,8 +164,11 @@ const HTML_TEXT = foldedLine('Content-Type', 'text/html; charset=utf-8');
 
 /** A text part encoded as nodemailer encodes it: as is when plain ASCII in short lines, else QP for mostly Latin text, else base64. */
 function textPart(contentTypeLine: string, content: string): TextPart {
-  if (mimeFuncs.isPlainText(content) && !mimeFuncs.hasLongerLines(content, LINE_LENGTH)) return { contentTypeLine, encoding: '7bit', body: content };
-  return wordEncoding(content) === 'Q'
+  const plain = mimeFuncs.isPlainText(content);
+  if (plain && !mimeFuncs.hasLongerLines(content, LINE_LENGTH)) return { contentTypeLine, encoding: '7bit', body: content };
+  // In plain text, wordEncoding finds no other characters than Latin letters to count.
+  const encoding = plain ? (/[A-Za-z]/.test(content) ? 'Q' : 'B') : wordEncoding(content);
+  return encoding === 'Q'
     ? { contentTypeLine, encoding: 'quoted-printable', body: qp.wrap(qp.encode(content), LINE_LENGTH) }
     : { contentTypeLine, encoding: 'base64', body: base64.wrap(base64.encode(content), LINE_LENGTH) };
 }
