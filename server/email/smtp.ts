@@ -84,6 +84,8 @@ export interface SmtpPoolOptions {
 export class SmtpPool {
   /** In order of last use, least recent first. */
   readonly #transports = new Map<string, PooledTransport>();
+  /** Each settings object's transport id: a run sends its mails with one settings object per transport. */
+  readonly #ids = new WeakMap<SmtpSettings, string>();
   readonly #tls: { rejectUnauthorized: true; ca?: string[] };
   readonly #maxTransports: number;
   readonly #maxConnections: number;
@@ -109,7 +111,11 @@ export class SmtpPool {
 
   /** The transport for these settings, counted as sending (the caller's send) before anything is evicted. */
   #acquire(settings: SmtpSettings): PooledTransport {
-    const id = createHash('sha256').update(JSON.stringify([settings.host, settings.port, settings.secure, settings.username, settings.password])).digest('hex');
+    let id = this.#ids.get(settings);
+    if (id === undefined) {
+      id = createHash('sha256').update(JSON.stringify([settings.host, settings.port, settings.secure, settings.username, settings.password])).digest('hex');
+      this.#ids.set(settings, id);
+    }
     const now = this.#now();
     let pooled = this.#transports.get(id);
     if (pooled) {
