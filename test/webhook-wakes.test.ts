@@ -1,6 +1,7 @@
 // The webhook dispatcher's wakes: after a delivery run commits, it polls the outbox every few
 // milliseconds for a moment, but only while some endpoint is enabled; with none, a wake costs nothing
 // (herald_webhook_polls_total counts its polls).
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.ts';
@@ -23,8 +24,6 @@ afterAll(async () => {
   await receiver?.close();
   await app?.close();
 });
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Polls during 20 wakes 10 ms apart, and the idle polls that many milliseconds could hold at most. */
 async function pollsDuringWakes(): Promise<{ polls: number; idleAtMost: number }> {
