@@ -9,6 +9,7 @@ import { TriggerBatcher, writeTriggers, type TriggerInput, type TriggerOutcome }
 import { contactUpsertInput } from '../server/services/contact-upsert.ts';
 import type { ContactFields } from '../server/schemas/contacts.ts';
 import { newId } from '../server/ids.ts';
+import { query } from '../server/db/sql.ts';
 import { planDeliveries } from '../server/delivery/stages/plan.ts';
 import { CHANNELS } from '../server/schemas/common.ts';
 import { REMOTE_EVENTS_PER_DELIVERY_JOB } from '../server/delivery/queues.ts';
@@ -145,6 +146,23 @@ describe('the trigger statement, several triggers at once', () => {
     expect(after[0]).toEqual(before[0]);
     expect(after[1]!.xmin).not.toBe(before[1]!.xmin);
     expect(after[1]!.name).toBe('Deux');
+  });
+
+  it('finds the recipients that are contacts already by index, not by reading every contact of the tenant', async () => {
+    await sql(
+      app,
+      `INSERT INTO contacts (id, tenant_id, external_id) SELECT gen_random_uuid(), $1, 'many_' || g FROM generate_series(1, 3000) AS g`,
+      [acme.tenantId],
+    );
+    await sql(app, 'ANALYZE contacts');
+    // pg_stat_xact_user_tables counts the current transaction's reads as they happen.
+    const scans = await app.runtime.orm.em.fork().transactional(async (em) => {
+      const [outcome] = await writeTriggers(em, app.runtime.boss!, [triggerInput(acme.tenantId, 'plain', ['many_17', 'many_2950'])]);
+      expect(outcome!.accepted).toBe(true);
+      return query<{ seq_scan: string; idx_scan: string }>(em, `SELECT seq_scan, idx_scan FROM pg_stat_xact_user_tables WHERE relname = 'contacts'`);
+    });
+    expect(Number(scans[0]!.seq_scan)).toBe(0);
+    expect(Number(scans[0]!.idx_scan)).toBeGreaterThanOrEqual(2);
   });
 
   it('creates a contact anew when it is deleted while the trigger waits for it', async () => {
