@@ -95,44 +95,60 @@ export const HEARTBEAT_REFRESH_SECONDS = 1;
 /** Every second: fails the jobs of lost workers (fenced to the attempt seen) and wakes the workers. */
 export function startLostJobReaper(boss: PgBoss, logger: Logger, availability?: DatabaseAvailability): () => void {
   const db = boss.getDb();
+  return startQueueCheck('lost job check', 1000, logger, availability, async () => {
+    const { rows } = await db.executeSql(
+      `SELECT name, id, retry_count FROM ${BOSS_SCHEMA}.job
+        WHERE state = 'active' AND heartbeat_seconds IS NOT NULL
+          AND heartbeat_on < ${BOSS_SCHEMA}.job_now() - make_interval(secs => $1)
+        LIMIT 1000`,
+      [LOST_AFTER_SECONDS],
+    );
+    const byQueue = new Map<string, Array<{ id: string; retryCount: number }>>();
+    for (const row of rows as Array<{ name: string; id: string; retry_count: number }>) {
+      byQueue.set(row.name, [...(byQueue.get(row.name) ?? []), { id: row.id, retryCount: row.retry_count }]);
+    }
+    for (const [name, attempts] of byQueue) {
+      await boss.fail(name, attempts, { message: `worker lost: no heartbeat for ${LOST_AFTER_SECONDS} s` });
+      // Their retry is due now, not after the backoff: the job did not fail, its worker died.
+      await db.executeSql(
+        `WITH due AS (
+           UPDATE ${BOSS_SCHEMA}.job SET start_after = ${BOSS_SCHEMA}.job_now()
+            WHERE name = $1 AND id = ANY($2::uuid[]) AND state = 'retry' RETURNING 1)
+         SELECT pg_notify(('pgboss_' || left(encode(sha224('${BOSS_SCHEMA}'::bytea), 'hex'), 24)), $1) FROM due LIMIT 1`,
+        [name, attempts.map((a) => a.id)],
+      );
+      logger.warn('jobs of a lost worker retried', { queue: name, jobs: attempts.length });
+    }
+  });
+}
+
+/**
+ * Runs `check` every `everyMs`, never two at once, until the returned stop is called. A failure is
+ * logged with `name`; during a database outage it only marks the outage (logged once).
+ */
+export function startQueueCheck(
+  name: string,
+  everyMs: number,
+  logger: Logger,
+  availability: DatabaseAvailability | undefined,
+  check: () => Promise<void>,
+): () => void {
   let busy = false;
   let stopped = false;
   const tick = async () => {
     if (busy || stopped) return;
     busy = true;
     try {
-      const { rows } = await db.executeSql(
-        `SELECT name, id, retry_count FROM ${BOSS_SCHEMA}.job
-          WHERE state = 'active' AND heartbeat_seconds IS NOT NULL
-            AND heartbeat_on < ${BOSS_SCHEMA}.job_now() - make_interval(secs => $1)
-          LIMIT 1000`,
-        [LOST_AFTER_SECONDS],
-      );
-      const byQueue = new Map<string, Array<{ id: string; retryCount: number }>>();
-      for (const row of rows as Array<{ name: string; id: string; retry_count: number }>) {
-        byQueue.set(row.name, [...(byQueue.get(row.name) ?? []), { id: row.id, retryCount: row.retry_count }]);
-      }
-      for (const [name, attempts] of byQueue) {
-        await boss.fail(name, attempts, { message: `worker lost: no heartbeat for ${LOST_AFTER_SECONDS} s` });
-        // Their retry is due now, not after the backoff: the job did not fail, its worker died.
-        await db.executeSql(
-          `WITH due AS (
-             UPDATE ${BOSS_SCHEMA}.job SET start_after = ${BOSS_SCHEMA}.job_now()
-              WHERE name = $1 AND id = ANY($2::uuid[]) AND state = 'retry' RETURNING 1)
-           SELECT pg_notify(('pgboss_' || left(encode(sha224('${BOSS_SCHEMA}'::bytea), 'hex'), 24)), $1) FROM due LIMIT 1`,
-          [name, attempts.map((a) => a.id)],
-        );
-        logger.warn('jobs of a lost worker retried', { queue: name, jobs: attempts.length });
-      }
+      await check();
     } catch (error) {
       if (stopped) return;
       if (availability && isDatabaseUnavailable(error)) availability.markDown(error);
-      else logger.warn('lost job check failed', { error: (error as Error).message });
+      else logger.warn(`${name} failed`, { error: (error as Error).message });
     } finally {
       busy = false;
     }
   };
-  const timer = setInterval(() => void tick(), 1000);
+  const timer = setInterval(() => void tick(), everyMs);
   timer.unref();
   return () => {
     stopped = true;

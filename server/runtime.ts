@@ -10,6 +10,7 @@ import { applyMigrations, openDatabase, pendingMigrations, type Database } from 
 import { loadKeyRing, type KeyRing } from './crypto/keyring.ts';
 import { loadTokenSigner, type TokenSigner } from './auth/tokens.ts';
 import { HEARTBEAT_REFRESH_SECONDS, startBoss, startLostJobReaper, stopBoss, type PgBoss } from './queue.ts';
+import { startQueueStatistics } from './queue-statistics.ts';
 import { jobs } from './jobs/index.ts';
 import { SmtpPool } from './email/smtp.ts';
 import { trustedCas } from './net/trusted-cas.ts';
@@ -46,8 +47,8 @@ export interface Runtime {
   readonly serviceKeys: ServiceKeyCache;
   /** The bounce listener, in processes of role all or inbound when inboundSmtp is configured. */
   inboundSmtp: InboundSmtpListener | null;
-  /** Stops the lost-job reaper of a worker process. */
-  stopReaper?: () => void;
+  /** Stops a worker process's checks of the queue: the lost-job reaper and the job tables' statistics. */
+  stopQueueChecks?: () => void;
   /** Whether the database answers (outages answer 503 and are logged once). */
   readonly availability: DatabaseAvailability;
 }
@@ -180,7 +181,12 @@ async function startQueue(runtime: Runtime): Promise<void> {
       return job.handler(batch as never, runtime);
     });
   }
-  runtime.stopReaper = startLostJobReaper(boss, runtime.logger, runtime.availability);
+  const stopReaper = startLostJobReaper(boss, runtime.logger, runtime.availability);
+  const stopStatistics = startQueueStatistics(boss, runtime.logger, { availability: runtime.availability });
+  runtime.stopQueueChecks = () => {
+    stopReaper();
+    stopStatistics();
+  };
   const dispatcher = startWebhookDispatcher(runtime, runtime.options.webhooks);
   runtime.cleanups.push(() => dispatcher.stop());
 }
@@ -194,7 +200,7 @@ export async function createQueues(boss: PgBoss): Promise<void> {
 
 /** Drains and stops: workers finish in-flight jobs, then cleanups run, then the database closes. */
 export async function stopRuntime(runtime: Runtime): Promise<void> {
-  runtime.stopReaper?.();
+  runtime.stopQueueChecks?.();
   if (runtime.boss) {
     await bounded(runtime, 'queue', QUEUE_STOP_LIMIT_MS, stopBoss(runtime.boss, QUEUE_DRAIN_MS)).catch((error) => runtime.logger.warn('queue stop failed', { error }));
     runtime.boss = null;

@@ -20,7 +20,7 @@ const LAYERS: Array<{ layer: number; name: string; paths: string[] }> = [
     layer: 2,
     name: 'db, crypto, auth, schemas',
     // The template engine wraps Liquid and nothing else: schemas check template syntax with it.
-    paths: ['server/db/', 'server/crypto/', 'server/auth/', 'server/net/', 'server/schemas/', 'server/queue.ts', 'server/rate-limit.ts', 'server/metrics/', 'server/templates/engine.ts'],
+    paths: ['server/db/', 'server/crypto/', 'server/auth/', 'server/net/', 'server/schemas/', 'server/queue.ts', 'server/queue-statistics.ts', 'server/rate-limit.ts', 'server/metrics/', 'server/templates/engine.ts'],
   },
   {
     layer: 1,

@@ -6,6 +6,8 @@ import { createTestDatabase, type TestDatabase } from './support/database.ts';
 import { planEachCall, prepareStatementsOf } from '../server/db/prepared.ts';
 import { startBoss, type PgBoss } from '../server/queue.ts';
 import { createLogger } from '../server/logger.ts';
+import { MIN_CHANGES, startQueueStatistics } from '../server/queue-statistics.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 let database: TestDatabase;
 let boss: PgBoss;
@@ -70,5 +72,39 @@ describe('prepareStatementsOf', () => {
     // Several statements in one text run unnamed, however often (a prepared statement holds one).
     for (let i = 0; i < 3; i++) await client.query('SELECT 4 AS probe_script; SELECT 5 AS probe_script', []);
     expect(await prepared()).toEqual(['SELECT $1::int AS probe_a']);
+  });
+});
+
+describe('startQueueStatistics', () => {
+  it('analyses a job table once its backlog outgrows its statistics, and not before', async () => {
+    await boss.createQueue('burst');
+    const db = boss.getDb();
+    await db.executeSql('ANALYZE pgboss.job_common');
+    const stats = async () =>
+      (
+        await db.executeSql(`SELECT analyze_count::int AS analyses, n_mod_since_analyze::int AS changed FROM pg_stat_user_tables WHERE schemaname = 'pgboss' AND relname = 'job_common'`)
+      ).rows[0] as { analyses: number; changed: number };
+    const until = async (done: (s: { analyses: number; changed: number }) => boolean) => {
+      const deadline = Date.now() + 15_000;
+      for (let s = await stats(); !done(s); s = await stats()) {
+        if (Date.now() > deadline) throw new Error(`statistics still ${JSON.stringify(s)}`);
+        await sleep(100);
+      }
+    };
+    const before = (await stats()).analyses;
+    const stop = startQueueStatistics(boss, createLogger('error'), { everyMs: 100 });
+    try {
+      const jobs = (n: number) => Array.from({ length: n }, (_, i) => ({ data: { i } }));
+      await boss.insert('burst', jobs(MIN_CHANGES / 5));
+      // Once the statistics show the changes, a few more checks leave the table alone.
+      await until((s) => s.changed >= MIN_CHANGES / 5);
+      await sleep(500);
+      expect((await stats()).analyses).toBe(before);
+      await boss.insert('burst', jobs(MIN_CHANGES));
+      await until((s) => s.analyses > before);
+      expect((await stats()).changed).toBeLessThan(MIN_CHANGES);
+    } finally {
+      stop();
+    }
   });
 });
