@@ -9,7 +9,7 @@ import { createLogger, type LogSink, type Logger } from './logger.ts';
 import { applyMigrations, openDatabase, pendingMigrations, type Database } from './db/orm.ts';
 import { loadKeyRing, type KeyRing } from './crypto/keyring.ts';
 import { loadTokenSigner, type TokenSigner } from './auth/tokens.ts';
-import { HEARTBEAT_REFRESH_SECONDS, startBoss, startLostJobReaper, stopBoss, type PgBoss } from './queue.ts';
+import { HEARTBEAT_REFRESH_SECONDS, startBoss, startLostJobIndexBuild, startLostJobReaper, stopBoss, type PgBoss } from './queue.ts';
 import { startQueueStatistics } from './queue-statistics.ts';
 import { jobs } from './jobs/index.ts';
 import { SmtpPool } from './email/smtp.ts';
@@ -47,8 +47,8 @@ export interface Runtime {
   readonly serviceKeys: ServiceKeyCache;
   /** The bounce listener, in processes of role all or inbound when inboundSmtp is configured. */
   inboundSmtp: InboundSmtpListener | null;
-  /** Stops a worker process's checks of the queue: the lost-job reaper and the job tables' statistics. */
-  stopQueueChecks?: () => void;
+  /** Stops a worker process's upkeep of the queue: the lost-job reaper, its index's build, the job tables' statistics. */
+  stopQueueChecks?: () => Promise<void>;
   /** Whether the database answers (outages answer 503 and are logged once). */
   readonly availability: DatabaseAvailability;
 }
@@ -182,10 +182,12 @@ async function startQueue(runtime: Runtime): Promise<void> {
     });
   }
   const stopReaper = startLostJobReaper(boss, runtime.logger, runtime.availability);
+  const stopIndexBuild = startLostJobIndexBuild(runtime.db.url, runtime.logger);
   const stopStatistics = startQueueStatistics(boss, runtime.logger, { availability: runtime.availability });
-  runtime.stopQueueChecks = () => {
+  runtime.stopQueueChecks = async () => {
     stopReaper();
     stopStatistics();
+    await stopIndexBuild();
   };
   const dispatcher = startWebhookDispatcher(runtime, runtime.options.webhooks);
   runtime.cleanups.push(() => dispatcher.stop());
@@ -200,7 +202,7 @@ export async function createQueues(boss: PgBoss): Promise<void> {
 
 /** Drains and stops: workers finish in-flight jobs, then cleanups run, then the database closes. */
 export async function stopRuntime(runtime: Runtime): Promise<void> {
-  runtime.stopQueueChecks?.();
+  await runtime.stopQueueChecks?.();
   if (runtime.boss) {
     await bounded(runtime, 'queue', QUEUE_STOP_LIMIT_MS, stopBoss(runtime.boss, QUEUE_DRAIN_MS)).catch((error) => runtime.logger.warn('queue stop failed', { error }));
     runtime.boss = null;

@@ -4,7 +4,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './support/database.ts';
 import { planEachCall, prepareStatementsOf } from '../server/db/prepared.ts';
-import { startBoss, type PgBoss } from '../server/queue.ts';
+import { LOST_JOB_INDEX, LOST_JOBS, startBoss, startLostJobIndexBuild, type PgBoss } from '../server/queue.ts';
 import { createLogger } from '../server/logger.ts';
 import { MIN_CHANGES, startQueueStatistics } from '../server/queue-statistics.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -106,5 +106,36 @@ describe('startQueueStatistics', () => {
     } finally {
       stop();
     }
+  });
+});
+
+describe('startLostJobIndexBuild', () => {
+  it('gives the lost-job check an index, so it does not read the completed jobs', async () => {
+    await boss.createQueue('indexed');
+    const db = boss.getDb();
+    // A week of completed jobs stays in the table.
+    await boss.insert('indexed', Array.from({ length: 5000 }, (_, i) => ({ data: { i } })));
+    await db.executeSql(`UPDATE pgboss.job_common SET state = 'completed', completed_on = now() WHERE name = 'indexed'`);
+    const stop = startLostJobIndexBuild(database.url, createLogger('error'));
+    try {
+      for (const deadline = Date.now() + 15_000; ; await sleep(50)) {
+        const { rows } = await db.executeSql(`SELECT indisvalid AS valid FROM pg_index WHERE indexrelid = to_regclass('pgboss.${LOST_JOB_INDEX}')`);
+        if (rows[0]?.valid) break;
+        if (Date.now() > deadline) throw new Error('the index was not built');
+      }
+    } finally {
+      await stop();
+    }
+    await db.executeSql('ANALYZE pgboss.job_common');
+    const { rows } = await db.executeSql(`EXPLAIN ${LOST_JOBS.replace('$1', '5')}`);
+    const plan = rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
+    expect(plan).toContain(LOST_JOB_INDEX);
+    expect(plan).not.toContain('Seq Scan on job_common');
+    // Built once: a second start finds it valid and leaves it.
+    const stopAgain = startLostJobIndexBuild(database.url, createLogger('error'));
+    await sleep(200);
+    await stopAgain();
+    const { rows: indexes } = await db.executeSql(`SELECT count(*)::int AS n FROM pg_indexes WHERE schemaname = 'pgboss' AND indexname = $1`, [LOST_JOB_INDEX]);
+    expect(indexes[0].n).toBe(1);
   });
 });
