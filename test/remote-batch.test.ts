@@ -65,7 +65,7 @@ const received = (order: string) => smtp.messages.filter((m) => m.parsed.subject
 
 /** The events as the batched inbox run leaves them to this run: loaded without a lock. */
 async function loadedWithoutLock(ids: string[]): Promise<Map<string, LoadedEvent>> {
-  return new Map((await loadEvents(app.runtime.orm.em.fork(), ids, { lock: false })).map((e) => [e.id, e]));
+  return new Map((await loadEvents(app.runtime.orm.em.fork(), ids)).map((e) => [e.id, e]));
 }
 
 /** Runs `work` while another session holds the event's row lock, as a run that took it would. */

@@ -46,7 +46,7 @@ export async function deliverInboxBatch(runtime: Runtime, jobs: Array<FetchedJob
   const em = runtime.orm.em.fork();
   const settled = new Set<string>();
   const left = new Map<string, LoadedEvent>();
-  const events = await loadEvents(em, eventIds, { lock: false });
+  const events = await loadEvents(em, eventIds);
   const found = new Set(events.map((e) => e.id));
   for (const id of eventIds) if (!found.has(id)) settled.add(id); // deleted since: nothing to do
   const local: Array<{ event: LoadedEvent; plan: PlannedDelivery[] }> = [];

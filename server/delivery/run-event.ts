@@ -19,7 +19,7 @@ import type { DeliveryRow } from './channels/types.ts';
 import { noteRetry, quietHoldUntil, settleLocal, type RoundContext } from './round.ts';
 import { scheduleRuns, wakeWhenDue, type HeldEvent } from './schedule.ts';
 import { countOutcome, countSkipped } from './metrics.ts';
-import { loadEvents, type LoadedEvent } from './stages/load.ts';
+import { loadEventLocked, type LoadedEvent } from './stages/load.ts';
 import { planEvent } from './stages/plan.ts';
 import { newTemplateCache, readVariables, type TemplateCache } from './stages/render.ts';
 import { FINAL_EVENT_STATUSES, rollupEvents } from './stages/rollup.ts';
@@ -78,7 +78,7 @@ export async function deliverEvent(runtime: Runtime, eventId: string, options: {
 }
 
 async function runRound(runtime: Runtime, tx: EntityManager, eventId: string, templates: TemplateCache, finalAttempt: boolean): Promise<Round | null> {
-  const [event] = await loadEvents(tx, [eventId], { lock: true });
+  const event = await loadEventLocked(tx, eventId);
   if (!event || FINAL_EVENT_STATUSES.has(event.status)) return null;
   const variables = readVariables(runtime, event);
   const context: RoundContext = {

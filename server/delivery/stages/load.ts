@@ -59,15 +59,23 @@ export function eventPlannedSql(eventAlias: string): string {
 }
 
 /**
- * Loads the events, in id order. What depends only on the tenant, the type and the brand (the tenant's
- * state, the type's policy, the brands) is looked up once per distinct (tenant, type, brand) of the
- * batch, not once per event: a batch is mostly one tenant's events of one type.
- *
- * With `lock`, the events are locked (FOR UPDATE, in id order, so concurrent runs cannot deadlock)
- * until the caller's transaction ends.
+ * Loads the events, in id order, without locking them (the batched run). What depends only on the
+ * tenant, the type and the brand (the tenant's state, the type's policy, the brands) is looked up once
+ * per distinct (tenant, type, brand) of the batch, not once per event: a batch is mostly one tenant's
+ * events of one type.
  */
-export async function loadEvents(em: EntityManager, eventIds: string[], options: { lock: boolean }): Promise<LoadedEvent[]> {
-  return query<LoadedEvent>(em, options.lock ? LOAD_LOCKED : LOAD, [eventIds]);
+export async function loadEvents(em: EntityManager, eventIds: string[]): Promise<LoadedEvent[]> {
+  return query<LoadedEvent>(em, LOAD, [eventIds]);
+}
+
+/**
+ * Loads one event, locked until the caller's transaction ends (the per-event run). A prepared
+ * statement: planned once per connection, where loadEvents plans its batch on each call, which for a
+ * single event costs more than the load itself.
+ */
+export async function loadEventLocked(em: EntityManager, eventId: string): Promise<LoadedEvent | undefined> {
+  const [event] = await query<LoadedEvent>(em, LOAD_ONE_LOCKED, [eventId]);
+  return event;
 }
 
 /**
@@ -125,7 +133,7 @@ const loadStatement = (events: string) =>
       ORDER BY ev.id`;
 
 const LOAD = planEachCall(loadStatement(`SELECT ${EVENT_COLUMNS} FROM events WHERE id = ANY($1::uuid[])`));
-const LOAD_LOCKED = planEachCall(loadStatement(`SELECT ${EVENT_COLUMNS} FROM events WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`));
+const LOAD_ONE_LOCKED = loadStatement(`SELECT ${EVENT_COLUMNS} FROM events WHERE id = $1 FOR UPDATE`);
 /** The events the batched remote run may take, in id order, locked; $1 the events' ids. */
 const newWithoutWorkflow = (columns: string) =>
   `SELECT ${columns}
