@@ -22,7 +22,7 @@ import { countOutcome, countSkipped } from './metrics.ts';
 import { loadEventLocked, type LoadedEvent } from './stages/load.ts';
 import { planEvent } from './stages/plan.ts';
 import { newTemplateCache, readVariables, type TemplateCache } from './stages/render.ts';
-import { FINAL_EVENT_STATUSES, rollupEvents } from './stages/rollup.ts';
+import { FINAL_EVENT_STATUSES, rollupEvent } from './stages/rollup.ts';
 import { sendRemote } from './stages/send.ts';
 import { pendingDeliveries, storePlan } from './stages/store.ts';
 import { advanceWorkflow, digestOf } from './workflow.ts';
@@ -70,7 +70,7 @@ export async function deliverEvent(runtime: Runtime, eventId: string, options: {
       noteRetry(retryErrors, delivery, outcome, options.finalAttempt);
       countOutcome(runtime, done.event, delivery.channel, outcome, options.finalAttempt);
     }
-    if (done.remote.length > 0) await rollupEvents(em, [eventId]);
+    if (done.remote.length > 0) await rollupEvent(em, eventId);
     if (!done.again || retryErrors.length > 0) break;
   }
   wakeWebhookDispatch(runtime);
@@ -123,7 +123,7 @@ async function runRound(runtime: Runtime, tx: EntityManager, eventId: string, te
     again = false;
   }
   if (held.length > 0) await scheduleRuns(tx, runtime.boss!, held);
-  if (!final) await rollupEvents(tx, [event.id]);
+  if (!final) await rollupEvent(tx, event.id);
   return { event, variables: 'values' in context.variables ? context.variables.values : null, remote, again, held, retryErrors: context.retryErrors };
 }
 

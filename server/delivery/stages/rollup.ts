@@ -27,22 +27,32 @@ const OPEN_STEPS = `(e.steps IS NOT NULL AND jsonb_path_exists(e.steps, '$[*] ? 
 const FAILED_STEP_ONLY = `(e.steps IS NOT NULL AND jsonb_path_exists(e.steps, '$[*] ? (@.status == "failed")')
                 AND count(d.id) FILTER (WHERE d.status IN ('sent', 'delivered')) = 0)`;
 
+/** Rolls up a batch of events (planned on each call, as batches are: db/prepared.ts). */
 export async function rollupEvents(em: EntityManager, eventIds: string[]): Promise<void> {
   await execute(em, ROLLUP, [eventIds]);
 }
 
-const ROLLUP = planEachCall(`WITH s AS (
+/** Rolls up one event (the per-event run): a prepared statement, planned once per connection. */
+export async function rollupEvent(em: EntityManager, eventId: string): Promise<void> {
+  await execute(em, ROLLUP_ONE, [eventId]);
+}
+
+/** The roll-up of the events `events` selects (an SQL condition on `e`). */
+const rollupStatement = (events: string) => `WITH s AS (
        SELECT e.id,
               CASE WHEN ${OPEN_STEPS} THEN 'processing' WHEN ${FAILED_STEP_ONLY} THEN 'failed' ELSE ${EVENT_STATUS_FROM_DELIVERIES} END AS status
          FROM events e LEFT JOIN deliveries d ON d.event_id = e.id
-        WHERE e.id = ANY($1::uuid[]) AND e.status NOT IN ('canceled', 'digested')
+        WHERE ${events} AND e.status NOT IN ('canceled', 'digested')
         GROUP BY e.id
      )
      UPDATE events e
         SET status = s.status, updated_at = now(),
             secret_variables_ciphertext = CASE WHEN s.status = 'processing' THEN e.secret_variables_ciphertext ELSE NULL END
        FROM s
-      WHERE e.id = s.id AND e.status IS DISTINCT FROM s.status`);
+      WHERE e.id = s.id AND e.status IS DISTINCT FROM s.status`;
+
+const ROLLUP = planEachCall(rollupStatement('e.id = ANY($1::uuid[])'));
+const ROLLUP_ONE = rollupStatement('e.id = $1');
 
 /**
  * Retries exhausted (the dead-letter queue): whatever is still pending failed for good, keeping its
@@ -68,7 +78,7 @@ export async function finaliseExhaustedEvent(runtime: Runtime, eventId: string):
       [eventId],
     );
     const planned = await queryOne(tx, `SELECT 1 FROM deliveries WHERE event_id = $1 LIMIT 1`, [eventId]);
-    if (planned) await rollupEvents(tx, [eventId]);
+    if (planned) await rollupEvent(tx, eventId);
     else
       await execute(
         tx,
