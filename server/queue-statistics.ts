@@ -8,7 +8,7 @@
 // Autovacuum analyses a table only at its next round (a minute apart by default, and whatever an
 // external server is set to), so each worker process checks the job tables every few seconds and
 // analyses one that has changed by as many rows as it held when last analysed (at least MIN_CHANGES).
-// The check reads the statistics views only; an analysis samples at most 30,000 rows.
+// The check reads PostgreSQL's statistics counters only; an analysis samples at most 30,000 rows.
 import type { PgBoss } from 'pg-boss';
 import type { Logger } from './logger.ts';
 import type { DatabaseAvailability } from './db/availability.ts';

@@ -202,7 +202,7 @@ export async function createQueues(boss: PgBoss): Promise<void> {
 
 /** Drains and stops: workers finish in-flight jobs, then cleanups run, then the database closes. */
 export async function stopRuntime(runtime: Runtime): Promise<void> {
-  await runtime.stopQueueChecks?.();
+  if (runtime.stopQueueChecks) await bounded(runtime, 'queue upkeep', STEP_LIMIT_MS, runtime.stopQueueChecks());
   if (runtime.boss) {
     await bounded(runtime, 'queue', QUEUE_STOP_LIMIT_MS, stopBoss(runtime.boss, QUEUE_DRAIN_MS)).catch((error) => runtime.logger.warn('queue stop failed', { error }));
     runtime.boss = null;
