@@ -98,8 +98,8 @@ export const LOST_JOB_INDEX = 'herald_job_common_heartbeat';
 /**
  * Builds LOST_JOB_INDEX in the background unless it exists; returns a stop that ends the build's
  * connection. pg-boss has no index on active jobs, and completed jobs stay in its table for a week:
- * without this index the check read the whole table every second in every worker (136 ms a check
- * with 100,000 jobs). CONCURRENTLY, so an install that already holds millions of jobs goes on
+ * without this index the check reads the whole table every second in every worker, at a cost that
+ * grows with the table. CONCURRENTLY, so an install that already holds millions of jobs goes on
  * enqueueing while it is built; in the background, because such a build waits for every older
  * transaction (a running backup, say) and the worker must not wait with it. Under a session advisory
  * lock, so workers starting together build it once; a build cut off half-way leaves an invalid index,

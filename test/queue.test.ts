@@ -138,4 +138,25 @@ describe('startLostJobIndexBuild', () => {
     const { rows: indexes } = await db.executeSql(`SELECT count(*)::int AS n FROM pg_indexes WHERE schemaname = 'pgboss' AND indexname = $1`, [LOST_JOB_INDEX]);
     expect(indexes[0].n).toBe(1);
   });
+
+  it('drops an invalid index left by a build cut off half-way, and builds it again', async () => {
+    const db = boss.getDb();
+    await db.executeSql(`DROP INDEX IF EXISTS pgboss.${LOST_JOB_INDEX}`);
+    // A concurrent build that fails leaves its index behind, invalid: many jobs share a queue name.
+    await expect(db.executeSql(`CREATE UNIQUE INDEX CONCURRENTLY ${LOST_JOB_INDEX} ON pgboss.job_common (name)`)).rejects.toThrow();
+    const state = async () =>
+      (await db.executeSql(`SELECT indisvalid AS valid, pg_get_indexdef(indexrelid) AS def FROM pg_index WHERE indexrelid = to_regclass('pgboss.${LOST_JOB_INDEX}')`)).rows[0] as
+        | { valid: boolean; def: string }
+        | undefined;
+    expect((await state())?.valid).toBe(false);
+    const stop = startLostJobIndexBuild(database.url, createLogger('error'));
+    try {
+      for (const deadline = Date.now() + 15_000; !(await state())?.valid; await sleep(50)) {
+        if (Date.now() > deadline) throw new Error('the index was not built again');
+      }
+    } finally {
+      await stop();
+    }
+    expect((await state())!.def).toContain('(heartbeat_on)');
+  });
 });
