@@ -70,20 +70,86 @@ export class TemplateError extends Error {
 
 export type RenderMode = 'html' | 'text';
 
+/**
+ * A template of literal text and `{{ name.path }}` outputs only, as most are ("Order {{ order }}
+ * shipped"). It renders as the literals with each value between them, without liquidjs's context and
+ * generators, as long as every value it reads is a string or a number, which liquidjs outputs as
+ * they are (HTML-escaped by the html engine). Any other value, and any missing one, renders through
+ * liquidjs, whose output and errors are the rule.
+ */
+interface PlainTemplate {
+  /** One more than paths: the text before each output and after the last. */
+  literals: string[];
+  paths: string[][];
+}
+
+const PLAIN_OUTPUT = /\{\{\s*([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*\}\}/g;
+/**
+ * Names liquidjs reads its own way, whatever the context holds: its literals as the first name, and
+ * the size, first and last shorthands as any.
+ */
+const LITERALS = new Set(['true', 'false', 'nil', 'null', 'empty', 'blank']);
+const SPECIAL_KEYS = new Set(['size', 'first', 'last']);
+/** Values longer than this render through liquidjs, which counts them against its memory limit. */
+const PLAIN_VALUE_LIMIT = 100_000;
+
+function plainTemplate(source: string): PlainTemplate | null {
+  const literals: string[] = [];
+  const paths: string[][] = [];
+  let last = 0;
+  for (const match of source.matchAll(PLAIN_OUTPUT)) {
+    const path = match[1]!.split('.');
+    if (LITERALS.has(path[0]!) || path.some((key) => SPECIAL_KEYS.has(key))) return null;
+    literals.push(source.slice(last, match.index));
+    paths.push(path);
+    last = match.index + match[0].length;
+  }
+  literals.push(source.slice(last));
+  return literals.some((text) => text.includes('{{') || text.includes('{%')) ? null : { literals, paths };
+}
+
+const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&#34;', "'": '&#39;' };
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]!);
+
+/** The plain template rendered, or null when a value it reads is not a string or a number (liquidjs renders it then). */
+function renderPlain(template: PlainTemplate, context: Record<string, unknown>, mode: RenderMode): string | null {
+  let out = template.literals[0]!;
+  for (let i = 0; i < template.paths.length; i++) {
+    let value: unknown = context;
+    for (const key of template.paths[i]!) {
+      if (value === null || typeof value !== 'object' || Array.isArray(value) || !Object.hasOwn(value, key)) return null;
+      value = (value as Record<string, unknown>)[key];
+    }
+    let text: string;
+    if (typeof value === 'string') text = value;
+    else if (typeof value === 'number') text = String(value);
+    else return null;
+    if (text.length > PLAIN_VALUE_LIMIT) return null;
+    out += (mode === 'html' ? escapeHtml(text) : text) + template.literals[i + 1]!;
+  }
+  return out;
+}
+
+interface ParsedTemplate {
+  templates: Template[];
+  plain: PlainTemplate | null;
+}
+
 /** Parsed templates by source, per engine: liquidjs caches parsed files, never strings (parseAndRender parses every time). */
 const PARSED_CACHE_SIZE = 500;
-const parsed = new Map<Liquid, Map<string, Template[]>>();
+const parsed = new Map<Liquid, Map<string, ParsedTemplate>>();
 
-function parse(engine: Liquid, source: string): Template[] {
+function parse(engine: Liquid, source: string): ParsedTemplate {
   let cache = parsed.get(engine);
   if (!cache) parsed.set(engine, (cache = new Map()));
-  let templates = cache.get(source);
-  if (templates) return templates;
-  templates = engine.parse(source);
+  let template = cache.get(source);
+  if (template) return template;
+  // Parsed by liquidjs all the same: a source that is not a template fails as liquidjs says.
+  template = { templates: engine.parse(source), plain: plainTemplate(source) };
   // Oldest first out (a Map iterates in insertion order); the cap bounds memory, whatever the sources.
   if (cache.size >= PARSED_CACHE_SIZE) cache.delete(cache.keys().next().value!);
-  cache.set(source, templates);
-  return templates;
+  cache.set(source, template);
+  return template;
 }
 
 /**
@@ -91,9 +157,20 @@ function parse(engine: Liquid, source: string): Template[] {
  * the same generators through a promise per step (a few percent of a delivery worker's CPU).
  */
 export function renderString(source: string, context: Record<string, unknown>, mode: RenderMode): string {
+  return renderParsed(source, context, mode, true);
+}
+
+/** renderString through liquidjs always (exported for the tests, which check the plain form against it). */
+export function renderStringWithLiquid(source: string, context: Record<string, unknown>, mode: RenderMode): string {
+  return renderParsed(source, context, mode, false);
+}
+
+function renderParsed(source: string, context: Record<string, unknown>, mode: RenderMode, plainFirst: boolean): string {
   const engine = mode === 'html' ? htmlEngine : textEngine;
   try {
-    return engine.renderSync(parse(engine, source), context) as string;
+    const template = parse(engine, source);
+    const plain = plainFirst && template.plain ? renderPlain(template.plain, context, mode) : null;
+    return plain ?? (engine.renderSync(template.templates, context) as string);
   } catch (error) {
     const message = (error as Error).message ?? '';
     const undefinedVariable = /undefined variable: ([\w.[\]"']+)/.exec(message);
@@ -128,7 +205,7 @@ const CONDITION_DELIMITERS = /\{%|%\}|\{\{|\}\}/;
 
 function conditionTemplate(expression: string): Template[] {
   if (CONDITION_DELIMITERS.test(expression)) throw new Error('a condition is an expression, without {% %} or {{ }}');
-  const templates = parse(conditionEngine, `{% if ${expression} %}1{% endif %}`);
+  const { templates } = parse(conditionEngine, `{% if ${expression} %}1{% endif %}`);
   checkOperands(expression);
   return templates;
 }
