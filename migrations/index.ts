@@ -18,6 +18,7 @@ import { Console } from './0016-console.ts';
 import { Audiences } from './0015-audiences.ts';
 import { BroadcastFailures } from './0017-broadcast-failures.ts';
 import { PushSubscriptionFillfactor } from './0018-push-subscription-fillfactor.ts';
+import { DeliveryEventReferences } from './0019-delivery-event-references.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-foundation', class: Foundation },
@@ -38,4 +39,5 @@ export const migrations: MigrationObject[] = [
   { name: '0015-audiences', class: Audiences },
   { name: '0017-broadcast-failures', class: BroadcastFailures },
   { name: '0018-push-subscription-fillfactor', class: PushSubscriptionFillfactor },
+  { name: '0019-delivery-event-references', class: DeliveryEventReferences },
 ];
