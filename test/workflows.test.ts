@@ -3,8 +3,9 @@
 // seconds and until a variable, digest, throttle), and the event status showing each step.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { createTenantFixture, expectManagementOnly, expectValidationError, sql, waitForFinal, type TenantFixture } from './support/fixtures.ts';
+import { createTenantFixture, expectManagementOnly, expectValidationError, sql, sqlOne, waitForFinal, type TenantFixture } from './support/fixtures.ts';
 import { startSmtpPeer, type SmtpPeer } from './support/smtp-peer.ts';
+import { EVENT_INBOX_ITEM } from '../server/delivery/workflow.ts';
 
 let app: TestApp;
 let smtp: SmtpPeer;
@@ -173,6 +174,24 @@ describe('channel steps and conditions', () => {
     expect(stepSummary(await event(ignorer))).toEqual(['channel:done', 'delay:done', 'channel:done']);
     await smtp.waitFor((m) => m.envelope.to.includes('ignorer@example.test'));
     expect(mailsTo('reader@example.test')).toHaveLength(0);
+  });
+  it("finds the event's inbox item for a condition by index, not by reading every inbox item", async () => {
+    const id = await trigger('wf_unread', { external_id: 'unread_plan', email: 'plan@example.test' }, { n: 3 });
+    const contactId = (await sqlOne<{ contact_id: string }>(app, `SELECT contact_id::text FROM events WHERE id = $1`, [id]))!.contact_id;
+    // Enough items of other events that reading them all costs more than two index probes.
+    await sql(app, `INSERT INTO inbox_items (id, tenant_id, contact_id, type_key, title) SELECT gen_random_uuid(), $1, $2, 'filler', 'filler' FROM generate_series(1, 3000)`, [
+      acme.tenantId,
+      contactId,
+    ]);
+    try {
+      await sql(app, 'ANALYZE inbox_items');
+      const plan = (await sqlOne<{ 'QUERY PLAN': unknown }>(app, `EXPLAIN (FORMAT JSON) ${EVENT_INBOX_ITEM.replace('$1', `'${id}'::uuid`)}`))!['QUERY PLAN'];
+      const scans = JSON.stringify(plan).match(/"Node Type":"[^"]*Scan","[^}]*?"Relation Name":"inbox_items"/g) ?? [];
+      expect(scans.length).toBe(1);
+      expect(scans[0]).not.toContain('Seq Scan');
+    } finally {
+      await sql(app, `DELETE FROM inbox_items WHERE contact_id = $1 AND type_key = 'filler'`, [contactId]);
+    }
   });
 });
 

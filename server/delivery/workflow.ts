@@ -119,14 +119,17 @@ async function runStep(context: RoundContext, step: StepState): Promise<StepOutc
   }
 }
 
+/**
+ * The state of an event's inbox item, found through the event's inbox delivery (by index, both):
+ * inbox items have no index on their event (exported for the tests).
+ */
+export const EVENT_INBOX_ITEM = `SELECT read_at IS NOT NULL AS read, seen_at IS NOT NULL AS seen, archived_at IS NOT NULL AS archived
+   FROM inbox_items
+  WHERE delivery_id = (SELECT id FROM deliveries WHERE event_id = $1 AND channel = 'inbox' AND destination = '')`;
+
 /** What conditions see: the variables, the contact, the brand's values and this event's inbox item. */
 async function conditionContext(context: RoundContext): Promise<Record<string, unknown>> {
-  const item = await queryOne<{ read: boolean; seen: boolean; archived: boolean }>(
-    context.tx,
-    `SELECT read_at IS NOT NULL AS read, seen_at IS NOT NULL AS seen, archived_at IS NOT NULL AS archived
-       FROM inbox_items WHERE event_id = $1 ORDER BY created_at LIMIT 1`,
-    [context.event.id],
-  );
+  const item = await queryOne<{ read: boolean; seen: boolean; archived: boolean }>(context.tx, EVENT_INBOX_ITEM, [context.event.id]);
   return {
     vars: 'values' in context.variables ? context.variables.values : context.event.variables,
     contact: context.contact ? contactContext(context.contact) : {},
