@@ -1,7 +1,7 @@
 // Composing a mail into its RFC 5322 message in one synchronous pass. The output is the bytes
 // nodemailer's own build (MailComposer) gives for the same mail, Message-ID and boundary, and the
-// encoding is nodemailer's throughout: its header word encoding, line folding, address encoding, and
-// QP and base64 encoders.
+// encoding is nodemailer's throughout: its header word encoding, line folding, address encoding and
+// base64 encoder, and quoted-printable as its encoder writes it (quoted-printable.ts).
 //
 // The mails Herald sends have one shape: From (a brand or transport sender) and maybe Reply-To, one
 // recipient with a plain address, a subject, an HTML part and its text part, maybe the one-click
@@ -15,7 +15,7 @@ import MailComposer from 'nodemailer/lib/mail-composer';
 import MimeNode from 'nodemailer/lib/mime-node';
 import * as base64 from 'nodemailer/lib/base64';
 import * as mimeFuncs from 'nodemailer/lib/mime-funcs';
-import * as qp from 'nodemailer/lib/qp';
+import { quotedPrintable } from './quoted-printable.ts';
 import type { OutgoingMail } from './smtp.ts';
 import type { SmtpEnvelope } from './smtp-connections.ts';
 
@@ -162,14 +162,18 @@ interface TextPart {
 const PLAIN_TEXT = foldedLine('Content-Type', 'text/plain; charset=utf-8');
 const HTML_TEXT = foldedLine('Content-Type', 'text/html; charset=utf-8');
 
+/** nodemailer's test for a line over LINE_LENGTH (any text over 128 kB counts as having one), its pattern compiled once. */
+const LONGER_LINE = new RegExp(`^.{${LINE_LENGTH + 1},}`, 'm');
+const hasLongerLines = (text: string) => text.length > 128 * 1024 || LONGER_LINE.test(text);
+
 /** A text part encoded as nodemailer encodes it: as is when plain ASCII in short lines, else QP for mostly Latin text, else base64. */
 function textPart(contentTypeLine: string, content: string): TextPart {
   const plain = mimeFuncs.isPlainText(content);
-  if (plain && !mimeFuncs.hasLongerLines(content, LINE_LENGTH)) return { contentTypeLine, encoding: '7bit', body: content };
+  if (plain && !hasLongerLines(content)) return { contentTypeLine, encoding: '7bit', body: content };
   // In plain text, wordEncoding finds no other characters than Latin letters to count.
   const encoding = plain ? (/[A-Za-z]/.test(content) ? 'Q' : 'B') : wordEncoding(content);
   return encoding === 'Q'
-    ? { contentTypeLine, encoding: 'quoted-printable', body: qp.wrap(qp.encode(content), LINE_LENGTH) }
+    ? { contentTypeLine, encoding: 'quoted-printable', body: quotedPrintable(content, LINE_LENGTH) }
     : { contentTypeLine, encoding: 'base64', body: base64.wrap(base64.encode(content), LINE_LENGTH) };
 }
 
@@ -200,7 +204,7 @@ function serializeNode(node: MimeNode): string {
   if (content) {
     if (typeof content !== 'string') throw new Error('only text content is composed in one pass');
     const encoding = node.getTransferEncoding();
-    if (encoding === 'quoted-printable') out += qp.wrap(qp.encode(content), LINE_LENGTH);
+    if (encoding === 'quoted-printable') out += quotedPrintable(content, LINE_LENGTH);
     else if (encoding === 'base64') out += base64.wrap(base64.encode(content), LINE_LENGTH);
     else out += content;
   }
