@@ -51,9 +51,11 @@ export async function deliveryJobsCte(boss: PgBoss, eventsCte: string, options: 
  * pg-boss's own wake-up for the delivery queue (plans.notifyQueue: the NOTIFY its workers LISTEN for),
  * as a statement of its own whose commit does not wait for the disk (set_config local to its
  * transaction): it changes no data, so a crash can lose nothing but the wake-up, which the workers'
- * polling (every 2 s) stands in for.
+ * polling (every 2 s) stands in for. The setting's value is a parameter, so that the statement is
+ * prepared (db/prepared.ts) rather than parsed and planned on each of the many calls a busy API
+ * process makes.
  */
-const WAKE_UP = `WITH woken AS (${notifyQueue(BOSS_SCHEMA, DELIVER_EVENT_QUEUE)}) SELECT set_config('synchronous_commit', 'off', true) FROM woken`;
+const WAKE_UP = `WITH woken AS (${notifyQueue(BOSS_SCHEMA, DELIVER_EVENT_QUEUE)}) SELECT set_config('synchronous_commit', $1, true) FROM woken`;
 
 const wakers = new WeakMap<PgBoss, Waker>();
 
@@ -66,7 +68,7 @@ const wakers = new WeakMap<PgBoss, Waker>();
 export function wakeDeliveryWorkers(boss: PgBoss, logger: Logger): void {
   let waker = wakers.get(boss);
   if (!waker) {
-    waker = new Waker(() => boss.getDb().executeSql(WAKE_UP), logger);
+    waker = new Waker(() => boss.getDb().executeSql(WAKE_UP, ['off']), logger);
     wakers.set(boss, waker);
   }
   waker.wake();
