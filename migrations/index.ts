@@ -19,6 +19,7 @@ import { Audiences } from './0015-audiences.ts';
 import { BroadcastFailures } from './0017-broadcast-failures.ts';
 import { PushSubscriptionFillfactor } from './0018-push-subscription-fillfactor.ts';
 import { DeliveryEventReferences } from './0019-delivery-event-references.ts';
+import { EventContactReference } from './0020-event-contact-reference.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-foundation', class: Foundation },
@@ -40,4 +41,5 @@ export const migrations: MigrationObject[] = [
   { name: '0017-broadcast-failures', class: BroadcastFailures },
   { name: '0018-push-subscription-fillfactor', class: PushSubscriptionFillfactor },
   { name: '0019-delivery-event-references', class: DeliveryEventReferences },
+  { name: '0020-event-contact-reference', class: EventContactReference },
 ];

@@ -1,9 +1,14 @@
 // What an event's deletion does to the rows delivered for it: its deliveries go with it, its inbox
 // items stay without it (the contact's inbox is the contact's), whether the event goes by itself or
-// with its tenant.
+// with its tenant. What a contact's deletion does to its events: they stay, without it; and a
+// broadcast page writes no event for a contact deleted since the page was read.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { createTenantFixture, insertInboxTemplate, insertNotificationType, sql, waitForFinal, type TenantFixture } from './support/fixtures.ts';
+import { fanOutStatement } from '../server/services/broadcast-fan-out.ts';
+import { newId } from '../server/ids.ts';
+import { query } from '../server/db/sql.ts';
+import pg from 'pg';
 
 let app: TestApp;
 
@@ -61,5 +66,72 @@ describe("an event's deletion", () => {
     expect(await deliveriesOf(doomedEvents)).toEqual([]);
     expect(await sql(app, `SELECT id FROM inbox_items WHERE tenant_id = $1`, [doomed.tenantId])).toEqual([]);
     expect(await deliveriesOf(survivorEvents)).toHaveLength(1);
+  });
+});
+
+describe("a contact's deletion", () => {
+  it('keeps its events, without the contact; other contacts keep theirs', async () => {
+    const fx = await tenantWithNews('Contacts');
+    const [gone, kept] = await deliveredEvents(fx, ['c_gone', 'c_kept']);
+    const contacts = await sql<{ id: string; external_id: string }>(app, `SELECT id::text, external_id FROM contacts WHERE tenant_id = $1 ORDER BY external_id`, [fx.tenantId]);
+    const [goneContact, keptContact] = contacts;
+
+    expect((await app.request('DELETE', `/v1/contacts/${goneContact!.id}`, { token: fx.serviceKey })).status).toBe(204);
+
+    const events = await sql<{ id: string; contact_id: string | null }>(app, `SELECT id::text, contact_id::text FROM events WHERE id = ANY($1::uuid[]) ORDER BY external_id`, [[gone, kept]]);
+    expect(events).toEqual([
+      { id: gone, contact_id: null },
+      { id: kept, contact_id: keptContact!.id },
+    ]);
+    expect(await deliveriesOf([gone!, kept!])).toHaveLength(2);
+  });
+});
+
+describe('a broadcast page', () => {
+  it('writes no event for a contact deleted since the page was read, and the others', async () => {
+    const fx = await tenantWithNews('Broadcaster');
+    const contacts = await sql<{ id: string; external_id: string }>(
+      app,
+      `INSERT INTO contacts (id, tenant_id, external_id) SELECT gen_random_uuid(), $1, 'page_' || i FROM generate_series(1, 3) AS i RETURNING id::text, external_id`,
+      [fx.tenantId],
+    );
+    const broadcastId = newId();
+    await sql(app, `INSERT INTO broadcasts (id, tenant_id, type_key, audience, status) VALUES ($1, $2, 'news', '{"all_contacts": true}', 'running')`, [broadcastId, fx.tenantId]);
+    await sql(app, `DELETE FROM contacts WHERE id = $1`, [contacts[1]!.id]);
+
+    const eventIds = contacts.map(() => newId());
+    const statement = await fanOutStatement(app.runtime.boss!);
+    const [written] = await query<{ running: number; inserted: number; enqueued: number }>(app.runtime.orm.em.fork(), statement, [
+      broadcastId,
+      eventIds,
+      contacts.map((c) => c.id),
+      contacts.map((c) => c.external_id),
+      contacts.map(() => null),
+      'page_3',
+    ]);
+
+    expect(written).toMatchObject({ running: 1, inserted: 2, enqueued: 2 });
+    const events = await sql<{ contact_id: string }>(app, `SELECT contact_id::text FROM events WHERE broadcast_id = $1 ORDER BY external_id`, [broadcastId]);
+    expect(events.map((e) => e.contact_id)).toEqual([contacts[0]!.id, contacts[2]!.id]);
+  });
+
+  it("holds a contact's deletion back until its event is committed; the deletion then clears the event's contact", async () => {
+    const fx = await tenantWithNews('Held');
+    const [contact] = await sql<{ id: string }>(app, `INSERT INTO contacts (id, tenant_id, external_id) VALUES (gen_random_uuid(), $1, 'held') RETURNING id::text`, [fx.tenantId]);
+    const broadcastId = newId();
+    await sql(app, `INSERT INTO broadcasts (id, tenant_id, type_key, audience, status) VALUES ($1, $2, 'news', '{"all_contacts": true}', 'running')`, [broadcastId, fx.tenantId]);
+    const [writer, deleter] = [new pg.Client({ connectionString: app.runtime.db.url }), new pg.Client({ connectionString: app.runtime.db.url })];
+    await Promise.all([writer.connect(), deleter.connect()]);
+    try {
+      await writer.query('BEGIN');
+      await writer.query(await fanOutStatement(app.runtime.boss!), [broadcastId, [newId()], [contact!.id], ['held'], [null], 'held']);
+      await deleter.query(`SET lock_timeout = '300ms'`);
+      await expect(deleter.query(`DELETE FROM contacts WHERE id = $1`, [contact!.id])).rejects.toMatchObject({ code: '55P03' }); // lock_not_available
+      await writer.query('COMMIT');
+      await deleter.query(`DELETE FROM contacts WHERE id = $1`, [contact!.id]);
+      expect(await sql(app, `SELECT contact_id FROM events WHERE broadcast_id = $1`, [broadcastId])).toEqual([{ contact_id: null }]);
+    } finally {
+      await Promise.all([writer.end(), deleter.end()]);
+    }
   });
 });

@@ -26,7 +26,7 @@ import type { Runtime } from '../runtime.ts';
 import { deliveryJobsCte, wakeDeliveryWorkers } from '../delivery/enqueue.ts';
 import { eventTypeJoin } from '../delivery/stages/load.ts';
 import { eventsPerJobSql } from '../delivery/stages/plan.ts';
-import { BROADCAST_COLUMNS, hasSqlState, scheduleCompletionCheck, type BroadcastRow } from './broadcasts.ts';
+import { BROADCAST_COLUMNS, scheduleCompletionCheck, type BroadcastRow } from './broadcasts.ts';
 import { broadcastSecretAad } from '../crypto/aad.ts';
 import { secretVariablesAad } from './notifications.ts';
 
@@ -46,8 +46,9 @@ interface AudienceMember {
  * $1 broadcast id; $2 event ids, $3 contact ids, $4 external ids, $5 ciphertexts (arrays, one entry per
  * audience member); $6 the page's last key. Writes nothing unless the broadcast is still running: its row
  * is locked for the statement, so a cancel waits for a page in flight, and a page after it writes nothing.
+ * Exported for the tests.
  */
-const fanOutStatement = statementPerQueue(async (boss) => {
+export const fanOutStatement = statementPerQueue(async (boss) => {
   const jobs = await deliveryJobsCte(boss, 'to_enqueue', { bulk: true });
   return `
   WITH b AS MATERIALIZED (
@@ -58,6 +59,9 @@ const fanOutStatement = statementPerQueue(async (boss) => {
     INSERT INTO events (id, tenant_id, type_key, contact_id, external_id, brand_key, channels, variables, secret_variables_ciphertext, secret_keys, broadcast_id)
     SELECT p.id, b.tenant_id, b.type_key, p.contact_id, p.external_id, b.brand_key, b.channels, b.variables, p.ciphertext, b.secret_keys, b.id
       FROM b CROSS JOIN unnest($2::uuid[], $3::uuid[], $4::text[], $5::text[]) AS p(id, contact_id, external_id, ciphertext)
+      -- Each contact locked (by index, in the page's order), so that its deletion waits for its event
+      -- to commit; one deleted since the page was read gets none.
+     CROSS JOIN LATERAL (SELECT 1 FROM contacts c WHERE c.id = p.contact_id FOR KEY SHARE) AS c
     ON CONFLICT (broadcast_id, contact_id) WHERE broadcast_id IS NOT NULL DO NOTHING
     RETURNING id, tenant_id
   ), to_enqueue AS (
@@ -134,8 +138,7 @@ export async function fanOutBroadcast(runtime: Runtime, broadcastId: string, opt
     const statement = await fanOutStatement(boss);
     // The next page is read while the current one is written: the read is an index range scan from
     // the current page's last key, known before its write commits.
-    let cursor = broadcast.fan_out_cursor;
-    let page = await audiencePage(em, broadcast, cursor, pageSize);
+    let page = await audiencePage(em, broadcast, broadcast.fan_out_cursor, pageSize);
     while (page.length > 0) {
       const now = runtime.clock.now();
       const eventIds = page.map(() => newId(now));
@@ -144,19 +147,10 @@ export async function fanOutBroadcast(runtime: Runtime, broadcastId: string, opt
       const writing = query<PageWritten>(em, statement, [broadcast.id, eventIds, page.map((m) => m.contact_id), page.map((m) => m.external_id), ciphertexts, last]);
       const next = page.length < pageSize ? Promise.resolve([]) : audiencePage(em, broadcast, last, pageSize);
       next.catch(() => undefined); // awaited below; meanwhile a failure is not unhandled
-      let written: PageWritten;
-      try {
-        [written] = (await writing) as [PageWritten];
-      } catch (error) {
-        // A contact of the page was deleted meanwhile: read the page again without it.
-        if (!hasSqlState(error, '23503')) throw error; // foreign_key_violation
-        page = await audiencePage(em, broadcast, cursor, pageSize);
-        continue;
-      }
+      const [written] = (await writing) as [PageWritten];
       if (written.running === 0) return; // canceled
       if (written.enqueued !== written.inserted) throw new Error(`fan-out page wrote ${written.inserted} events but enqueued ${written.enqueued}`);
       if (written.inserted > 0) wakeDeliveryWorkers(boss, runtime.logger);
-      cursor = last;
       page = await next;
       if (options.pauseMs && page.length > 0) await new Promise((resolve) => setTimeout(resolve, options.pauseMs));
     }

@@ -96,9 +96,11 @@ const buildTriggerStatement = (jobsCte: string) => `
       FROM accepted a CROSS JOIN LATERAL jsonb_array_elements(a.contacts) AS e
      ORDER BY a.tenant_id, e->>'external_id', jsonb_strip_nulls(e) - 'id' - 'external_id' = '{}'::jsonb
   ), existing AS MATERIALIZED (
-    -- A recipient named by external id alone that is a contact already is only locked, with the lock
-    -- the events' foreign key takes anyway: rewriting its row would change nothing but cost a new row
-    -- version, index entries and WAL. A contact deleted meanwhile is skipped here, and created below.
+    -- A recipient named by external id alone that is a contact already is only locked: rewriting its
+    -- row would change nothing but cost a new row version, index entries and WAL. The lock holds a
+    -- deletion of the contact back until its events are committed (events have no foreign key to
+    -- contacts; the deletion's trigger then clears them). A contact deleted meanwhile is skipped
+    -- here, and created below.
     -- One index lookup per recipient, locked in the recipients' order: the planner takes the JSON
     -- input for 100 rows, and would join it to contacts by hashing a scan of the whole table, every
     -- statement, for tenants of up to tens of thousands of contacts.
