@@ -7,7 +7,8 @@
 //      inbox item stored, with items/s; meanwhile another tenant sends 1-recipient triggers (20/s): their
 //      HTTP latency (beside the same probe's just before the broadcast) and their delivery latency (event
 //      created -> inbox item stored), p50/p99, and the worker process's RSS growth over the fan-out (the
-//      fan-out runs there); and the CPU seconds per 100,000 contacts of each phase.
+//      fan-out runs there); and the CPU seconds per 100,000 contacts of each phase, with the share of
+//      the machine's CPU time its hypervisor stole meanwhile.
 // BENCH_AUDIENCE_CONTACTS=1000000 is the large run: then the broadcast is followed through its fan-out
 // and BENCH_AUDIENCE_FOLLOW_SECONDS (default 30) of delivery after it, and canceled (delivering a
 // million inbox items takes minutes on a small machine); the figures are taken over that window.
@@ -17,7 +18,7 @@ import { startRuntime, stopRuntime } from '../server/runtime.ts';
 import { execute } from '../server/db/sql.ts';
 import { newId } from '../server/ids.ts';
 import { KeepAliveConnection } from './keep-alive-client.ts';
-import { benchInstall, benchTenant, cleanups, fmt, freePort, heraldEnv, print, runBench, sleep, startHerald, stats } from './support.ts';
+import { benchInstall, benchTenant, cleanups, fmt, fmtStolen, freePort, heraldEnv, machineTicks, print, runBench, sleep, startHerald, stats, stolenShare } from './support.ts';
 
 const CONTACTS = Number(process.env.BENCH_AUDIENCE_CONTACTS ?? 100_000);
 /** Above this audience the broadcast is not followed to its end (see the header). */
@@ -202,9 +203,13 @@ function cpuOf(pid: number): number {
  * benchmark's database, except the benchmark's own connection), read now; differences of two readings
  * give a phase's CPU, which holds better than wall time on a loaded machine.
  */
-async function cpuNow(db: pg.Client, api: number, worker: number): Promise<{ api: number; worker: number; pg: Map<number, number> }> {
+async function cpuNow(
+  db: pg.Client,
+  api: number,
+  worker: number,
+): Promise<{ api: number; worker: number; pg: Map<number, number>; machine: ReturnType<typeof machineTicks> }> {
   const backends = await db.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`);
-  return { api: cpuOf(api), worker: cpuOf(worker), pg: new Map(backends.rows.map((r: { pid: number }) => [r.pid, cpuOf(r.pid)])) };
+  return { api: cpuOf(api), worker: cpuOf(worker), pg: new Map(backends.rows.map((r: { pid: number }) => [r.pid, cpuOf(r.pid)])), machine: machineTicks() };
 }
 
 /** A phase's CPU seconds per 100,000 contacts, as printed. */
@@ -212,7 +217,10 @@ function cpuLine(before: Awaited<ReturnType<typeof cpuNow>>, after: Awaited<Retu
   let pgSeconds = 0;
   for (const [pid, seconds] of after.pg) pgSeconds += seconds - (before.pg.get(pid) ?? 0);
   const per = (seconds: number) => ((seconds * 100_000) / contacts).toFixed(1);
-  return `CPU s per 100k contacts: API ${per(after.api - before.api)}, worker ${per(after.worker - before.worker)}, PostgreSQL backends ${per(pgSeconds)}`;
+  return (
+    `CPU s per 100k contacts: API ${per(after.api - before.api)}, worker ${per(after.worker - before.worker)}, PostgreSQL backends ${per(pgSeconds)}` +
+    fmtStolen(stolenShare(before.machine, after.machine))
+  );
 }
 
 /** Resident set size of a process in bytes (Linux), or 0. */

@@ -5,7 +5,8 @@
 // workers stopped, triggers of 100 recipients (one event, hence one message, per recipient) leave a
 // backlog; then one worker process drains it. Printed per channel: messages per second as the peer
 // received them (after the first WARM_UP messages, and over the whole drain) and the CPU time per
-// message of the worker process and of PostgreSQL over the same part.
+// message of the worker process and of PostgreSQL over the same part, and the share of the machine's
+// CPU time its hypervisor stole meanwhile.
 //
 // BENCH_CHANNEL_MESSAGES sets the backlog per channel (default 10,000); BENCH_CHANNELS a comma
 // separated subset (email,web_push,apns,fcm). With BENCH_BASELINE_HERALD_BIN (another checkout's
@@ -29,7 +30,24 @@ import { startApnsPeer } from '../test/support/apns-peer.ts';
 import { startFcmPeer } from '../test/support/fcm-peer.ts';
 import { testCertificate } from '../test/support/tls.ts';
 import { KeepAliveConnection } from './keep-alive-client.ts';
-import { backendsCpuBetween, benchInstall, benchTenant, cleanups, databaseBackendsCpu, fmt, fmtCpu, freePort, heraldEnv, print, runBench, sleep, startHerald } from './support.ts';
+import {
+  backendsCpuBetween,
+  benchInstall,
+  benchTenant,
+  cleanups,
+  databaseBackendsCpu,
+  fmt,
+  fmtCpu,
+  freePort,
+  heraldEnv,
+  machineTicks,
+  print,
+  runBench,
+  sleep,
+  startHerald,
+  stolenShare,
+  type CpuPerItem,
+} from './support.ts';
 import { readFileSync } from 'node:fs';
 
 const MESSAGES = Number(process.env.BENCH_CHANNEL_MESSAGES ?? 10_000);
@@ -213,12 +231,12 @@ async function main(): Promise<void> {
     await db.query('ANALYZE');
     const worker = await startHerald(['--role', 'worker'], env, null, bin);
     const deadline = Date.now() + DRAIN_TIMEOUT_MS;
-    let warm: { worker: number; database: Map<number, number> } | null = null;
+    let warm: { worker: number; database: Map<number, number>; machine: ReturnType<typeof machineTicks> } | null = null;
     while (s.arrivals.length < MESSAGES && Date.now() < deadline && worker.exitCode === null) {
-      if (!warm && s.arrivals.length >= WARM_UP) warm = { worker: processCpu(worker.pid!), database: await databaseBackendsCpu(db) };
+      if (!warm && s.arrivals.length >= WARM_UP) warm = { worker: processCpu(worker.pid!), database: await databaseBackendsCpu(db), machine: machineTicks() };
       await sleep(20);
     }
-    const end = { worker: processCpu(worker.pid!), database: await databaseBackendsCpu(db) };
+    const end = { worker: processCpu(worker.pid!), database: await databaseBackendsCpu(db), machine: machineTicks() };
     // The last outcomes are recorded just after the peer has them.
     for (let i = 0; i < 100 && (await unfinishedOf(s)) > 0; i++) await sleep(50);
     const received = s.arrivals.length;
@@ -233,7 +251,14 @@ async function main(): Promise<void> {
     const whole = received > 1 ? (received - 1) / ((t[received - 1]! - t[0]!) / 1000) : 0;
     const steady = received > WARM_UP + 1 ? (received - 1 - WARM_UP) / ((t[received - 1]! - t[WARM_UP]!) / 1000) : whole;
     const measured = received - WARM_UP;
-    const cpu = warm && measured > 0 ? { consumer: ((end.worker - warm.worker) / measured) * 1e6, database: (backendsCpuBetween(warm.database, end.database) / measured) * 1e6 } : null;
+    const cpu: CpuPerItem | null =
+      warm && measured > 0
+        ? {
+            consumer: ((end.worker - warm.worker) / measured) * 1e6,
+            database: (backendsCpuBetween(warm.database, end.database) / measured) * 1e6,
+            stolen: stolenShare(warm.machine, end.machine),
+          }
+        : null;
     return { received, unfinished, failed, whole, steady, cpu };
   };
 

@@ -25,7 +25,9 @@
 // to the delivery path across runs and machines. With the database on this machine (Linux), it also
 // prints the CPU time per item of the consuming process and of PostgreSQL, after the warm-up: the
 // machine is CPU-bound at saturation, so the ratio of those totals predicts the rate ratio, and the
-// split shows where the time goes (CPU time moves with the machine's load as well).
+// split shows where the time goes (CPU time moves with the machine's load as well). Each line of CPU
+// figures ends with the share of the machine's CPU time that its hypervisor gave to other guests over
+// the same part (steal, /proc/stat): where it differs between two drains, so may their rates.
 import { once } from 'node:events';
 import pg from 'pg';
 import { PgBoss } from 'pg-boss';

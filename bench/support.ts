@@ -171,10 +171,14 @@ export async function benchTenant(em: EntityManager, name = 'Bench'): Promise<{ 
  * CPU seconds (user + system) spent so far by the database server's processes and by the process
  * that consumes the queue (`consumer`: a pid, or this process), read from /proc. The server's
  * processes are its postmaster (found as the parent of this connection's backend), its live children
- * and, through the postmaster's counters of reaped children, the ones that have exited. null where
- * that cannot be read: not Linux, or a server on another machine.
+ * and, through the postmaster's counters of reaped children, the ones that have exited; with the
+ * machine's own counters (machineTicks). null where that cannot be read: not Linux, or a server on
+ * another machine.
  */
-export async function cpuCounters(db: pg.Client, consumer: number | null): Promise<{ database: number; consumer: number } | null> {
+export async function cpuCounters(
+  db: pg.Client,
+  consumer: number | null,
+): Promise<{ database: number; consumer: number; machine: ReturnType<typeof machineTicks> } | null> {
   try {
     const stat = (pid: number) => {
       const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -196,7 +200,7 @@ export async function cpuCounters(db: pg.Client, consumer: number | null): Promi
     }
     const own = process.cpuUsage();
     const consumed = consumer === null ? (own.user + own.system) / 1e6 : (Number(stat(consumer)[11]) + Number(stat(consumer)[12])) / ticks;
-    return { database: database / ticks, consumer: consumed };
+    return { database: database / ticks, consumer: consumed, machine: machineTicks() };
   } catch {
     return null;
   }
@@ -204,14 +208,53 @@ export async function cpuCounters(db: pg.Client, consumer: number | null): Promi
 
 export type CpuCounters = Awaited<ReturnType<typeof cpuCounters>>;
 
-/** Microseconds of CPU per item between two readings, or null. */
-export function cpuPerItem(before: CpuCounters, after: CpuCounters, items: number): { database: number; consumer: number } | null {
-  if (!before || !after || items <= 0) return null;
-  return { database: ((after.database - before.database) / items) * 1e6, consumer: ((after.consumer - before.consumer) / items) * 1e6 };
+/** CPU per item: microseconds of the consumer and of PostgreSQL, and the machine's stolen share (stolenShare) meanwhile. */
+export interface CpuPerItem {
+  database: number;
+  consumer: number;
+  stolen: number | null;
 }
 
-export const fmtCpu = (c: { database: number; consumer: number } | null, consumer: string) =>
-  c ? `CPU ${Math.round(c.consumer)} us in ${consumer} + ${Math.round(c.database)} us in PostgreSQL = ${Math.round(c.consumer + c.database)} us` : 'CPU not measurable here';
+/** Microseconds of CPU per item between two readings, or null. */
+export function cpuPerItem(before: CpuCounters, after: CpuCounters, items: number): CpuPerItem | null {
+  if (!before || !after || items <= 0) return null;
+  return {
+    database: ((after.database - before.database) / items) * 1e6,
+    consumer: ((after.consumer - before.consumer) / items) * 1e6,
+    stolen: stolenShare(before.machine, after.machine),
+  };
+}
+
+export const fmtCpu = (c: CpuPerItem | null, consumer: string) =>
+  c
+    ? `CPU ${Math.round(c.consumer)} us in ${consumer} + ${Math.round(c.database)} us in PostgreSQL = ${Math.round(c.consumer + c.database)} us` +
+      fmtStolen(c.stolen)
+    : 'CPU not measurable here';
+
+/** The stolen share (stolenShare) as a clause to append to a line of CPU figures; nothing where it is unknown. */
+export const fmtStolen = (stolen: number | null) => (stolen === null ? '' : `; ${Math.round(stolen * 100)}% of the machine's CPU time stolen by its hypervisor meanwhile`);
+
+/**
+ * The machine's CPU time so far over all its CPUs, and the part of it its hypervisor gave to other
+ * guests (steal), in USER_HZ ticks from /proc/stat; null where that cannot be read. On a shared
+ * virtual machine the stolen share is what moves the absolute figures from one run to the next.
+ */
+export function machineTicks(): { total: number; stolen: number } | null {
+  try {
+    // user nice system idle iowait irq softirq steal (guest time is counted in user already)
+    const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
+    if (fields.length < 8 || fields.some((n) => !Number.isFinite(n))) return null;
+    return { total: fields.reduce((a, b) => a + b, 0), stolen: fields[7]! };
+  } catch {
+    return null;
+  }
+}
+
+/** The share of the machine's CPU time stolen between two readings of machineTicks, or null. */
+export function stolenShare(before: ReturnType<typeof machineTicks>, after: ReturnType<typeof machineTicks>): number | null {
+  if (!before || !after || after.total <= before.total) return null;
+  return (after.stolen - before.stolen) / (after.total - before.total);
+}
 
 /**
  * CPU seconds (user + system) spent so far by the server processes of one database: the backends
