@@ -1,7 +1,7 @@
 // Triggers sharing statements: the trigger statement deciding each trigger of a batch on its own
 // (against the real database), the batcher's queueing (with a controlled writer), and concurrent
 // triggers through the API.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import pg from 'pg';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { createTenantFixture, insertInboxTemplate, insertNotificationType, sql, sqlOne, untilLockWait, deliveryJobsOf, type TenantFixture } from './support/fixtures.ts';
@@ -215,18 +215,62 @@ const small = (name: string, recipients: Array<string | ContactFields> = [name])
 const nameOf = (t: TriggerInput) => t.variables.name;
 
 describe('TriggerBatcher', () => {
-  it('writes a trigger at once and alone when a lane is free', async () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('writes a trigger at once and alone when no statement is in flight, and the next after it, though a second lane is allowed', async () => {
     const writer = controlledWriter();
     let commits = 0;
     const batcher = new TriggerBatcher(writer.write, 2, () => commits++);
     const first = batcher.submit(small('a'));
     const second = batcher.submit(small('b'));
-    expect(writer.batches.map((b) => b.map(nameOf))).toEqual([['a'], ['b']]);
+    expect(writer.batches.map((b) => b.map(nameOf))).toEqual([['a']]);
     await writer.finish();
+    expect(writer.batches.map((b) => b.map(nameOf))).toEqual([['a'], ['b']]);
     await writer.finish();
     await expect(first).resolves.toMatchObject({ accepted: true });
     await expect(second).resolves.toMatchObject({ accepted: true });
     expect(commits).toBe(2);
+  });
+
+  it('writes the queue in a second statement once the one in flight is held up, and never in more statements than its lanes', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const writer = controlledWriter();
+    const batcher = new TriggerBatcher(writer.write, 2, () => {}, 50);
+    const all = [batcher.submit(small('stuck')), batcher.submit(small('x'))];
+    vi.advanceTimersByTime(49);
+    expect(writer.batches.map((b) => b.map(nameOf))).toEqual([['stuck']]);
+    vi.advanceTimersByTime(1);
+    expect(writer.batches.map((b) => b.map(nameOf))).toEqual([['stuck'], ['x']]);
+    all.push(batcher.submit(small('y')));
+    vi.advanceTimersByTime(50); // both statements held up now: still two lanes
+    expect(writer.batches).toHaveLength(2);
+    await writer.finish();
+    expect(writer.batches.map((b) => b.map(nameOf))).toEqual([['stuck'], ['x'], ['y']]);
+    await writer.finish();
+    await writer.finish();
+    expect(await Promise.all(all)).toHaveLength(3);
+  });
+
+  it('goes back to one statement at a time once the held-up statement is over', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const writer = controlledWriter();
+    const batcher = new TriggerBatcher(writer.write, 2, () => {}, 50);
+    const all = [batcher.submit(small('stuck'))];
+    vi.advanceTimersByTime(50);
+    all.push(batcher.submit(small('x')), batcher.submit(small('y')));
+    expect(writer.batches.map((b) => b.map(nameOf))).toEqual([['stuck'], ['x']]);
+    await writer.finish(); // 'stuck' is over; x's lane, not held up, takes the queue
+    expect(writer.batches).toHaveLength(2);
+    await writer.finish();
+    expect(writer.batches.map((b) => b.map(nameOf))).toEqual([['stuck'], ['x'], ['y']]);
+    all.push(batcher.submit(small('z')));
+    expect(writer.batches).toHaveLength(3);
+    await writer.finish();
+    expect(writer.batches.map((b) => b.map(nameOf))).toEqual([['stuck'], ['x'], ['y'], ['z']]);
+    await writer.finish();
+    expect(await Promise.all(all)).toHaveLength(4);
   });
 
   it('writes the triggers that arrive while the lanes are busy in one statement, in arrival order', async () => {
@@ -342,6 +386,31 @@ describe('concurrent triggers through the API', () => {
     const events = await sql<{ id: string; contact_id: string }>(app, `SELECT id, contact_id FROM events WHERE id = ANY($1::uuid[])`, [eventIds]);
     expect(events).toHaveLength(72);
     expect(new Set(eventIds).size).toBe(72);
+  });
+
+  it('answers other triggers while one waits for a contact that another transaction holds', async () => {
+    const first = await app.request('POST', '/v1/notifications', { token: acme.serviceKey, body: { type: 'plain', recipients: ['held_by_other'] } });
+    expect(first.status).toBe(202);
+    const holder = new pg.Client({ connectionString: app.runtime.db.url });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT id FROM contacts WHERE tenant_id = $1 AND external_id = 'held_by_other' FOR UPDATE`, [acme.tenantId]);
+      let heldAnswered = false;
+      const held = app.request('POST', '/v1/notifications', { token: acme.serviceKey, body: { type: 'plain', recipients: ['held_by_other'] } }).then((res) => {
+        heldAnswered = true;
+        return res;
+      });
+      await untilLockWait(app);
+      const others = Promise.all(['free_1', 'free_2'].map((r) => app.request('POST', '/v1/notifications', { token: acme.serviceKey, body: { type: 'plain', recipients: [r] } })));
+      const answered = await Promise.race([others, new Promise<null>((resolve) => setTimeout(() => resolve(null), 5000))]);
+      expect(answered?.map((r) => r.status)).toEqual([202, 202]);
+      expect(heldAnswered).toBe(false);
+      await holder.query('COMMIT');
+      expect((await held).status).toBe(202);
+    } finally {
+      await holder.end();
+    }
   });
 
   it('never deadlocks with bulk imports of the same contacts in the opposite order', async () => {

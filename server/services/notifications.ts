@@ -81,10 +81,10 @@ export async function triggerNotifications(
 const batchers = new WeakMap<Runtime, TriggerBatcher>();
 
 /**
- * Statements in flight per process for triggers without an idempotency key (the API's default pool
- * holds 4 connections, runtime.ts, which rate-limit charges and other routes share). One lane makes the
- * biggest batches, but one statement stuck on a lock would hold up every trigger of the process; two
- * keep a way past it and batch almost as well.
+ * Statements in flight at most per process for triggers without an idempotency key (the API's default
+ * pool holds 4 connections, runtime.ts, which rate-limit charges and other routes share). One lane
+ * makes the biggest batches and is the rule (trigger-batch.ts); the second is the way past a statement
+ * held up on a lock, which would otherwise hold up every trigger of the process.
  */
 const TRIGGER_LANES = 2;
 

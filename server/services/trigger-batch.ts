@@ -180,37 +180,64 @@ const MAX_BATCH_EVENTS = 200;
 const ALONE_FROM_EVENTS = 20;
 
 /**
- * Writes triggers, batching those that arrive while `lanes` statements are in flight. Each lane runs
- * one statement at a time; a trigger that finds a lane idle starts it at once, alone.
+ * How long a statement may be in flight before the triggers queued behind it may take another lane:
+ * far longer than a statement takes, even on a busy machine, so that only one held up (waiting for a
+ * row lock) opens one.
+ */
+const HELD_UP_AFTER_MS = 50;
+
+/**
+ * Writes triggers, batching those that arrive while a statement is in flight. Each lane runs one
+ * statement at a time; a trigger that finds no lane running starts one at once, alone. A second lane
+ * (up to `lanes`) starts only while every running lane's statement is held up (in flight for longer
+ * than `heldUpAfterMs`): side by side, lanes would each write smaller batches, and a statement's fixed
+ * cost, not its rows, is most of what a small trigger costs the database.
  */
 export class TriggerBatcher {
   private readonly queue: Pending[] = [];
   private running = 0;
+  /** Running lanes whose statement is held up. */
+  private heldUp = 0;
   private readonly write: (triggers: TriggerInput[]) => Promise<TriggerOutcome[]>;
   private readonly lanes: number;
   private readonly afterCommit: () => void;
+  private readonly heldUpAfterMs: number;
 
   /** `afterCommit` runs once per committed statement (it wakes the delivery workers). */
-  constructor(write: (triggers: TriggerInput[]) => Promise<TriggerOutcome[]>, lanes: number, afterCommit: () => void) {
+  constructor(write: (triggers: TriggerInput[]) => Promise<TriggerOutcome[]>, lanes: number, afterCommit: () => void, heldUpAfterMs = HELD_UP_AFTER_MS) {
     this.write = write;
     this.lanes = lanes;
     this.afterCommit = afterCommit;
+    this.heldUpAfterMs = heldUpAfterMs;
   }
 
   submit(trigger: TriggerInput): Promise<TriggerOutcome> {
     return new Promise((resolve, reject) => {
       if (trigger.events.length >= ALONE_FROM_EVENTS) return void this.writeAlone({ trigger, resolve, reject });
       this.queue.push({ trigger, resolve, reject });
-      if (this.running < this.lanes) {
-        this.running++;
-        void this.lane();
-      }
+      this.startLaneIfDue();
     });
   }
 
+  /** Starts a lane for the queue when none is running, or when every running one is held up. */
+  private startLaneIfDue(): void {
+    if (this.queue.length === 0 || this.running >= this.lanes || this.running > this.heldUp) return;
+    this.running++;
+    void this.lane();
+  }
+
   private async lane(): Promise<void> {
-    for (let batch = this.takeBatch(); batch.length > 0; batch = this.takeBatch()) {
+    // A lane leaves the queue to another running lane whose statement is not held up: one lane again,
+    // once the statement that held up the other has finished.
+    for (let batch = this.nextBatch(); batch.length > 0; batch = this.nextBatch()) {
       let outcomes: TriggerOutcome[];
+      let heldUp = false;
+      const watch = setTimeout(() => {
+        heldUp = true;
+        this.heldUp++;
+        this.startLaneIfDue();
+      }, this.heldUpAfterMs);
+      watch.unref();
       try {
         outcomes = await this.write(batch.map((p) => p.trigger));
       } catch (error) {
@@ -219,12 +246,20 @@ export class TriggerBatcher {
         // only the trigger that caused it.
         else for (const p of batch) await this.writeAlone(p);
         continue;
+      } finally {
+        clearTimeout(watch);
+        if (heldUp) this.heldUp--;
       }
       // Outside the try: what follows a committed statement must never write its triggers again.
       batch.forEach((p, i) => p.resolve(outcomes[i]!));
       this.afterCommit();
     }
     this.running--;
+  }
+
+  /** The lane's next batch; none when another running lane is not held up (it takes the queue). */
+  private nextBatch(): Pending[] {
+    return this.running - 1 > this.heldUp ? [] : this.takeBatch();
   }
 
   private async writeAlone(p: Pending): Promise<void> {
