@@ -20,6 +20,7 @@ import { BroadcastFailures } from './0017-broadcast-failures.ts';
 import { PushSubscriptionFillfactor } from './0018-push-subscription-fillfactor.ts';
 import { DeliveryEventReferences } from './0019-delivery-event-references.ts';
 import { EventContactReference } from './0020-event-contact-reference.ts';
+import { EventTenantReference } from './0021-event-tenant-reference.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-foundation', class: Foundation },
@@ -42,4 +43,5 @@ export const migrations: MigrationObject[] = [
   { name: '0018-push-subscription-fillfactor', class: PushSubscriptionFillfactor },
   { name: '0019-delivery-event-references', class: DeliveryEventReferences },
   { name: '0020-event-contact-reference', class: EventContactReference },
+  { name: '0021-event-tenant-reference', class: EventTenantReference },
 ];

@@ -1,10 +1,11 @@
 // What an event's deletion does to the rows delivered for it: its deliveries go with it, its inbox
 // items stay without it (the contact's inbox is the contact's), whether the event goes by itself or
 // with its tenant. What a contact's deletion does to its events: they stay, without it; and a
-// broadcast page writes no event for a contact deleted since the page was read.
+// broadcast page writes no event for a contact deleted since the page was read. A tenant's deletion
+// deletes its events, those of a broadcast page in flight included, once the page commits.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { createTenantFixture, insertInboxTemplate, insertNotificationType, sql, waitForFinal, type TenantFixture } from './support/fixtures.ts';
+import { createTenantFixture, insertInboxTemplate, insertNotificationType, sql, untilLockWait, waitForFinal, type TenantFixture } from './support/fixtures.ts';
 import { fanOutStatement } from '../server/services/broadcast-fan-out.ts';
 import { newId } from '../server/ids.ts';
 import { query } from '../server/db/sql.ts';
@@ -69,6 +70,26 @@ describe("an event's deletion", () => {
   });
 });
 
+describe("a tenant's deletion", () => {
+  it('deletes its events without first clearing their contacts, whose deletion it cascades to', async () => {
+    const fx = await tenantWithNews('Doomed with contacts');
+    const eventIds = await deliveredEvents(fx, ['c_1', 'c_2']);
+    const deleter = new pg.Client({ connectionString: app.runtime.db.url });
+    await deleter.connect();
+    try {
+      await deleter.query('BEGIN');
+      await deleter.query(`DELETE FROM tenants WHERE id = $1`, [fx.tenantId]);
+      const [events] = (await deleter.query(`SELECT n_tup_upd, n_tup_del FROM pg_stat_xact_user_tables WHERE relname = 'events'`)).rows;
+      expect(Number(events.n_tup_upd)).toBe(0);
+      expect(Number(events.n_tup_del)).toBe(eventIds.length);
+      await deleter.query('COMMIT');
+    } finally {
+      await deleter.end();
+    }
+    expect(await sql(app, `SELECT id FROM events WHERE id = ANY($1::uuid[])`, [eventIds])).toEqual([]);
+  });
+});
+
 describe("a contact's deletion", () => {
   it('keeps its events, without the contact; other contacts keep theirs', async () => {
     const fx = await tenantWithNews('Contacts');
@@ -113,6 +134,27 @@ describe('a broadcast page', () => {
     expect(written).toMatchObject({ running: 1, inserted: 2, enqueued: 2 });
     const events = await sql<{ contact_id: string }>(app, `SELECT contact_id::text FROM events WHERE broadcast_id = $1 ORDER BY external_id`, [broadcastId]);
     expect(events.map((e) => e.contact_id)).toEqual([contacts[0]!.id, contacts[2]!.id]);
+  });
+
+  it("holds its tenant's deletion back until it commits; the deletion then deletes the page's events", async () => {
+    const fx = await tenantWithNews('Doomed broadcaster');
+    const [contact] = await sql<{ id: string }>(app, `INSERT INTO contacts (id, tenant_id, external_id) VALUES (gen_random_uuid(), $1, 'doomed') RETURNING id::text`, [fx.tenantId]);
+    const broadcastId = newId();
+    await sql(app, `INSERT INTO broadcasts (id, tenant_id, type_key, audience, status) VALUES ($1, $2, 'news', '{"all_contacts": true}', 'running')`, [broadcastId, fx.tenantId]);
+    const [writer, deleter] = [new pg.Client({ connectionString: app.runtime.db.url }), new pg.Client({ connectionString: app.runtime.db.url })];
+    await Promise.all([writer.connect(), deleter.connect()]);
+    try {
+      await writer.query('BEGIN');
+      const [written] = (await writer.query(await fanOutStatement(app.runtime.boss!), [broadcastId, [newId()], [contact!.id], ['doomed'], [null], 'doomed'])).rows;
+      expect(written).toMatchObject({ inserted: 1 });
+      const deletion = deleter.query(`DELETE FROM tenants WHERE id = $1`, [fx.tenantId]);
+      await untilLockWait(app);
+      await writer.query('COMMIT');
+      await deletion;
+      expect(await sql(app, `SELECT id FROM events WHERE tenant_id = $1`, [fx.tenantId])).toEqual([]);
+    } finally {
+      await Promise.all([writer.end(), deleter.end()]);
+    }
   });
 
   it("holds a contact's deletion back until its event is committed; the deletion then clears the event's contact", async () => {

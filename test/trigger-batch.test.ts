@@ -165,6 +165,26 @@ describe('the trigger statement, several triggers at once', () => {
     expect(Number(scans[0]!.idx_scan)).toBeGreaterThanOrEqual(2);
   });
 
+  it("holds its tenant's deletion back until it commits; the deletion then deletes the events it wrote", async () => {
+    const doomed = await createTenantFixture(app, 'Doomed while triggering');
+    await insertNotificationType(app, doomed.tenantId, { key: 'plain' });
+    const deleter = new pg.Client({ connectionString: app.runtime.db.url });
+    await deleter.connect();
+    try {
+      let deletion: Promise<unknown> | undefined;
+      await app.runtime.orm.em.fork().transactional(async (tx) => {
+        const [outcome] = await writeTriggers(tx, app.runtime.boss!, [triggerInput(doomed.tenantId, 'plain', ['known_1', 'known_2'])]);
+        expect(outcome!.accepted).toBe(true);
+        deletion = deleter.query(`DELETE FROM tenants WHERE id = $1`, [doomed.tenantId]);
+        await untilLockWait(app);
+      });
+      await deletion;
+      expect(await sql(app, `SELECT id FROM events WHERE tenant_id = $1`, [doomed.tenantId])).toEqual([]);
+    } finally {
+      await deleter.end();
+    }
+  });
+
   it('creates a contact anew when it is deleted while the trigger waits for it', async () => {
     const write = () => writeTriggers(app.runtime.orm.em.fork(), app.runtime.boss!, [triggerInput(acme.tenantId, 'plain', ['deleted_1'])]);
     const [created] = await write();

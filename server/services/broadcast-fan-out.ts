@@ -51,8 +51,15 @@ interface AudienceMember {
 export const fanOutStatement = statementPerQueue(async (boss) => {
   const jobs = await deliveryJobsCte(boss, 'to_enqueue', { bulk: true });
   return `
-  WITH b AS MATERIALIZED (
-    SELECT id, tenant_id, type_key, brand_key, channels, variables, secret_keys FROM broadcasts WHERE id = $1 AND status = 'running' FOR UPDATE
+  WITH tenant AS MATERIALIZED (
+    -- Locked first, so that the tenant's deletion waits here for the page's events to commit (events
+    -- have no foreign key to tenants; the deletion's trigger then deletes them), before its cascades
+    -- take the broadcast and contacts the page locks (the two could deadlock).
+    SELECT t.id FROM tenants t WHERE t.id = (SELECT tenant_id FROM broadcasts WHERE id = $1) FOR KEY SHARE
+  ), b AS MATERIALIZED (
+    SELECT id, tenant_id, type_key, brand_key, channels, variables, secret_keys FROM broadcasts
+     WHERE id = $1 AND status = 'running' AND tenant_id IN (SELECT id FROM tenant)
+       FOR UPDATE
   ), kind AS MATERIALIZED (
     SELECT ${eventsPerJobSql('nt', 'b.channels')} AS events_per_job FROM b ${eventTypeJoin('b')}
   ), inserted AS (

@@ -63,9 +63,12 @@ export function missingVariablesSql(type: string, names: string): string {
 const triggerStatement = statementPerQueue((boss) => deliveryJobsCte(boss, 'to_enqueue').then(buildTriggerStatement));
 
 /**
- * $1 is the triggers, a JSON array of TriggerInput with `n` (the position) added. The tenant row is
- * not locked (every trigger would contend on it): a trigger racing an archive may still be accepted,
- * and fan-out then skips it. Contacts are upserted in (tenant, external_id) order, so concurrent
+ * $1 is the triggers, a JSON array of TriggerInput with `n` (the position) added. The statement's
+ * tenants are locked first, FOR KEY SHARE, once each: a tenant's deletion waits there for the events
+ * written here to commit (events have no foreign key to tenants; the deletion's trigger then deletes
+ * them), before its cascade takes the contacts this statement locks (the two could deadlock). That
+ * lock does not hold an archive back: a trigger racing an archive may still be accepted, and fan-out
+ * then skips it. Contacts are upserted in (tenant, external_id) order, so concurrent
  * statements lock contact rows in the same order and cannot deadlock; a recipient named by several
  * triggers of a batch is upserted once, with the fields of the one trigger that gives any (the
  * batcher never puts two such triggers for one contact into one statement).
@@ -75,6 +78,8 @@ const buildTriggerStatement = (jobsCte: string) => `
     SELECT * FROM jsonb_to_recordset($1::jsonb) AS t(n int, tenant_id uuid, type text, brand text, channels text[],
                                                      variables jsonb, names text[], secret_keys text[], contacts jsonb, events jsonb,
                                                      send_at timestamptz, cancellation_key text)
+  ), tenant_rows AS MATERIALIZED (
+    SELECT id, archived_at FROM tenants WHERE id IN (SELECT tenant_id FROM input) ORDER BY id FOR KEY SHARE
   ), checked AS (
     SELECT i.n,
            tn.id IS NOT NULL AS tenant_found,
@@ -85,7 +90,7 @@ const buildTriggerStatement = (jobsCte: string) => `
            -- How many of its events may share a delivery job (delivery/stages/plan.ts).
            ${eventsPerJobSql('nt', 'i.channels')} AS events_per_job
       FROM input i
-      LEFT JOIN tenants tn ON tn.id = i.tenant_id
+      LEFT JOIN tenant_rows tn ON tn.id = i.tenant_id
       LEFT JOIN notification_types nt ON nt.tenant_id = i.tenant_id AND nt.key = i.type AND nt.deleted_at IS NULL
   ), accepted AS (
     SELECT i.* FROM input i JOIN checked c ON c.n = i.n
