@@ -137,43 +137,46 @@ describe('a broadcast page', () => {
   });
 
   it("holds its tenant's deletion back until it commits; the deletion then deletes the page's events", async () => {
-    const fx = await tenantWithNews('Doomed broadcaster');
-    const [contact] = await sql<{ id: string }>(app, `INSERT INTO contacts (id, tenant_id, external_id) VALUES (gen_random_uuid(), $1, 'doomed') RETURNING id::text`, [fx.tenantId]);
-    const broadcastId = newId();
-    await sql(app, `INSERT INTO broadcasts (id, tenant_id, type_key, audience, status) VALUES ($1, $2, 'news', '{"all_contacts": true}', 'running')`, [broadcastId, fx.tenantId]);
-    const [writer, deleter] = [new pg.Client({ connectionString: app.runtime.db.url }), new pg.Client({ connectionString: app.runtime.db.url })];
-    await Promise.all([writer.connect(), deleter.connect()]);
-    try {
-      await writer.query('BEGIN');
-      const [written] = (await writer.query(await fanOutStatement(app.runtime.boss!), [broadcastId, [newId()], [contact!.id], ['doomed'], [null], 'doomed'])).rows;
-      expect(written).toMatchObject({ inserted: 1 });
+    await withPageInFlight('Doomed broadcaster', async ({ fx, deleter, commit }) => {
       const deletion = deleter.query(`DELETE FROM tenants WHERE id = $1`, [fx.tenantId]);
       await untilLockWait(app);
-      await writer.query('COMMIT');
+      await commit();
       await deletion;
       expect(await sql(app, `SELECT id FROM events WHERE tenant_id = $1`, [fx.tenantId])).toEqual([]);
-    } finally {
-      await Promise.all([writer.end(), deleter.end()]);
-    }
+    });
   });
 
   it("holds a contact's deletion back until its event is committed; the deletion then clears the event's contact", async () => {
-    const fx = await tenantWithNews('Held');
-    const [contact] = await sql<{ id: string }>(app, `INSERT INTO contacts (id, tenant_id, external_id) VALUES (gen_random_uuid(), $1, 'held') RETURNING id::text`, [fx.tenantId]);
-    const broadcastId = newId();
-    await sql(app, `INSERT INTO broadcasts (id, tenant_id, type_key, audience, status) VALUES ($1, $2, 'news', '{"all_contacts": true}', 'running')`, [broadcastId, fx.tenantId]);
-    const [writer, deleter] = [new pg.Client({ connectionString: app.runtime.db.url }), new pg.Client({ connectionString: app.runtime.db.url })];
-    await Promise.all([writer.connect(), deleter.connect()]);
-    try {
-      await writer.query('BEGIN');
-      await writer.query(await fanOutStatement(app.runtime.boss!), [broadcastId, [newId()], [contact!.id], ['held'], [null], 'held']);
+    await withPageInFlight('Held', async ({ contactId, broadcastId, deleter, commit }) => {
       await deleter.query(`SET lock_timeout = '300ms'`);
-      await expect(deleter.query(`DELETE FROM contacts WHERE id = $1`, [contact!.id])).rejects.toMatchObject({ code: '55P03' }); // lock_not_available
-      await writer.query('COMMIT');
-      await deleter.query(`DELETE FROM contacts WHERE id = $1`, [contact!.id]);
+      await expect(deleter.query(`DELETE FROM contacts WHERE id = $1`, [contactId])).rejects.toMatchObject({ code: '55P03' }); // lock_not_available
+      await commit();
+      await deleter.query(`DELETE FROM contacts WHERE id = $1`, [contactId]);
       expect(await sql(app, `SELECT contact_id FROM events WHERE broadcast_id = $1`, [broadcastId])).toEqual([{ contact_id: null }]);
-    } finally {
-      await Promise.all([writer.end(), deleter.end()]);
-    }
+    });
   });
 });
+
+/**
+ * A running broadcast's page of one new contact written by `writer` in a transaction left open, and a
+ * second connection (`deleter`) to race it; `commit` commits the page.
+ */
+async function withPageInFlight(
+  tenantName: string,
+  race: (page: { fx: TenantFixture; contactId: string; broadcastId: string; deleter: pg.Client; commit: () => Promise<unknown> }) => Promise<void>,
+): Promise<void> {
+  const fx = await tenantWithNews(tenantName);
+  const [contact] = await sql<{ id: string }>(app, `INSERT INTO contacts (id, tenant_id, external_id) VALUES (gen_random_uuid(), $1, 'on_page') RETURNING id::text`, [fx.tenantId]);
+  const broadcastId = newId();
+  await sql(app, `INSERT INTO broadcasts (id, tenant_id, type_key, audience, status) VALUES ($1, $2, 'news', '{"all_contacts": true}', 'running')`, [broadcastId, fx.tenantId]);
+  const [writer, deleter] = [new pg.Client({ connectionString: app.runtime.db.url }), new pg.Client({ connectionString: app.runtime.db.url })];
+  await Promise.all([writer.connect(), deleter.connect()]);
+  try {
+    await writer.query('BEGIN');
+    const [written] = (await writer.query(await fanOutStatement(app.runtime.boss!), [broadcastId, [newId()], [contact!.id], ['on_page'], [null], 'on_page'])).rows;
+    expect(written).toMatchObject({ inserted: 1 });
+    await race({ fx, contactId: contact!.id, broadcastId, deleter, commit: () => writer.query('COMMIT') });
+  } finally {
+    await Promise.all([writer.end(), deleter.end()]);
+  }
+}
