@@ -18,7 +18,7 @@ import { startRuntime, stopRuntime } from '../server/runtime.ts';
 import { execute } from '../server/db/sql.ts';
 import { newId } from '../server/ids.ts';
 import { KeepAliveConnection } from './keep-alive-client.ts';
-import { benchInstall, benchTenant, cleanups, fmt, fmtStolen, freePort, heraldEnv, machineTicks, print, runBench, sleep, startHerald, stats, stolenShare } from './support.ts';
+import { benchInstall, benchTenant, cleanups, fmt, fmtStolen, freePort, heraldEnv, machineTicks, print, runBench, sleep, startHerald, stats, stolenShare, type MachineTicks } from './support.ts';
 
 const CONTACTS = Number(process.env.BENCH_AUDIENCE_CONTACTS ?? 100_000);
 /** Above this audience the broadcast is not followed to its end (see the header). */
@@ -207,7 +207,7 @@ async function cpuNow(
   db: pg.Client,
   api: number,
   worker: number,
-): Promise<{ api: number; worker: number; pg: Map<number, number>; machine: ReturnType<typeof machineTicks> }> {
+): Promise<{ api: number; worker: number; pg: Map<number, number>; machine: MachineTicks | null }> {
   const backends = await db.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`);
   return { api: cpuOf(api), worker: cpuOf(worker), pg: new Map(backends.rows.map((r: { pid: number }) => [r.pid, cpuOf(r.pid)])), machine: machineTicks() };
 }

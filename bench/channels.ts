@@ -41,6 +41,7 @@ import {
   freePort,
   heraldEnv,
   machineTicks,
+  type MachineTicks,
   print,
   runBench,
   sleep,
@@ -231,7 +232,7 @@ async function main(): Promise<void> {
     await db.query('ANALYZE');
     const worker = await startHerald(['--role', 'worker'], env, null, bin);
     const deadline = Date.now() + DRAIN_TIMEOUT_MS;
-    let warm: { worker: number; database: Map<number, number>; machine: ReturnType<typeof machineTicks> } | null = null;
+    let warm: { worker: number; database: Map<number, number>; machine: MachineTicks | null } | null = null;
     while (s.arrivals.length < MESSAGES && Date.now() < deadline && worker.exitCode === null) {
       if (!warm && s.arrivals.length >= WARM_UP) warm = { worker: processCpu(worker.pid!), database: await databaseBackendsCpu(db), machine: machineTicks() };
       await sleep(20);

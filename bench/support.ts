@@ -178,7 +178,7 @@ export async function benchTenant(em: EntityManager, name = 'Bench'): Promise<{ 
 export async function cpuCounters(
   db: pg.Client,
   consumer: number | null,
-): Promise<{ database: number; consumer: number; machine: ReturnType<typeof machineTicks> } | null> {
+): Promise<{ database: number; consumer: number; machine: MachineTicks | null } | null> {
   try {
     const stat = (pid: number) => {
       const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -234,12 +234,18 @@ export const fmtCpu = (c: CpuPerItem | null, consumer: string) =>
 /** The stolen share (stolenShare) as a clause to append to a line of CPU figures; nothing where it is unknown. */
 export const fmtStolen = (stolen: number | null) => (stolen === null ? '' : `; ${Math.round(stolen * 100)}% of the machine's CPU time stolen by its hypervisor meanwhile`);
 
+/** The machine's CPU time over all its CPUs, and the part of it stolen (steal), in USER_HZ ticks. */
+export interface MachineTicks {
+  total: number;
+  stolen: number;
+}
+
 /**
- * The machine's CPU time so far over all its CPUs, and the part of it its hypervisor gave to other
- * guests (steal), in USER_HZ ticks from /proc/stat; null where that cannot be read. On a shared
- * virtual machine the stolen share is what moves the absolute figures from one run to the next.
+ * The machine's CPU time so far, and the part of it its hypervisor gave to other guests, from
+ * /proc/stat; null where that cannot be read. On a shared virtual machine the stolen share is what
+ * moves the absolute figures from one run to the next.
  */
-export function machineTicks(): { total: number; stolen: number } | null {
+export function machineTicks(): MachineTicks | null {
   try {
     // user nice system idle iowait irq softirq steal (guest time is counted in user already)
     const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
@@ -251,7 +257,7 @@ export function machineTicks(): { total: number; stolen: number } | null {
 }
 
 /** The share of the machine's CPU time stolen between two readings of machineTicks, or null. */
-export function stolenShare(before: ReturnType<typeof machineTicks>, after: ReturnType<typeof machineTicks>): number | null {
+export function stolenShare(before: MachineTicks | null, after: MachineTicks | null): number | null {
   if (!before || !after || after.total <= before.total) return null;
   return (after.stolen - before.stolen) / (after.total - before.total);
 }
