@@ -1,7 +1,6 @@
 // Web push: the VAPID key pair of the webpush transport, GET /v1/web-push/public-key, sends decrypted by
 // an independent push service (web-push-testing), dead subscriptions, and the RFC 8291 Appendix A vector.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRequire } from 'node:module';
 import { createECDH, createDecipheriv, hkdfSync } from 'node:crypto';
 import webpush from 'web-push';
 import { startTestApp, type TestApp } from './support/app.ts';
@@ -9,6 +8,7 @@ import { createTenantFixture, type TenantFixture } from './support/fixtures.ts';
 import { startWebPushService, type WebPushService } from './support/web-push-service.ts';
 import { sendPush } from '../server/transports/push/index.ts';
 import { vapidAuthorization, vapidPublicKeyOf } from '../server/transports/push/webpush.ts';
+import { encryptWebPushPayload } from '../server/transports/push/webpush-encryption.ts';
 
 let app: TestApp;
 let service: WebPushService;
@@ -146,7 +146,7 @@ describe('web push delivery through an independent push service', () => {
 });
 
 // RFC 8291 Appendix A. The same plaintext, keys and salt must give exactly the RFC's message, and a
-// message produced by our path (web-push's encrypt, as used by sendWebPush) must decrypt with an
+// message produced by our path (encryptWebPushPayload, as sendWebPush calls it) must decrypt with an
 // independent RFC 8291 decryption written here with node:crypto (ECDH + HKDF + AES-128-GCM).
 describe('RFC 8291 Appendix A test vector', () => {
   const v = {
@@ -190,16 +190,35 @@ describe('RFC 8291 Appendix A test vector', () => {
     expect(rfc8291Decrypt(b64(v.message), b64(v.uaPrivate), b64(v.authSecret))).toBe(v.plaintext);
   });
 
-  it("web-push's ECE implementation (http_ece), given the RFC's keys and salt, produces exactly the RFC message", () => {
-    const ece = createRequire(import.meta.url)('http_ece') as { encrypt(buf: Buffer, params: Record<string, unknown>): Buffer };
+  it('our encryption, given the RFC\'s keys and salt, produces exactly the RFC message', () => {
     const sender = createECDH('prime256v1');
     sender.setPrivateKey(b64(v.asPrivate));
-    const out = ece.encrypt(Buffer.from(v.plaintext), { version: 'aes128gcm', privateKey: sender, dh: v.uaPublic, authSecret: v.authSecret, salt: v.salt, rs: 4096 });
+    const out = encryptWebPushPayload({ p256dh: v.uaPublic, auth: v.authSecret }, v.plaintext, { salt: b64(v.salt), senderKey: sender });
     expect(out.toString('base64url')).toBe(v.message);
   });
 
-  it('what our send path encrypts (web-push encrypt, aes128gcm) decrypts with the RFC receiver keys', () => {
-    const encrypted = webpush.encrypt(v.uaPublic, v.authSecret, v.plaintext, 'aes128gcm');
-    expect(rfc8291Decrypt(encrypted.cipherText, b64(v.uaPrivate), b64(v.authSecret))).toBe(v.plaintext);
+  it('what our send path encrypts (a new key pair and salt each time) decrypts with the RFC receiver keys', () => {
+    const first = encryptWebPushPayload({ p256dh: v.uaPublic, auth: v.authSecret }, v.plaintext);
+    const second = encryptWebPushPayload({ p256dh: v.uaPublic, auth: v.authSecret }, v.plaintext);
+    expect(rfc8291Decrypt(first, b64(v.uaPrivate), b64(v.authSecret))).toBe(v.plaintext);
+    expect(rfc8291Decrypt(second, b64(v.uaPrivate), b64(v.authSecret))).toBe(v.plaintext);
+    // salt and sender key (the header's first 16 and its 65 octets after the record size) differ
+    expect(first.subarray(0, 16).equals(second.subarray(0, 16))).toBe(false);
+    expect(first.subarray(21, 86).equals(second.subarray(21, 86))).toBe(false);
+  });
+
+  it('a payload longer than one 4096-octet record stays one record (RFC 8291: one record per message)', () => {
+    const long = 'x'.repeat(5000);
+    const out = encryptWebPushPayload({ p256dh: v.uaPublic, auth: v.authSecret }, long);
+    expect(out.readUInt32BE(16)).toBe(long.length + 17);
+    expect(rfc8291Decrypt(out, b64(v.uaPrivate), b64(v.authSecret))).toBe(long);
+  });
+
+  it('refuses keys a browser would not give: a short key, a point off the curve, a short auth secret', () => {
+    expect(() => encryptWebPushPayload({ p256dh: b64(v.uaPublic).subarray(0, 64).toString('base64url'), auth: v.authSecret }, 'x')).toThrow(/65 octets/);
+    const offCurve = Buffer.from(b64(v.uaPublic));
+    offCurve[64] = offCurve[64]! ^ 1;
+    expect(() => encryptWebPushPayload({ p256dh: offCurve.toString('base64url'), auth: v.authSecret }, 'x')).toThrow();
+    expect(() => encryptWebPushPayload({ p256dh: v.uaPublic, auth: b64(v.authSecret).subarray(0, 15).toString('base64url') }, 'x')).toThrow(/16 octets/);
   });
 });

@@ -1,6 +1,6 @@
 // Web push (RFC 8030) with VAPID (RFC 8292) and aes128gcm payload encryption (RFC 8291). The web-push
-// library encrypts the payload and builds the VAPID headers; the request itself goes through our
-// provider HTTP client (deadline, configured CA). Endpoints must be https: they come from browsers,
+// library makes VAPID key pairs and tokens; the payload is encrypted by webpush-encryption.ts, and
+// the request goes through our provider HTTP client (deadline, configured CA). Endpoints must be https: they come from browsers,
 // so anything else would let a contact make Herald call arbitrary internal addresses.
 import webpush from 'web-push';
 import { createECDH } from 'node:crypto';
@@ -8,6 +8,7 @@ import type { Runtime } from '../../runtime.ts';
 import type { PushMessage, PushOutcome, WebPushSubscription } from './index.ts';
 import { describeAnswer, providerRequest } from './provider-http.ts';
 import { NonPublicAddressError } from '../../net/public-address.ts';
+import { encryptWebPushPayload } from './webpush-encryption.ts';
 
 export interface WebPushCredentials {
   subject: string;
@@ -71,20 +72,20 @@ export async function sendWebPush(runtime: Runtime, creds: WebPushCredentials, s
     return { status: 'dead', error: 'the subscription endpoint is not a URL' };
   }
   if (endpoint.protocol !== 'https:') return { status: 'dead', error: 'the subscription endpoint is not https' };
-  let details;
+  let body: Buffer;
   try {
-    // Encrypted here; the VAPID header is added below, from the cache.
-    details = webpush.generateRequestDetails(subscription, webPushPayload(message), {
-      TTL: WEB_PUSH_TTL_SECONDS,
-      contentEncoding: 'aes128gcm',
-      urgency: 'normal',
-    });
+    body = encryptWebPushPayload(subscription.keys, webPushPayload(message));
   } catch (error) {
     // Malformed subscription keys (p256dh not on the curve, short auth): the browser side is broken.
     return { status: 'dead', error: `web push: ${(error as Error).message}` };
   }
-  const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries(details.headers)) headers[k] = String(v);
+  const headers: Record<string, string> = {
+    TTL: String(WEB_PUSH_TTL_SECONDS),
+    Urgency: 'normal',
+    'Content-Type': 'application/octet-stream',
+    'Content-Encoding': 'aes128gcm',
+    'Content-Length': String(body.length),
+  };
   try {
     // The wall clock, not the runtime's: the push service checks the token's expiry against its own.
     headers.Authorization = vapidAuthorization(creds, endpoint.origin, Date.now());
@@ -94,10 +95,10 @@ export async function sendWebPush(runtime: Runtime, creds: WebPushCredentials, s
   }
   let answer;
   try {
-    answer = await providerRequest(runtime, details.endpoint, {
-      method: details.method,
+    answer = await providerRequest(runtime, subscription.endpoint, {
+      method: 'POST',
       headers,
-      body: details.body ?? undefined,
+      body,
       // Endpoints come from browsers: never let one point Herald at its own network.
       publicOnly: !runtime.config.allowPrivatePushEndpoints,
     });
