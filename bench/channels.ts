@@ -1,7 +1,8 @@
 // The remote channels at saturation (npm run bench runs it after bench/run.ts): email to an SMTP sink
 // (smtp-server in this process), web push to a push service (HTTPS, answers 201; Herald encrypts each
 // payload per RFC 8291), APNs to an HTTP/2 peer that checks each request's ES256 token, and FCM to a
-// peer with its OAuth token endpoint (the test peers of test/support/). For each channel, with the
+// peer with its OAuth token endpoint (the test peers of test/support/). The web push service and the
+// FCM peer offer HTTP/2 and HTTP/1.1 over TLS, as the real services do. For each channel, with the
 // workers stopped, triggers of 100 recipients (one event, hence one message, per recipient) leave a
 // backlog; then one worker process drains it. Printed per channel: messages per second as the peer
 // received them (after the first WARM_UP messages, and over the whole drain) and the CPU time per
@@ -16,8 +17,8 @@
 import { once } from 'node:events';
 import { generateKeyPairSync, createECDH, randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
-import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { createSecureServer } from 'node:http2';
+import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
 import pg from 'pg';
 import { SMTPServer } from 'smtp-server';
@@ -98,7 +99,8 @@ async function main(): Promise<void> {
   });
   await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
   cleanups.push(() => new Promise<void>((resolve) => smtp.close(() => resolve())));
-  const pushService = createHttpsServer({ cert: certificate.cert, key: certificate.key }, (req, res) => {
+  // Push services offer HTTP/2 in their TLS handshake, and HTTP/1.1 to a client that asks for it.
+  const pushService = createSecureServer({ cert: certificate.cert, key: certificate.key, allowHTTP1: true }, (req, res) => {
     req.on('end', () => {
       arrived('web_push');
       res.writeHead(201, { location: `${req.url}/m/${randomBytes(6).toString('hex')}` });
@@ -106,9 +108,14 @@ async function main(): Promise<void> {
     });
     req.resume();
   });
+  const pushSockets = new Set<Socket>();
+  pushService.on('connection', (socket: Socket) => {
+    pushSockets.add(socket);
+    socket.once('close', () => pushSockets.delete(socket));
+  });
   await new Promise<void>((resolve) => pushService.listen(0, '127.0.0.1', resolve));
   cleanups.push(async () => {
-    pushService.closeAllConnections();
+    for (const socket of pushSockets) socket.destroy();
     pushService.close();
   });
   const pushServiceUrl = `https://localhost:${(pushService.address() as AddressInfo).port}`;
@@ -118,7 +125,7 @@ async function main(): Promise<void> {
   cleanups.push(() => apns.close());
   const fcmKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
   const serviceAccount = { type: 'service_account', project_id: 'herald-bench', private_key_id: 'k1', private_key: fcmKey, client_email: 'bench@herald-bench.iam.gserviceaccount.com' };
-  const fcm = await startFcmPeer({ privateKeyPem: fcmKey, clientEmail: serviceAccount.client_email, projectId: serviceAccount.project_id });
+  const fcm = await startFcmPeer({ privateKeyPem: fcmKey, clientEmail: serviceAccount.client_email, projectId: serviceAccount.project_id, tls: true });
   cleanups.push(() => fcm.close());
   // The test peers keep what they receive: their arrays' growth is the arrivals.
   const countInto = (channel: string, received: unknown[]) => {
@@ -268,7 +275,7 @@ async function main(): Promise<void> {
     `   per message after the first ${WARM_UP}: ${fmtCpu(r.cpu, 'the worker')} (PostgreSQL: the backends of the benchmark's database)`;
 
   print(`Herald channels at saturation (loopback peers, one worker process, ${config.workerConcurrency} worker concurrency, ${MESSAGES} messages per channel in triggers of ${RECIPIENTS_PER_TRIGGER})`);
-  const names: Record<string, string> = { email: 'email (SMTP sink)', web_push: 'web push (RFC 8291, HTTPS 201)', apns: 'APNs (HTTP/2)', fcm: 'FCM (OAuth + HTTP)' };
+  const names: Record<string, string> = { email: 'email (SMTP sink)', web_push: 'web push (RFC 8291, HTTPS 201)', apns: 'APNs (HTTP/2)', fcm: 'FCM (OAuth + HTTPS)' };
   let n = 8;
   for (const channel of CHANNELS) {
     const s = scenarios.get(channel);

@@ -37,6 +37,7 @@ describe('sending web push with allowPrivatePushEndpoints off (the production de
   let app: TestApp;
   let target: Server;
   let hits = 0;
+  let connections = 0;
   let port = 0;
 
   beforeAll(async () => {
@@ -45,6 +46,7 @@ describe('sending web push with allowPrivatePushEndpoints off (the production de
       hits++;
       res.writeHead(201).end();
     });
+    target.on('connection', () => connections++);
     await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
     port = (target.address() as AddressInfo).port;
     app = await startTestApp({ config: { allowPrivatePushEndpoints: false, allowPrivateSmtpHosts: false, providers: { caFile } as never } });
@@ -74,7 +76,9 @@ describe('sending web push with allowPrivatePushEndpoints off (the production de
     // IPv4-mapped IPv6 literals, which URL parsing turns into hex (https://[::ffff:7f00:1]/), are refused too.
     const mapped = await sendPush(app.runtime, app.runtime.orm.em.fork(), tenant.id, { provider: 'webpush', subscription: { ...subscription, endpoint: `https://[::ffff:127.0.0.1]:${port}/push/abc` } }, { title: 't', body: 'b' });
     expect(mapped).toMatchObject({ status: 'dead' });
+    // Not even a connection: neither the HTTP/2 handshake nor HTTP/1.1 reached the address.
     expect(hits).toBe(0);
+    expect(connections).toBe(0);
   });
 });
 

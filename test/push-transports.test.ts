@@ -1,6 +1,7 @@
 // Push transports: GET /v1/push-transport, PUT/DELETE /v1/push-transport/{provider}, test sends, and
 // sendPush (the delivery contract) against real local peers: an HTTP/2 TLS APNs server that verifies
-// the ES256 JWT and topic, an FCM v1 server with its OAuth token endpoint, and an Expo push server.
+// the ES256 JWT and topic, an FCM v1 server with its OAuth token endpoint (over TLS, offering HTTP/2
+// and HTTP/1.1, as FCM does), and an Expo push server.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeyPairSync } from 'node:crypto';
 import { startTestApp, type TestApp } from './support/app.ts';
@@ -37,7 +38,7 @@ const clock = new ManualClock();
 
 beforeAll(async () => {
   apns = await startApnsPeer({ privateKeyPem: apnsKey, teamId: apnsSettings.team_id, keyId: apnsSettings.key_id, bundleId: apnsSettings.bundle_id });
-  fcm = await startFcmPeer({ privateKeyPem: fcmKey, clientEmail: serviceAccount.client_email, projectId: serviceAccount.project_id });
+  fcm = await startFcmPeer({ privateKeyPem: fcmKey, clientEmail: serviceAccount.client_email, projectId: serviceAccount.project_id, tls: true });
   expo = await startExpoPeer({ accessToken: EXPO_TOKEN });
   app = await startTestApp({
     clock,
@@ -216,6 +217,17 @@ describe('sendPush', () => {
     expect(await sendPush(app.runtime, em, a.tenantId, { provider: 'fcm', token: 'fcm-token-3' }, message)).toMatchObject({ status: 'sent' });
     expect(fcm.received.at(-1)!.data).toEqual({ order: '42', action_url: 'https://acme.test/o/42' });
     expect(await sendPush(app.runtime, em, a.tenantId, { provider: 'expo', token: 'ExponentPushToken[xyz]' }, message)).toMatchObject({ status: 'sent' });
+  });
+
+  it('sends a burst to FCM over one HTTP/2 connection, which FCM offers in its TLS handshake', async () => {
+    const em = app.runtime.orm.em.fork();
+    await sendPush(app.runtime, em, a.tenantId, { provider: 'fcm', token: 'fcm-h2-warm' }, message); // token exchanged, session open
+    const connections = fcm.connections;
+    const outcomes = await Promise.all(Array.from({ length: 30 }, (_, i) => sendPush(app.runtime, em, a.tenantId, { provider: 'fcm', token: `fcm-h2-${i}` }, message)));
+    expect(outcomes.every((o) => o.status === 'sent')).toBe(true);
+    expect(fcm.received.filter((m) => m.token.startsWith('fcm-h2-') && m.token !== 'fcm-h2-warm')).toHaveLength(30);
+    expect(fcm.connections).toBe(connections);
+    expect([...fcm.httpVersions]).toEqual(['2.0']);
   });
 
   it('reports dead destinations: APNs 410 Unregistered, FCM UNREGISTERED, Expo DeviceNotRegistered', async () => {

@@ -1,36 +1,53 @@
 // An HTTP server speaking FCM HTTP v1: the OAuth token endpoint verifies the service account's RS256
 // assertion (issuer, audience, scope, signature) and issues access tokens; the send endpoint checks the
-// bearer and project, and answers like FCM (name on success, 404 UNREGISTERED for dead tokens).
-import { createServer, type IncomingMessage } from 'node:http';
+// bearer and project, and answers like FCM (name on success, 404 UNREGISTERED for dead tokens). Plain
+// HTTP/1.1 by default; with `tls`, https offering HTTP/2 and HTTP/1.1 (ALPN), as FCM does.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createSecureServer, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2';
 import { createPublicKey, randomBytes, verify } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
+import { testCertificate } from './tls.ts';
 
 export interface FcmPeer {
   url: string;
   tokenUrl: string;
   tokenExchanges: number;
   received: Array<{ token: string; notification: { title: string; body: string }; data: Record<string, string> }>;
+  /** Connections accepted so far, and the HTTP versions requests came in (e.g. '1.1', '2.0'). */
+  connections: number;
+  httpVersions: Set<string>;
   deadTokens: Set<string>;
   /** Forgets every access token issued so far: the next send with one answers 401, as for a revoked token. */
   revokeAccessTokens(): void;
   close(): Promise<void>;
 }
 
-const readBody = (req: IncomingMessage) =>
+const readBody = (req: IncomingMessage | Http2ServerRequest) =>
   new Promise<string>((resolve) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => resolve(Buffer.concat(chunks).toString()));
   });
 
-export async function startFcmPeer(options: { privateKeyPem: string; clientEmail: string; projectId: string }): Promise<FcmPeer> {
+export async function startFcmPeer(options: { privateKeyPem: string; clientEmail: string; projectId: string; tls?: boolean }): Promise<FcmPeer> {
   const publicKey = createPublicKey(options.privateKeyPem);
   const issued = new Set<string>();
-  const peer: FcmPeer = { url: '', tokenUrl: '', tokenExchanges: 0, received: [], deadTokens: new Set(), revokeAccessTokens: () => issued.clear(), close: async () => undefined };
-  const server = createServer(async (req, res) => {
+  const peer: FcmPeer = {
+    url: '',
+    tokenUrl: '',
+    tokenExchanges: 0,
+    received: [],
+    connections: 0,
+    httpVersions: new Set(),
+    deadTokens: new Set(),
+    revokeAccessTokens: () => issued.clear(),
+    close: async () => undefined,
+  };
+  const handle = async (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse) => {
+    peer.httpVersions.add(req.httpVersion);
     const body = await readBody(req);
     const json = (status: number, value: unknown) => {
-      res.writeHead(status, { 'content-type': 'application/json' });
+      (res as ServerResponse).writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(value));
     };
     if (req.method === 'POST' && req.url === '/token') {
@@ -63,10 +80,23 @@ export async function startFcmPeer(options: { privateKeyPem: string; clientEmail
       return json(200, { name: `projects/${options.projectId}/messages/${randomBytes(8).toString('hex')}` });
     }
     json(404, { error: 'not found' });
+  };
+  const { cert, key } = testCertificate();
+  const server = options.tls ? createSecureServer({ cert, key, allowHTTP1: true }, handle) : createServer(handle);
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    peer.connections++;
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  peer.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  peer.url = `${options.tls ? 'https://localhost' : 'http://127.0.0.1'}:${(server.address() as AddressInfo).port}`;
   peer.tokenUrl = `${peer.url}/token`;
-  peer.close = () => new Promise<void>((resolve) => server.close(() => resolve()));
+  peer.close = () =>
+    new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      // Keep-alive connections (and HTTP/2 sessions) would hold the close back.
+      for (const socket of sockets) socket.destroy();
+    });
   return peer;
 }

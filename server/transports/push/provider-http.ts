@@ -1,13 +1,16 @@
-// HTTP/1.1 requests to push providers (FCM, Expo, web push services) with a deadline, trusting the
-// system CAs plus config.providers.caFile. Per-runtime state (CA bundle, keep-alive connections, HTTP/2
-// sessions, cached provider tokens) lives here so a process with several runtimes (tests) keeps them
-// apart.
+// Requests to push providers (APNs, FCM, Expo, web push services) with a deadline, trusting the
+// system CAs plus config.providers.caFile: over HTTP/2 to an https origin that offers it
+// (provider-http2.ts), else over keep-alive HTTP/1.1. Per-runtime state (CA bundle, connections,
+// cached provider tokens) lives here so a process with several runtimes (tests) keeps them apart.
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { createSecureContext } from 'node:tls';
 import type { Runtime } from '../../runtime.ts';
 import { NonPublicAddressError, assertPublicHost, publicOnlyLookup } from '../../net/public-address.ts';
 import { trustedCas } from '../../net/trusted-cas.ts';
+import { Http2Origins, http2Request, MAX_ANSWER_BYTES, type ProviderResponse, type RequestOptions } from './provider-http2.ts';
+
+export type { ProviderResponse };
 
 export interface ProviderState {
   ca: string[] | undefined;
@@ -15,8 +18,8 @@ export interface ProviderState {
   tokens: Map<string, { value: string; expiresAt: number }>;
   /** Token exchanges in flight (FCM), by the same key, so that concurrent sends share one. */
   exchanges: Map<string, Promise<string>>;
-  /** Long-lived resources (HTTP/2 sessions) closed when the runtime stops. */
-  closers: Map<string, () => void>;
+  /** HTTP/2 sessions, one per origin that offers h2. */
+  http2: Http2Origins;
   /**
    * Keep-alive connections, at most SOCKETS_PER_ORIGIN per origin. The TLS context (with the CA
    * bundle) is built once: built per connection, the bundle's parsing costs milliseconds each.
@@ -40,7 +43,7 @@ export function providerState(runtime: Runtime): ProviderState {
       ca,
       tokens: new Map(),
       exchanges: new Map(),
-      closers: new Map(),
+      http2: new Http2Origins(ca),
       agents: {
         http: new HttpAgent({ keepAlive: true, maxSockets: SOCKETS_PER_ORIGIN }),
         https: new HttpsAgent({ keepAlive: true, maxSockets: SOCKETS_PER_ORIGIN, ...(ca ? { secureContext: createSecureContext({ ca }) } : {}) }),
@@ -49,8 +52,7 @@ export function providerState(runtime: Runtime): ProviderState {
     state = created;
     states.set(runtime, created);
     runtime.cleanups.push(async () => {
-      for (const close of created.closers.values()) close();
-      created.closers.clear();
+      created.http2.close();
       created.agents.http.destroy();
       created.agents.https.destroy();
     });
@@ -58,18 +60,12 @@ export function providerState(runtime: Runtime): ProviderState {
   return state;
 }
 
-export interface ProviderResponse {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  text: string;
-}
-
 /** A transport-level failure (DNS, refused, reset, timeout): always worth retrying. */
 export class ProviderUnreachableError extends Error {
   override name = 'ProviderUnreachableError';
 }
 
-export function providerRequest(
+export async function providerRequest(
   runtime: Runtime,
   url: string,
   options: {
@@ -82,40 +78,44 @@ export function providerRequest(
   },
 ): Promise<ProviderResponse> {
   const target = new URL(url);
-  const send = target.protocol === 'https:' ? httpsRequest : target.protocol === 'http:' ? httpRequest : null;
-  if (!send) return Promise.reject(new ProviderUnreachableError(`unsupported URL scheme ${target.protocol}`));
-  if (options.publicOnly) {
-    try {
-      assertPublicHost(target);
-    } catch (error) {
-      return Promise.reject(error);
-    }
+  if (target.protocol !== 'https:' && target.protocol !== 'http:') throw new ProviderUnreachableError(`unsupported URL scheme ${target.protocol}`);
+  if (options.publicOnly) assertPublicHost(target);
+  const request: RequestOptions = { method: options.method ?? 'POST', headers: options.headers, body: options.body, timeoutMs: options.timeoutMs ?? 15_000 };
+  try {
+    const session = target.protocol === 'https:' ? await providerState(runtime).http2.session(target, options.publicOnly ?? false, request.timeoutMs) : null;
+    return await (session ? http2Request(session, target, request) : http1Request(runtime, target, request, options.publicOnly ?? false));
+  } catch (error) {
+    if (error instanceof NonPublicAddressError) throw error;
+    throw new ProviderUnreachableError(`${target.origin}: ${(error as Error).message}`);
   }
+}
+
+function http1Request(runtime: Runtime, target: URL, options: RequestOptions, publicOnly: boolean): Promise<ProviderResponse> {
   const { agents } = providerState(runtime);
+  const https = target.protocol === 'https:';
   return new Promise((resolve, reject) => {
-    const req = send(
+    const req = (https ? httpsRequest : httpRequest)(
       target,
       {
-        method: options.method ?? 'POST',
+        method: options.method,
         headers: options.headers,
-        agent: target.protocol === 'https:' ? agents.https : agents.http,
-        ...(options.publicOnly ? { lookup: publicOnlyLookup as never } : {}),
-        timeout: options.timeoutMs ?? 15_000,
+        agent: https ? agents.https : agents.http,
+        ...(publicOnly ? { lookup: publicOnlyLookup as never } : {}),
+        timeout: options.timeoutMs,
       },
       (res) => {
         const chunks: Buffer[] = [];
         let size = 0;
         res.on('data', (chunk: Buffer) => {
           size += chunk.length;
-          // Provider answers are small; never buffer an unbounded body from a hostile endpoint.
-          if (size <= 64 * 1024) chunks.push(chunk);
+          if (size <= MAX_ANSWER_BYTES) chunks.push(chunk);
         });
         res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
-        res.on('error', (error) => reject(new ProviderUnreachableError(error.message)));
+        res.on('error', reject);
       },
     );
     req.on('timeout', () => req.destroy(new Error('request timed out')));
-    req.on('error', (error) => reject(error instanceof NonPublicAddressError ? error : new ProviderUnreachableError(`${target.origin}: ${error.message}`)));
+    req.on('error', reject);
     req.end(options.body);
   });
 }
