@@ -34,10 +34,12 @@ async function deliveryTemplate<K extends TemplateKind>(
 ): Promise<ResolvedTemplate<K extends 'email' ? EmailTemplateRow : InboxTemplateRow> | null> {
   const brand = event.brand;
   if (!brand) return null;
-  const candidates = templateCandidates(brand.key, event.default_brand_key, contact.language, event.default_language);
-  const key = JSON.stringify([kind, event.tenant_id, event.type_key, candidates]);
+  // Keyed by what the candidates are made of (ids, keys and language tags never hold a newline, nor
+  // are they empty): a run asks once per delivery, and the candidate lists are built on a miss only.
+  const key = `${kind}\n${event.tenant_id}\n${event.type_key}\n${brand.key}\n${event.default_brand_key ?? ''}\n${contact.language ?? ''}\n${event.default_language}`;
   let found = cache.get(key);
   if (!found) {
+    const candidates = templateCandidates(brand.key, event.default_brand_key, contact.language, event.default_language);
     found = findTemplate(em, kind, { tenantId: event.tenant_id, typeKey: event.type_key, ...candidates });
     cache.set(key, found);
   }
