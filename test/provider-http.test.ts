@@ -20,22 +20,29 @@ interface Origin {
   /** Connections accepted, and the HTTP version of each request. */
   connections: number;
   versions: string[];
+  /** Requests being answered now, and the most at once. */
+  active: number;
+  mostActive: number;
   /** Ends every HTTP/2 session the server has open (GOAWAY), as a provider does when it restarts. */
   closeSessions(): Promise<void>;
   close(): Promise<void>;
 }
 
-async function startOrigin(kind: 'h2' | 'http1'): Promise<Origin> {
+async function startOrigin(kind: 'h2' | 'http1', options: { maxConcurrentStreams?: number; answerAfterMs?: number } = {}): Promise<Origin> {
   const { cert, key } = testCertificate();
-  const origin: Origin = { url: '', connections: 0, versions: [], closeSessions: async () => undefined, close: async () => undefined };
+  const origin: Origin = { url: '', connections: 0, versions: [], active: 0, mostActive: 0, closeSessions: async () => undefined, close: async () => undefined };
   // Requests to /stall are never answered.
   const handle = (req: Http2ServerRequest | IncomingMessage, res: Http2ServerResponse | ServerResponse) => {
     origin.versions.push(req.httpVersion);
     if (req.url === '/stall') return;
-    (res as ServerResponse).writeHead(201, { 'content-type': 'application/json', location: `/m/${origin.versions.length}` });
-    res.end(JSON.stringify({ ok: true }));
+    origin.mostActive = Math.max(origin.mostActive, ++origin.active);
+    setTimeout(() => {
+      origin.active--;
+      (res as ServerResponse).writeHead(201, { 'content-type': 'application/json', location: `/m/${origin.versions.length}` });
+      res.end(JSON.stringify({ ok: true }));
+    }, options.answerAfterMs ?? 0);
   };
-  const server = kind === 'h2' ? createSecureServer({ cert, key, allowHTTP1: true }, handle) : createHttpsServer({ cert, key }, handle);
+  const server = kind === 'h2' ? createSecureServer({ cert, key, allowHTTP1: true, settings: { maxConcurrentStreams: options.maxConcurrentStreams } }, handle) : createHttpsServer({ cert, key }, handle);
   const sockets = new Set<Socket>();
   server.on('connection', (socket: Socket) => {
     sockets.add(socket);
@@ -120,6 +127,20 @@ describe('providerRequest', () => {
     await h2.closeSessions();
     expect((await providerRequest(runtime, `${h2.url}/send`, { body: '{}' })).status).toBe(201);
     expect(h2.connections - before).toBe(1);
+  });
+
+  it('holds requests beyond the streams the server allows at once until one ends, and loses none', async () => {
+    runtime = providerRuntime();
+    const narrow = await startOrigin('h2', { maxConcurrentStreams: 5, answerAfterMs: 20 });
+    try {
+      const answers = await Promise.all(Array.from({ length: 40 }, () => providerRequest(runtime, `${narrow.url}/send`, { body: '{}' })));
+      expect(answers.filter((a) => a.status === 201)).toHaveLength(40);
+      expect(narrow.mostActive).toBe(5);
+      expect(narrow.connections).toBe(1);
+    } finally {
+      await runtime.stop();
+      await narrow.close();
+    }
   });
 
   it('answers a connection refused as unreachable (retryable), never as an answer', async () => {

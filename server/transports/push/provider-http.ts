@@ -13,7 +13,6 @@ import { Http2Origins, http2Request, MAX_ANSWER_BYTES, type ProviderResponse, ty
 export type { ProviderResponse };
 
 export interface ProviderState {
-  ca: string[] | undefined;
   /** Cached bearer tokens (APNs JWTs, FCM OAuth tokens) by credential fingerprint. */
   tokens: Map<string, { value: string; expiresAt: number }>;
   /** Token exchanges in flight (FCM), by the same key, so that concurrent sends share one. */
@@ -22,7 +21,8 @@ export interface ProviderState {
   http2: Http2Origins;
   /**
    * Keep-alive connections, at most SOCKETS_PER_ORIGIN per origin. The TLS context (with the CA
-   * bundle) is built once: built per connection, the bundle's parsing costs milliseconds each.
+   * bundle) is built once, for these and the HTTP/2 sessions: built per connection, the bundle's
+   * parsing costs milliseconds each.
    */
   agents: { http: HttpAgent; https: HttpsAgent };
 }
@@ -39,14 +39,14 @@ export function providerState(runtime: Runtime): ProviderState {
   let state = states.get(runtime);
   if (!state) {
     const ca = trustedCas(runtime.config);
+    const secureContext = ca ? createSecureContext({ ca }) : undefined;
     const created: ProviderState = {
-      ca,
       tokens: new Map(),
       exchanges: new Map(),
-      http2: new Http2Origins(ca),
+      http2: new Http2Origins(secureContext),
       agents: {
         http: new HttpAgent({ keepAlive: true, maxSockets: SOCKETS_PER_ORIGIN }),
-        https: new HttpsAgent({ keepAlive: true, maxSockets: SOCKETS_PER_ORIGIN, ...(ca ? { secureContext: createSecureContext({ ca }) } : {}) }),
+        https: new HttpsAgent({ keepAlive: true, maxSockets: SOCKETS_PER_ORIGIN, ...(secureContext ? { secureContext } : {}) }),
       },
     };
     state = created;

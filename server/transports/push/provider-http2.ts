@@ -5,7 +5,7 @@
 // An origin that answers the handshake with HTTP/1.1 only is remembered for a while, and its
 // requests go to the keep-alive HTTP/1.1 agent instead (provider-http.ts).
 import { connect as http2Connect, constants, type ClientHttp2Session, type IncomingHttpHeaders } from 'node:http2';
-import { connect as tlsConnect, type TLSSocket } from 'node:tls';
+import { connect as tlsConnect, type SecureContext, type TLSSocket } from 'node:tls';
 import { publicOnlyLookup } from '../../net/public-address.ts';
 
 /** What a provider answered; its body read up to MAX_ANSWER_BYTES (either protocol). */
@@ -40,12 +40,13 @@ export interface RequestOptions {
 
 /** The HTTP/2 sessions of one runtime (one per origin, and per whether the origin's addresses are checked). */
 export class Http2Origins {
-  readonly #ca: string[] | undefined;
+  /** The TLS context with the trusted CAs; undefined: Node's default store. */
+  readonly #secureContext: SecureContext | undefined;
   readonly #sessions = new Map<string, Promise<ClientHttp2Session | null>>();
   readonly #http1Until = new Map<string, number>();
 
-  constructor(ca: string[] | undefined) {
-    this.#ca = ca;
+  constructor(secureContext: SecureContext | undefined) {
+    this.#secureContext = secureContext;
   }
 
   /**
@@ -95,7 +96,7 @@ export class Http2Origins {
         port: Number(target.port || 443),
         servername: /^[\d.]+$|:/.test(host) ? undefined : host,
         ALPNProtocols: ['h2', 'http/1.1'],
-        ...(this.#ca ? { ca: this.#ca } : {}),
+        ...(this.#secureContext ? { secureContext: this.#secureContext } : {}),
         ...(publicOnly ? { lookup: publicOnlyLookup as never } : {}),
       });
       tls.setTimeout(timeoutMs, () => tls.destroy(new Error('connection timed out')));
@@ -119,6 +120,21 @@ export class Http2Origins {
     session.once('close', retire);
     session.once('goaway', retire);
     session.setTimeout(IDLE_SESSION_MS, () => session.close());
+    // The server's settings come first on a new connection: until they arrive, a burst would open
+    // more streams than the server may allow at once, and it would refuse the rest.
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => fail(new Error('no HTTP/2 settings from the server in time')), timeoutMs);
+      const fail = (error: Error) => {
+        clearTimeout(timer);
+        session.destroy();
+        reject(error);
+      };
+      session.once('remoteSettings', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      session.once('close', () => fail(new Error('the connection closed before its HTTP/2 settings')));
+    });
     // Idle sessions do not keep the process alive; a request in flight does (http2Request refs it).
     session.unref();
     return session;
@@ -127,8 +143,23 @@ export class Http2Origins {
 
 const inFlight = new WeakMap<ClientHttp2Session, number>();
 
+/** A stream the server refused unprocessed (REFUSED_STREAM): it may be sent again (RFC 9113, section 8.7). */
+const REFUSED_STREAM_RETRIES = 2;
+
 /** One request on a session; rejects when the stream fails or times out (the caller tells it apart from an answer). */
-export function http2Request(session: ClientHttp2Session, target: URL, options: RequestOptions): Promise<ProviderResponse> {
+export async function http2Request(session: ClientHttp2Session, target: URL, options: RequestOptions): Promise<ProviderResponse> {
+  for (let retry = 0; ; retry++) {
+    try {
+      return await streamRequest(session, target, options);
+    } catch (error) {
+      if (!(error instanceof RefusedStreamError) || retry >= REFUSED_STREAM_RETRIES || session.closed || session.destroyed) throw error;
+    }
+  }
+}
+
+class RefusedStreamError extends Error {}
+
+function streamRequest(session: ClientHttp2Session, target: URL, options: RequestOptions): Promise<ProviderResponse> {
   return new Promise((resolve, reject) => {
     const count = inFlight.get(session) ?? 0;
     if (count === 0) session.ref();
@@ -173,7 +204,7 @@ export function http2Request(session: ClientHttp2Session, target: URL, options: 
       resolve({ status: Number(status ?? 0), headers: rest, text: Buffer.concat(chunks).toString('utf8') });
     });
     stream.on('error', (error) => {
-      if (settle()) reject(error);
+      if (settle()) reject(stream.rstCode === constants.NGHTTP2_REFUSED_STREAM && !headers ? new RefusedStreamError(error.message) : error);
     });
     stream.on('close', () => {
       if (settle()) reject(new Error('the stream closed without a response'));
