@@ -25,7 +25,7 @@ const LAYERS: Array<{ layer: number; name: string; paths: string[] }> = [
   {
     layer: 1,
     name: 'leaves',
-    paths: ['server/config.ts', 'server/errors.ts', 'server/ids.ts', 'server/clock.ts', 'server/logger.ts', 'server/validation.ts', 'server/timestamps.ts'],
+    paths: ['server/config.ts', 'server/errors.ts', 'server/ids.ts', 'server/random-pool.ts', 'server/clock.ts', 'server/logger.ts', 'server/validation.ts', 'server/timestamps.ts'],
   },
 ];
 

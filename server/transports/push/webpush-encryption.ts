@@ -2,7 +2,8 @@
 // key agreed between a new ECDH key pair of ours and the browser's, mixed with the subscription's
 // auth secret. Each HMAC step is one HMAC call (every output fits one SHA-256 block), so a message
 // costs its key agreement and little more: the key agreement is most of a web push's CPU.
-import { createCipheriv, createECDH, createHmac, randomBytes, type ECDH } from 'node:crypto';
+import { createCipheriv, createECDH, createHmac, type ECDH } from 'node:crypto';
+import { fillRandom } from '../../random-pool.ts';
 
 /** The record size announced in the header: RFC 8291's usual 4096 (a push service need accept no more). */
 const RECORD_SIZE = 4096;
@@ -42,7 +43,11 @@ export function encryptWebPushPayload(keys: WebPushKeys, payload: string | Buffe
   }
   const asPublic = sender.getPublicKey();
   const ecdhSecret = sender.computeSecret(uaPublic);
-  const salt = fixed?.salt ?? randomBytes(16);
+  // The header starts with the salt: 16 new random octets for every message.
+  const header = Buffer.alloc(21);
+  if (fixed) fixed.salt.copy(header, 0);
+  else fillRandom(header, 0, 16);
+  const salt = header.subarray(0, 16);
 
   // RFC 8291 section 3.3: IKM = HKDF(salt = auth_secret, ikm = ecdh_secret, info = key_info, 32).
   const prkKey = hmac(authSecret, ecdhSecret);
@@ -53,8 +58,6 @@ export function encryptWebPushPayload(keys: WebPushKeys, payload: string | Buffe
   const nonce = hmac(prk, NONCE_INFO).subarray(0, 12);
 
   const recordSize = Math.max(RECORD_SIZE, plaintext.length + LAST_RECORD.length + TAG_BYTES);
-  const header = Buffer.alloc(21);
-  salt.copy(header, 0);
   header.writeUInt32BE(recordSize, 16);
   header[20] = asPublic.length;
   const cipher = createCipheriv('aes-128-gcm', cek, nonce);
