@@ -1,19 +1,18 @@
 // The push providers' HTTP client (server/transports/push/provider-http.ts, provider-http2.ts) against
 // real local TLS servers: HTTP/2 to an origin that offers it, with its sends sharing one session;
 // HTTP/1.1 to an origin that does not (remembered, not asked again per send); a stalled request's
-// deadline; and a session the server closes, replaced by the next send.
+// deadline; a session the server closes, replaced by the next send; and a server that allows only a
+// few streams at once.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createSecureServer, type Http2ServerRequest, type Http2ServerResponse, type ServerHttp2Session } from 'node:http2';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Runtime } from '../server/runtime.ts';
 import { loadConfig } from '../server/config.ts';
 import { providerRequest, ProviderUnreachableError } from '../server/transports/push/provider-http.ts';
 import { testCertificate } from './support/tls.ts';
+import { runTempDir } from './support/tmp.ts';
 
 interface Origin {
   url: string;
@@ -45,10 +44,10 @@ async function startOrigin(kind: 'h2' | 'http1', options: { maxConcurrentStreams
   const server = kind === 'h2' ? createSecureServer({ cert, key, allowHTTP1: true, settings: { maxConcurrentStreams: options.maxConcurrentStreams } }, handle) : createHttpsServer({ cert, key }, handle);
   const sockets = new Set<Socket>();
   server.on('connection', (socket: Socket) => {
+    origin.connections++;
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   });
-  server.on('connection', () => origin.connections++);
   const sessions = new Set<ServerHttp2Session>();
   server.on('session', (session: ServerHttp2Session) => {
     sessions.add(session);
@@ -68,7 +67,7 @@ async function startOrigin(kind: 'h2' | 'http1', options: { maxConcurrentStreams
 
 /** A runtime as the provider client uses it: the configuration (the test CA) and the cleanups that close its connections. */
 function providerRuntime(): Runtime & { stop(): Promise<void> } {
-  const config = loadConfig({ dataDir: mkdtempSync(join(tmpdir(), 'herald-provider-http-')), providers: { caFile: testCertificate().caFile } } as never, {});
+  const config = loadConfig({ dataDir: runTempDir('herald-provider-http-'), providers: { caFile: testCertificate().caFile } } as never, {});
   const runtime = { config, cleanups: [] as Array<() => Promise<void> | void> };
   return Object.assign(runtime as unknown as Runtime, {
     stop: async () => {

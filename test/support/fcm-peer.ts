@@ -81,8 +81,7 @@ export async function startFcmPeer(options: { privateKeyPem: string; clientEmail
     }
     json(404, { error: 'not found' });
   };
-  const { cert, key } = testCertificate();
-  const server = options.tls ? createSecureServer({ cert, key, allowHTTP1: true }, handle) : createServer(handle);
+  const server = options.tls ? createSecureServer({ cert: testCertificate().cert, key: testCertificate().key, allowHTTP1: true }, handle) : createServer(handle);
   const sockets = new Set<Socket>();
   server.on('connection', (socket: Socket) => {
     peer.connections++;

@@ -1,7 +1,8 @@
 // Web push (RFC 8030) with VAPID (RFC 8292) and aes128gcm payload encryption (RFC 8291). The web-push
-// library makes VAPID key pairs and tokens; the payload is encrypted by webpush-encryption.ts, and
-// the request goes through our provider HTTP client (deadline, configured CA). Endpoints must be https: they come from browsers,
-// so anything else would let a contact make Herald call arbitrary internal addresses.
+// library makes VAPID key pairs and tokens; the payload is encrypted by webpush-encryption.ts, and the
+// request goes through our provider HTTP client (deadline, configured CA). Endpoints must be https:
+// they come from browsers, so anything else would let a contact make Herald call arbitrary internal
+// addresses.
 import webpush from 'web-push';
 import { createECDH } from 'node:crypto';
 import type { Runtime } from '../../runtime.ts';
