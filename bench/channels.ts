@@ -19,7 +19,7 @@ import { once } from 'node:events';
 import { generateKeyPairSync, createECDH, randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { createSecureServer } from 'node:http2';
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import pg from 'pg';
 import { SMTPServer } from 'smtp-server';
@@ -31,6 +31,7 @@ import { putPushTransport } from '../server/services/push-transports.ts';
 import { startApnsPeer } from '../test/support/apns-peer.ts';
 import { startFcmPeer } from '../test/support/fcm-peer.ts';
 import { testCertificate } from '../test/support/tls.ts';
+import { trackConnections } from '../test/support/connections.ts';
 import { KeepAliveConnection } from './keep-alive-client.ts';
 import {
   backendsCpuBetween,
@@ -109,14 +110,10 @@ async function main(): Promise<void> {
     });
     req.resume();
   });
-  const pushSockets = new Set<Socket>();
-  pushService.on('connection', (socket: Socket) => {
-    pushSockets.add(socket);
-    socket.once('close', () => pushSockets.delete(socket));
-  });
+  const pushConnections = trackConnections(pushService);
   await new Promise<void>((resolve) => pushService.listen(0, '127.0.0.1', resolve));
   cleanups.push(async () => {
-    for (const socket of pushSockets) socket.destroy();
+    pushConnections.destroyAll();
     pushService.close();
   });
   const pushServiceUrl = `https://localhost:${(pushService.address() as AddressInfo).port}`;

@@ -7,17 +7,18 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createSecureServer, type Http2ServerRequest, type Http2ServerResponse, type ServerHttp2Session } from 'node:http2';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import type { Runtime } from '../server/runtime.ts';
 import { loadConfig } from '../server/config.ts';
 import { providerRequest, ProviderUnreachableError } from '../server/transports/push/provider-http.ts';
 import { testCertificate } from './support/tls.ts';
 import { runTempDir } from './support/tmp.ts';
+import { trackConnections } from './support/connections.ts';
 
 interface Origin {
   url: string;
   /** Connections accepted, and the HTTP version of each request. */
-  connections: number;
+  readonly connections: number;
   versions: string[];
   /** Requests being answered now, and the most at once. */
   active: number;
@@ -29,7 +30,6 @@ interface Origin {
 
 async function startOrigin(kind: 'h2' | 'http1', options: { maxConcurrentStreams?: number; answerAfterMs?: number } = {}): Promise<Origin> {
   const { cert, key } = testCertificate();
-  const origin: Origin = { url: '', connections: 0, versions: [], active: 0, mostActive: 0, closeSessions: async () => undefined, close: async () => undefined };
   // Requests to /stall are never answered.
   const handle = (req: Http2ServerRequest | IncomingMessage, res: Http2ServerResponse | ServerResponse) => {
     origin.versions.push(req.httpVersion);
@@ -42,12 +42,18 @@ async function startOrigin(kind: 'h2' | 'http1', options: { maxConcurrentStreams
     }, options.answerAfterMs ?? 0);
   };
   const server = kind === 'h2' ? createSecureServer({ cert, key, allowHTTP1: true, settings: { maxConcurrentStreams: options.maxConcurrentStreams } }, handle) : createHttpsServer({ cert, key }, handle);
-  const sockets = new Set<Socket>();
-  server.on('connection', (socket: Socket) => {
-    origin.connections++;
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-  });
+  const tracked = trackConnections(server);
+  const origin: Origin = {
+    url: '',
+    get connections() {
+      return tracked.accepted;
+    },
+    versions: [],
+    active: 0,
+    mostActive: 0,
+    closeSessions: async () => undefined,
+    close: async () => undefined,
+  };
   const sessions = new Set<ServerHttp2Session>();
   server.on('session', (session: ServerHttp2Session) => {
     sessions.add(session);
@@ -60,7 +66,7 @@ async function startOrigin(kind: 'h2' | 'http1', options: { maxConcurrentStreams
   origin.close = () =>
     new Promise<void>((resolve) => {
       server.close(() => resolve());
-      for (const socket of sockets) socket.destroy();
+      tracked.destroyAll();
     });
   return origin;
 }

@@ -5,8 +5,9 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createSecureServer, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2';
 import { createPublicKey, randomBytes, verify } from 'node:crypto';
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { testCertificate } from './tls.ts';
+import { trackConnections } from './connections.ts';
 
 export interface FcmPeer {
   url: string;
@@ -14,7 +15,7 @@ export interface FcmPeer {
   tokenExchanges: number;
   received: Array<{ token: string; notification: { title: string; body: string }; data: Record<string, string> }>;
   /** Connections accepted so far, and the HTTP versions requests came in (e.g. '1.1', '2.0'). */
-  connections: number;
+  readonly connections: number;
   httpVersions: Set<string>;
   deadTokens: Set<string>;
   /** Forgets every access token issued so far: the next send with one answers 401, as for a revoked token. */
@@ -32,17 +33,6 @@ const readBody = (req: IncomingMessage | Http2ServerRequest) =>
 export async function startFcmPeer(options: { privateKeyPem: string; clientEmail: string; projectId: string; tls?: boolean }): Promise<FcmPeer> {
   const publicKey = createPublicKey(options.privateKeyPem);
   const issued = new Set<string>();
-  const peer: FcmPeer = {
-    url: '',
-    tokenUrl: '',
-    tokenExchanges: 0,
-    received: [],
-    connections: 0,
-    httpVersions: new Set(),
-    deadTokens: new Set(),
-    revokeAccessTokens: () => issued.clear(),
-    close: async () => undefined,
-  };
   const handle = async (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse) => {
     peer.httpVersions.add(req.httpVersion);
     const body = await readBody(req);
@@ -82,20 +72,27 @@ export async function startFcmPeer(options: { privateKeyPem: string; clientEmail
     json(404, { error: 'not found' });
   };
   const server = options.tls ? createSecureServer({ cert: testCertificate().cert, key: testCertificate().key, allowHTTP1: true }, handle) : createServer(handle);
-  const sockets = new Set<Socket>();
-  server.on('connection', (socket: Socket) => {
-    peer.connections++;
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-  });
+  const tracked = trackConnections(server);
+  const peer: FcmPeer = {
+    url: '',
+    tokenUrl: '',
+    tokenExchanges: 0,
+    received: [],
+    get connections() {
+      return tracked.accepted;
+    },
+    httpVersions: new Set(),
+    deadTokens: new Set(),
+    revokeAccessTokens: () => issued.clear(),
+    close: async () => undefined,
+  };
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   peer.url = `${options.tls ? 'https://localhost' : 'http://127.0.0.1'}:${(server.address() as AddressInfo).port}`;
   peer.tokenUrl = `${peer.url}/token`;
   peer.close = () =>
     new Promise<void>((resolve) => {
       server.close(() => resolve());
-      // Keep-alive connections (and HTTP/2 sessions) would hold the close back.
-      for (const socket of sockets) socket.destroy();
+      tracked.destroyAll();
     });
   return peer;
 }

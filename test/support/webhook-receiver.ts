@@ -2,7 +2,8 @@
 // says (a status, a redirect, or no answer until released), so tests watch Herald's webhooks arrive
 // the way a tenant's endpoint would.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { trackConnections } from './connections.ts';
 
 export interface ReceivedWebhook {
   path: string;
@@ -28,7 +29,6 @@ export interface WebhookReceiver {
 
 export async function startWebhookReceiver(): Promise<WebhookReceiver> {
   const held: ServerResponse[] = [];
-  const sockets = new Set<Socket>();
   const waiters: Array<() => void> = [];
   const receiver = {
     received: [] as ReceivedWebhook[],
@@ -49,10 +49,7 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
       else res.writeHead(302, { location: answer.redirect }).end();
     });
   });
-  server.on('connection', (s: Socket) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
+  const connections = trackConnections(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
   const waitForCount = (predicate: (r: ReceivedWebhook) => boolean, count: number, timeoutMs = 15_000) =>
@@ -83,7 +80,7 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
     close: () =>
       new Promise<void>((resolve) => {
         for (const res of held.splice(0)) res.destroy();
-        for (const s of sockets) s.destroy();
+        connections.destroyAll();
         server.close(() => resolve());
       }),
   });
