@@ -154,12 +154,23 @@ function readValuesKey(reads: string[], context: Record<string, unknown>): strin
  * The top-level names a template string reads from its context; null when it may read others too:
  * a bracket lookup (`{{ [name] }}`, `{{ items[i] }}`) can name what it reads with a value, and a
  * template whose reads cannot be told (none found, yet it has tags or outputs) is taken as reading anything.
+ * Remembered by source across runs: the answer depends on the text alone, finding it parses the
+ * template, and a remote run's batch may hold only a few deliveries to spread that over.
  */
 function textReads(source: string): string[] | null {
-  if (source.includes('[')) return null;
-  const reads = referencedVariables(source);
-  return reads.length === 0 && /\{[{%]/.test(source) ? null : reads;
+  let reads = readsBySource.get(source);
+  if (reads === undefined) {
+    reads = source.includes('[') ? null : referencedVariables(source);
+    if (reads?.length === 0 && /\{[{%]/.test(source)) reads = null;
+    if (readsBySource.size >= MAX_REMEMBERED_SOURCES) readsBySource.clear();
+    readsBySource.set(source, reads);
+  }
+  return reads;
 }
+
+/** textReads' answers by source, up to a bound (templates are edited rarely, and a clear costs one parse each). */
+const readsBySource = new Map<string, string[] | null>();
+const MAX_REMEMBERED_SOURCES = 1000;
 
 /** The variables to render with: the public ones plus the decrypted secret ones (never logged, never stored). */
 export function readVariables(
