@@ -3,7 +3,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -109,6 +109,24 @@ describe('herald (no database needed)', { timeout: 120_000 }, () => {
     const [exitCode] = (await once(child, 'close')) as [number | null];
     expect(stderr).toBe('');
     expect(exitCode).toBe(141);
+  });
+
+  it('starts a delivery worker alone with a larger young generation than the appliance, the API and the CLI', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'herald-options-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const hook = join(dir, 'print-options.mjs');
+    writeFileSync(hook, `process.stderr.write('NODE_OPTIONS=' + process.env.NODE_OPTIONS + '\\n');`);
+    const semiSpace = async (args: string[]) => {
+      const r = await runCli([...args, '--help'], { env: { NODE_OPTIONS: `--import ${hook}` } });
+      expect(r.code).toBe(0);
+      // The caller's options come after the executable's, so they win.
+      return /^NODE_OPTIONS=--max-semi-space-size=(\d+) --import /m.exec(r.stderr)?.[1];
+    };
+    expect(await semiSpace(['start', '--role', 'worker'])).toBe('32');
+    expect(await semiSpace(['start', '--no-migrate', '--role=worker'])).toBe('32');
+    expect(await semiSpace(['start', '--role', 'api'])).toBe('8');
+    expect(await semiSpace(['start'])).toBe('8');
+    expect(await semiSpace(['send'])).toBe('8');
   });
 
   it('exits 2 on usage errors', async () => {
