@@ -82,7 +82,7 @@ export async function renderInboxDelivery(
 }
 
 /** A run's renderings: by source, then by the values of the names the source reads. */
-type Renderings = Map<string, { reads: string[] | null; texts: Map<string, string> }>;
+type Renderings = Map<string, { reads: readonly string[] | null; texts: Map<string, string> }>;
 
 const renderedByRun = new WeakMap<TemplateCache, Renderings>();
 
@@ -134,7 +134,7 @@ export async function renderEmailDelivery(
 }
 
 /** A run's emails: by template and brand, then by the values of the names the subject and content read. */
-const emailsByRun = new WeakMap<TemplateCache, Map<string, { reads: string[] | null; emails: Map<string, Promise<RenderedEmail>> }>>();
+const emailsByRun = new WeakMap<TemplateCache, Map<string, { reads: readonly string[] | null; emails: Map<string, Promise<RenderedEmail>> }>>();
 
 function emailReads(template: EmailTemplateRow): string[] | null {
   const [subject, content] = [textReads(template.subject), textReads(template.content)];
@@ -146,9 +146,13 @@ function emailReads(template: EmailTemplateRow): string[] | null {
  * from one it holds as null ([null]): only the first leaves a slot unfilled. Own properties only, as
  * the engine reads them ("constructor" is no variable).
  */
-function readValuesKey(reads: string[], context: Record<string, unknown>): string {
+function readValuesKey(reads: readonly string[], context: Record<string, unknown>): string {
   return JSON.stringify(reads.map((name) => (Object.hasOwn(context, name) ? [context[name]] : [])));
 }
+
+/** textReads' answers by source, up to a bound (templates are edited rarely, and a clear costs one parse each). */
+const readsBySource = new Map<string, readonly string[] | null>();
+const MAX_REMEMBERED_SOURCES = 1000;
 
 /**
  * The top-level names a template string reads from its context; null when it may read others too:
@@ -157,7 +161,7 @@ function readValuesKey(reads: string[], context: Record<string, unknown>): strin
  * Remembered by source across runs: the answer depends on the text alone, finding it parses the
  * template, and a remote run's batch may hold only a few deliveries to spread that over.
  */
-function textReads(source: string): string[] | null {
+function textReads(source: string): readonly string[] | null {
   let reads = readsBySource.get(source);
   if (reads === undefined) {
     reads = source.includes('[') ? null : referencedVariables(source);
@@ -167,10 +171,6 @@ function textReads(source: string): string[] | null {
   }
   return reads;
 }
-
-/** textReads' answers by source, up to a bound (templates are edited rarely, and a clear costs one parse each). */
-const readsBySource = new Map<string, string[] | null>();
-const MAX_REMEMBERED_SOURCES = 1000;
 
 /** The variables to render with: the public ones plus the decrypted secret ones (never logged, never stored). */
 export function readVariables(
