@@ -1,6 +1,12 @@
 // Rate limiting: token buckets in PostgreSQL, shared by every Herald process of an install. A bucket
 // refills steadily at the sustained rate and holds up to the burst; one statement takes a token or
 // reports how long until one is available. Every rate-limited route goes through take().
+//
+// The data plane's busy buckets are also leased (see Lease): under concurrent load a process charges
+// a few milliseconds of its own demand ahead and grants those tokens without a statement, so a trigger
+// waits for one statement (its own write), not two. Leased tokens come out of the shared bucket like
+// any other charge, so the limit never grants more than the bucket holds; what a process has not
+// granted after a short idle spell goes back to the bucket.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from './errors.ts';
 import { execute, query } from './db/sql.ts';
@@ -17,20 +23,23 @@ export interface RatePolicy {
   per: 'account' | 'ip' | 'email';
   /** Sustained rate as people read it, for RateLimit-Policy headers. */
   window: { limit: number; seconds: number };
+  /** Tokens may be charged ahead and granted by the process (see Lease): for busy data-plane routes only. */
+  leased?: true;
 }
 
-const policy = (name: string, per: RatePolicy['per'], limit: number, seconds: number, burst = limit): RatePolicy => ({
+const policy = (name: string, per: RatePolicy['per'], limit: number, seconds: number, burst = limit, leased = false): RatePolicy => ({
   name,
   per,
   perSecond: limit / seconds,
   burst,
   window: { limit, seconds },
+  ...(leased ? { leased: true as const } : {}),
 });
 
 /** The spec's Limits table. Tenant-counted policies can be raised per tenant (herald tenants limits). */
 export const RATE_POLICIES = {
-  trigger: policy('trigger', 'account', 60, 60, 120),
-  contactTokens: policy('contact_tokens', 'account', 120, 60, 120),
+  trigger: policy('trigger', 'account', 60, 60, 120, true),
+  contactTokens: policy('contact_tokens', 'account', 120, 60, 120, true),
   contactsBulk: policy('contacts_bulk', 'account', 20, 60, 20),
   loginIp: policy('login_ip', 'ip', 10, 60),
   loginEmail: policy('login_email', 'email', 5, 15 * 60),
@@ -98,6 +107,10 @@ const CREATE_SQL = `
   SELECT key, burst, $2::bigint FROM jsonb_to_recordset($1::jsonb) AS t(key text, burst float8)
   ON CONFLICT (key) DO NOTHING`;
 
+// Gives a lease's ungranted tokens back, up to the burst. They were charged at or before the bucket's
+// last update, so they add to the tokens it stored then; its refill since is added at the next charge.
+const RETURN_SQL = `UPDATE rate_limit_buckets SET tokens = LEAST($3::float8, tokens + $2::float8) WHERE key = $1`;
+
 interface BucketSet {
   checks: RateCheck[];
   keys: string[];
@@ -105,6 +118,8 @@ interface BucketSet {
   bursts: number[];
   /** The statement's input, also the identity of the set (same buckets, same rates). */
   json: string;
+  /** One bucket of a leased policy: takes may be granted from this process's lease. */
+  leased: boolean;
 }
 
 interface Waiter {
@@ -122,6 +137,33 @@ interface Waiter {
 const queues = new Map<string, Waiter[]>();
 
 /**
+ * Tokens this process has charged ahead from a leased bucket and not granted yet. A take that finds
+ * one answers at once. A charge made while takes come in concurrently (two or more since the last
+ * charge) adds LEASE_HORIZON_MS of that demand, at most a tenth of the burst, and a grant that leaves
+ * less than half of that starts the next charge, so busy takes rarely wait for a statement. One take
+ * at a time charges nothing ahead: a lone client sees the bucket exactly. Tokens not granted within
+ * LEASE_IDLE_MS of the last take go back to the bucket; until then another process can be refused
+ * while this one holds them (at most a tenth of the burst).
+ */
+interface Lease {
+  tokens: number;
+  /** The bucket's tokens after the charge that last filled the lease (for the headers). */
+  bucket: number;
+  /** What the last charge aimed to hold: below half of it, a grant starts the next charge. */
+  target: number;
+  /** Takes since the last charge was sent, and when that was (performance.now()). */
+  demand: number;
+  chargedAt: number;
+  usedAt: number;
+  /** Where the tokens go back to: the connection of the take that started the last charge. */
+  em: EntityManager;
+}
+
+const LEASE_HORIZON_MS = 20;
+const LEASE_IDLE_MS = 100;
+const leases = new Map<string, Lease>();
+
+/**
  * Takes one token from each bucket, all or nothing: if any bucket is empty none is charged, so a call
  * rejected by the per-email login bucket does not also drain the per-IP one.
  */
@@ -130,61 +172,131 @@ export function take(em: EntityManager, clock: Clock, checks: RateCheck[]): Prom
   const keys = checks.map((c) => `${c.policy.name}:${c.subject}`);
   const rates = checks.map((c) => c.override?.perSecond ?? c.policy.perSecond);
   const bursts = checks.map((c) => c.override?.burst ?? c.policy.burst);
-  const set: BucketSet = { checks, keys, rates, bursts, json: JSON.stringify(keys.map((key, i) => ({ key, rate: rates[i], burst: bursts[i] }))) };
+  const json = JSON.stringify(keys.map((key, i) => ({ key, rate: rates[i], burst: bursts[i] })));
+  const set: BucketSet = { checks, keys, rates, bursts, json, leased: checks.length === 1 && checks[0]!.policy.leased === true };
+  if (set.leased) {
+    const lease = leaseOf(set, em);
+    if (lease.tokens >= 1) return Promise.resolve([grantLeased(clock, set, lease, em)]);
+  }
   return new Promise((resolve, reject) => {
     const waiting = queues.get(set.json);
     if (waiting) return void waiting.push({ em, resolve, reject });
     queues.set(set.json, [{ em, resolve, reject }]);
-    void drain(clock, set);
+    void drain(clock, set, em);
   });
 }
 
-/** Charges the queue of a bucket set, batch after batch, until nobody waits. */
-async function drain(clock: Clock, set: BucketSet): Promise<void> {
+/** The set's lease, counting this take as demand; a new one is dropped after LEASE_IDLE_MS unused. */
+function leaseOf(set: BucketSet, em: EntityManager): Lease {
+  const now = performance.now();
+  let lease = leases.get(set.json);
+  if (!lease) {
+    const created: Lease = { tokens: 0, bucket: 0, target: 0, demand: 0, chargedAt: now, usedAt: now, em };
+    leases.set(set.json, created);
+    setTimeout(() => endIdleLease(set, created), LEASE_IDLE_MS).unref();
+    lease = created;
+  }
+  lease.demand++;
+  lease.usedAt = now;
+  return lease;
+}
+
+function grantLeased(clock: Clock, set: BucketSet, lease: Lease, em: EntityManager): RateResult {
+  lease.tokens--;
+  if (lease.tokens < lease.target / 2 && !queues.has(set.json)) {
+    queues.set(set.json, []);
+    void drain(clock, set, em);
+  }
+  return resultOf(set, 0, lease.bucket + lease.tokens, true);
+}
+
+/** Gives back what an idle lease holds and forgets it; a lease in use, or charging, waits another spell. */
+function endIdleLease(set: BucketSet, lease: Lease): void {
+  const idleFor = performance.now() - lease.usedAt;
+  if (idleFor < LEASE_IDLE_MS || queues.has(set.json)) {
+    setTimeout(() => endIdleLease(set, lease), idleFor < LEASE_IDLE_MS ? LEASE_IDLE_MS - idleFor : LEASE_IDLE_MS).unref();
+    return;
+  }
+  leases.delete(set.json);
+  // A failed return loses nothing for good: the bucket refills them at its rate.
+  if (lease.tokens > 0) void execute(lease.em, RETURN_SQL, [set.keys[0], lease.tokens, set.bursts[0]]).catch(() => undefined);
+}
+
+/** How many tokens the next charge adds for the lease, beyond the takes waiting. */
+function tokensAhead(set: BucketSet, lease: Lease, now: number): number {
+  if (lease.demand < 2) return 0;
+  const perMs = lease.demand / Math.max(1, now - lease.chargedAt);
+  lease.target = Math.min(Math.floor(set.bursts[0]! / 10), Math.ceil(perMs * LEASE_HORIZON_MS));
+  return Math.max(0, lease.target - lease.tokens);
+}
+
+/**
+ * Charges the queue of a bucket set, batch after batch, until nobody waits; with a lease, each charge
+ * also tops it up, and a charge for the lease alone (started by a grant) is made once.
+ */
+async function drain(clock: Clock, set: BucketSet, em: EntityManager): Promise<void> {
+  let leaseOnly = 0;
   for (;;) {
     const batch = queues.get(set.json)!.splice(0);
-    if (batch.length === 0) {
+    const lease = set.leased ? leases.get(set.json) : undefined;
+    // Takes that queued while the last charge was in flight: its top-up may cover them.
+    while (lease && lease.tokens >= 1 && batch.length > 0) {
+      lease.tokens--;
+      batch.shift()!.resolve([resultOf(set, 0, lease.bucket + lease.tokens, true)]);
+    }
+    const now = performance.now();
+    const ahead = lease && (batch.length > 0 || leaseOnly++ === 0) ? tokensAhead(set, lease, now) : 0;
+    if (batch.length + ahead === 0) {
       queues.delete(set.json);
       return;
     }
+    if (lease) {
+      lease.demand = 0;
+      lease.chargedAt = now;
+    }
     try {
-      const results = await charge(batch[0]!.em, clock.now(), set, batch.length);
-      batch.forEach((waiter, i) => waiter.resolve(results[i]!));
+      const { granted, tokens } = await charge(batch[0]?.em ?? em, clock.now(), set, batch.length + ahead);
+      batch.forEach((waiter, n) => {
+        const allowed = n < granted;
+        // What this take left: the takes granted after it, the lease's included, have not charged yet.
+        waiter.resolve(set.checks.map((_, i) => resultOf(set, i, tokens[i]! + (allowed ? granted - 1 - n : 0), allowed)));
+      });
+      if (lease && granted > batch.length) {
+        lease.tokens += granted - batch.length;
+        lease.bucket = tokens[0]!;
+        lease.em = batch[0]?.em ?? em;
+      }
     } catch (error) {
       for (const waiter of batch) waiter.reject(error);
     }
   }
 }
 
-/** One statement for `count` takes of the set; the results in take order. */
-async function charge(em: EntityManager, now: number, set: BucketSet, count: number): Promise<RateResult[][]> {
-  const { checks, keys, rates, bursts, json } = set;
+/** One statement for `count` takes of the set: how many it granted, and each bucket's tokens after. */
+async function charge(em: EntityManager, now: number, set: BucketSet, count: number): Promise<{ granted: number; tokens: number[] }> {
+  const { keys, json } = set;
   let rows = await query<BucketRow>(em, CHARGE_SQL, [json, now, keys.length, count]);
   if (rows.length < keys.length) {
     // First use of a bucket: create it full, then decide again (nothing was charged: the count differed).
     await query(em, CREATE_SQL, [json, now]);
     rows = await query<BucketRow>(em, CHARGE_SQL, [json, now, keys.length, count]);
   }
-  const byKey = new Map(rows.map((r) => [r.key, r]));
-  const granted = Number(rows[0]?.granted ?? 0);
-  return Array.from({ length: count }, (_, n) =>
-    checks.map((check, i) => {
-      const row = byKey.get(keys[i]!)!;
-      const allowed = n < granted;
-      // What this take left in the bucket: the takes granted after it have not charged yet.
-      const tokens = Number(row.tokens) + (allowed ? granted - 1 - n : 0);
-      const rate = rates[i]!;
-      const burst = bursts[i]!;
-      return {
-        allowed,
-        limit: burst,
-        remaining: Math.max(0, Math.floor(tokens)),
-        retryAfter: allowed ? 0 : Math.max(1, Math.ceil((1 - tokens) / rate - 1e-6)),
-        reset: Math.max(0, Math.ceil((burst - tokens) / rate)),
-        policy: check.policy,
-      };
-    }),
-  );
+  const byKey = new Map(rows.map((r) => [r.key, Number(r.tokens)]));
+  return { granted: Number(rows[0]?.granted ?? 0), tokens: keys.map((key) => byKey.get(key)!) };
+}
+
+/** The answer for bucket `i` of the set, with `tokens` left in it after this take. */
+function resultOf(set: BucketSet, i: number, tokens: number, allowed: boolean): RateResult {
+  const rate = set.rates[i]!;
+  const burst = set.bursts[i]!;
+  return {
+    allowed,
+    limit: burst,
+    remaining: Math.max(0, Math.floor(tokens)),
+    retryAfter: allowed ? 0 : Math.max(1, Math.ceil((1 - tokens) / rate - 1e-6)),
+    reset: Math.max(0, Math.ceil((burst - tokens) / rate)),
+    policy: set.checks[i]!.policy,
+  };
 }
 
 /** Response headers for the tightest of the results (IETF RateLimit fields + Retry-After). */

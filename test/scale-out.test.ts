@@ -1,7 +1,7 @@
 // Scale-out made real: two `herald start --role api` and two `--role worker` processes (the real
 // bin/herald) against one PostgreSQL. A trigger to either API reaches a stream opened on the other
 // (LISTEN/NOTIFY), and the delivery jobs are shared by both workers (each one's metrics listener
-// counts the jobs it ran); API processes run none.
+// counts the jobs it ran); API processes run none. One tenant's trigger budget holds across both APIs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -202,5 +202,36 @@ describe('two API and two worker processes against one PostgreSQL', () => {
     const scraped = await fetch(`${api1}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
     expect(scraped.status).toBe(200);
     expect(await scraped.text()).toContain('herald_queue_depth{queue="deliver-event",state="ready"}');
+  });
+
+  it("grants concurrent triggers through both APIs exactly the tenant's burst (each process charges ahead)", async () => {
+    const [api1, api2] = procs.filter((p) => p.role === 'api').map((p) => p.url!);
+    const email = `limits.${randomBytes(4).toString('hex')}@scale.test`;
+    const password = 'correct horse battery staple';
+    await call(api1!, 'POST', '/v1/auth/register', null, { email, password, tenant_name: 'Limits' });
+    const login = await call(api2!, 'POST', '/v1/auth/login', null, { email, password });
+    const { key } = await call(api1!, 'POST', '/v1/api-keys', login.access_token, { name: 'limits' });
+    await call(api2!, 'POST', '/v1/notification-types', key, { key: 'ping', channel_defaults: { inbox: true } });
+    // 1 per minute, burst 200, set before either process reads the tenant's limits.
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    try {
+      await client.query(
+        `INSERT INTO tenant_limits (tenant_id, name, value) SELECT k.tenant_id, l.name, l.value FROM api_keys k, (VALUES ('rate:trigger', 1), ('rate:trigger:burst', 200)) AS l(name, value) WHERE k.name = 'limits'`,
+      );
+      const fire = (base: string, i: number) =>
+        fetch(`${base}/v1/notifications`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ type: 'ping', recipients: [`limit-${i}`] }),
+        }).then(async (res) => (await res.text(), res.status));
+      const statuses = await Promise.all(Array.from({ length: 300 }, (_, i) => fire(i % 2 === 0 ? api1! : api2!, i)));
+      expect(statuses.filter((s) => s === 202)).toHaveLength(200);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(100);
+      const { rows } = await client.query(`SELECT count(*)::int AS n FROM events e JOIN api_keys k ON k.tenant_id = e.tenant_id WHERE k.name = 'limits'`);
+      expect(rows[0].n).toBe(200);
+    } finally {
+      await client.end();
+    }
   });
 });
