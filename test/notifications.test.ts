@@ -240,10 +240,14 @@ describe('Waker (the coalesced wake-up of the delivery workers)', () => {
   it('sends one wake-up for all the asks made while one was on its way', async () => {
     const pending: Array<() => void> = [];
     let sent = 0;
-    const waker = new Waker(() => {
-      sent++;
-      return new Promise<void>((resolve) => pending.push(resolve));
-    }, logger);
+    const waker = new Waker(
+      () => {
+        sent++;
+        return new Promise<void>((resolve) => pending.push(resolve));
+      },
+      logger,
+      0,
+    );
     waker.wake();
     waker.wake();
     waker.wake();
@@ -258,12 +262,47 @@ describe('Waker (the coalesced wake-up of the delivery workers)', () => {
     pending.shift()!();
   });
 
+  it('sends at once after a quiet spell, and under steady asks no more often than the spacing', async () => {
+    const began: number[] = [];
+    const waker = new Waker(
+      async () => {
+        began.push(performance.now());
+      },
+      logger,
+      50,
+    );
+    waker.wake();
+    expect(began).toHaveLength(1);
+    // Asks every 5 ms for 300 ms: about one wake-up per 50 ms, the last ask answered too.
+    let lastAsk = 0;
+    for (let i = 0; i < 60; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      lastAsk = performance.now();
+      waker.wake();
+    }
+    await vi.waitFor(() => expect(began.at(-1)!).toBeGreaterThanOrEqual(lastAsk));
+    const gaps = began.slice(1).map((t, i) => t - began[i]!);
+    // Timers round to the millisecond, so a wait of 50 ms may end a little early.
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(45);
+    expect(began.length).toBeLessThanOrEqual(Math.ceil((lastAsk - began[0]!) / 50) + 1);
+    expect(began.length).toBeGreaterThanOrEqual(4);
+    // After a quiet spell longer than the spacing, an ask is sent at once.
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    const before = began.length;
+    waker.wake();
+    expect(began).toHaveLength(before + 1);
+  });
+
   it('logs a failed wake-up without throwing, and sends the next one', async () => {
     let calls = 0;
-    const waker = new Waker(async () => {
-      calls++;
-      if (calls === 1) throw new Error('connection refused');
-    }, logger);
+    const waker = new Waker(
+      async () => {
+        calls++;
+        if (calls === 1) throw new Error('connection refused');
+      },
+      logger,
+      0,
+    );
     waker.wake();
     await vi.waitFor(() => expect(logLines.some((l) => l.includes('waking the delivery workers failed') && l.includes('connection refused'))).toBe(true));
     waker.wake();

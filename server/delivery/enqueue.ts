@@ -61,9 +61,11 @@ const wakers = new WeakMap<PgBoss, Waker>();
 
 /**
  * Wakes the delivery workers: call it after a transaction that enqueued delivery jobs has committed.
- * Wake-ups coalesce per process: while one is on its way, further calls send one more after it, so
- * under load a process sends one NOTIFY per round trip, not one per trigger. Never throws; a failed
- * wake-up is logged, and the workers' polling finds the jobs anyway.
+ * Wake-ups coalesce per process: while one is on its way, further calls send one more after it, and
+ * no wake-up begins sooner than WAKE_SPACING_MS after the last. So an ask after a quiet spell wakes the
+ * workers at once, and under load a process sends at most one NOTIFY per spacing, not one per trigger
+ * statement: each is a transaction of its own, and busy workers fetch again without one. Never throws;
+ * a failed wake-up is logged, and the workers' polling finds the jobs anyway.
  */
 export function wakeDeliveryWorkers(boss: PgBoss, logger: Logger): void {
   let waker = wakers.get(boss);
@@ -74,16 +76,24 @@ export function wakeDeliveryWorkers(boss: PgBoss, logger: Logger): void {
   waker.wake();
 }
 
-/** Sends a wake-up when asked, one at a time; asks made while one is on its way become one more. Exported for tests. */
+const WAKE_SPACING_MS = 10;
+
+/**
+ * Sends a wake-up when asked, one at a time and at least the spacing apart; asks made while one is on
+ * its way, or waits for its turn, become one more. Exported for tests.
+ */
 export class Waker {
   private sending = false;
   private again = false;
+  private lastBegan = -Infinity;
   private readonly send: () => Promise<unknown>;
   private readonly logger: Logger;
+  private readonly spacingMs: number;
 
-  constructor(send: () => Promise<unknown>, logger: Logger) {
+  constructor(send: () => Promise<unknown>, logger: Logger, spacingMs = WAKE_SPACING_MS) {
     this.send = send;
     this.logger = logger;
+    this.spacingMs = spacingMs;
   }
 
   wake(): void {
@@ -97,7 +107,11 @@ export class Waker {
 
   private async drain(): Promise<void> {
     do {
+      const wait = this.lastBegan + this.spacingMs - performance.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      // Asks made until now are answered by this wake-up; asks made while it is on its way, by the next.
       this.again = false;
+      this.lastBegan = performance.now();
       await this.send().catch((error: unknown) => this.logger.warn('waking the delivery workers failed', { error: error instanceof Error ? error.message : String(error) }));
     } while (this.again);
     this.sending = false;
