@@ -11,17 +11,10 @@ interface NodeServedRequest {
 export async function readJsonBody(request: Request, maxBytes: number): Promise<unknown> {
   const declared = Number(request.headers.get('content-length') ?? NaN);
   if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes);
-  const chunks = requestBodyChunks(request);
-  if (!chunks) return undefined;
-  const received: Uint8Array[] = [];
-  let total = 0;
-  for await (const chunk of chunks) {
-    total += chunk.byteLength;
-    if (total > maxBytes) throw tooLarge(maxBytes);
-    received.push(chunk);
-  }
-  if (total === 0) return undefined;
-  const text = Buffer.concat(received).toString('utf8');
+  const nodeRequest = (request as NodeServedRequest).runtime?.node?.req;
+  const body = nodeRequest ? await readNodeRequest(nodeRequest, maxBytes) : await readChunks(request.body, maxBytes);
+  if (body.byteLength === 0) return undefined;
+  const text = body.toString('utf8');
   if (text.trim() === '') return undefined;
   const type = request.headers.get('content-type');
   if (type && !/^application\/([\w.+-]*\+)?json\b/i.test(type)) {
@@ -32,6 +25,45 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
   } catch (error) {
     throw new ValidationFailure([{ loc: ['body'], msg: `Malformed JSON: ${(error as Error).message}`, type: 'json_invalid' }]);
   }
+}
+
+async function readChunks(chunks: AsyncIterable<Uint8Array> | null, maxBytes: number): Promise<Buffer<ArrayBuffer>> {
+  const received: Uint8Array[] = [];
+  let total = 0;
+  for await (const chunk of chunks ?? []) {
+    total += chunk.byteLength;
+    if (total > maxBytes) throw tooLarge(maxBytes);
+    received.push(chunk);
+  }
+  return Buffer.concat(received, total);
+}
+
+/**
+ * A Node request's whole body, read with listeners: its async iterator costs more than the rest of
+ * reading a small body. Past the cap it stops reading (paused, not destroyed: the 413 still has to go
+ * out on the socket).
+ */
+function readNodeRequest(request: Readable, maxBytes: number): Promise<Buffer> {
+  if (request.readableEnded) return Promise.resolve(Buffer.alloc(0));
+  return new Promise((resolve, reject) => {
+    const received: Buffer[] = [];
+    let total = 0;
+    const settle = (error: unknown, body?: Buffer) => {
+      request.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
+      if (error) reject(error);
+      else resolve(body!);
+    };
+    const onData = (chunk: Buffer) => {
+      total += chunk.byteLength;
+      if (total <= maxBytes) return void received.push(chunk);
+      request.pause();
+      settle(tooLarge(maxBytes));
+    };
+    const onEnd = () => settle(null, Buffer.concat(received, total));
+    const onError = (error: unknown) => settle(error);
+    const onClose = () => settle(new Error('the request closed before its body ended'));
+    request.on('data', onData).once('end', onEnd).once('error', onError).once('close', onClose);
+  });
 }
 
 /**
@@ -55,18 +87,9 @@ function tooLarge(maxBytes: number): AppError {
 export async function readFormBody(request: Request, maxBytes: number): Promise<URLSearchParams> {
   const declared = Number(request.headers.get('content-length') ?? NaN);
   if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes);
-  const received: Uint8Array[] = [];
-  let total = 0;
-  if (request.body) {
-    for await (const chunk of request.body) {
-      total += chunk.byteLength;
-      if (total > maxBytes) throw tooLarge(maxBytes);
-      received.push(chunk);
-    }
-  }
-  const raw = Buffer.concat(received);
+  const raw = await readChunks(request.body, maxBytes);
   const type = request.headers.get('content-type') ?? '';
-  if (/^application\/x-www-form-urlencoded\b/i.test(type) || (type === '' && total > 0)) return new URLSearchParams(raw.toString('utf8'));
+  if (/^application\/x-www-form-urlencoded\b/i.test(type) || (type === '' && raw.byteLength > 0)) return new URLSearchParams(raw.toString('utf8'));
   if (/^multipart\/form-data\b/i.test(type)) {
     try {
       const form = await new Response(raw, { headers: { 'content-type': type } }).formData();
@@ -77,6 +100,6 @@ export async function readFormBody(request: Request, maxBytes: number): Promise<
       throw new ValidationFailure([{ loc: ['body'], msg: 'Malformed multipart/form-data body', type: 'form_invalid' }]);
     }
   }
-  if (total === 0) return new URLSearchParams();
+  if (raw.byteLength === 0) return new URLSearchParams();
   throw new AppError('unsupported_media_type', 'This form takes application/x-www-form-urlencoded or multipart/form-data');
 }
