@@ -60,6 +60,15 @@ describe('cross-cutting headers', () => {
     expect(res.headers.get('content-security-policy')).toContain("default-src 'none'");
   });
 
+  it('adds CORS headers to a JSON answer for an allowed origin, once each', async () => {
+    const res = await app.request('GET', '/healthz', { headers: { origin: 'https://app.example' } });
+    expect(res.headers.get('access-control-allow-origin')).toBe('*');
+    expect(res.headers.get('vary')).toBe('Origin');
+    expect(res.headers.get('access-control-expose-headers')).toContain('RateLimit-Remaining');
+    expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
   it('answers CORS preflight for browser routes', async () => {
     const res = await app.request('OPTIONS', '/v1/anything', {
       headers: { origin: 'https://app.example', 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' },

@@ -64,7 +64,9 @@ async function handle(runtime: Runtime, route: RouteDefinition<any, any, any>, e
       assertAllowed(results);
     }
     const result = await runAudited(route, ctx);
-    response = toResponse(runtime, route, result, ctx.responseHeaders);
+    if (!(result instanceof Response)) return finish(runtime, event, jsonResponse(runtime, event, route, result, ctx.responseHeaders), route, started, true);
+    for (const [k, v] of Object.entries(ctx.responseHeaders)) result.headers.set(k, v);
+    response = result;
   } catch (error) {
     response = errorToResponse(outageOr(runtime, error), runtime.logger, { request_id: requestId, route: `${route.method} ${route.path}` });
     for (const [k, v] of Object.entries(ctx.responseHeaders)) if (!response.headers.has(k)) response.headers.set(k, v);
@@ -79,16 +81,33 @@ function outageOr(runtime: Runtime, error: unknown): unknown {
   return new AppError('database_unavailable', 'The database is unavailable; retry shortly', { headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) } });
 }
 
-function toResponse(runtime: Runtime, route: RouteDefinition<any, any, any>, result: unknown, headers: Record<string, string>): Response {
-  if (result instanceof Response) {
-    for (const [k, v] of Object.entries(headers)) result.headers.set(k, v);
-    return result;
-  }
+/**
+ * A handler's JSON result as a response, the standard headers included: given to the response as it
+ * is made, they never build the web Headers object that setting them afterwards would.
+ */
+function jsonResponse(runtime: Runtime, event: H3Event, route: RouteDefinition<any, any, any>, result: unknown, headers: Record<string, string>): Response {
   const status = result instanceof Reply ? result.status : defaultStatus(route);
   const body = result instanceof Reply ? result.body : result;
-  const extra = result instanceof Reply ? { ...headers, ...result.headers } : headers;
+  const { defaults, always } = standardHeaders(runtime, event);
+  const extra = mergeHeaders(defaults, headers, result instanceof Reply ? result.headers : {}, always);
   if (runtime.options.validateResponses) checkResponse(route, status, body);
   return json(status, status === 204 ? undefined : body, extra);
+}
+
+/** Header sets merged as a Headers object would merge them: names case-insensitive, later sets winning. */
+function mergeHeaders(...sets: Record<string, string>[]): Record<string, string> {
+  const merged: Record<string, string> = {};
+  const names = new Map<string, string>();
+  for (const set of sets) {
+    for (const [name, value] of Object.entries(set)) {
+      const lower = name.toLowerCase();
+      const earlier = names.get(lower);
+      if (earlier !== undefined) delete merged[earlier];
+      names.set(lower, name);
+      merged[name] = value;
+    }
+  }
+  return merged;
 }
 
 function defaultStatus(route: RouteDefinition<any, any, any>): number {
@@ -145,24 +164,44 @@ function requestIdOf(event: H3Event): string {
   return id;
 }
 
-/** Adds request id, CORS and security headers, and writes the access log line. */
-function finish(runtime: Runtime, event: H3Event, response: Response, route: RouteDefinition<any, any, any> | null, started: number): Response {
-  const requestId = requestIdOf(event);
-  const h = response.headers;
-  h.set('X-Request-Id', requestId);
-  h.set('X-Content-Type-Options', 'nosniff');
-  h.set('Referrer-Policy', 'no-referrer');
-  if (!h.has('X-Frame-Options')) h.set('X-Frame-Options', 'DENY');
-  if (!h.has('Content-Security-Policy')) h.set('Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'");
-  if (!h.has('Cache-Control')) h.set('Cache-Control', 'no-store');
-  if (runtime.config.publicUrl?.startsWith('https://')) h.set('Strict-Transport-Security', 'max-age=31536000');
-  applyCors(runtime, event, h);
+/**
+ * The headers every response carries: `defaults` where the response sets none of its own (framing,
+ * content security, caching), `always` over whatever it sets (request id, security, CORS).
+ */
+function standardHeaders(runtime: Runtime, event: H3Event): { defaults: Record<string, string>; always: Record<string, string> } {
+  const always: Record<string, string> = {
+    'X-Request-Id': requestIdOf(event),
+    'X-Content-Type-Options': 'nosniff',
+    'Referrer-Policy': 'no-referrer',
+  };
+  if (runtime.config.publicUrl?.startsWith('https://')) always['Strict-Transport-Security'] = 'max-age=31536000';
+  Object.assign(always, corsHeaders(runtime, event));
+  return {
+    defaults: { 'X-Frame-Options': 'DENY', 'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'", 'Cache-Control': 'no-store' },
+    always,
+  };
+}
+
+/**
+ * Adds the standard headers to a response made elsewhere (unless `stamped`: made with them), and
+ * writes the access log line.
+ */
+function finish(runtime: Runtime, event: H3Event, response: Response, route: RouteDefinition<any, any, any> | null, started: number, stamped = false): Response {
+  if (!stamped) {
+    const h = response.headers;
+    const { defaults, always } = standardHeaders(runtime, event);
+    for (const [k, v] of Object.entries(defaults)) if (!h.has(k)) h.set(k, v);
+    for (const [k, v] of Object.entries(always)) {
+      if (k === 'Vary') h.append(k, v);
+      else h.set(k, v);
+    }
+  }
   // The route pattern, not the path: paths can carry link tokens (/auth/invitations/{token}).
   const ms = performance.now() - started;
   const pattern = route ? route.path : '(unmatched)';
   metricsOf(runtime).observeRequest(event.req.method, pattern, response.status, ms / 1000);
   runtime.logger.info('request', {
-    request_id: requestId,
+    request_id: requestIdOf(event),
     method: event.req.method,
     route: pattern,
     status: response.status,
@@ -171,18 +210,21 @@ function finish(runtime: Runtime, event: H3Event, response: Response, route: Rou
   return response;
 }
 
-function applyCors(runtime: Runtime, event: H3Event, h: Headers): void {
+/** CORS response headers for an allowed Origin; none for others. */
+function corsHeaders(runtime: Runtime, event: H3Event): Record<string, string> {
   const origin = event.req.headers.get('origin');
-  if (!origin) return;
+  if (!origin) return {};
   const allowed = runtime.config.corsOrigins;
-  const ok = allowed.includes('*') || allowed.includes(origin);
-  if (!ok) return;
-  h.set('Access-Control-Allow-Origin', allowed.includes('*') ? '*' : origin);
-  h.append('Vary', 'Origin');
-  h.set('Access-Control-Expose-Headers', CORS_EXPOSE_HEADERS);
+  if (!allowed.includes('*') && !allowed.includes(origin)) return {};
+  const headers: Record<string, string> = {
+    'Access-Control-Allow-Origin': allowed.includes('*') ? '*' : origin,
+    Vary: 'Origin',
+    'Access-Control-Expose-Headers': CORS_EXPOSE_HEADERS,
+  };
   if (event.req.method === 'OPTIONS') {
-    h.set('Access-Control-Allow-Methods', 'GET, POST, PUT, PATCH, DELETE, OPTIONS');
-    h.set('Access-Control-Allow-Headers', CORS_ALLOW_HEADERS);
-    h.set('Access-Control-Max-Age', '600');
+    headers['Access-Control-Allow-Methods'] = 'GET, POST, PUT, PATCH, DELETE, OPTIONS';
+    headers['Access-Control-Allow-Headers'] = CORS_ALLOW_HEADERS;
+    headers['Access-Control-Max-Age'] = '600';
   }
+  return headers;
 }
