@@ -116,8 +116,8 @@ interface BucketSet {
   keys: string[];
   rates: number[];
   bursts: number[];
-  /** The statement's input, also the identity of the set (same buckets, same rates). */
-  json: string;
+  /** The identity of the set: the same buckets at the same rates. */
+  id: string;
   /** One bucket of a leased policy: takes may be granted from this process's lease. */
   leased: boolean;
 }
@@ -172,16 +172,16 @@ export function take(em: EntityManager, clock: Clock, checks: RateCheck[]): Prom
   const keys = checks.map((c) => `${c.policy.name}:${c.subject}`);
   const rates = checks.map((c) => c.override?.perSecond ?? c.policy.perSecond);
   const bursts = checks.map((c) => c.override?.burst ?? c.policy.burst);
-  const json = JSON.stringify(keys.map((key, i) => ({ key, rate: rates[i], burst: bursts[i] })));
-  const set: BucketSet = { checks, keys, rates, bursts, json, leased: checks.length === 1 && checks[0]!.policy.leased === true };
+  const id = `${keys.join('\n')}\n${rates.join(' ')}\n${bursts.join(' ')}`;
+  const set: BucketSet = { checks, keys, rates, bursts, id, leased: checks.length === 1 && checks[0]!.policy.leased === true };
   if (set.leased) {
     const lease = leaseOf(set, em);
     if (lease.tokens >= 1) return Promise.resolve([grantLeased(clock, set, lease, em)]);
   }
   return new Promise((resolve, reject) => {
-    const waiting = queues.get(set.json);
+    const waiting = queues.get(set.id);
     if (waiting) return void waiting.push({ em, resolve, reject });
-    queues.set(set.json, [{ em, resolve, reject }]);
+    queues.set(set.id, [{ em, resolve, reject }]);
     void drain(clock, set, em);
   });
 }
@@ -189,10 +189,10 @@ export function take(em: EntityManager, clock: Clock, checks: RateCheck[]): Prom
 /** The set's lease, counting this take as demand; a new one is dropped after LEASE_IDLE_MS unused. */
 function leaseOf(set: BucketSet, em: EntityManager): Lease {
   const now = performance.now();
-  let lease = leases.get(set.json);
+  let lease = leases.get(set.id);
   if (!lease) {
     const created: Lease = { tokens: 0, bucket: 0, target: 0, demand: 0, chargedAt: now, usedAt: now, em };
-    leases.set(set.json, created);
+    leases.set(set.id, created);
     setTimeout(() => endIdleLease(set, created), LEASE_IDLE_MS).unref();
     lease = created;
   }
@@ -203,8 +203,8 @@ function leaseOf(set: BucketSet, em: EntityManager): Lease {
 
 function grantLeased(clock: Clock, set: BucketSet, lease: Lease, em: EntityManager): RateResult {
   lease.tokens--;
-  if (lease.tokens < lease.target / 2 && !queues.has(set.json)) {
-    queues.set(set.json, []);
+  if (lease.tokens < lease.target / 2 && !queues.has(set.id)) {
+    queues.set(set.id, []);
     void drain(clock, set, em);
   }
   return resultOf(set, 0, lease.bucket + lease.tokens, true);
@@ -213,11 +213,11 @@ function grantLeased(clock: Clock, set: BucketSet, lease: Lease, em: EntityManag
 /** Gives back what an idle lease holds and forgets it; a lease in use, or charging, waits another spell. */
 function endIdleLease(set: BucketSet, lease: Lease): void {
   const idleFor = performance.now() - lease.usedAt;
-  if (idleFor < LEASE_IDLE_MS || queues.has(set.json)) {
+  if (idleFor < LEASE_IDLE_MS || queues.has(set.id)) {
     setTimeout(() => endIdleLease(set, lease), idleFor < LEASE_IDLE_MS ? LEASE_IDLE_MS - idleFor : LEASE_IDLE_MS).unref();
     return;
   }
-  leases.delete(set.json);
+  leases.delete(set.id);
   // A failed return loses nothing for good: the bucket refills them at its rate.
   if (lease.tokens > 0) void execute(lease.em, RETURN_SQL, [set.keys[0], lease.tokens, set.bursts[0]]).catch(() => undefined);
 }
@@ -237,8 +237,8 @@ function tokensAhead(set: BucketSet, lease: Lease, now: number): number {
 async function drain(clock: Clock, set: BucketSet, em: EntityManager): Promise<void> {
   let leaseOnly = 0;
   for (;;) {
-    const batch = queues.get(set.json)!.splice(0);
-    const lease = set.leased ? leases.get(set.json) : undefined;
+    const batch = queues.get(set.id)!.splice(0);
+    const lease = set.leased ? leases.get(set.id) : undefined;
     // Takes that queued while the last charge was in flight: its top-up may cover them.
     while (lease && lease.tokens >= 1 && batch.length > 0) {
       lease.tokens--;
@@ -247,7 +247,7 @@ async function drain(clock: Clock, set: BucketSet, em: EntityManager): Promise<v
     const now = performance.now();
     const ahead = lease && (batch.length > 0 || leaseOnly++ === 0) ? tokensAhead(set, lease, now) : 0;
     if (batch.length + ahead === 0) {
-      queues.delete(set.json);
+      queues.delete(set.id);
       return;
     }
     if (lease) {
@@ -274,7 +274,8 @@ async function drain(clock: Clock, set: BucketSet, em: EntityManager): Promise<v
 
 /** One statement for `count` takes of the set: how many it granted, and each bucket's tokens after. */
 async function charge(em: EntityManager, now: number, set: BucketSet, count: number): Promise<{ granted: number; tokens: number[] }> {
-  const { keys, json } = set;
+  const { keys, rates, bursts } = set;
+  const json = JSON.stringify(keys.map((key, i) => ({ key, rate: rates[i], burst: bursts[i] })));
   let rows = await query<BucketRow>(em, CHARGE_SQL, [json, now, keys.length, count]);
   if (rows.length < keys.length) {
     // First use of a bucket: create it full, then decide again (nothing was charged: the count differed).
