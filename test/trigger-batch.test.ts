@@ -307,6 +307,33 @@ describe('TriggerBatcher', () => {
     expect(writer.pending).toHaveLength(0);
   });
 
+  it("sends the next statement before it answers the last statement's triggers", async () => {
+    const writer = controlledWriter();
+    let commits = 0;
+    const answered: string[] = [];
+    // What had been answered, and how many commits told, when each statement was sent.
+    const seenAtWrite: Array<{ answered: string[]; commits: number }> = [];
+    const batcher = new TriggerBatcher(
+      (triggers) => {
+        seenAtWrite.push({ answered: [...answered], commits });
+        return writer.write(triggers);
+      },
+      1,
+      () => commits++,
+    );
+    const all = ['a', 'b', 'c'].map((n) => batcher.submit(small(n)).then(() => answered.push(n)));
+    await writer.finish();
+    await writer.finish();
+    await Promise.all(all);
+    expect(writer.batches.map((b) => b.map(nameOf))).toEqual([['a'], ['b', 'c']]);
+    expect(seenAtWrite).toEqual([
+      { answered: [], commits: 0 },
+      { answered: [], commits: 0 },
+    ]);
+    expect(answered).toEqual(['a', 'b', 'c']);
+    expect(commits).toBe(2);
+  });
+
   it('never puts two triggers giving fields for the same contact into one statement', async () => {
     const writer = controlledWriter();
     const batcher = new TriggerBatcher(writer.write, 1, () => {});
