@@ -151,11 +151,11 @@ interface Lease {
   bucket: number;
   /** What the last charge aimed to hold: below half of it, a grant starts the next charge. */
   target: number;
-  /** Takes since the last charge was sent, and when that was (performance.now()). */
+  /** Takes since the last charge was sent, and when that was (the clock's milliseconds, as usedAt). */
   demand: number;
   chargedAt: number;
   usedAt: number;
-  /** Where the tokens go back to: the connection of the take that started the last charge. */
+  /** What the tokens go back through: the EntityManager of the take that started the last charge. */
   em: EntityManager;
 }
 
@@ -175,7 +175,7 @@ export function take(em: EntityManager, clock: Clock, checks: RateCheck[]): Prom
   const id = `${keys.join('\n')}\n${rates.join(' ')}\n${bursts.join(' ')}`;
   const set: BucketSet = { checks, keys, rates, bursts, id, leased: checks.length === 1 && checks[0]!.policy.leased === true };
   if (set.leased) {
-    const lease = leaseOf(set, em);
+    const lease = leaseOf(set, em, clock);
     if (lease.tokens >= 1) return Promise.resolve([grantLeased(clock, set, lease, em)]);
   }
   return new Promise((resolve, reject) => {
@@ -187,13 +187,13 @@ export function take(em: EntityManager, clock: Clock, checks: RateCheck[]): Prom
 }
 
 /** The set's lease, counting this take as demand; a new one is dropped after LEASE_IDLE_MS unused. */
-function leaseOf(set: BucketSet, em: EntityManager): Lease {
-  const now = performance.now();
+function leaseOf(set: BucketSet, em: EntityManager, clock: Clock): Lease {
+  const now = clock.now();
   let lease = leases.get(set.id);
   if (!lease) {
     const created: Lease = { tokens: 0, bucket: 0, target: 0, demand: 0, chargedAt: now, usedAt: now, em };
     leases.set(set.id, created);
-    setTimeout(() => endIdleLease(set, created), LEASE_IDLE_MS).unref();
+    setTimeout(() => endIdleLease(set, created, clock), LEASE_IDLE_MS).unref();
     lease = created;
   }
   lease.demand++;
@@ -211,10 +211,10 @@ function grantLeased(clock: Clock, set: BucketSet, lease: Lease, em: EntityManag
 }
 
 /** Gives back what an idle lease holds and forgets it; a lease in use, or charging, waits another spell. */
-function endIdleLease(set: BucketSet, lease: Lease): void {
-  const idleFor = performance.now() - lease.usedAt;
+function endIdleLease(set: BucketSet, lease: Lease, clock: Clock): void {
+  const idleFor = clock.now() - lease.usedAt;
   if (idleFor < LEASE_IDLE_MS || queues.has(set.id)) {
-    setTimeout(() => endIdleLease(set, lease), idleFor < LEASE_IDLE_MS ? LEASE_IDLE_MS - idleFor : LEASE_IDLE_MS).unref();
+    setTimeout(() => endIdleLease(set, lease, clock), idleFor < LEASE_IDLE_MS ? LEASE_IDLE_MS - idleFor : LEASE_IDLE_MS).unref();
     return;
   }
   leases.delete(set.id);
@@ -244,7 +244,7 @@ async function drain(clock: Clock, set: BucketSet, em: EntityManager): Promise<v
       lease.tokens--;
       batch.shift()!.resolve([resultOf(set, 0, lease.bucket + lease.tokens, true)]);
     }
-    const now = performance.now();
+    const now = clock.now();
     const ahead = lease && (batch.length > 0 || leaseOnly++ === 0) ? tokensAhead(set, lease, now) : 0;
     if (batch.length + ahead === 0) {
       queues.delete(set.id);
