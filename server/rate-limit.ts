@@ -235,7 +235,7 @@ function tokensAhead(set: BucketSet, lease: Lease, now: number): number {
  * also tops it up, and a charge for the lease alone (started by a grant) is made once.
  */
 async function drain(clock: Clock, set: BucketSet, em: EntityManager): Promise<void> {
-  let leaseOnly = 0;
+  let leaseOnlyCharged = false;
   for (;;) {
     const batch = queues.get(set.id)!.splice(0);
     const lease = set.leased ? leases.get(set.id) : undefined;
@@ -245,11 +245,13 @@ async function drain(clock: Clock, set: BucketSet, em: EntityManager): Promise<v
       batch.shift()!.resolve([resultOf(set, 0, lease.bucket + lease.tokens, true)]);
     }
     const now = clock.now();
-    const ahead = lease && (batch.length > 0 || leaseOnly++ === 0) ? tokensAhead(set, lease, now) : 0;
+    const leaseOnly = batch.length === 0;
+    const ahead = lease && !(leaseOnly && leaseOnlyCharged) ? tokensAhead(set, lease, now) : 0;
     if (batch.length + ahead === 0) {
       queues.delete(set.id);
       return;
     }
+    if (leaseOnly) leaseOnlyCharged = true;
     if (lease) {
       lease.demand = 0;
       lease.chargedAt = now;

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import pg from 'pg';
 import { notifyChannelSql } from 'pg-boss/dist/plans.js';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { insertInboxTemplate, createTenantFixture, insertNotificationType, sql, sqlOne, waitForFinal, deliveryJobsOf, type TenantFixture } from './support/fixtures.ts';
+import { insertInboxTemplate, createTenantFixture, insertNotificationType, setTriggerLimit, sql, sqlOne, waitForFinal, deliveryJobsOf, type TenantFixture } from './support/fixtures.ts';
 import { execute } from '../server/db/sql.ts';
 import { BOSS_SCHEMA } from '../server/queue.ts';
 import { DELIVER_EVENT_QUEUE } from '../server/delivery/queues.ts';
@@ -29,6 +29,10 @@ afterAll(async () => {
 
 const trigger = (body: unknown, key = acme.serviceKey, headers: Record<string, string> = {}) =>
   app.request('POST', '/v1/notifications', { token: key, body, headers });
+
+/** `count` triggers of the tenant's 'plain' type at once, one recipient each. */
+const triggerAtOnce = (tenant: TenantFixture, count: number) =>
+  Promise.all(Array.from({ length: count }, (_, i) => trigger({ type: 'plain', recipients: [`at_once_${i}`] }, tenant.serviceKey)));
 
 describe('POST /v1/notifications', () => {
   it('validates an object recipient as a contact is created: trimmed, language canonical, the same limits', async () => {
@@ -154,7 +158,7 @@ describe('POST /v1/notifications', () => {
   it('answers 429 with Retry-After past the tenant trigger budget, counted per account', async () => {
     const limited = await createTenantFixture(app, 'Limited');
     await insertNotificationType(app, limited.tenantId, { key: 'plain' });
-    await execute(app.runtime.orm.em.fork(), `INSERT INTO tenant_limits (tenant_id, name, value) VALUES ($1, 'rate:trigger', 1), ($1, 'rate:trigger:burst', 1)`, [limited.tenantId]);
+    await setTriggerLimit(app, limited.tenantId, 1, 1);
     const first = await trigger({ type: 'plain', recipients: ['a'] }, limited.serviceKey);
     expect(first.status).toBe(202);
     const second = await trigger({ type: 'plain', recipients: ['a'] }, limited.serviceKey);
@@ -166,8 +170,8 @@ describe('POST /v1/notifications', () => {
     const busy = await createTenantFixture(app, 'Busy');
     await insertNotificationType(app, busy.tenantId, { key: 'plain' });
     // 5 per minute, burst 8: nothing refills noticeably during the test.
-    await execute(app.runtime.orm.em.fork(), `INSERT INTO tenant_limits (tenant_id, name, value) VALUES ($1, 'rate:trigger', 5), ($1, 'rate:trigger:burst', 8)`, [busy.tenantId]);
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => trigger({ type: 'plain', recipients: [`c${i}`] }, busy.serviceKey)));
+    await setTriggerLimit(app, busy.tenantId, 5, 8);
+    const results = await triggerAtOnce(busy, 20);
     const accepted = results.filter((r) => r.status === 202);
     expect(accepted).toHaveLength(8);
     expect(results.filter((r) => r.status === 429)).toHaveLength(12);
@@ -180,8 +184,8 @@ describe('POST /v1/notifications', () => {
     const busy = await createTenantFixture(app, 'Leased');
     await insertNotificationType(app, busy.tenantId, { key: 'plain' });
     // 1 per minute, burst 200: the process may charge up to 20 ahead; nothing refills noticeably.
-    await execute(app.runtime.orm.em.fork(), `INSERT INTO tenant_limits (tenant_id, name, value) VALUES ($1, 'rate:trigger', 1), ($1, 'rate:trigger:burst', 200)`, [busy.tenantId]);
-    const results = await Promise.all(Array.from({ length: 250 }, (_, i) => trigger({ type: 'plain', recipients: [`m${i}`] }, busy.serviceKey)));
+    await setTriggerLimit(app, busy.tenantId, 1, 200);
+    const results = await triggerAtOnce(busy, 250);
     const accepted = results.filter((r) => r.status === 202);
     expect(accepted).toHaveLength(200);
     expect(results.filter((r) => r.status === 429)).toHaveLength(50);

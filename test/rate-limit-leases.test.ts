@@ -4,8 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { ManualClock } from '../server/clock.ts';
-import { createTenantFixture, insertNotificationType, sqlOne, type TenantFixture } from './support/fixtures.ts';
-import { execute } from '../server/db/sql.ts';
+import { createTenantFixture, insertNotificationType, setTriggerLimit, sqlOne, type TenantFixture } from './support/fixtures.ts';
 
 let app: TestApp;
 const clock = new ManualClock(Date.parse('2026-06-01T12:00:00Z'));
@@ -21,7 +20,7 @@ afterAll(async () => {
 async function limitedTenant(name: string, burst: number): Promise<TenantFixture> {
   const tenant = await createTenantFixture(app, name);
   await insertNotificationType(app, tenant.tenantId, { key: 'plain' });
-  await execute(app.runtime.orm.em.fork(), `INSERT INTO tenant_limits (tenant_id, name, value) VALUES ($1, 'rate:trigger', 1), ($1, 'rate:trigger:burst', $2)`, [tenant.tenantId, burst]);
+  await setTriggerLimit(app, tenant.tenantId, 1, burst);
   return tenant;
 }
 

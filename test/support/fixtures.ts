@@ -152,6 +152,15 @@ export async function drainSystemEmails(app: TestApp): Promise<void> {
 /* ---------------------------------------------------------------- configuration and delivery rows */
 
 /** A notification type written by SQL (for tests of other routes). */
+/** Sets a tenant's trigger budget (tenant_limits, as `herald tenants limits` does): per minute and burst. */
+export async function setTriggerLimit(app: TestApp, tenantId: string, perMinute: number, burst: number): Promise<void> {
+  await execute(
+    app.runtime.orm.em.fork(),
+    `INSERT INTO tenant_limits (tenant_id, name, value) VALUES ($1, 'rate:trigger', $2), ($1, 'rate:trigger:burst', $3)`,
+    [tenantId, perMinute, burst],
+  );
+}
+
 export async function insertNotificationType(
   app: TestApp,
   tenantId: string,
