@@ -84,8 +84,11 @@ describe('startQueueStatistics', () => {
       (
         await db.executeSql(`SELECT analyze_count::int AS analyses, n_mod_since_analyze::int AS changed FROM pg_stat_user_tables WHERE schemaname = 'pgboss' AND relname = 'job_common'`)
       ).rows[0] as { analyses: number; changed: number };
+    // A backend hands its table counts to pg_stat_user_tables at most once a second, and one that then
+    // goes idle only after 10 s: the inserts' changes, then the analysis's own count, can each take that
+    // long to show, longer on a loaded machine.
     const until = async (done: (s: { analyses: number; changed: number }) => boolean) => {
-      const deadline = Date.now() + 15_000;
+      const deadline = Date.now() + 25_000;
       for (let s = await stats(); !done(s); s = await stats()) {
         if (Date.now() > deadline) throw new Error(`statistics still ${JSON.stringify(s)}`);
         await sleep(100);
