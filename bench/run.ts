@@ -43,7 +43,7 @@ import { KeepAliveConnection } from './keep-alive-client.ts';
 import { benchInstall, benchTenant, cleanups, cpuCounters, cpuPerItem, fmt, fmtCpu, freePort, heraldEnv, print, runBench, sleep, startHerald, stats, type CpuCounters } from './support.ts';
 import { benchWebhooks } from './webhooks.ts';
 
-// Sized for the drains of 3 and 5 (28,000 items each, with the warm-up triggers), not for 1 and 2: a
+// Sized for the drains of 3 and 5 (49,000 items each, with the warm-up triggers), not for 1 and 2: a
 // drain is over in 2-3 s. With a third of that (3,000 and 60), Herald drained its backlog in about a
 // second, a window in which one pause of the shared machine set the rate: the ratio of 3 to 5 swung
 // from 0.51 to 1.38 in eleven runs of one version on one machine.
@@ -51,7 +51,12 @@ const SINGLE_REQUESTS = Number(process.env.BENCH_SINGLE_REQUESTS ?? 9000);
 const BULK_REQUESTS = Number(process.env.BENCH_BULK_REQUESTS ?? 180);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const LATENCY_SAMPLES = Number(process.env.BENCH_LATENCY_SAMPLES ?? 200);
-const WARM_UP_REQUESTS = 1000;
+// V8 compiles a hot path in tiers, on counts of calls, over seconds of load, and an API process makes
+// its first full garbage collection after some 10,000 triggers: the warm-up runs past both, so that
+// lines 1 and 2 measure the process as it serves for hours, not its start. It runs both kinds of
+// trigger, at the concurrency of their measured runs, for recipients of their own.
+const WARM_UP_REQUESTS = Number(process.env.BENCH_WARM_UP_REQUESTS ?? 20000);
+const WARM_UP_BULK_REQUESTS = Number(process.env.BENCH_WARM_UP_BULK_REQUESTS ?? 20);
 // Saturation rates are taken after the first items of a drain: a freshly started worker process
 // compiles its hot paths meanwhile (Herald's delivery path is far more code than a no-op handler).
 // The same for Herald and for the baselines; the whole-drain rates are printed too.
@@ -132,13 +137,14 @@ async function main(): Promise<void> {
   /** Runs `count` calls of fn, `concurrency` at a time, each worker on its own connection. */
   const runLoad = (count: number, concurrency: number, fn: (i: number, connection: KeepAliveConnection) => Promise<{ ms: number }>) =>
     measure(count, connectionPool.slice(0, concurrency), fn);
-  // Warm-up (JIT, contact rows, the API process's heap), at the concurrency of the measured run. A
+  // Warm-up (JIT, contact rows, the API process's heap), at the concurrency of the measured runs. A
   // fresh API process makes its first large garbage collections in its first second of load; with
   // 32 requests in flight, one such pause delays enough of a run to set its p99, so the warm-up takes
   // them, at the measured concurrency, before anything is measured.
   await runLoad(WARM_UP_REQUESTS, CONCURRENCY, (i, c) => trigger(c, [`warm_${i % 50}`]));
+  await runLoad(WARM_UP_BULK_REQUESTS, Math.min(CONCURRENCY, 8), (i, c) => trigger(c, Array.from({ length: 100 }, (_, j) => `warm_bulk_${(i * 100 + j) % 2000}`)));
 
-  print(`Herald benchmark (loopback, ${config.workerConcurrency} worker concurrency, log level warn)`);
+  print(`Herald benchmark (loopback, ${config.workerConcurrency} worker concurrency, log level warn; after ${WARM_UP_REQUESTS} + ${WARM_UP_BULK_REQUESTS} warm-up triggers)`);
   // Read before and after each trigger run: the CPU time per request of the API process and of PostgreSQL.
   const db = new pg.Client({ connectionString: url });
   await db.connect();
@@ -278,8 +284,8 @@ async function main(): Promise<void> {
         return { ms: 0 };
       });
     await enqueue(WARM_UP_REQUESTS + SINGLE_REQUESTS, 1, CONCURRENCY);
-    await enqueue(BULK_REQUESTS, 100, Math.min(CONCURRENCY, 8));
-    const total = WARM_UP_REQUESTS + SINGLE_REQUESTS + BULK_REQUESTS * 100;
+    await enqueue(WARM_UP_BULK_REQUESTS + BULK_REQUESTS, 100, Math.min(CONCURRENCY, 8));
+    const total = WARM_UP_REQUESTS + SINGLE_REQUESTS + (WARM_UP_BULK_REQUESTS + BULK_REQUESTS) * 100;
     await analyzeJobTable(db);
     const before = await workCounters(db);
     await boss.work(queue, { ...workOptions, localConcurrency: WORKER_CONCURRENCY }, async () => undefined);
