@@ -10,6 +10,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from './errors.ts';
 import { execute, query } from './db/sql.ts';
+import { jsonRowsParameter, jsonRowsSql, type JsonRowColumns } from './db/json-rows.ts';
 import type { Clock } from './clock.ts';
 
 export interface RatePolicy {
@@ -77,15 +78,18 @@ interface BucketRow {
   granted: number;
 }
 
+/** A bucket of a charge: its key, and the rate and burst of its policy. */
+const BUCKET_COLUMNS = [['key', 'text'], ['rate', 'float8'], ['burst', 'float8']] as const satisfies JsonRowColumns<{ key: string; rate: number; burst: number }>;
+
 // Locks the buckets, refills them to `now`, and grants up to $4 charges of one token from each bucket:
 // as many as every bucket can pay for (and none if a bucket is missing). One round trip on the hot
 // path; row locks are held for the statement only (the table is unlogged: its commit waits for no flush).
-// The input is a jsonb array rather than arrays: PostgreSQL estimates unnest() of a known array
-// exactly, so it re-planned the statement on every call; with jsonb its cached generic plan is used.
+// The input is JSON rows (db/json-rows.ts) rather than arrays: PostgreSQL estimates unnest() of a known
+// array exactly, so it re-planned the statement on every call; with jsonb its cached generic plan is used.
 // The epsilon absorbs float drift of stepwise refills (5 s + 1 s of 1/6 token per s must make one token).
 const CHARGE_SQL = `
   WITH input AS (
-    SELECT * FROM jsonb_to_recordset($1::jsonb) AS t(key text, rate float8, burst float8)
+    SELECT * FROM ${jsonRowsSql('$1', BUCKET_COLUMNS)} AS t
   ), locked AS (
     SELECT b.key, LEAST(i.burst, b.tokens + GREATEST(0, $2::bigint - b.updated_ms) / 1000.0 * i.rate) AS tokens
       FROM rate_limit_buckets b JOIN input i ON i.key = b.key
@@ -104,7 +108,7 @@ const CHARGE_SQL = `
 
 const CREATE_SQL = `
   INSERT INTO rate_limit_buckets (key, tokens, updated_ms)
-  SELECT key, burst, $2::bigint FROM jsonb_to_recordset($1::jsonb) AS t(key text, burst float8)
+  SELECT key, burst, $2::bigint FROM ${jsonRowsSql('$1', BUCKET_COLUMNS)} AS t
   ON CONFLICT (key) DO NOTHING`;
 
 // Gives a lease's ungranted tokens back, up to the burst. They were charged at or before the bucket's
@@ -277,7 +281,7 @@ async function drain(clock: Clock, set: BucketSet, em: EntityManager): Promise<v
 /** One statement for `count` takes of the set: how many it granted, and each bucket's tokens after. */
 async function charge(em: EntityManager, now: number, set: BucketSet, count: number): Promise<{ granted: number; tokens: number[] }> {
   const { keys, rates, bursts } = set;
-  const json = JSON.stringify(keys.map((key, i) => ({ key, rate: rates[i], burst: bursts[i] })));
+  const json = jsonRowsParameter(keys.map((key, i) => ({ key, rate: rates[i]!, burst: bursts[i]! })), BUCKET_COLUMNS);
   let rows = await query<BucketRow>(em, CHARGE_SQL, [json, now, keys.length, count]);
   if (rows.length < keys.length) {
     // First use of a bucket: create it full, then decide again (nothing was charged: the count differed).

@@ -4,6 +4,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../ids.ts';
 import { query } from '../db/sql.ts';
+import { jsonRowsParameter, jsonRowsSql, type JsonRowColumns } from '../db/json-rows.ts';
 import { CONTACT_COLUMNS, type ContactRow } from '../db/contacts.ts';
 import type { ContactFields } from '../schemas/contacts.ts';
 
@@ -13,8 +14,13 @@ export interface UpsertedContact extends ContactRow {
 }
 
 
-/** One row of the upsert's input (the JSON array given to contactUpsertStatement). */
+/** One row of the upsert's input. */
 export type ContactUpsertInput = { id: string } & { [Field in keyof ContactFields]-?: Exclude<ContactFields[Field], undefined> };
+
+/** The upsert's input columns, as JSON rows (db/json-rows.ts) give them: to the import's statement, and in each trigger. */
+export const CONTACT_INPUT_COLUMNS = [
+  ['id', 'uuid'], ['external_id', 'text'], ['email', 'text'], ['phone', 'text'], ['name', 'text'], ['language', 'text'], ['properties', 'jsonb'],
+] as const satisfies JsonRowColumns<ContactUpsertInput>;
 
 /**
  * The upsert's input: one row per distinct external_id, in first-seen order. Repeated external_ids
@@ -41,9 +47,9 @@ export function contactUpsertInput(inputs: ContactFields[]): ContactUpsertInput[
  * The one create-or-update statement for contacts, over `rows`: the SQL of a FROM item with typed
  * columns `tenant_id`, `id`, `external_id`, `email`, `phone`, `name`, `language`, `properties` (jsonb,
  * NULL for none), at most one row per tenant and external_id (one statement cannot touch a row twice).
- * Rows are written in the order the source yields them.
+ * Rows are written in the order the source yields them. The trigger statement embeds it as a CTE.
  */
-function upsertRowsStatement(rows: string): string {
+export function contactUpsertStatement(rows: string): string {
   return `INSERT INTO contacts AS c (id, tenant_id, external_id, email, phone, name, language, properties)
      SELECT r.id, r.tenant_id, r.external_id, r.email, r.phone, r.name, r.language, coalesce(r.properties, '{}'::jsonb)
        FROM ${rows} AS r
@@ -60,54 +66,32 @@ function upsertRowsStatement(rows: string): string {
      RETURNING ${CONTACT_COLUMNS.split(', ').map((col) => `c.${col}`).join(', ')}, (xmax = 0) AS created`;
 }
 
-/**
- * The upsert as the trigger embeds it (a CTE): `source` is the SQL of a FROM item with two columns,
- * `tenant_id` (uuid) and `e` (one ContactUpsertInput as jsonb), otherwise as upsertRowsStatement.
- */
-export function contactUpsertStatement(source: string): string {
-  return upsertRowsStatement(`(
-    SELECT src.tenant_id, (src.e->>'id')::uuid AS id, src.e->>'external_id' AS external_id, src.e->>'email' AS email, src.e->>'phone' AS phone,
-           src.e->>'name' AS name, src.e->>'language' AS language, nullif(src.e->'properties', 'null'::jsonb) AS properties
-      FROM ${source} AS src)`);
-}
-
 /** True when the row only names a contact: upserting it creates the contact if need be and changes nothing else. */
 export function isBareContact(row: ContactUpsertInput): boolean {
   return row.email === null && row.phone === null && row.name === null && row.language === null && row.properties === null;
 }
 
 /**
- * The upsert's rows for one tenant ($1 the tenant; $2-$8 one array per column, the properties as JSON
- * text), in external_id order, as the trigger statement writes them: statements that lock the same
- * contacts in the same order wait for each other instead of deadlocking. Typed arrays, not a JSON
- * document: PostgreSQL reads them at about half the CPU.
+ * The upsert's rows for one tenant ($1 the tenant; $2 the rows), in external_id order, as the trigger
+ * statement writes them: statements that lock the same contacts in the same order wait for each other
+ * instead of deadlocking.
  */
-const TENANT_ROWS = `(SELECT $1::uuid AS tenant_id, x.* FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::jsonb[])
-    AS x(id, external_id, email, phone, name, language, properties) ORDER BY x.external_id)`;
+const TENANT_ROWS = `(SELECT $1::uuid AS tenant_id, x.* FROM ${jsonRowsSql('$2', CONTACT_INPUT_COLUMNS)} AS x ORDER BY x.external_id)`;
 
 function tenantRowsParameters(tenantId: string, rows: ContactUpsertInput[]): unknown[] {
-  return [
-    tenantId,
-    rows.map((r) => r.id),
-    rows.map((r) => r.external_id),
-    rows.map((r) => r.email),
-    rows.map((r) => r.phone),
-    rows.map((r) => r.name),
-    rows.map((r) => r.language),
-    rows.map((r) => (r.properties === null ? null : JSON.stringify(r.properties))),
-  ];
+  return [tenantId, jsonRowsParameter(rows, CONTACT_INPUT_COLUMNS)];
 }
 
 /** Upserts contacts by external_id; returns one row per distinct external_id, in input order. */
 export async function upsertContacts(em: EntityManager, tenantId: string, inputs: ContactFields[]): Promise<UpsertedContact[]> {
   const rows = contactUpsertInput(inputs);
   if (rows.length === 0) return [];
-  const result = await query<ContactRow & { created: boolean }>(em, upsertRowsStatement(TENANT_ROWS), tenantRowsParameters(tenantId, rows));
+  const result = await query<ContactRow & { created: boolean }>(em, contactUpsertStatement(TENANT_ROWS), tenantRowsParameters(tenantId, rows));
   const byExternal = new Map(result.map((r) => [r.external_id, r]));
   return rows.map((r) => byExternal.get(r.external_id)!);
 }
 
-const COUNTED_UPSERT = `WITH upserted AS (${upsertRowsStatement(TENANT_ROWS)})
+const COUNTED_UPSERT = `WITH upserted AS (${contactUpsertStatement(TENANT_ROWS)})
   SELECT count(*) FILTER (WHERE created)::int AS created, count(*) FILTER (WHERE NOT created)::int AS updated FROM upserted`;
 
 /** Upserts contacts by external_id as upsertContacts does, answering only how many were created and updated (imports). */

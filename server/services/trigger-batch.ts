@@ -18,7 +18,8 @@ import type { PgBoss } from '../queue.ts';
 import { statementPerQueue } from '../queue.ts';
 import { deliveryJobsCte } from '../delivery/enqueue.ts';
 import { eventsPerJobSql } from '../delivery/stages/plan.ts';
-import { contactUpsertStatement, isBareContact, type ContactUpsertInput } from './contact-upsert.ts';
+import { jsonRows, jsonRowsParameter, jsonRowsSql, type JsonRowColumns } from '../db/json-rows.ts';
+import { CONTACT_INPUT_COLUMNS, contactUpsertStatement, isBareContact, type ContactUpsertInput } from './contact-upsert.ts';
 
 /** One trigger, ready to write. */
 export interface TriggerInput {
@@ -62,8 +63,15 @@ export function missingVariablesSql(type: string, names: string): string {
 /** The statement per queue instance: it embeds the queue's table name, read from pg-boss once. */
 const triggerStatement = statementPerQueue((boss) => deliveryJobsCte(boss, 'to_enqueue').then(buildTriggerStatement));
 
+/** A trigger's columns, and its events', as JSON rows (db/json-rows.ts); its contacts are CONTACT_INPUT_COLUMNS rows. */
+const TRIGGER_COLUMNS = [
+  ['tenant_id', 'uuid'], ['type', 'text'], ['brand', 'text'], ['channels', 'text[]'], ['variables', 'jsonb'], ['names', 'text[]'],
+  ['secret_keys', 'text[]'], ['contacts', 'jsonb'], ['events', 'jsonb'], ['send_at', 'timestamptz'], ['cancellation_key', 'text'],
+] as const satisfies JsonRowColumns<TriggerInput>;
+const EVENT_COLUMNS = [['id', 'uuid'], ['external_id', 'text'], ['ciphertext', 'text']] as const satisfies JsonRowColumns<TriggerInput['events'][number]>;
+
 /**
- * $1 is the triggers, a JSON array of TriggerInput with `n` (the position) added. The statement's
+ * $1 is the triggers, JSON rows of TriggerInput (writeTriggers), `n` their positions. The statement's
  * tenants are locked first, FOR KEY SHARE, once each: a tenant's deletion waits there for the events
  * written here to commit (events have no foreign key to tenants; the deletion's trigger then deletes
  * them), before its cascade takes the contacts this statement locks (the two could deadlock). That
@@ -75,9 +83,7 @@ const triggerStatement = statementPerQueue((boss) => deliveryJobsCte(boss, 'to_e
  */
 const buildTriggerStatement = (jobsCte: string) => `
   WITH input AS (
-    SELECT * FROM jsonb_to_recordset($1::jsonb) AS t(n int, tenant_id uuid, type text, brand text, channels text[],
-                                                     variables jsonb, names text[], secret_keys text[], contacts jsonb, events jsonb,
-                                                     send_at timestamptz, cancellation_key text)
+    SELECT * FROM ${jsonRowsSql('$1', TRIGGER_COLUMNS)} AS t
   ), tenant_rows AS MATERIALIZED (
     SELECT id, archived_at FROM tenants WHERE id IN (SELECT tenant_id FROM input) ORDER BY id FOR KEY SHARE
   ), checked AS (
@@ -96,10 +102,10 @@ const buildTriggerStatement = (jobsCte: string) => `
     SELECT i.* FROM input i JOIN checked c ON c.n = i.n
      WHERE c.tenant_found AND NOT c.archived AND c.type_found AND c.brand_found AND cardinality(c.missing) = 0
   ), wanted AS MATERIALIZED (
-    SELECT DISTINCT ON (a.tenant_id, e->>'external_id') a.tenant_id, e->>'external_id' AS external_id, e,
-           jsonb_strip_nulls(e) - 'id' - 'external_id' = '{}'::jsonb AS bare
-      FROM accepted a CROSS JOIN LATERAL jsonb_array_elements(a.contacts) AS e
-     ORDER BY a.tenant_id, e->>'external_id', jsonb_strip_nulls(e) - 'id' - 'external_id' = '{}'::jsonb
+    SELECT DISTINCT ON (a.tenant_id, c.external_id) a.tenant_id, c.id, c.external_id, c.email, c.phone, c.name, c.language, c.properties,
+           (c.email, c.phone, c.name, c.language, c.properties) IS NULL AS bare
+      FROM accepted a CROSS JOIN LATERAL ${jsonRowsSql('a.contacts', CONTACT_INPUT_COLUMNS)} AS c
+     ORDER BY a.tenant_id, c.external_id, (c.email, c.phone, c.name, c.language, c.properties) IS NULL
   ), existing AS MATERIALIZED (
     -- A recipient named by external id alone that is a contact already is only locked: rewriting its
     -- row would change nothing but cost a new row version, index entries and WAL. The lock holds a
@@ -118,7 +124,7 @@ const buildTriggerStatement = (jobsCte: string) => `
      ) AS c
   ), upserted AS (
     ${contactUpsertStatement(`(
-      SELECT w.tenant_id, w.e FROM wanted w
+      SELECT w.tenant_id, w.id, w.external_id, w.email, w.phone, w.name, w.language, w.properties FROM wanted w
        WHERE NOT (w.bare AND EXISTS (SELECT 1 FROM existing x WHERE x.tenant_id = w.tenant_id AND x.external_id = w.external_id))
        ORDER BY w.tenant_id, w.external_id
     )`)}
@@ -128,8 +134,8 @@ const buildTriggerStatement = (jobsCte: string) => `
     SELECT id, tenant_id, external_id FROM upserted
   ), recipients AS MATERIALIZED (
     -- Materialized: inlined, the planner re-expanded every trigger's events once per contact row.
-    SELECT a.n, x.k, a.tenant_id, (x.e->>'id')::uuid AS id, x.e->>'external_id' AS external_id, x.e->>'ciphertext' AS ciphertext
-      FROM accepted a CROSS JOIN LATERAL jsonb_array_elements(a.events) WITH ORDINALITY AS x(e, k)
+    SELECT a.n, x.n AS k, a.tenant_id, x.id, x.external_id, x.ciphertext
+      FROM accepted a CROSS JOIN LATERAL ${jsonRowsSql('a.events', EVENT_COLUMNS)} AS x
   ), inserted AS (
     INSERT INTO events (id, tenant_id, type_key, contact_id, external_id, brand_key, channels, variables, secret_variables_ciphertext, secret_keys,
                         send_at, cancellation_key, status)
@@ -159,7 +165,12 @@ const buildTriggerStatement = (jobsCte: string) => `
  */
 export async function writeTriggers(em: EntityManager, boss: PgBoss, triggers: TriggerInput[]): Promise<TriggerOutcome[]> {
   const statement = await triggerStatement(boss);
-  const rows = await query<TriggerOutcome & { inserted: number; enqueued: number }>(em, statement, [JSON.stringify(triggers.map((t, n) => ({ n, ...t })))]);
+  const rows = await query<TriggerOutcome & { inserted: number; enqueued: number }>(em, statement, [
+    jsonRowsParameter(
+      triggers.map((t) => ({ ...t, contacts: jsonRows(t.contacts, CONTACT_INPUT_COLUMNS), events: jsonRows(t.events, EVENT_COLUMNS) })),
+      TRIGGER_COLUMNS,
+    ),
+  ]);
   const expected = triggers.reduce((sum, t, n) => sum + (rows[n]?.accepted ? t.events.length : 0), 0);
   // Unreachable unless the statement is broken; if so, better a 500 than a lost notification.
   if (rows.length !== triggers.length || rows[0]!.inserted !== expected || rows[0]!.enqueued !== expected) {

@@ -9,6 +9,7 @@
 // due, and a drain of deliveries would otherwise cost hundreds of empty polls a second.
 import type { Runtime } from '../runtime.ts';
 import { query } from '../db/sql.ts';
+import { jsonRowsParameter, jsonRowsSql, type JsonRowColumns } from '../db/json-rows.ts';
 import { postWebhook, type PostResult } from './post.ts';
 import { secretKey, signedHeaders } from './signing.ts';
 import { webhookSecretAad } from '../crypto/aad.ts';
@@ -69,6 +70,9 @@ interface Outcome {
   /** 'ok': the endpoint answered 2xx; 'gone': 410; 'fail': anything else. */
   endpoint: 'ok' | 'gone' | 'fail';
 }
+
+/** An outcome's columns, as the attempts' statement reads them. */
+const OUTCOME_COLUMNS = [['id', 'uuid'], ['status', 'text'], ['code', 'int'], ['error', 'text'], ['delay_ms', 'bigint']] as const satisfies JsonRowColumns<Outcome>;
 
 export interface WebhookDispatcher {
   stop(): Promise<void>;
@@ -143,7 +147,7 @@ export function startWebhookDispatcher(runtime: Runtime, overrides: WebhookDispa
             SET status = r.status, attempts = d.attempts + 1, last_status_code = r.code, last_error = r.error,
                 next_attempt_at = CASE WHEN r.status = 'pending' THEN now() + r.delay_ms * interval '1 millisecond' ELSE d.next_attempt_at END,
                 updated_at = now()
-           FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, status text, code int, error text, delay_ms bigint)
+           FROM ${jsonRowsSql('$1', OUTCOME_COLUMNS)} AS r
           WHERE d.id = r.id
           RETURNING 1
        ), healthy AS (
@@ -161,7 +165,7 @@ export function startWebhookDispatcher(runtime: Runtime, overrides: WebhookDispa
        )
        SELECT (SELECT count(*) FROM attempts) + (SELECT count(*) FROM healthy) + (SELECT count(*) FROM failing) AS n`,
       [
-        JSON.stringify(outcomes.map(({ endpoint: _endpoint, endpoint_id: _id, ...o }) => o)),
+        jsonRowsParameter(outcomes, OUTCOME_COLUMNS),
         ok,
         failing,
         gone,

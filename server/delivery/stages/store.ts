@@ -9,6 +9,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { execute, query } from '../../db/sql.ts';
 import { planEachCall } from '../../db/prepared.ts';
+import { jsonRowsParameter, jsonRowsSql, type JsonRowColumns } from '../../db/json-rows.ts';
 import { statementPerQueue, type PgBoss } from '../../queue.ts';
 import { NEXT_STREAM_ID_SQL, streamLockSql, streamNoticesSql } from '../../stream/events.ts';
 import type { NewInboxItem } from '../channels/inbox.ts';
@@ -74,8 +75,8 @@ export async function storeBatch(
   batch: { deliveries: StoredDelivery[]; items: StoredItem[]; eventIds: string[]; jobs: FetchedJob[] },
 ): Promise<void> {
   await query(em, await storeStatement(boss), [
-    JSON.stringify(batch.deliveries),
-    JSON.stringify(batch.items),
+    jsonRowsParameter(batch.deliveries, DELIVERY_COLUMNS),
+    jsonRowsParameter(batch.items, ITEM_COLUMNS),
     batch.eventIds,
     ...completionParameters(batch.jobs),
   ]);
@@ -84,23 +85,29 @@ export async function storeBatch(
 /** The statement per queue instance: it embeds the delivery queue's table name, read from pg-boss once. */
 const storeStatement = statementPerQueue((boss) => deliveryJobsCompletionCte(boss, 4).then((cte) => planEachCall(buildStoreStatement(cte))));
 
+/** The columns of a StoredDelivery and of a StoredItem, as storeBatch gives them to its statement. */
+const DELIVERY_COLUMNS = [
+  ['id', 'uuid'], ['event_id', 'uuid'], ['tenant_id', 'uuid'], ['channel', 'text'], ['destination', 'text'], ['provider', 'text'],
+  ['status', 'text'], ['reason', 'text'], ['last_error', 'text'], ['attempts', 'int'], ['provider_message_id', 'text'],
+] as const satisfies JsonRowColumns<StoredDelivery>;
+const ITEM_COLUMNS = [
+  ['id', 'uuid'], ['tenant_id', 'uuid'], ['contact_id', 'uuid'], ['event_id', 'uuid'], ['delivery_id', 'uuid'],
+  ['type_key', 'text'], ['title', 'text'], ['body', 'text'], ['action_url', 'text'], ['data', 'jsonb'],
+] as const satisfies JsonRowColumns<StoredItem>;
+
 /**
- * $1 deliveries (StoredDelivery[]), $2 items (StoredItem[]), $3 event ids, $4-$7 the completion's
- * parameters (completionParameters).
+ * $1 deliveries (StoredDelivery[]), $2 items (StoredItem[]), both as JSON rows (db/json-rows.ts), $3
+ * event ids, $4-$7 the completion's parameters (completionParameters).
  */
 function buildStoreStatement(completedJobsCte: string): string {
   return `WITH planned AS (
-       INSERT INTO deliveries (id, event_id, tenant_id, channel, destination, provider, status, reason, last_error, attempts, provider_message_id)
-       SELECT id, event_id, tenant_id, channel, destination, provider, status, reason, last_error, attempts, provider_message_id
-         FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, event_id uuid, tenant_id uuid, channel text, destination text, provider text,
-                                                 status text, reason text, last_error text, attempts int, provider_message_id text)
+       INSERT INTO deliveries (${DELIVERY_COLUMNS.map(([name]) => name).join(', ')})
+       SELECT ${DELIVERY_COLUMNS.map(([name]) => name).join(', ')} FROM ${jsonRowsSql('$1', DELIVERY_COLUMNS)} AS x
        RETURNING id, event_id, channel, destination, status
      ), touched AS (
        ${touchSentSubscriptions('planned')}
      ), input AS (
-       SELECT * FROM ROWS FROM (jsonb_to_recordset($2::jsonb) AS (id uuid, tenant_id uuid, contact_id uuid, event_id uuid, delivery_id uuid,
-                                                                  type_key text, title text, body text, action_url text, data jsonb))
-         WITH ORDINALITY AS x(id, tenant_id, contact_id, event_id, delivery_id, type_key, title, body, action_url, data, n)
+       SELECT * FROM ${jsonRowsSql('$2', ITEM_COLUMNS)} AS x
      ), stream_locks AS (
        SELECT count(${streamLockSql('contact_id')}) AS n FROM (SELECT DISTINCT contact_id FROM input ORDER BY contact_id) AS contacts
      ), stored AS (
@@ -130,6 +137,14 @@ function buildStoreStatement(completedJobsCte: string): string {
             ${streamNoticesSql('SELECT contact_id FROM stored')} AS notices`;
 }
 
+/** The columns of a planned delivery, and of one with its event, as storePlan and storePlans give them. */
+const PLANNED_COLUMNS = [
+  ['channel', 'text'], ['destination', 'text'], ['provider', 'text'], ['status', 'text'], ['reason', 'text'],
+] as const satisfies JsonRowColumns<PlannedDelivery>;
+const EVENT_PLANNED_COLUMNS = [...PLANNED_COLUMNS, ['event_id', 'uuid'], ['tenant_id', 'uuid']] as const satisfies JsonRowColumns<
+  PlannedDelivery & { event_id: string; tenant_id: string }
+>;
+
 /**
  * Stores an event's plan (the per-event run, inside the transaction holding the event); returns the
  * deliveries it added that are pending. A delivery already stored (same event, channel and
@@ -144,11 +159,11 @@ export async function storePlan(
   const inserted = await query<DeliveryRow & { status: string }>(
     em,
     `INSERT INTO deliveries (id, event_id, tenant_id, channel, destination, provider, status, reason)
-     SELECT gen_random_uuid(), $1, $2, d->>'channel', d->>'destination', d->>'provider', d->>'status', d->>'reason'
-       FROM jsonb_array_elements($3::jsonb) AS d
+     SELECT gen_random_uuid(), $1, $2, d.channel, d.destination, d.provider, d.status, d.reason
+       FROM ${jsonRowsSql('$3', PLANNED_COLUMNS)} AS d
      ON CONFLICT (event_id, channel, destination) DO NOTHING
      RETURNING id, channel, destination, provider, attempts, status`,
-    [event.id, event.tenant_id, JSON.stringify(plan)],
+    [event.id, event.tenant_id, jsonRowsParameter(plan, PLANNED_COLUMNS)],
   );
   return inserted.filter((d) => d.status === 'pending').map(({ status: _status, ...d }) => d);
 }
@@ -166,11 +181,11 @@ export async function storePlans(
   const inserted = await query<DeliveryRow & { event_id: string; status: string }>(
     em,
     `INSERT INTO deliveries (id, event_id, tenant_id, channel, destination, provider, status, reason)
-     SELECT gen_random_uuid(), (d->>'event_id')::uuid, (d->>'tenant_id')::uuid, d->>'channel', d->>'destination', d->>'provider', d->>'status', d->>'reason'
-       FROM jsonb_array_elements($1::jsonb) AS d
+     SELECT gen_random_uuid(), d.event_id, d.tenant_id, d.channel, d.destination, d.provider, d.status, d.reason
+       FROM ${jsonRowsSql('$1', EVENT_PLANNED_COLUMNS)} AS d
      ON CONFLICT (event_id, channel, destination) DO NOTHING
      RETURNING id, event_id, channel, destination, provider, attempts, status`,
-    [JSON.stringify(rows)],
+    [jsonRowsParameter(rows, EVENT_PLANNED_COLUMNS)],
   );
   return inserted.filter((d) => d.status === 'pending').map(({ status: _status, ...d }) => d);
 }
@@ -221,18 +236,18 @@ const touchSentSubscriptions = (recorded: string) => `UPDATE push_subscriptions 
 export async function recordOutcomes(em: EntityManager, outcomes: Array<{ deliveryId: string; outcome: DeliveryOutcome; finalAttempt: boolean }>): Promise<void> {
   if (outcomes.length === 0) return;
   const rows = outcomes.map(({ deliveryId, outcome, finalAttempt }) => ({ id: deliveryId, ...outcomeColumns(outcome, finalAttempt) }));
-  await execute(
-    em,
-    RECORD_OUTCOMES,
-    [JSON.stringify(rows)],
-  );
+  await execute(em, RECORD_OUTCOMES, [jsonRowsParameter(rows, OUTCOME_COLUMNS)]);
 }
+
+const OUTCOME_COLUMNS = [
+  ['id', 'uuid'], ['status', 'text'], ['reason', 'text'], ['error', 'text'], ['messageId', 'text'],
+] as const satisfies JsonRowColumns<{ id: string } & ReturnType<typeof outcomeColumns>>;
 
 const RECORD_OUTCOMES = planEachCall(`WITH recorded AS (
        UPDATE deliveries d
           SET status = o.status, reason = coalesce(o.reason, d.reason), last_error = coalesce(o.error, d.last_error),
               provider_message_id = coalesce(o."messageId", d.provider_message_id), attempts = d.attempts + 1, updated_at = now()
-         FROM jsonb_to_recordset($1::jsonb) AS o(id uuid, status text, reason text, error text, "messageId" text)
+         FROM ${jsonRowsSql('$1', OUTCOME_COLUMNS)} AS o
         WHERE d.id = o.id AND d.status = 'pending'
        RETURNING d.channel, d.destination, d.status)
      ${touchSentSubscriptions('recorded')}`);
