@@ -100,9 +100,10 @@ const ITEM_COLUMNS = [
  * event ids, $4-$7 the completion's parameters (completionParameters).
  */
 function buildStoreStatement(completedJobsCte: string): string {
+  const deliveryColumns = DELIVERY_COLUMNS.map(([name]) => name).join(', ');
   return `WITH planned AS (
-       INSERT INTO deliveries (${DELIVERY_COLUMNS.map(([name]) => name).join(', ')})
-       SELECT ${DELIVERY_COLUMNS.map(([name]) => name).join(', ')} FROM ${jsonRowsSql('$1', DELIVERY_COLUMNS)} AS x
+       INSERT INTO deliveries (${deliveryColumns})
+       SELECT ${deliveryColumns} FROM ${jsonRowsSql('$1', DELIVERY_COLUMNS)} AS x
        RETURNING id, event_id, channel, destination, status
      ), touched AS (
        ${touchSentSubscriptions('planned')}
@@ -239,6 +240,7 @@ export async function recordOutcomes(em: EntityManager, outcomes: Array<{ delive
   await execute(em, RECORD_OUTCOMES, [jsonRowsParameter(rows, OUTCOME_COLUMNS)]);
 }
 
+/** An attempt's outcome, as recordOutcomes gives it to its statement. */
 const OUTCOME_COLUMNS = [
   ['id', 'uuid'], ['status', 'text'], ['reason', 'text'], ['error', 'text'], ['messageId', 'text'],
 ] as const satisfies JsonRowColumns<{ id: string } & ReturnType<typeof outcomeColumns>>;
