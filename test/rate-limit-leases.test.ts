@@ -41,6 +41,8 @@ describe('the trigger budget leased per process', () => {
     const tenant = await limitedTenant('Busy', 200);
     const results = await Promise.all(Array.from({ length: 30 }, (_, i) => trigger(tenant, `busy${i}`)));
     expect(results.map((r) => r.status)).toEqual(Array(30).fill(202));
+    // A top-up the last grants started may still be on its way to the bucket: let it land.
+    await new Promise((resolve) => setTimeout(resolve, 250));
     // Held: the bucket gave more than the 30 granted (at most a tenth of the burst more).
     const held = 170 - (await bucketOf(tenant));
     expect(held).toBeGreaterThan(0);
