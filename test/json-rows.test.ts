@@ -53,6 +53,22 @@ describe('JSON rows', () => {
     expect(await read(jsonRowsParameter([row], COLUMNS))).toEqual([{ id: row.id, count: null, tags: null, data: null, data_null: true, at: null, messageId: null, n: 1 }]);
   });
 
+  it('leaves out trailing nulls only, and reads the positions past a row as NULL', async () => {
+    const rows: Row[] = [
+      { id: '0190a000-0000-7000-8000-000000000005', count: null, tags: ['x'], data: null, at: null, messageId: null },
+      { id: '0190a000-0000-7000-8000-000000000006', count: null, tags: null, data: null, at: null, messageId: 'last' },
+    ];
+    const parameter = jsonRowsParameter(rows, COLUMNS);
+    expect(JSON.parse(parameter)).toEqual([
+      [rows[0]!.id, null, ['x']],
+      [rows[1]!.id, null, null, null, null, 'last'],
+    ]);
+    expect(await read(parameter)).toEqual([
+      { id: rows[0]!.id, count: null, tags: ['x'], data: null, data_null: true, at: null, messageId: null, n: 1 },
+      { id: rows[1]!.id, count: null, tags: null, data: null, data_null: true, at: null, messageId: 'last', n: 2 },
+    ]);
+  });
+
   it('reads rows nested in a column of another row', async () => {
     const inner = [['id', 'uuid'], ['count', 'int']] as const satisfies JsonRowColumns<Row>;
     const outer = [['data', 'jsonb']] as const satisfies JsonRowColumns<{ data: unknown }>;

@@ -11,9 +11,19 @@
  */
 export type JsonRowColumns<R extends object = Record<string, unknown>> = ReadonlyArray<readonly [name: keyof R & string, type: string]>;
 
-/** Each row's values in the columns' order, a missing one as null: for rows nested in another row's column. */
+/**
+ * Each row's values in the columns' order, a missing one as null, without its trailing nulls (a
+ * position past a row's end reads as NULL too; so columns that are mostly null go last): for rows
+ * nested in another row's column.
+ */
 export function jsonRows<R extends object>(rows: readonly R[], columns: JsonRowColumns<R>): unknown[][] {
-  return rows.map((row) => columns.map(([name]) => row[name] ?? null));
+  return rows.map((row) => {
+    const values = columns.map(([name]) => row[name] ?? null);
+    let end = values.length;
+    while (end > 0 && values[end - 1] === null) end--;
+    values.length = end;
+    return values;
+  });
 }
 
 /** The parameter's text: jsonRows as JSON. */
@@ -23,8 +33,8 @@ export function jsonRowsParameter<R extends object>(rows: readonly R[], columns:
 
 /**
  * SQL of a FROM item (alias it) over `parameter` (e.g. `$1`, or a jsonb column holding nested rows):
- * the columns, typed, and `n`, the row's position from 1. A JSON null reads as NULL, whatever the
- * column's type.
+ * the columns, typed, and `n`, the row's position from 1. A JSON null, or a position past the row's
+ * end, reads as NULL, whatever the column's type.
  */
 export function jsonRowsSql<R extends object>(parameter: string, columns: JsonRowColumns<R>): string {
   const selected = columns.map(([name, type], i) => `${columnSql(`r->${i}`, `r->>${i}`, type)} AS "${name}"`);

@@ -85,14 +85,17 @@ export async function storeBatch(
 /** The statement per queue instance: it embeds the delivery queue's table name, read from pg-boss once. */
 const storeStatement = statementPerQueue((boss) => deliveryJobsCompletionCte(boss, 4).then((cte) => planEachCall(buildStoreStatement(cte))));
 
-/** The columns of a StoredDelivery and of a StoredItem, as storeBatch gives them to its statement. */
+/**
+ * The columns of a StoredDelivery and of a StoredItem, as storeBatch gives them to its statement; the
+ * mostly null ones last, where JSON rows leave them out. An item's tenant and event are its delivery's.
+ */
 const DELIVERY_COLUMNS = [
-  ['id', 'uuid'], ['event_id', 'uuid'], ['tenant_id', 'uuid'], ['channel', 'text'], ['destination', 'text'], ['provider', 'text'],
-  ['status', 'text'], ['reason', 'text'], ['last_error', 'text'], ['attempts', 'int'], ['provider_message_id', 'text'],
+  ['id', 'uuid'], ['event_id', 'uuid'], ['tenant_id', 'uuid'], ['channel', 'text'], ['destination', 'text'], ['status', 'text'],
+  ['attempts', 'int'], ['provider', 'text'], ['reason', 'text'], ['last_error', 'text'], ['provider_message_id', 'text'],
 ] as const satisfies JsonRowColumns<StoredDelivery>;
 const ITEM_COLUMNS = [
-  ['id', 'uuid'], ['tenant_id', 'uuid'], ['contact_id', 'uuid'], ['event_id', 'uuid'], ['delivery_id', 'uuid'],
-  ['type_key', 'text'], ['title', 'text'], ['body', 'text'], ['action_url', 'text'], ['data', 'jsonb'],
+  ['id', 'uuid'], ['delivery_id', 'uuid'], ['contact_id', 'uuid'], ['type_key', 'text'], ['title', 'text'], ['body', 'text'], ['data', 'jsonb'],
+  ['action_url', 'text'],
 ] as const satisfies JsonRowColumns<StoredItem>;
 
 /**
@@ -104,7 +107,7 @@ function buildStoreStatement(completedJobsCte: string): string {
   return `WITH planned AS (
        INSERT INTO deliveries (${deliveryColumns})
        SELECT ${deliveryColumns} FROM ${jsonRowsSql('$1', DELIVERY_COLUMNS)} AS x
-       RETURNING id, event_id, channel, destination, status
+       RETURNING id, event_id, tenant_id, channel, destination, status
      ), touched AS (
        ${touchSentSubscriptions('planned')}
      ), input AS (
@@ -116,7 +119,7 @@ function buildStoreStatement(completedJobsCte: string): string {
        -- which the aggregate yields after taking them all; in item order (PostgreSQL computes a
        -- volatile output column after the sort).
        INSERT INTO inbox_items (id, tenant_id, contact_id, event_id, delivery_id, type_key, title, body, action_url, data, stream_id)
-       SELECT i.id, i.tenant_id, i.contact_id, i.event_id, i.delivery_id, i.type_key, i.title, i.body, i.action_url, coalesce(i.data, '{}'), ${NEXT_STREAM_ID_SQL}
+       SELECT i.id, p.tenant_id, i.contact_id, p.event_id, i.delivery_id, i.type_key, i.title, i.body, i.action_url, coalesce(i.data, '{}'), ${NEXT_STREAM_ID_SQL}
          FROM input i JOIN planned p ON p.id = i.delivery_id CROSS JOIN stream_locks
         ORDER BY i.n
        RETURNING contact_id
