@@ -141,11 +141,14 @@ function buildStoreStatement(completedJobsCte: string): string {
             ${streamNoticesSql('SELECT contact_id FROM stored')} AS notices`;
 }
 
-/** The columns of a planned delivery, and of one with its event, as storePlan and storePlans give them. */
+/**
+ * The columns of a planned delivery, and of one with its event, as storePlan and storePlans give them;
+ * the mostly null ones last, where JSON rows leave them out.
+ */
 const PLANNED_COLUMNS = [
-  ['channel', 'text'], ['destination', 'text'], ['provider', 'text'], ['status', 'text'], ['reason', 'text'],
+  ['channel', 'text'], ['destination', 'text'], ['status', 'text'], ['provider', 'text'], ['reason', 'text'],
 ] as const satisfies JsonRowColumns<PlannedDelivery>;
-const EVENT_PLANNED_COLUMNS = [...PLANNED_COLUMNS, ['event_id', 'uuid'], ['tenant_id', 'uuid']] as const satisfies JsonRowColumns<
+const EVENT_PLANNED_COLUMNS = [['event_id', 'uuid'], ['tenant_id', 'uuid'], ...PLANNED_COLUMNS] as const satisfies JsonRowColumns<
   PlannedDelivery & { event_id: string; tenant_id: string }
 >;
 
