@@ -51,9 +51,15 @@ export async function startDnsServer(): Promise<DnsServer> {
     await udp.listen(0, '127.0.0.1');
     const port = udp.address().port;
     const tcp = (server as unknown as { servers: { tcp: NetServer } }).servers.tcp;
+    // The DNS server re-emits its TCP server's errors, so a port taken over TCP is caught there: an
+    // 'error' without a listener would be thrown.
     const ok = await new Promise<boolean>((resolve) => {
-      tcp.once('error', () => resolve(false));
-      tcp.listen(port, '127.0.0.1', () => resolve(true));
+      const taken = () => resolve(false);
+      server.once('error', taken);
+      tcp.listen(port, '127.0.0.1', () => {
+        server.off('error', taken);
+        resolve(true);
+      });
     });
     if (!ok) {
       (udp as unknown as { close(): void }).close();
