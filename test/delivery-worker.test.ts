@@ -17,6 +17,7 @@ import { deliverEvent } from '../server/delivery/run-event.ts';
 import { recordOutcome, recordOutcomes, storeBatch } from '../server/delivery/stages/store.ts';
 import { storeInboxItem } from '../server/delivery/channels/inbox.ts';
 import { deliverInboxBatch } from '../server/delivery/run-batch.ts';
+import { loadEventLocked, loadEvents } from '../server/delivery/stages/load.ts';
 import { planDeliveries, type PlanInput } from '../server/delivery/stages/plan.ts';
 import { newTemplateCache, renderEmailDelivery, renderInboxDelivery } from '../server/delivery/stages/render.ts';
 import { UnfilledSlotError } from '../server/templates/engine.ts';
@@ -158,6 +159,30 @@ describe('batch fast path: job completion', () => {
     expect((await sqlOne<{ status: string }>(api, `SELECT status FROM events WHERE id = $1`, [id]))!.status).toBe('failed');
     expect(await jobStates([id!])).toEqual([{ id, state: 'active', retry_count: 0 }]);
     await api.runtime.boss!.complete(DELIVER_EVENT_QUEUE, { id: id!, retryCount: 0 });
+  });
+
+  it("loads a batch of interleaved kinds (tenant, type, brand) with each event's own type and brand, as it loads them one by one", async () => {
+    await insertNotificationType(api, acme.tenantId, { key: 'kinds_other', channels: { inbox: true, email: true }, optOut: false });
+    const branded = await api.request('POST', '/v1/brandings', { token: acme.serviceKey, body: { key: 'kinds-red', values: { colour: '#aa0000' } } });
+    expect(branded.status).toBe(201);
+    // One event per trigger, so that their ids (in trigger order) interleave the kinds.
+    const kinds = [{}, { type: 'kinds_other' }, { brand: 'kinds-red' }, {}, { type: 'kinds_other', brand: 'kinds-red' }, { brand: 'kinds-red' }, { type: 'kinds_other' }, {}];
+    const ids: string[] = [];
+    for (const [i, kind] of kinds.entries()) ids.push(...(await trigger({ recipients: [`kinds_${i}`], variables: { name: 'x' }, ...kind })));
+    const em = api.runtime.orm.em.fork();
+    const batch = await loadEvents(em, ids);
+    expect(batch.map((event) => [event.type_key, event.brand?.key, event.opt_out, event.channel_defaults?.email ?? false])).toEqual(
+      kinds.map((kind) => [kind.type ?? 'plain', kind.brand ?? 'default', !kind.type, Boolean(kind.type)]),
+    );
+    const oneByOne = await em.transactional(async (tx) => Promise.all(ids.map((id) => loadEventLocked(tx, id))));
+    expect(batch).toEqual(oneByOne);
+    // And delivers them, leaving no job for the tests after this one to fetch. The other type has no
+    // inbox template: its events are skipped.
+    const jobs = await api.runtime.boss!.fetch<DeliverEventJob>(DELIVER_EVENT_QUEUE, { batchSize: 10 });
+    expect(jobs.flatMap((job) => eventIdsOf(job.data)).sort()).toEqual([...ids].sort());
+    await deliverEventJob.handler(jobs, api.runtime);
+    const statuses = new Map((await waitForFinal(api, ids)).map((event) => [event.id, event.status]));
+    expect(ids.map((id) => statuses.get(id))).toEqual(kinds.map((kind) => (kind.type ? 'skipped' : 'delivered')));
   });
 
   it('delivers a job of the shape enqueued before jobs carried several events ({ event_id })', async () => {
