@@ -161,7 +161,7 @@ describe('batch fast path: job completion', () => {
     await api.runtime.boss!.complete(DELIVER_EVENT_QUEUE, { id: id!, retryCount: 0 });
   });
 
-  it("loads a batch of interleaved kinds (tenant, type, brand) with each event's own type and brand, as it loads them one by one", async () => {
+  it("loads a batch of interleaved kinds (type, brand) with each event's own type and brand, as it loads them one by one", async () => {
     await insertNotificationType(api, acme.tenantId, { key: 'kinds_other', channels: { inbox: true, email: true }, optOut: false });
     const branded = await api.request('POST', '/v1/brandings', { token: acme.serviceKey, body: { key: 'kinds-red', values: { colour: '#aa0000' } } });
     expect(branded.status).toBe(201);
