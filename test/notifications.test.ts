@@ -320,6 +320,37 @@ describe('GET /v1/notifications/{event_id}', () => {
     expect((await sqlOne<{ c: string | null }>(app, `SELECT secret_variables_ciphertext AS c FROM events WHERE id = $1`, [id]))!.c).toBeNull();
   });
 
+  it('shows the status and the deliveries as one moment saw them, while a run moves them on', async () => {
+    const res = await trigger({ type: 'plain', recipients: ['one_moment'] });
+    const id = res.body.events[0].event_id;
+    await waitForFinal(app, [id]);
+    // A run's transaction moves the event and its delivery on together, and holds the deliveries
+    // table until the read has begun: a read of the event first and of its deliveries later would
+    // see the event as it was and the delivery as it is now.
+    const run = new pg.Client({ connectionString: app.runtime.db.url });
+    await run.connect();
+    try {
+      await run.query('BEGIN');
+      await run.query(`UPDATE events SET status = 'failed' WHERE id = $1`, [id]);
+      await run.query(`UPDATE deliveries SET status = 'failed' WHERE event_id = $1`, [id]);
+      await run.query('LOCK TABLE deliveries IN ACCESS EXCLUSIVE MODE');
+      const read = app.request('GET', `/v1/notifications/${id}`, { token: acme.serviceKey });
+      for (const deadline = Date.now() + 10_000; ; await new Promise((r) => setTimeout(r, 20))) {
+        const waiting = await sqlOne(app, `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%deliveries%' AND pid <> $1`, [
+          (run as unknown as { processID: number }).processID,
+        ]);
+        if (waiting) break;
+        if (Date.now() > deadline) throw new Error('the read never waited for the deliveries table');
+      }
+      await run.query('COMMIT');
+      const got = await read;
+      expect(got.status).toBe(200);
+      expect([got.body.status, got.body.deliveries.map((d: { status: string }) => d.status)]).toEqual(['failed', ['failed']]);
+    } finally {
+      await run.end();
+    }
+  });
+
   it("answers 404 for another tenant's event and for an unknown id", async () => {
     const res = await trigger({ type: 'plain', recipients: ['x404'] });
     const id = res.body.events[0].event_id;

@@ -224,28 +224,38 @@ interface EventRow {
   cancellation_key: string | null;
   digest_event_id: string | null;
   steps: StepState[] | null;
+  deliveries: DeliveryStatusRow[];
 }
 
+/** A delivery as the event's row nests it (JSON: its timestamp as text). */
 interface DeliveryStatusRow {
-  event_id: string;
   channel: EventResponse['deliveries'][number]['channel'];
   status: EventResponse['deliveries'][number]['status'];
   reason: string | null;
   provider: string | null;
   attempts: number;
   last_error: string | null;
-  updated_at: Date;
+  updated_at: string;
 }
 
-const EVENT_COLUMNS = 'id, type_key, external_id, contact_id, broadcast_id, status, created_at, updated_at, variables, secret_keys, send_at, cancellation_key, digest_event_id, steps';
+/**
+ * An event's columns with its deliveries, read in the same statement, so in one snapshot: read
+ * apart, a delivery stored and rolled up between the two reads would show beside the status it moved
+ * the event on from.
+ */
+const EVENT_COLUMNS = `id, type_key, external_id, contact_id, broadcast_id, status, created_at, updated_at, variables, secret_keys, send_at,
+       cancellation_key, digest_event_id, steps,
+       (SELECT coalesce(json_agg(json_build_object('channel', d.channel, 'status', d.status, 'reason', d.reason, 'provider', d.provider,
+                                                   'attempts', d.attempts, 'last_error', d.last_error, 'updated_at', d.updated_at)
+                                 ORDER BY d.created_at, d.channel, d.destination), '[]')
+          FROM deliveries d WHERE d.event_id = events.id) AS deliveries`;
 
 /** The event's status with its deliveries; 404 for an unknown id or another tenant's event. */
 export async function getEvent(em: EntityManager, tenantId: string, eventId: string): Promise<EventResponse> {
   if (!isUuid(eventId)) throw notFoundEvent();
   const row = await queryOne<EventRow>(em, `SELECT ${EVENT_COLUMNS} FROM events WHERE id = $1 AND tenant_id = $2`, [eventId, tenantId]);
   if (!row) throw notFoundEvent();
-  const [view] = await withDeliveries(em, [row]);
-  return view!;
+  return toEventResponse(row);
 }
 
 function notFoundEvent(): AppError {
@@ -270,7 +280,7 @@ export async function listEvents(em: EntityManager, tenantId: string, filter: Ev
   );
   const page = rows.slice(0, filter.limit);
   const next = rows.length > filter.limit ? encodeCursor(page[page.length - 1]!.id) : null;
-  return { items: await withDeliveries(em, page), next_cursor: next };
+  return { items: page.map(toEventResponse), next_cursor: next };
 }
 
 export function encodeCursor(id: string): string {
@@ -283,20 +293,7 @@ export function decodeCursor(cursor: string): string {
   return id;
 }
 
-async function withDeliveries(em: EntityManager, rows: EventRow[]): Promise<EventResponse[]> {
-  if (rows.length === 0) return [];
-  const deliveries = await query<DeliveryStatusRow>(
-    em,
-    `SELECT event_id, channel, status, reason, provider, attempts, last_error, updated_at
-       FROM deliveries WHERE event_id = ANY($1::uuid[]) ORDER BY created_at, channel, destination`,
-    [rows.map((r) => r.id)],
-  );
-  const byEvent = new Map<string, DeliveryStatusRow[]>();
-  for (const d of deliveries) byEvent.set(d.event_id, [...(byEvent.get(d.event_id) ?? []), d]);
-  return rows.map((row) => toEventResponse(row, byEvent.get(row.id) ?? []));
-}
-
-function toEventResponse(row: EventRow, deliveries: DeliveryStatusRow[]): EventResponse {
+function toEventResponse(row: EventRow): EventResponse {
   return {
     event_id: row.id,
     type: row.type_key,
@@ -307,7 +304,7 @@ function toEventResponse(row: EventRow, deliveries: DeliveryStatusRow[]): EventR
     created_at: toIsoTimestamp(row.created_at),
     updated_at: toIsoTimestamp(row.updated_at),
     variables: maskedVariables(row.variables, row.secret_keys),
-    deliveries: deliveries.map((d) => ({
+    deliveries: row.deliveries.map((d) => ({
       channel: d.channel,
       status: d.status,
       reason: d.reason,
