@@ -15,14 +15,12 @@
 //
 // A process fetches up to workerConcurrency batches at once, so that remote sends overlap their
 // network waits. Its batched runs, though, wait on no network: a load and a store statement over up to
-// 625 events, and their rendering in between, on the process's one thread. One run more than there
-// are cores keeps every core busy in PostgreSQL while a run renders; more than that does not store a
-// broadcast any sooner, it only lengthens PostgreSQL's run queue, where every other statement waits
-// too, the commits of other tenants' triggers among them. So a batched run holds one of
-// inboxStoreConcurrency permits (the cores plus one, by default). Batches of broadcast jobs only
-// (delivery/queues.ts isBulkJob) hold all but one of them at most, so that a batch that carries a
-// trigger's job finds that one free while a broadcast is stored; and it takes the next permit before
-// them, unless one of those has waited BULK_PATIENCE_MS.
+// 625 events, and their rendering in between. More of them at once than there are cores does not
+// store a broadcast any sooner; it only lengthens PostgreSQL's run queue, where every other statement
+// waits too, the commits of other tenants' triggers among them. So a batched run holds one of
+// inboxStoreConcurrency permits (the cores, by default), and a batch that carries a trigger's job
+// takes the next permit before batches of broadcast jobs only (delivery/queues.ts isBulkJob), unless
+// one of those has waited BULK_PATIENCE_MS.
 import { availableParallelism } from 'node:os';
 import type { Job } from 'pg-boss';
 import { defineJob } from './types.ts';
@@ -118,16 +116,15 @@ export const BULK_PATIENCE_MS = 10_000;
 
 const permitsByRuntime = new WeakMap<Runtime, Permits>();
 
-/** How many batched runs a process runs at once: inboxStoreConcurrency (the cores plus one), no more than the batches it fetches at once. */
+/** How many batched runs a process runs at once: inboxStoreConcurrency (the cores), no more than the batches it fetches at once. */
 export function inboxStorePermitCount(config: Config): number {
-  return Math.min(config.workerConcurrency, config.inboxStoreConcurrency ?? availableParallelism() + 1);
+  return Math.min(config.workerConcurrency, config.inboxStoreConcurrency ?? availableParallelism());
 }
 
 function batchPermits(runtime: Runtime): Permits {
   let permits = permitsByRuntime.get(runtime);
   if (!permits) {
-    const size = inboxStorePermitCount(runtime.config);
-    permits = new Permits(size, { bulkPatienceMs: BULK_PATIENCE_MS, bulkSize: Math.max(1, size - 1) });
+    permits = new Permits(inboxStorePermitCount(runtime.config), { bulkPatienceMs: BULK_PATIENCE_MS });
     permitsByRuntime.set(runtime, permits);
   }
   return permits;
