@@ -269,7 +269,9 @@ describe('Waker (the coalesced wake-up of the delivery workers)', () => {
     const gaps = began.slice(1).map((t, i) => t - began[i]!);
     // Timers round to the millisecond, so a wait of 50 ms may end a little early.
     expect(Math.min(...gaps)).toBeGreaterThanOrEqual(45);
-    expect(began.length).toBeLessThanOrEqual(Math.ceil((lastAsk - began[0]!) / 50) + 1);
+    // One per spacing over the asks' span, and the one that answers the last ask, which may begin up to
+    // a spacing after it (gaps a little short of 50 ms can fit one more in the span).
+    expect(began.length).toBeLessThanOrEqual(Math.ceil((lastAsk - began[0]!) / 45) + 2);
     expect(began.length).toBeGreaterThanOrEqual(4);
     // After a quiet spell longer than the spacing, an ask is sent at once.
     await new Promise((resolve) => setTimeout(resolve, 80));
