@@ -332,15 +332,14 @@ describe('GET /v1/notifications/{event_id}', () => {
     const run = new pg.Client({ connectionString: app.runtime.db.url });
     await run.connect();
     try {
+      const runPid = (await run.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
       await run.query('BEGIN');
       await run.query(`UPDATE events SET status = 'failed' WHERE id = $1`, [id]);
       await run.query(`UPDATE deliveries SET status = 'failed' WHERE event_id = $1`, [id]);
       await run.query('LOCK TABLE deliveries IN ACCESS EXCLUSIVE MODE');
       const read = app.request('GET', `/v1/notifications/${id}`, { token: acme.serviceKey });
       for (const deadline = Date.now() + 10_000; ; await new Promise((r) => setTimeout(r, 20))) {
-        const waiting = await sqlOne(app, `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%deliveries%' AND pid <> $1`, [
-          (run as unknown as { processID: number }).processID,
-        ]);
+        const waiting = await sqlOne(app, `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%deliveries%' AND pid <> $1`, [runPid]);
         if (waiting) break;
         if (Date.now() > deadline) throw new Error('the read never waited for the deliveries table');
       }
