@@ -85,7 +85,8 @@ describe('a second install on the same host', { timeout: 240_000 }, () => {
 describe('a copied data directory', { timeout: 240_000 }, () => {
   it("runs its own cluster: the original's running postmaster, named in the copied postmaster.pid, is neither adopted nor disturbed", async () => {
     const original = tempDataDir();
-    expect((await init(original, 'Original')).code).toBe(0);
+    const initialised = await init(original, 'Original');
+    expect(initialised.code, initialised.stderr).toBe(0);
     const first = await start(original);
     const originalPid = postmasterPid(clusterDir(original))!;
     const copy = tempDataDir();
@@ -111,7 +112,8 @@ describe('a copied data directory', { timeout: 240_000 }, () => {
 describe('crashes', { timeout: 240_000 }, () => {
   it('after a kill -9 of Herald, the next start stops the orphaned postmaster and starts cleanly; a clean stop then leaves nothing running', async () => {
     const dataDir = tempDataDir();
-    expect((await init(dataDir, 'Orphan')).code).toBe(0);
+    const initialised = await init(dataDir, 'Orphan');
+    expect(initialised.code, initialised.stderr).toBe(0);
     const first = await start(dataDir);
     const orphan = postmasterPid(clusterDir(dataDir))!;
     expect(isAlive(orphan)).toBe(true);
@@ -133,7 +135,8 @@ describe('crashes', { timeout: 240_000 }, () => {
 
   it('a postmaster that dies while Herald runs is restarted; /healthz and /readyz answer 503 meanwhile, then 200', async () => {
     const dataDir = tempDataDir();
-    expect((await init(dataDir, 'Supervised')).code).toBe(0);
+    const initialised = await init(dataDir, 'Supervised');
+    expect(initialised.code, initialised.stderr).toBe(0);
     const herald = await start(dataDir);
     const before = postmasterPid(clusterDir(dataDir))!;
     const seen = new Set<number>();
@@ -183,7 +186,8 @@ describe('herald status', { timeout: 240_000 }, () => {
     expect(JSON.parse(mistyped.stdout)).toMatchObject({ initialised: false, healthy: false });
     expect(readdirSync(empty)).toEqual([]);
 
-    expect((await init(dataDir, 'Status')).code).toBe(0);
+    const initialised = await init(dataDir, 'Status');
+    expect(initialised.code, initialised.stderr).toBe(0);
     const stopped = await runCli(['status', '--json', '--data-dir', dataDir], { env: ENV });
     expect(stopped.code).toBe(1);
     expect(JSON.parse(stopped.stdout)).toMatchObject({ initialised: true, healthy: false, database: { kind: 'embedded', reachable: false }, http: { reachable: false } });
