@@ -79,7 +79,7 @@ export const configSchema = z.object({
   workerConcurrency: z.coerce.number().int().min(1).max(256).default(8),
   /** SMTP connections a process keeps open per server and credentials (email/smtp.ts). */
   smtpConnections: z.coerce.number().int().min(1).max(100).default(20),
-  /** Of those, how many may store inbox deliveries at once; unset: the CPU cores (see jobs/deliver-event.ts). */
+  /** Of those, how many may store inbox deliveries at once; unset: the CPU cores plus one (see jobs/deliver-event.ts). */
   inboxStoreConcurrency: z.coerce.number().int().min(1).max(256).optional(),
   /** PostgreSQL connections per Herald process; unset: sized from the CPU cores and the role (see defaultPoolSize). */
   databasePoolSize: z.coerce.number().int().min(2).max(500).optional(),

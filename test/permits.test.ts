@@ -110,8 +110,8 @@ describe('a delivery batch is urgent', () => {
 describe('how many inbox batches a worker process stores at once', () => {
   const config = (values: Record<string, number>) => loadConfig({ dataDir: testTempDir('permits-'), ...values }, {});
 
-  it('is the cores unless inboxStoreConcurrency says, and never more than workerConcurrency', () => {
-    expect(inboxStorePermitCount(config({ workerConcurrency: 64 }))).toBe(Math.min(64, availableParallelism()));
+  it('is the cores plus one unless inboxStoreConcurrency says, and never more than workerConcurrency', () => {
+    expect(inboxStorePermitCount(config({ workerConcurrency: 64 }))).toBe(Math.min(64, availableParallelism() + 1));
     expect(inboxStorePermitCount(config({ workerConcurrency: 8, inboxStoreConcurrency: 3 }))).toBe(3);
     expect(inboxStorePermitCount(config({ workerConcurrency: 4, inboxStoreConcurrency: 16 }))).toBe(4);
     expect(() => config({ inboxStoreConcurrency: 0 })).toThrow(ConfigError);

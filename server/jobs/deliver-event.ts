@@ -15,10 +15,11 @@
 //
 // A process fetches up to workerConcurrency batches at once, so that remote sends overlap their
 // network waits. Its batched runs, though, wait on no network: a load and a store statement over up to
-// 625 events, and their rendering in between. More of them at once than there are cores does not
-// store a broadcast any sooner; it only lengthens PostgreSQL's run queue, where every other statement
-// waits too, the commits of other tenants' triggers among them. So a batched run holds one of
-// inboxStoreConcurrency permits (the cores, by default), and a batch that carries a trigger's job
+// 625 events, and their rendering in between, on the process's one thread. One run more than there
+// are cores keeps every core busy in PostgreSQL while a run renders; more than that does not store a
+// broadcast any sooner, it only lengthens PostgreSQL's run queue, where every other statement waits
+// too, the commits of other tenants' triggers among them. So a batched run holds one of
+// inboxStoreConcurrency permits (the cores plus one, by default), and a batch that carries a trigger's job
 // takes the next permit before batches of broadcast jobs only (delivery/queues.ts isBulkJob), unless
 // one of those has waited BULK_PATIENCE_MS.
 import { availableParallelism } from 'node:os';
@@ -116,9 +117,9 @@ export const BULK_PATIENCE_MS = 10_000;
 
 const permitsByRuntime = new WeakMap<Runtime, Permits>();
 
-/** How many batched runs a process runs at once: inboxStoreConcurrency (the cores), no more than the batches it fetches at once. */
+/** How many batched runs a process runs at once: inboxStoreConcurrency (the cores plus one), no more than the batches it fetches at once. */
 export function inboxStorePermitCount(config: Config): number {
-  return Math.min(config.workerConcurrency, config.inboxStoreConcurrency ?? availableParallelism());
+  return Math.min(config.workerConcurrency, config.inboxStoreConcurrency ?? availableParallelism() + 1);
 }
 
 function batchPermits(runtime: Runtime): Permits {
