@@ -66,8 +66,34 @@ describe('Permits', () => {
     expect(await permits.run(false, async () => 'next')).toBe('next');
   });
 
-  it('refuses a size that is not a positive integer', () => {
+  it('refuses a size that is not a positive integer, and a bulk share outside 1 to the size', () => {
     for (const size of [0, -1, 1.5, Number.NaN]) expect(() => new Permits(size, { bulkPatienceMs: 1 })).toThrow(/positive integer/);
+    for (const bulkSize of [0, 3, 1.5]) expect(() => new Permits(2, { bulkPatienceMs: 1, bulkSize })).toThrow(/bulkSize/);
+  });
+
+  it('runs at most bulkSize bulk works at once, keeping the rest for urgent work', async () => {
+    const permits = new Permits(3, { bulkPatienceMs: 10_000, bulkSize: 2 });
+    const started: string[] = [];
+    const bulk = [1, 2, 3, 4].map((n) => gatedWork(started, `bulk${n}`));
+    const runs: Array<Promise<string>> = bulk.map((w) => permits.run(false, w.work));
+    await tick();
+    expect(started).toEqual(['bulk1', 'bulk2']); // a permit is free, but bulk work has its share
+    const urgent = [1, 2].map((n) => gatedWork(started, `urgent${n}`));
+    runs.push(permits.run(true, urgent[0]!.work));
+    await tick();
+    expect(started).toEqual(['bulk1', 'bulk2', 'urgent1']); // at once, on the permit kept free
+    urgent[0]!.release();
+    await tick();
+    expect(started).toEqual(['bulk1', 'bulk2', 'urgent1']); // the freed permit is not bulk work's to take
+    runs.push(permits.run(true, urgent[1]!.work));
+    await tick();
+    expect(started).toEqual(['bulk1', 'bulk2', 'urgent1', 'urgent2']);
+    bulk[0]!.release(); // a bulk work ends: the next bulk waiter takes its place in the share
+    await tick();
+    expect(started).toEqual(['bulk1', 'bulk2', 'urgent1', 'urgent2', 'bulk3']);
+    for (const w of [...bulk, ...urgent]) w.release();
+    expect(await Promise.all(runs)).toEqual(['bulk1', 'bulk2', 'bulk3', 'bulk4', 'urgent1', 'urgent2']);
+    expect(started).toEqual(['bulk1', 'bulk2', 'urgent1', 'urgent2', 'bulk3', 'bulk4']);
   });
 
   it('lets urgent work pass a bulk waiter only until that one has waited its patience', async () => {

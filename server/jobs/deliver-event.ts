@@ -19,9 +19,10 @@
 // are cores keeps every core busy in PostgreSQL while a run renders; more than that does not store a
 // broadcast any sooner, it only lengthens PostgreSQL's run queue, where every other statement waits
 // too, the commits of other tenants' triggers among them. So a batched run holds one of
-// inboxStoreConcurrency permits (the cores plus one, by default), and a batch that carries a trigger's job
-// takes the next permit before batches of broadcast jobs only (delivery/queues.ts isBulkJob), unless
-// one of those has waited BULK_PATIENCE_MS.
+// inboxStoreConcurrency permits (the cores plus one, by default). Batches of broadcast jobs only
+// (delivery/queues.ts isBulkJob) hold all but one of them at most, so that a batch that carries a
+// trigger's job finds that one free while a broadcast is stored; and it takes the next permit before
+// them, unless one of those has waited BULK_PATIENCE_MS.
 import { availableParallelism } from 'node:os';
 import type { Job } from 'pg-boss';
 import { defineJob } from './types.ts';
@@ -125,7 +126,8 @@ export function inboxStorePermitCount(config: Config): number {
 function batchPermits(runtime: Runtime): Permits {
   let permits = permitsByRuntime.get(runtime);
   if (!permits) {
-    permits = new Permits(inboxStorePermitCount(runtime.config), { bulkPatienceMs: BULK_PATIENCE_MS });
+    const size = inboxStorePermitCount(runtime.config);
+    permits = new Permits(size, { bulkPatienceMs: BULK_PATIENCE_MS, bulkSize: Math.max(1, size - 1) });
     permitsByRuntime.set(runtime, permits);
   }
   return permits;
