@@ -387,12 +387,17 @@ describe('the fan-out, run by the test (no worker until the end)', () => {
     expect(jobs).toEqual({ n: 25, distinct_events: 25 });
   });
 
+  let bulkBroadcast = '';
+  let bulkTriggerEvent = '';
+
   it("enqueues its delivery jobs as bulk jobs: a lower priority than a trigger's, and marked in their data", async () => {
     await topicWith(app, acme, 'bulk', 3);
     const id = (await broadcast(app, acme, { audience: { topic: 'bulk' } })).body.broadcast_id;
     await fanOutBroadcast(app.runtime, id);
     const triggered = await app.request('POST', '/v1/notifications', { token: acme.serviceKey, body: { type: 'news', recipients: ['bulk-trigger'], variables: { headline: 'h', code: 'c' } } });
     expect(triggered.status).toBe(202);
+    bulkBroadcast = id;
+    bulkTriggerEvent = triggered.body.events[0].event_id;
     const jobs = await sql<{ origin: string; priority: number; bulk: boolean | null }>(
       app,
       `SELECT CASE WHEN e.broadcast_id IS NULL THEN 'trigger' ELSE 'broadcast' END AS origin, j.priority, (j.data->>'bulk')::boolean AS bulk
@@ -419,6 +424,27 @@ describe('the fan-out, run by the test (no worker until the end)', () => {
     const done = await waitForStatus(app, acme, deletedTopicBroadcast, 'completed');
     expect(done.counts.delivered).toBe(done.events_created);
     expect(done.events_created).toBeLessThan(100);
+  });
+
+  it("delivers the first batch it fetched, a trigger's job filled up with broadcast jobs, whole and once", async () => {
+    // pg-boss stamps a fetch's jobs with one started_on: the trigger's job shares it with broadcast jobs.
+    const batchedWith = await sqlOne<{ bulk_jobs: number }>(
+      app,
+      `SELECT count(*)::int AS bulk_jobs FROM pgboss.job t JOIN pgboss.job b ON b.name = t.name AND b.started_on = t.started_on AND b.priority < 0
+        WHERE t.name = 'deliver-event' AND t.data->'event_ids' ? $1`,
+      [bulkTriggerEvent],
+    );
+    expect(batchedWith!.bulk_jobs).toBeGreaterThan(0);
+    const done = await waitForStatus(app, acme, bulkBroadcast, 'completed');
+    expect(done.counts).toMatchObject({ delivered: 3, failed: 0, pending: 0 });
+    const items = await sql<{ event_id: string; n: number }>(
+      app,
+      `SELECT e.id AS event_id, count(i.id)::int AS n FROM events e LEFT JOIN inbox_items i ON i.event_id = e.id
+        WHERE e.broadcast_id = $1 OR e.id = $2 GROUP BY e.id`,
+      [bulkBroadcast, bulkTriggerEvent],
+    );
+    expect(items.map((i) => i.n)).toEqual([1, 1, 1, 1]);
+    expect((await app.request('GET', `/v1/notifications/${bulkTriggerEvent}`, { token: acme.serviceKey })).body.status).toBe('delivered');
   });
 });
 

@@ -3,7 +3,7 @@
 // jobs are marked bulk: broadcasts.test.ts).
 import { describe, expect, it } from 'vitest';
 import { Permits } from '../server/delivery/permits.ts';
-import { inboxStorePermitCount, isUrgentBatch } from '../server/jobs/deliver-event.ts';
+import { inboxStorePermitCount, splitByUrgency } from '../server/jobs/deliver-event.ts';
 import { availableParallelism } from 'node:os';
 import { ConfigError, loadConfig } from '../server/config.ts';
 import { testTempDir } from './support/tmp.ts';
@@ -124,12 +124,18 @@ describe('Permits', () => {
   });
 });
 
-describe('a delivery batch is urgent', () => {
-  it("when it carries a trigger's job, or a job enqueued before jobs were marked", () => {
-    const broadcast = { data: { event_ids: ['b'], bulk: true as const } };
-    expect(isUrgentBatch([broadcast, broadcast])).toBe(false);
-    expect(isUrgentBatch([broadcast, { data: { event_ids: ['t'] } }])).toBe(true);
-    expect(isUrgentBatch([{ data: { event_id: 'old' } }])).toBe(true);
+describe("a fetched batch's inbox runs", () => {
+  it("are its triggers' jobs (urgent, with the jobs enqueued before jobs were marked) and its broadcasts' jobs, apart", () => {
+    const broadcast = (id: string) => ({ data: { event_ids: [id], bulk: true as const } });
+    const trigger = { data: { event_ids: ['t'] } };
+    const old = { data: { event_id: 'old' } };
+    expect(splitByUrgency([broadcast('b1'), broadcast('b2')])).toEqual([{ urgent: false, jobs: [broadcast('b1'), broadcast('b2')] }]);
+    expect(splitByUrgency([trigger, broadcast('b1'), old, broadcast('b2')])).toEqual([
+      { urgent: true, jobs: [trigger, old] },
+      { urgent: false, jobs: [broadcast('b1'), broadcast('b2')] },
+    ]);
+    expect(splitByUrgency([old])).toEqual([{ urgent: true, jobs: [old] }]);
+    expect(splitByUrgency([])).toEqual([]);
   });
 });
 

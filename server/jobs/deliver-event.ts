@@ -19,10 +19,10 @@
 // are cores keeps every core busy in PostgreSQL while a run renders; more than that does not store a
 // broadcast any sooner, it only lengthens PostgreSQL's run queue, where every other statement waits
 // too, the commits of other tenants' triggers among them. So a batched run holds one of
-// inboxStoreConcurrency permits (the cores plus one, by default). Batches of broadcast jobs only
-// (delivery/queues.ts isBulkJob) hold all but one of them at most, so that a batch that carries a
-// trigger's job finds that one free while a broadcast is stored; and it takes the next permit before
-// them, unless one of those has waited BULK_PATIENCE_MS.
+// inboxStoreConcurrency permits (the cores plus one, by default). A fetched batch's triggers' jobs and
+// its broadcasts' jobs (delivery/queues.ts isBulkJob) are two runs: broadcasts' runs hold all but one
+// of the permits at most, so that a triggers' run finds that one free while a broadcast is stored; and
+// a triggers' run takes the next permit before them, unless one of those has waited BULK_PATIENCE_MS.
 import { availableParallelism } from 'node:os';
 import type { Job } from 'pg-boss';
 import { defineJob } from './types.ts';
@@ -78,12 +78,7 @@ export const deliverEventJob = defineJob<DeliverEventJob>({
  * delivered again when it is.
  */
 async function deliverJobs(runtime: Runtime, jobs: Job<DeliverEventJob>[]): Promise<void> {
-  let inbox: InboxBatchResult = { settled: new Set(), left: new Map() };
-  try {
-    inbox = await batchPermits(runtime).run(isUrgentBatch(jobs), () => deliverInboxBatch(runtime, jobs));
-  } catch (error) {
-    noteFailure(runtime, 'batch delivery fell back to per-event delivery', error);
-  }
+  const inbox = await deliverInboxUnderPermits(runtime, jobs);
   const { settled } = inbox;
   let remote: RemoteBatchResult = { settled: new Set(), retryErrors: new Map() };
   try {
@@ -133,9 +128,36 @@ function batchPermits(runtime: Runtime): Permits {
   return permits;
 }
 
-/** A batch that carries a trigger's job, not only a broadcast's: it goes first. */
-export function isUrgentBatch(jobs: Array<{ data: DeliverEventJob }>): boolean {
-  return jobs.some((job) => !isBulkJob(job.data));
+/**
+ * The batched inbox runs of a fetched batch: its triggers' jobs and its broadcasts' jobs run apart, each
+ * under its own kind of permit. pg-boss fills a batch with a broadcast's lower-priority jobs after the
+ * triggers' ones, and those must not ride on the permit kept for triggers. A run that fails leaves its
+ * events to the runs after it (per-event delivery at the last).
+ */
+async function deliverInboxUnderPermits(runtime: Runtime, jobs: Job<DeliverEventJob>[]): Promise<InboxBatchResult> {
+  const permits = batchPermits(runtime);
+  const runs = splitByUrgency(jobs).map(({ urgent, jobs: part }) =>
+    permits.run(urgent, () => deliverInboxBatch(runtime, part)).catch((error: unknown): InboxBatchResult => {
+      noteFailure(runtime, 'batch delivery fell back to per-event delivery', error);
+      return { settled: new Set(), left: new Map() };
+    }),
+  );
+  const inbox: InboxBatchResult = { settled: new Set(), left: new Map() };
+  for (const { settled, left } of await Promise.all(runs)) {
+    for (const id of settled) inbox.settled.add(id);
+    for (const [id, event] of left) inbox.left.set(id, event);
+  }
+  return inbox;
+}
+
+/** A batch's triggers' jobs (urgent) and its broadcasts' jobs, each part only when it has jobs. */
+export function splitByUrgency<T extends { data: DeliverEventJob }>(jobs: T[]): Array<{ urgent: boolean; jobs: T[] }> {
+  const urgent = jobs.filter((job) => !isBulkJob(job.data));
+  const bulk = jobs.filter((job) => isBulkJob(job.data));
+  return [
+    { urgent: true, jobs: urgent },
+    { urgent: false, jobs: bulk },
+  ].filter((part) => part.jobs.length > 0);
 }
 
 /**
