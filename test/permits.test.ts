@@ -1,6 +1,6 @@
 // The delivery worker's permits (delivery/permits.ts): how many batched runs of a process use the
-// database at once, with batches that carry a trigger's job served before broadcast-only batches (whose
-// jobs are marked bulk: broadcasts.test.ts).
+// database at once, with a fetched batch's triggers' jobs run apart from its broadcast jobs (marked
+// bulk: broadcasts.test.ts) and served first, the broadcast jobs within their share.
 import { describe, expect, it } from 'vitest';
 import { Permits } from '../server/delivery/permits.ts';
 import { inboxStorePermitCount, splitByUrgency } from '../server/jobs/deliver-event.ts';
