@@ -3,10 +3,10 @@
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { configFilePath, loadConfig, readConfigFile } from '../server/config.ts';
+import { loadConfig, readConfigFile, writeConfigFile } from '../server/config.ts';
 import { keyFilePath } from '../server/crypto/keyring.ts';
 import { applyMigrations, openDatabase } from '../server/db/orm.ts';
-import { freePort } from '../server/db/embedded-postgres.ts';
+import { freePort, openChoosingPortAgain } from '../server/db/embedded-postgres.ts';
 import { readBackupHeader, restoreBackup, writeBackup } from '../server/db/backup.ts';
 import { startBoss, stopBoss } from '../server/queue.ts';
 import { createQueues } from '../server/runtime.ts';
@@ -90,15 +90,24 @@ Examples:
       delete chosen.embeddedPostgresPort;
       if (options.databaseUrl) chosen.databaseUrl = options.databaseUrl;
       else chosen.embeddedPostgresPort = options.embeddedPostgresPort ? Number(options.embeddedPostgresPort) : await freePort();
-      writeFileSync(configFilePath(dataDir), JSON.stringify(chosen, null, 2) + '\n', { mode: 0o600 });
-      chmodSync(configFilePath(dataDir), 0o600);
+      const portChosenHere = !options.databaseUrl && !options.embeddedPostgresPort;
+      writeConfigFile(dataDir, chosen);
       if (header.keys) {
         writeFileSync(keyFilePath(dataDir), JSON.stringify(header.keys, null, 2) + '\n', { mode: 0o600 });
         chmodSync(keyFilePath(dataDir), 0o600);
       }
       // HERALD_* variables of this shell do not steer a restore: it goes where the flags say.
-      const config = loadConfig({ ...(chosen as object), dataDir }, {});
-      const db = await openDatabase(config, { poolMax: 2, create: true });
+      let config = loadConfig({ ...(chosen as object), dataDir }, {});
+      const db = await openChoosingPortAgain(
+        () => openDatabase(config, { poolMax: 2, create: true }),
+        portChosenHere
+          ? (port) => {
+              chosen.embeddedPostgresPort = port;
+              config = loadConfig({ ...(chosen as object), dataDir }, {});
+              writeConfigFile(dataDir, chosen);
+            }
+          : null,
+      );
       let result;
       try {
         await applyMigrations(db.orm);

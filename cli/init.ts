@@ -1,13 +1,13 @@
 // herald init: creates the data directory, its config file and key file, the database schema and, on a
 // single-tenant install, the tenant and its owner. Interactive on a TTY; --yes for scripts.
-import { existsSync, mkdirSync, writeFileSync, chmodSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { type Command, Option } from 'commander';
 import * as prompts from '@clack/prompts';
-import { configFilePath, loadConfig, readConfigFile, defaultDataDir } from '../server/config.ts';
+import { configFilePath, loadConfig, readConfigFile, defaultDataDir, writeConfigFile } from '../server/config.ts';
 import { loadKeyRing } from '../server/crypto/keyring.ts';
 import { openDatabase, applyMigrations } from '../server/db/orm.ts';
-import { freePort } from '../server/db/embedded-postgres.ts';
+import { freePort, openChoosingPortAgain } from '../server/db/embedded-postgres.ts';
 import { createTenant, listAllTenants } from '../server/services/tenants.ts';
 import { createUser, findUserByEmail } from '../server/services/users.ts';
 import { seedWelcomeNotification } from '../server/services/welcome.ts';
@@ -85,16 +85,26 @@ async function runInit(options: InitOptions): Promise<void> {
   let config = loadConfig({ ...chosen, dataDir } as never);
   // The embedded cluster's port is chosen once (given, or free now) and kept in herald.json: a second
   // install on the same host gets its own cluster on its own port.
+  let portChosenHere = false;
   if (!config.databaseUrl && (options.embeddedPostgresPort || chosen.embeddedPostgresPort === undefined)) {
-    chosen.embeddedPostgresPort = options.embeddedPostgresPort ? Number(options.embeddedPostgresPort) : (config.embeddedPostgresPort ?? (await freePort()));
+    const given = options.embeddedPostgresPort ? Number(options.embeddedPostgresPort) : config.embeddedPostgresPort;
+    portChosenHere = given === undefined;
+    chosen.embeddedPostgresPort = given ?? (await freePort());
     config = loadConfig({ ...chosen, dataDir } as never);
   }
-  const file = configFilePath(dataDir);
-  writeFileSync(file, JSON.stringify(chosen, null, 2) + '\n', { mode: 0o600 });
-  chmodSync(file, 0o600); // it may hold database and SMTP passwords
+  writeConfigFile(dataDir, chosen);
 
   loadKeyRing({ dataDir, encryptionKeys: config.encryptionKeys, create: true });
-  const db = await openDatabase(config, { poolMax: 2, create: true });
+  const db = await openChoosingPortAgain(
+    () => openDatabase(config, { poolMax: 2, create: true }),
+    portChosenHere
+      ? (port) => {
+          chosen.embeddedPostgresPort = port;
+          config = loadConfig({ ...chosen, dataDir } as never);
+          writeConfigFile(dataDir, chosen);
+        }
+      : null,
+  );
   let summary: Record<string, unknown>;
   try {
     const applied = await applyMigrations(db.orm);

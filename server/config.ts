@@ -1,6 +1,6 @@
 // Herald's configuration: defaults -> config file in the data directory -> HERALD_* environment -> flags.
 // Parsed once by zod into a frozen, typed object; nothing else reads process.env for settings.
-import { existsSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
@@ -156,6 +156,13 @@ export function configFilePath(dataDir: string): string {
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
+}
+
+/** Writes the config file of a data directory, 0600: it may hold database and SMTP passwords. */
+export function writeConfigFile(dataDir: string, values: Record<string, unknown>): void {
+  const file = configFilePath(dataDir);
+  writeFileSync(file, JSON.stringify(values, null, 2) + '\n', { mode: 0o600 });
+  chmodSync(file, 0o600);
 }
 
 /** Reads the config file of a data directory; {} when there is none. */

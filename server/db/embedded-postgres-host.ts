@@ -16,6 +16,11 @@ export class EmbeddedPostgresError extends Error {
   override name = 'EmbeddedPostgresError';
 }
 
+/** The cluster's TCP port is taken by another program. */
+export class EmbeddedPortInUseError extends EmbeddedPostgresError {
+  override name = 'EmbeddedPortInUseError';
+}
+
 export const isRoot = () => typeof process.getuid === 'function' && process.getuid() === 0;
 
 export interface Binaries {

@@ -18,6 +18,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import {
   EMBEDDED_USER,
+  EmbeddedPortInUseError,
   EmbeddedPostgresError,
   chooseClusterDir,
   enterable,
@@ -29,7 +30,7 @@ import {
 } from './embedded-postgres-host.ts';
 import { OWNER_FILE, clusterProcess, discardForeignPidFile, sameDir, stopPostmaster } from './postmaster-process.ts';
 
-export { EmbeddedPostgresError, SYSTEM_RUNTIME_DIR } from './embedded-postgres-host.ts';
+export { EmbeddedPortInUseError, EmbeddedPostgresError, SYSTEM_RUNTIME_DIR } from './embedded-postgres-host.ts';
 export { clusterProcess, type ClusterProcess } from './postmaster-process.ts';
 
 export type EmbeddedState = 'running' | 'restarting' | 'stopped';
@@ -106,6 +107,23 @@ export function freePort(): Promise<number> {
   });
 }
 
+/**
+ * Runs `open` (a new install's first start of its cluster). When the cluster's port is one Herald chose
+ * (freePort) and another program took it before the postmaster bound it (initdb runs in between, for
+ * seconds), it chooses another, has `usePort` record it, and runs `open` again, up to three times. A
+ * port the operator gave is never changed: pass null.
+ */
+export async function openChoosingPortAgain<T>(open: () => Promise<T>, usePort: ((port: number) => void) | null): Promise<T> {
+  for (let retries = 0; ; retries++) {
+    try {
+      return await open();
+    } catch (error) {
+      if (!usePort || retries === 3 || !(error instanceof EmbeddedPortInUseError)) throw error;
+      usePort(await freePort());
+    }
+  }
+}
+
 function portInUse(port: number): Promise<boolean> {
   return new Promise((done) => {
     const server = createServer();
@@ -158,7 +176,7 @@ export async function startEmbeddedPostgres(options: StartOptions): Promise<Embe
   const existing = clusterProcess(dir);
   if (existing.kind === 'none') discardForeignPidFile(dir);
   if (existing.kind === 'none' && (await portInUse(options.port))) {
-    throw new EmbeddedPostgresError(
+    throw new EmbeddedPortInUseError(
       `port ${options.port} on 127.0.0.1 is in use by another program, so the embedded PostgreSQL of ${dir} cannot start: free it or set another embeddedPostgresPort in herald.json`,
     );
   }
@@ -182,7 +200,7 @@ export async function startEmbeddedPostgres(options: StartOptions): Promise<Embe
   if (existing.kind === 'orphaned') {
     options.onNotice?.(`stopping the orphaned postmaster ${existing.pid} of ${dir} (its Herald process is gone)`);
     await stopPostmaster(existing.pid);
-    if (await portInUse(options.port)) throw new EmbeddedPostgresError(`port ${options.port} on 127.0.0.1 is still in use after stopping the orphaned PostgreSQL of ${dir}`);
+    if (await portInUse(options.port)) throw new EmbeddedPortInUseError(`port ${options.port} on 127.0.0.1 is still in use after stopping the orphaned PostgreSQL of ${dir}`);
   }
   const supervisor = new Postmaster(bins, dir, options.port, runAs, options);
   await supervisor.start();
@@ -299,9 +317,12 @@ class Postmaster {
       };
       child.stderr!.on('data', onData);
       child.once('error', (error) => reject(new EmbeddedPostgresError(`embedded PostgreSQL could not be started from ${this.#bins.postgres}: ${error.message}`)));
-      child.once('exit', (code, signal) =>
-        reject(new EmbeddedPostgresError(`embedded PostgreSQL in ${this.#dir} on port ${this.#port} exited while starting (${signal ?? code}):\n${logs.join('').trim().split('\n').slice(-8).join('\n')}`)),
-      );
+      child.once('exit', (code, signal) => {
+        const log = logs.join('');
+        // Another program bound the port after the check before initdb (lc_messages=C: the words are fixed).
+        const Failure = /could not bind .*Address already in use/.test(log) ? EmbeddedPortInUseError : EmbeddedPostgresError;
+        reject(new Failure(`embedded PostgreSQL in ${this.#dir} on port ${this.#port} exited while starting (${signal ?? code}):\n${log.trim().split('\n').slice(-8).join('\n')}`));
+      });
     });
     writeFileSync(join(this.#dir, OWNER_FILE), `${process.pid}\n`);
     this.#child = child;

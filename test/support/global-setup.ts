@@ -4,10 +4,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServer } from 'node:net';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../server/db/embedded-postgres.ts';
+import { freePort, openChoosingPortAgain, startEmbeddedPostgres, type EmbeddedDatabase } from '../../server/db/embedded-postgres.ts';
 import { initOrm, applyMigrations } from '../../server/db/orm.ts';
 import { PgBoss } from 'pg-boss';
 import { BOSS_SCHEMA } from '../../server/queue.ts';
@@ -36,7 +35,13 @@ export async function setup(project: TestProject): Promise<void> {
     workDir = mkdtempSync(join(tmpdir(), 'herald-test-pg-'));
     const { chmodSync } = await import('node:fs');
     chmodSync(workDir, 0o711); // the embedded cluster runs as 'postgres' when tests run as root
-    embedded = await startEmbeddedPostgres({ dir: join(workDir, 'pg'), port: await freePort(), database: 'postgres', secretFile: join(workDir, 'pg-secret.json'), create: true });
+    const dir = join(workDir, 'pg');
+    const secretFile = join(workDir, 'pg-secret.json');
+    let port = await freePort();
+    embedded = await openChoosingPortAgain(
+      () => startEmbeddedPostgres({ dir, port, database: 'postgres', secretFile, create: true }),
+      (next) => (port = next),
+    );
     adminUrl = embedded.url;
   }
   templateDatabase = `herald_template_${process.pid}_${Date.now().toString(36)}`;
@@ -74,14 +79,4 @@ export async function admin(url: string, sql: string): Promise<void> {
   } finally {
     await client.end();
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
 }
