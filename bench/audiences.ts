@@ -14,9 +14,9 @@
 // million inbox items takes minutes on a small machine); the figures are taken over that window.
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
-import { startRuntime, stopRuntime } from '../server/runtime.ts';
-import { execute } from '../server/db/sql.ts';
-import { newId } from '../server/ids.ts';
+import { startRuntime, stopRuntime } from '../server/app/runtime.ts';
+import { execute } from '../server/base/db/sql.ts';
+import { newId } from '../server/base/ids.ts';
 import { KeepAliveConnection } from './keep-alive-client.ts';
 import { benchInstall, benchTenant, cleanups, fmt, fmtStolen, freePort, heraldEnv, machineTicks, print, runBench, sleep, startHerald, stats, stolenShare, type MachineTicks } from './support.ts';
 

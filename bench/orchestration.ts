@@ -11,9 +11,9 @@
 //      window has closed.
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
-import { execute } from '../server/db/sql.ts';
-import { newId } from '../server/ids.ts';
-import { startRuntime, stopRuntime } from '../server/runtime.ts';
+import { execute } from '../server/base/db/sql.ts';
+import { newId } from '../server/base/ids.ts';
+import { startRuntime, stopRuntime } from '../server/app/runtime.ts';
 import { KeepAliveConnection } from './keep-alive-client.ts';
 import { benchInstall, benchTenant, cleanups, fmt, freePort, heraldEnv, print, runBench, sleep, startHerald, stats } from './support.ts';
 

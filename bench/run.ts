@@ -31,11 +31,11 @@
 import { once } from 'node:events';
 import pg from 'pg';
 import { PgBoss } from 'pg-boss';
-import { startRuntime, stopRuntime } from '../server/runtime.ts';
-import { execute } from '../server/db/sql.ts';
-import { newId } from '../server/ids.ts';
-import { BOSS_SCHEMA, startBoss } from '../server/queue.ts';
-import { createLogger } from '../server/logger.ts';
+import { startRuntime, stopRuntime } from '../server/app/runtime.ts';
+import { execute } from '../server/base/db/sql.ts';
+import { newId } from '../server/base/ids.ts';
+import { BOSS_SCHEMA, startBoss } from '../server/base/queue.ts';
+import { createLogger } from '../server/base/logger.ts';
 import { SMTPServer } from 'smtp-server';
 import { deliverEventJob } from '../server/jobs/deliver-event.ts';
 import { DELIVER_EVENT_QUEUE } from '../server/delivery/queues.ts';

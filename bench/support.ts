@@ -10,14 +10,14 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { loadConfig, type Config } from '../server/config.ts';
-import { generateKey } from '../server/crypto/keyring.ts';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '../server/db/embedded-postgres.ts';
-import { execute } from '../server/db/sql.ts';
-import { hashServiceKey } from '../server/auth/credentials.ts';
-import { newId } from '../server/ids.ts';
-import { createTenant } from '../server/services/tenants.ts';
-import { createUser } from '../server/services/users.ts';
+import { loadConfig, type Config } from '../server/base/config.ts';
+import { generateKey } from '../server/base/crypto/keyring.ts';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '../server/base/db/embedded-postgres.ts';
+import { execute } from '../server/base/db/sql.ts';
+import { hashServiceKey } from '../server/base/auth/credentials.ts';
+import { newId } from '../server/base/ids.ts';
+import { createTenant } from '../server/resources/tenants.ts';
+import { createUser } from '../server/resources/users.ts';
 
 export const HERALD_BIN = fileURLToPath(new URL('../bin/herald', import.meta.url));
 

@@ -1,9 +1,9 @@
 // herald api-keys: issue, list and revoke a tenant's service keys from the host (local admin: the
 // database directly, through the same services as the API), e.g. to bootstrap a tenant's backend.
 import { type Command } from 'commander';
-import { issueApiKey, listApiKeys, revokeApiKey } from '../server/services/api-keys.ts';
-import { AppError } from '../server/errors.ts';
-import { isUuid } from '../server/ids.ts';
+import { issueApiKey, listApiKeys, revokeApiKey } from '../server/resources/api-keys.ts';
+import { AppError } from '../server/base/errors.ts';
+import { isUuid } from '../server/base/ids.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
 import { confirmUnlessYes } from './support/confirm.ts';

@@ -1,7 +1,7 @@
 // herald audit: the audit log on the host (every tenant's management writes, and the install's own),
 // newest first, with the API's filters.
 import type { Command } from 'commander';
-import { listAudit } from '../server/services/audit.ts';
+import { listAudit } from '../server/resources/audit-log.ts';
 import { AuditListQuery } from '../server/schemas/audit.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { printJson, printTable, usageError } from './support/output.ts';

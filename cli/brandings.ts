@@ -2,9 +2,9 @@
 // 10), shown, raised or lowered, or reset to the default. The cap only limits creating brands; sending
 // never looks at it.
 import { type Command } from 'commander';
-import { BRAND_LIMIT, brandLimit, countBrands, getBrand, listBrands, toBrandingResponse } from '../server/services/brandings.ts';
+import { BRAND_LIMIT, brandLimit, countBrands, getBrand, listBrands, toBrandingResponse } from '../server/resources/brandings.ts';
 import type { BrandingResponse } from '../server/schemas/brandings.ts';
-import { PLAN_DEFAULTS, listTenantLimits, setTenantLimit } from '../server/services/tenant-limits.ts';
+import { PLAN_DEFAULTS, listTenantLimits, setTenantLimit } from '../server/resources/tenant-limits.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { print, printJson, printRecord, printTable, usageError } from './support/output.ts';
 import { onTarget, withTarget, type TargetOptions } from './support/target.ts';

@@ -5,7 +5,7 @@
 import type { Command } from 'commander';
 import { stringify } from 'yaml';
 import { ApplyConfigurationRequest, ConfigurationDocument, type ConfigurationPlanResponse } from '../server/schemas/configuration.ts';
-import { applyConfiguration, exportConfiguration } from '../server/services/configuration.ts';
+import { applyConfiguration, exportConfiguration } from '../server/resources/configuration.ts';
 import { CliError, describeFailure, print, printJson, usageError } from './support/output.ts';
 import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
 import { readYamlDocument } from './support/yaml-document.ts';

@@ -4,14 +4,14 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { type Command, Option } from 'commander';
 import * as prompts from '@clack/prompts';
-import { configFilePath, loadConfig, readConfigFile, defaultDataDir, writeConfigFile } from '../server/config.ts';
-import { loadKeyRing } from '../server/crypto/keyring.ts';
-import { openDatabase, applyMigrations } from '../server/db/orm.ts';
-import { freePort, openChoosingPortAgain } from '../server/db/embedded-postgres.ts';
-import { createTenant, listAllTenants } from '../server/services/tenants.ts';
-import { createUser, findUserByEmail } from '../server/services/users.ts';
-import { seedWelcomeNotification } from '../server/services/welcome.ts';
-import { PASSWORD_MAX, PASSWORD_MIN } from '../server/auth/passwords.ts';
+import { configFilePath, loadConfig, readConfigFile, defaultDataDir, writeConfigFile } from '../server/base/config.ts';
+import { loadKeyRing } from '../server/base/crypto/keyring.ts';
+import { openDatabase, applyMigrations } from '../server/base/db/orm.ts';
+import { freePort, openChoosingPortAgain } from '../server/base/db/embedded-postgres.ts';
+import { createTenant, listAllTenants } from '../server/resources/tenants.ts';
+import { createUser, findUserByEmail } from '../server/resources/users.ts';
+import { seedWelcomeNotification } from '../server/resources/welcome.ts';
+import { PASSWORD_MAX, PASSWORD_MIN } from '../server/base/auth/passwords.ts';
 import { CliError, print, printJson, usageError } from './support/output.ts';
 
 interface InitOptions {

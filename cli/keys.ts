@@ -1,7 +1,7 @@
 // herald keys list|rotate|retire: the encryption key ring that protects every stored secret.
 import type { Command } from 'commander';
-import type { Config } from '../server/config.ts';
-import { listKeys, retireKey, rotateKeys } from '../server/services/keys.ts';
+import type { Config } from '../server/base/config.ts';
+import { listKeys, retireKey, rotateKeys } from '../server/app/keys.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
 import { confirmUnlessYes } from './support/confirm.ts';

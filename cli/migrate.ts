@@ -1,7 +1,7 @@
 // herald migrate: applies pending database migrations (under an advisory lock), or prints their SQL.
 import { type Command } from 'commander';
-import { loadConfig } from '../server/config.ts';
-import { openDatabase, applyMigrations, pendingMigrationSql } from '../server/db/orm.ts';
+import { loadConfig } from '../server/base/config.ts';
+import { openDatabase, applyMigrations, pendingMigrationSql } from '../server/base/db/orm.ts';
 import { print, printJson } from './support/output.ts';
 
 export function registerMigrate(program: Command): void {

@@ -1,8 +1,8 @@
 // herald sso: the SSO providers console users may sign in with (local admin: the database directly).
 // Client secrets are sealed with the key ring; `list` never shows them.
 import { Option, type Command } from 'commander';
-import { AppError } from '../server/errors.ts';
-import { SSO_KINDS, addSsoProvider, listSsoProviders, removeSsoProvider, type SsoKind } from '../server/services/sso.ts';
+import { AppError } from '../server/base/errors.ts';
+import { SSO_KINDS, addSsoProvider, listSsoProviders, removeSsoProvider, type SsoKind } from '../server/resources/sso.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
 import { confirmUnlessYes } from './support/confirm.ts';

@@ -1,10 +1,10 @@
 // herald start: runs the appliance (HTTP API, workers, or both) until SIGTERM/SIGINT, then drains:
 // stop accepting requests, finish in-flight jobs, stop the embedded PostgreSQL, exit 0.
 import { type Command, Option } from 'commander';
-import { loadConfig } from '../server/config.ts';
-import { startRuntime, stopRuntime, type Role } from '../server/runtime.ts';
-import { startHttpServer, type HttpServer } from '../server/http/server.ts';
-import { startMetricsServer, type MetricsServer } from '../server/http/metrics-server.ts';
+import { loadConfig } from '../server/base/config.ts';
+import { startRuntime, stopRuntime, type Role } from '../server/app/runtime.ts';
+import { startHttpServer, type HttpServer } from '../server/app/http-server.ts';
+import { startMetricsServer, type MetricsServer } from '../server/app/metrics-server.ts';
 import { usageError } from './support/output.ts';
 
 interface StartOptions {

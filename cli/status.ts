@@ -3,13 +3,13 @@
 // runs initdb or creates a file. Exit codes for monitors: 0 healthy (Herald answers, its database too,
 // no migration pending, the key ring loads), 1 unhealthy or not answering, 2 not initialised.
 import { type Command } from 'commander';
-import { loadConfig, publicBaseUrl, type Config } from '../server/config.ts';
-import { safeUrl } from '../server/logger.ts';
-import { initOrm, executedMigrations, pendingMigrations, LEGACY_EMBEDDED_PORT } from '../server/db/orm.ts';
-import { runningClusterUrl } from '../server/db/embedded-postgres.ts';
+import { loadConfig, publicBaseUrl, type Config } from '../server/base/config.ts';
+import { safeUrl } from '../server/base/logger.ts';
+import { initOrm, executedMigrations, pendingMigrations, LEGACY_EMBEDDED_PORT } from '../server/base/db/orm.ts';
+import { runningClusterUrl } from '../server/base/db/embedded-postgres.ts';
 import { notInitialised } from './support/initialised.ts';
-import { loadKeyRing } from '../server/crypto/keyring.ts';
-import { databaseServerVersion, queueStatus, statusChecks } from '../server/status-checks.ts';
+import { loadKeyRing } from '../server/base/crypto/keyring.ts';
+import { databaseServerVersion, queueStatus, statusChecks } from '../server/app/status-checks.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, print, printJson } from './support/output.ts';
 
 export function registerStatus(program: Command): void {

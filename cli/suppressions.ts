@@ -1,10 +1,10 @@
 // herald suppressions list|add|remove: a tenant's email suppression list, on the host (--tenant) or
 // remotely (--url/--api-key).
 import type { Command } from 'commander';
-import { parseInput } from '../server/http/validate.ts';
+import { parseInput } from '../server/api/validate.ts';
 import { AddSuppressionRequest, SuppressionListQuery, type SuppressionResponse } from '../server/schemas/suppressions.ts';
-import { listSuppressions, removeSuppression, suppressAddress } from '../server/services/suppressions.ts';
-import type { Runtime } from '../server/runtime.ts';
+import { listSuppressions, removeSuppression, suppressAddress } from '../server/channels/email/suppressions.ts';
+import type { Runtime } from '../server/app/runtime.ts';
 import type { RemoteClient } from './support/remote.ts';
 import { confirmUnlessYes } from './support/confirm.ts';
 import { print, printJson, printTable } from './support/output.ts';

@@ -2,9 +2,9 @@
 // tenant) or remotely (--url and a service key). Templates are written with the API or herald apply.
 import type { Command } from 'commander';
 import { Option } from 'commander';
-import { AppError } from '../server/errors.ts';
+import { AppError } from '../server/base/errors.ts';
 import type { EmailTemplateResponse, InboxTemplateResponse, TemplateListQuery } from '../server/schemas/templates.ts';
-import { getTemplate, listTemplates, type TemplateKind } from '../server/services/templates.ts';
+import { getTemplate, listTemplates, type TemplateKind } from '../server/resources/templates.ts';
 import { CliError, printJson, printRecord, printTable, usageError } from './support/output.ts';
 import type { RemoteClient } from './support/remote.ts';
 import { onTarget, withTarget, type TargetOptions } from './support/target.ts';

@@ -1,15 +1,15 @@
 // herald tenants: local admin commands over the install's tenants (they talk to the database through
 // the services, never through HTTP): list, create, rename, archive, unarchive, and per-tenant limits.
 import type { Command } from 'commander';
-import { parseInput } from '../server/validation.ts';
+import { parseInput } from '../server/base/validation.ts';
 import { tenantName } from '../server/schemas/auth.ts';
 import { email as emailSchema } from '../server/schemas/common.ts';
-import { adminRenameTenant, adminSetTenantArchived, createTenant, findTenant, hasDefaultTenant, installHasTenant, listAllTenants, type TenantRow } from '../server/services/tenants.ts';
-import { findUserByEmail } from '../server/services/users.ts';
-import { listTenantLimits, setTenantLimit } from '../server/services/tenant-limits.ts';
+import { adminRenameTenant, adminSetTenantArchived, createTenant, findTenant, hasDefaultTenant, installHasTenant, listAllTenants, type TenantRow } from '../server/resources/tenants.ts';
+import { findUserByEmail } from '../server/resources/users.ts';
+import { listTenantLimits, setTenantLimit } from '../server/resources/tenant-limits.ts';
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
-import { toIsoTimestamp } from '../server/timestamps.ts';
+import { toIsoTimestamp } from '../server/base/timestamps.ts';
 import { auditedWrite } from './support/audit.ts';
 
 interface CommonOptions {

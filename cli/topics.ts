@@ -2,7 +2,7 @@
 // or remotely (--url/--api-key or HERALD_URL/HERALD_API_KEY, through the HTTP API).
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { parseInput } from '../server/http/validate.ts';
+import { parseInput } from '../server/api/validate.ts';
 import {
   CreateTopicRequest,
   TopicParams,
@@ -19,8 +19,8 @@ import {
   listTopics,
   subscribeToTopic,
   unsubscribeFromTopic,
-} from '../server/services/topics.ts';
-import type { Runtime } from '../server/runtime.ts';
+} from '../server/resources/topics.ts';
+import type { Runtime } from '../server/app/runtime.ts';
 import { confirmUnlessYes } from './support/confirm.ts';
 import { print, printJson, printTable, usageError } from './support/output.ts';
 import type { RemoteClient } from './support/remote.ts';

@@ -4,7 +4,7 @@
 // never printed.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Command } from 'commander';
-import type { Config } from '../server/config.ts';
+import type { Config } from '../server/base/config.ts';
 import { PushProvider } from '../server/schemas/common.ts';
 import type { EmailTransportResponse, PushTransportResponse, SendTestResult } from '../server/schemas/transports.ts';
 import {
@@ -15,22 +15,22 @@ import {
   setDefaultSmtp,
   testEmailTransport,
   testInstallSmtp,
-} from '../server/services/email-transport.ts';
-import { deletePushTransport, listPushTransports, putPushTransport, testPushTransport } from '../server/services/push-transports.ts';
+} from '../server/channels/email/email-transport.ts';
+import { deletePushTransport, listPushTransports, putPushTransport, testPushTransport } from '../server/channels/push/push-transports.ts';
 import { EmailTransportRequest, SendTestEmailRequest, SendTestPushRequest } from '../server/schemas/transports.ts';
-import { parseInput } from '../server/validation.ts';
-import { smtpSettingsFromUrl } from '../server/email/smtp.ts';
+import { parseInput } from '../server/base/validation.ts';
+import { smtpSettingsFromUrl } from '../server/channels/email/smtp.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { auditedWrite } from './support/audit.ts';
 import { CliError, EXIT_FAILURE, print, printJson, printTable, usageError } from './support/output.ts';
-import { AppError } from '../server/errors.ts';
+import { AppError } from '../server/base/errors.ts';
 import { emailArg } from './tenants.ts';
 import { confirmUnlessYes } from './support/confirm.ts';
 import { readJsonObject, readSecret } from './support/file-input.ts';
 import { remoteClient, type RemoteClient, type RemoteClientSettings } from './support/remote.ts';
 import { withTarget, type TargetOptions } from './support/target.ts';
 import { resolveTenant } from './support/tenant-option.ts';
-import type { Runtime } from '../server/runtime.ts';
+import type { Runtime } from '../server/app/runtime.ts';
 
 
 /** The operations the commands need, answered locally (services) or remotely (HTTP API). */

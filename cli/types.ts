@@ -5,7 +5,7 @@ import { readJsonObject } from './support/file-input.ts';
 import { EXIT_FAILURE, print, printJson, printRecord, printTable, usageError } from './support/output.ts';
 import { remoteClient, withRemote, type RemoteOptions } from './support/remote.ts';
 import type { NotificationTypeResponse } from '../server/schemas/notification-types.ts';
-import { getNotificationType, listNotificationTypes, toNotificationTypeResponse } from '../server/services/notification-types.ts';
+import { getNotificationType, listNotificationTypes, toNotificationTypeResponse } from '../server/resources/notification-types.ts';
 import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
 
 export function registerTypes(program: Command): void {

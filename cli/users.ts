@@ -2,16 +2,16 @@
 // list, reset-password, verify. Generated passwords are printed once and never logged.
 import { randomBytes } from 'node:crypto';
 import { type Command, Option } from 'commander';
-import { PASSWORD_MAX, PASSWORD_MIN } from '../server/auth/passwords.ts';
-import { addFirstMembership, createUser, findUserByEmail, listUsers, markUserVerified, setUserPassword } from '../server/services/users.ts';
-import { findTenant } from '../server/services/tenants.ts';
-import { toUserResponse } from '../server/services/auth.ts';
+import { PASSWORD_MAX, PASSWORD_MIN } from '../server/base/auth/passwords.ts';
+import { addFirstMembership, createUser, findUserByEmail, listUsers, markUserVerified, setUserPassword } from '../server/resources/users.ts';
+import { findTenant } from '../server/resources/tenants.ts';
+import { toUserResponse } from '../server/resources/auth.ts';
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { auditedWrite } from './support/audit.ts';
-import { cliActor, recordAudit } from '../server/services/audit.ts';
+import { cliActor, recordAudit } from '../server/resources/audit-log.ts';
 import { emailArg } from './tenants.ts';
-import { toIsoTimestamp } from '../server/timestamps.ts';
+import { toIsoTimestamp } from '../server/base/timestamps.ts';
 
 interface CommonOptions {
   dataDir?: string;

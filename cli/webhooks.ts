@@ -1,10 +1,10 @@
 // herald webhooks list|create|delete|test|deliveries: a tenant's outbound webhook endpoints, on the
 // host (--tenant) or remotely (--url/--api-key). `create` prints the signing secret once.
 import type { Command } from 'commander';
-import { parseInput } from '../server/http/validate.ts';
+import { parseInput } from '../server/api/validate.ts';
 import { CreateWebhookRequest, WEBHOOK_EVENT_TYPES, WebhookDeliveryListQuery, type WebhookDeliveryResponse, type WebhookResponse } from '../server/schemas/webhooks.ts';
-import { createWebhook, deleteWebhook, listWebhookDeliveries, listWebhooks, testWebhook } from '../server/services/webhooks.ts';
-import type { Runtime } from '../server/runtime.ts';
+import { createWebhook, deleteWebhook, listWebhookDeliveries, listWebhooks, testWebhook } from '../server/webhooks/endpoints.ts';
+import type { Runtime } from '../server/app/runtime.ts';
 import type { RemoteClient } from './support/remote.ts';
 import { confirmUnlessYes } from './support/confirm.ts';
 import { print, printJson, printTable } from './support/output.ts';

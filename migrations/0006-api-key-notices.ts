@@ -1,5 +1,5 @@
 // Service-key change notices: HTTP processes keep verified service keys in memory for a minute
-// (server/auth/service-key-cache.ts), so a revocation or a deletion, from whichever process or
+// (server/base/auth/service-key-cache.ts), so a revocation or a deletion, from whichever process or
 // command, must reach them at once. The trigger announces every such change on a channel they
 // LISTEN on; the payload is the key's id, never anything secret.
 import { Migration } from '@mikro-orm/migrations';

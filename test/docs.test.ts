@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { z } from 'zod';
-import { configSchema } from '../server/config.ts';
+import { configSchema } from '../server/base/config.ts';
 import { commandNames, loadProgram } from './support/cli-reference.ts';
 
 const read = (path: string) => readFileSync(new URL(`../${path}`, import.meta.url), 'utf8');
@@ -33,13 +33,13 @@ describe('docs/configuration.md', () => {
   it('lists exactly the keys of the configuration schema', () => {
     const inSchema = schemaKeys(configSchema.shape as Record<string, z.ZodType>).sort();
     const inDoc = documentedKeys(doc).sort();
-    expect(inDoc.filter((k) => !inSchema.includes(k)), 'documented but not in server/config.ts').toEqual([]);
-    expect(inSchema.filter((k) => !inDoc.includes(k)), 'in server/config.ts but not documented in docs/configuration.md').toEqual([]);
+    expect(inDoc.filter((k) => !inSchema.includes(k)), 'documented but not in server/base/config.ts').toEqual([]);
+    expect(inSchema.filter((k) => !inDoc.includes(k)), 'in server/base/config.ts but not documented in docs/configuration.md').toEqual([]);
     expect(new Set(inDoc).size, 'a key documented twice').toBe(inDoc.length);
   });
 
   it('names every environment variable the configuration reads', () => {
-    const source = read('server/config.ts');
+    const source = read('server/base/config.ts');
     const names = [...new Set([...source.matchAll(/\b((?:HERALD|DATABASE)_[A-Z0-9_]+)\b/g)].map((m) => m[1]!))];
     expect(names.length).toBeGreaterThan(10);
     expect(names.filter((name) => !doc.includes(`\`${name}\``))).toEqual([]);

@@ -12,32 +12,32 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** Layers, highest first: a file may import its own layer and those below it. A file named here wins over its directory. */
 const LAYERS: Array<{ layer: number; name: string; paths: string[] }> = [
   { layer: 7, name: 'cli', paths: ['cli/'] },
-  { layer: 6, name: 'composition root', paths: ['server/runtime.ts'] },
-  { layer: 5, name: 'http, routes, jobs', paths: ['server/http/', 'server/routes/', 'server/jobs/', 'server/inbound/'] },
-  { layer: 4, name: 'services', paths: ['server/services/', 'server/status-checks.ts'] },
-  { layer: 3, name: 'delivery, stream, transports', paths: ['server/delivery/', 'server/stream/', 'server/transports/', 'server/templates/', 'server/email/', 'server/webhooks/'] },
+  { layer: 6, name: 'composition root', paths: ['server/app/runtime.ts'] },
+  { layer: 5, name: 'http, routes, jobs', paths: ['server/http/', 'server/api/routes/', 'server/jobs/', 'server/inbound/'] },
+  { layer: 4, name: 'services', paths: ['server/resources/', 'server/app/status-checks.ts'] },
+  { layer: 3, name: 'delivery, stream, transports', paths: ['server/delivery/', 'server/channels/inbox/', 'server/transports/', 'server/templates/', 'server/channels/email/', 'server/webhooks/'] },
   {
     layer: 2,
     name: 'db, crypto, auth, schemas',
     // The template engine wraps Liquid and nothing else: schemas check template syntax with it.
-    paths: ['server/db/', 'server/crypto/', 'server/auth/', 'server/net/', 'server/schemas/', 'server/queue.ts', 'server/queue-statistics.ts', 'server/rate-limit.ts', 'server/metrics/', 'server/templates/engine.ts'],
+    paths: ['server/base/db/', 'server/base/crypto/', 'server/base/auth/', 'server/base/net/', 'server/schemas/', 'server/base/queue.ts', 'server/base/queue-statistics.ts', 'server/base/rate-limit.ts', 'server/base/metrics/', 'server/base/template-engine.ts'],
   },
   {
     layer: 1,
     name: 'leaves',
-    paths: ['server/config.ts', 'server/errors.ts', 'server/ids.ts', 'server/random-pool.ts', 'server/clock.ts', 'server/logger.ts', 'server/validation.ts', 'server/timestamps.ts'],
+    paths: ['server/base/config.ts', 'server/base/errors.ts', 'server/base/ids.ts', 'server/base/random-pool.ts', 'server/base/clock.ts', 'server/base/logger.ts', 'server/base/validation.ts', 'server/base/timestamps.ts'],
   },
 ];
 
 /** Files the CLI must not import: it calls services or the HTTP API, never SQL. */
-const SQL_MODULES = ['server/db/sql.ts', 'server/db/prepared.ts'];
+const SQL_MODULES = ['server/base/db/sql.ts', 'server/base/db/prepared.ts'];
 
 /**
  * Upward imports that exist today inside server/delivery/ (being rewritten): they are to be removed,
  * never added to. An entry that no longer occurs fails too, so the list only shrinks.
  */
 const KNOWN_UPWARD = [
-  'server/delivery/channels/email.ts -> server/services/sender-domains.ts',
+  'server/channels/email/channel.ts -> server/channels/email/sender-domains.ts',
 ];
 
 interface Edge {
@@ -129,7 +129,7 @@ export function violations(edges: Edge[], knownUpward: string[] = []): { upward:
     if (!source || !target) continue;
     if (from.startsWith('cli/') && SQL_MODULES.includes(to)) sql.push(`${from} -> ${to}`);
     // Everyone may name the Runtime type; only the composition root's callers may run it.
-    if (typeOnly && to === 'server/runtime.ts') continue;
+    if (typeOnly && to === 'server/app/runtime.ts') continue;
     if (target.layer > source.layer) upward.push(`${from} -> ${to} (${source.name} imports ${target.name})`);
   }
   const cyclic = edges.filter((e) => !e.typeOnly && !knownUpward.includes(`${e.from} -> ${e.to}`));
@@ -147,8 +147,8 @@ describe('the import graph of server/ and cli/', () => {
 
   it('reads the imports', () => {
     expect(edges.length).toBeGreaterThan(400);
-    expect(edges).toContainEqual({ from: 'server/http/server.ts', to: 'server/routes/index.ts', typeOnly: false });
-    expect(edges).toContainEqual({ from: 'server/http/route.ts', to: 'server/runtime.ts', typeOnly: true });
+    expect(edges).toContainEqual({ from: 'server/app/http-server.ts', to: 'server/api/routes/index.ts', typeOnly: false });
+    expect(edges).toContainEqual({ from: 'server/api/route.ts', to: 'server/app/runtime.ts', typeOnly: true });
   });
 
   it('gives every file a layer', () => {
@@ -178,12 +178,12 @@ describe('the import-graph check itself', () => {
     const edges = [
       ...importsOf('server/services/a.ts', text(['../http/auth.ts', './b.ts'])),
       ...importsOf('server/services/b.ts', `import type { Runtime } from '../runtime.ts';\nconst m = await import('./a.ts');`),
-      ...importsOf('cli/thing.ts', text(['../server/db/sql.ts'])),
+      ...importsOf('cli/thing.ts', text(['../server/base/db/sql.ts'])),
       ...importsOf('server/nowhere.ts', text(['./errors.ts'])),
     ];
     const found = violations(edges);
-    expect(found.upward).toEqual(['server/services/a.ts -> server/http/auth.ts (services imports http, routes, jobs)']);
-    expect(found.sql).toEqual(['cli/thing.ts -> server/db/sql.ts']);
+    expect(found.upward).toEqual(['server/services/a.ts -> server/api/auth-rules.ts (services imports http, routes, jobs)']);
+    expect(found.sql).toEqual(['cli/thing.ts -> server/base/db/sql.ts']);
     expect(found.unplaced).toEqual(['server/nowhere.ts']);
     expect(found.cycles).toEqual([['server/services/a.ts', 'server/services/b.ts']]);
   });

@@ -1,8 +1,8 @@
 // Local admin writes are audited like the API's: the write and its audit entry (actor: the host's
 // operating-system account) commit together.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Runtime } from '../../server/runtime.ts';
-import { cliActor, recordAudit, type AuditEntry } from '../../server/services/audit.ts';
+import type { Runtime } from '../../server/app/runtime.ts';
+import { cliActor, recordAudit, type AuditEntry } from '../../server/resources/audit-log.ts';
 
 export async function auditedWrite<T>(
   runtime: Runtime,

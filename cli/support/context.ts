@@ -1,8 +1,8 @@
 // Shared plumbing of local admin commands: the config from --data-dir and friends, and a runtime (or
 // just the database) opened for the command's duration, then closed, whatever happens.
 import type { Command } from 'commander';
-import { loadConfig, type Config, type ConfigInput } from '../../server/config.ts';
-import { startRuntime, stopRuntime, type Runtime, type RuntimeOptions } from '../../server/runtime.ts';
+import { loadConfig, type Config, type ConfigInput } from '../../server/base/config.ts';
+import { startRuntime, stopRuntime, type Runtime, type RuntimeOptions } from '../../server/app/runtime.ts';
 
 /** Adds --data-dir to a command (every local command has it). */
 export function withDataDir(command: Command): Command {

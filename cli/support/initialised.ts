@@ -1,8 +1,8 @@
 // Whether a data directory holds an initialised install, checked without creating anything: commands
 // that must not set one up by accident (status, backup) ask this first.
 import { existsSync } from 'node:fs';
-import { CONFIG_FILE_NAME, configFilePath, type Config } from '../../server/config.ts';
-import { secretFileOf } from '../../server/db/embedded-postgres.ts';
+import { CONFIG_FILE_NAME, configFilePath, type Config } from '../../server/base/config.ts';
+import { secretFileOf } from '../../server/base/db/embedded-postgres.ts';
 
 /** Why `config.dataDir` is not an initialised install, or null when it is. */
 export function notInitialised(config: Config): string | null {

@@ -1,6 +1,6 @@
 // CLI conventions: exit 0 ok, 1 failure, 2 usage error, 141 output cut; --json for scripts; human text otherwise.
 // Errors print one line to stderr (never a stack trace, never a secret).
-import { AppError, ValidationFailure } from '../../server/errors.ts';
+import { AppError, ValidationFailure } from '../../server/base/errors.ts';
 
 export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;

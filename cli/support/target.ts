@@ -2,7 +2,7 @@
 // the host) and remotely (--url and a service key, through the HTTP API). --url or $HERALD_URL picks
 // remote mode. Locally, --tenant may be left out when the install has exactly one tenant (single mode).
 import type { Command } from 'commander';
-import type { Runtime } from '../../server/runtime.ts';
+import type { Runtime } from '../../server/app/runtime.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './context.ts';
 import { remoteClient, type RemoteClient, type RemoteOptions } from './remote.ts';
 import { resolveTenant } from './tenant-option.ts';

@@ -1,7 +1,7 @@
 // The --tenant option of local admin commands: a tenant id, checked to exist before anything is done.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { isUuid } from '../../server/ids.ts';
-import { findTenant, listAllTenants, type TenantRow } from '../../server/services/tenants.ts';
+import { isUuid } from '../../server/base/ids.ts';
+import { findTenant, listAllTenants, type TenantRow } from '../../server/resources/tenants.ts';
 import { CliError, usageError } from './output.ts';
 
 export function checkTenantId(value: string | undefined): string {

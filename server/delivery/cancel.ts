@@ -3,7 +3,7 @@
 // closes, and the job that would have run it next finds it final and does nothing. A round already
 // running holds the event's row lock, so a cancel waits for it and applies to what it left.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { queryOne } from '../db/sql.ts';
+import { queryOne } from '../base/db/sql.ts';
 
 const CANCEL = (match: string) => `
   WITH canceled AS (

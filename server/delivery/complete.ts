@@ -12,7 +12,7 @@
 // pg-boss is pinned in package.json; should another version change that statement, the first batch
 // throws (and the per-event path delivers) instead of completing wrongly.
 import { attemptPairs, completeJobs, completeJobsDistributed } from 'pg-boss/dist/plans.js';
-import { BOSS_SCHEMA, type PgBoss } from '../queue.ts';
+import { BOSS_SCHEMA, type PgBoss } from '../base/queue.ts';
 import { DELIVER_EVENT_QUEUE } from './queues.ts';
 
 /** A fetched job, as pg-boss's completion fence needs it. */

@@ -10,8 +10,8 @@
 // commit and holds it until its commit record is flushed to disk, so each trigger's commit would wait
 // for the previous one's; without it, concurrent commits share their disk flushes.
 import { insertJobs, notifyQueue } from 'pg-boss/dist/plans.js';
-import { BOSS_SCHEMA, type PgBoss } from '../queue.ts';
-import type { Logger } from '../logger.ts';
+import { BOSS_SCHEMA, type PgBoss } from '../base/queue.ts';
+import type { Logger } from '../base/logger.ts';
 import { BULK_JOB_PRIORITY, DELIVER_EVENT_QUEUE } from './queues.ts';
 
 /** Where pg-boss's insert statement takes its jobs (a JSON text parameter). */

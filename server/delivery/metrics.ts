@@ -1,8 +1,8 @@
 // What the delivery runs report to the process's metrics: each delivery once, when it reaches a final
-// status, with the time since its event was triggered. In memory only (server/metrics/registry.ts).
-import { recordDeliveries } from '../metrics/registry.ts';
-import type { Runtime } from '../runtime.ts';
-import type { DeliveryOutcome } from './channels/types.ts';
+// status, with the time since its event was triggered. In memory only (server/base/metrics/registry.ts).
+import { recordDeliveries } from '../base/metrics/registry.ts';
+import type { Runtime } from '../app/runtime.ts';
+import type { DeliveryOutcome } from '../channels/types.ts';
 import type { PlannedDelivery } from './stages/plan.ts';
 
 function secondsSince(createdAt: string | Date, now: number): number {

@@ -5,10 +5,10 @@
 // an event back also sets a timer that wakes the workers when it is due (one timer per due second,
 // whatever the number of events); after a restart, the polling stands in for lost timers.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { bossDb } from '../db/sql.ts';
-import type { Logger } from '../logger.ts';
-import type { PgBoss } from '../queue.ts';
-import { newId } from '../ids.ts';
+import { bossDb } from '../base/db/sql.ts';
+import type { Logger } from '../base/logger.ts';
+import type { PgBoss } from '../base/queue.ts';
+import { newId } from '../base/ids.ts';
 import { wakeDeliveryWorkers } from './enqueue.ts';
 import { BULK_JOB_PRIORITY, DELIVER_EVENT_QUEUE, EVENTS_PER_DELIVERY_JOB, type DeliverEventJob } from './queues.ts';
 

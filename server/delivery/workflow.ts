@@ -4,20 +4,20 @@
 // next one follows, or ends the round: a channel step with remote deliveries (sent after the commit,
 // then the next round goes on), a wait (a delay, a digest window, quiet hours: the next run is a job
 // due then), or the end of the event (throttled, digested into another event, a failed step).
-import { toIsoTimestamp } from '../timestamps.ts';
-import { execute, query, queryOne } from '../db/sql.ts';
+import { toIsoTimestamp } from '../base/timestamps.ts';
+import { execute, query, queryOne } from '../base/db/sql.ts';
 import type { Channel } from '../schemas/common.ts';
 import type { StepState, WorkflowStep } from '../schemas/workflows.ts';
-import { evaluateCondition, renderString } from '../templates/engine.ts';
-import { renderContext } from '../templates/resolve.ts';
-import type { DeliveryRow } from './channels/types.ts';
+import { evaluateCondition, renderString } from '../base/template-engine.ts';
+import { renderContext } from '../channels/resolve.ts';
+import type { DeliveryRow } from '../channels/types.ts';
 import { countSkipped } from './metrics.ts';
 import type { HeldEvent } from './schedule.ts';
 import type { LoadedEvent } from './stages/load.ts';
 import { planEvent } from './stages/plan.ts';
-import { contactContext } from './stages/render.ts';
+import { contactContext } from '../channels/render-delivery.ts';
 import { storePlan } from './stages/store.ts';
-import { quietHoldUntil, settleLocal, type RoundContext } from './round.ts';
+import { quietHoldUntil, settleLocal, type RoundContext } from './runs/round.ts';
 
 const LOCAL_CHANNELS: ReadonlySet<Channel> = new Set(['inbox']);
 

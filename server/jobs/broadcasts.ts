@@ -9,8 +9,8 @@ import {
   BROADCAST_FAN_OUT_QUEUE,
   checkBroadcastCompletion,
   failBroadcast,
-} from '../services/broadcasts.ts';
-import { fanOutBroadcast } from '../services/broadcast-fan-out.ts';
+} from '../delivery/trigger/broadcasts.ts';
+import { fanOutBroadcast } from '../delivery/trigger/fan-out.ts';
 
 export const broadcastFanOutJob = defineJob<{ broadcast_id: string }>({
   name: BROADCAST_FAN_OUT_QUEUE,

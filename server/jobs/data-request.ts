@@ -1,6 +1,6 @@
 // The data-request job: runs a tenant export or deletion filed by POST /v1/auth/tenants/{id}/data-requests.
 import { defineJob } from './types.ts';
-import { DATA_REQUEST_JOB, runDataRequest } from '../services/data-requests.ts';
+import { DATA_REQUEST_JOB, runDataRequest } from '../resources/data-requests.ts';
 
 export const dataRequestJob = defineJob<{ data_request_id: string }>({
   name: DATA_REQUEST_JOB,

@@ -35,13 +35,13 @@ import {
   isBulkJob,
   type DeliverEventJob,
 } from '../delivery/queues.ts';
-import { deliverEvent, RetryableDeliveryError } from '../delivery/run-event.ts';
-import { deliverInboxBatch, type InboxBatchResult } from '../delivery/run-batch.ts';
-import { deliverRemoteBatch, type RemoteBatchResult } from '../delivery/run-remote.ts';
+import { deliverEvent, RetryableDeliveryError } from '../delivery/runs/event.ts';
+import { deliverInboxBatch, type InboxBatchResult } from '../delivery/runs/batch.ts';
+import { deliverRemoteBatch, type RemoteBatchResult } from '../delivery/runs/remote.ts';
 import { finaliseExhaustedEvent } from '../delivery/stages/rollup.ts';
-import type { Config } from '../config.ts';
-import type { Runtime } from '../runtime.ts';
-import { isDatabaseUnavailable } from '../db/availability.ts';
+import type { Config } from '../base/config.ts';
+import type { Runtime } from '../app/runtime.ts';
+import { isDatabaseUnavailable } from '../base/db/availability.ts';
 import { Permits } from '../delivery/permits.ts';
 
 export const deliverEventJob = defineJob<DeliverEventJob>({

@@ -2,7 +2,7 @@
 // request issues a link (see fulfilEmailLinkRequest), so those routes do the same work, and take the
 // same time, whether or not the address has an account. The email itself goes out via system-email.
 import { defineJob } from './types.ts';
-import { EMAIL_LINK_JOB, fulfilEmailLinkRequest, type EmailLinkRequest } from '../services/auth.ts';
+import { EMAIL_LINK_JOB, fulfilEmailLinkRequest, type EmailLinkRequest } from '../resources/auth.ts';
 
 export const emailLinkJob = defineJob<EmailLinkRequest>({
   name: EMAIL_LINK_JOB,

@@ -1,6 +1,6 @@
 // Hourly: deletes Idempotency-Key records past their 24 h.
 import { defineJob } from './types.ts';
-import { pruneIdempotencyKeys } from '../services/idempotency.ts';
+import { pruneIdempotencyKeys } from '../delivery/trigger/idempotency.ts';
 
 export const pruneIdempotencyKeysJob = defineJob({
   name: 'prune-idempotency-keys',

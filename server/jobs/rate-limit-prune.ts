@@ -2,7 +2,7 @@
 // calls), so without pruning the table grows without bound. A bucket idle for a day has refilled to
 // its burst under every policy, so deleting it changes nothing: it is recreated full on next use.
 import { defineJob } from './types.ts';
-import { pruneIdleBuckets } from '../rate-limit.ts';
+import { pruneIdleBuckets } from '../base/rate-limit.ts';
 
 export const RATE_LIMIT_IDLE_MS = 24 * 3600 * 1000;
 

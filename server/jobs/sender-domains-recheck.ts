@@ -2,7 +2,7 @@
 // published after registration verifies its domain without anyone pressing refresh, and one taken down
 // (or changed) stops Herald signing with a key the receivers can no longer check.
 import { defineJob } from './types.ts';
-import { recheckSenderDomains } from '../services/sender-domains.ts';
+import { recheckSenderDomains } from '../channels/email/sender-domains.ts';
 
 /** How old a check may get before the domain is looked up again. */
 export const SENDER_DOMAIN_RECHECK_MS = 24 * 3600_000;

@@ -2,8 +2,8 @@
 // older than the log's retention have no reader left (a client away longer refetches its inbox).
 // Inbox items stay: the log stops replaying them at the same age (stream/log.ts).
 import { defineJob } from './types.ts';
-import { execute } from '../db/sql.ts';
-import { STREAM_RETENTION_DAYS } from '../stream/log.ts';
+import { execute } from '../base/db/sql.ts';
+import { STREAM_RETENTION_DAYS } from '../channels/inbox/log.ts';
 
 export const streamPrune = defineJob({
   name: 'stream-events-prune',

@@ -2,14 +2,14 @@
 // that caused it has committed (email/system-email-queue.ts enqueues it in the same transaction), so a
 // rolled-back request sends nothing and response timing never depends on mail delivery.
 import { defineJob } from './types.ts';
-import { installSmtp } from '../email/install-smtp.ts';
-import type { SealedSystemEmail } from '../email/system-email-queue.ts';
-import { renderSystemEmail, type SystemEmail } from '../email/system-emails.ts';
-import { systemEmailAad } from '../crypto/aad.ts';
-import { SYSTEM_EMAIL_JOB } from '../queue.ts';
+import { installSmtp } from '../channels/email/install-smtp.ts';
+import type { SealedSystemEmail } from '../channels/email/system-email-queue.ts';
+import { renderSystemEmail, type SystemEmail } from '../channels/email/system-emails.ts';
+import { systemEmailAad } from '../base/crypto/aad.ts';
+import { SYSTEM_EMAIL_JOB } from '../base/queue.ts';
 
 // Services enqueue through email/system-email-queue.ts; re-exported for the job's other callers.
-export { enqueueSystemEmail } from '../email/system-email-queue.ts';
+export { enqueueSystemEmail } from '../channels/email/system-email-queue.ts';
 
 export const systemEmailJob = defineJob<SealedSystemEmail>({
   name: SYSTEM_EMAIL_JOB,

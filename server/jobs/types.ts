@@ -1,8 +1,8 @@
 // The shape of a background job: its queue settings and its worker. Every job Herald runs is listed in
 // server/jobs/index.ts; features add their own definition files next to this one.
 import type { Job, Queue, WorkOptions } from 'pg-boss';
-import type { Config } from '../config.ts';
-import type { Runtime } from '../runtime.ts';
+import type { Config } from '../base/config.ts';
+import type { Runtime } from '../app/runtime.ts';
 
 export interface JobDefinition<T extends object = object> {
   /** The pg-boss queue name. */

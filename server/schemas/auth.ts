@@ -1,8 +1,8 @@
 // Shapes of sign-up, sign-in and recovery (/v1/auth/register, login, verify-email, password reset).
 import { z } from 'zod';
 import { email } from './common.ts';
-import { PASSWORD_MAX, PASSWORD_MIN } from '../auth/passwords.ts';
-import { LINK_TOKEN_PATTERN } from '../auth/link-tokens.ts';
+import { PASSWORD_MAX, PASSWORD_MIN } from '../base/auth/passwords.ts';
+import { LINK_TOKEN_PATTERN } from '../base/auth/link-tokens.ts';
 
 export const password = z.string().min(PASSWORD_MIN, `must be at least ${PASSWORD_MIN} characters`).max(PASSWORD_MAX, `must be at most ${PASSWORD_MAX} characters`);
 

@@ -1,7 +1,7 @@
 // Contacts: the recipients of a tenant, addressed by the caller's own external_id.
 import { z } from 'zod';
 import { email, externalId, FreeFormObject, isoDateTime, languageTag } from './common.ts';
-import { isUuid } from '../ids.ts';
+import { isUuid } from '../base/ids.ts';
 
 /** A service-assigned id in a path (UUID); anything else is a 422 on the path. */
 export const uuidParam = z.string().refine(isUuid, 'must be a UUID').meta({ format: 'uuid' });

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { Channel, cursorPage, externalId, idParam, isoDateTime, resourceKey } from './common.ts';
 import { CreateContactRequest } from './contacts.ts';
-import { isUuid } from '../ids.ts';
+import { isUuid } from '../base/ids.ts';
 import { StepView } from './workflows.ts';
 
 /** A recipient: an external_id, or a contact's fields (upserted by the trigger). */

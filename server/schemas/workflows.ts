@@ -1,7 +1,7 @@
 // Workflows of a notification type: the steps an event runs through (channel sends with conditions,
 // delays, digests, throttles), and each step's progress as the event status shows it.
 import { z } from 'zod';
-import { conditionSyntaxError, templateSyntaxError } from '../templates/engine.ts';
+import { conditionSyntaxError, templateSyntaxError } from '../base/template-engine.ts';
 import { Channel } from './common.ts';
 
 export const MAX_WORKFLOW_STEPS = 20;

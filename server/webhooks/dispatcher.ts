@@ -7,15 +7,15 @@
 // Otherwise it polls once per pollMs while idle: rows written by other processes wait that long.
 // While no endpoint is enabled at all, as its idle polls find, it ignores the wakes: no row can be
 // due, and a drain of deliveries would otherwise cost hundreds of empty polls a second.
-import type { Runtime } from '../runtime.ts';
-import { query } from '../db/sql.ts';
-import { jsonRowsParameter, jsonRowsSql, type JsonRowColumns } from '../db/json-rows.ts';
+import type { Runtime } from '../app/runtime.ts';
+import { query } from '../base/db/sql.ts';
+import { jsonRowsParameter, jsonRowsSql, type JsonRowColumns } from '../base/db/json-rows.ts';
 import { postWebhook, type PostResult } from './post.ts';
 import { secretKey, signedHeaders } from './signing.ts';
-import { webhookSecretAad } from '../crypto/aad.ts';
+import { webhookSecretAad } from '../base/crypto/aad.ts';
 import { registerWebhookWaker, unregisterWebhookWaker } from './wake.ts';
-import { isDatabaseUnavailable } from '../db/availability.ts';
-import { metricsOf } from '../metrics/registry.ts';
+import { isDatabaseUnavailable } from '../base/db/availability.ts';
+import { metricsOf } from '../base/metrics/registry.ts';
 
 export interface WebhookDispatchOptions {
   /** Waits before the 2nd, 3rd ... attempt; after the last, the delivery is failed. */

@@ -2,7 +2,7 @@
 // type, written with the caller's EntityManager, so inside the transaction of the change it reports.
 // Delivery and event status changes are emitted by database triggers instead (migration 0014).
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { query } from '../db/sql.ts';
+import { query } from '../base/db/sql.ts';
 import type { WebhookEventType } from '../schemas/webhooks.ts';
 
 const BODY = `jsonb_build_object('type', $2::text, 'timestamp', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'data', $3::jsonb)`;

@@ -3,9 +3,9 @@
 // private webhook URLs, and reading at most a little of the answer.
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { NonPublicAddressError, assertPublicHost, publicOnlyLookup } from '../net/public-address.ts';
-import { trustedCas } from '../net/trusted-cas.ts';
-import type { Runtime } from '../runtime.ts';
+import { NonPublicAddressError, assertPublicHost, publicOnlyLookup } from '../base/net/public-address.ts';
+import { trustedCas } from '../base/net/trusted-cas.ts';
+import type { Runtime } from '../app/runtime.ts';
 
 const MAX_ANSWER_BYTES = 64 * 1024;
 

@@ -3,7 +3,7 @@
 // delivery.* and event.completed rows: an in-process signal, so that no NOTIFY rides in the delivery
 // transactions (a NOTIFY makes every committing transaction wait for the previous one's flush).
 // Rows written elsewhere (an API process) are found by the dispatcher's idle polling.
-import type { Runtime } from '../runtime.ts';
+import type { Runtime } from '../app/runtime.ts';
 
 const wakers = new WeakMap<Runtime, () => void>();
 

@@ -12,7 +12,7 @@ import { createInboxContact, mintContactToken, seedInboxItems, triggerNotificati
 
 const TOKEN_TTL = 4;
 
-/** Defined inside test/browser.test.ts, which runs the browser suites one after another (one Chromium at a time). */
+/** Defined inside test/api/pages/browser.test.ts, which runs the browser suites one after another (one Chromium at a time). */
 export function clientSuite(): void {
   describe('herald.js client in Chromium', () => {
     let app: TestApp;

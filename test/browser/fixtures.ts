@@ -3,7 +3,7 @@
 // on 404 create the contact, then mint again), inbox items already there when the page opens, and
 // triggers (POST /v1/notifications, delivered by the worker).
 import { expect } from 'vitest';
-import { newId } from '../../server/ids.ts';
+import { newId } from '../../server/base/ids.ts';
 import type { TestApp } from '../support/app.ts';
 import { createTenantFixture, sql } from '../support/fixtures.ts';
 

@@ -10,7 +10,7 @@ import { launchChromium, startTcpRelay, type ChromiumSession, type TcpRelay } fr
 import { createInboxContact, seedInboxItems, triggerNotification, type InboxContact } from './fixtures.ts';
 
 
-/** Defined inside test/browser.test.ts, which runs the browser suites one after another (one Chromium at a time). */
+/** Defined inside test/api/pages/browser.test.ts, which runs the browser suites one after another (one Chromium at a time). */
 export function inboxWidgetSuite(): void {
   describe('<herald-inbox> in Chromium', () => {
     let app: TestApp;

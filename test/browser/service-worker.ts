@@ -7,9 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CDPSession, Page } from 'playwright-core';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { launchChromium, type ChromiumSession } from '../support/browser.ts';
-import { webPushPayload } from '../../server/transports/push/webpush.ts';
+import { webPushPayload } from '../../server/channels/web-push/provider.ts';
 
-/** Defined inside test/browser.test.ts, which runs the browser suites one after another (one Chromium at a time). */
+/** Defined inside test/api/pages/browser.test.ts, which runs the browser suites one after another (one Chromium at a time). */
 export function serviceWorkerSuite(): void {
   describe('herald-sw.js in Chromium', () => {
     let app: TestApp;

@@ -3,11 +3,11 @@
 import { mkdtempSync, rmSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig, type Config, type ConfigInput } from '../../server/config.ts';
-import { generateKey, writeKeyFile, type KeyFile } from '../../server/crypto/keyring.ts';
-import { startRuntime, stopRuntime, type Role, type Runtime } from '../../server/runtime.ts';
-import { startHttpServer, type HttpServer } from '../../server/http/server.ts';
-import type { Clock } from '../../server/clock.ts';
+import { loadConfig, type Config, type ConfigInput } from '../../server/base/config.ts';
+import { generateKey, writeKeyFile, type KeyFile } from '../../server/base/crypto/keyring.ts';
+import { startRuntime, stopRuntime, type Role, type Runtime } from '../../server/app/runtime.ts';
+import { startHttpServer, type HttpServer } from '../../server/app/http-server.ts';
+import type { Clock } from '../../server/base/clock.ts';
 import type { WebhookDispatchOptions } from '../../server/webhooks/dispatcher.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 import { testCertificate } from './tls.ts';

@@ -10,13 +10,13 @@
 import { expect } from 'vitest';
 import type { RequestOptions, TestApp, TestResponse } from './app.ts';
 import type { ReceivedMail, SmtpPeer } from './smtp-peer.ts';
-import { createTenant } from '../../server/services/tenants.ts';
-import { createUser } from '../../server/services/users.ts';
-import { issueApiKey } from '../../server/services/api-keys.ts';
-import { toInboxItemResponse } from '../../server/stream/inbox-items.ts';
-import { storeInboxItem } from '../../server/delivery/channels/inbox.ts';
-import { execute, query, queryOne } from '../../server/db/sql.ts';
-import { newId } from '../../server/ids.ts';
+import { createTenant } from '../../server/resources/tenants.ts';
+import { createUser } from '../../server/resources/users.ts';
+import { issueApiKey } from '../../server/resources/api-keys.ts';
+import { toInboxItemResponse } from '../../server/channels/inbox/inbox-items.ts';
+import { storeInboxItem } from '../../server/channels/inbox/channel.ts';
+import { execute, query, queryOne } from '../../server/base/db/sql.ts';
+import { newId } from '../../server/base/ids.ts';
 import type { InboxItemResponse } from '../../server/schemas/inbox.ts';
 
 /* ---------------------------------------------------------------- users and tenants */

@@ -6,10 +6,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
-import { freePort, openChoosingPortAgain, startEmbeddedPostgres, type EmbeddedDatabase } from '../../server/db/embedded-postgres.ts';
-import { initOrm, applyMigrations } from '../../server/db/orm.ts';
+import { freePort, openChoosingPortAgain, startEmbeddedPostgres, type EmbeddedDatabase } from '../../server/base/db/embedded-postgres.ts';
+import { initOrm, applyMigrations } from '../../server/base/db/orm.ts';
 import { PgBoss } from 'pg-boss';
-import { BOSS_SCHEMA } from '../../server/queue.ts';
+import { BOSS_SCHEMA } from '../../server/base/queue.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {

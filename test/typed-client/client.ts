@@ -1,5 +1,5 @@
 // A client as a Herald user writes it: types generated from /v1/openapi.json by openapi-typescript
-// (default options, written beside a copy of this file as api.ts by test/typed-client.test.ts), requests made
+// (default options, written beside a copy of this file as api.ts by test/api/typed-client.test.ts), requests made
 // with openapi-fetch. The test compiles it under tsc --strict, then runs it against a live server.
 import createClient from 'openapi-fetch';
 import type { components, paths } from './api.ts';

@@ -4,12 +4,12 @@
 // loads without locks (its store statement checks the events itself, store.ts); the per-event run
 // loads its event locked, inside the transaction that plans and stores it.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { query } from '../../db/sql.ts';
-import { planEachCall } from '../../db/prepared.ts';
+import { query } from '../../base/db/sql.ts';
+import { planEachCall } from '../../base/db/prepared.ts';
 import type { Channel } from '../../schemas/common.ts';
 import type { Workflow, StepState } from '../../schemas/workflows.ts';
-import { CONTACT_COLUMNS, type ContactRow } from '../../db/contacts.ts';
-import type { EventForDelivery } from '../channels/types.ts';
+import { CONTACT_COLUMNS, type ContactRow } from '../../base/db/contacts.ts';
+import type { EventForDelivery } from '../../channels/types.ts';
 
 export interface ContactWithDestinations extends ContactRow {
   preferences: Array<{ type_key: string; channel: Channel; enabled: boolean }>;

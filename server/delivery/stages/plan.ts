@@ -11,8 +11,8 @@
 //   subscription; web_push one per webpush subscription; none -> 'no_destination'.
 // - Channels without a registered sender are left out entirely (see channels/index.ts).
 import { CHANNELS, type Channel } from '../../schemas/common.ts';
-import type { SkipReason } from '../channels/types.ts';
-import { registeredChannels } from '../channels/index.ts';
+import type { SkipReason } from '../../channels/types.ts';
+import { registeredChannels } from '../../channels/registry.ts';
 import type { LoadedEvent } from './load.ts';
 import { EVENTS_PER_DELIVERY_JOB, REMOTE_EVENTS_PER_DELIVERY_JOB } from '../queues.ts';
 
@@ -109,7 +109,7 @@ export function planEvent(event: LoadedEvent, only?: Channel): PlannedDelivery[]
 /**
  * The plan's "inbox only" rule in SQL, for eventsPerJobSql: no channel but the inbox is on for the
  * type and asked for by the trigger, and the type has no workflow. `types` is the notification_types
- * alias, `channels` the trigger's channel list (NULL: all). test/trigger-batch.test.ts holds it to
+ * alias, `channels` the trigger's channel list (NULL: all). test/delivery/trigger/batch.test.ts holds it to
  * planDeliveries over every combination.
  */
 function inboxOnlySql(types: string, channels: string): string {

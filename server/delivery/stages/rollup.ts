@@ -5,9 +5,9 @@
 // not skipped failed; partially_delivered otherwise. A final event drops its secret variables'
 // ciphertext: they were needed only to render.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { execute, queryOne } from '../../db/sql.ts';
-import { planEachCall } from '../../db/prepared.ts';
-import type { Runtime } from '../../runtime.ts';
+import { execute, queryOne } from '../../base/db/sql.ts';
+import { planEachCall } from '../../base/db/prepared.ts';
+import type { Runtime } from '../../app/runtime.ts';
 
 /** The roll-up as an aggregate over the event's deliveries `d` (grouped by event; no rows: skipped). */
 export const EVENT_STATUS_FROM_DELIVERIES = `CASE

@@ -5,14 +5,14 @@
 // one by one, each in a transaction of its own; the batched remote run claims a whole batch's in one
 // statement, sends them side by side, and records their outcomes in one statement, in one transaction.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { query, queryOne } from '../../db/sql.ts';
-import { planEachCall } from '../../db/prepared.ts';
-import type { Runtime } from '../../runtime.ts';
-import type { ContactRow } from '../../db/contacts.ts';
-import { TemplateError, UnfilledSlotError } from '../../templates/engine.ts';
-import { channelRegistry } from '../channels/index.ts';
-import type { DeliveryOutcome, DeliveryRow, EventForDelivery, RunLookups } from '../channels/types.ts';
-import type { TemplateCache } from './render.ts';
+import { query, queryOne } from '../../base/db/sql.ts';
+import { planEachCall } from '../../base/db/prepared.ts';
+import type { Runtime } from '../../app/runtime.ts';
+import type { ContactRow } from '../../base/db/contacts.ts';
+import { TemplateError, UnfilledSlotError } from '../../base/template-engine.ts';
+import { channelRegistry } from '../../channels/registry.ts';
+import type { DeliveryOutcome, DeliveryRow, EventForDelivery, RunLookups } from '../../channels/types.ts';
+import type { TemplateCache } from '../../channels/render-delivery.ts';
 import { recordOutcome, recordOutcomes } from './store.ts';
 
 export interface SendInput {

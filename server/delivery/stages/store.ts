@@ -7,13 +7,13 @@
 // the inbox run needs no transaction around it: it commits once, with the statement.
 // The per-event run stores its plan (storePlan) and each attempt's outcome (recordOutcome) as it goes.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { execute, query } from '../../db/sql.ts';
-import { planEachCall } from '../../db/prepared.ts';
-import { jsonRowsParameter, jsonRowsSql, type JsonRowColumns } from '../../db/json-rows.ts';
-import { statementPerQueue, type PgBoss } from '../../queue.ts';
-import { NEXT_STREAM_ID_SQL, streamLockSql, streamNoticesSql } from '../../stream/events.ts';
-import type { NewInboxItem } from '../channels/inbox.ts';
-import type { DeliveryOutcome, DeliveryRow } from '../channels/types.ts';
+import { execute, query } from '../../base/db/sql.ts';
+import { planEachCall } from '../../base/db/prepared.ts';
+import { jsonRowsParameter, jsonRowsSql, type JsonRowColumns } from '../../base/db/json-rows.ts';
+import { statementPerQueue, type PgBoss } from '../../base/queue.ts';
+import { NEXT_STREAM_ID_SQL, streamLockSql, streamNoticesSql } from '../../channels/inbox/events.ts';
+import type { NewInboxItem } from '../../channels/inbox/channel.ts';
+import type { DeliveryOutcome, DeliveryRow } from '../../channels/types.ts';
 import { completionParameters, deliveryJobsCompletionCte, type FetchedJob } from '../complete.ts';
 import type { PlannedDelivery } from './plan.ts';
 import { EVENT_STATUS_FROM_DELIVERIES } from './rollup.ts';

@@ -1,0 +1,57 @@
+// Serving the h3 app over HTTP with listhen, and closing it gracefully: stop accepting, let in-flight
+// requests finish, then cut long-lived streams.
+import type { Server } from 'node:http';
+import { listen } from 'listhen';
+import { toNodeHandler } from 'h3/node';
+import type { Runtime } from './runtime.ts';
+import { createApp } from '../api/app.ts';
+import { routes } from '../api/routes/index.ts';
+
+export interface HttpServer {
+  url: string;
+  port: number;
+  close(graceMs?: number): Promise<void>;
+}
+
+export async function startHttpServer(runtime: Runtime, options: { host?: string; port?: number } = {}): Promise<HttpServer> {
+  const app = createApp(runtime, routes);
+  const host = options.host ?? runtime.config.host;
+  const requested = options.port ?? runtime.config.port;
+  const inUse = () => new Error(`port ${requested} on ${host} is already in use: another Herald may be running there (herald status shows it); stop it, or start this one with --port`);
+  const listener = await listen(toNodeHandler(app), {
+    hostname: host,
+    port: requested === 0 ? { port: 0, random: true } : { port: requested, ports: [], portRange: [], alternativePortRange: [] },
+    showURL: false,
+    open: false,
+    qr: false,
+    tunnel: false,
+    public: host !== '127.0.0.1' && host !== 'localhost' && host !== '::1',
+    autoClose: false,
+    isProd: true,
+  } as Parameters<typeof listen>[1]).catch((error: unknown) => {
+    // listhen reports a taken port as finding no free one among the (single) port it may use.
+    throw /available port/i.test((error as Error).message) ? inUse() : error;
+  });
+  const server = listener.server as Server;
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : requested;
+  if (requested !== 0 && port !== requested) {
+    await listener.close();
+    throw inUse();
+  }
+  server.keepAliveTimeout = 5000;
+  const displayHost = host.includes(':') ? `[${host}]` : host;
+  return {
+    url: `http://${displayHost}:${port}`,
+    port,
+    async close(graceMs = 10_000) {
+      // End real-time streams first: their clients reconnect elsewhere (Last-Event-ID) instead of holding the drain.
+      runtime.streamHub?.closeStreams();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+      await closed;
+      clearTimeout(timer);
+    },
+  };
+}

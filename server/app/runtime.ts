@@ -1,0 +1,238 @@
+// The running appliance: configuration, logger, clock, database, key ring, token signer and job queue,
+// created once at start and passed explicitly to routes, services and jobs. Start order: key ring ->
+// database (embedded or external) -> migrations -> token signer -> queue (+ workers) -> HTTP.
+import { availableParallelism } from 'node:os';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Config } from '../base/config.ts';
+import { systemClock, type Clock } from '../base/clock.ts';
+import { createLogger, type LogSink, type Logger } from '../base/logger.ts';
+import { applyMigrations, openDatabase, pendingMigrations, type Database } from '../base/db/orm.ts';
+import { loadKeyRing, type KeyRing } from '../base/crypto/keyring.ts';
+import { loadTokenSigner, type TokenSigner } from '../base/auth/tokens.ts';
+import { HEARTBEAT_REFRESH_SECONDS, startBoss, startLostJobIndexBuild, startLostJobReaper, stopBoss, type PgBoss } from '../base/queue.ts';
+import { startQueueStatistics } from '../base/queue-statistics.ts';
+import { jobs } from '../jobs/index.ts';
+import { SmtpPool } from '../channels/email/smtp.ts';
+import { trustedCas } from '../base/net/trusted-cas.ts';
+import { startStreamHub, type StreamHub } from '../channels/inbox/hub.ts';
+import { ServiceKeyCache } from '../base/auth/service-key-cache.ts';
+import { DatabaseAvailability } from '../base/db/availability.ts';
+import { query } from '../base/db/sql.ts';
+import { metricsOf } from '../base/metrics/registry.ts';
+import { startWebhookDispatcher, type WebhookDispatchOptions } from '../webhooks/dispatcher.ts';
+import type { InboundSmtpListener } from '../channels/email/inbound-listener.ts';
+
+/** all: everything; api: HTTP only; worker: delivery jobs and webhooks; inbound: the bounce SMTP listener only. */
+export type Role = 'all' | 'api' | 'worker' | 'inbound';
+
+export interface Runtime {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly clock: Clock;
+  readonly role: Role;
+  readonly db: Database;
+  readonly orm: MikroORM;
+  readonly keyRing: KeyRing;
+  readonly tokens: TokenSigner;
+  /** null only while starting or after stopping. */
+  boss: PgBoss | null;
+  /** Pooled SMTP connections (system emails, tenant transports). */
+  readonly smtp: SmtpPool;
+  readonly options: RuntimeOptions;
+  /** Cleanups registered by features (stream listeners, pools), run on stop in reverse order. */
+  readonly cleanups: Array<() => Promise<void>>;
+  /** The real-time stream hub (one LISTEN connection); null in worker-only and one-shot CLI runtimes. */
+  streamHub: StreamHub | null;
+  /** Verified service keys; in use only while the stream hub's connection hears key changes. */
+  readonly serviceKeys: ServiceKeyCache;
+  /** The bounce listener, in processes of role all or inbound when inboundSmtp is configured. */
+  inboundSmtp: InboundSmtpListener | null;
+  /** Stops a worker process's upkeep of the queue: the lost-job reaper, its index's build, the job tables' statistics. */
+  stopQueueChecks?: () => Promise<void>;
+  /** Whether the database answers (outages answer 503 and are logged once). */
+  readonly availability: DatabaseAvailability;
+}
+
+export interface RuntimeOptions {
+  role?: Role;
+  /** Apply pending migrations on start (default); when false, refuse to start if any are pending. */
+  migrate?: boolean;
+  clock?: Clock;
+  logSink?: LogSink;
+  /** Check every response body against its documented schema (tests). */
+  validateResponses?: boolean;
+  /** Start the queue (default true); one-shot CLI commands that only touch the database skip it. */
+  queue?: boolean;
+  poolMax?: number;
+  /** The webhook dispatcher's schedule and pacing (tests shorten the retry schedule). */
+  webhooks?: WebhookDispatchOptions;
+}
+
+/**
+ * Connections per process when databasePoolSize is not set: two per CPU core for the HTTP side, plus
+ * one per concurrent delivery job in a process that runs workers. More connections than the cores
+ * can serve only queue inside PostgreSQL, where they compete for the same CPUs and lengthen the tail
+ * of request latencies. A PostgreSQL on a bigger machine than Herald's may warrant setting it.
+ */
+export function defaultPoolSize(role: Role, config: Config): number {
+  const http = role === 'worker' || role === 'inbound' ? 2 : Math.max(4, 2 * availableParallelism());
+  return http + (role === 'api' || role === 'inbound' ? 0 : config.workerConcurrency);
+}
+
+export class StartupError extends Error {
+  override name = 'StartupError';
+}
+
+export async function startRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
+  const logger = createLogger(config.logLevel, {}, options.logSink);
+  const role = options.role ?? 'all';
+  const poolMax = options.poolMax ?? config.databasePoolSize ?? defaultPoolSize(role, config);
+  // A delivery job's batched send holds a connection for its transaction while each send's lookups
+  // take another: with no more connections than jobs at once, every connection could end up held
+  // by a job waiting for one, and delivery would stop without an error.
+  if ((role === 'all' || role === 'worker') && poolMax <= config.workerConcurrency) {
+    throw new StartupError(
+      `databasePoolSize (${poolMax}) must be larger than workerConcurrency (${config.workerConcurrency}) in a process that runs workers: raise databasePoolSize (HERALD_DATABASE_POOL_SIZE) or lower workerConcurrency`,
+    );
+  }
+  let keyRing: KeyRing;
+  try {
+    keyRing = loadKeyRing({ dataDir: config.dataDir, encryptionKeys: config.encryptionKeys });
+  } catch (error) {
+    throw new StartupError((error as Error).message);
+  }
+  let availability: DatabaseAvailability | null = null;
+  const db = await openDatabase(config, {
+    poolMax,
+    onLog: (line) => logger.debug('postgres', { line: line.trim() }),
+    // Supervision of the embedded cluster: while it restarts, the process reports the outage.
+    onStateChange: (state, detail) => {
+      if (state === 'restarting') {
+        logger.warn(detail);
+        availability?.markDown(detail);
+      } else logger.info(detail);
+    },
+    onNotice: (message) => logger.warn(message),
+  });
+  availability = new DatabaseAvailability(logger, () => query(db.orm.em.fork(), 'SELECT 1'));
+  let runtime: Runtime | null = null;
+  try {
+    const pending = await pendingMigrations(db.orm);
+    if (pending.length > 0) {
+      if (options.migrate === false) {
+        throw new StartupError(`${pending.length} database migration(s) pending (${pending.join(', ')}): run 'herald migrate' first`);
+      }
+      const applied = await applyMigrations(db.orm);
+      if (applied.length > 0) logger.info('migrations applied', { migrations: applied });
+    }
+    const tokens = await loadTokenSigner(db.orm.em.fork(), keyRing);
+    runtime = {
+      config,
+      logger,
+      clock: options.clock ?? systemClock,
+      role,
+      db,
+      orm: db.orm,
+      keyRing,
+      tokens,
+      boss: null,
+      smtp: new SmtpPool({ ca: trustedCas(config), maxConnections: config.smtpConnections }),
+      options,
+      cleanups: [],
+      streamHub: null,
+      serviceKeys: new ServiceKeyCache(),
+      inboundSmtp: null,
+      availability,
+    };
+    if (options.queue !== false) await startQueue(runtime);
+    // Processes that serve HTTP hold the stream hub; one-shot CLI runtimes (no queue) do not need it.
+    if ((role === 'all' || role === 'api') && options.queue !== false) await startStreamHub(runtime);
+    if ((role === 'all' || role === 'inbound') && config.inboundSmtp && options.queue !== false) {
+      // Loaded only here: the SMTP server and the mail parser are large, and most installs run without a bounce listener.
+      const { startInboundSmtp } = await import('../channels/email/inbound-listener.ts');
+      const listener = await startInboundSmtp(runtime);
+      runtime.inboundSmtp = listener;
+      runtime.cleanups.push(() => listener.close());
+    }
+    return runtime;
+  } catch (error) {
+    // Undo whatever started (queue, hub, pools) before the database goes away.
+    if (runtime) await stopRuntime(runtime).catch(() => undefined);
+    else await db.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+async function startQueue(runtime: Runtime): Promise<void> {
+  const worker = runtime.role === 'all' || runtime.role === 'worker';
+  const boss = await startBoss(runtime.db.url, runtime.logger, { supervise: worker, poolMax: runtime.options.poolMax, availability: runtime.availability });
+  runtime.boss = boss;
+  await createQueues(boss);
+  // Schedules live in the database (an idempotent upsert); only supervising workers fire them.
+  for (const job of jobs) if (job.schedule) await boss.schedule(job.name, job.schedule);
+  if (!worker) return;
+  for (const job of jobs) {
+    const work = typeof job.work === 'function' ? job.work(runtime.config) : job.work;
+    // Jobs with a heartbeat refresh it every second, so that a killed worker's jobs are found soon.
+    const heartbeat = job.queue.heartbeatSeconds ? { heartbeatRefreshSeconds: HEARTBEAT_REFRESH_SECONDS } : {};
+    const metrics = metricsOf(runtime);
+    await boss.work(job.name, { batchSize: 1, ...heartbeat, ...work }, async (batch) => {
+      metrics.observeJobs(job.name, batch.length);
+      return job.handler(batch as never, runtime);
+    });
+  }
+  const stopReaper = startLostJobReaper(boss, runtime.logger, runtime.availability);
+  const stopIndexBuild = startLostJobIndexBuild(runtime.db.url, runtime.logger);
+  const stopStatistics = startQueueStatistics(boss, runtime.logger, { availability: runtime.availability });
+  runtime.stopQueueChecks = async () => {
+    stopReaper();
+    stopStatistics();
+    await stopIndexBuild();
+  };
+  const dispatcher = startWebhookDispatcher(runtime, runtime.options.webhooks);
+  runtime.cleanups.push(() => dispatcher.stop());
+}
+
+/** Creates every job's queue (idempotent): at start, and before a restore copies queued jobs back. */
+export async function createQueues(boss: PgBoss): Promise<void> {
+  // Dead letter queues first: a queue naming one requires it to exist.
+  for (const job of jobs) if (job.queue.deadLetter) await boss.createQueue(job.queue.deadLetter);
+  for (const job of jobs) await boss.createQueue(job.name, job.queue);
+}
+
+/** Drains and stops: workers finish in-flight jobs, then cleanups run, then the database closes. */
+export async function stopRuntime(runtime: Runtime): Promise<void> {
+  if (runtime.stopQueueChecks) await bounded(runtime, 'queue upkeep', STEP_LIMIT_MS, runtime.stopQueueChecks());
+  if (runtime.boss) {
+    await bounded(runtime, 'queue', QUEUE_STOP_LIMIT_MS, stopBoss(runtime.boss, QUEUE_DRAIN_MS)).catch((error) => runtime.logger.warn('queue stop failed', { error }));
+    runtime.boss = null;
+  }
+  runtime.smtp.close();
+  for (const [i, cleanup] of [...runtime.cleanups].reverse().entries()) {
+    await bounded(runtime, `cleanup ${i + 1}`, STEP_LIMIT_MS, cleanup()).catch((error) => runtime.logger.warn('cleanup failed', { error }));
+  }
+  runtime.availability.close();
+  await bounded(runtime, 'database', STEP_LIMIT_MS, runtime.db.close());
+}
+
+/** How long pg-boss may wait for in-flight jobs when stopping, and how long its whole stop may take. */
+const QUEUE_DRAIN_MS = 20_000;
+const QUEUE_STOP_LIMIT_MS = QUEUE_DRAIN_MS + 10_000;
+const STEP_LIMIT_MS = 10_000;
+
+/**
+ * A stop step that has not finished within its limit is logged and left behind, so that the next steps
+ * (the embedded PostgreSQL's stop among them) still run and the process ends: a step that waits on
+ * something lost (a connection cut by a database outage) must not keep a stopping process forever.
+ */
+async function bounded(runtime: Runtime, step: string, limitMs: number, work: Promise<void>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), limitMs);
+  });
+  try {
+    if ((await Promise.race([work, late])) === 'late') runtime.logger.warn('stop step did not finish in time; going on', { step, limit_seconds: limitMs / 1000 });
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,55 @@
+// Authentication: turns the Authorization header into a verified credential: a service key looked up
+// by its hash (or taken from the process's cache), or a signed token whose user's role in the token's
+// tenant is read from the memberships.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { queryOne } from '../db/sql.ts';
+import type { Runtime } from '../../app/runtime.ts';
+import { SERVICE_KEY_PREFIX, bearerToken, hashServiceKey, unauthorized, type Credential } from './credentials.ts';
+
+/**
+ * Finds an unrevoked service key by hash and records its use (at most once a minute, same round trip).
+ * A key verified in the last minute is taken from the process's cache, which change notices keep exact.
+ */
+async function resolveServiceKey(runtime: Runtime, em: EntityManager, key: string): Promise<Credential | null> {
+  const hash = hashServiceKey(key);
+  const cacheKey = hash.toString('hex');
+  const cache = runtime.serviceKeys;
+  const cached = cache.get(cacheKey, runtime.clock.now());
+  if (cached) return cached;
+  const generation = cache.generation;
+  const row = await queryOne<{ id: string; tenant_id: string }>(
+    em,
+    `WITH k AS (
+       SELECT id, tenant_id, last_used_at FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL
+     ), touched AS (
+       UPDATE api_keys a SET last_used_at = now() FROM k
+        WHERE a.id = k.id AND (k.last_used_at IS NULL OR k.last_used_at < now() - interval '60 seconds')
+     )
+     SELECT id, tenant_id FROM k`,
+    [hash],
+  );
+  if (!row) return null;
+  const credential = { kind: 'service' as const, tenantId: row.tenant_id, apiKeyId: row.id };
+  cache.remember(cacheKey, credential, generation, runtime.clock.now());
+  return credential;
+}
+
+async function membershipRole(em: EntityManager, userId: string, tenantId: string): Promise<'owner' | 'admin' | null> {
+  const row = await queryOne<{ role: 'owner' | 'admin' }>(em, `SELECT role FROM memberships WHERE user_id = $1 AND tenant_id = $2`, [userId, tenantId]);
+  return row?.role ?? null;
+}
+
+/** Verifies the request's bearer credential; throws 401 when it is missing or invalid. */
+export async function authenticate(runtime: Runtime, em: EntityManager, authorization: string | null): Promise<Credential> {
+  const token = bearerToken(authorization);
+  if (!token) throw unauthorized();
+  if (token.startsWith(SERVICE_KEY_PREFIX)) {
+    const credential = await resolveServiceKey(runtime, em, token);
+    if (!credential) throw unauthorized('The service key is invalid or revoked', true);
+    return credential;
+  }
+  const claims = runtime.tokens.verify(token, runtime.clock.now());
+  if (!claims) throw unauthorized('The token is invalid or expired', true);
+  if (claims.typ === 'contact') return { kind: 'contact', tenantId: claims.tid, contactId: claims.sub };
+  return { kind: 'user', tenantId: claims.tid, userId: claims.sub, role: await membershipRole(em, claims.sub, claims.tid) };
+}

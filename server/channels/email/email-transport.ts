@@ -1,0 +1,159 @@
+// The tenant's own SMTP transport (one per tenant) and the install's default SMTP. The password is
+// write-only: stored as a key-ring ciphertext bound to the tenant's row, never returned.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { emailTransportPasswordAad, installSecretAad } from '../../base/crypto/aad.ts';
+import { isUnreadable } from '../../base/crypto/keyring.ts';
+import { execute, queryOne } from '../../base/db/sql.ts';
+import { DEFAULT_SMTP_SECRET, installSmtp } from './install-smtp.ts';
+import type { SmtpSettings } from './smtp.ts';
+import { SMTP_HOST_REFUSED, loadEmailTransport, smtpHostAllowed, type EmailTransportRow } from './tenant-smtp.ts';
+import { AppError, invalidField } from '../../base/errors.ts';
+import type { Runtime } from '../../app/runtime.ts';
+import type { EmailTransportRequest, EmailTransportResponse, SendTestResult } from '../../schemas/transports.ts';
+import { deliverEmail, formatFrom } from './transport.ts';
+
+function toEmailTransportResponse(row: EmailTransportRow, unreadable: boolean): EmailTransportResponse {
+  return {
+    configured: true,
+    host: row.host,
+    port: row.port,
+    secure: row.secure,
+    username: row.username,
+    from_email: row.from_email,
+    from_name: row.from_name,
+    credentials_unreadable: unreadable,
+  };
+}
+
+export async function getEmailTransport(runtime: Runtime, em: EntityManager, tenantId: string): Promise<EmailTransportResponse> {
+  const loaded = await loadEmailTransport(runtime, em, tenantId);
+  if (!loaded) return { configured: false };
+  return toEmailTransportResponse(loaded.row, loaded.state === 'unreadable');
+}
+
+/**
+ * Creates or replaces the tenant's transport. An omitted password keeps the stored one (clients
+ * cannot read it back to resend it); null removes it.
+ */
+export async function putEmailTransport(runtime: Runtime, em: EntityManager, tenantId: string, input: EmailTransportRequest): Promise<EmailTransportResponse> {
+  if (!(await smtpHostAllowed(runtime, input.host))) {
+    throw invalidField(['body', 'host'], 'must resolve to a public address', 'host_not_allowed');
+  }
+  const ciphertext = input.password ? runtime.keyRing.encrypt(input.password, emailTransportPasswordAad(tenantId)) : null;
+  const keepPassword = input.password === undefined;
+  if (keepPassword) {
+    // The stored password stays bound to the server it was given for: pointing the transport elsewhere
+    // (or dropping TLS) without resending it would hand it to that server at the next send.
+    const stored = await queryOne<{ host: string; port: number; secure: boolean; username: string | null; has_password: boolean }>(
+      em,
+      `SELECT host, port, secure, username, password_ciphertext IS NOT NULL AS has_password FROM email_transports WHERE tenant_id = $1`,
+      [tenantId],
+    );
+    const moved = stored && (stored.host !== input.host || stored.port !== input.port || stored.secure !== input.secure || stored.username !== (input.username ?? null));
+    if (stored?.has_password && moved) {
+      throw invalidField(['body', 'password'], 'required when host, port, secure or username change', 'missing');
+    }
+  }
+  await execute(
+    em,
+    `INSERT INTO email_transports (tenant_id, host, port, secure, username, password_ciphertext, from_email, from_name)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+     ON CONFLICT (tenant_id) DO UPDATE SET host = EXCLUDED.host, port = EXCLUDED.port, secure = EXCLUDED.secure,
+       username = EXCLUDED.username, from_email = EXCLUDED.from_email, from_name = EXCLUDED.from_name,
+       password_ciphertext = CASE WHEN $9 THEN email_transports.password_ciphertext ELSE EXCLUDED.password_ciphertext END,
+       updated_at = now()`,
+    [tenantId, input.host, input.port, input.secure, input.username ?? null, ciphertext, input.from_email, input.from_name ?? null, keepPassword],
+  );
+  return getEmailTransport(runtime, em, tenantId);
+}
+
+export async function deleteEmailTransport(em: EntityManager, tenantId: string): Promise<void> {
+  await execute(em, `DELETE FROM email_transports WHERE tenant_id = $1`, [tenantId]);
+}
+
+/** Sends a test email through the tenant's own transport and reports the SMTP server's answer. */
+export async function testEmailTransport(runtime: Runtime, em: EntityManager, tenantId: string, to: string): Promise<SendTestResult> {
+  const loaded = await loadEmailTransport(runtime, em, tenantId);
+  if (!loaded) throw new AppError('not_configured', 'No email transport is configured for this tenant');
+  if (loaded.state === 'unreadable') {
+    return { ok: false, error: 'credentials_unreadable: the password was encrypted with a key that is no longer in the key ring; set it again' };
+  }
+  if (!(await smtpHostAllowed(runtime, loaded.settings.host))) return { ok: false, error: SMTP_HOST_REFUSED };
+  return sendTestEmail(runtime, loaded.settings, formatFrom(loaded.fromEmail, loaded.fromName), to, 'your email transport works');
+}
+
+/** Sends the test email and reports the SMTP server's answer. */
+async function sendTestEmail(runtime: Runtime, settings: SmtpSettings, from: string, to: string, works: string): Promise<SendTestResult> {
+  const outcome = await deliverEmail(runtime, settings, {
+    from,
+    to,
+    subject: 'Herald test email',
+    text: `This is a test email from Herald: ${works}.`,
+    html: `<p>This is a test email from Herald: ${works}.</p>`,
+  });
+  if (outcome.status === 'sent') return { ok: true, message_id: outcome.messageId };
+  return { ok: false, error: outcome.status === 'failed' ? outcome.error : outcome.reason };
+}
+
+export interface DefaultSmtpInput extends SmtpSettings {
+  from?: string | null;
+}
+
+/** Stores the install's default SMTP (used by tenants without their own transport and system emails). */
+export async function setDefaultSmtp(runtime: Runtime, em: EntityManager, input: DefaultSmtpInput): Promise<void> {
+  const value = JSON.stringify({
+    host: input.host,
+    port: input.port,
+    secure: input.secure,
+    username: input.username ?? null,
+    password: input.password ?? null,
+    ...(input.from ? { from: input.from } : {}),
+  });
+  await execute(
+    em,
+    `INSERT INTO install_secrets (name, ciphertext) VALUES ($1, $2)
+     ON CONFLICT (name) DO UPDATE SET ciphertext = EXCLUDED.ciphertext, updated_at = now()`,
+    [DEFAULT_SMTP_SECRET, runtime.keyRing.encrypt(value, installSecretAad(DEFAULT_SMTP_SECRET))],
+  );
+}
+
+/** The stored default SMTP without its password, for display. */
+export async function describeDefaultSmtp(
+  runtime: Runtime,
+  em: EntityManager,
+): Promise<{ source: 'config' | 'stored' | 'none'; host?: string; port?: number; secure?: boolean; username?: string | null; from?: string; credentials_unreadable?: boolean }> {
+  if (runtime.config.smtpUrl) {
+    const u = new URL(runtime.config.smtpUrl);
+    return { source: 'config', host: u.hostname, port: Number(u.port) || undefined, secure: u.protocol === 'smtps:', username: u.username || null, from: runtime.config.mailFrom };
+  }
+  const row = await queryOne<{ ciphertext: string }>(em, `SELECT ciphertext FROM install_secrets WHERE name = $1`, [DEFAULT_SMTP_SECRET]);
+  if (!row) return { source: 'none' };
+  try {
+    const stored = JSON.parse(runtime.keyRing.decrypt(row.ciphertext, installSecretAad(DEFAULT_SMTP_SECRET))) as DefaultSmtpInput;
+    return { source: 'stored', host: stored.host, port: stored.port, secure: stored.secure, username: stored.username ?? null, from: stored.from ?? runtime.config.mailFrom };
+  } catch (error) {
+    if (isUnreadable(error)) return { source: 'stored', credentials_unreadable: true };
+    throw error;
+  }
+}
+
+export async function removeDefaultSmtp(em: EntityManager): Promise<boolean> {
+  return (await execute(em, `DELETE FROM install_secrets WHERE name = $1`, [DEFAULT_SMTP_SECRET])) > 0;
+}
+
+/**
+ * Sends a test email through the install's own SMTP (config.smtpUrl, else the stored default): the
+ * server that sends system emails and the mail of tenants without a transport of their own.
+ */
+export async function testInstallSmtp(runtime: Runtime, em: EntityManager, to: string): Promise<SendTestResult> {
+  let install;
+  try {
+    install = await installSmtp(runtime, em);
+  } catch (error) {
+    if (isUnreadable(error)) return { ok: false, error: 'credentials_unreadable: the stored default SMTP was encrypted with a key that is no longer in the key ring; set it again' };
+    throw error;
+  }
+  if (!install) throw new AppError('not_configured', 'The install has no SMTP: set smtpUrl (herald init --smtp-url) or herald transports email set-default');
+  return sendTestEmail(runtime, install.settings, install.from, to, "the install's own SMTP works");
+}
+

@@ -1,0 +1,62 @@
+// A tenant's own SMTP transport as stored: its row, with the password decrypted for sending, and the
+// rule on which hosts a tenant may point it at. Read by the sender (transports/email.ts) and by the
+// service that manages transports (services/email-transport.ts).
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { emailTransportPasswordAad } from '../../base/crypto/aad.ts';
+import { isUnreadable } from '../../base/crypto/keyring.ts';
+import { queryOne } from '../../base/db/sql.ts';
+import { resolvesPublicly } from '../../base/net/public-address.ts';
+import type { Runtime } from '../../app/runtime.ts';
+import type { SmtpSettings } from './smtp.ts';
+
+export interface EmailTransportRow {
+  tenant_id: string;
+  host: string;
+  port: number;
+  secure: boolean;
+  username: string | null;
+  password_ciphertext: string | null;
+  from_email: string;
+  from_name: string | null;
+}
+
+export type LoadedEmailTransport =
+  | { state: 'ready'; row: EmailTransportRow; settings: SmtpSettings; fromEmail: string; fromName: string | null }
+  | { state: 'unreadable'; row: EmailTransportRow };
+
+async function findRow(em: EntityManager, tenantId: string): Promise<EmailTransportRow | undefined> {
+  return queryOne<EmailTransportRow>(
+    em,
+    `SELECT tenant_id, host, port, secure, username, password_ciphertext, from_email, from_name FROM email_transports WHERE tenant_id = $1`,
+    [tenantId],
+  );
+}
+
+/** The tenant's transport with its password decrypted; null when the tenant has none. */
+export async function loadEmailTransport(runtime: Runtime, em: EntityManager, tenantId: string): Promise<LoadedEmailTransport | null> {
+  const row = await findRow(em, tenantId);
+  if (!row) return null;
+  let password: string | null = null;
+  if (row.password_ciphertext) {
+    try {
+      password = runtime.keyRing.decrypt(row.password_ciphertext, emailTransportPasswordAad(tenantId));
+    } catch (error) {
+      if (isUnreadable(error)) return { state: 'unreadable', row };
+      throw error;
+    }
+  }
+  return {
+    state: 'ready',
+    row,
+    settings: { host: row.host, port: row.port, secure: row.secure, username: row.username, password },
+    fromEmail: row.from_email,
+    fromName: row.from_name,
+  };
+}
+
+export const SMTP_HOST_REFUSED = 'the SMTP host does not resolve to a public address (allowPrivateSmtpHosts is off)';
+
+/** Tenant SMTP hosts must be public (see config.allowPrivateSmtpHosts); the install's own SMTP is trusted. */
+export async function smtpHostAllowed(runtime: Runtime, host: string): Promise<boolean> {
+  return runtime.config.allowPrivateSmtpHosts || resolvesPublicly(host);
+}

@@ -1,0 +1,82 @@
+// Push destinations of contacts. A destination (device token, or browser endpoint) belongs to one
+// contact of a tenant at a time: registering it again for the same contact is a no-op (200), and
+// registering it for another contact moves it (a device changed hands, e.g. a new sign-in).
+import { createHash } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { notFound } from '../../base/errors.ts';
+import { newId } from '../../base/ids.ts';
+import { execute, query, queryOne } from '../../base/db/sql.ts';
+import type { CreatePushSubscriptionRequest, PushSubscriptionResponse } from '../../schemas/push-subscriptions.ts';
+import { toIsoTimestamp, toIsoTimestampOrNull } from '../../base/timestamps.ts';
+
+interface PushSubscriptionRow {
+  id: string;
+  provider: PushSubscriptionResponse['provider'];
+  token: string | null;
+  endpoint: string | null;
+  created_at: Date;
+  last_used_at: Date | null;
+}
+
+const COLUMNS = 'id, provider, token, endpoint, created_at, last_used_at';
+
+export function toPushSubscriptionResponse(row: PushSubscriptionRow): PushSubscriptionResponse {
+  return {
+    id: row.id,
+    provider: row.provider,
+    token: row.token,
+    endpoint: row.endpoint,
+    created_at: toIsoTimestamp(row.created_at),
+    last_used_at: toIsoTimestampOrNull(row.last_used_at),
+  };
+}
+
+/** The identity of a destination: the token, or the endpoint URL (its keys may be refreshed). */
+function destinationHash(input: CreatePushSubscriptionRequest): string {
+  const destination = input.provider === 'webpush' ? input.subscription.endpoint : input.token;
+  return createHash('sha256').update(destination, 'utf8').digest('hex');
+}
+
+/** Registers a destination; `created` is false when it already belonged to this contact. */
+export async function registerPushSubscription(
+  em: EntityManager,
+  tenantId: string,
+  contactId: string,
+  input: CreatePushSubscriptionRequest,
+): Promise<{ subscription: PushSubscriptionResponse; created: boolean }> {
+  const web = input.provider === 'webpush' ? input.subscription : null;
+  const row = await queryOne<PushSubscriptionRow & { previous_contact_id: string | null }>(
+    em,
+    `WITH previous AS (
+       SELECT contact_id FROM push_subscriptions WHERE tenant_id = $2 AND provider = $4 AND destination_hash = $8
+     ), upserted AS (
+       INSERT INTO push_subscriptions AS s (id, tenant_id, contact_id, provider, token, endpoint, keys, destination_hash)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+       ON CONFLICT (tenant_id, provider, destination_hash) DO UPDATE
+         SET contact_id = EXCLUDED.contact_id, keys = EXCLUDED.keys, token = EXCLUDED.token, endpoint = EXCLUDED.endpoint
+       RETURNING ${COLUMNS}
+     )
+     SELECT upserted.*, (SELECT contact_id FROM previous) AS previous_contact_id FROM upserted`,
+    [
+      newId(),
+      tenantId,
+      contactId,
+      input.provider,
+      web ? null : (input as { token: string }).token,
+      web?.endpoint ?? null,
+      web ? JSON.stringify(web.keys) : null,
+      destinationHash(input),
+    ],
+  );
+  return { subscription: toPushSubscriptionResponse(row!), created: row!.previous_contact_id !== contactId };
+}
+
+export async function listPushSubscriptions(em: EntityManager, contactId: string): Promise<PushSubscriptionResponse[]> {
+  const rows = await query<PushSubscriptionRow>(em, `SELECT ${COLUMNS} FROM push_subscriptions WHERE contact_id = $1 ORDER BY id`, [contactId]);
+  return rows.map(toPushSubscriptionResponse);
+}
+
+export async function deletePushSubscription(em: EntityManager, contactId: string, subscriptionId: string): Promise<void> {
+  const deleted = await execute(em, `DELETE FROM push_subscriptions WHERE id = $1 AND contact_id = $2`, [subscriptionId, contactId]);
+  if (deleted === 0) throw notFound('Push subscription');
+}

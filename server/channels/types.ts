@@ -1,0 +1,100 @@
+// The contract every delivery channel implements: deliver one delivery row (one channel, one
+// destination) and say what happened. The worker records the outcome; channels never touch statuses.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Runtime } from '../app/runtime.ts';
+import type { Channel } from '../schemas/common.ts';
+import type { ContactRow } from '../base/db/contacts.ts';
+import type { BrandRow } from './resolve.ts';
+import type { TemplateCache } from './render-delivery.ts';
+
+/** Why a delivery was skipped; tenant_archived for events of a tenant archived after the trigger. */
+export type SkipReason =
+  | 'opted_out'
+  | 'channel_disabled'
+  | 'no_template'
+  | 'no_destination'
+  | 'no_transport'
+  | 'credentials_unreadable'
+  | 'tenant_archived'
+  | 'canceled'
+  /** The address is on the tenant's suppression list (bounced, complained, or added by hand). */
+  | 'suppressed';
+
+export type DeliveryOutcome =
+  /** delivered: stored in the inbox or confirmed; sent: accepted by SMTP or a push service. */
+  | { status: 'delivered' | 'sent'; providerMessageId?: string | null }
+  | { status: 'skipped'; reason: SkipReason }
+  /** retryable: worth another attempt later (network, 5xx, 429); otherwise final at once. */
+  | { status: 'failed'; error: string; retryable: boolean };
+
+export interface DeliveryRow {
+  id: string;
+  channel: Channel;
+  /** '' for inbox; the email address; the push subscription id. */
+  destination: string;
+  provider: string | null;
+  attempts: number;
+}
+
+export interface EventForDelivery {
+  id: string;
+  tenant_id: string;
+  type_key: string;
+  brand_key: string | null;
+  external_id: string;
+  /** Public variables only (what may be stored in clear, e.g. an inbox item's data). */
+  variables: Record<string, unknown>;
+  /** The brand to render with: the event's, or the tenant's default when none was named or it has been deleted since. */
+  brand: BrandRow | null;
+  default_brand_key: string | null;
+  default_language: string;
+}
+
+export interface DeliveryContext {
+  runtime: Runtime;
+  /**
+   * Inside the delivery's transaction (the event row, or for remote channels in the per-event run the
+   * delivery row, is locked); in the batched remote run, a connection of its own, while the run's
+   * transaction holds the delivery row locked (or, when it sends before storing any delivery, the event).
+   */
+  em: EntityManager;
+  delivery: DeliveryRow;
+  event: EventForDelivery;
+  contact: ContactRow;
+  /** Variables with the decrypted secret ones merged in: for rendering only, never logged or stored. */
+  renderVariables: Record<string, unknown>;
+  /** Templates found so far in this run (the render stage's cache). */
+  templates: TemplateCache;
+  /**
+   * What a run looks up once for all its deliveries (a tenant's transports, DKIM keys): the batched
+   * remote run shares one over its batch, so a change to a transport applies from the next batch on.
+   */
+  lookups?: RunLookups;
+}
+
+/** Lookups of a run, by key; a failed lookup is forgotten, so the next delivery asks again. */
+export type RunLookups = Map<string, Promise<unknown>>;
+
+/** `load()`, once per key for the run's `lookups`, or every time without them. */
+export function lookupOnce<T>(lookups: RunLookups | undefined, key: string, load: () => Promise<T>): Promise<T> {
+  if (!lookups) return load();
+  let found = lookups.get(key) as Promise<T> | undefined;
+  if (!found) {
+    found = load();
+    found.catch(() => lookups.delete(key));
+    lookups.set(key, found);
+  }
+  return found;
+}
+
+export interface ChannelSender {
+  readonly channel: Channel;
+  /** A database-only channel (the inbox): delivered inside the event's transaction, under a savepoint. */
+  readonly local?: boolean;
+  deliver(context: DeliveryContext): Promise<DeliveryOutcome>;
+  /**
+   * Fills `lookups` with what deliver() would look up per delivery, for a whole batch in one statement
+   * (the batched remote run); deliver() still looks up whatever is missing.
+   */
+  preload?(em: EntityManager, deliveries: Array<{ delivery: DeliveryRow; event: EventForDelivery; contact: ContactRow }>, lookups: RunLookups): Promise<void>;
+}

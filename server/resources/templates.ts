@@ -1,0 +1,189 @@
+// Email and inbox templates share one life cycle: a template fills a slot (notification type + brand +
+// language, unique per tenant), its type must be live when it is written into a slot, its brand must
+// exist, and every field must parse as a template. Write order of checks: 404, then 422, then 409.
+// Defaults: the tenant's default brand and the tenant's default language.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { AppError, ValidationFailure, notFound, type ValidationIssue } from '../base/errors.ts';
+import { newId } from '../base/ids.ts';
+import { execute, isUniqueViolation, query, queryOne } from '../base/db/sql.ts';
+import { templateSyntaxError } from '../base/template-engine.ts';
+import type { TemplateKind } from '../channels/resolve.ts';
+import type { EmailTemplateResponse, InboxTemplateResponse, TemplateListQuery } from '../schemas/templates.ts';
+import { findType } from './notification-types.ts';
+import { toIsoTimestamp } from '../base/timestamps.ts';
+
+export type { TemplateKind };
+
+interface KindSpec {
+  table: string;
+  noun: string;
+  /** The kind's own fields (besides the slot), each parsed as a template on write. */
+  fields: readonly string[];
+}
+
+const KINDS: Record<TemplateKind, KindSpec> = {
+  email: { table: 'email_templates', noun: 'Email template', fields: ['subject', 'content'] },
+  inbox: { table: 'inbox_templates', noun: 'Inbox template', fields: ['title', 'content', 'action_url'] },
+};
+
+type ResponseOf<K extends TemplateKind> = K extends 'email' ? EmailTemplateResponse : InboxTemplateResponse;
+
+interface TemplateRow {
+  id: string;
+  notification_type_key: string;
+  brand_key: string;
+  language: string;
+  created_at: Date | string;
+  updated_at: Date | string;
+  [field: string]: unknown;
+}
+
+interface SlotInput {
+  notification_type_key?: string;
+  brand_key?: string;
+  language?: string;
+}
+
+function columns(kind: TemplateKind): string {
+  return ['id', 'notification_type_key', 'brand_key', 'language', ...KINDS[kind].fields, 'created_at', 'updated_at'].join(', ');
+}
+
+function toTemplateResponse<K extends TemplateKind>(row: TemplateRow): ResponseOf<K> {
+  return { ...row, created_at: toIsoTimestamp(row.created_at), updated_at: toIsoTimestamp(row.updated_at) } as unknown as ResponseOf<K>;
+}
+
+/** Checks a template slot (type live, brand present: locked against deletion until commit) and the fields' syntax. */
+async function checkWrite(
+  tx: EntityManager,
+  tenantId: string,
+  slot: { typeKey: string | null; brandKey: string | null },
+  fields: Record<string, unknown>,
+): Promise<void> {
+  const issues: ValidationIssue[] = [];
+  if (slot.typeKey !== null) {
+    const type = await findType(tx, tenantId, slot.typeKey);
+    if (!type) issues.push({ loc: ['body', 'notification_type_key'], msg: `no notification type ${slot.typeKey}`, type: 'not_found' });
+    else if (type.deleted_at) {
+      issues.push({ loc: ['body', 'notification_type_key'], msg: `notification type ${slot.typeKey} is deleted (restore it first)`, type: 'not_live' });
+    }
+  }
+  if (slot.brandKey !== null) {
+    const brand = await queryOne(tx, `SELECT 1 FROM brands WHERE tenant_id = $1 AND key = $2 FOR SHARE`, [tenantId, slot.brandKey]);
+    if (!brand) issues.push({ loc: ['body', 'brand_key'], msg: `no branding ${slot.brandKey}`, type: 'not_found' });
+  }
+  for (const [field, value] of Object.entries(fields)) {
+    if (typeof value !== 'string') continue;
+    const error = templateSyntaxError(value);
+    if (error) issues.push({ loc: ['body', field], msg: `template syntax error: ${error}`, type: 'template_syntax' });
+  }
+  if (issues.length > 0) throw new ValidationFailure(issues);
+}
+
+function slotTaken(): AppError {
+  return new AppError('already_exists', 'A template for this notification type, brand and language already exists');
+}
+
+async function defaultSlot(tx: EntityManager, tenantId: string): Promise<{ brandKey: string; language: string }> {
+  const row = await queryOne<{ brand_key: string; language: string }>(
+    tx,
+    `SELECT b.key AS brand_key, t.default_language AS language FROM tenants t JOIN brands b ON b.tenant_id = t.id AND b.is_default WHERE t.id = $1`,
+    [tenantId],
+  );
+  if (!row) throw new Error(`tenant ${tenantId} has no default brand`);
+  return { brandKey: row.brand_key, language: row.language };
+}
+
+export async function createTemplate<K extends TemplateKind>(
+  em: EntityManager,
+  tenantId: string,
+  kind: K,
+  input: SlotInput & { notification_type_key: string } & Record<string, unknown>,
+): Promise<ResponseOf<K>> {
+  const spec = KINDS[kind];
+  return em.transactional(async (tx) => {
+    const defaults = await defaultSlot(tx, tenantId);
+    const brandKey = input.brand_key ?? defaults.brandKey;
+    const language = input.language ?? defaults.language;
+    const fields = Object.fromEntries(spec.fields.map((f) => [f, input[f] ?? null]));
+    await checkWrite(tx, tenantId, { typeKey: input.notification_type_key, brandKey }, fields);
+    const values = [newId(), tenantId, input.notification_type_key, brandKey, language, ...spec.fields.map((f) => fields[f])];
+    const row = await queryOne<TemplateRow>(
+      tx,
+      `INSERT INTO ${spec.table} (id, tenant_id, notification_type_key, brand_key, language, ${spec.fields.join(', ')})
+       VALUES (${values.map((_, i) => `$${i + 1}`).join(', ')})
+       ON CONFLICT (tenant_id, notification_type_key, brand_key, language) DO NOTHING
+       RETURNING ${columns(kind)}`,
+      values,
+    );
+    if (!row) throw slotTaken();
+    return toTemplateResponse<K>(row);
+  });
+}
+
+export async function listTemplates<K extends TemplateKind>(em: EntityManager, tenantId: string, kind: K, filter: TemplateListQuery): Promise<ResponseOf<K>[]> {
+  const rows = await query<TemplateRow>(
+    em,
+    `SELECT ${columns(kind)} FROM ${KINDS[kind].table}
+      WHERE tenant_id = $1 AND ($2::text IS NULL OR notification_type_key = $2) AND ($3::text IS NULL OR brand_key = $3) AND ($4::text IS NULL OR language = $4)
+      ORDER BY notification_type_key, brand_key, language`,
+    [tenantId, filter.notification_type_key ?? null, filter.brand_key ?? null, filter.language ?? null],
+  );
+  return rows.map((r) => toTemplateResponse<K>(r));
+}
+
+export async function getTemplate<K extends TemplateKind>(em: EntityManager, tenantId: string, kind: K, id: string): Promise<ResponseOf<K>> {
+  const row = await queryOne<TemplateRow>(em, `SELECT ${columns(kind)} FROM ${KINDS[kind].table} WHERE id = $1 AND tenant_id = $2`, [id, tenantId]);
+  if (!row) throw notFound(KINDS[kind].noun);
+  return toTemplateResponse<K>(row);
+}
+
+/**
+ * Changes the fields given. Moving a template to another slot needs a live type and an existing
+ * brand there, and a free slot (409 otherwise). Fields left out keep their values.
+ */
+export async function updateTemplate<K extends TemplateKind>(
+  em: EntityManager,
+  tenantId: string,
+  kind: K,
+  id: string,
+  input: SlotInput & Record<string, unknown>,
+): Promise<ResponseOf<K>> {
+  const spec = KINDS[kind];
+  return em.transactional(async (tx) => {
+    const current = await queryOne<TemplateRow>(tx, `SELECT ${columns(kind)} FROM ${spec.table} WHERE id = $1 AND tenant_id = $2 FOR UPDATE`, [id, tenantId]);
+    if (!current) throw notFound(spec.noun);
+    const typeChanged = input.notification_type_key !== undefined && input.notification_type_key !== current.notification_type_key;
+    const brandChanged = input.brand_key !== undefined && input.brand_key !== current.brand_key;
+    const changedFields = Object.fromEntries(spec.fields.filter((f) => input[f] !== undefined).map((f) => [f, input[f]]));
+    await checkWrite(
+      tx,
+      tenantId,
+      { typeKey: typeChanged ? input.notification_type_key! : null, brandKey: brandChanged ? input.brand_key! : null },
+      changedFields,
+    );
+    const next: Record<string, unknown> = {
+      notification_type_key: input.notification_type_key ?? current.notification_type_key,
+      brand_key: input.brand_key ?? current.brand_key,
+      language: input.language ?? current.language,
+      ...Object.fromEntries(spec.fields.map((f) => [f, f in changedFields ? changedFields[f] : current[f]])),
+    };
+    const names = Object.keys(next);
+    try {
+      const row = await queryOne<TemplateRow>(
+        tx,
+        `UPDATE ${spec.table} SET ${names.map((n, i) => `${n} = $${i + 3}`).join(', ')}, updated_at = now()
+          WHERE id = $1 AND tenant_id = $2 RETURNING ${columns(kind)}`,
+        [id, tenantId, ...names.map((n) => next[n])],
+      );
+      return toTemplateResponse<K>(row!);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw slotTaken();
+      throw error;
+    }
+  });
+}
+
+export async function deleteTemplate(em: EntityManager, tenantId: string, kind: TemplateKind, id: string): Promise<void> {
+  const changed = await execute(em, `DELETE FROM ${KINDS[kind].table} WHERE id = $1 AND tenant_id = $2`, [id, tenantId]);
+  if (changed === 0) throw notFound(KINDS[kind].noun);
+}

@@ -1,0 +1,204 @@
+// Tenants: creation (with the owner membership and the default brand, atomically), lookup, listing,
+// and the console's tenancy rules (role judged by membership in the tenant named, archive, switching).
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { newId } from '../base/ids.ts';
+import { execute, query, queryOne } from '../base/db/sql.ts';
+import { AppError } from '../base/errors.ts';
+import type { Config } from '../base/config.ts';
+import { roleAtLeast, type MemberRole } from '../base/auth/roles.ts';
+import { toIsoTimestamp } from '../base/timestamps.ts';
+
+export interface TenantRow {
+  id: string;
+  name: string;
+  archived_at: Date | null;
+  created_at: Date;
+}
+
+/** The key of the brand every tenant is created with. */
+export const DEFAULT_BRAND_KEY = 'default';
+
+/**
+ * Creates a tenant, its owner membership and its default brand (key "default", values.name = tenant
+ * name) in one transaction. `makeDefault` makes the membership the owner's default tenant.
+ */
+export async function createTenant(
+  em: EntityManager,
+  input: { name: string; ownerUserId: string; makeDefault: boolean },
+): Promise<TenantRow> {
+  return em.transactional(async (tx) => {
+    const id = newId();
+    const tenant = (await queryOne<TenantRow>(
+      tx,
+      `INSERT INTO tenants (id, name) VALUES ($1, $2) RETURNING id, name, archived_at, created_at`,
+      [id, input.name],
+    ))!;
+    if (input.makeDefault) {
+      await query(tx, `UPDATE memberships SET is_default = false WHERE user_id = $1 AND is_default`, [input.ownerUserId]);
+    }
+    await query(tx, `INSERT INTO memberships (user_id, tenant_id, role, is_default) VALUES ($1, $2, 'owner', $3)`, [
+      input.ownerUserId,
+      id,
+      input.makeDefault,
+    ]);
+    await query(tx, `INSERT INTO brands (id, tenant_id, key, "values", sender, is_default) VALUES ($1, $2, $3, $4, '{}', true)`, [
+      newId(),
+      id,
+      DEFAULT_BRAND_KEY,
+      JSON.stringify({ name: input.name }),
+    ]);
+    return tenant;
+  });
+}
+
+export async function findTenant(em: EntityManager, id: string): Promise<TenantRow | undefined> {
+  return queryOne<TenantRow>(em, `SELECT id, name, archived_at, created_at FROM tenants WHERE id = $1`, [id]);
+}
+
+export async function listAllTenants(em: EntityManager): Promise<TenantRow[]> {
+  return query<TenantRow>(em, `SELECT id, name, archived_at, created_at FROM tenants ORDER BY created_at, id`);
+}
+
+// ---- Console tenancy: the caller's tenants, owner-only changes, session switching ----
+
+export type { MemberRole };
+
+export interface TenantResponseBody {
+  id: string;
+  name: string;
+  archived: boolean;
+  role: MemberRole;
+  is_default: boolean;
+  created_at: string;
+}
+
+interface MembershipTenantRow extends TenantRow {
+  role: MemberRole;
+  is_default: boolean;
+}
+
+function toTenantResponse(row: MembershipTenantRow): TenantResponseBody {
+  return {
+    id: row.id,
+    name: row.name,
+    archived: row.archived_at !== null,
+    role: row.role,
+    is_default: row.is_default,
+    created_at: toIsoTimestamp(row.created_at),
+  };
+}
+
+
+/**
+ * The caller's role in `tenantId`, judged by their membership in that tenant (not the token's tenant):
+ * 404 no such tenant, 403 not a member, 403 below `minimum`.
+ */
+export async function requireMembership(em: EntityManager, userId: string, tenantId: string, minimum: MemberRole): Promise<MemberRole> {
+  const row = await queryOne<{ role: MemberRole | null }>(
+    em,
+    `SELECT m.role FROM tenants t LEFT JOIN memberships m ON m.tenant_id = t.id AND m.user_id = $2 WHERE t.id = $1`,
+    [tenantId, userId],
+  );
+  if (!row) throw new AppError('not_found', 'Tenant not found');
+  if (row.role === null) throw new AppError('not_a_member', 'You are not a member of this tenant');
+  if (!roleAtLeast(row.role, minimum)) throw new AppError('insufficient_role', `This action needs the ${minimum} role`);
+  return row.role;
+}
+
+async function membershipTenant(em: EntityManager, userId: string, tenantId: string): Promise<TenantResponseBody> {
+  const row = await queryOne<MembershipTenantRow>(
+    em,
+    `SELECT t.id, t.name, t.archived_at, t.created_at, m.role, m.is_default
+       FROM tenants t JOIN memberships m ON m.tenant_id = t.id AND m.user_id = $1 WHERE t.id = $2`,
+    [userId, tenantId],
+  );
+  if (!row) throw new AppError('not_a_member', 'You are not a member of this tenant');
+  return toTenantResponse(row);
+}
+
+/**
+ * The tenants the user belongs to (the tenant switcher). Archived tenants are hidden unless
+ * `includeArchived`, which the console uses to offer "unarchive" to their owners.
+ */
+export async function listUserTenants(em: EntityManager, userId: string, includeArchived: boolean): Promise<TenantResponseBody[]> {
+  const rows = await query<MembershipTenantRow>(
+    em,
+    `SELECT t.id, t.name, t.archived_at, t.created_at, m.role, m.is_default
+       FROM memberships m JOIN tenants t ON t.id = m.tenant_id
+      WHERE m.user_id = $1 AND ($2::boolean OR t.archived_at IS NULL)
+      ORDER BY t.created_at, t.id`,
+    [userId, includeArchived],
+  );
+  return rows.map(toTenantResponse);
+}
+
+/** POST /v1/auth/tenants: a new tenant owned by the caller (not made their default). Multi-tenant installs only. */
+export async function createTenantForUser(config: Config, em: EntityManager, userId: string, name: string): Promise<TenantResponseBody> {
+  if (config.mode === 'single') throw new AppError('tenant_creation_disabled', 'Tenant creation is disabled on this single-tenant install');
+  const tenant = await createTenant(em, { name, ownerUserId: userId, makeDefault: false });
+  return membershipTenant(em, userId, tenant.id);
+}
+
+export async function renameTenant(em: EntityManager, userId: string, tenantId: string, name: string): Promise<TenantResponseBody> {
+  await requireMembership(em, userId, tenantId, 'owner');
+  await execute(em, `UPDATE tenants SET name = $2, updated_at = now() WHERE id = $1`, [tenantId, name]);
+  return membershipTenant(em, userId, tenantId);
+}
+
+/**
+ * Archives (or reactivates) a tenant. An archived tenant keeps all its data; it is hidden from the
+ * tenant switcher, its triggers are refused and fan-out skips it. Repeating either is harmless.
+ */
+export async function setTenantArchived(em: EntityManager, userId: string, tenantId: string, archived: boolean, nowMs: number): Promise<TenantResponseBody> {
+  await requireMembership(em, userId, tenantId, 'owner');
+  if (archived) {
+    await execute(em, `UPDATE tenants SET archived_at = coalesce(archived_at, $2), updated_at = now() WHERE id = $1`, [tenantId, new Date(nowMs)]);
+  } else {
+    await execute(em, `UPDATE tenants SET archived_at = NULL, updated_at = now() WHERE id = $1`, [tenantId]);
+  }
+  return membershipTenant(em, userId, tenantId);
+}
+
+/** Admin operations without a console user (herald tenants ...): 404 when the tenant does not exist. */
+export async function adminRenameTenant(em: EntityManager, tenantId: string, name: string): Promise<TenantRow> {
+  const row = await queryOne<TenantRow>(em, `UPDATE tenants SET name = $2, updated_at = now() WHERE id = $1 RETURNING id, name, archived_at, created_at`, [tenantId, name]);
+  if (!row) throw new AppError('not_found', 'Tenant not found');
+  return row;
+}
+
+export async function adminSetTenantArchived(em: EntityManager, tenantId: string, archived: boolean): Promise<TenantRow> {
+  const row = await queryOne<TenantRow>(
+    em,
+    `UPDATE tenants SET archived_at = CASE WHEN $2::boolean THEN coalesce(archived_at, now()) END, updated_at = now() WHERE id = $1
+     RETURNING id, name, archived_at, created_at`,
+    [tenantId, archived],
+  );
+  if (!row) throw new AppError('not_found', 'Tenant not found');
+  return row;
+}
+
+/**
+ * POST /v1/auth/session: checks the caller's membership in the target tenant (403 otherwise, also for
+ * a tenant that does not exist, so the route reveals no tenant ids) and, with `remember`, makes it
+ * their default.
+ */
+export async function switchTenant(em: EntityManager, userId: string, tenantId: string, remember: boolean): Promise<void> {
+  await em.transactional(async (tx) => {
+    const member = await queryOne(tx, `SELECT 1 FROM memberships WHERE user_id = $1 AND tenant_id = $2 FOR UPDATE`, [userId, tenantId]);
+    if (!member) throw new AppError('not_a_member', 'You are not a member of this tenant');
+    if (!remember) return;
+    await execute(tx, `UPDATE memberships SET is_default = false WHERE user_id = $1 AND is_default AND tenant_id <> $2`, [userId, tenantId]);
+    await execute(tx, `UPDATE memberships SET is_default = true WHERE user_id = $1 AND tenant_id = $2`, [userId, tenantId]);
+  });
+}
+
+/** Whether the install has any tenant (a single-tenant install has at most one). */
+export async function installHasTenant(em: EntityManager): Promise<boolean> {
+  return (await queryOne(em, `SELECT 1 FROM tenants LIMIT 1`)) !== undefined;
+}
+
+/** Whether the user has a default tenant already (a tenant created for them then does not become it). */
+export async function hasDefaultTenant(em: EntityManager, userId: string): Promise<boolean> {
+  return (await queryOne(em, `SELECT 1 FROM memberships WHERE user_id = $1 AND is_default`, [userId])) !== undefined;
+}
+

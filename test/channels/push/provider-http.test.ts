@@ -1,0 +1,155 @@
+// The push providers' HTTP client (server/channels/push/provider-http.ts, provider-http2.ts) against
+// real local TLS servers: HTTP/2 to an origin that offers it, with its sends sharing one session;
+// HTTP/1.1 to an origin that does not (remembered, not asked again per send); a stalled request's
+// deadline; a session the server closes, replaced by the next send; and a server that allows only a
+// few streams at once.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createSecureServer, type Http2ServerRequest, type Http2ServerResponse, type ServerHttp2Session } from 'node:http2';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { Runtime } from '../../../server/app/runtime.ts';
+import { loadConfig } from '../../../server/base/config.ts';
+import { providerRequest, ProviderUnreachableError } from '../../../server/channels/push/provider-http.ts';
+import { testCertificate } from '../../support/tls.ts';
+import { runTempDir } from '../../support/tmp.ts';
+import { trackConnections } from '../../support/connections.ts';
+
+interface Origin {
+  url: string;
+  /** Connections accepted, and the HTTP version of each request. */
+  readonly connections: number;
+  versions: string[];
+  /** Requests being answered now, and the most at once. */
+  active: number;
+  mostActive: number;
+  /** Ends every HTTP/2 session the server has open (GOAWAY), as a provider does when it restarts. */
+  closeSessions(): Promise<void>;
+  close(): Promise<void>;
+}
+
+async function startOrigin(kind: 'h2' | 'http1', options: { maxConcurrentStreams?: number; answerAfterMs?: number } = {}): Promise<Origin> {
+  const { cert, key } = testCertificate();
+  // Requests to /stall are never answered.
+  const handle = (req: Http2ServerRequest | IncomingMessage, res: Http2ServerResponse | ServerResponse) => {
+    origin.versions.push(req.httpVersion);
+    if (req.url === '/stall') return;
+    origin.mostActive = Math.max(origin.mostActive, ++origin.active);
+    setTimeout(() => {
+      origin.active--;
+      (res as ServerResponse).writeHead(201, { 'content-type': 'application/json', location: `/m/${origin.versions.length}` });
+      res.end(JSON.stringify({ ok: true }));
+    }, options.answerAfterMs ?? 0);
+  };
+  const server = kind === 'h2' ? createSecureServer({ cert, key, allowHTTP1: true, settings: { maxConcurrentStreams: options.maxConcurrentStreams } }, handle) : createHttpsServer({ cert, key }, handle);
+  const tracked = trackConnections(server);
+  const origin: Origin = {
+    url: '',
+    get connections() {
+      return tracked.accepted;
+    },
+    versions: [],
+    active: 0,
+    mostActive: 0,
+    closeSessions: async () => undefined,
+    close: async () => undefined,
+  };
+  const sessions = new Set<ServerHttp2Session>();
+  server.on('session', (session: ServerHttp2Session) => {
+    sessions.add(session);
+    session.once('close', () => sessions.delete(session));
+  });
+  origin.closeSessions = () =>
+    Promise.all([...sessions].map((session) => new Promise<void>((resolve) => session.close(() => resolve())))).then(() => undefined);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  origin.url = `https://localhost:${(server.address() as AddressInfo).port}`;
+  origin.close = () =>
+    new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      tracked.destroyAll();
+    });
+  return origin;
+}
+
+/** A runtime as the provider client uses it: the configuration (the test CA) and the cleanups that close its connections. */
+function providerRuntime(): Runtime & { stop(): Promise<void> } {
+  const config = loadConfig({ dataDir: runTempDir('herald-provider-http-'), providers: { caFile: testCertificate().caFile } } as never, {});
+  const runtime = { config, cleanups: [] as Array<() => Promise<void> | void> };
+  return Object.assign(runtime as unknown as Runtime, {
+    stop: async () => {
+      for (const cleanup of runtime.cleanups) await cleanup();
+    },
+  });
+}
+
+let h2: Origin;
+let http1: Origin;
+let runtime: ReturnType<typeof providerRuntime>;
+
+beforeAll(async () => {
+  [h2, http1] = await Promise.all([startOrigin('h2'), startOrigin('http1')]);
+});
+afterAll(async () => {
+  await Promise.all([h2?.close(), http1?.close()]);
+});
+afterEach(async () => {
+  await runtime?.stop();
+});
+
+describe('providerRequest', () => {
+  it('sends over HTTP/2 to an origin that offers it, every request of a burst on one connection', async () => {
+    runtime = providerRuntime();
+    const before = h2.connections;
+    const answers = await Promise.all(Array.from({ length: 40 }, () => providerRequest(runtime, `${h2.url}/send`, { body: '{}' })));
+    expect(answers.every((a) => a.status === 201 && a.text === '{"ok":true}' && typeof a.headers.location === 'string')).toBe(true);
+    expect(h2.connections - before).toBe(1);
+    expect(new Set(h2.versions.slice(-40))).toEqual(new Set(['2.0']));
+  });
+
+  it('falls back to keep-alive HTTP/1.1 for an origin that offers only that, and remembers it', async () => {
+    runtime = providerRuntime();
+    const before = http1.connections;
+    for (let i = 0; i < 5; i++) expect((await providerRequest(runtime, `${http1.url}/send`, { body: '{}' })).status).toBe(201);
+    expect(new Set(http1.versions.slice(-5))).toEqual(new Set(['1.1']));
+    // One connection that offered HTTP/2 and was answered HTTP/1.1, then one kept alive for the five.
+    expect(http1.connections - before).toBe(2);
+  });
+
+  it('gives up on a request past its deadline, and the session serves the next one', async () => {
+    runtime = providerRuntime();
+    const stalled = providerRequest(runtime, `${h2.url}/stall`, { body: '{}', timeoutMs: 300 });
+    await expect(stalled).rejects.toBeInstanceOf(ProviderUnreachableError);
+    await expect(stalled).rejects.toThrow(/timed out/);
+    const before = h2.connections;
+    expect((await providerRequest(runtime, `${h2.url}/send`, { body: '{}' })).status).toBe(201);
+    expect(h2.connections).toBe(before);
+  });
+
+  it('opens a new session after the server closed the one it had', async () => {
+    runtime = providerRuntime();
+    expect((await providerRequest(runtime, `${h2.url}/send`, { body: '{}' })).status).toBe(201);
+    const before = h2.connections;
+    await h2.closeSessions();
+    expect((await providerRequest(runtime, `${h2.url}/send`, { body: '{}' })).status).toBe(201);
+    expect(h2.connections - before).toBe(1);
+  });
+
+  it('holds requests beyond the streams the server allows at once until one ends, and loses none', async () => {
+    runtime = providerRuntime();
+    const narrow = await startOrigin('h2', { maxConcurrentStreams: 5, answerAfterMs: 20 });
+    try {
+      const answers = await Promise.all(Array.from({ length: 40 }, () => providerRequest(runtime, `${narrow.url}/send`, { body: '{}' })));
+      expect(answers.filter((a) => a.status === 201)).toHaveLength(40);
+      expect(narrow.mostActive).toBe(5);
+      expect(narrow.connections).toBe(1);
+    } finally {
+      await runtime.stop();
+      await narrow.close();
+    }
+  });
+
+  it('answers a connection refused as unreachable (retryable), never as an answer', async () => {
+    runtime = providerRuntime();
+    await expect(providerRequest(runtime, 'https://localhost:1/send', { body: '{}' })).rejects.toBeInstanceOf(ProviderUnreachableError);
+  });
+});

@@ -1,0 +1,137 @@
+// `herald webhooks ...` and `herald suppressions ...` as real subprocesses, in local mode (--tenant)
+// and remote mode (--url/--api-key). The webhook secret is printed once, by create, and never again.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../support/app.ts';
+import { HERALD_BIN, runCli, type CliResult } from '../support/cli.ts';
+import { createTenantFixture, type TenantFixture } from '../support/fixtures.ts';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
+
+let app: TestApp;
+let t: TenantFixture;
+let receiver: WebhookReceiver;
+
+function herald(args: string[], env: Record<string, string | undefined> = {}): Promise<CliResult> {
+  return runCli(args, {
+    env: {
+      DATABASE_URL: app.database.url,
+      HERALD_ENCRYPTION_KEYS: app.config.encryptionKeys,
+      HERALD_HOME: app.dataDir,
+      HERALD_ALLOW_PRIVATE_WEBHOOK_URLS: 'true',
+      HERALD_URL: undefined,
+      HERALD_API_KEY: undefined,
+      ...env,
+    },
+  });
+}
+const remote = () => ({ HERALD_URL: app.url, HERALD_API_KEY: t.serviceKey });
+
+beforeAll(async () => {
+  app = await startTestApp({ config: { allowPrivateWebhookUrls: true }, webhooks: { pollMs: 10 } });
+  t = await createTenantFixture(app, 'CliHooks');
+  receiver = await startWebhookReceiver();
+});
+afterAll(async () => {
+  await receiver?.close();
+  await app?.close();
+});
+
+describe('herald webhooks', () => {
+  it('creates locally (secret once), lists remotely, tests, shows deliveries and deletes', { timeout: 120_000 }, async () => {
+    const created = await herald(['webhooks', 'create', '--tenant', t.tenantId, '--endpoint', `${receiver.url}/cli`, '--event-type', 'delivery.failed,email.bounced', '--json']);
+    expect(created.code).toBe(0);
+    const hook = JSON.parse(created.stdout);
+    expect(hook.secret).toMatch(/^whsec_/);
+    expect(hook.event_types).toEqual(['delivery.failed', 'email.bounced']);
+
+    const listed = await herald(['webhooks', 'list'], remote());
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toContain(hook.id);
+    expect(listed.stdout).not.toContain(hook.secret);
+
+    const tested = await herald(['webhooks', 'test', hook.id, '--json'], remote());
+    expect(tested.code).toBe(0);
+    const delivery = JSON.parse(tested.stdout);
+    await receiver.waitFor((r) => r.headers['webhook-id'] === delivery.id);
+    for (let i = 0; i < 100; i++) {
+      const log = await app.request('GET', `/v1/webhooks/${hook.id}/deliveries?status=succeeded`, { token: t.serviceKey });
+      if (log.body.items.length === 1) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const log = await herald(['webhooks', 'deliveries', hook.id, '--tenant', t.tenantId, '--status', 'succeeded', '--json']);
+    expect(JSON.parse(log.stdout)[0]).toMatchObject({ id: delivery.id, event_type: 'webhook.test', status: 'succeeded', attempts: 1 });
+
+    expect((await herald(['webhooks', 'delete', hook.id, '--tenant', t.tenantId])).code).toBe(2); // no terminal, no --yes
+    expect((await herald(['webhooks', 'delete', hook.id, '--yes'], remote())).code).toBe(0);
+    const again = await herald(['webhooks', 'delete', hook.id, '--yes', '--tenant', t.tenantId]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain('not found');
+  });
+
+  it('refuses bad input with exit 2 and names the problem', { timeout: 120_000 }, async () => {
+    const bad = await herald(['webhooks', 'create', '--tenant', t.tenantId, '--endpoint', 'ftp://x', '--event-type', 'delivery.sent']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('url');
+    const badType = await herald(['webhooks', 'create', '--endpoint', `${receiver.url}/x`, '--event-type', 'nope'], remote());
+    expect(badType.code).toBe(2);
+    expect(badType.stderr).toContain('event_types');
+    expect((await herald(['webhooks', 'list', '--tenant', 'not-a-uuid'])).code).toBe(2);
+    expect((await herald(['webhooks', 'deliveries', 'x', '--tenant', t.tenantId, '--status', 'lost'])).code).toBe(2);
+  });
+});
+
+describe('herald suppressions', () => {
+  it('adds, lists and removes, locally and remotely', { timeout: 120_000 }, async () => {
+    expect((await herald(['suppressions', 'add', 'Ann@Example.test', '--tenant', t.tenantId])).stdout).toContain('ann@example.test is suppressed (manual)');
+    const listed = await herald(['suppressions', 'list', '--json'], remote());
+    expect(JSON.parse(listed.stdout)).toEqual([{ email: 'ann@example.test', reason: 'manual', created_at: expect.any(String) }]);
+    expect((await herald(['suppressions', 'remove', 'ann@example.test', '--yes'], remote())).code).toBe(0);
+    expect(JSON.parse((await herald(['suppressions', 'list', '--tenant', t.tenantId, '--json'])).stdout)).toEqual([]);
+    const missing = await herald(['suppressions', 'remove', 'ann@example.test', '--yes', '--tenant', t.tenantId]);
+    expect(missing.code).toBe(1);
+    expect((await herald(['suppressions', 'add', 'not-an-address', '--tenant', t.tenantId])).code).toBe(2);
+  });
+});
+
+describe('herald start --role inbound', () => {
+  it('runs only the bounce listener, which refuses mail for other domains', { timeout: 120_000 }, async () => {
+    const { spawn } = await import('node:child_process');
+    const { createServer } = await import('node:net');
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const { port: free } = probe.address() as { port: number };
+        probe.close(() => resolve(free));
+      });
+    });
+    const child = spawn(HERALD_BIN, ['start', '--role', 'inbound'], {
+      env: {
+        ...process.env,
+        DATABASE_URL: app.database.url,
+        HERALD_ENCRYPTION_KEYS: app.config.encryptionKeys,
+        HERALD_HOME: app.dataDir,
+        HERALD_INBOUND_SMTP: `127.0.0.1:${port}`,
+        HERALD_BOUNCE_DOMAIN: 'bounces.cli.test',
+        HERALD_LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    try {
+      let out = '';
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on('data', (d) => {
+          out += d;
+          if (out.includes('Bounce SMTP listening')) resolve();
+        });
+        child.on('exit', (code) => reject(new Error(`exited with ${code}: ${out}`)));
+      });
+      expect(out).not.toContain('Herald listening');
+      const nodemailer = (await import('nodemailer')).default;
+      const transport = nodemailer.createTransport({ host: '127.0.0.1', port, secure: false, ignoreTLS: true });
+      await expect(transport.sendMail({ envelope: { from: 'a@example.test', to: 'someone@example.com' }, raw: 'Subject: x\r\n\r\nx' })).rejects.toMatchObject({ responseCode: 550 });
+      transport.close();
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    }
+    expect(child.exitCode).toBe(0);
+  });
+});

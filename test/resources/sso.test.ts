@@ -1,0 +1,296 @@
+// SSO sign-in for console users, end to end in Chromium: a real OpenID Connect provider (the
+// oidc-provider package, its development login and consent pages) and a GitHub-shaped OAuth peer, both
+// on loopback, configured with `herald sso add`. Existing users sign in by their verified email; new
+// users only from an allowed domain (joining the provider's tenant); state is bound to the browser,
+// works once, and PKCE is checked by the peer; client secrets are sealed with the key ring.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHash, randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Provider from 'oidc-provider';
+import type { Page } from 'playwright-core';
+import { startTestApp, type TestApp } from '../support/app.ts';
+import { chromiumAvailable, launchChromium, type ChromiumSession } from '../support/browser.ts';
+import { runCli } from '../support/cli.ts';
+import { addUser, createTenantFixture, requestAs, type TenantFixture } from '../support/fixtures.ts';
+import { query, queryOne } from '../../server/base/db/sql.ts';
+
+const OIDC_SECRET = `oidc-${randomBytes(12).toString('hex')}`;
+const GITHUB_SECRET = `gh-${randomBytes(12).toString('hex')}`;
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+async function listen(server: Server): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** A real OpenID Connect provider: any login name is an account whose email is that name (verified unless it says "unverified"). */
+async function startOidcProvider(redirectUri: string): Promise<{ issuer: string; close(): Promise<void> }> {
+  const server = createServer();
+  const issuer = await listen(server);
+  const provider = new Provider(issuer, {
+    clients: [{ client_id: 'herald', client_secret: OIDC_SECRET, redirect_uris: [redirectUri], grant_types: ['authorization_code'], response_types: ['code'] }],
+    claims: { openid: ['sub'], email: ['email', 'email_verified'] },
+    cookies: { keys: [randomBytes(16).toString('hex')] },
+    features: { devInteractions: { enabled: true } },
+    findAccount: (_ctx: unknown, id: string) => ({
+      accountId: id,
+      claims: () => ({ sub: id, email: id, email_verified: !id.includes('unverified') }),
+    }),
+  });
+  server.on('request', provider.callback());
+  return { issuer, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+interface GitHubPeer {
+  url: string;
+  /** The primary email of the next sign-in, and whether GitHub says it is verified. */
+  next: { email: string; verified: boolean };
+  codeChallenges: string[];
+  close(): Promise<void>;
+}
+
+/** A GitHub-shaped OAuth peer: authorize (approves at once), access_token (checks the secret and PKCE), user/emails. */
+async function startGitHubPeer(): Promise<GitHubPeer> {
+  const codes = new Map<string, { challenge: string; redirect: string; email: { email: string; verified: boolean } }>();
+  const tokens = new Map<string, { email: string; verified: boolean }>();
+  const peer = { next: { email: '', verified: true }, codeChallenges: [] as string[] } as GitHubPeer;
+  const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
+    const url = new URL(req.url!, 'http://peer');
+    if (url.pathname === '/login/oauth/authorize') {
+      const code = randomBytes(12).toString('hex');
+      const challenge = url.searchParams.get('code_challenge') ?? '';
+      peer.codeChallenges.push(challenge);
+      codes.set(code, { challenge, redirect: url.searchParams.get('redirect_uri')!, email: { ...peer.next } });
+      const back = new URL(url.searchParams.get('redirect_uri')!);
+      back.searchParams.set('code', code);
+      back.searchParams.set('state', url.searchParams.get('state')!);
+      res.writeHead(302, { Location: back.toString() }).end();
+      return;
+    }
+    if (url.pathname === '/login/oauth/access_token' && req.method === 'POST') {
+      let raw = '';
+      for await (const chunk of req) raw += chunk;
+      const body = new URLSearchParams(raw);
+      const basic = Buffer.from((req.headers.authorization ?? '').replace(/^Basic /, ''), 'base64').toString();
+      const grant = codes.get(body.get('code') ?? '');
+      codes.delete(body.get('code') ?? '');
+      const verifier = body.get('code_verifier') ?? '';
+      const pkceOk = grant && createHash('sha256').update(verifier).digest('base64url') === grant.challenge;
+      if (basic !== `gh-client:${GITHUB_SECRET}` || !grant || !pkceOk || body.get('redirect_uri') !== grant.redirect) {
+        res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ error: 'bad_verification_code' }));
+        return;
+      }
+      const token = randomBytes(12).toString('hex');
+      tokens.set(token, grant.email);
+      res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ access_token: token, token_type: 'bearer', scope: 'read:user,user:email' }));
+      return;
+    }
+    if (url.pathname === '/api/user/emails') {
+      const who = tokens.get((req.headers.authorization ?? '').replace(/^Bearer /, ''));
+      if (!who) return void res.writeHead(401).end();
+      res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify([{ email: who.email, primary: true, verified: who.verified, visibility: 'private' }]));
+      return;
+    }
+    res.writeHead(404).end();
+  });
+  peer.url = await listen(server);
+  peer.close = () => new Promise((resolve) => server.close(() => resolve()));
+  return peer;
+}
+
+describe.skipIf(!chromiumAvailable)('SSO sign-in', { timeout: 60_000 }, () => {
+  let app: TestApp;
+  let acme: TenantFixture;
+  let oidc: Awaited<ReturnType<typeof startOidcProvider>>;
+  let github: GitHubPeer;
+  let browser: ChromiumSession;
+  const env = () => ({ HERALD_HOME: app.dataDir, DATABASE_URL: app.database.url, HERALD_ENCRYPTION_KEYS: app.config.encryptionKeys!, HERALD_LOG_LEVEL: 'error' });
+
+  beforeAll(async () => {
+    // The redirect URI names the public URL, so the port is chosen before Herald starts.
+    const port = await freePort();
+    const publicUrl = `http://127.0.0.1:${port}`;
+    oidc = await startOidcProvider(`${publicUrl}/v1/auth/sso/corp/callback`);
+    github = await startGitHubPeer();
+    app = await startTestApp({ port, config: { publicUrl } });
+    acme = await createTenantFixture(app, 'Acme');
+    const added = await runCli(
+      ['sso', 'add', 'corp', '--kind', 'oidc', '--name', 'Corp SSO', '--issuer', oidc.issuer, '--client-id', 'herald', '--client-secret-env', 'SSO_SECRET', '--allowed-domains', 'corp.example', '--tenant', acme.tenantId],
+      { env: { ...env(), SSO_SECRET: OIDC_SECRET } },
+    );
+    expect(added.code, added.stderr).toBe(0);
+    const gh = await runCli(
+      ['sso', 'add', 'github', '--kind', 'github', '--base-url', github.url, '--api-url', `${github.url}/api`, '--client-id', 'gh-client', '--client-secret-env', 'SSO_SECRET', '--json'],
+      { env: { ...env(), SSO_SECRET: GITHUB_SECRET } },
+    );
+    expect(gh.code, gh.stderr).toBe(0);
+    expect(gh.stdout).not.toContain(GITHUB_SECRET);
+    browser = await launchChromium();
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await app?.close();
+    await oidc?.close();
+    await github?.close();
+  });
+
+  async function ssoFromLogin(page: Page, button: string): Promise<void> {
+    // Each sign-in starts with no session at the provider (it would otherwise skip its login page).
+    await browser.context.clearCookies();
+    await page.goto(`${app.url}/login`);
+    await page.getByRole('link', { name: button }).click();
+  }
+
+  async function oidcLogin(page: Page, login: string): Promise<void> {
+    await page.locator('input[name=login]').fill(login);
+    await page.locator('input[name=password]').fill('anything');
+    await page.locator('button[type=submit]').click();
+    await page.getByRole('button', { name: 'Continue' }).click();
+  }
+
+  it('lists the providers publicly, and starts with state, PKCE (S256) and a browser-bound cookie', async () => {
+    const list = await requestAs(app, 'GET', '/v1/auth/sso/providers');
+    expect(list.status).toBe(200);
+    expect(list.body).toEqual([
+      { slug: 'corp', name: 'Corp SSO', kind: 'oidc', start_url: '/v1/auth/sso/corp/start' },
+      { slug: 'github', name: 'GitHub', kind: 'github', start_url: '/v1/auth/sso/github/start' },
+    ]);
+    const start = await fetch(`${app.url}/v1/auth/sso/corp/start`, { redirect: 'manual' });
+    expect(start.status).toBe(302);
+    const location = new URL(start.headers.get('location')!);
+    expect(location.origin).toBe(oidc.issuer);
+    expect(location.searchParams.get('state')).toMatch(/^[A-Za-z0-9_-]{20,}$/);
+    expect(location.searchParams.get('code_challenge_method')).toBe('S256');
+    expect(location.searchParams.get('code_challenge')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(location.searchParams.get('redirect_uri')).toBe(`${app.config.publicUrl}/v1/auth/sso/corp/callback`);
+    expect(location.searchParams.get('scope')).toBe('openid email profile');
+    expect(start.headers.get('set-cookie')).toMatch(/^herald_sso=[A-Za-z0-9_-]{40,}; Path=\/v1\/auth\/sso; Max-Age=600; HttpOnly; SameSite=Lax$/);
+    expect((await fetch(`${app.url}/v1/auth/sso/nobody/start`, { redirect: 'manual' })).status).toBe(404);
+    expect((await fetch(`${app.url}/v1/auth/sso/Not_A_Slug!/start`, { redirect: 'manual' })).status).toBe(422);
+  });
+
+  it('signs an existing user in through OpenID Connect with the same console token as a password', async () => {
+    const page = await browser.context.newPage();
+    await page.goto(`${app.url}/login`);
+    await page.getByRole('link', { name: 'Continue with Corp SSO' }).waitFor();
+    await page.screenshot({ path: new URL('../.tmp/screenshots/15-login-sso.png', import.meta.url).pathname });
+    await ssoFromLogin(page, 'Continue with Corp SSO');
+    await oidcLogin(page, acme.ownerEmail);
+    await page.waitForURL(/\/console\/activity/);
+    await expect(page.locator('#tenant-switcher option:checked').textContent()).resolves.toBe('Acme');
+    // The token never stays in the address bar, and it works on the API like a password sign-in's.
+    expect(page.url()).not.toContain('sso_token');
+    const token = await page.evaluate(() => sessionStorage.getItem('herald.token'));
+    const tenants = await requestAs(app, 'GET', '/v1/auth/tenants', { token: token! });
+    expect(tenants.status).toBe(200);
+    expect(tenants.body[0]).toMatchObject({ id: acme.tenantId, role: 'owner' });
+    await page.close();
+  });
+
+  it('lets a new user from an allowed domain join the provider tenant as admin, and refuses other domains and unverified emails', async () => {
+    const page = await browser.context.newPage();
+    const newcomer = `newcomer.${randomBytes(3).toString('hex')}@corp.example`;
+    await ssoFromLogin(page, 'Continue with Corp SSO');
+    await oidcLogin(page, newcomer);
+    await page.waitForURL(/\/console\//);
+    const member = await queryOne<{ role: string }>(app.runtime.orm.em.fork(), `SELECT m.role FROM memberships m JOIN users u ON u.id = m.user_id WHERE u.email = $1 AND m.tenant_id = $2`, [newcomer, acme.tenantId]);
+    expect(member?.role).toBe('admin');
+    await page.close();
+
+    const outsider = await browser.context.newPage();
+    await ssoFromLogin(outsider, 'Continue with Corp SSO');
+    await oidcLogin(outsider, `someone@elsewhere.example`);
+    await outsider.getByText(/its domain may not join through this provider/).waitFor();
+    expect(await queryOne(app.runtime.orm.em.fork(), `SELECT 1 FROM users WHERE email = 'someone@elsewhere.example'`)).toBeUndefined();
+    await outsider.screenshot({ path: new URL('../.tmp/screenshots/16-sso-refused.png', import.meta.url).pathname });
+
+    await ssoFromLogin(outsider, 'Continue with Corp SSO');
+    await oidcLogin(outsider, `unverified.${randomBytes(3).toString('hex')}@corp.example`);
+    await outsider.getByText(/did not confirm your email address/).waitFor();
+    await outsider.close();
+  });
+
+  it('signs in through a GitHub-shaped provider (PKCE checked by the peer); the callback works once', async () => {
+    const user = await addUser(app, acme.tenantId, 'admin', true);
+    github.next = { email: user.email.toUpperCase(), verified: true };
+    const page = await browser.context.newPage();
+    let callback = '';
+    page.on('request', (request) => {
+      if (request.url().includes('/v1/auth/sso/github/callback')) callback = request.url();
+    });
+    await ssoFromLogin(page, 'Continue with GitHub');
+    await page.waitForURL(/\/console\//);
+    expect(github.codeChallenges.at(-1)).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(callback).toContain('state=');
+    // The same callback again (a replay, or a reload of the history entry): the state is spent.
+    await page.goto(callback);
+    await page.getByText(/could not be finished/).waitFor();
+    await page.close();
+  });
+
+  it('refuses a GitHub account whose primary email is not verified', async () => {
+    github.next = { email: acme.ownerEmail, verified: false };
+    const page = await browser.context.newPage();
+    await ssoFromLogin(page, 'Continue with GitHub');
+    await page.getByText(/did not confirm your email address/).waitFor();
+    await page.close();
+  });
+
+  it('refuses a callback carried to another browser (no binding cookie), as a login CSRF would', async () => {
+    github.next = { email: acme.ownerEmail, verified: true };
+    const start = await fetch(`${app.url}/v1/auth/sso/github/start`, { redirect: 'manual' });
+    const approved = await fetch(start.headers.get('location')!, { redirect: 'manual' });
+    const callback = approved.headers.get('location')!;
+    const stolen = await fetch(callback, { redirect: 'manual' });
+    expect(stolen.status).toBe(302);
+    expect(stolen.headers.get('location')).toBe('/login#sso_error=sso_state_invalid');
+    // A malformed answer from a provider is told as a failed sign-in, never a 500.
+    const junk = await fetch(`${app.url}/v1/auth/sso/github/callback?error=access_denied`, { redirect: 'manual' });
+    expect(junk.headers.get('location')).toBe('/login#sso_error=sso_denied');
+  });
+
+  it('keeps client secrets sealed, lists without them, removes a provider, and audits the changes', async () => {
+    const rows = await query<{ client_secret_ciphertext: string }>(app.runtime.orm.em.fork(), `SELECT client_secret_ciphertext FROM sso_providers`);
+    for (const row of rows) {
+      expect(row.client_secret_ciphertext).not.toContain(OIDC_SECRET);
+      expect(row.client_secret_ciphertext).not.toContain(GITHUB_SECRET);
+    }
+    const list = await runCli(['sso', 'list', '--json'], { env: env() });
+    expect(list.code, list.stderr).toBe(0);
+    expect(JSON.parse(list.stdout).map((p: { slug: string }) => p.slug)).toEqual(['corp', 'github']);
+    expect(list.stdout).not.toMatch(/secret/i);
+    const noConfirm = await runCli(['sso', 'remove', 'github'], { env: env() });
+    expect(noConfirm.code).toBe(2);
+    const removed = await runCli(['sso', 'remove', 'github', '--yes'], { env: env() });
+    expect(removed.code, removed.stderr).toBe(0);
+    expect((await requestAs(app, 'GET', '/v1/auth/sso/providers')).body.map((p: { slug: string }) => p.slug)).toEqual(['corp']);
+    const missing = await runCli(['sso', 'remove', 'github', '--yes'], { env: env() });
+    expect(missing.code).toBe(1);
+    const bad = await runCli(['sso', 'add', 'x', '--kind', 'okta', '--client-id', 'a', '--client-secret', 'b'], { env: env() });
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('issuer');
+    const audit = await runCli(['audit', '--action', 'sso_provider.*', '--json'], { env: env() });
+    const actions = JSON.parse(audit.stdout).items.map((e: { action: string }) => e.action);
+    expect(actions).toEqual(['sso_provider.delete', 'sso_provider.create', 'sso_provider.create']);
+    expect(audit.stdout).not.toContain(GITHUB_SECRET);
+  });
+
+  it('sends a person back to the sign-in page when the provider cannot be reached', async () => {
+    const added = await runCli(['sso', 'add', 'down', '--kind', 'keycloak', '--issuer', 'http://127.0.0.1:9/realms/x', '--client-id', 'a', '--client-secret-env', 'SSO_SECRET'], {
+      env: { ...env(), SSO_SECRET: 'unused-secret' },
+    });
+    expect(added.code, added.stderr).toBe(0);
+    const start = await fetch(`${app.url}/v1/auth/sso/down/start`, { redirect: 'manual' });
+    expect(start.status).toBe(302);
+    expect(start.headers.get('location')).toBe('/login#sso_error=sso_failed');
+  });
+});
