@@ -6,6 +6,7 @@ import { messageFields, withMessageOptions, type MessageOptions } from './suppor
 import { CliError, EXIT_FAILURE, print, printJson, printTable, usageError } from './support/output.ts';
 import { remoteClient, withRemote, type RemoteClient, type RemoteOptions } from './support/remote.ts';
 import type { EventResponse, TriggerResponse } from '../server/schemas/notifications.ts';
+import { FINAL_EVENT_STATUSES } from '../server/base/statuses.ts';
 
 interface SendOptions extends RemoteOptions, MessageOptions {
   type: string;
@@ -17,7 +18,6 @@ interface SendOptions extends RemoteOptions, MessageOptions {
   json?: boolean;
 }
 
-const FINAL = new Set(['delivered', 'partially_delivered', 'failed', 'skipped', 'canceled', 'digested']);
 const collect = (value: string, previous: string[]) => [...previous, value];
 
 export function registerSend(program: Command): void {
@@ -68,7 +68,7 @@ Examples:
       const events = await waitForEvents(client, accepted.events.map((e) => e.event_id), timeout * 1000);
       if (options.json) printJson({ events });
       else printTable(events.map(summaryRow), ['event_id', 'external_id', 'status', 'deliveries']);
-      const unfinished = events.filter((e) => !FINAL.has(e.status));
+      const unfinished = events.filter((e) => !FINAL_EVENT_STATUSES.has(e.status));
       if (unfinished.length > 0) {
         // Events nobody has started on point at the workers rather than at the deliveries.
         const hint = unfinished.every((e) => e.status === 'queued') ? ': still queued, is a worker running? (herald start runs workers unless --role api)' : '';
@@ -86,7 +86,7 @@ async function waitForEvents(client: RemoteClient, ids: string[], timeoutMs: num
   const deadline = Date.now() + timeoutMs;
   for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {
     const events = await Promise.all(ids.map((id) => client.call<EventResponse>('GET', `/v1/notifications/${encodeURIComponent(id)}`)));
-    if (events.every((e) => FINAL.has(e.status)) || Date.now() >= deadline) return events;
+    if (events.every((e) => FINAL_EVENT_STATUSES.has(e.status)) || Date.now() >= deadline) return events;
     await new Promise((r) => setTimeout(r, Math.min(delay, Math.max(0, deadline - Date.now()))));
   }
 }

@@ -2,7 +2,8 @@
 // stop accepting requests, finish in-flight jobs, stop the embedded PostgreSQL, exit 0.
 import { type Command, Option } from 'commander';
 import { loadConfig } from '../server/base/config.ts';
-import { startRuntime, stopRuntime, type Role } from '../server/app/runtime.ts';
+import { startRuntime, stopRuntime } from '../server/app/runtime.ts';
+import type { Role } from '../server/base/context.ts';
 import { startHttpServer, type HttpServer } from '../server/app/http-server.ts';
 import { startMetricsServer, type MetricsServer } from '../server/app/metrics-server.ts';
 import { usageError } from './support/output.ts';

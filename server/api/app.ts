@@ -5,13 +5,12 @@ import { randomUUID } from 'node:crypto';
 import { H3, getRouterParams, type H3Event } from 'h3';
 import { AppError, ValidationFailure } from '../base/errors.ts';
 import { assertAllowed, rateLimitHeaders, take } from '../base/rate-limit.ts';
-import type { Runtime } from '../app/runtime.ts';
 import { runAudited } from './audit.ts';
 import { authenticate, authorize } from './auth-rules.ts';
 import { readJsonBody } from './body.ts';
 import { clientIp } from './client-ip.ts';
 import { errorResponse, errorToResponse, json } from './respond.ts';
-import { Reply, type RouteContext, type RouteDefinition } from './route.ts';
+import { Reply, type ApiContext, type RouteContext, type RouteDefinition } from './route.ts';
 import { issuesOf, parseInput } from '../base/validation.ts';
 import { isDatabaseUnavailable, OUTAGE_RETRY_AFTER_SECONDS } from '../base/db/availability.ts';
 import { metricsOf } from '../base/metrics/registry.ts';
@@ -20,7 +19,7 @@ const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, Idempotency-Key, Last-Event-ID, X-Request-Id';
 const CORS_EXPOSE_HEADERS = 'Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, RateLimit-Policy, X-Request-Id, Location';
 
-export function createApp(runtime: Runtime, routes: RouteDefinition<any, any, any>[]): H3 {
+export function createApp(runtime: ApiContext, routes: RouteDefinition<any, any, any>[]): H3 {
   const app = new H3({
     // Only reached for what no route wrapper handled: unknown paths, wrong methods, malformed URLs.
     onError: (error, event) => finish(runtime, event, fallbackResponse(error, event, routes, runtime), null, performance.now()),
@@ -33,7 +32,7 @@ export function createApp(runtime: Runtime, routes: RouteDefinition<any, any, an
   return app;
 }
 
-async function handle(runtime: Runtime, route: RouteDefinition<any, any, any>, event: H3Event, routes: RouteDefinition<any, any, any>[]): Promise<Response> {
+async function handle(runtime: ApiContext, route: RouteDefinition<any, any, any>, event: H3Event, routes: RouteDefinition<any, any, any>[]): Promise<Response> {
   const started = performance.now();
   const requestId = requestIdOf(event);
   const ctx: RouteContext = {
@@ -75,7 +74,7 @@ async function handle(runtime: Runtime, route: RouteDefinition<any, any, any>, e
 }
 
 /** A database outage is a 503 with Retry-After (logged once per outage), not an internal error. */
-function outageOr(runtime: Runtime, error: unknown): unknown {
+function outageOr(runtime: ApiContext, error: unknown): unknown {
   if (error instanceof AppError || error instanceof ValidationFailure || !isDatabaseUnavailable(error)) return error;
   runtime.availability.markDown(error);
   return new AppError('database_unavailable', 'The database is unavailable; retry shortly', { headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) } });
@@ -85,7 +84,7 @@ function outageOr(runtime: Runtime, error: unknown): unknown {
  * A handler's JSON result as a response, the standard headers included: given to the response as it
  * is made, they never build the web Headers object that setting them afterwards would.
  */
-function jsonResponse(runtime: Runtime, event: H3Event, route: RouteDefinition<any, any, any>, result: unknown, headers: Record<string, string>): Response {
+function jsonResponse(runtime: ApiContext, event: H3Event, route: RouteDefinition<any, any, any>, result: unknown, headers: Record<string, string>): Response {
   const status = result instanceof Reply ? result.status : defaultStatus(route);
   const body = result instanceof Reply ? result.body : result;
   const { defaults, always } = standardHeaders(runtime, event);
@@ -130,7 +129,7 @@ function checkResponse(route: RouteDefinition<any, any, any>, status: number, bo
 }
 
 /** 404 for unknown paths, 405 (with Allow) for a known path called with another method. */
-function fallbackResponse(error: unknown, event: H3Event, routes: RouteDefinition<any, any, any>[], runtime: Runtime): Response {
+function fallbackResponse(error: unknown, event: H3Event, routes: RouteDefinition<any, any, any>[], runtime: ApiContext): Response {
   const status = (error as { status?: number }).status;
   if (status === 404 || status === 405) {
     const allowed = routes.filter((r) => pathMatches(r.path, event.url.pathname)).map((r) => r.method);
@@ -168,7 +167,7 @@ function requestIdOf(event: H3Event): string {
  * The headers every response carries: `defaults` where the response sets none of its own (framing,
  * content security, caching), `always` over whatever it sets (request id, security, CORS).
  */
-function standardHeaders(runtime: Runtime, event: H3Event): { defaults: Record<string, string>; always: Record<string, string> } {
+function standardHeaders(runtime: ApiContext, event: H3Event): { defaults: Record<string, string>; always: Record<string, string> } {
   const always: Record<string, string> = {
     'X-Request-Id': requestIdOf(event),
     'X-Content-Type-Options': 'nosniff',
@@ -186,7 +185,7 @@ function standardHeaders(runtime: Runtime, event: H3Event): { defaults: Record<s
  * Adds the standard headers to a response made elsewhere (unless `stamped`: made with them), and
  * writes the access log line.
  */
-function finish(runtime: Runtime, event: H3Event, response: Response, route: RouteDefinition<any, any, any> | null, started: number, stamped = false): Response {
+function finish(runtime: ApiContext, event: H3Event, response: Response, route: RouteDefinition<any, any, any> | null, started: number, stamped = false): Response {
   if (!stamped) {
     const h = response.headers;
     const { defaults, always } = standardHeaders(runtime, event);
@@ -211,7 +210,7 @@ function finish(runtime: Runtime, event: H3Event, response: Response, route: Rou
 }
 
 /** CORS response headers for an allowed Origin; none for others. */
-function corsHeaders(runtime: Runtime, event: H3Event): Record<string, string> {
+function corsHeaders(runtime: ApiContext, event: H3Event): Record<string, string> {
   const origin = event.req.headers.get('origin');
   if (!origin) return {};
   const allowed = runtime.config.corsOrigins;

@@ -4,7 +4,8 @@
 import type { H3Event } from 'h3';
 import type { z } from 'zod';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Runtime } from '../app/runtime.ts';
+import type { ChannelContext } from '../channels/types.ts';
+import type { StreamContext } from '../channels/inbox/hub.ts';
 import type { Credential } from './auth-rules.ts';
 import type { RateCheck } from '../base/rate-limit.ts';
 
@@ -25,8 +26,13 @@ export type AuthRule = 'public' | 'user' | 'management' | 'service' | 'contact' 
 /** A response body schema, or null for "no body" (204). */
 export type ResponseSchemas = Partial<Record<number, z.ZodType | null>>;
 
+/** What the routes get of the process: the context, its SMTP pool and stream hub, and the response check of tests. */
+export interface ApiContext extends ChannelContext, StreamContext {
+  readonly options: { readonly validateResponses?: boolean };
+}
+
 export interface RouteContext<P = any, Q = any, B = any> {
-  runtime: Runtime;
+  runtime: ApiContext;
   /** A request-scoped entity manager (its own identity map). */
   em: EntityManager;
   event: H3Event;

@@ -2,13 +2,12 @@
 // created once at start and passed explicitly to routes, services and jobs. Start order: key ring ->
 // database (embedded or external) -> migrations -> token signer -> queue (+ workers) -> HTTP.
 import { availableParallelism } from 'node:os';
-import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Config } from '../base/config.ts';
 import { systemClock, type Clock } from '../base/clock.ts';
-import { createLogger, type LogSink, type Logger } from '../base/logger.ts';
-import { applyMigrations, openDatabase, pendingMigrations, type Database } from '../base/db/orm.ts';
+import { createLogger, type LogSink } from '../base/logger.ts';
+import { applyMigrations, openDatabase, pendingMigrations } from '../base/db/orm.ts';
 import { loadKeyRing, type KeyRing } from '../base/crypto/keyring.ts';
-import { loadTokenSigner, type TokenSigner } from '../base/auth/tokens.ts';
+import { loadTokenSigner } from '../base/auth/tokens.ts';
 import { HEARTBEAT_REFRESH_SECONDS, startBoss, startLostJobIndexBuild, startLostJobReaper, stopBoss, type PgBoss } from '../base/queue.ts';
 import { startQueueStatistics } from '../base/queue-statistics.ts';
 import { jobs } from '../jobs/index.ts';
@@ -21,36 +20,20 @@ import { query } from '../base/db/sql.ts';
 import { metricsOf } from '../base/metrics/registry.ts';
 import { startWebhookDispatcher, type WebhookDispatchOptions } from '../webhooks/dispatcher.ts';
 import type { InboundSmtpListener } from '../channels/email/inbound-listener.ts';
+import type { Role } from '../base/context.ts';
+import type { ApiContext } from '../api/route.ts';
 
-/** all: everything; api: HTTP only; worker: delivery jobs and webhooks; inbound: the bounce SMTP listener only. */
-export type Role = 'all' | 'api' | 'worker' | 'inbound';
-
-export interface Runtime {
-  readonly config: Config;
-  readonly logger: Logger;
-  readonly clock: Clock;
-  readonly role: Role;
-  readonly db: Database;
-  readonly orm: MikroORM;
-  readonly keyRing: KeyRing;
-  readonly tokens: TokenSigner;
-  /** null only while starting or after stopping. */
-  boss: PgBoss | null;
+/** The running appliance: the context every module gets, and the process's own parts. */
+export interface Runtime extends ApiContext {
   /** Pooled SMTP connections (system emails, tenant transports). */
   readonly smtp: SmtpPool;
   readonly options: RuntimeOptions;
-  /** Cleanups registered by features (stream listeners, pools), run on stop in reverse order. */
-  readonly cleanups: Array<() => Promise<void>>;
   /** The real-time stream hub (one LISTEN connection); null in worker-only and one-shot CLI runtimes. */
   streamHub: StreamHub | null;
-  /** Verified service keys; in use only while the stream hub's connection hears key changes. */
-  readonly serviceKeys: ServiceKeyCache;
   /** The bounce listener, in processes of role all or inbound when inboundSmtp is configured. */
   inboundSmtp: InboundSmtpListener | null;
   /** Stops a worker process's upkeep of the queue: the lost-job reaper, its index's build, the job tables' statistics. */
   stopQueueChecks?: () => Promise<void>;
-  /** Whether the database answers (outages answer 503 and are logged once). */
-  readonly availability: DatabaseAvailability;
 }
 
 export interface RuntimeOptions {

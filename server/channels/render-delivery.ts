@@ -4,7 +4,7 @@
 // per distinct (kind, tenant, type, candidates) of a run: a batch is mostly one type for one brand.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { KeyUnavailableError } from '../base/crypto/keyring.ts';
-import type { Runtime } from '../app/runtime.ts';
+import type { Context } from '../base/context.ts';
 import type { ContactRow } from '../base/db/contacts.ts';
 import { MUTABLE_CONTACT_FIELDS } from '../schemas/contacts.ts';
 import { secretVariablesAad } from '../base/crypto/aad.ts';
@@ -174,7 +174,7 @@ function textReads(source: string): readonly string[] | null {
 
 /** The variables to render with: the public ones plus the decrypted secret ones (never logged, never stored). */
 export function readVariables(
-  runtime: Runtime,
+  runtime: Context,
   event: { id: string; variables: Record<string, unknown>; secret_variables_ciphertext: string | null },
 ): { values: Record<string, unknown> } | { error: string } {
   if (!event.secret_variables_ciphertext) return { values: event.variables };

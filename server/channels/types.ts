@@ -1,7 +1,8 @@
 // The contract every delivery channel implements: deliver one delivery row (one channel, one
 // destination) and say what happened. The worker records the outcome; channels never touch statuses.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Runtime } from '../app/runtime.ts';
+import type { Context } from '../base/context.ts';
+import type { SmtpPool } from './email/smtp.ts';
 import type { Channel } from '../schemas/common.ts';
 import type { ContactRow } from '../base/db/contacts.ts';
 import type { BrandRow } from './resolve.ts';
@@ -50,8 +51,13 @@ export interface EventForDelivery {
   default_language: string;
 }
 
+/** What the channels need of the process beyond the context: its pooled SMTP connections. */
+export interface ChannelContext extends Context {
+  readonly smtp: SmtpPool;
+}
+
 export interface DeliveryContext {
-  runtime: Runtime;
+  runtime: ChannelContext;
   /**
    * Inside the delivery's transaction (the event row, or for remote channels in the per-event run the
    * delivery row, is locked); in the batched remote run, a connection of its own, while the run's

@@ -40,7 +40,7 @@ import { deliverInboxBatch, type InboxBatchResult } from '../delivery/runs/batch
 import { deliverRemoteBatch, type RemoteBatchResult } from '../delivery/runs/remote.ts';
 import { finaliseExhaustedEvent } from '../delivery/stages/rollup.ts';
 import type { Config } from '../base/config.ts';
-import type { Runtime } from '../app/runtime.ts';
+import type { ChannelContext } from '../channels/types.ts';
 import { isDatabaseUnavailable } from '../base/db/availability.ts';
 import { Permits } from '../delivery/permits.ts';
 
@@ -77,7 +77,7 @@ export const deliverEventJob = defineJob<DeliverEventJob>({
  * with an event worth retrying is failed (retried with backoff); its events already final are not
  * delivered again when it is.
  */
-async function deliverJobs(runtime: Runtime, jobs: Job<DeliverEventJob>[]): Promise<void> {
+async function deliverJobs(runtime: ChannelContext, jobs: Job<DeliverEventJob>[]): Promise<void> {
   const inbox = await deliverInboxUnderPermits(runtime, jobs);
   const { settled } = inbox;
   let remote: RemoteBatchResult = { settled: new Set(), retryErrors: new Map() };
@@ -111,14 +111,14 @@ async function deliverJobs(runtime: Runtime, jobs: Job<DeliverEventJob>[]): Prom
 /** How long a batch of broadcast jobs lets batches with a trigger's job go first: well inside the jobs' 300 s expiry. */
 export const BULK_PATIENCE_MS = 10_000;
 
-const permitsByRuntime = new WeakMap<Runtime, Permits>();
+const permitsByRuntime = new WeakMap<ChannelContext, Permits>();
 
 /** How many batched runs a process runs at once: inboxStoreConcurrency (the cores plus one), no more than the batches it fetches at once. */
 export function inboxStorePermitCount(config: Config): number {
   return Math.min(config.workerConcurrency, config.inboxStoreConcurrency ?? availableParallelism() + 1);
 }
 
-function batchPermits(runtime: Runtime): Permits {
+function batchPermits(runtime: ChannelContext): Permits {
   let permits = permitsByRuntime.get(runtime);
   if (!permits) {
     const size = inboxStorePermitCount(runtime.config);
@@ -134,7 +134,7 @@ function batchPermits(runtime: Runtime): Permits {
  * triggers' ones, and those must not ride on the permit kept for triggers. A run that fails leaves its
  * events to the runs after it (per-event delivery at the last).
  */
-async function deliverInboxUnderPermits(runtime: Runtime, jobs: Job<DeliverEventJob>[]): Promise<InboxBatchResult> {
+async function deliverInboxUnderPermits(runtime: ChannelContext, jobs: Job<DeliverEventJob>[]): Promise<InboxBatchResult> {
   const permits = batchPermits(runtime);
   const runs = splitByUrgency(jobs).map(({ urgent, jobs: part }) =>
     permits.run(urgent, () => deliverInboxBatch(runtime, part)).catch((error: unknown): InboxBatchResult => {
@@ -164,13 +164,13 @@ export function splitByUrgency<T extends { data: DeliverEventJob }>(jobs: T[]): 
  * Logs a delivery failure, except one that says the database is unreachable during an outage already
  * logged (once for the whole outage, db/availability.ts): its job is retried once the outage is over.
  */
-function noteFailure(runtime: Runtime, message: string, error: unknown, fields: Record<string, unknown> = {}): void {
+function noteFailure(runtime: ChannelContext, message: string, error: unknown, fields: Record<string, unknown> = {}): void {
   if (isDatabaseUnavailable(error) && !runtime.availability.available) return;
   runtime.logger.warn(message, { ...fields, error: error instanceof Error ? error.message : String(error) });
 }
 
 /** Fails one job of the batch (retried with backoff, or dead-lettered when out of retries). */
-async function failJob(boss: NonNullable<Runtime['boss']>, job: Job<DeliverEventJob>, message: string): Promise<void> {
+async function failJob(boss: NonNullable<ChannelContext['boss']>, job: Job<DeliverEventJob>, message: string): Promise<void> {
   await boss.fail(DELIVER_EVENT_QUEUE, { id: job.id, retryCount: job.retryCount }, { message });
 }
 

@@ -2,7 +2,7 @@
 // server/jobs/index.ts; features add their own definition files next to this one.
 import type { Job, Queue, WorkOptions } from 'pg-boss';
 import type { Config } from '../base/config.ts';
-import type { Runtime } from '../app/runtime.ts';
+import type { ChannelContext } from '../channels/types.ts';
 
 export interface JobDefinition<T extends object = object> {
   /** The pg-boss queue name. */
@@ -17,7 +17,7 @@ export interface JobDefinition<T extends object = object> {
    * Handles one batch. Returning completes every job of the batch still active; throwing fails (and
    * retries) them all. To fail some jobs only, the handler fails them itself (pg-boss `fail`).
    */
-  handler: (jobs: Job<T>[], runtime: Runtime) => Promise<void>;
+  handler: (jobs: Job<T>[], runtime: ChannelContext) => Promise<void>;
 }
 
 export function defineJob<T extends object>(definition: JobDefinition<T>): JobDefinition<T> {

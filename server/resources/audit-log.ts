@@ -6,7 +6,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../base/ids.ts';
 import { query, toIsoTimestamp } from '../base/db/sql.ts';
 import type { AuditEntryResponse, AuditListQuery, AuditPage } from '../schemas/audit.ts';
-import { decodeCursor, encodeCursor } from '../delivery/trigger/notifications.ts';
+import { decodeCursor, encodeCursor } from '../base/cursor.ts';
 
 export type AuditActor = { kind: 'user'; id: string } | { kind: 'service_key'; id: string } | { kind: 'cli'; id: string };
 

@@ -5,7 +5,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../base/errors.ts';
 import { newId } from '../base/ids.ts';
 import { execute, query, queryOne } from '../base/db/sql.ts';
-import type { Runtime } from '../app/runtime.ts';
+import type { Context } from '../base/context.ts';
 import { dummyPasswordHash, hashPassword, verifyPassword } from '../base/auth/passwords.ts';
 import { hashLinkToken, newLinkToken } from '../base/auth/link-tokens.ts';
 import { enqueueSystemEmail } from '../channels/email/system-email-queue.ts';
@@ -32,7 +32,7 @@ export function toUserResponse(user: Pick<UserRow, 'id' | 'email' | 'email_verif
 }
 
 /** A stateless access token for `userId` scoped to `tenantId` (valid until it expires; a reset does not revoke it). */
-export function issueAccessToken(runtime: Runtime, userId: string, tenantId: string): AccessTokenBody {
+export function issueAccessToken(runtime: Context, userId: string, tenantId: string): AccessTokenBody {
   const ttl = runtime.config.accessTokenTtlSeconds;
   return {
     access_token: runtime.tokens.sign('access', userId, tenantId, ttl, runtime.clock.now()),
@@ -42,13 +42,13 @@ export function issueAccessToken(runtime: Runtime, userId: string, tenantId: str
   };
 }
 
-const nowDate = (runtime: Runtime) => new Date(runtime.clock.now());
+const nowDate = (runtime: Context) => new Date(runtime.clock.now());
 
 /**
  * Multi-tenant sign-up: the user (unverified), their tenant, the owner membership (their default), the
  * default brand and the verification email, in one transaction.
  */
-export async function register(runtime: Runtime, em: EntityManager, input: { email: string; password: string; tenantName: string }): Promise<UserResponseBody> {
+export async function register(runtime: Context, em: EntityManager, input: { email: string; password: string; tenantName: string }): Promise<UserResponseBody> {
   if (runtime.config.mode === 'single') throw new AppError('signup_closed', 'Sign-up is closed on this single-tenant install');
   // Hash before looking the address up, so a taken address answers no faster than a free one.
   const passwordHash = await hashPassword(input.password);
@@ -68,7 +68,7 @@ export async function register(runtime: Runtime, em: EntityManager, input: { ema
 }
 
 /** Creates a verification or reset link for `user` and enqueues its email in the same transaction. */
-async function issueEmailLink(runtime: Runtime, tx: EntityManager, user: Pick<UserRow, 'id' | 'email'>, purpose: 'verify' | 'reset', nowMs: number): Promise<void> {
+async function issueEmailLink(runtime: Context, tx: EntityManager, user: Pick<UserRow, 'id' | 'email'>, purpose: 'verify' | 'reset', nowMs: number): Promise<void> {
   const link = newLinkToken();
   const ttl = purpose === 'verify' ? runtime.config.verificationLinkTtlSeconds : runtime.config.resetLinkTtlSeconds;
   await query(tx, `INSERT INTO email_tokens (id, purpose, token_hash, user_id, expires_at, created_at) VALUES ($1, $2, $3, $4, $5, $6)`, [
@@ -92,7 +92,7 @@ export async function defaultTenantOf(em: EntityManager, userId: string): Promis
   return row?.tenant_id ?? null;
 }
 
-export async function login(runtime: Runtime, em: EntityManager, input: { email: string; password: string }): Promise<AccessTokenBody> {
+export async function login(runtime: Context, em: EntityManager, input: { email: string; password: string }): Promise<AccessTokenBody> {
   const user = await findUserByEmail(em, input.email);
   // A miss verifies against a dummy hash: the answer takes as long as for a wrong password.
   const ok = await verifyPassword(user?.password_hash ?? (await dummyPasswordHash()), input.password);
@@ -114,7 +114,7 @@ interface EmailTokenRow {
  * Consumes a link token of `purpose` inside `tx`: 422 invalid_link for an unknown or spent token,
  * 422 link_expired after its lifetime. The row is locked so two uses race to one winner.
  */
-async function consumeEmailToken(runtime: Runtime, tx: EntityManager, purpose: 'verify' | 'reset', token: string, check?: (row: EmailTokenRow) => Promise<void>): Promise<EmailTokenRow> {
+async function consumeEmailToken(runtime: Context, tx: EntityManager, purpose: 'verify' | 'reset', token: string, check?: (row: EmailTokenRow) => Promise<void>): Promise<EmailTokenRow> {
   const row = await queryOne<EmailTokenRow>(
     tx,
     `SELECT id, user_id, expires_at, consumed_at FROM email_tokens WHERE token_hash = $1 AND purpose = $2 FOR UPDATE`,
@@ -127,7 +127,7 @@ async function consumeEmailToken(runtime: Runtime, tx: EntityManager, purpose: '
   return row;
 }
 
-export async function verifyEmail(runtime: Runtime, em: EntityManager, token: string): Promise<void> {
+export async function verifyEmail(runtime: Context, em: EntityManager, token: string): Promise<void> {
   await em.transactional(async (tx) => {
     const row = await consumeEmailToken(runtime, tx, 'verify', token);
     await execute(tx, `UPDATE users SET email_verified_at = coalesce(email_verified_at, $2), updated_at = now() WHERE id = $1`, [row.user_id, nowDate(runtime)]);
@@ -140,7 +140,7 @@ export async function verifyEmail(runtime: Runtime, em: EntityManager, token: st
  * decides, after the response, whether a link is issued. The request time travels with the job, so
  * the cooldown and the link's lifetime count from the request.
  */
-export async function requestEmailLink(runtime: Runtime, purpose: 'verify' | 'reset', email: string): Promise<void> {
+export async function requestEmailLink(runtime: Context, purpose: 'verify' | 'reset', email: string): Promise<void> {
   if (!runtime.boss) throw new AppError('service_unavailable', 'The job queue is not running; try again shortly');
   await runtime.boss.send(EMAIL_LINK_JOB, { purpose, email, requested_at: runtime.clock.now() } satisfies EmailLinkRequest);
 }
@@ -158,7 +158,7 @@ export interface EmailLinkRequest {
  * True when a link of `purpose` was issued to the user within the cooldown: a re-request then is a
  * silent no-op (the first email is on its way; this stops mail-bombing an address).
  */
-async function inCooldown(runtime: Runtime, tx: EntityManager, userId: string, purpose: 'verify' | 'reset', nowMs: number): Promise<boolean> {
+async function inCooldown(runtime: Context, tx: EntityManager, userId: string, purpose: 'verify' | 'reset', nowMs: number): Promise<boolean> {
   const since = new Date(nowMs - runtime.config.resetCooldownSeconds * 1000);
   const row = await queryOne(tx, `SELECT 1 FROM email_tokens WHERE user_id = $1 AND purpose = $2 AND created_at > $3 LIMIT 1`, [userId, purpose, since]);
   return row !== undefined;
@@ -169,7 +169,7 @@ async function inCooldown(runtime: Runtime, tx: EntityManager, userId: string, p
  * link for any existing user (earlier unused reset links are retired, so only the newest works);
  * nothing inside the cooldown. A retried job finds the link it already issued and does nothing.
  */
-export async function fulfilEmailLinkRequest(runtime: Runtime, em: EntityManager, request: EmailLinkRequest): Promise<void> {
+export async function fulfilEmailLinkRequest(runtime: Context, em: EntityManager, request: EmailLinkRequest): Promise<void> {
   await em.transactional(async (tx) => {
     const user = await queryOne<UserRow>(tx, `SELECT id, email, email_verified_at FROM users WHERE lower(email) = lower($1) FOR UPDATE`, [request.email]);
     if (!user) return;
@@ -183,7 +183,7 @@ export async function fulfilEmailLinkRequest(runtime: Runtime, em: EntityManager
 }
 
 /** Whether a reset link can still be used: unknown, spent and expired tokens all answer false. */
-export async function resetTokenValid(runtime: Runtime, em: EntityManager, token: string): Promise<boolean> {
+export async function resetTokenValid(runtime: Context, em: EntityManager, token: string): Promise<boolean> {
   const row = await queryOne(
     em,
     `SELECT 1 FROM email_tokens WHERE token_hash = $1 AND purpose = 'reset' AND consumed_at IS NULL AND expires_at > $2`,
@@ -197,7 +197,7 @@ export async function resetTokenValid(runtime: Runtime, em: EntityManager, token
  * contains the local part of the account's email. Receiving the link proves the mailbox, so the
  * address counts as verified afterwards. Access tokens already issued stay valid until they expire.
  */
-export async function confirmPasswordReset(runtime: Runtime, em: EntityManager, input: { token: string; password: string }): Promise<void> {
+export async function confirmPasswordReset(runtime: Context, em: EntityManager, input: { token: string; password: string }): Promise<void> {
   const passwordHash = await hashPassword(input.password);
   await em.transactional(async (tx) => {
     const row = await consumeEmailToken(runtime, tx, 'reset', input.token, async (link) => {

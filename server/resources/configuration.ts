@@ -7,12 +7,12 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { isDeepStrictEqual } from 'node:util';
 import { AppError, ValidationFailure } from '../base/errors.ts';
 import { queryOne } from '../base/db/sql.ts';
-import type { Runtime } from '../app/runtime.ts';
+import type { Context } from '../base/context.ts';
 import type { ApplyConfigurationRequest, ConfigurationChange, ConfigurationDocument, ConfigurationPlanResponse } from '../schemas/configuration.ts';
 import { configurationKinds } from './configuration-kinds/index.ts';
 import type { KindContext } from './configuration-kinds/types.ts';
 
-async function contextOf(runtime: Runtime, tx: EntityManager, tenantId: string): Promise<KindContext> {
+async function contextOf(runtime: Context, tx: EntityManager, tenantId: string): Promise<KindContext> {
   const row = await queryOne<{ brand_key: string; language: string }>(
     tx,
     `SELECT b.key AS brand_key, t.default_language AS language FROM tenants t JOIN brands b ON b.tenant_id = t.id AND b.is_default WHERE t.id = $1`,
@@ -24,7 +24,7 @@ async function contextOf(runtime: Runtime, tx: EntityManager, tenantId: string):
 
 const byId = (id: (entry: any) => string) => (a: unknown, b: unknown) => (id(a) < id(b) ? -1 : id(a) > id(b) ? 1 : 0);
 
-export async function exportConfiguration(runtime: Runtime, em: EntityManager, tenantId: string): Promise<ConfigurationDocument> {
+export async function exportConfiguration(runtime: Context, em: EntityManager, tenantId: string): Promise<ConfigurationDocument> {
   return em.transactional(async (tx) => {
     const ctx = await contextOf(runtime, tx, tenantId);
     const document: Record<string, unknown> = { version: 1 };
@@ -43,7 +43,7 @@ interface Step {
   run: () => Promise<void>;
 }
 
-export async function applyConfiguration(runtime: Runtime, em: EntityManager, tenantId: string, request: ApplyConfigurationRequest): Promise<ConfigurationPlanResponse> {
+export async function applyConfiguration(runtime: Context, em: EntityManager, tenantId: string, request: ApplyConfigurationRequest): Promise<ConfigurationPlanResponse> {
   let changes: ConfigurationChange[] = [];
   try {
     await em.transactional(async (tx) => {

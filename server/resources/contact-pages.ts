@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { queryOne } from '../base/db/sql.ts';
-import type { Runtime } from '../app/runtime.ts';
+import type { Context } from '../base/context.ts';
 import { verifyContactLink, type ContactLink } from '../base/auth/contact-links.ts';
 import { preferenceMatrix, setPreference } from './preferences.ts';
 import type { PreferenceEntry } from '../schemas/preferences.ts';
@@ -40,7 +40,7 @@ interface LinkTarget {
 }
 
 /** The contact (and type) a token names, when the token is genuine and they still exist. */
-export async function resolveContactLink(runtime: Runtime, em: EntityManager, token: string, kind: ContactLink['kind']): Promise<LinkTarget | null> {
+export async function resolveContactLink(runtime: Context, em: EntityManager, token: string, kind: ContactLink['kind']): Promise<LinkTarget | null> {
   const link = verifyContactLink(runtime.tokens, token);
   if (!link || link.kind !== kind) return null;
   const row = await queryOne<{ email: string | null; type_name: string | null; type_live: boolean }>(

@@ -5,7 +5,7 @@ import { AppError, ValidationFailure, notFound } from '../base/errors.ts';
 import { newId } from '../base/ids.ts';
 import { execute, queryOne } from '../base/db/sql.ts';
 import type { Credential } from '../base/auth/credentials.ts';
-import type { Runtime } from '../app/runtime.ts';
+import type { Context } from '../base/context.ts';
 import { parseInput } from '../base/validation.ts';
 import { upsertContacts } from './contact-upsert.ts';
 import { CONTACT_COLUMNS, type ContactRow } from '../base/db/contacts.ts';
@@ -144,7 +144,7 @@ export function parseContactEntry(entry: unknown): { contact: ContactFields } | 
 }
 
 /** Mints a short-lived token scoped to one contact; 404 when the external_id is not a contact yet. */
-export async function mintContactToken(runtime: Runtime, em: EntityManager, tenantId: string, externalId: string): Promise<ContactTokenResponse> {
+export async function mintContactToken(runtime: Context, em: EntityManager, tenantId: string, externalId: string): Promise<ContactTokenResponse> {
   const contact = await findContactByExternalId(em, tenantId, externalId);
   const ttl = runtime.config.contactTokenTtlSeconds;
   return {

@@ -13,7 +13,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../base/errors.ts';
 import { newId } from '../base/ids.ts';
 import { bossDb, execute, query, queryOne } from '../base/db/sql.ts';
-import type { Runtime } from '../app/runtime.ts';
+import type { Context } from '../base/context.ts';
 import { encryptedColumns } from '../base/crypto/encrypted-columns.ts';
 import { requireMembership } from './tenants.ts';
 import { reassignDefault } from './members.ts';
@@ -61,7 +61,7 @@ function toDataRequestResponse(row: DataRequestRow): DataRequestResponseBody {
 }
 
 /** Files a request and its job in one transaction; 503 when the queue cannot take it. */
-export async function fileDataRequest(runtime: Runtime, em: EntityManager, callerId: string, tenantId: string, kind: DataRequestKind): Promise<DataRequestResponseBody> {
+export async function fileDataRequest(runtime: Context, em: EntityManager, callerId: string, tenantId: string, kind: DataRequestKind): Promise<DataRequestResponseBody> {
   await requireMembership(em, callerId, tenantId, 'owner');
   const boss = runtime.boss;
   if (!boss) throw new AppError('data_request_unavailable', 'The request could not be filed right now; please contact support');
@@ -110,12 +110,12 @@ export async function openExport(em: EntityManager, callerId: string, tenantId: 
 
 // ---- the job ----
 
-export function exportsDir(runtime: Runtime): string {
+export function exportsDir(runtime: Context): string {
   return join(runtime.config.dataDir, 'exports');
 }
 
 /** Runs one data request: marks it running, does the work, records completion or the failure. */
-export async function runDataRequest(runtime: Runtime, id: string): Promise<void> {
+export async function runDataRequest(runtime: Context, id: string): Promise<void> {
   const em = runtime.orm.em.fork();
   const row = await queryOne<DataRequestRow>(em, `UPDATE data_requests SET status = 'running' WHERE id = $1 AND status IN ('queued', 'running') RETURNING ${COLUMNS}`, [id]);
   if (!row) return; // already finished (a retried job after completion)
@@ -177,7 +177,7 @@ async function maskSecretContent(em: EntityManager, tenantId: string, tables: Re
   });
 }
 
-async function writeExport(runtime: Runtime, em: EntityManager, request: DataRequestRow): Promise<string> {
+async function writeExport(runtime: Context, em: EntityManager, request: DataRequestRow): Promise<string> {
   const tenantId = request.tenant_id;
   // The tenants table holds no secrets; SELECT * keeps columns added by later migrations.
   const tenant = await queryOne(em, `SELECT * FROM tenants WHERE id = $1`, [tenantId]);
@@ -201,7 +201,7 @@ async function writeExport(runtime: Runtime, em: EntityManager, request: DataReq
   return file;
 }
 
-async function deleteTenantData(runtime: Runtime, em: EntityManager, tenantId: string): Promise<void> {
+async function deleteTenantData(runtime: Context, em: EntityManager, tenantId: string): Promise<void> {
   const exports = await query<{ file_path: string }>(em, `SELECT file_path FROM data_requests WHERE tenant_id = $1 AND file_path IS NOT NULL`, [tenantId]);
   await em.transactional(async (tx) => {
     // Users whose default tenant this was get another default, as when a member is removed.

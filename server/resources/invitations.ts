@@ -6,7 +6,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, invalidField } from '../base/errors.ts';
 import { newId } from '../base/ids.ts';
 import { execute, query, queryOne } from '../base/db/sql.ts';
-import type { Runtime } from '../app/runtime.ts';
+import type { Context } from '../base/context.ts';
 import { hashLinkToken, newLinkToken } from '../base/auth/link-tokens.ts';
 import { hashPassword } from '../base/auth/passwords.ts';
 import { enqueueSystemEmail } from '../channels/email/system-email-queue.ts';
@@ -46,7 +46,7 @@ function toInvitationResponse(row: InvitationRow): InvitationResponseBody {
   };
 }
 
-export async function inviteMember(runtime: Runtime, em: EntityManager, callerId: string, tenantId: string, input: { email: string; role: MemberRole }): Promise<InvitationResponseBody> {
+export async function inviteMember(runtime: Context, em: EntityManager, callerId: string, tenantId: string, input: { email: string; role: MemberRole }): Promise<InvitationResponseBody> {
   return em.transactional(async (tx) => {
     await requireMembership(tx, callerId, tenantId, 'admin');
     if (input.role === 'owner') throw invalidField(['body', 'role'], 'the owner role cannot be given by an invitation', 'role_not_assignable');
@@ -113,7 +113,7 @@ async function invitationByToken(tx: EntityManager, token: string, lock: boolean
 }
 
 /** Only a pending, unexpired invitation previews; spent, revoked, expired and unknown tokens are all 404. */
-export async function previewInvitation(runtime: Runtime, em: EntityManager, token: string): Promise<{ email: string; role: MemberRole; tenant_name: string; user_exists: boolean }> {
+export async function previewInvitation(runtime: Context, em: EntityManager, token: string): Promise<{ email: string; role: MemberRole; tenant_name: string; user_exists: boolean }> {
   const row = await invitationByToken(em, token, false);
   if (!row || row.status !== 'pending' || new Date(row.expires_at).getTime() <= runtime.clock.now()) throw new AppError('not_found', 'Invitation not found');
   const user = await queryOne(em, `SELECT 1 FROM users WHERE lower(email) = lower($1)`, [row.email]);
@@ -121,7 +121,7 @@ export async function previewInvitation(runtime: Runtime, em: EntityManager, tok
 }
 
 /** 404 unknown, 409 spent or revoked, 422 expired. */
-function assertUsable(runtime: Runtime, row: InvitationRow | undefined): asserts row is InvitationRow {
+function assertUsable(runtime: Context, row: InvitationRow | undefined): asserts row is InvitationRow {
   if (!row) throw new AppError('not_found', 'Invitation not found');
   if (row.status !== 'pending') throw new AppError('invitation_not_pending', `This invitation was already ${row.status}`);
   if (new Date(row.expires_at).getTime() <= runtime.clock.now()) throw new AppError('link_expired', 'This invitation has expired; ask for a new one');
@@ -131,7 +131,7 @@ function assertUsable(runtime: Runtime, row: InvitationRow | undefined): asserts
  * A new person accepts: their user is created verified (the link proves the mailbox) with the
  * invitation's membership as their default tenant, and they are signed in to it.
  */
-export async function acceptInvitation(runtime: Runtime, em: EntityManager, token: string, password: string): Promise<AccessTokenBody> {
+export async function acceptInvitation(runtime: Context, em: EntityManager, token: string, password: string): Promise<AccessTokenBody> {
   const passwordHash = await hashPassword(password);
   return em.transactional(async (tx) => {
     const row = await invitationByToken(tx, token, true);
@@ -154,7 +154,7 @@ export async function acceptInvitation(runtime: Runtime, em: EntityManager, toke
  * A signed-in user accepts an invitation sent to their own address: the membership is added (not made
  * their default, unless they have no other) and the answer is a token for the joined tenant.
  */
-export async function acceptInvitationAsUser(runtime: Runtime, em: EntityManager, userId: string, token: string): Promise<AccessTokenBody> {
+export async function acceptInvitationAsUser(runtime: Context, em: EntityManager, userId: string, token: string): Promise<AccessTokenBody> {
   return em.transactional(async (tx) => {
     const row = await invitationByToken(tx, token, true);
     if (!row) throw new AppError('not_found', 'Invitation not found');

@@ -8,11 +8,12 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../base/errors.ts';
-import type { Runtime } from '../app/runtime.ts';
+import type { Context } from '../base/context.ts';
+import type { StreamContext } from '../channels/inbox/hub.ts';
 import { query } from '../base/db/sql.ts';
 import { poolOf } from '../base/db/orm.ts';
 import { BOSS_SCHEMA } from '../base/queue.ts';
-import { FINAL_EVENT_STATUSES } from '../delivery/stages/rollup.ts';
+import { FINAL_EVENT_STATUSES } from '../base/statuses.ts';
 import { EventStatus } from '../schemas/notifications.ts';
 import { metricsOf, type HeraldMetrics } from '../base/metrics/registry.ts';
 
@@ -28,7 +29,7 @@ interface DatabaseReads {
   at: number;
   pending: Promise<void> | null;
 }
-const lastReads = new WeakMap<Runtime, DatabaseReads>();
+const lastReads = new WeakMap<Context, DatabaseReads>();
 
 /**
  * Whether an Authorization header carries the configured metrics token. Both sides are hashed first,
@@ -41,7 +42,7 @@ export function metricsTokenMatches(configured: string, authorization: string | 
 }
 
 /** /metrics on the API port: 404 without a configured token, 401 without the right one. */
-export function checkMetricsAccess(runtime: Runtime, authorization: string | null): void {
+export function checkMetricsAccess(runtime: Context, authorization: string | null): void {
   const token = runtime.config.metricsToken;
   if (!token) throw new AppError('route_not_found', 'No route for GET /metrics (set metricsToken to serve metrics here)');
   if (!metricsTokenMatches(token, authorization)) {
@@ -50,7 +51,7 @@ export function checkMetricsAccess(runtime: Runtime, authorization: string | nul
 }
 
 /** The Prometheus exposition of this process, with the database-derived gauges refreshed. */
-export async function scrapeMetrics(runtime: Runtime): Promise<{ body: string; contentType: string }> {
+export async function scrapeMetrics(runtime: StreamContext): Promise<{ body: string; contentType: string }> {
   const metrics = metricsOf(runtime);
   metrics.streamConnections.set(runtime.streamHub?.size ?? 0);
   metrics.observePool('app', poolOf(runtime.orm));
@@ -59,7 +60,7 @@ export async function scrapeMetrics(runtime: Runtime): Promise<{ body: string; c
   return { body: await metrics.registry.metrics(), contentType: metrics.registry.contentType };
 }
 
-async function refreshDatabaseGauges(runtime: Runtime, metrics: HeraldMetrics): Promise<void> {
+async function refreshDatabaseGauges(runtime: Context, metrics: HeraldMetrics): Promise<void> {
   let reads = lastReads.get(runtime);
   if (!reads) lastReads.set(runtime, (reads = { at: 0, pending: null }));
   if (reads.pending) return reads.pending;
@@ -82,7 +83,7 @@ function databaseGauges(metrics: HeraldMetrics) {
   return [metrics.queueDepth, metrics.queueOldestAge, metrics.eventsInProgress, metrics.recentEvents, metrics.recentDeliveries, metrics.recentDeliveryLatency];
 }
 
-async function readDatabaseGauges(runtime: Runtime, metrics: HeraldMetrics): Promise<void> {
+async function readDatabaseGauges(runtime: Context, metrics: HeraldMetrics): Promise<void> {
   const em = runtime.orm.em.fork();
   const [queues, inProgress, recent] = await em.transactional(async (tx) => {
     await query(tx, `SET LOCAL statement_timeout = ${STATEMENT_TIMEOUT_MS}`);

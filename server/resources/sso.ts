@@ -14,7 +14,7 @@ import { AppError } from '../base/errors.ts';
 import { newId } from '../base/ids.ts';
 import { execute, query, queryOne, toIsoTimestamp } from '../base/db/sql.ts';
 import { publicBaseUrl } from '../base/config.ts';
-import type { Runtime } from '../app/runtime.ts';
+import type { Context } from '../base/context.ts';
 import { issueAccessToken, defaultTenantOf, type AccessTokenBody } from './auth.ts';
 import { createTenant } from './tenants.ts';
 import { createUser, findUserByEmail } from './users.ts';
@@ -84,7 +84,7 @@ function toSsoProviderView(row: ProviderRow): SsoProviderView {
 
 const COLUMNS = 'id, slug, kind, display_name, client_id, client_secret_ciphertext, issuer, base_url, api_url, allowed_domains, tenant_id, default_role, created_at';
 
-export async function addSsoProvider(runtime: Runtime, em: EntityManager, input: SsoProviderInput): Promise<SsoProviderView> {
+export async function addSsoProvider(runtime: Context, em: EntityManager, input: SsoProviderInput): Promise<SsoProviderView> {
   const issuer = input.kind === 'github' ? null : (input.issuer ?? DEFAULT_ISSUERS[input.kind] ?? null);
   if (input.kind !== 'github' && !issuer) throw new AppError('unprocessable', `A ${KIND_NAMES[input.kind]} provider needs its issuer URL (--issuer)`);
   const id = newId();
@@ -147,7 +147,7 @@ async function fetchJson(url: string, init: RequestInit = {}): Promise<unknown> 
   return response.json();
 }
 
-async function endpointsOf(runtime: Runtime, row: ProviderRow): Promise<Endpoints> {
+async function endpointsOf(runtime: Context, row: ProviderRow): Promise<Endpoints> {
   if (row.kind === 'github') {
     return { authorization: `${row.base_url}/login/oauth/authorize`, token: `${row.base_url}/login/oauth/access_token`, userinfo: null, scopes: ['read:user', 'user:email'] };
   }
@@ -168,14 +168,14 @@ async function endpointsOf(runtime: Runtime, row: ProviderRow): Promise<Endpoint
 /** arctic, loaded on the first sign-in: a process whose install uses no SSO never needs it. */
 const loadArctic = () => import('arctic');
 
-async function clientOf(runtime: Runtime, row: ProviderRow): Promise<OAuth2Client> {
+async function clientOf(runtime: Context, row: ProviderRow): Promise<OAuth2Client> {
   const { OAuth2Client } = await loadArctic();
   const secret = runtime.keyRing.decrypt(row.client_secret_ciphertext, ssoClientSecretAad(row.id));
   return new OAuth2Client(row.client_id, secret, `${publicBaseUrl(runtime.config)}/v1/auth/sso/${row.slug}/callback`);
 }
 
 /** Starts a sign-in: the provider's authorization URL (state, PKCE S256) and the browser-binding cookie. */
-export async function startSso(runtime: Runtime, em: EntityManager, slug: string): Promise<{ location: string; cookie: string }> {
+export async function startSso(runtime: Context, em: EntityManager, slug: string): Promise<{ location: string; cookie: string }> {
   const row = await providerBySlug(em, slug);
   let endpoints: Endpoints;
   try {
@@ -245,7 +245,7 @@ async function verifiedEmail(row: ProviderRow, endpoints: Endpoints, accessToken
  * mode, the install's tenant) with its role, or, in multi mode without one, get a tenant of their own.
  */
 export async function finishSso(
-  runtime: Runtime,
+  runtime: Context,
   em: EntityManager,
   slug: string,
   input: { state?: string; code?: string; error?: string; cookie: string | null },

@@ -6,7 +6,7 @@ import { AppError, notFound } from '../base/errors.ts';
 import { newId } from '../base/ids.ts';
 import { execute, query, queryOne, toIsoTimestamp } from '../base/db/sql.ts';
 import { upsertContacts } from './contact-upsert.ts';
-import { decodeCursor, encodeCursor } from '../delivery/trigger/notifications.ts';
+import { decodeCursor, encodeCursor } from '../base/cursor.ts';
 import type {
   ContactTopic,
   CreateTopicRequest,

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { Channel, cursorPage, externalId, idParam, isoDateTime, resourceKey } from './common.ts';
 import { CreateContactRequest } from './contacts.ts';
 import { isUuid } from '../base/ids.ts';
+import { DELIVERY_STATUSES, EVENT_STATUSES } from '../base/statuses.ts';
 import { StepView } from './workflows.ts';
 
 /** A recipient: an external_id, or a contact's fields (upserted by the trigger). */
@@ -26,11 +27,11 @@ export const TriggerRequest = z
 export type TriggerRequest = z.infer<typeof TriggerRequest>;
 
 export const EventStatus = z
-  .enum(['scheduled', 'queued', 'processing', 'delivered', 'partially_delivered', 'failed', 'skipped', 'canceled', 'digested'])
+  .enum(EVENT_STATUSES)
   .meta({ id: 'EventStatus' });
 export type EventStatus = z.infer<typeof EventStatus>;
 
-export const DeliveryStatus = z.enum(['pending', 'sent', 'delivered', 'failed', 'skipped', 'bounced', 'complained']).meta({ id: 'DeliveryStatus' });
+export const DeliveryStatus = z.enum(DELIVERY_STATUSES).meta({ id: 'DeliveryStatus' });
 export type DeliveryStatus = z.infer<typeof DeliveryStatus>;
 
 export const TriggeredEvent = z

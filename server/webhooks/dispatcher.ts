@@ -7,7 +7,7 @@
 // Otherwise it polls once per pollMs while idle: rows written by other processes wait that long.
 // While no endpoint is enabled at all, as its idle polls find, it ignores the wakes: no row can be
 // due, and a drain of deliveries would otherwise cost hundreds of empty polls a second.
-import type { Runtime } from '../app/runtime.ts';
+import type { Context } from '../base/context.ts';
 import { query } from '../base/db/sql.ts';
 import { jsonRowsParameter, jsonRowsSql, type JsonRowColumns } from '../base/db/json-rows.ts';
 import { postWebhook, type PostResult } from './post.ts';
@@ -78,7 +78,7 @@ export interface WebhookDispatcher {
   stop(): Promise<void>;
 }
 
-export function startWebhookDispatcher(runtime: Runtime, overrides: WebhookDispatchOptions = {}): WebhookDispatcher {
+export function startWebhookDispatcher(runtime: Context, overrides: WebhookDispatchOptions = {}): WebhookDispatcher {
   const options = { ...DEFAULTS, ...overrides };
   const secrets = new Map<string, { ciphertext: string; key: Buffer }>();
   let stopped = false;
@@ -117,7 +117,7 @@ export function startWebhookDispatcher(runtime: Runtime, overrides: WebhookDispa
   };
 
   const polls = metricsOf(runtime).webhookPolls;
-  const claim = (em: ReturnType<Runtime['orm']['em']['fork']>) => {
+  const claim = (em: ReturnType<Context['orm']['em']['fork']>) => {
     polls.inc();
     return query<ClaimedRow>(
       em,
@@ -134,7 +134,7 @@ export function startWebhookDispatcher(runtime: Runtime, overrides: WebhookDispa
     );
   };
 
-  const record = async (em: ReturnType<Runtime['orm']['em']['fork']>, outcomes: Outcome[]) => {
+  const record = async (em: ReturnType<Context['orm']['em']['fork']>, outcomes: Outcome[]) => {
     const ok = [...new Set(outcomes.filter((o) => o.endpoint === 'ok').map((o) => o.endpoint_id))];
     const failing = [...new Set(outcomes.filter((o) => o.endpoint === 'fail').map((o) => o.endpoint_id))];
     const gone = [...new Set(outcomes.filter((o) => o.endpoint === 'gone').map((o) => o.endpoint_id))];
@@ -188,7 +188,7 @@ export function startWebhookDispatcher(runtime: Runtime, overrides: WebhookDispa
 
   /** Whether the last idle poll found an enabled endpoint (until the first, assumed). */
   let anyEndpointEnabled = true;
-  const findEnabledEndpoint = async (em: ReturnType<Runtime['orm']['em']['fork']>) => {
+  const findEnabledEndpoint = async (em: ReturnType<Context['orm']['em']['fork']>) => {
     const [row] = await query<{ enabled: boolean }>(em, `SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE enabled) AS enabled`);
     anyEndpointEnabled = row!.enabled;
   };

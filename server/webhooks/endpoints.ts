@@ -7,7 +7,7 @@ import { execute, query, queryOne, toIsoTimestamp } from '../base/db/sql.ts';
 import { invalidField, notFound } from '../base/errors.ts';
 import { newId, isUuid } from '../base/ids.ts';
 import { resolvesPublicly } from '../base/net/public-address.ts';
-import type { Runtime } from '../app/runtime.ts';
+import type { Context } from '../base/context.ts';
 import type {
   CreateWebhookRequest,
   UpdateWebhookRequest,
@@ -48,12 +48,12 @@ function toWebhookResponse(row: EndpointRow): WebhookResponse {
 
 export const WEBHOOK_URL_REFUSED = 'the URL must reach a public address (set allowPrivateWebhookUrls for local receivers in development)';
 
-async function checkUrl(runtime: Runtime, url: string): Promise<void> {
+async function checkUrl(runtime: Context, url: string): Promise<void> {
   if (runtime.config.allowPrivateWebhookUrls) return;
   if (!(await resolvesPublicly(new URL(url).hostname))) throw invalidField(['body', 'url'], WEBHOOK_URL_REFUSED);
 }
 
-export async function createWebhook(runtime: Runtime, em: EntityManager, tenantId: string, input: CreateWebhookRequest): Promise<WebhookResponse & { secret: string }> {
+export async function createWebhook(runtime: Context, em: EntityManager, tenantId: string, input: CreateWebhookRequest): Promise<WebhookResponse & { secret: string }> {
   await checkUrl(runtime, input.url);
   const id = newId();
   const secret = newWebhookSecret();
@@ -87,7 +87,7 @@ export async function getWebhook(em: EntityManager, tenantId: string, id: string
   return toWebhookResponse(await findEndpoint(em, tenantId, id));
 }
 
-export async function updateWebhook(runtime: Runtime, em: EntityManager, tenantId: string, id: string, input: UpdateWebhookRequest): Promise<WebhookResponse> {
+export async function updateWebhook(runtime: Context, em: EntityManager, tenantId: string, id: string, input: UpdateWebhookRequest): Promise<WebhookResponse> {
   await findEndpoint(em, tenantId, id);
   if (input.url !== undefined) await checkUrl(runtime, input.url);
   const row = await queryOne<EndpointRow>(
@@ -110,7 +110,7 @@ export async function deleteWebhook(em: EntityManager, tenantId: string, id: str
 }
 
 /** A new secret replaces the old one at once; answers it this once. */
-export async function rotateWebhookSecret(runtime: Runtime, em: EntityManager, tenantId: string, id: string): Promise<WebhookResponse & { secret: string }> {
+export async function rotateWebhookSecret(runtime: Context, em: EntityManager, tenantId: string, id: string): Promise<WebhookResponse & { secret: string }> {
   await findEndpoint(em, tenantId, id);
   const secret = newWebhookSecret();
   const row = await queryOne<EndpointRow>(

@@ -5,7 +5,7 @@ import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { NonPublicAddressError, assertPublicHost, publicOnlyLookup } from '../base/net/public-address.ts';
 import { trustedCas } from '../base/net/trusted-cas.ts';
-import type { Runtime } from '../app/runtime.ts';
+import type { Context } from '../base/context.ts';
 
 const MAX_ANSWER_BYTES = 64 * 1024;
 
@@ -16,9 +16,9 @@ interface Agents {
   https: HttpsAgent;
 }
 
-const agentsOf = new WeakMap<Runtime, Agents>();
+const agentsOf = new WeakMap<Context, Agents>();
 
-function agents(runtime: Runtime): Agents {
+function agents(runtime: Context): Agents {
   let found = agentsOf.get(runtime);
   if (!found) {
     const ca = trustedCas(runtime.config);
@@ -36,7 +36,7 @@ function agents(runtime: Runtime): Agents {
   return found;
 }
 
-export function postWebhook(runtime: Runtime, url: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<PostResult> {
+export function postWebhook(runtime: Context, url: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<PostResult> {
   let target: URL;
   try {
     target = new URL(url);

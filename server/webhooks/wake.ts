@@ -3,19 +3,19 @@
 // delivery.* and event.completed rows: an in-process signal, so that no NOTIFY rides in the delivery
 // transactions (a NOTIFY makes every committing transaction wait for the previous one's flush).
 // Rows written elsewhere (an API process) are found by the dispatcher's idle polling.
-import type { Runtime } from '../app/runtime.ts';
+import type { Context } from '../base/context.ts';
 
-const wakers = new WeakMap<Runtime, () => void>();
+const wakers = new WeakMap<Context, () => void>();
 
-export function registerWebhookWaker(runtime: Runtime, wake: () => void): void {
+export function registerWebhookWaker(runtime: Context, wake: () => void): void {
   wakers.set(runtime, wake);
 }
 
-export function unregisterWebhookWaker(runtime: Runtime): void {
+export function unregisterWebhookWaker(runtime: Context): void {
   wakers.delete(runtime);
 }
 
 /** Wakes this process's dispatcher, if it runs one; costs nothing otherwise. */
-export function wakeWebhookDispatch(runtime: Runtime): void {
+export function wakeWebhookDispatch(runtime: Context): void {
   wakers.get(runtime)?.();
 }

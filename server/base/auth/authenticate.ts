@@ -3,14 +3,14 @@
 // tenant is read from the memberships.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { queryOne } from '../db/sql.ts';
-import type { Runtime } from '../../app/runtime.ts';
+import type { Context } from '../context.ts';
 import { SERVICE_KEY_PREFIX, bearerToken, hashServiceKey, unauthorized, type Credential } from './credentials.ts';
 
 /**
  * Finds an unrevoked service key by hash and records its use (at most once a minute, same round trip).
  * A key verified in the last minute is taken from the process's cache, which change notices keep exact.
  */
-async function resolveServiceKey(runtime: Runtime, em: EntityManager, key: string): Promise<Credential | null> {
+async function resolveServiceKey(runtime: Context, em: EntityManager, key: string): Promise<Credential | null> {
   const hash = hashServiceKey(key);
   const cacheKey = hash.toString('hex');
   const cache = runtime.serviceKeys;
@@ -40,7 +40,7 @@ async function membershipRole(em: EntityManager, userId: string, tenantId: strin
 }
 
 /** Verifies the request's bearer credential; throws 401 when it is missing or invalid. */
-export async function authenticate(runtime: Runtime, em: EntityManager, authorization: string | null): Promise<Credential> {
+export async function authenticate(runtime: Context, em: EntityManager, authorization: string | null): Promise<Credential> {
   const token = bearerToken(authorization);
   if (!token) throw unauthorized();
   if (token.startsWith(SERVICE_KEY_PREFIX)) {

@@ -5,7 +5,7 @@
 // need the database are set at scrape time by services/metrics.ts; nothing here runs SQL.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type pg from 'pg';
-import type { Runtime } from '../../app/runtime.ts';
+import type { Context } from '../context.ts';
 import { RequestStats } from './request-stats.ts';
 
 /** Seconds; request latency of an API whose hot routes answer in a few milliseconds. */
@@ -127,10 +127,10 @@ export class HeraldMetrics {
 
 }
 
-const byRuntime = new WeakMap<Runtime, HeraldMetrics>();
+const byRuntime = new WeakMap<Context, HeraldMetrics>();
 
 /** The metrics of a runtime, created on first use. */
-export function metricsOf(runtime: Runtime): HeraldMetrics {
+export function metricsOf(runtime: Context): HeraldMetrics {
   let metrics = byRuntime.get(runtime);
   if (!metrics) {
     metrics = new HeraldMetrics();
@@ -143,6 +143,6 @@ export function metricsOf(runtime: Runtime): HeraldMetrics {
  * The hook of the delivery path: call it when deliveries reach a final status (sent, delivered,
  * failed, skipped), with the seconds since their event was triggered when known. In-memory only.
  */
-export function recordDeliveries(runtime: Runtime, channel: string, status: string, secondsSinceTrigger: number | null, count = 1): void {
+export function recordDeliveries(runtime: Context, channel: string, status: string, secondsSinceTrigger: number | null, count = 1): void {
   metricsOf(runtime).observeDelivery(channel, status, secondsSinceTrigger, count);
 }

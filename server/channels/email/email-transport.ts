@@ -8,7 +8,8 @@ import { DEFAULT_SMTP_SECRET, installSmtp } from './install-smtp.ts';
 import type { SmtpSettings } from './smtp.ts';
 import { SMTP_HOST_REFUSED, loadEmailTransport, smtpHostAllowed, type EmailTransportRow } from './tenant-smtp.ts';
 import { AppError, invalidField } from '../../base/errors.ts';
-import type { Runtime } from '../../app/runtime.ts';
+import type { Context } from '../../base/context.ts';
+import type { ChannelContext } from '../types.ts';
 import type { EmailTransportRequest, EmailTransportResponse, SendTestResult } from '../../schemas/transports.ts';
 import { deliverEmail, formatFrom } from './transport.ts';
 
@@ -25,7 +26,7 @@ function toEmailTransportResponse(row: EmailTransportRow, unreadable: boolean): 
   };
 }
 
-export async function getEmailTransport(runtime: Runtime, em: EntityManager, tenantId: string): Promise<EmailTransportResponse> {
+export async function getEmailTransport(runtime: Context, em: EntityManager, tenantId: string): Promise<EmailTransportResponse> {
   const loaded = await loadEmailTransport(runtime, em, tenantId);
   if (!loaded) return { configured: false };
   return toEmailTransportResponse(loaded.row, loaded.state === 'unreadable');
@@ -35,7 +36,7 @@ export async function getEmailTransport(runtime: Runtime, em: EntityManager, ten
  * Creates or replaces the tenant's transport. An omitted password keeps the stored one (clients
  * cannot read it back to resend it); null removes it.
  */
-export async function putEmailTransport(runtime: Runtime, em: EntityManager, tenantId: string, input: EmailTransportRequest): Promise<EmailTransportResponse> {
+export async function putEmailTransport(runtime: Context, em: EntityManager, tenantId: string, input: EmailTransportRequest): Promise<EmailTransportResponse> {
   if (!(await smtpHostAllowed(runtime, input.host))) {
     throw invalidField(['body', 'host'], 'must resolve to a public address', 'host_not_allowed');
   }
@@ -72,7 +73,7 @@ export async function deleteEmailTransport(em: EntityManager, tenantId: string):
 }
 
 /** Sends a test email through the tenant's own transport and reports the SMTP server's answer. */
-export async function testEmailTransport(runtime: Runtime, em: EntityManager, tenantId: string, to: string): Promise<SendTestResult> {
+export async function testEmailTransport(runtime: ChannelContext, em: EntityManager, tenantId: string, to: string): Promise<SendTestResult> {
   const loaded = await loadEmailTransport(runtime, em, tenantId);
   if (!loaded) throw new AppError('not_configured', 'No email transport is configured for this tenant');
   if (loaded.state === 'unreadable') {
@@ -83,7 +84,7 @@ export async function testEmailTransport(runtime: Runtime, em: EntityManager, te
 }
 
 /** Sends the test email and reports the SMTP server's answer. */
-async function sendTestEmail(runtime: Runtime, settings: SmtpSettings, from: string, to: string, works: string): Promise<SendTestResult> {
+async function sendTestEmail(runtime: ChannelContext, settings: SmtpSettings, from: string, to: string, works: string): Promise<SendTestResult> {
   const outcome = await deliverEmail(runtime, settings, {
     from,
     to,
@@ -100,7 +101,7 @@ export interface DefaultSmtpInput extends SmtpSettings {
 }
 
 /** Stores the install's default SMTP (used by tenants without their own transport and system emails). */
-export async function setDefaultSmtp(runtime: Runtime, em: EntityManager, input: DefaultSmtpInput): Promise<void> {
+export async function setDefaultSmtp(runtime: Context, em: EntityManager, input: DefaultSmtpInput): Promise<void> {
   const value = JSON.stringify({
     host: input.host,
     port: input.port,
@@ -119,7 +120,7 @@ export async function setDefaultSmtp(runtime: Runtime, em: EntityManager, input:
 
 /** The stored default SMTP without its password, for display. */
 export async function describeDefaultSmtp(
-  runtime: Runtime,
+  runtime: Context,
   em: EntityManager,
 ): Promise<{ source: 'config' | 'stored' | 'none'; host?: string; port?: number; secure?: boolean; username?: string | null; from?: string; credentials_unreadable?: boolean }> {
   if (runtime.config.smtpUrl) {
@@ -145,7 +146,7 @@ export async function removeDefaultSmtp(em: EntityManager): Promise<boolean> {
  * Sends a test email through the install's own SMTP (config.smtpUrl, else the stored default): the
  * server that sends system emails and the mail of tenants without a transport of their own.
  */
-export async function testInstallSmtp(runtime: Runtime, em: EntityManager, to: string): Promise<SendTestResult> {
+export async function testInstallSmtp(runtime: ChannelContext, em: EntityManager, to: string): Promise<SendTestResult> {
   let install;
   try {
     install = await installSmtp(runtime, em);

@@ -5,7 +5,7 @@
 // a reason; no input makes it throw.
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
 import type { AddressInfo } from 'node:net';
-import type { Runtime } from '../../app/runtime.ts';
+import type { Context } from '../../base/context.ts';
 import { verifyBounceToken } from '../../base/auth/contact-links.ts';
 import { readReport } from './feedback-reports.ts';
 import { recordEmailFeedback } from './feedback.ts';
@@ -29,7 +29,7 @@ export function parseHostPort(value: string): { host: string; port: number } {
   return { host: match[1]!, port: Number(match[2]) };
 }
 
-export async function startInboundSmtp(runtime: Runtime): Promise<InboundSmtpListener> {
+export async function startInboundSmtp(runtime: Context): Promise<InboundSmtpListener> {
   const { host, port } = parseHostPort(runtime.config.inboundSmtp!);
   const domain = runtime.config.bounceDomain;
   if (!domain) throw new Error('inboundSmtp needs bounceDomain: the listener accepts mail for that domain only');

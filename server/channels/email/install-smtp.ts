@@ -3,7 +3,7 @@
 // default set with `herald transports email set-default` (stored encrypted as install secret "default_smtp").
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { queryOne } from '../../base/db/sql.ts';
-import type { Runtime } from '../../app/runtime.ts';
+import type { Context } from '../../base/context.ts';
 import { smtpSettingsFromUrl, type SmtpSettings } from './smtp.ts';
 import { installSecretAad } from '../../base/crypto/aad.ts';
 
@@ -14,7 +14,7 @@ export interface InstallSmtp {
   from: string;
 }
 
-export async function installSmtp(runtime: Runtime, em: EntityManager): Promise<InstallSmtp | null> {
+export async function installSmtp(runtime: Context, em: EntityManager): Promise<InstallSmtp | null> {
   if (runtime.config.smtpUrl) return { settings: smtpSettingsFromUrl(runtime.config.smtpUrl), from: runtime.config.mailFrom };
   const row = await queryOne<{ ciphertext: string }>(em, `SELECT ciphertext FROM install_secrets WHERE name = $1`, [DEFAULT_SMTP_SECRET]);
   if (!row) return null;

@@ -6,7 +6,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../../base/db/sql.ts';
 import { planEachCall } from '../../base/db/prepared.ts';
 import { publicBaseUrl } from '../../base/config.ts';
-import type { Runtime } from '../../app/runtime.ts';
+import type { Context } from '../../base/context.ts';
 import { bounceToken, signContactLink } from '../../base/auth/contact-links.ts';
 
 export interface EmailLinks {
@@ -16,11 +16,11 @@ export interface EmailLinks {
   envelopeFrom: string | null;
 }
 
-export function unsubscribeUrl(runtime: Runtime, tenantId: string, contactId: string, typeKey: string): string {
+export function unsubscribeUrl(runtime: Context, tenantId: string, contactId: string, typeKey: string): string {
   return `${publicBaseUrl(runtime.config)}/u/${signContactLink(runtime.tokens, { kind: 'unsubscribe', tenantId, contactId, typeKey })}`;
 }
 
-export function preferencesUrl(runtime: Runtime, tenantId: string, contactId: string): string {
+export function preferencesUrl(runtime: Context, tenantId: string, contactId: string): string {
   return `${publicBaseUrl(runtime.config)}/preferences/${signContactLink(runtime.tokens, { kind: 'preferences', tenantId, contactId })}`;
 }
 
@@ -52,7 +52,7 @@ export async function emailFlagsOf(em: EntityManager, keys: EmailFlagsKey[]): Pr
   return rows.map((row) => ({ optOut: row.opt_out === true, suppressed: row.suppressed }));
 }
 
-export function emailLinksFor(runtime: Runtime, delivery: { id: string; tenantId: string; contactId: string; typeKey: string }, flags: EmailFlags): EmailLinks {
+export function emailLinksFor(runtime: Context, delivery: { id: string; tenantId: string; contactId: string; typeKey: string }, flags: EmailFlags): EmailLinks {
   const unsubscribe = unsubscribeUrl(runtime, delivery.tenantId, delivery.contactId, delivery.typeKey);
   const headers: Record<string, string> = flags.optOut
     ? { 'List-Unsubscribe': `<${unsubscribe}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' }

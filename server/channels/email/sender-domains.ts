@@ -11,7 +11,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, notFound } from '../../base/errors.ts';
 import { newId } from '../../base/ids.ts';
 import { execute, query, queryOne } from '../../base/db/sql.ts';
-import type { Runtime } from '../../app/runtime.ts';
+import type { Context } from '../../base/context.ts';
 import type { DkimSigning } from './smtp.ts';
 import type { DnsRecord, SenderDomainResponse, SenderDomainStatus } from '../../schemas/sender-domains.ts';
 import { toIsoTimestamp } from '../../base/timestamps.ts';
@@ -63,7 +63,7 @@ function newSelector(): string {
   return `herald${randomBytes(4).toString('hex')}`;
 }
 
-export async function registerSenderDomain(runtime: Runtime, em: EntityManager, tenantId: string, domain: string): Promise<SenderDomainRow> {
+export async function registerSenderDomain(runtime: Context, em: EntityManager, tenantId: string, domain: string): Promise<SenderDomainRow> {
   // Asynchronous: RSA key generation takes tens of milliseconds that the event loop should not wait.
   const { publicKey, privateKey } = await generateRsaKeyPair('rsa', {
     modulusLength: 2048,
@@ -102,7 +102,7 @@ type Check = { ok: true } | { ok: false; transient: boolean; error: string };
 
 const ABSENT = new Set(['ENOTFOUND', 'ENODATA', 'NXDOMAIN']);
 
-function resolverFor(runtime: Runtime): dns.Resolver {
+function resolverFor(runtime: Context): dns.Resolver {
   const resolver = new dns.Resolver({ timeout: DNS_TIMEOUT_MS, tries: 2 });
   if (runtime.config.dnsServers.length > 0) resolver.setServers([...runtime.config.dnsServers]);
   return resolver;
@@ -119,7 +119,7 @@ function dkimTags(record: string): Map<string, string> {
   return tags;
 }
 
-async function checkDkimRecord(runtime: Runtime, row: SenderDomainRow): Promise<Check> {
+async function checkDkimRecord(runtime: Context, row: SenderDomainRow): Promise<Check> {
   const name = dkimRecordName(row.dkim_selector, row.domain);
   let records: string[][];
   try {
@@ -142,7 +142,7 @@ async function checkDkimRecord(runtime: Runtime, row: SenderDomainRow): Promise<
  * with the reason in last_error. A lookup that fails for another reason (timeout, SERVFAIL) fails a
  * pending domain but leaves a verified one verified, so a DNS hiccup never stops signing.
  */
-export async function refreshSenderDomain(runtime: Runtime, em: EntityManager, tenantId: string, domain: string): Promise<SenderDomainRow> {
+export async function refreshSenderDomain(runtime: Context, em: EntityManager, tenantId: string, domain: string): Promise<SenderDomainRow> {
   const row = await getSenderDomain(em, tenantId, domain);
   const check = await checkDkimRecord(runtime, row);
   const status: SenderDomainStatus = check.ok ? 'verified' : check.transient && row.status === 'verified' ? 'verified' : 'failed';
@@ -162,7 +162,7 @@ export async function refreshSenderDomain(runtime: Runtime, em: EntityManager, t
  * (yet) there stays pending, and so does every domain's status on a DNS failure that says nothing
  * about the record. Returns how many domains changed status, each change logged.
  */
-export async function recheckSenderDomains(runtime: Runtime, em: EntityManager, options: { staleMs: number; limit: number }): Promise<{ checked: number; changed: number }> {
+export async function recheckSenderDomains(runtime: Context, em: EntityManager, options: { staleMs: number; limit: number }): Promise<{ checked: number; changed: number }> {
   const rows = await query<SenderDomainRow & { tenant_id: string }>(
     em,
     `SELECT tenant_id, ${COLUMNS} FROM sender_domains
@@ -193,7 +193,7 @@ export async function recheckSenderDomains(runtime: Runtime, em: EntityManager, 
  * is a verified sender domain of the tenant. null otherwise, and when the private key cannot be
  * decrypted (its key-ring key is gone): the mail then goes out unsigned, and a warning is logged.
  */
-export async function dkimSigningFor(runtime: Runtime, em: EntityManager, tenantId: string, fromEmail: string): Promise<DkimSigning | null> {
+export async function dkimSigningFor(runtime: Context, em: EntityManager, tenantId: string, fromEmail: string): Promise<DkimSigning | null> {
   const at = fromEmail.lastIndexOf('@');
   if (at < 0) return null;
   const domain = fromEmail.slice(at + 1).replace(/[>\s]+$/, '').replace(/\.$/, '').toLowerCase();

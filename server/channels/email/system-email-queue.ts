@@ -7,14 +7,14 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { systemEmailAad } from '../../base/crypto/aad.ts';
 import { bossDb } from '../../base/db/sql.ts';
 import { SYSTEM_EMAIL_JOB } from '../../base/queue.ts';
-import type { Runtime } from '../../app/runtime.ts';
+import type { Context } from '../../base/context.ts';
 import type { SystemEmail } from './system-emails.ts';
 
 /** A system email as its job carries it: the link token sealed under the seal's own random id. */
 export type SealedSystemEmail = Omit<SystemEmail, 'token'> & { seal_id: string; sealed_token: string };
 
 /** Enqueues a system email inside `tx`: it is sent only if the transaction commits. */
-export async function enqueueSystemEmail(runtime: Runtime, tx: EntityManager, email: SystemEmail): Promise<void> {
+export async function enqueueSystemEmail(runtime: Context, tx: EntityManager, email: SystemEmail): Promise<void> {
   if (!runtime.boss) throw new Error('the job queue is not running');
   const { token, ...rest } = email;
   const sealId = randomUUID();

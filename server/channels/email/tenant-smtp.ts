@@ -6,7 +6,7 @@ import { emailTransportPasswordAad } from '../../base/crypto/aad.ts';
 import { isUnreadable } from '../../base/crypto/keyring.ts';
 import { queryOne } from '../../base/db/sql.ts';
 import { resolvesPublicly } from '../../base/net/public-address.ts';
-import type { Runtime } from '../../app/runtime.ts';
+import type { Context } from '../../base/context.ts';
 import type { SmtpSettings } from './smtp.ts';
 
 export interface EmailTransportRow {
@@ -33,7 +33,7 @@ async function findRow(em: EntityManager, tenantId: string): Promise<EmailTransp
 }
 
 /** The tenant's transport with its password decrypted; null when the tenant has none. */
-export async function loadEmailTransport(runtime: Runtime, em: EntityManager, tenantId: string): Promise<LoadedEmailTransport | null> {
+export async function loadEmailTransport(runtime: Context, em: EntityManager, tenantId: string): Promise<LoadedEmailTransport | null> {
   const row = await findRow(em, tenantId);
   if (!row) return null;
   let password: string | null = null;
@@ -57,6 +57,6 @@ export async function loadEmailTransport(runtime: Runtime, em: EntityManager, te
 export const SMTP_HOST_REFUSED = 'the SMTP host does not resolve to a public address (allowPrivateSmtpHosts is off)';
 
 /** Tenant SMTP hosts must be public (see config.allowPrivateSmtpHosts); the install's own SMTP is trusted. */
-export async function smtpHostAllowed(runtime: Runtime, host: string): Promise<boolean> {
+export async function smtpHostAllowed(runtime: Context, host: string): Promise<boolean> {
   return runtime.config.allowPrivateSmtpHosts || resolvesPublicly(host);
 }

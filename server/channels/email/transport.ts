@@ -5,7 +5,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { installSmtp } from './install-smtp.ts';
 import type { DkimSigning, OutgoingMail, SmtpSettings } from './smtp.ts';
-import type { Runtime } from '../../app/runtime.ts';
+import type { ChannelContext } from '../types.ts';
 import { isUnreadable } from '../../base/crypto/keyring.ts';
 import { loadEmailTransport, SMTP_HOST_REFUSED, smtpHostAllowed, type LoadedEmailTransport } from './tenant-smtp.ts';
 
@@ -57,7 +57,7 @@ export function classifySmtpError(error: unknown): { error: string; retryable: b
 }
 
 /** Sends one mail with the given SMTP settings through the runtime's pooled transports. */
-export async function deliverEmail(runtime: Runtime, settings: SmtpSettings, mail: OutgoingMail): Promise<EmailOutcome> {
+export async function deliverEmail(runtime: ChannelContext, settings: SmtpSettings, mail: OutgoingMail): Promise<EmailOutcome> {
   try {
     const sent = await runtime.smtp.send(settings, mail);
     if (sent.accepted.length === 0 && sent.rejected.length > 0) return { status: 'failed', error: `recipient rejected: ${sent.response}`, retryable: false };
@@ -69,7 +69,7 @@ export async function deliverEmail(runtime: Runtime, settings: SmtpSettings, mai
 
 /** `loadTransport`: how to find the tenant's own transport (a run's shared lookup); read from the database by default. */
 export async function sendTenantEmail(
-  runtime: Runtime,
+  runtime: ChannelContext,
   em: EntityManager,
   tenantId: string,
   mail: TenantMail,

@@ -6,7 +6,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { queryOne } from '../../base/db/sql.ts';
 import { newId } from '../../base/ids.ts';
 import { NEXT_STREAM_ID_SQL, streamLockSql, streamNoticesSql } from './events.ts';
-import type { Runtime } from '../../app/runtime.ts';
+import type { Context } from '../../base/context.ts';
 import type { ContactRow } from '../../base/db/contacts.ts';
 import { INBOX_COLUMNS, type InboxItemRow } from './inbox-items.ts';
 import { renderInboxDelivery, type TemplateCache } from '../render-delivery.ts';
@@ -42,7 +42,7 @@ export interface NewInboxItem {
  * TemplateError for a template that cannot render (a final failure naming the slot).
  */
 export async function inboxItemFor(
-  runtime: Runtime,
+  runtime: Context,
   em: EntityManager,
   event: EventForDelivery,
   contact: ContactRow,

@@ -12,7 +12,7 @@
 // The same connection also hears service-key changes, for the process's key cache
 // (server/base/auth/service-key-cache.ts), which it enables only while it is listening.
 import pg from 'pg';
-import type { Runtime } from '../../app/runtime.ts';
+import type { Context } from '../../base/context.ts';
 import { inboxCounts } from './inbox-items.ts';
 import { API_KEYS_CHANNEL } from '../../base/auth/service-key-cache.ts';
 import { STREAM_CHANNEL, type StreamNotice } from './events.ts';
@@ -47,7 +47,7 @@ export const MAX_STREAMS_PER_CONTACT = 16;
 const MAX_BACKOFF_MS = 10_000;
 
 export class StreamHub {
-  readonly #runtime: Runtime;
+  readonly #runtime: Context;
   readonly #contacts = new Map<string, ContactStreams>();
   #client: pg.Client | null = null;
   #stopping = false;
@@ -56,7 +56,7 @@ export class StreamHub {
   #reconnectTimer: NodeJS.Timeout | null = null;
   #heartbeat: NodeJS.Timeout;
 
-  constructor(runtime: Runtime) {
+  constructor(runtime: Context) {
     this.#runtime = runtime;
     this.#heartbeat = setInterval(() => this.#beat(), runtime.config.streamHeartbeatMs);
     this.#heartbeat.unref();
@@ -256,7 +256,12 @@ export class StreamHub {
 }
 
 /** Starts the process's hub and registers its stop with the runtime's cleanups. */
-export async function startStreamHub(runtime: Runtime): Promise<StreamHub> {
+/** The context of a process that serves streams: its hub, once started (null in worker-only and one-shot runtimes). */
+export interface StreamContext extends Context {
+  streamHub: StreamHub | null;
+}
+
+export async function startStreamHub(runtime: StreamContext): Promise<StreamHub> {
   const hub = new StreamHub(runtime);
   await hub.connect();
   runtime.streamHub = hub;

@@ -1,8 +1,8 @@
 // Apple Push Notification service, token-based: an ES256 JWT signed with the team's .p8 key (cached
 // ~50 minutes; Apple refuses tokens older than an hour and throttles re-signing), sent over the APNs
 // origin's one HTTP/2 session (provider-http2.ts).
-import type { Runtime } from '../../app/runtime.ts';
-import type { PushMessage, PushOutcome } from './providers.ts';
+import type { Context } from '../../base/context.ts';
+import type { PushMessage, PushOutcome } from './messages.ts';
 import { credentialsFingerprint, parsePrivateKey, signJwt } from './jwt.ts';
 import { providerCodes, providerRequest, providerState } from './provider-http.ts';
 
@@ -16,7 +16,7 @@ export interface ApnsCredentials {
 
 const TOKEN_LIFETIME_MS = 50 * 60 * 1000;
 
-function providerToken(runtime: Runtime, creds: ApnsCredentials, renew = false): string {
+function providerToken(runtime: Context, creds: ApnsCredentials, renew = false): string {
   const { tokens } = providerState(runtime);
   const cacheKey = `apns:${credentialsFingerprint(creds, () => [creds.team_id, creds.key_id, creds.private_key])}`;
   const now = runtime.clock.now();
@@ -37,7 +37,7 @@ export function apnsPayload(message: PushMessage): string {
   });
 }
 
-export async function sendApns(runtime: Runtime, creds: ApnsCredentials, token: string, message: PushMessage): Promise<PushOutcome> {
+export async function sendApns(runtime: Context, creds: ApnsCredentials, token: string, message: PushMessage): Promise<PushOutcome> {
   if (!/^[0-9A-Fa-f]{32,200}$/.test(token)) return { status: 'dead', error: 'not an APNs device token' };
   const providers = runtime.config.providers;
   const origin = new URL(creds.environment === 'sandbox' ? providers.apnsSandboxUrl : providers.apnsProductionUrl).origin;

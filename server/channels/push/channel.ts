@@ -6,12 +6,12 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { execute, query, queryOne } from '../../base/db/sql.ts';
 import { planEachCall } from '../../base/db/prepared.ts';
-import type { Runtime } from '../../app/runtime.ts';
+import type { Context } from '../../base/context.ts';
 import type { Channel } from '../../schemas/common.ts';
 import { renderInboxDelivery } from '../render-delivery.ts';
 import { lookupOnce, type ChannelSender, type DeliveryOutcome, type SkipReason } from '../types.ts';
 import { emitWebhookEvent } from '../../webhooks/emit.ts';
-import type { PushDestination, PushMessage, PushOutcome } from './providers.ts';
+import type { PushDestination, PushMessage, PushOutcome } from './messages.ts';
 import { loadPushTransport, type LoadedPushTransport } from './tenant-credentials.ts';
 
 /** A contact's stored push subscription (push_subscriptions row). */
@@ -25,7 +25,7 @@ interface SubscriptionRow {
 
 /** What the channel sends through: sendPush of server/channels/push (injected, so tests can stand in a provider). */
 export type SendPush = (
-  runtime: Runtime,
+  runtime: Context,
   em: EntityManager,
   tenantId: string,
   destination: PushDestination,

@@ -1,7 +1,7 @@
 // Expo push service: POST {expoUrl}/--/api/v2/push/send with the Expo push token; the optional access
 // token is required only when the Expo project enforces "enhanced push security".
-import type { Runtime } from '../../app/runtime.ts';
-import type { PushMessage, PushOutcome } from './providers.ts';
+import type { Context } from '../../base/context.ts';
+import type { PushMessage, PushOutcome } from './messages.ts';
 import { describeAnswer, errorCode, providerRequest } from './provider-http.ts';
 
 export interface ExpoCredentials {
@@ -15,7 +15,7 @@ interface ExpoTicket {
   details?: { error?: string };
 }
 
-export async function sendExpo(runtime: Runtime, creds: ExpoCredentials, token: string, message: PushMessage): Promise<PushOutcome> {
+export async function sendExpo(runtime: Context, creds: ExpoCredentials, token: string, message: PushMessage): Promise<PushOutcome> {
   const url = `${runtime.config.providers.expoUrl.replace(/\/+$/, '')}/--/api/v2/push/send`;
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
   if (creds.access_token) headers.authorization = `Bearer ${creds.access_token}`;

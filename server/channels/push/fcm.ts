@@ -1,8 +1,8 @@
 // Firebase Cloud Messaging HTTP v1: the service account signs an RS256 assertion, exchanged at the
 // OAuth token endpoint for an access token (cached until a minute before it expires), which
 // authorizes POST /v1/projects/{project}/messages:send.
-import type { Runtime } from '../../app/runtime.ts';
-import type { PushMessage, PushOutcome } from './providers.ts';
+import type { Context } from '../../base/context.ts';
+import type { PushMessage, PushOutcome } from './messages.ts';
 import { credentialsFingerprint, parsePrivateKey, signJwt } from './jwt.ts';
 import { describeAnswer, providerRequest, providerState, ProviderUnreachableError } from './provider-http.ts';
 
@@ -32,7 +32,7 @@ const tokenCacheKey = (creds: FcmCredentials) => `fcm:${credentialsFingerprint(c
  * The cached access token, or one exchange for a new one shared by every send that asks meanwhile: a
  * burst of sends would otherwise sign and exchange an assertion each before the first answer is cached.
  */
-async function accessToken(runtime: Runtime, creds: FcmCredentials): Promise<string> {
+async function accessToken(runtime: Context, creds: FcmCredentials): Promise<string> {
   const { tokens, exchanges } = providerState(runtime);
   const cacheKey = tokenCacheKey(creds);
   const cached = tokens.get(cacheKey);
@@ -45,7 +45,7 @@ async function accessToken(runtime: Runtime, creds: FcmCredentials): Promise<str
   return exchange;
 }
 
-async function exchangeToken(runtime: Runtime, creds: FcmCredentials, cacheKey: string): Promise<string> {
+async function exchangeToken(runtime: Context, creds: FcmCredentials, cacheKey: string): Promise<string> {
   const { tokens } = providerState(runtime);
   const now = runtime.clock.now();
   const key = parsePrivateKey(creds.private_key, 'rsa');
@@ -78,7 +78,7 @@ function stringData(message: PushMessage): Record<string, string> {
   return out;
 }
 
-export async function sendFcm(runtime: Runtime, creds: FcmCredentials, token: string, message: PushMessage): Promise<PushOutcome> {
+export async function sendFcm(runtime: Context, creds: FcmCredentials, token: string, message: PushMessage): Promise<PushOutcome> {
   let bearer: string;
   try {
     bearer = await accessToken(runtime, creds);

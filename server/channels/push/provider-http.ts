@@ -5,7 +5,7 @@
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { createSecureContext } from 'node:tls';
-import type { Runtime } from '../../app/runtime.ts';
+import type { Context } from '../../base/context.ts';
 import { NonPublicAddressError, assertPublicHost, publicOnlyLookup } from '../../base/net/public-address.ts';
 import { trustedCas } from '../../base/net/trusted-cas.ts';
 import { Http2Origins, http2Request, MAX_ANSWER_BYTES, type ProviderResponse, type RequestOptions } from './provider-http2.ts';
@@ -33,9 +33,9 @@ export interface ProviderState {
  */
 const SOCKETS_PER_ORIGIN = 32;
 
-const states = new WeakMap<Runtime, ProviderState>();
+const states = new WeakMap<Context, ProviderState>();
 
-export function providerState(runtime: Runtime): ProviderState {
+export function providerState(runtime: Context): ProviderState {
   let state = states.get(runtime);
   if (!state) {
     const ca = trustedCas(runtime.config);
@@ -66,7 +66,7 @@ export class ProviderUnreachableError extends Error {
 }
 
 export async function providerRequest(
-  runtime: Runtime,
+  runtime: Context,
   url: string,
   options: {
     method?: string;
@@ -90,7 +90,7 @@ export async function providerRequest(
   }
 }
 
-function http1Request(runtime: Runtime, target: URL, options: RequestOptions, publicOnly: boolean): Promise<ProviderResponse> {
+function http1Request(runtime: Context, target: URL, options: RequestOptions, publicOnly: boolean): Promise<ProviderResponse> {
   const { agents } = providerState(runtime);
   const https = target.protocol === 'https:';
   return new Promise((resolve, reject) => {

@@ -3,31 +3,17 @@
 // (delete the subscription, do not retry); 'failed' says whether a retry can help; 'skipped' means
 // there is nothing usable to send with.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Runtime } from '../../app/runtime.ts';
+import type { Context } from '../../base/context.ts';
 import { sendApns } from './apns.ts';
 import { sendExpo } from './expo.ts';
 import { sendFcm } from './fcm.ts';
 import { loadPushTransport, type LoadedPushTransport, type ProviderCredentials } from './tenant-credentials.ts';
 import { sendWebPush } from '../web-push/provider.ts';
-
-export interface WebPushSubscription {
-  endpoint: string;
-  keys: { p256dh: string; auth: string };
-}
-
-export type PushDestination = { provider: 'apns' | 'fcm' | 'expo'; token: string } | { provider: 'webpush'; subscription: WebPushSubscription };
-
-export type PushMessage = { title: string; body: string; data?: Record<string, unknown>; action_url?: string | null };
-
-export type PushOutcome =
-  | { status: 'sent'; providerMessageId?: string }
-  | { status: 'dead'; error: string }
-  | { status: 'failed'; error: string; retryable: boolean }
-  | { status: 'skipped'; reason: 'no_transport' | 'credentials_unreadable' };
+import type { PushDestination, PushMessage, PushOutcome } from './messages.ts';
 
 export type { ProviderCredentials };
 
-export async function sendPushWith(runtime: Runtime, credentials: ProviderCredentials, destination: PushDestination, message: PushMessage): Promise<PushOutcome> {
+export async function sendPushWith(runtime: Context, credentials: ProviderCredentials, destination: PushDestination, message: PushMessage): Promise<PushOutcome> {
   try {
     if (destination.provider === 'webpush') {
       if (credentials.provider !== 'webpush') return { status: 'skipped', reason: 'no_transport' };
@@ -52,7 +38,7 @@ export async function sendPushWith(runtime: Runtime, credentials: ProviderCreden
 
 /** `loadTransport`: how to find the tenant's transport for the provider (a run's shared lookup); read from the database by default. */
 export async function sendPush(
-  runtime: Runtime,
+  runtime: Context,
   em: EntityManager,
   tenantId: string,
   destination: PushDestination,

@@ -6,11 +6,12 @@ import type { z } from 'zod';
 import { execute, queryOne } from '../../base/db/sql.ts';
 import { AppError, ValidationFailure, invalidField } from '../../base/errors.ts';
 import { issuesOf } from '../../base/validation.ts';
-import type { Runtime } from '../../app/runtime.ts';
+import type { Context } from '../../base/context.ts';
 import type { PushProvider } from '../../schemas/common.ts';
 import { PushSettingsByProvider, type PushTransportResponse, type SendTestResult } from '../../schemas/transports.ts';
 import { parsePrivateKey } from './jwt.ts';
-import { sendPushWith, type PushDestination } from './providers.ts';
+import { sendPushWith } from './providers.ts';
+import type { PushDestination } from './messages.ts';
 import { decryptPushSecrets, findPushTransportRows, loadPushTransport, type PushTransportRow } from './tenant-credentials.ts';
 import { generateVapidKeys, vapidPublicKeyOf } from '../web-push/provider.ts';
 import { pushTransportSecretsAad } from '../../base/crypto/aad.ts';
@@ -20,7 +21,7 @@ function toPushTransportResponse(row: PushTransportRow, unreadable: boolean): Pu
   return { provider: row.provider, settings: row.settings, credentials_unreadable: unreadable, updated_at: toIsoTimestamp(row.updated_at) };
 }
 
-export async function listPushTransports(runtime: Runtime, em: EntityManager, tenantId: string): Promise<PushTransportResponse[]> {
+export async function listPushTransports(runtime: Context, em: EntityManager, tenantId: string): Promise<PushTransportResponse[]> {
   const rows = await findPushTransportRows(em, tenantId);
   return rows.map((row) => toPushTransportResponse(row, decryptPushSecrets(runtime, tenantId, row) === 'unreadable'));
 }
@@ -33,7 +34,7 @@ function parseSettings<P extends PushProvider>(provider: P, body: unknown): z.in
 
 /** Splits a validated request into stored settings and secret fields, checking keys are usable. */
 async function splitSettings(
-  runtime: Runtime,
+  runtime: Context,
   em: EntityManager,
   tenantId: string,
   provider: PushProvider,
@@ -86,7 +87,7 @@ async function splitSettings(
   }
 }
 
-export async function putPushTransport(runtime: Runtime, em: EntityManager, tenantId: string, provider: PushProvider, body: unknown): Promise<PushTransportResponse> {
+export async function putPushTransport(runtime: Context, em: EntityManager, tenantId: string, provider: PushProvider, body: unknown): Promise<PushTransportResponse> {
   const { settings, secrets } = await splitSettings(runtime, em, tenantId, provider, body);
   const ciphertext = secrets ? runtime.keyRing.encrypt(JSON.stringify(secrets), pushTransportSecretsAad(tenantId, provider)) : null;
   const row = await queryOne<PushTransportRow>(
@@ -116,7 +117,7 @@ export async function webPushPublicKey(em: EntityManager, tenantId: string): Pro
 
 /** Sends a test notification through the provider's transport and reports the provider's answer. */
 export async function testPushTransport(
-  runtime: Runtime,
+  runtime: Context,
   em: EntityManager,
   tenantId: string,
   provider: PushProvider,

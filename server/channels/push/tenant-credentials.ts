@@ -5,7 +5,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { pushTransportSecretsAad } from '../../base/crypto/aad.ts';
 import { isUnreadable } from '../../base/crypto/keyring.ts';
 import { query } from '../../base/db/sql.ts';
-import type { Runtime } from '../../app/runtime.ts';
+import type { Context } from '../../base/context.ts';
 import type { PushProvider } from '../../schemas/common.ts';
 import type { ApnsCredentials } from './apns.ts';
 import type { ExpoCredentials } from './expo.ts';
@@ -28,7 +28,7 @@ export interface PushTransportRow {
 
 export type LoadedPushTransport = { state: 'ready'; credentials: ProviderCredentials } | { state: 'unreadable' };
 
-export function decryptPushSecrets(runtime: Runtime, tenantId: string, row: PushTransportRow): Record<string, unknown> | 'unreadable' {
+export function decryptPushSecrets(runtime: Context, tenantId: string, row: PushTransportRow): Record<string, unknown> | 'unreadable' {
   if (!row.secrets_ciphertext) return {};
   try {
     return JSON.parse(runtime.keyRing.decrypt(row.secrets_ciphertext, pushTransportSecretsAad(tenantId, row.provider))) as Record<string, unknown>;
@@ -48,7 +48,7 @@ export async function findPushTransportRows(em: EntityManager, tenantId: string,
 }
 
 /** The provider's credentials (settings + decrypted secrets); null when the tenant has no such transport. */
-export async function loadPushTransport(runtime: Runtime, em: EntityManager, tenantId: string, provider: PushProvider): Promise<LoadedPushTransport | null> {
+export async function loadPushTransport(runtime: Context, em: EntityManager, tenantId: string, provider: PushProvider): Promise<LoadedPushTransport | null> {
   const [row] = await findPushTransportRows(em, tenantId, provider);
   if (!row) return null;
   const secrets = decryptPushSecrets(runtime, tenantId, row);

@@ -5,8 +5,8 @@
 // addresses.
 import webpush from 'web-push';
 import { createECDH } from 'node:crypto';
-import type { Runtime } from '../../app/runtime.ts';
-import type { PushMessage, PushOutcome, WebPushSubscription } from '../push/providers.ts';
+import type { Context } from '../../base/context.ts';
+import type { PushMessage, PushOutcome, WebPushSubscription } from '../push/messages.ts';
 import { describeAnswer, providerRequest } from '../push/provider-http.ts';
 import { NonPublicAddressError } from '../../base/net/public-address.ts';
 import { encryptWebPushPayload } from './encryption.ts';
@@ -65,7 +65,7 @@ export function vapidAuthorization(creds: WebPushCredentials, origin: string, no
   return authorization;
 }
 
-export async function sendWebPush(runtime: Runtime, creds: WebPushCredentials, subscription: WebPushSubscription, message: PushMessage): Promise<PushOutcome> {
+export async function sendWebPush(runtime: Context, creds: WebPushCredentials, subscription: WebPushSubscription, message: PushMessage): Promise<PushOutcome> {
   let endpoint: URL;
   try {
     endpoint = new URL(subscription.endpoint);

@@ -8,7 +8,7 @@
 // trips and a lock record per event and buy nothing the store statement does not check itself.
 // Anything else (an event already planned, with a remote channel or a workflow, any error) is left
 // to the per-event run, which isolates failures per delivery and retries; both runs are idempotent.
-import type { Runtime } from '../../app/runtime.ts';
+import type { ChannelContext } from '../../channels/types.ts';
 import { wakeWebhookDispatch } from '../../webhooks/wake.ts';
 import { TemplateError, UnfilledSlotError } from '../../base/template-engine.ts';
 import { newId } from '../../base/ids.ts';
@@ -19,7 +19,7 @@ import { eventIdsOf, type DeliverEventJob } from '../queues.ts';
 import { loadEvents, type LoadedEvent } from '../stages/load.ts';
 import { planEvent, type PlannedDelivery } from '../stages/plan.ts';
 import { newTemplateCache, readVariables, type TemplateCache } from '../../channels/render-delivery.ts';
-import { FINAL_EVENT_STATUSES } from '../stages/rollup.ts';
+import { FINAL_EVENT_STATUSES } from '../../base/statuses.ts';
 import { storeBatch, storedRow, storedSkip, truncate, type StoredDelivery, type StoredItem } from '../stages/store.ts';
 
 /** Statuses of an event no run has started yet. */
@@ -39,7 +39,7 @@ export interface InboxBatchResult {
  * Delivers what it can of a batch of delivery jobs, completing the jobs whose events it settled all of
  * in the statement that stores them. The caller runs the other runs for every event not settled.
  */
-export async function deliverInboxBatch(runtime: Runtime, jobs: Array<FetchedJob & { data: DeliverEventJob }>): Promise<InboxBatchResult> {
+export async function deliverInboxBatch(runtime: ChannelContext, jobs: Array<FetchedJob & { data: DeliverEventJob }>): Promise<InboxBatchResult> {
   const boss = runtime.boss;
   if (!boss) throw new Error('the batched run needs the job queue');
   const eventIds = [...new Set(jobs.flatMap((j) => eventIdsOf(j.data)))];
@@ -98,7 +98,7 @@ type InboxOutcome = {
 
 /** What the inbox channel does for a delivery, minus the writes, which the store stage makes. */
 async function inboxOutcome(
-  runtime: Runtime,
+  runtime: ChannelContext,
   em: Parameters<typeof inboxItemFor>[1],
   event: LoadedEvent,
   deliveryId: string,

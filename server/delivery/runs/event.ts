@@ -13,16 +13,16 @@
 // channels (email, push, web push) wait for the end of the contact's quiet hours unless the type
 // bypasses them; the inbox never waits.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Runtime } from '../../app/runtime.ts';
 import { wakeWebhookDispatch } from '../../webhooks/wake.ts';
-import type { DeliveryRow } from '../../channels/types.ts';
+import type { DeliveryRow, ChannelContext } from '../../channels/types.ts';
 import { noteRetry, quietHoldUntil, settleLocal, type RoundContext } from './round.ts';
 import { scheduleRuns, wakeWhenDue, type HeldEvent } from '../schedule.ts';
 import { countOutcome, countSkipped } from '../metrics.ts';
 import { loadEventLocked, type LoadedEvent } from '../stages/load.ts';
 import { planEvent } from '../stages/plan.ts';
 import { newTemplateCache, readVariables, type TemplateCache } from '../../channels/render-delivery.ts';
-import { FINAL_EVENT_STATUSES, rollupEvent } from '../stages/rollup.ts';
+import { rollupEvent } from '../stages/rollup.ts';
+import { FINAL_EVENT_STATUSES } from '../../base/statuses.ts';
 import { sendRemote } from '../stages/send.ts';
 import { pendingDeliveries, storePlan } from '../stages/store.ts';
 import { advanceWorkflow, digestOf } from '../workflow.ts';
@@ -47,7 +47,7 @@ export interface Round {
  * Processes one event. Throws RetryableDeliveryError when a delivery failed in a way worth retrying
  * (the job is retried with backoff); `finalAttempt` turns such failures into final 'failed' statuses.
  */
-export async function deliverEvent(runtime: Runtime, eventId: string, options: { finalAttempt: boolean }): Promise<void> {
+export async function deliverEvent(runtime: ChannelContext, eventId: string, options: { finalAttempt: boolean }): Promise<void> {
   const em = runtime.orm.em.fork();
   const templates = newTemplateCache();
   const retryErrors: string[] = [];
@@ -77,7 +77,7 @@ export async function deliverEvent(runtime: Runtime, eventId: string, options: {
   if (retryErrors.length > 0) throw new RetryableDeliveryError(retryErrors.join('; '));
 }
 
-async function runRound(runtime: Runtime, tx: EntityManager, eventId: string, templates: TemplateCache, finalAttempt: boolean): Promise<Round | null> {
+async function runRound(runtime: ChannelContext, tx: EntityManager, eventId: string, templates: TemplateCache, finalAttempt: boolean): Promise<Round | null> {
   const event = await loadEventLocked(tx, eventId);
   if (!event || FINAL_EVENT_STATUSES.has(event.status)) return null;
   const variables = readVariables(runtime, event);

@@ -22,10 +22,9 @@
 // left to the per-event run, untouched.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../../base/ids.ts';
-import type { Runtime } from '../../app/runtime.ts';
 import { wakeWebhookDispatch } from '../../webhooks/wake.ts';
 import { channelRegistry } from '../../channels/registry.ts';
-import type { DeliveryOutcome, DeliveryRow, RunLookups } from '../../channels/types.ts';
+import type { DeliveryOutcome, DeliveryRow, RunLookups, ChannelContext } from '../../channels/types.ts';
 import { countOutcome, countSkipped } from '../metrics.ts';
 import { noteRetry, quietHoldUntil, settleLocal } from './round.ts';
 import { claimLoadedNewEventsWithoutWorkflow, claimNewEventsWithoutWorkflow, type LoadedEvent } from '../stages/load.ts';
@@ -48,7 +47,7 @@ export interface RemoteBatchResult {
  * after that is a retry error of the events concerned (their jobs are retried with backoff).
  */
 export async function deliverRemoteBatch(
-  runtime: Runtime,
+  runtime: ChannelContext,
   events: Array<{ id: string; finalAttempt: boolean }>,
   /** These events as the batched run loaded them (run-batch.ts): when it has them all, they are locked, not loaded again. */
   loadedWithoutLock: ReadonlyMap<string, LoadedEvent> = new Map(),
@@ -161,7 +160,7 @@ interface Take {
 }
 
 interface RunCommon {
-  runtime: Runtime;
+  runtime: ChannelContext;
   templates: TemplateCache;
   lookups: RunLookups;
   now: number;

@@ -1,10 +1,9 @@
 // What a round of the per-event run (run-event.ts) works with, and what both the default run and a
 // workflow's channel steps do with the deliveries they plan.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Runtime } from '../../app/runtime.ts';
 import type { ContactRow } from '../../base/db/contacts.ts';
 import { channelRegistry } from '../../channels/registry.ts';
-import type { DeliveryOutcome, DeliveryRow } from '../../channels/types.ts';
+import type { DeliveryOutcome, DeliveryRow, ChannelContext } from '../../channels/types.ts';
 import { countOutcome } from '../metrics.ts';
 import { quietHoursEnd } from '../quiet-hours.ts';
 import type { LoadedEvent } from '../stages/load.ts';
@@ -14,7 +13,7 @@ import { recordOutcome } from '../stages/store.ts';
 
 /** What a round works with. */
 export interface RoundContext {
-  runtime: Runtime;
+  runtime: ChannelContext;
   tx: EntityManager;
   event: LoadedEvent;
   contact: ContactRow | null;

@@ -7,7 +7,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { execute, queryOne } from '../../base/db/sql.ts';
 import { planEachCall } from '../../base/db/prepared.ts';
-import type { Runtime } from '../../app/runtime.ts';
+import type { Context } from '../../base/context.ts';
 
 /** The roll-up as an aggregate over the event's deliveries `d` (grouped by event; no rows: skipped). */
 export const EVENT_STATUS_FROM_DELIVERIES = `CASE
@@ -17,9 +17,6 @@ export const EVENT_STATUS_FROM_DELIVERIES = `CASE
                 WHEN count(d.id) FILTER (WHERE d.status = 'failed') = count(d.id) FILTER (WHERE d.status <> 'skipped') THEN 'failed'
                 ELSE 'partially_delivered'
               END`;
-
-/** Statuses no run changes again. */
-export const FINAL_EVENT_STATUSES: ReadonlySet<string> = new Set(['delivered', 'partially_delivered', 'failed', 'skipped', 'canceled', 'digested']);
 
 /** SQL: whether the event `e` has a workflow step still to run. */
 const OPEN_STEPS = `(e.steps IS NOT NULL AND jsonb_path_exists(e.steps, '$[*] ? (@.status == "pending" || @.status == "waiting")'))`;
@@ -59,7 +56,7 @@ const ROLLUP_ONE = rollupStatement('e.id = $1');
  * last error, and so did the workflow step that was running. An event that never got planned (every
  * attempt failed before) fails as a whole.
  */
-export async function finaliseExhaustedEvent(runtime: Runtime, eventId: string): Promise<void> {
+export async function finaliseExhaustedEvent(runtime: Context, eventId: string): Promise<void> {
   const em = runtime.orm.em.fork();
   await em.transactional(async (tx) => {
     await execute(

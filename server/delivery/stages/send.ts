@@ -7,16 +7,15 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query, queryOne } from '../../base/db/sql.ts';
 import { planEachCall } from '../../base/db/prepared.ts';
-import type { Runtime } from '../../app/runtime.ts';
 import type { ContactRow } from '../../base/db/contacts.ts';
 import { TemplateError, UnfilledSlotError } from '../../base/template-engine.ts';
 import { channelRegistry } from '../../channels/registry.ts';
-import type { DeliveryOutcome, DeliveryRow, EventForDelivery, RunLookups } from '../../channels/types.ts';
+import type { DeliveryOutcome, DeliveryRow, EventForDelivery, RunLookups, ChannelContext } from '../../channels/types.ts';
 import type { TemplateCache } from '../../channels/render-delivery.ts';
 import { recordOutcome, recordOutcomes } from './store.ts';
 
 export interface SendInput {
-  runtime: Runtime;
+  runtime: ChannelContext;
   delivery: DeliveryRow;
   event: EventForDelivery;
   contact: ContactRow;
@@ -69,7 +68,7 @@ const CLAIM_PENDING = planEachCall(`SELECT id FROM deliveries WHERE id = ANY($1:
  * statement never waits for another's. Throws only when the claim or the record fails: then nothing
  * of the batch is recorded, and its deliveries, still pending, are for the job's retry.
  */
-export async function sendRemoteBatch(runtime: Runtime, inputs: SendInput[]): Promise<Array<DeliveryOutcome | null>> {
+export async function sendRemoteBatch(runtime: ChannelContext, inputs: SendInput[]): Promise<Array<DeliveryOutcome | null>> {
   if (inputs.length === 0) return [];
   return runtime.orm.em.fork().transactional(async (tx) => {
     const claimed = await query<{ id: string }>(
@@ -95,7 +94,7 @@ export async function sendRemoteBatch(runtime: Runtime, inputs: SendInput[]): Pr
  * keeps a second worker from sending them too (the deliveries' row locks, or their events' before any
  * delivery is stored), and records the outcomes. The channels' statements run on connections of their own.
  */
-export async function sendSideBySide(runtime: Runtime, inputs: SendInput[]): Promise<DeliveryOutcome[]> {
+export async function sendSideBySide(runtime: ChannelContext, inputs: SendInput[]): Promise<DeliveryOutcome[]> {
   // One fork for all of them: outside the caller's transaction, each statement takes a pooled
   // connection of its own (a transaction a channel opens forks again). Herald keeps no entities in a
   // fork, and a fork per send was a measurable share of a send's allocations.
@@ -116,7 +115,7 @@ export async function sendSideBySide(runtime: Runtime, inputs: SendInput[]): Pro
  * What the channels look up per delivery, for the whole batch, a statement per channel. A failed
  * preload is left alone: each delivery then looks up its own.
  */
-async function preloadLookups(runtime: Runtime, em: EntityManager, inputs: SendInput[]): Promise<void> {
+async function preloadLookups(runtime: ChannelContext, em: EntityManager, inputs: SendInput[]): Promise<void> {
   // The batched remote run gives all of a batch's deliveries one lookups map.
   const byChannel = new Map<DeliveryRow['channel'], SendInput[]>();
   for (const input of inputs) {

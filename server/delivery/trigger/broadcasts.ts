@@ -9,7 +9,7 @@ import { AppError, ValidationFailure, notFound, type ValidationIssue } from '../
 import { isUuid, newId } from '../../base/ids.ts';
 import { bossDb, execute, query, queryOne, toIsoTimestamp } from '../../base/db/sql.ts';
 import { BOSS_SCHEMA, statementPerQueue } from '../../base/queue.ts';
-import type { Runtime } from '../../app/runtime.ts';
+import type { Context } from '../../base/context.ts';
 import { DELIVER_EVENT_QUEUE } from '../queues.ts';
 import { cancelByBroadcast } from '../cancel.ts';
 import { unauthorized } from '../../base/auth/credentials.ts';
@@ -24,7 +24,8 @@ import type {
   BroadcastResponse,
 } from '../../schemas/broadcasts.ts';
 import { completeIdempotencyKey, withIdempotencyKey, type IdempotencyClaim } from './idempotency.ts';
-import { checkVariableNames, decodeCursor, encodeCursor } from './notifications.ts';
+import { checkVariableNames } from './notifications.ts';
+import { decodeCursor, encodeCursor } from '../../base/cursor.ts';
 import { missingVariablesSql } from './batch.ts';
 import { emitWebhookEvent } from '../../webhooks/emit.ts';
 
@@ -88,7 +89,7 @@ export function toBroadcastResponse(row: CountedRow): BroadcastResponse {
 
 /** Accepts a broadcast (202), honouring an Idempotency-Key as a trigger does. */
 export async function createBroadcast(
-  runtime: Runtime,
+  runtime: Context,
   em: EntityManager,
   tenantId: string,
   request: BroadcastRequest,
@@ -118,7 +119,7 @@ const CHECK = `
     LEFT JOIN notification_types nt ON nt.tenant_id = i.tenant_id AND nt.key = $2 AND nt.deleted_at IS NULL`;
 
 async function acceptBroadcast(
-  runtime: Runtime,
+  runtime: Context,
   em: EntityManager,
   tenantId: string,
   request: BroadcastRequest,
@@ -168,7 +169,7 @@ async function countedRow(em: EntityManager, tenantId: string, id: string): Prom
 }
 
 /** The broadcast with live counts; a fanned-out broadcast whose events are all final is completed on the way. */
-export async function getBroadcast(runtime: Runtime, em: EntityManager, tenantId: string, id: string): Promise<BroadcastResponse> {
+export async function getBroadcast(runtime: Context, em: EntityManager, tenantId: string, id: string): Promise<BroadcastResponse> {
   const row = await countedRow(em, tenantId, id);
   if (row.status === 'running' && row.fanned_out_at !== null && row.counts.pending === 0 && (await completeBroadcastIfDone(runtime, em, id))) {
     return toBroadcastResponse(await countedRow(em, tenantId, id));
@@ -217,7 +218,7 @@ const cancelJobsStatement = statementPerQueue(async (boss) => {
  * and cancels the events not yet fetched for delivery. 409 for a completed broadcast; cancelling a
  * canceled one changes nothing.
  */
-export async function cancelBroadcast(runtime: Runtime, em: EntityManager, tenantId: string, id: string): Promise<BroadcastResponse> {
+export async function cancelBroadcast(runtime: Context, em: EntityManager, tenantId: string, id: string): Promise<BroadcastResponse> {
   const current = await countedRow(em, tenantId, id);
   if (current.status === 'completed' || current.status === 'failed') throw new AppError('conflict', `This broadcast is ${current.status} and cannot be canceled`);
   if (current.status === 'canceled') return toBroadcastResponse(current);
@@ -269,7 +270,7 @@ export function hasSqlState(error: unknown, code: string): boolean {
  * final counts, and records `broadcast.completed` in the same transaction; answers whether this call
  * completed it.
  */
-export async function completeBroadcastIfDone(runtime: Runtime, em: EntityManager, id: string): Promise<boolean> {
+export async function completeBroadcastIfDone(runtime: Context, em: EntityManager, id: string): Promise<boolean> {
   const completed = await em.transactional(async (tx) => {
     const row = await queryOne<CountedRow>(
       tx,
@@ -311,7 +312,7 @@ export async function recordBroadcastCompleted(em: EntityManager, tenantId: stri
  * The events written before the failure are delivered as any others; its counts stay live. A
  * broadcast already final is left alone.
  */
-export async function failBroadcast(runtime: Runtime, broadcastId: string, reason: string): Promise<void> {
+export async function failBroadcast(runtime: Context, broadcastId: string, reason: string): Promise<void> {
   const failed = await runtime.orm.em.fork().transactional(async (tx) => {
     const row = await queryOne<CountedRow>(
       tx,
@@ -329,13 +330,13 @@ export async function failBroadcast(runtime: Runtime, broadcastId: string, reaso
 }
 
 /** Checks a fanned-out broadcast for completion now, then again later until it completes or is canceled. */
-export async function scheduleCompletionCheck(runtime: Runtime, broadcastId: string, checks: number): Promise<void> {
+export async function scheduleCompletionCheck(runtime: Context, broadcastId: string, checks: number): Promise<void> {
   const delaySeconds = Math.min(30, 1 + checks);
   await runtime.boss!.send(BROADCAST_COMPLETION_QUEUE, { broadcast_id: broadcastId, checks }, { startAfter: delaySeconds });
 }
 
 /** The completion job's work: complete the broadcast, or look again later while it still runs. */
-export async function checkBroadcastCompletion(runtime: Runtime, broadcastId: string, checks: number): Promise<void> {
+export async function checkBroadcastCompletion(runtime: Context, broadcastId: string, checks: number): Promise<void> {
   const em = runtime.orm.em.fork();
   if (await completeBroadcastIfDone(runtime, em, broadcastId)) return;
   const row = await queryOne<{ status: string }>(em, `SELECT status FROM broadcasts WHERE id = $1`, [broadcastId]);

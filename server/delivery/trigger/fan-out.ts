@@ -22,7 +22,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { execute, query, queryOne } from '../../base/db/sql.ts';
 import { newId } from '../../base/ids.ts';
 import { statementPerQueue } from '../../base/queue.ts';
-import type { Runtime } from '../../app/runtime.ts';
+import type { Context } from '../../base/context.ts';
 import { deliveryJobsCte, wakeDeliveryWorkers } from '../enqueue.ts';
 import { eventTypeJoin } from '../stages/load.ts';
 import { eventsPerJobSql } from '../stages/plan.ts';
@@ -133,7 +133,7 @@ export interface FanOutOptions {
  * Runs (or resumes) a broadcast's fan-out to its end, or until the broadcast is canceled, then has its
  * completion checked. The fan-out job calls it; running it twice at once writes no event twice.
  */
-export async function fanOutBroadcast(runtime: Runtime, broadcastId: string, options: FanOutOptions = {}): Promise<void> {
+export async function fanOutBroadcast(runtime: Context, broadcastId: string, options: FanOutOptions = {}): Promise<void> {
   const boss = runtime.boss;
   if (!boss) throw new Error('the fan-out needs the job queue');
   const pageSize = options.pageSize ?? FAN_OUT_PAGE_SIZE;

@@ -6,7 +6,7 @@ import { createHmac } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, invalidField } from '../../base/errors.ts';
 import { execute, queryOne } from '../../base/db/sql.ts';
-import type { Runtime } from '../../app/runtime.ts';
+import type { Context } from '../../base/context.ts';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 /** An in_flight claim older than this belonged to a request that died without releasing it. */
@@ -106,7 +106,7 @@ export async function releaseIdempotencyKey(em: EntityManager, claim: Idempotenc
  * records its answer with completeIdempotencyKey in the transaction that does its work.
  */
 export async function withIdempotencyKey<T>(
-  runtime: Runtime,
+  runtime: Context,
   em: EntityManager,
   tenantId: string,
   key: string | null,

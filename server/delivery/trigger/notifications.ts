@@ -7,9 +7,10 @@
 // commit (server/delivery/enqueue.ts says why not inside it).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, ValidationFailure, invalidField, type ValidationIssue } from '../../base/errors.ts';
+import { decodeCursor, encodeCursor } from '../../base/cursor.ts';
 import { isUuid, newId } from '../../base/ids.ts';
 import { query, queryOne } from '../../base/db/sql.ts';
-import type { Runtime } from '../../app/runtime.ts';
+import type { Context } from '../../base/context.ts';
 import { RATE_POLICIES, tenantOverride, type RateCheck } from '../../base/rate-limit.ts';
 import { contactUpsertInput } from '../../resources/contact-upsert.ts';
 import type { ContactFields } from '../../schemas/contacts.ts';
@@ -60,7 +61,7 @@ export async function triggerRateChecks(em: EntityManager, tenantId: string, now
 
 /** Runs a trigger, with Idempotency-Key semantics when a key is given. */
 export async function triggerNotifications(
-  runtime: Runtime,
+  runtime: Context,
   em: EntityManager,
   tenantId: string,
   request: TriggerRequest,
@@ -78,7 +79,7 @@ export async function triggerNotifications(
   }
 }
 
-const batchers = new WeakMap<Runtime, TriggerBatcher>();
+const batchers = new WeakMap<Context, TriggerBatcher>();
 
 /**
  * Statements in flight at most per process for triggers without an idempotency key (the API's default
@@ -88,7 +89,7 @@ const batchers = new WeakMap<Runtime, TriggerBatcher>();
  */
 const TRIGGER_LANES = 2;
 
-function batcherOf(runtime: Runtime): TriggerBatcher {
+function batcherOf(runtime: Context): TriggerBatcher {
   let batcher = batchers.get(runtime);
   if (!batcher) {
     const em = runtime.orm.em.fork();
@@ -101,7 +102,7 @@ function batcherOf(runtime: Runtime): TriggerBatcher {
 }
 
 async function acceptTrigger(
-  runtime: Runtime,
+  runtime: Context,
   em: EntityManager,
   tenantId: string,
   request: TriggerRequest,
@@ -281,16 +282,6 @@ export async function listEvents(em: EntityManager, tenantId: string, filter: Ev
   const page = rows.slice(0, filter.limit);
   const next = rows.length > filter.limit ? encodeCursor(page[page.length - 1]!.id) : null;
   return { items: page.map(toEventResponse), next_cursor: next };
-}
-
-export function encodeCursor(id: string): string {
-  return Buffer.from(id, 'utf8').toString('base64url');
-}
-
-export function decodeCursor(cursor: string): string {
-  const id = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id)) throw invalidField(['query', 'cursor'], 'invalid cursor');
-  return id;
 }
 
 function toEventResponse(row: EventRow): EventResponse {

@@ -1,11 +1,11 @@
 // One resource kind of configuration as code: how its entries are named, read as the export writes
 // them, and written through the resource's own service (so every rule of the API holds).
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Runtime } from '../../app/runtime.ts';
+import type { Context } from '../../base/context.ts';
 import type { ConfigurationDocument, ConfigurationKindName } from '../../schemas/configuration.ts';
 
 export interface KindContext {
-  runtime: Runtime;
+  runtime: Context;
   /** The apply's (or export's) transaction. */
   tx: EntityManager;
   tenantId: string;

@@ -30,7 +30,7 @@ import { emailOutcome } from '../../../server/channels/email/channel.ts';
 import { CONTACT_COLUMNS, type ContactRow } from '../../../server/base/db/contacts.ts';
 import { newId } from '../../../server/base/ids.ts';
 import { readStreamLog } from '../../../server/channels/inbox/log.ts';
-import type { PushOutcome } from '../../../server/channels/push/providers.ts';
+import type { PushOutcome } from '../../../server/channels/push/messages.ts';
 
 let api: TestApp;
 let worker: TestApp | null = null;
