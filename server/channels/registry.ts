@@ -20,3 +20,13 @@ export const channelRegistry: ReadonlyMap<Channel, ChannelSender> = new Map(send
 export function registeredChannels(): ReadonlySet<Channel> {
   return new Set(channelRegistry.keys());
 }
+
+/** The channels whose delivery is a row written in Herald's own database (no provider to call). */
+export const LOCAL_CHANNELS: ReadonlySet<Channel> = new Set(senders.filter((s) => s.local).map((s) => s.channel));
+
+export function isLocalChannel(channel: Channel): boolean {
+  return LOCAL_CHANNELS.has(channel);
+}
+
+/** LOCAL_CHANNELS as a SQL array literal, for statements that tell local deliveries from the others. */
+export const LOCAL_CHANNELS_SQL = `ARRAY[${[...LOCAL_CHANNELS].map((c) => `'${c}'`).join(', ')}]::text[]`;

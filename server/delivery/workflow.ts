@@ -6,7 +6,6 @@
 // due then), or the end of the event (throttled, digested into another event, a failed step).
 import { toIsoTimestamp } from '../base/timestamps.ts';
 import { execute, query, queryOne } from '../base/db/sql.ts';
-import type { Channel } from '../schemas/common.ts';
 import type { StepState, WorkflowStep } from '../schemas/workflows.ts';
 import { evaluateCondition, renderString } from '../base/template-engine.ts';
 import { renderContext } from '../channels/resolve.ts';
@@ -16,10 +15,9 @@ import type { HeldEvent } from './schedule.ts';
 import type { LoadedEvent } from './stages/load.ts';
 import { planEvent } from './stages/plan.ts';
 import { contactContext } from '../channels/render-delivery.ts';
+import { isLocalChannel } from '../channels/registry.ts';
 import { storePlan } from './stages/store.ts';
 import { quietHoldUntil, settleLocal, type RoundContext } from './runs/round.ts';
-
-const LOCAL_CHANNELS: ReadonlySet<Channel> = new Set(['inbox']);
 
 export interface WorkflowAdvance {
   remote: DeliveryRow[];
@@ -152,7 +150,7 @@ async function channelStep(context: RoundContext, step: StepState, definition: E
       return 'next';
     }
   }
-  if (!LOCAL_CHANNELS.has(definition.channel)) {
+  if (!isLocalChannel(definition.channel)) {
     const quietEnd = quietHoldUntil(context.event, context.now);
     if (quietEnd !== null) {
       step.reason = 'quiet_hours';

@@ -13,6 +13,7 @@ import { wakeWebhookDispatch } from '../../webhooks/wake.ts';
 import { TemplateError, UnfilledSlotError } from '../../base/template-engine.ts';
 import { newId } from '../../base/ids.ts';
 import { inboxItemFor } from '../../channels/inbox/channel.ts';
+import { isLocalChannel } from '../../channels/registry.ts';
 import { countStored } from '../metrics.ts';
 import type { FetchedJob } from '../complete.ts';
 import { eventIdsOf, type DeliverEventJob } from '../queues.ts';
@@ -57,8 +58,8 @@ export async function deliverInboxBatch(runtime: ChannelContext, jobs: Array<Fet
     }
     // Not started and unplanned: no run has stored anything yet (a run that plans always moves the status on).
     const plan = !NOT_STARTED.has(event.status) || event.planned || event.workflow !== null ? null : planEvent(event);
-    // Only events whose pending deliveries are all inbox take this run.
-    if (plan?.every((d) => d.status !== 'pending' || d.channel === 'inbox')) local.push({ event, plan });
+    // Only events whose pending deliveries are all local (the inbox) take this run.
+    if (plan?.every((d) => d.status !== 'pending' || isLocalChannel(d.channel))) local.push({ event, plan });
     else left.set(event.id, event);
   }
   if (local.length === 0) return { settled, left };

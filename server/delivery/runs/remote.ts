@@ -23,7 +23,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../../base/ids.ts';
 import { wakeWebhookDispatch } from '../../webhooks/wake.ts';
-import { channelRegistry } from '../../channels/registry.ts';
+import { isLocalChannel } from '../../channels/registry.ts';
 import type { DeliveryOutcome, DeliveryRow, RunLookups, ChannelContext } from '../../channels/types.ts';
 import { countOutcome, countSkipped } from '../metrics.ts';
 import { noteRetry, quietHoldUntil, settleLocal } from './round.ts';
@@ -166,7 +166,7 @@ interface RunCommon {
   now: number;
 }
 
-const isLocal = (d: PlannedDelivery) => channelRegistry.get(d.channel)?.local === true;
+const isLocal = (d: PlannedDelivery) => isLocalChannel(d.channel);
 
 /**
  * The one-transaction path, inside the transaction holding the events: sends every planned remote

@@ -12,7 +12,7 @@
 // - Channels without a registered sender are left out entirely (see channels/index.ts).
 import { CHANNELS, type Channel } from '../../schemas/common.ts';
 import type { SkipReason } from '../../channels/types.ts';
-import { registeredChannels } from '../../channels/registry.ts';
+import { LOCAL_CHANNELS_SQL, registeredChannels } from '../../channels/registry.ts';
 import type { LoadedEvent } from './load.ts';
 import { EVENTS_PER_DELIVERY_JOB, REMOTE_EVENTS_PER_DELIVERY_JOB } from '../queues.ts';
 
@@ -114,7 +114,7 @@ export function planEvent(event: LoadedEvent, only?: Channel): PlannedDelivery[]
  */
 function inboxOnlySql(types: string, channels: string): string {
   return `(${types}.workflow IS NULL AND NOT EXISTS (SELECT 1 FROM jsonb_each(coalesce(${types}.channel_defaults, '{}'::jsonb)) AS d
-                 WHERE d.key <> 'inbox' AND d.value = 'true'::jsonb AND (${channels} IS NULL OR d.key = ANY (${channels}))))`;
+                 WHERE d.key <> ALL (${LOCAL_CHANNELS_SQL}) AND d.value = 'true'::jsonb AND (${channels} IS NULL OR d.key = ANY (${channels}))))`;
 }
 
 /**
