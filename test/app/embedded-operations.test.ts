@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { runCli } from '../support/cli.ts';
-import { eventually, isAlive, postgresProcessesFor, postmasterPid, startHerald, type HeraldProcess } from '../support/herald-process.ts';
+import { eventually } from '../support/eventually.ts';
+import { isAlive, postgresProcessesFor, postmasterPid, startHerald, type HeraldProcess } from '../support/herald-process.ts';
 import { freePort } from '../../server/base/db/embedded-postgres.ts';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
@@ -105,7 +106,7 @@ describe('a copied data directory', { timeout: 240_000 }, () => {
     expect(await second.stop()).toBe(0);
     expect(isAlive(originalPid)).toBe(true);
     expect(await first.stop()).toBe(0);
-    await eventually(() => !isAlive(originalPid) && !isAlive(copyPid), 10_000);
+    await eventually(() => !isAlive(originalPid) && !isAlive(copyPid), { timeoutMs: 10_000 });
   });
 });
 
@@ -129,7 +130,7 @@ describe('crashes', { timeout: 240_000 }, () => {
     expect(second.output()).toMatch(/orphaned postmaster/);
 
     expect(await second.stop('SIGTERM')).toBe(0);
-    await eventually(() => postgresProcessesFor(dataDir).length === 0, 10_000);
+    await eventually(() => postgresProcessesFor(dataDir).length === 0, { timeoutMs: 10_000 });
     expect(isAlive(fresh)).toBe(false);
   });
 
@@ -151,10 +152,10 @@ describe('crashes', { timeout: 240_000 }, () => {
     process.kill(before, 'SIGKILL');
     const after = await eventually(() => {
       const pid = postmasterPid(clusterDir(dataDir));
-      return pid && pid !== before && isAlive(pid) ? pid : undefined;
-    }, 30_000);
-    await eventually(async () => (await fetch(`${herald.url}/readyz`)).status === 200, 30_000);
-    await eventually(async () => (await fetch(`${herald.url}/healthz`)).status === 200, 10_000);
+      return pid && pid !== before && isAlive(pid) ? pid : false;
+    }, { timeoutMs: 30_000 });
+    await eventually(async () => (await fetch(`${herald.url}/readyz`)).status === 200, { timeoutMs: 30_000 });
+    await eventually(async () => (await fetch(`${herald.url}/healthz`)).status === 200, { timeoutMs: 10_000 });
     polling = false;
     await poller;
     expect(after).not.toBe(before);
@@ -165,7 +166,7 @@ describe('crashes', { timeout: 240_000 }, () => {
     const list = await runCli(['tenants', 'list', '--json', '--data-dir', dataDir], { env: ENV });
     expect(list.code, list.stderr).toBe(0);
     expect(await herald.stop()).toBe(0);
-    await eventually(() => postgresProcessesFor(dataDir).length === 0, 10_000);
+    await eventually(() => postgresProcessesFor(dataDir).length === 0, { timeoutMs: 10_000 });
   });
 });
 

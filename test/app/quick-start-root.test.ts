@@ -7,7 +7,8 @@ import { mkdtempSync, chmodSync, readFileSync, rmSync, mkdirSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { eventually, postgresProcessesFor } from '../support/herald-process.ts';
+import { eventually } from '../support/eventually.ts';
+import { postgresProcessesFor } from '../support/herald-process.ts';
 import { freePort } from '../../server/base/db/embedded-postgres.ts';
 
 const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
@@ -46,7 +47,7 @@ describe.skipIf(!isRoot)('the quick start as root from a 0700 directory', { time
     child.stderr.on('data', (d) => (out += d));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     cleanups.push(() => child.exitCode === null && child.kill('SIGKILL'));
-    await eventually(() => out.includes('Herald listening on'), 120_000, 200).catch((error) => {
+    await eventually(() => out.includes('Herald listening on'), { timeoutMs: 120_000, intervalMs: 200 }).catch((error) => {
       throw new Error(`${(error as Error).message}\n${out}`);
     });
     expect(out).not.toMatch(/EACCES|\n\s+at /);
@@ -57,7 +58,7 @@ describe.skipIf(!isRoot)('the quick start as root from a 0700 directory', { time
     expect(postgresProcessesFor(clusterDir).length).toBeGreaterThan(0);
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
-    await eventually(() => postgresProcessesFor(clusterDir).length === 0, 15_000);
+    await eventually(() => postgresProcessesFor(clusterDir).length === 0, { timeoutMs: 15_000 });
 
     // `npm test` starts its own embedded cluster from the same clone (one small file stands for the suite).
     const vitest = spawn(join(clone, 'node_modules', '.bin', 'vitest'), ['run', 'test/base/db/embedded-postgres.test.ts'], { cwd: clone, env: cleanEnv({}), stdio: ['ignore', 'pipe', 'pipe'] });

@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { createTenantFixture } from '../support/fixtures.ts';
-import { eventually, startHerald, type HeraldProcess } from '../support/herald-process.ts';
+import { eventually } from '../support/eventually.ts';
+import { startHerald, type HeraldProcess } from '../support/herald-process.ts';
 import { freePort, startEmbeddedPostgres, type EmbeddedDatabase } from '../../server/base/db/embedded-postgres.ts';
 import type { TestDatabase } from '../support/database.ts';
 
@@ -96,13 +97,13 @@ describe('kill -9', { timeout: 180_000 }, () => {
     const triggered = await api('POST', '/v1/notifications', { type: 'receipt', recipients: ['ann'] });
     const eventId = triggered.events[0].event_id as string;
     // The first worker holds the job: it is stuck waiting for the SMTP greeting.
-    await eventually(() => smtp.connections.length === 1, 20_000);
+    await eventually(() => smtp.connections.length === 1, { timeoutMs: 20_000 });
     const second = await start(['--role', 'worker'], env);
     expect(smtp.connections.length).toBe(1);
 
     const killedAt = Date.now();
     first.child.kill('SIGKILL');
-    await eventually(() => smtp.connections.length >= 2, 30_000, 50);
+    await eventually(() => smtp.connections.length >= 2, { timeoutMs: 30_000, intervalMs: 50 });
     const pickedUpMs = smtp.connections[1]! - killedAt;
     console.log(`kill -9 of a worker: another worker picked the job up ${pickedUpMs} ms after the kill`);
     expect(pickedUpMs).toBeLessThan(10_000);
@@ -116,13 +117,13 @@ describe('kill -9', { timeout: 180_000 }, () => {
     const args = ['--port', String(await freePort())];
     const first = await start(args, env);
     await api('POST', '/v1/notifications', { type: 'receipt', recipients: ['ann'] });
-    await eventually(() => smtp.connections.length === 1, 20_000);
+    await eventually(() => smtp.connections.length === 1, { timeoutMs: 20_000 });
     const killedAt = Date.now();
     first.child.kill('SIGKILL');
     await new Promise((resolve) => first.child.once('exit', resolve));
     const second = await start(args, env);
     const upAt = Date.now();
-    await eventually(() => smtp.connections.length >= 2, 30_000, 50);
+    await eventually(() => smtp.connections.length >= 2, { timeoutMs: 30_000, intervalMs: 50 });
     const sinceKill = smtp.connections[1]! - killedAt;
     const sinceStart = smtp.connections[1]! - upAt;
     console.log(`kill -9 of the whole process: picked up ${sinceStart} ms after the restarted process listened (${sinceKill} ms after the kill)`);
@@ -175,20 +176,20 @@ describe('a database outage mid-load', { timeout: 240_000 }, () => {
       }
     };
     const loops = [loop(), loop()];
-    await eventually(() => accepted.length >= 4, 20_000);
+    await eventually(() => accepted.length >= 4, { timeoutMs: 20_000 });
 
     await cluster.stop();
     const downAt = Date.now();
-    await eventually(() => statuses.filter((s) => s.at > downAt && s.status === 503).length >= 4, 20_000);
+    await eventually(() => statuses.filter((s) => s.at > downAt && s.status === 503).length >= 4, { timeoutMs: 20_000 });
     const healthDown = await fetch(`${herald.url}/healthz`);
     expect(healthDown.status).toBe(503);
     expect((await fetch(`${herald.url}/readyz`)).status).toBe(503);
 
     cluster = await startEmbeddedPostgres({ ...clusterOptions, create: false });
     const upAt = Date.now();
-    await eventually(() => statuses.some((s) => s.at > upAt && s.status === 202), 30_000);
+    await eventually(() => statuses.some((s) => s.at > upAt && s.status === 202), { timeoutMs: 30_000 });
     const acceptedAfter = accepted.length;
-    await eventually(() => accepted.length >= acceptedAfter + 4, 30_000);
+    await eventually(() => accepted.length >= acceptedAfter + 4, { timeoutMs: 30_000 });
     loading = false;
     await Promise.all(loops);
 
@@ -204,7 +205,7 @@ describe('a database outage mid-load', { timeout: 240_000 }, () => {
       await eventually(async () => {
         const res = await call('GET', `/v1/notifications/${id}`);
         return res.status === 200 && ((await res.json()) as { status: string }).status === 'delivered';
-      }, 60_000, 200);
+      }, { timeoutMs: 60_000, intervalMs: 200 });
     }
     const log = herald.output();
     const complaints = log.split('\n').filter((l) => /"level":"(warn|error)"/.test(l));

@@ -10,6 +10,7 @@
 import { expect } from 'vitest';
 import type { RequestOptions, TestApp, TestResponse } from './app.ts';
 import type { ReceivedMail, SmtpPeer } from './smtp-peer.ts';
+import { eventually } from './eventually.ts';
 import { createTenant } from '../../server/resources/tenants.ts';
 import { createUser } from '../../server/resources/users.ts';
 import { issueApiKey } from '../../server/resources/api-keys.ts';
@@ -141,12 +142,13 @@ export function waitForMail(smtp: SmtpPeer, to: string, subject: RegExp, after =
 
 /** Waits until the queue has no pending email-link or system-email jobs (so "no mail was sent" can be asserted). */
 export async function drainSystemEmails(app: TestApp): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    const row = await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM pgboss.job WHERE name IN ('email-link-request', 'system-email') AND state IN ('created', 'retry', 'active')`);
-    if (row!.n === 0) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error('system emails did not drain');
+  await eventually(
+    async () => {
+      const row = await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM pgboss.job WHERE name IN ('email-link-request', 'system-email') AND state IN ('created', 'retry', 'active')`);
+      return row!.n === 0;
+    },
+    { message: 'system emails did not drain' },
+  );
 }
 
 /* ---------------------------------------------------------------- configuration and delivery rows */
@@ -236,13 +238,15 @@ export function deliveryJobsOf(app: TestApp, eventIds: string[]): Promise<Array<
 
 /** Polls until every given event has a final status (the workers run in the test app or a subprocess). */
 export async function waitForFinal(app: TestApp, eventIds: string[], timeoutMs = 20_000): Promise<Array<{ id: string; status: string }>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const rows = await sql<{ id: string; status: string }>(app, `SELECT id::text, status FROM events WHERE id = ANY($1::uuid[])`, [eventIds]);
-    if (rows.length === eventIds.length && rows.every((r) => !['scheduled', 'queued', 'processing'].includes(r.status))) return rows;
-    if (Date.now() > deadline) throw new Error(`events not final after ${timeoutMs} ms: ${JSON.stringify(rows.filter((r) => ['scheduled', 'queued', 'processing'].includes(r.status)).length)} pending`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  return eventually(
+    async () => {
+      const rows = await sql<{ id: string; status: string }>(app, `SELECT id::text, status FROM events WHERE id = ANY($1::uuid[])`, [eventIds]);
+      const pending = eventIds.length - rows.filter((r) => !['scheduled', 'queued', 'processing'].includes(r.status)).length;
+      if (pending > 0) throw new Error(`${pending} pending`);
+      return rows;
+    },
+    { timeoutMs, message: `events not final after ${timeoutMs} ms` },
+  );
 }
 
 /* ---------------------------------------------------------------- SQL */
@@ -257,13 +261,13 @@ export async function sqlOne<T = Record<string, unknown>>(app: TestApp, text: st
 
 /** Resolves once a session of the test database waits on a row lock (a write that another open transaction holds back). */
 export async function untilLockWait(app: TestApp, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const waiting = await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`);
-    if (waiting!.n > 0) return;
-    if (Date.now() > deadline) throw new Error(`no session waited on a lock within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+  await eventually(
+    async () => {
+      const waiting = await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`);
+      return waiting!.n > 0;
+    },
+    { timeoutMs, intervalMs: 10, message: `no session waited on a lock within ${timeoutMs} ms` },
+  );
 }
 
 /* ---------------------------------------------------------------- shared assertions */

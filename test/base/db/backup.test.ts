@@ -6,7 +6,8 @@ import { gunzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '../../support/cli.ts';
-import { eventually, postgresProcessesFor, startHerald, type HeraldProcess } from '../../support/herald-process.ts';
+import { eventually } from '../../support/eventually.ts';
+import { postgresProcessesFor, startHerald, type HeraldProcess } from '../../support/herald-process.ts';
 import { freePort } from '../../../server/base/db/embedded-postgres.ts';
 import { admin, withDatabase } from '../../support/global-setup.ts';
 
@@ -57,7 +58,7 @@ describe('backup and restore', { timeout: 300_000 }, () => {
     const triggered = await call(herald.url, 'POST', '/v1/notifications', { type: 'ping', recipients: ['ann'], variables: { n: 1 } });
     expect(triggered.status).toBe(202);
     const eventId = triggered.body.events[0].event_id as string;
-    await eventually(async () => (await call(herald.url, 'GET', `/v1/notifications/${eventId}`)).body.status === 'delivered', 30_000);
+    await eventually(async () => (await call(herald.url, 'GET', `/v1/notifications/${eventId}`)).body.status === 'delivered', { timeoutMs: 30_000 });
     const original = (await call(herald.url, 'GET', `/v1/notifications/${eventId}`)).body;
 
     // Online, while Herald runs: without the keys, then with them.
@@ -87,7 +88,7 @@ describe('backup and restore', { timeout: 300_000 }, () => {
     // The restored install works, not just reads: a new trigger is delivered there.
     const again = await call(copy.url, 'POST', '/v1/notifications', { type: 'ping', recipients: ['ann'], variables: { n: 2 } });
     expect(again.status).toBe(202);
-    await eventually(async () => (await call(copy.url, 'GET', `/v1/notifications/${again.body.events[0].event_id}`)).body.status === 'delivered', 30_000);
+    await eventually(async () => (await call(copy.url, 'GET', `/v1/notifications/${again.body.events[0].event_id}`)).body.status === 'delivered', { timeoutMs: 30_000 });
     expect(await copy.stop()).toBe(0);
     expect(await herald.stop()).toBe(0);
     expect(postgresProcessesFor(restored)).toEqual([]);
