@@ -1,8 +1,10 @@
-// Remote mode: the one HTTP client of the commands that talk to a running Herald over its API with a
-// service key, from --url and --api-key/--api-key-file or HERALD_URL/HERALD_API_KEY. An API error
-// becomes a one-line CliError "HTTP <status>: <detail>" (ErrorResponse detail and code, or the
-// HTTPValidationError entries as "loc: msg"); it exits 1, and a 422 exits as the command chose (see
-// `invalidInputExit`). The service key is only ever sent in the Authorization header, never printed.
+// The one API client of the commands: remote mode talks to a running Herald over HTTP with a service
+// key, from --url and --api-key/--api-key-file or HERALD_URL/HERALD_API_KEY; local mode hands the same
+// requests to the routes in the CLI's own process (server/app/in-process-api.ts, loaded only then). A
+// remote API error becomes a one-line CliError "HTTP <status>: <detail>" (ErrorResponse detail and code,
+// or the HTTPValidationError entries as "loc: msg"); a local one is the detail alone, as the services'
+// own errors read. It exits 1, and a 422 exits as the command chose (see `invalidInputExit`). The
+// service key is only ever sent in the Authorization header, never printed.
 import { once } from 'node:events';
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import type { Command } from 'commander';
@@ -51,14 +53,26 @@ export function withRemote(command: Command): Command {
     .option('--api-key-file <file>', "read the service key from a file (a mounted secret), or '-' for stdin (default: $HERALD_API_KEY)");
 }
 
+/** The routes in this process: a request answered as the HTTP server would, as the host operator. */
+export type InProcessFetch = (request: Request) => Promise<Response>;
+
+/** Where the client sends: a Herald over HTTP with a service key, or the routes in this process. */
+export type ClientTarget = { baseUrl: string; apiKey: string } | { fetch: InProcessFetch };
+
+/** The base of in-process requests' URLs (server/app/in-process-api.ts's IN_PROCESS_ORIGIN). */
+const IN_PROCESS_BASE = 'http://herald.in-process';
+
 export class RemoteClient {
   readonly baseUrl: string;
-  readonly #apiKey: string;
+  readonly #apiKey: string | null;
+  readonly #fetch: InProcessFetch | null;
   readonly #invalidInputExit: number;
 
-  constructor(baseUrl: string, apiKey: string, settings: RemoteClientSettings = {}) {
-    this.baseUrl = baseUrl.replace(/\/+$/, '');
-    this.#apiKey = apiKey;
+  constructor(target: ClientTarget, settings: RemoteClientSettings = {}) {
+    const local = 'fetch' in target;
+    this.baseUrl = local ? IN_PROCESS_BASE : target.baseUrl.replace(/\/+$/, '');
+    this.#apiKey = local ? null : target.apiKey;
+    this.#fetch = local ? target.fetch : null;
     this.#invalidInputExit = settings.invalidInputExit ?? EXIT_USAGE;
   }
 
@@ -83,21 +97,20 @@ export class RemoteClient {
     const payload = body === undefined || stream ? undefined : Buffer.from(JSON.stringify(body));
     const timeoutMs = stream ? STREAM_TIMEOUT_MS : REQUEST_TIMEOUT_MS;
     let answer: { status: number; headers: IncomingHttpHeaders; text: string };
-    try {
-      answer = await exchange(new URL(this.baseUrl + path), timeoutMs, {
-        method,
-        headers: {
-          authorization: `Bearer ${this.#apiKey}`,
-          accept: 'application/json',
-          ...(contentType ? { 'content-type': contentType } : {}),
-          ...(payload ? { 'content-length': String(payload.length) } : {}),
-          ...headers,
-        },
-        payload,
-        chunks: stream?.chunks,
-      });
-    } catch (error) {
-      throw new CliError(`cannot reach Herald at ${this.baseUrl}: ${(error as Error).message}`);
+    const common = { accept: 'application/json', ...(contentType ? { 'content-type': contentType } : {}), ...headers };
+    if (this.#fetch) {
+      answer = await inProcessExchange(this.#fetch, new URL(this.baseUrl + path), method, common, payload, stream?.chunks);
+    } else {
+      try {
+        answer = await exchange(new URL(this.baseUrl + path), timeoutMs, {
+          method,
+          headers: { authorization: `Bearer ${this.#apiKey}`, ...common, ...(payload ? { 'content-length': String(payload.length) } : {}) },
+          payload,
+          chunks: stream?.chunks,
+        });
+      } catch (error) {
+        throw new CliError(`cannot reach Herald at ${this.baseUrl}: ${(error as Error).message}`);
+      }
     }
     let parsed: unknown = answer.text;
     if (answer.text && String(answer.headers['content-type'] ?? '').includes('json')) {
@@ -111,19 +124,22 @@ export class RemoteClient {
   }
 
   #error(res: RemoteResponse<unknown>): CliError {
+    const exitCode = res.status === 422 ? this.#invalidInputExit : EXIT_FAILURE;
+    // Locally the routes are the host's own: their error reads as the services' errors always did.
+    if (this.#fetch) return new CliError(describeBody(res.body, false), exitCode);
     let message = describeBody(res.body);
     if (res.status === 401) message = `the service key was refused (${message}); check --api-key or HERALD_API_KEY`;
     if (res.status === 429) message = `rate limited; retry after ${headerOf(res.headers, 'retry-after') ?? '?'} s`;
-    return new CliError(`HTTP ${res.status}: ${message}`, res.status === 422 ? this.#invalidInputExit : EXIT_FAILURE);
+    return new CliError(`HTTP ${res.status}: ${message}`, exitCode);
   }
 }
 
 /** The message of an error body: HTTPValidationError entries, an ErrorResponse, or the start of a text. */
-function describeBody(body: unknown): string {
+function describeBody(body: unknown, withCode = true): string {
   if (body && typeof body === 'object' && 'detail' in body) {
     const { detail, code } = body as { detail: unknown; code?: unknown };
     if (Array.isArray(detail)) return detail.map((d: { loc?: unknown[]; msg?: string }) => `${(d.loc ?? []).join('.')}: ${d.msg}`).join('; ');
-    return typeof code === 'string' ? `${String(detail)} (${code})` : String(detail);
+    return withCode && typeof code === 'string' ? `${String(detail)} (${code})` : String(detail);
   }
   return typeof body === 'string' && body ? body.slice(0, 200) : 'request failed';
 }
@@ -140,13 +156,28 @@ export function remoteClient(options: RemoteOptions, settings: RemoteClientSetti
   const apiKey = options.apiKey ?? (options.apiKeyFile ? readSecret(options.apiKeyFile, '--api-key-file') : process.env.HERALD_API_KEY);
   if (!apiKey) throw usageError('no service key: pass --api-key-file or --api-key, or set HERALD_API_KEY');
   if (!apiKey.startsWith('sk_')) throw usageError('the service key must begin with sk_');
-  return new RemoteClient(url, apiKey, settings);
+  return new RemoteClient({ baseUrl: url, apiKey }, settings);
 }
 
 const headerOf = (headers: IncomingHttpHeaders, name: string): string | undefined => {
   const value = headers[name];
   return Array.isArray(value) ? value[0] : value;
 };
+
+/** One exchange with the routes in this process (fetch's Request and Response: local mode loads them anyway). */
+async function inProcessExchange(
+  fetch: InProcessFetch,
+  url: URL,
+  method: string,
+  headers: Record<string, string>,
+  payload: Buffer | undefined,
+  chunks: AsyncIterable<Uint8Array> | undefined,
+): Promise<{ status: number; headers: IncomingHttpHeaders; text: string }> {
+  const { Readable } = process.getBuiltinModule('node:stream');
+  const body = chunks ? (Readable.toWeb(Readable.from(chunks)) as ReadableStream<Uint8Array>) : payload;
+  const response = await fetch(new Request(url, { method, headers, body, ...(chunks ? { duplex: 'half' } : {}) } as RequestInit));
+  return { status: response.status, headers: Object.fromEntries(response.headers), text: await response.text() };
+}
 
 interface Outgoing {
   method: string;

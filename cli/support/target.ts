@@ -1,10 +1,11 @@
-// Commands that work on a tenant both ways: locally (--tenant, the database through the services, on
-// the host) and remotely (--url and a service key, through the HTTP API). --url or $HERALD_URL picks
-// remote mode. Locally, --tenant may be left out when the install has exactly one tenant (single mode).
+// Commands that work on a tenant both ways: locally (--tenant, on the host: the API's routes in this
+// process, as the host operator) and remotely (--url and a service key, through the HTTP API), one
+// request for both. --url or $HERALD_URL picks remote mode. Locally, --tenant may be left out when the
+// install has exactly one tenant (single mode).
 import type { Command } from 'commander';
 import type { Runtime } from '../../server/app/runtime.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './context.ts';
-import { remoteClient, type RemoteClient, type RemoteOptions } from './remote.ts';
+import { RemoteClient, remoteClient, type RemoteClientSettings, type RemoteOptions } from './remote.ts';
 import { resolveTenant } from './tenant-option.ts';
 
 export interface TargetOptions extends RemoteOptions {
@@ -23,16 +24,28 @@ export function withTarget(command: Command): Command {
     .option('--json', 'print as JSON');
 }
 
+/** A command not yet moved to one request for both modes: its local side calls the services. */
 export interface Target<T> {
   local(runtime: Runtime, tenantId: string): Promise<T>;
   remote(client: RemoteClient): Promise<T>;
 }
 
-/** Runs the remote side with --url/$HERALD_URL, else the local side on the resolved tenant. */
-export async function onTarget<T>(options: TargetOptions, target: Target<T>): Promise<T> {
-  if (options.url ?? process.env.HERALD_URL) return target.remote(remoteClient(options));
+/**
+ * Runs `call` with a client of Herald at --url/$HERALD_URL, else of the routes in this process acting
+ * for the resolved tenant (the in-process API is loaded only then: remote commands never load the server).
+ */
+export async function onTarget<T>(options: TargetOptions, target: Target<T> | ((client: RemoteClient) => Promise<T>), settings: RemoteClientSettings = {}): Promise<T> {
+  const call = typeof target === 'function' ? target : null;
+  if (options.url ?? process.env.HERALD_URL) return (call ?? (target as Target<T>).remote)(remoteClient(options, settings));
   return withLocalRuntime(configFrom({ dataDir: options.dataDir }), async (runtime) => {
     const tenant = await resolveTenant(runtime.orm.em.fork(), options.tenant);
-    return target.local(runtime, tenant.id);
+    if (!call) return (target as Target<T>).local(runtime, tenant.id);
+    const { openInProcessApi } = await import('../../server/app/in-process-api.ts');
+    const api = openInProcessApi(runtime, tenant.id);
+    try {
+      return await call(new RemoteClient({ fetch: api.fetch }, settings));
+    } finally {
+      api.close();
+    }
   });
 }

@@ -49,6 +49,7 @@ export function auditNames(route: RouteDefinition<any, any, any>): { action: str
 function actorOf(auth: Credential): AuditActor | null {
   if (auth.kind === 'user') return { kind: 'user', id: auth.userId };
   if (auth.kind === 'service') return { kind: 'service_key', id: auth.apiKeyId };
+  if (auth.kind === 'host') return { kind: 'cli', id: auth.actorId };
   return null;
 }
 
@@ -61,7 +62,7 @@ function idOf(value: unknown): string | null {
   return null;
 }
 
-/** Runs the handler; for an audited write by a console user or a service key, in one transaction with its audit row. */
+/** Runs the handler; for an audited write by a console user, a service key or the host operator, in one transaction with its audit row. */
 export async function runAudited(route: RouteDefinition<any, any, any>, ctx: RouteContext): Promise<unknown> {
   const actor = ctx.auth ? actorOf(ctx.auth) : null;
   if (!actor || !isAuditedRoute(route)) return route.handler(ctx);

@@ -19,7 +19,8 @@ export function authorize(rule: AuthRule, credential: Credential): void {
       if (credential.kind !== 'user') throw wrongKind();
       return;
     case 'service':
-      if (credential.kind !== 'service') throw wrongKind();
+      // The host operator has a service key's rights (the CLI's local mode).
+      if (credential.kind !== 'service' && credential.kind !== 'host') throw wrongKind();
       return;
     case 'contact':
       if (credential.kind !== 'contact') throw wrongKind();

@@ -1,10 +1,10 @@
 // Authentication: turns the Authorization header into a verified credential: a service key looked up
-// by its hash (or taken from the process's cache), or a signed token whose user's role in the token's
+// by its hash (or taken from the process's cache), a host-operator token this process issued, or a signed token whose user's role in the token's
 // tenant is read from the memberships.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { queryOne } from '../db/sql.ts';
 import type { Context } from '../context.ts';
-import { SERVICE_KEY_PREFIX, bearerToken, hashServiceKey, unauthorized, type Credential } from './credentials.ts';
+import { HOST_TOKEN_PREFIX, SERVICE_KEY_PREFIX, bearerToken, hashServiceKey, hostCredentialOf, unauthorized, type Credential } from './credentials.ts';
 
 /**
  * Finds an unrevoked service key by hash and records its use (at most once a minute, same round trip).
@@ -46,6 +46,11 @@ export async function authenticate(runtime: Context, em: EntityManager, authoriz
   if (token.startsWith(SERVICE_KEY_PREFIX)) {
     const credential = await resolveServiceKey(runtime, em, token);
     if (!credential) throw unauthorized('The service key is invalid or revoked', true);
+    return credential;
+  }
+  if (token.startsWith(HOST_TOKEN_PREFIX)) {
+    const credential = hostCredentialOf(token);
+    if (!credential) throw unauthorized('The token is invalid or expired', true);
     return credential;
   }
   const claims = runtime.tokens.verify(token, runtime.clock.now());

@@ -1,13 +1,20 @@
 // The credentials a request can carry, and the shapes every layer shares about them: routes check
 // them, services act for them, the service-key cache keeps them. The tenant always comes from the
 // verified credential (the service key's row or the token's signed claims), never from a header.
-import { hash } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { AppError } from '../errors.ts';
 
 export type Credential =
   | { kind: 'service'; tenantId: string; apiKeyId: string }
   | { kind: 'user'; tenantId: string; userId: string; role: 'owner' | 'admin' | null }
-  | { kind: 'contact'; tenantId: string; contactId: string };
+  | { kind: 'contact'; tenantId: string; contactId: string }
+  | HostCredential;
+
+/**
+ * The host operator: the CLI's local mode calling the routes in its own process, acting for one tenant
+ * with a service key's rights. `actorId` is the operating-system account the audit log names.
+ */
+export type HostCredential = { kind: 'host'; tenantId: string; actorId: string };
 
 export const SERVICE_KEY_PREFIX = 'sk_';
 
@@ -30,4 +37,28 @@ export function bearerToken(header: string | null): string | null {
   if (!header) return null;
   const match = /^Bearer[ \t]+(\S+)\s*$/i.exec(header);
   return match ? match[1]! : null;
+}
+
+export const HOST_TOKEN_PREFIX = 'host_';
+
+/**
+ * Host-operator tokens issued in this process, and only here: a token is 32 random bytes made when the
+ * CLI opens its in-process API, so the HTTP server's process (which issues none) refuses any of them,
+ * and no client can guess one issued elsewhere.
+ */
+const hostCredentials = new Map<string, HostCredential>();
+
+/** Issues a token for the host operator acting for a tenant; valid in this process until revoked. */
+export function issueHostToken(tenantId: string, actorId: string): string {
+  const token = HOST_TOKEN_PREFIX + randomBytes(32).toString('base64url');
+  hostCredentials.set(token, { kind: 'host', tenantId, actorId });
+  return token;
+}
+
+export function revokeHostToken(token: string): void {
+  hostCredentials.delete(token);
+}
+
+export function hostCredentialOf(token: string): HostCredential | null {
+  return hostCredentials.get(token) ?? null;
 }
