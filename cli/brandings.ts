@@ -1,12 +1,13 @@
-// herald brands: a tenant's brands (list, get: locally or remotely) and the plan's brand cap (default
+// herald brands: a tenant's brands (list, get: locally or remotely, the same request) and the plan's brand cap (default
 // 10), shown, raised or lowered, or reset to the default. The cap only limits creating brands; sending
 // never looks at it.
 import { type Command } from 'commander';
-import { BRAND_LIMIT, brandLimit, countBrands, getBrand, listBrands, toBrandingResponse } from '../server/resources/brandings.ts';
+import { BRAND_LIMIT, brandLimit, countBrands } from '../server/resources/brandings.ts';
 import type { BrandingResponse } from '../server/schemas/brandings.ts';
 import { PLAN_DEFAULTS, listTenantLimits, setTenantLimit } from '../server/resources/tenant-limits.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { print, printJson, printRecord, printTable, usageError } from './support/output.ts';
+import { brandings } from './support/paths.ts';
 import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
 import { checkTenantId, requireTenant } from './support/tenant-option.ts';
 
@@ -28,10 +29,7 @@ Examples:
   withTarget(group.command('list'))
     .description('list the brands (the default brand first)')
     .action(async (options: TargetOptions) => {
-      const brands = await onTarget<BrandingResponse[]>(options, {
-        local: async (runtime, tenantId) => (await listBrands(runtime.orm.em.fork(), tenantId)).map(toBrandingResponse),
-        remote: (client) => client.call('GET', '/v1/brandings'),
-      });
+      const brands = await onTarget(options, (client) => client.call<BrandingResponse[]>('GET', brandings.list()));
       if (options.json) return printJson(brands);
       printTable(
         brands.map((b) => ({ ...b, name: b.values.name, from: b.sender.from_email ? `${b.sender.from_name ?? ''} <${b.sender.from_email}>`.trim() : null })),
@@ -43,10 +41,7 @@ Examples:
     .description('show one brand: its values and sender')
     .argument('<key>', 'the brand key')
     .action(async (key: string, options: TargetOptions) => {
-      const brand = await onTarget<BrandingResponse>(options, {
-        local: async (runtime, tenantId) => toBrandingResponse(await getBrand(runtime.orm.em.fork(), tenantId, key)),
-        remote: (client) => client.call('GET', `/v1/brandings/${encodeURIComponent(key)}`),
-      });
+      const brand = await onTarget(options, (client) => client.call<BrandingResponse>('GET', brandings.one(key)));
       if (options.json) return printJson(brand);
       printRecord(brand);
     });

@@ -1,0 +1,14 @@
+// The API's paths, one place per resource: both modes send the same requests (see target.ts), and a
+// path a command builds is built here, its parameters encoded.
+const at = (value: string) => encodeURIComponent(value);
+
+/** A query string of the values given (undefined ones left out), '' when there are none. */
+export function query(values: Record<string, string | number | boolean | undefined>): string {
+  const entries = Object.entries(values).filter((entry): entry is [string, string | number | boolean] => entry[1] !== undefined);
+  return entries.length === 0 ? '' : '?' + new URLSearchParams(entries.map(([k, v]) => [k, String(v)])).toString();
+}
+
+export const brandings = {
+  list: () => '/v1/brandings',
+  one: (key: string) => `/v1/brandings/${at(key)}`,
+};
