@@ -1,6 +1,6 @@
 // Emitting a webhook event: one outbox row per enabled endpoint of the tenant that listens for the
 // type, written with the caller's EntityManager, so inside the transaction of the change it reports.
-// Delivery and event status changes are emitted by database triggers instead (migration 0014).
+// Delivery and event status changes are emitted by database triggers instead (emit-triggers.ts).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../base/db/sql.ts';
 import type { WebhookEventType } from '../schemas/webhooks.ts';
