@@ -8,7 +8,7 @@ import { createLogger, type LogSink } from '../base/logger.ts';
 import { applyMigrations, openDatabase, pendingMigrations } from '../base/db/orm.ts';
 import { loadKeyRing, type KeyRing } from '../base/crypto/keyring.ts';
 import { loadTokenSigner } from '../base/auth/tokens.ts';
-import { HEARTBEAT_REFRESH_SECONDS, startBoss, startLostJobIndexBuild, startLostJobReaper, stopBoss, type PgBoss } from '../base/queue.ts';
+import { heartbeatRefreshSeconds, startBoss, startLostJobIndexBuild, startLostJobReaper, stopBoss, type PgBoss } from '../base/queue.ts';
 import { startQueueStatistics } from '../base/queue-statistics.ts';
 import { jobs } from '../jobs/index.ts';
 import { SmtpPool } from '../channels/email/smtp.ts';
@@ -156,15 +156,15 @@ async function startQueue(runtime: Runtime): Promise<void> {
   if (!worker) return;
   for (const job of jobs) {
     const work = typeof job.work === 'function' ? job.work(runtime.config) : job.work;
-    // Jobs with a heartbeat refresh it every second, so that a killed worker's jobs are found soon.
-    const heartbeat = job.queue.heartbeatSeconds ? { heartbeatRefreshSeconds: HEARTBEAT_REFRESH_SECONDS } : {};
+    // Jobs with a heartbeat refresh it often (base/queue.ts), so that a killed worker's jobs are found soon.
+    const heartbeat = job.queue.heartbeatSeconds ? { heartbeatRefreshSeconds: heartbeatRefreshSeconds(runtime.config.lostWorkerSeconds) } : {};
     const metrics = metricsOf(runtime);
     await boss.work(job.name, { batchSize: 1, ...heartbeat, ...work }, async (batch) => {
       metrics.observeJobs(job.name, batch.length);
       return job.handler(batch as never, runtime);
     });
   }
-  const stopReaper = startLostJobReaper(boss, runtime.logger, runtime.availability);
+  const stopReaper = startLostJobReaper(boss, runtime.logger, runtime.config.lostWorkerSeconds, runtime.availability);
   const stopIndexBuild = startLostJobIndexBuild(runtime.db.url, runtime.logger);
   const stopStatistics = startQueueStatistics(boss, runtime.logger, { availability: runtime.availability });
   runtime.stopQueueChecks = async () => {

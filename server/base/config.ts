@@ -75,6 +75,11 @@ export const configSchema = z.object({
   dnsServers: z.array(z.string()).default([]),
   /** Interval of the comment heartbeat on real-time streams (keeps proxies from closing idle connections). */
   streamHeartbeatMs: z.coerce.number().int().min(10).default(15_000),
+  /**
+   * Seconds without a heartbeat after which a worker's job is taken to be lost (its process died) and
+   * is retried elsewhere (base/queue.ts); workers refresh their heartbeats five times as often.
+   */
+  lostWorkerSeconds: z.coerce.number().min(1).max(300).default(5),
   /** Worker concurrency per process for delivery jobs. */
   workerConcurrency: z.coerce.number().int().min(1).max(256).default(8),
   /** SMTP connections a process keeps open per server and credentials (email/smtp.ts). */
@@ -120,6 +125,7 @@ const ENV_KEYS: Record<string, keyof ConfigInput> = {
   HERALD_DATABASE_URL: 'databaseUrl',
   HERALD_EMBEDDED_POSTGRES_PORT: 'embeddedPostgresPort',
   HERALD_DATABASE_POOL_SIZE: 'databasePoolSize',
+  HERALD_LOST_WORKER_SECONDS: 'lostWorkerSeconds',
   HERALD_HOST: 'host',
   HERALD_PORT: 'port',
   HERALD_PUBLIC_URL: 'publicUrl',

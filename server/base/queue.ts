@@ -83,14 +83,16 @@ function prepareBossStatements(boss: PgBoss): void {
 }
 
 /**
- * A job whose worker has not refreshed its heartbeat for this long is taken to be lost (its process
- * was killed) and is failed, so that its retry runs at once elsewhere. pg-boss's own supervision
- * accepts heartbeats of 10 s at least and checks them once per supervise interval (a minute): a
- * killed worker's jobs then waited about a minute. Live workers refresh every second
- * (HEARTBEAT_REFRESH_SECONDS), so only a process stalled for this long loses its jobs.
+ * A job whose worker has not refreshed its heartbeat for `lostAfterSeconds` (config lostWorkerSeconds,
+ * 5 s by default) is taken to be lost (its process was killed) and is failed, so that its retry runs at
+ * once elsewhere. pg-boss's own supervision accepts heartbeats of 10 s at least and checks them once
+ * per supervise interval (a minute): a killed worker's jobs then waited about a minute. Live workers
+ * refresh five times per lostAfterSeconds and the check runs as often, so only a process stalled that
+ * long loses its jobs, and a dead one's jobs are back within about 1.2 lostAfterSeconds.
  */
-export const LOST_AFTER_SECONDS = 5;
-export const HEARTBEAT_REFRESH_SECONDS = 1;
+export function heartbeatRefreshSeconds(lostAfterSeconds: number): number {
+  return lostAfterSeconds / 5;
+}
 
 /** The partial index on pg-boss's table through which the lost-job check finds the active jobs it watches. */
 export const LOST_JOB_INDEX = 'herald_job_common_heartbeat';
@@ -138,17 +140,17 @@ export const LOST_JOBS = `SELECT name, id, retry_count FROM ${BOSS_SCHEMA}.job
      AND heartbeat_on < ${BOSS_SCHEMA}.job_now() - make_interval(secs => $1)
    LIMIT 1000`;
 
-/** Every second: fails the jobs of lost workers (fenced to the attempt seen) and wakes the workers. */
-export function startLostJobReaper(boss: PgBoss, logger: Logger, availability?: DatabaseAvailability): () => void {
+/** Every heartbeat refresh: fails the jobs of lost workers (fenced to the attempt seen) and wakes the workers. */
+export function startLostJobReaper(boss: PgBoss, logger: Logger, lostAfterSeconds: number, availability?: DatabaseAvailability): () => void {
   const db = boss.getDb();
-  return startQueueCheck('lost job check', 1000, logger, availability, async () => {
-    const { rows } = await db.executeSql(LOST_JOBS, [LOST_AFTER_SECONDS]);
+  return startQueueCheck('lost job check', heartbeatRefreshSeconds(lostAfterSeconds) * 1000, logger, availability, async () => {
+    const { rows } = await db.executeSql(LOST_JOBS, [lostAfterSeconds]);
     const byQueue = new Map<string, Array<{ id: string; retryCount: number }>>();
     for (const row of rows as Array<{ name: string; id: string; retry_count: number }>) {
       byQueue.set(row.name, [...(byQueue.get(row.name) ?? []), { id: row.id, retryCount: row.retry_count }]);
     }
     for (const [name, attempts] of byQueue) {
-      await boss.fail(name, attempts, { message: `worker lost: no heartbeat for ${LOST_AFTER_SECONDS} s` });
+      await boss.fail(name, attempts, { message: `worker lost: no heartbeat for ${lostAfterSeconds} s` });
       // Their retry is due now, not after the backoff: the job did not fail, its worker died.
       await db.executeSql(
         `WITH due AS (

@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { HERALD_BIN } from '../support/cli.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
-import { createTenantFixture, sql, sqlOne, waitForFinal, type TenantFixture } from '../support/fixtures.ts';
+import { activeJobs, createTenantFixture, sql, sqlOne, untilHandedBack, waitForFinal, type TenantFixture } from '../support/fixtures.ts';
+import { eventually } from '../support/eventually.ts';
 import { startSmtpPeer, type SmtpPeer } from '../support/smtp-peer.ts';
 
 let app: TestApp;
@@ -17,6 +18,8 @@ let smtp: SmtpPeer;
 let acme: TenantFixture;
 const children: ChildProcess[] = [];
 let home: string;
+// A killed worker's jobs come back after this long without a heartbeat (5 s in production).
+const LOST_WORKER_SECONDS = 3;
 
 async function api(method: string, path: string, body?: unknown) {
   const res = await app.request(method, path, { token: acme.serviceKey, body });
@@ -33,6 +36,7 @@ function startWorker(): ChildProcess {
       HERALD_ENCRYPTION_KEYS: app.config.encryptionKeys,
       HERALD_LOG_LEVEL: 'warn',
       HERALD_ALLOW_PRIVATE_SMTP_HOSTS: 'true',
+      HERALD_LOST_WORKER_SECONDS: String(LOST_WORKER_SECONDS),
     },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -70,18 +74,15 @@ describe('a worker killed mid-workflow', () => {
     const ids: string[] = (await api('POST', '/v1/notifications', { type: 'remind', recipients })).events.map((e: { event_id: string }) => e.event_id);
     const items = async () => (await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM inbox_items WHERE event_id = ANY($1::uuid[])`, [ids]))!.n;
     const first = startWorker();
-    for (const deadline = Date.now() + 60_000; (await items()) < 20; ) {
-      if (Date.now() > deadline) throw new Error('the first worker delivered nothing');
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await eventually(async () => (await items()) >= 20, { timeoutMs: 60_000, intervalMs: 10, message: 'the first worker delivered nothing' });
     first.kill('SIGKILL');
     await once(first, 'exit');
+    const held = await activeJobs(app, 'deliver-event');
     const atKill = await items();
     expect(atKill).toBeLessThan(N);
     startWorker();
-    // Jobs the dead worker held stop heartbeating (10 s); supervision hands them back for retry.
-    await new Promise((r) => setTimeout(r, 11_000));
-    await app.runtime.boss!.supervise('deliver-event');
+    // Jobs the dead worker held stop heartbeating; the new worker's lost-job check hands them back.
+    await untilHandedBack(app, 'deliver-event', held, LOST_WORKER_SECONDS * 1000 + 10_000);
     await waitForFinal(app, ids, 60_000);
     const views = await sql<{ status: string; steps: Array<{ status: string }> }>(app, `SELECT status, steps FROM events WHERE id = ANY($1::uuid[])`, [ids]);
     expect(views.filter((v) => v.status !== 'delivered')).toEqual([]);

@@ -249,6 +249,27 @@ export async function waitForFinal(app: TestApp, eventIds: string[], timeoutMs =
   );
 }
 
+/** The jobs of `queue` that are active now (say, those a killed worker held), with their attempt. */
+export async function activeJobs(app: TestApp, queue: string): Promise<Array<{ id: string; retry_count: number }>> {
+  return sql(app, `SELECT id::text, retry_count FROM pgboss.job WHERE name = $1 AND state = 'active'`, [queue]);
+}
+
+/** Waits until none of `jobs` is still active in the attempt it was in: the lost-job check handed it back. */
+export async function untilHandedBack(app: TestApp, queue: string, jobs: Array<{ id: string; retry_count: number }>, timeoutMs = 20_000): Promise<void> {
+  await eventually(
+    async () => {
+      const still = await sql(
+        app,
+        `SELECT j.id FROM pgboss.job j JOIN unnest($2::uuid[], $3::int[]) AS held(id, retry_count) ON j.id = held.id AND j.retry_count = held.retry_count
+          WHERE j.name = $1 AND j.state = 'active'`,
+        [queue, jobs.map((j) => j.id), jobs.map((j) => j.retry_count)],
+      );
+      return still.length === 0;
+    },
+    { timeoutMs, intervalMs: 100, message: `the dead worker's ${queue} jobs were not handed back within ${timeoutMs} ms` },
+  );
+}
+
 /* ---------------------------------------------------------------- SQL */
 
 export async function sql<T = Record<string, unknown>>(app: TestApp, text: string, params: unknown[] = []): Promise<T[]> {

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { HERALD_BIN } from '../../support/cli.ts';
 import { startTestApp, type TestApp } from '../../support/app.ts';
-import { insertInboxTemplate, createTenantFixture, insertNotificationType, sql, sqlOne, untilLockWait, waitForFinal, deliveryJobsOf, type TenantFixture } from '../../support/fixtures.ts';
+import { activeJobs, insertInboxTemplate, createTenantFixture, insertNotificationType, sql, sqlOne, untilHandedBack, untilLockWait, waitForFinal, deliveryJobsOf, type TenantFixture } from '../../support/fixtures.ts';
 import { signal } from '../../support/signal.ts';
 import { execute, queryOne } from '../../../server/base/db/sql.ts';
 import { deliverEvent } from '../../../server/delivery/runs/event.ts';
@@ -561,7 +561,8 @@ describe('a killed worker process', () => {
         await mayRelease.raised;
       });
       await held.raised;
-      const env = { DATABASE_URL: app.database.url, HERALD_HOME: home, HERALD_ENCRYPTION_KEYS: app.config.encryptionKeys, HERALD_LOG_LEVEL: 'warn' };
+      // A killed worker's jobs come back after this long without a heartbeat (5 s in production).
+      const env = { DATABASE_URL: app.database.url, HERALD_HOME: home, HERALD_ENCRYPTION_KEYS: app.config.encryptionKeys, HERALD_LOG_LEVEL: 'warn', HERALD_LOST_WORKER_SECONDS: '3' };
       const first = startWorkerProcess(env);
       children.push(first);
       const count = async () => (await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM inbox_items WHERE tenant_id = $1`, [t.tenantId]))!.n;
@@ -578,11 +579,11 @@ describe('a killed worker process', () => {
       await holding;
       const active = await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'deliver-event' AND state = 'active'`);
       expect(active!.n).toBeGreaterThan(0); // it died holding jobs
+      const deadWorkersJobs = await activeJobs(app, 'deliver-event');
       expect(await count()).toBeLessThan(TRIGGERS * 100);
       children.push(startWorkerProcess(env));
-      // The dead worker's jobs stop heartbeating (10 s); supervision hands them back for retry.
-      await new Promise((r) => setTimeout(r, 11_000));
-      await app.runtime.boss!.supervise('deliver-event');
+      // The dead worker's jobs stop heartbeating; the new worker's lost-job check hands them back.
+      await untilHandedBack(app, 'deliver-event', deadWorkersJobs);
       const final = await waitForFinal(app, ids, 45_000);
       expect(final.filter((e) => e.status !== 'delivered')).toEqual([]);
       const perDelivery = await sql<{ n: number }>(

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { killAll, startWorkerProcess } from '../../support/worker-process.ts';
 import { startTestApp, type TestApp } from '../../support/app.ts';
 import {
+  activeJobs,
   addUser,
   createTenantFixture,
   expectManagementOnly,
@@ -19,6 +20,7 @@ import {
   insertNotificationType,
   sql,
   sqlOne,
+  untilHandedBack,
   type TenantFixture,
 } from '../../support/fixtures.ts';
 import { signal } from '../../support/signal.ts';
@@ -476,7 +478,8 @@ describe('a worker killed during the fan-out', () => {
       });
       await held.raised;
       const id = (await broadcast(app, fx, { audience: { topic: 'all' } })).body.broadcast_id;
-      const env = { DATABASE_URL: app.database.url, HERALD_HOME: home, HERALD_ENCRYPTION_KEYS: app.config.encryptionKeys, HERALD_LOG_LEVEL: 'warn' };
+      // A killed worker's jobs come back after this long without a heartbeat (5 s in production).
+      const env = { DATABASE_URL: app.database.url, HERALD_HOME: home, HERALD_ENCRYPTION_KEYS: app.config.encryptionKeys, HERALD_LOG_LEVEL: 'warn', HERALD_LOST_WORKER_SECONDS: '3' };
       const first = startWorkerProcess(env);
       children.push(first);
       const created = async () => (await sqlOne<{ n: number }>(app, `SELECT events_created AS n FROM broadcasts WHERE id = $1`, [id]))!.n;
@@ -493,10 +496,10 @@ describe('a worker killed during the fan-out', () => {
       expect(await created()).toBe(10_000);
       const job = await sqlOne<{ state: string }>(app, `SELECT state FROM pgboss.job WHERE name = 'broadcast-fan-out' AND id = $1`, [id]);
       expect(job!.state).toBe('active'); // it died holding the fan-out
+      const deadWorkersJobs = await activeJobs(app, 'broadcast-fan-out');
       children.push(startWorkerProcess(env));
-      // The dead worker's job stops heartbeating (10 s); supervision hands it back for retry.
-      await new Promise((r) => setTimeout(r, 11_000));
-      await app.runtime.boss!.supervise('broadcast-fan-out');
+      // The dead worker's job stops heartbeating; the new worker's lost-job check hands it back.
+      await untilHandedBack(app, 'broadcast-fan-out', deadWorkersJobs);
       const done = await waitForStatus(app, fx, id, 'completed', 120_000);
       expect(done).toMatchObject({ targeted: count, events_created: count, counts: { delivered: count, pending: 0 } });
       const perContact = await eventsPerContact(app, id);
