@@ -5,7 +5,7 @@ import { readJsonObject } from './support/file-input.ts';
 import { EXIT_FAILURE, print, printJson, printRecord, printTable, usageError } from './support/output.ts';
 import { remoteClient, withRemote, type RemoteOptions } from './support/remote.ts';
 import type { NotificationTypeResponse } from '../server/schemas/notification-types.ts';
-import { getNotificationType, listNotificationTypes, toNotificationTypeResponse } from '../server/resources/notification-types.ts';
+import { notificationTypes } from './support/paths.ts';
 import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
 
 export function registerTypes(program: Command): void {
@@ -38,7 +38,7 @@ Examples:
     );
   withRemote(workflow.command('get').description("show a type's workflow").argument('<key>').option('--json', 'print JSON')).action(
     async (key: string, options: RemoteOptions & { json?: boolean }) => {
-      const type = await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call<NotificationTypeResponse>('GET', `/v1/notification-types/${encodeURIComponent(key)}`);
+      const type = await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call<NotificationTypeResponse>('GET', notificationTypes.one(key));
       if (options.json) return printJson(type.workflow);
       if (!type.workflow) return print(`${key} has no workflow: every enabled channel at once`);
       printTable(
@@ -59,7 +59,7 @@ Examples:
     if (!Array.isArray(body.steps)) throw usageError('the workflow file must be a JSON object with a "steps" list');
     const type = await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call<NotificationTypeResponse>(
       'PUT',
-      `/v1/notification-types/${encodeURIComponent(key)}/workflow`,
+      notificationTypes.workflow(key),
       { body },
     );
     if (options.json) return printJson(type);
@@ -67,7 +67,7 @@ Examples:
   });
   withRemote(workflow.command('remove').description('back to the default: every enabled channel at once').argument('<key>')).action(
     async (key: string, options: RemoteOptions) => {
-      await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call('DELETE', `/v1/notification-types/${encodeURIComponent(key)}/workflow`);
+      await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call('DELETE', notificationTypes.workflow(key));
       print(`workflow of ${key} removed`);
     },
   );
@@ -79,11 +79,7 @@ function addReadCommands(types: Command): void {
     .description('list the live notification types (with --include-deleted, the deleted ones too)')
     .option('--include-deleted', 'also list deleted (restorable) types')
     .action(async (options: TargetOptions & { includeDeleted?: boolean }) => {
-      const list = await onTarget<NotificationTypeResponse[]>(options, {
-        local: async (runtime, tenantId) =>
-          (await listNotificationTypes(runtime.orm.em.fork(), tenantId, options.includeDeleted ?? false)).map(toNotificationTypeResponse),
-        remote: (client) => client.call('GET', `/v1/notification-types${options.includeDeleted ? '?include_deleted=true' : ''}`),
-      });
+      const list = await onTarget(options, (client) => client.call<NotificationTypeResponse[]>('GET', notificationTypes.list(options.includeDeleted)));
       if (options.json) return printJson(list);
       printTable(
         list.map((t) => ({
@@ -104,10 +100,7 @@ function addReadCommands(types: Command): void {
     .description('show one notification type (the live one, else the most recently deleted)')
     .argument('<key>', 'the type key')
     .action(async (key: string, options: TargetOptions) => {
-      const type = await onTarget<NotificationTypeResponse>(options, {
-        local: async (runtime, tenantId) => toNotificationTypeResponse(await getNotificationType(runtime.orm.em.fork(), tenantId, key)),
-        remote: (client) => client.call('GET', `/v1/notification-types/${encodeURIComponent(key)}`),
-      });
+      const type = await onTarget(options, (client) => client.call<NotificationTypeResponse>('GET', notificationTypes.one(key)));
       if (options.json) return printJson(type);
       printRecord(type);
     });

@@ -12,3 +12,9 @@ export const brandings = {
   list: () => '/v1/brandings',
   one: (key: string) => `/v1/brandings/${at(key)}`,
 };
+
+export const notificationTypes = {
+  list: (includeDeleted?: boolean) => `/v1/notification-types${includeDeleted ? '?include_deleted=true' : ''}`,
+  one: (key: string) => `/v1/notification-types/${at(key)}`,
+  workflow: (key: string) => `/v1/notification-types/${at(key)}/workflow`,
+};
