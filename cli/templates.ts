@@ -1,18 +1,17 @@
 // herald templates list|get: a tenant's email and inbox templates, locally (--tenant, or the only
-// tenant) or remotely (--url and a service key). Templates are written with the API or herald apply.
+// tenant) or remotely (--url and a service key), the same requests. Templates are written with the API or herald apply.
 import type { Command } from 'commander';
 import { Option } from 'commander';
-import { AppError } from '../server/base/errors.ts';
 import type { EmailTemplateResponse, InboxTemplateResponse, TemplateListQuery } from '../server/schemas/templates.ts';
-import { getTemplate, listTemplates, type TemplateKind } from '../server/resources/templates.ts';
+import type { TemplateKind } from '../server/resources/templates.ts';
 import { CliError, printJson, printRecord, printTable, usageError } from './support/output.ts';
-import type { RemoteClient } from './support/remote.ts';
+import { templates as paths } from './support/paths.ts';
+import { ApiError, type RemoteClient } from './support/remote.ts';
 import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
 
 type Template = (EmailTemplateResponse | InboxTemplateResponse) & { kind: TemplateKind };
 
 const KINDS: TemplateKind[] = ['email', 'inbox'];
-const PATHS: Record<TemplateKind, string> = { email: '/v1/email-templates', inbox: '/v1/inbox-templates' };
 
 interface ListOptions extends TargetOptions {
   kind?: TemplateKind;
@@ -46,11 +45,7 @@ Examples:
     .action(async (options: ListOptions) => {
       const filter: TemplateListQuery = { notification_type_key: options.type, brand_key: options.brand, language: options.language };
       const kinds = options.kind ? [options.kind] : KINDS;
-      const templates = await onTarget<Template[]>(options, {
-        local: async (runtime, tenantId) =>
-          (await Promise.all(kinds.map(async (kind) => (await listTemplates(runtime.orm.em.fork(), tenantId, kind, filter)).map((t) => ({ ...t, kind }))))).flat(),
-        remote: async (client) => (await Promise.all(kinds.map((kind) => listRemote(client, kind, filter)))).flat(),
-      });
+      const templates = await onTarget(options, async (client) => (await Promise.all(kinds.map((kind) => listKind(client, kind, filter)))).flat());
       if (options.json) return printJson(templates);
       printTable(
         templates.map((t) => ({ ...t, text: 'subject' in t ? t.subject : t.title })),
@@ -65,19 +60,17 @@ Examples:
     .action(async (id: string, options: TargetOptions & { kind?: TemplateKind }) => {
       if (!/^[0-9a-f-]{36}$/i.test(id)) throw usageError(`a template id is a UUID, got "${id}"`);
       const kinds = options.kind ? [options.kind] : KINDS;
-      const template = await onTarget<Template | null>(options, {
-        local: (runtime, tenantId) => firstFound(kinds, async (kind) => ({ ...(await getTemplate(runtime.orm.em.fork(), tenantId, kind, id)), kind })),
-        remote: (client) => firstFound(kinds, async (kind) => ({ ...(await client.call(`GET`, `${PATHS[kind]}/${id}`)), kind })),
-      });
+      const template = await onTarget(options, (client) =>
+        firstFound(kinds, async (kind) => ({ ...(await client.call<EmailTemplateResponse | InboxTemplateResponse>('GET', paths.one(kind, id))), kind })),
+      );
       if (!template) throw new CliError(`no template ${id}`);
       if (options.json) return printJson(template);
       printRecord(template);
     });
 }
 
-async function listRemote(client: RemoteClient, kind: TemplateKind, filter: TemplateListQuery): Promise<Template[]> {
-  const query = new URLSearchParams(Object.entries(filter).filter((e): e is [string, string] => typeof e[1] === 'string'));
-  const rows = await client.call<Array<EmailTemplateResponse | InboxTemplateResponse>>('GET', `${PATHS[kind]}${query.size > 0 ? `?${query}` : ''}`);
+async function listKind(client: RemoteClient, kind: TemplateKind, filter: TemplateListQuery): Promise<Template[]> {
+  const rows = await client.call<Array<EmailTemplateResponse | InboxTemplateResponse>>('GET', paths.list(kind, filter));
   return rows.map((t) => ({ ...t, kind }));
 }
 
@@ -87,8 +80,7 @@ async function firstFound(kinds: TemplateKind[], find: (kind: TemplateKind) => P
     try {
       return await find(kind);
     } catch (error) {
-      const status = error instanceof AppError ? error.status : error instanceof CliError && /^HTTP 404/.test(error.message) ? 404 : null;
-      if (status !== 404) throw error;
+      if (!(error instanceof ApiError && error.status === 404)) throw error;
     }
   }
   return null;

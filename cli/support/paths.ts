@@ -18,3 +18,8 @@ export const notificationTypes = {
   one: (key: string) => `/v1/notification-types/${at(key)}`,
   workflow: (key: string) => `/v1/notification-types/${at(key)}/workflow`,
 };
+
+export const templates = {
+  list: (kind: 'email' | 'inbox', filter: Record<string, string | undefined> = {}) => `/v1/${kind}-templates${query(filter)}`,
+  one: (kind: 'email' | 'inbox', id: string) => `/v1/${kind}-templates/${at(id)}`,
+};

@@ -53,6 +53,15 @@ export function withRemote(command: Command): Command {
     .option('--api-key-file <file>', "read the service key from a file (a mounted secret), or '-' for stdin (default: $HERALD_API_KEY)");
 }
 
+/** An answer of the API other than 2xx, its status kept for commands that read it (a 404 to skip). */
+export class ApiError extends CliError {
+  readonly status: number;
+  constructor(message: string, exitCode: number, status: number) {
+    super(message, exitCode);
+    this.status = status;
+  }
+}
+
 /** The routes in this process: a request answered as the HTTP server would, as the host operator. */
 export type InProcessFetch = (request: Request) => Promise<Response>;
 
@@ -123,14 +132,14 @@ export class RemoteClient {
     return { status: answer.status, headers: answer.headers, body: parsed as T };
   }
 
-  #error(res: RemoteResponse<unknown>): CliError {
+  #error(res: RemoteResponse<unknown>): ApiError {
     const exitCode = res.status === 422 ? this.#invalidInputExit : EXIT_FAILURE;
     // Locally the routes are the host's own: their error reads as the services' errors always did.
-    if (this.#fetch) return new CliError(describeBody(res.body, false), exitCode);
+    if (this.#fetch) return new ApiError(describeBody(res.body, false), exitCode, res.status);
     let message = describeBody(res.body);
     if (res.status === 401) message = `the service key was refused (${message}); check --api-key or HERALD_API_KEY`;
     if (res.status === 429) message = `rate limited; retry after ${headerOf(res.headers, 'retry-after') ?? '?'} s`;
-    return new CliError(`HTTP ${res.status}: ${message}`, exitCode);
+    return new ApiError(`HTTP ${res.status}: ${message}`, exitCode, res.status);
   }
 }
 

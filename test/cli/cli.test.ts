@@ -149,7 +149,7 @@ describe('embedded PostgreSQL install', { timeout: 180_000 }, () => {
     const port = await freePort();
     const init = await runCli(['init', '--yes', '--data-dir', dataDir, '--mode', 'multi', '--port', String(port), '--json'], { env });
     expect(init.code, init.stderr).toBe(0);
-    expect(JSON.parse(init.stdout)).toMatchObject({ mode: 'multi', database: 'embedded', migrations_applied: expect.arrayContaining(['0001-foundation']) });
+    expect(JSON.parse(init.stdout)).toMatchObject({ mode: 'multi', database: 'embedded', migrations_applied: expect.arrayContaining(['0001-baseline']) });
     // init stopped its cluster
     expect(postgresProcessesFor(dataDir)).toEqual([]);
     const keyFile = readFileSync(join(dataDir, 'keys.json'), 'utf8');
@@ -236,13 +236,13 @@ describe('external PostgreSQL (DATABASE_URL)', { timeout: 180_000 }, () => {
     expect(refused.stderr).toMatch(/herald migrate/);
     const dry = await runCli(['migrate', '--dry-run'], { env });
     expect(dry.code, dry.stderr).toBe(0);
-    expect(dry.stdout).toMatch(/-- migration 0001-foundation/);
+    expect(dry.stdout).toMatch(/-- migration 0001-baseline/);
     expect(dry.stdout).toMatch(/CREATE TABLE tenants/);
     const stillPending = await runCli(['migrate', '--dry-run', '--json'], { env });
     expect(JSON.parse(stillPending.stdout).pending.length).toBeGreaterThan(0);
     const applied = await runCli(['migrate', '--json'], { env });
     expect(applied.code, applied.stderr).toBe(0);
-    expect(JSON.parse(applied.stdout).applied).toContain('0001-foundation');
+    expect(JSON.parse(applied.stdout).applied).toContain('0001-baseline');
     const upToDate = await runCli(['migrate'], { env });
     expect(upToDate.stdout).toMatch(/up to date/);
     const started = await startHerald(['--no-migrate', '--port', String(await freePort())], env);
