@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { CHANNELS } from '../../../server/schemas/common.ts';
 
-const source = (path: string) => readFileSync(new URL(`../server/static/${path}`, import.meta.url), 'utf8');
+const source = (path: string) => readFileSync(new URL(`../../../server/static/${path}`, import.meta.url), 'utf8');
 
 /** The keys of an object literal or the items of an array literal assigned to `name` in `text`. */
 function declared(text: string, name: string): string[] {
