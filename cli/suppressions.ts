@@ -1,13 +1,11 @@
 // herald suppressions list|add|remove: a tenant's email suppression list, on the host (--tenant) or
-// remotely (--url/--api-key).
+// remotely (--url/--api-key), the same requests.
 import type { Command } from 'commander';
-import { parseInput } from '../server/api/validate.ts';
-import { AddSuppressionRequest, SuppressionListQuery, type SuppressionResponse } from '../server/schemas/suppressions.ts';
-import { listSuppressions, removeSuppression, suppressAddress } from '../server/channels/email/suppressions.ts';
-import type { Runtime } from '../server/app/runtime.ts';
-import type { RemoteClient } from './support/remote.ts';
+import type { SuppressionResponse } from '../server/schemas/suppressions.ts';
 import { confirmUnlessYes } from './support/confirm.ts';
 import { print, printJson, printTable } from './support/output.ts';
+import { suppressions } from './support/paths.ts';
+import type { RemoteClient } from './support/remote.ts';
 import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
 
 interface SuppressionApi {
@@ -16,25 +14,14 @@ interface SuppressionApi {
   remove(email: string): Promise<void>;
 }
 
-const build = {
-  remote: (client: RemoteClient): SuppressionApi => ({
-    list: (query) => client.call('GET', `/v1/suppressions?${new URLSearchParams(query)}`),
-    add: (email) => client.call('POST', '/v1/suppressions', { body: { email } }),
-    remove: (email) => client.call('DELETE', `/v1/suppressions/${encodeURIComponent(email)}`),
-  }),
-  local: (runtime: Runtime, tenantId: string): SuppressionApi => {
-    const em = () => runtime.orm.em.fork();
-    return {
-      list: (query) => listSuppressions(em(), tenantId, parseInput('query', SuppressionListQuery, query)),
-      add: async (email) => (await suppressAddress(em(), tenantId, parseInput('body', AddSuppressionRequest, { email }).email, 'manual')).entry,
-      remove: (email) => removeSuppression(em(), tenantId, parseInput('body', AddSuppressionRequest, { email }).email),
-    };
-  },
-};
+const api = (client: RemoteClient): SuppressionApi => ({
+  list: (query) => client.call('GET', suppressions.list(query)),
+  add: (email) => client.call('POST', suppressions.create(), { body: { email } }),
+  remove: (email) => client.call('DELETE', suppressions.one(email)),
+});
 
-/** Runs `fn` with the operations of the chosen mode. */
-const run = <T>(options: TargetOptions, fn: (api: SuppressionApi) => Promise<T>): Promise<T> =>
-  onTarget(options, { local: async (runtime, tenantId) => fn(build.local(runtime, tenantId)), remote: async (client) => fn(build.remote(client)) });
+/** Runs `fn` with the operations of the chosen mode: the same requests, to Herald at --url or in process. */
+const run = <T>(options: TargetOptions, fn: (api: SuppressionApi) => Promise<T>): Promise<T> => onTarget(options, (client) => fn(api(client)));
 
 export function registerSuppressions(program: Command): void {
   const group = program

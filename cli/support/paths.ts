@@ -23,3 +23,9 @@ export const templates = {
   list: (kind: 'email' | 'inbox', filter: Record<string, string | undefined> = {}) => `/v1/${kind}-templates${query(filter)}`,
   one: (kind: 'email' | 'inbox', id: string) => `/v1/${kind}-templates/${at(id)}`,
 };
+
+export const suppressions = {
+  list: (filter: Record<string, string | undefined>) => `/v1/suppressions${query(filter)}`,
+  create: () => '/v1/suppressions',
+  one: (email: string) => `/v1/suppressions/${at(email)}`,
+};
