@@ -1,13 +1,11 @@
 // herald webhooks list|create|delete|test|deliveries: a tenant's outbound webhook endpoints, on the
-// host (--tenant) or remotely (--url/--api-key). `create` prints the signing secret once.
+// host (--tenant) or remotely (--url/--api-key), the same requests. `create` prints the signing secret once.
 import type { Command } from 'commander';
-import { parseInput } from '../server/api/validate.ts';
-import { CreateWebhookRequest, WEBHOOK_EVENT_TYPES, WebhookDeliveryListQuery, type WebhookDeliveryResponse, type WebhookResponse } from '../server/schemas/webhooks.ts';
-import { createWebhook, deleteWebhook, listWebhookDeliveries, listWebhooks, testWebhook } from '../server/webhooks/endpoints.ts';
-import type { Runtime } from '../server/app/runtime.ts';
-import type { RemoteClient } from './support/remote.ts';
+import { WEBHOOK_EVENT_TYPES, type WebhookDeliveryResponse, type WebhookResponse } from '../server/schemas/webhooks.ts';
 import { confirmUnlessYes } from './support/confirm.ts';
 import { print, printJson, printTable } from './support/output.ts';
+import { webhooks } from './support/paths.ts';
+import type { RemoteClient } from './support/remote.ts';
 import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
 
 type Page<T> = { items: T[]; next_cursor: string | null };
@@ -20,31 +18,18 @@ interface WebhookApi {
   deliveries(id: string, query: Record<string, string>): Promise<Page<WebhookDeliveryResponse>>;
 }
 
-const build = {
-  remote: (client: RemoteClient): WebhookApi => ({
-    list: () => client.call('GET', '/v1/webhooks?limit=200'),
-    create: (body) => client.call('POST', '/v1/webhooks', { body }),
-    remove: (id) => client.call('DELETE', `/v1/webhooks/${encodeURIComponent(id)}`),
-    test: (id) => client.call('POST', `/v1/webhooks/${encodeURIComponent(id)}/test`),
-    deliveries: (id, query) => client.call('GET', `/v1/webhooks/${encodeURIComponent(id)}/deliveries?${new URLSearchParams(query)}`),
-  }),
-  local: (runtime: Runtime, tenantId: string): WebhookApi => {
-    const em = () => runtime.orm.em.fork();
-    return {
-      list: () => listWebhooks(em(), tenantId, { limit: 200 }),
-      create: (body) => createWebhook(runtime, em(), tenantId, parseInput('body', CreateWebhookRequest, body)),
-      remove: (id) => deleteWebhook(em(), tenantId, id),
-      test: (id) => testWebhook(em(), tenantId, id),
-      deliveries: (id, query) => listWebhookDeliveries(em(), tenantId, id, parseInput('query', WebhookDeliveryListQuery, query)),
-    };
-  },
-};
+const api = (client: RemoteClient): WebhookApi => ({
+  list: () => client.call('GET', webhooks.list({ limit: '200' })),
+  create: (body) => client.call('POST', webhooks.list(), { body }),
+  remove: (id) => client.call('DELETE', webhooks.one(id)),
+  test: (id) => client.call('POST', webhooks.test(id)),
+  deliveries: (id, query) => client.call('GET', webhooks.deliveries(id, query)),
+});
 
 const collect = (value: string, previous: string[] = []) => [...previous, ...value.split(',').map((s) => s.trim()).filter(Boolean)];
 
-/** Runs `fn` with the operations of the chosen mode. */
-const run = <T>(options: TargetOptions, fn: (api: WebhookApi) => Promise<T>): Promise<T> =>
-  onTarget(options, { local: async (runtime, tenantId) => fn(build.local(runtime, tenantId)), remote: async (client) => fn(build.remote(client)) });
+/** Runs `fn` with the operations of the chosen mode: the same requests, to Herald at --url or in process. */
+const run = <T>(options: TargetOptions, fn: (api: WebhookApi) => Promise<T>): Promise<T> => onTarget(options, (client) => fn(api(client)));
 
 export function registerWebhooks(program: Command): void {
   const group = program

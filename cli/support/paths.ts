@@ -29,3 +29,10 @@ export const suppressions = {
   create: () => '/v1/suppressions',
   one: (email: string) => `/v1/suppressions/${at(email)}`,
 };
+
+export const webhooks = {
+  list: (filter: Record<string, string | undefined> = {}) => `/v1/webhooks${query(filter)}`,
+  one: (id: string) => `/v1/webhooks/${at(id)}`,
+  test: (id: string) => `/v1/webhooks/${at(id)}/test`,
+  deliveries: (id: string, filter: Record<string, string | undefined>) => `/v1/webhooks/${at(id)}/deliveries${query(filter)}`,
+};
