@@ -2,6 +2,7 @@
 // activity log, a data export of the tenant, the stored row and every log line the process wrote.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
+import { eventually } from '../support/eventually.ts';
 import { createTenantFixture, insertInboxTemplate, insertNotificationType, sqlOne, waitForFinal, type TenantFixture } from '../support/fixtures.ts';
 
 const SECRET = 'otp-5521-secret-value';
@@ -50,12 +51,11 @@ describe('secret_variables', () => {
   it('are absent from an export of the tenant', async () => {
     const filed = await app.request('POST', `/v1/auth/tenants/${acme.tenantId}/data-requests`, { token: acme.ownerToken, body: { kind: 'export' } });
     expect(filed.status).toBe(202);
-    let status = filed.body;
-    for (let i = 0; i < 200 && status.status !== 'completed'; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      status = (await app.request('GET', `/v1/auth/tenants/${acme.tenantId}/data-requests/${filed.body.id}`, { token: acme.ownerToken })).body;
-    }
-    expect(status.status).toBe('completed');
+    const status = await eventually(async () => {
+      const read = (await app.request('GET', `/v1/auth/tenants/${acme.tenantId}/data-requests/${filed.body.id}`, { token: acme.ownerToken })).body;
+      expect(read.status).toBe('completed');
+      return read;
+    });
     const download = await app.request('GET', status.download_url, { token: acme.ownerToken });
     expect(download.status).toBe(200);
     expect(download.body.tables.events.map((e: { id: string }) => e.id)).toContain(eventId);

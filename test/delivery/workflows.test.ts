@@ -3,6 +3,7 @@
 // seconds and until a variable, digest, throttle), and the event status showing each step.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
+import { eventually } from '../support/eventually.ts';
 import { createTenantFixture, expectManagementOnly, expectValidationError, sql, sqlOne, waitForFinal, type TenantFixture } from '../support/fixtures.ts';
 import { startSmtpPeer, type SmtpPeer } from '../support/smtp-peer.ts';
 import { EVENT_INBOX_ITEM } from '../../server/delivery/workflow.ts';
@@ -36,13 +37,7 @@ async function event(id: string) {
 }
 
 async function waitFor<T>(what: string, probe: () => Promise<T | undefined | null | false>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  return (await eventually(async () => (await probe()) || false, { timeoutMs, message: `timed out waiting for ${what}` })) as T;
 }
 
 const stepSummary = (view: { steps: Array<{ kind: string; status: string; reason: string | null }> }) =>

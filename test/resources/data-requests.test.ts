@@ -4,6 +4,7 @@
 import { statSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
+import { eventually } from '../support/eventually.ts';
 import { addUser, requestAs, signUp, type SignedUp } from '../support/fixtures.ts';
 import { query, queryOne } from '../../server/base/db/sql.ts';
 import { hashServiceKey } from '../../server/base/auth/credentials.ts';
@@ -24,12 +25,13 @@ const path = (tenantId: string) => `/v1/auth/tenants/${tenantId}/data-requests`;
 const file = (tenantId: string, token: string, kind: string) => requestAs(app, 'POST', path(tenantId), { token, body: { kind } });
 
 async function waitDone(tenantId: string, token: string, id: string) {
-  for (let i = 0; i < 200; i++) {
-    const res = await app.request('GET', `${path(tenantId)}/${id}`, { token });
-    if (res.status === 200 && (res.body.status === 'completed' || res.body.status === 'failed')) return res.body;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error('data request did not finish');
+  return eventually(
+    async () => {
+      const res = await app.request('GET', `${path(tenantId)}/${id}`, { token });
+      return res.status === 200 && (res.body.status === 'completed' || res.body.status === 'failed') && res.body;
+    },
+    { message: 'data request did not finish' },
+  );
 }
 
 describe('POST /v1/auth/tenants/{tenant_id}/data-requests (export)', () => {
@@ -146,13 +148,7 @@ describe('POST /v1/auth/tenants/{tenant_id}/data-requests (delete)', () => {
     expect(res.status).toBe(202);
     expect(res.body.kind).toBe('delete');
     const em = app.runtime.orm.em.fork();
-    let row: { status: string } | undefined;
-    for (let i = 0; i < 200; i++) {
-      row = await queryOne<{ status: string }>(em, `SELECT status FROM data_requests WHERE id = $1`, [res.body.id]);
-      if (row?.status === 'completed') break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    expect(row?.status).toBe('completed');
+    await eventually(async () => expect((await queryOne<{ status: string }>(em, `SELECT status FROM data_requests WHERE id = $1`, [res.body.id]))?.status).toBe('completed'));
     expect(await queryOne(em, `SELECT 1 FROM tenants WHERE id = $1`, [victim.tenantId])).toBeUndefined();
     expect(await queryOne(em, `SELECT 1 FROM brands WHERE tenant_id = $1`, [victim.tenantId])).toBeUndefined();
     expect(() => statSync(exportPath)).toThrow();

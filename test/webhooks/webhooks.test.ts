@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { startTestApp, type TestApp } from '../support/app.ts';
+import { eventually } from '../support/eventually.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
 import {
   createTenantFixture,
@@ -158,12 +159,11 @@ describe('delivery', () => {
     expect(sent[0]!.data).toMatchObject({ channel: 'inbox', status: 'delivered' });
     for (const b of bodies) expect(b.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     // The attempts are recorded once the dispatcher's batch is done, just after the receiver has them.
-    let log = await api('GET', `/v1/webhooks/${id}/deliveries?status=succeeded`);
-    for (let i = 0; i < 100 && log.body.items.length < 4; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      log = await api('GET', `/v1/webhooks/${id}/deliveries?status=succeeded`);
-    }
-    expect(log.body.items).toHaveLength(4);
+    const log = await eventually(async () => {
+      const read = await api('GET', `/v1/webhooks/${id}/deliveries?status=succeeded`);
+      expect(read.body.items).toHaveLength(4);
+      return read;
+    });
     expect(log.body.items[0]).toMatchObject({ status: 'succeeded', attempts: 1, last_status_code: 200, next_attempt_at: null });
     await api('PATCH', `/v1/webhooks/${id}`, { enabled: false });
   });

@@ -24,6 +24,7 @@ import {
   type TenantFixture,
 } from '../../support/fixtures.ts';
 import { signal } from '../../support/signal.ts';
+import { eventually } from '../../support/eventually.ts';
 import { execute, queryOne } from '../../../server/base/db/sql.ts';
 import { upsertContactCounts } from '../../../server/resources/contact-upsert.ts';
 import { fanOutBroadcast } from '../../../server/delivery/trigger/fan-out.ts';
@@ -52,14 +53,15 @@ function broadcast(app: TestApp, fx: TenantFixture, body: Record<string, unknown
 }
 
 async function waitForStatus(app: TestApp, fx: TenantFixture, id: string, status: string, timeoutMs = 60_000): Promise<any> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await app.request('GET', `/v1/broadcasts/${id}`, { token: fx.serviceKey });
-    expect(res.status).toBe(200);
-    if (res.body.status === status) return res.body;
-    if (Date.now() > deadline) throw new Error(`broadcast ${id} not ${status} after ${timeoutMs} ms: ${JSON.stringify(res.body)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  return eventually(
+    async () => {
+      const res = await app.request('GET', `/v1/broadcasts/${id}`, { token: fx.serviceKey });
+      expect(res.status).toBe(200);
+      if (res.body.status !== status) throw new Error(JSON.stringify(res.body));
+      return res.body;
+    },
+    { timeoutMs, intervalMs: 100, message: `broadcast ${id} not ${status} after ${timeoutMs} ms` },
+  );
 }
 
 const eventsPerContact = (app: TestApp, broadcastId: string) =>
@@ -484,10 +486,7 @@ describe('a worker killed during the fan-out', () => {
       children.push(first);
       const created = async () => (await sqlOne<{ n: number }>(app, `SELECT events_created AS n FROM broadcasts WHERE id = $1`, [id]))!.n;
       const waiting = async () => (await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, [holderPid]))!.n;
-      for (const deadline = Date.now() + 90_000; (await created()) < 10_000 || (await waiting()) === 0; ) {
-        if (Date.now() > deadline) throw new Error(`the fan-out did not reach its third page: ${await created()} events`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await eventually(async () => (await created()) >= 10_000 && (await waiting()) > 0, { timeoutMs: 90_000, message: 'the fan-out did not reach its third page' });
       first.kill('SIGKILL');
       await once(first, 'exit');
       await execute(app.runtime.orm.em.fork(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, [holderPid]);
