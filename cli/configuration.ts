@@ -1,12 +1,12 @@
 // herald export / herald apply: a tenant's notification types, brands, templates and sender domains
-// kept in a YAML file (configuration as code), locally (--tenant, the database) or remotely (--url and a
-// service key). apply prints the plan and applies it in one transaction; --dry-run checks it and
+// kept in a YAML file (configuration as code), locally (--tenant, on the host) or remotely (--url and a
+// service key), the same requests. apply prints the plan and applies it in one transaction; --dry-run checks it and
 // changes nothing; --prune also deletes what the file leaves out. No secret is ever in the file.
 import type { Command } from 'commander';
 import { stringify } from 'yaml';
 import { ApplyConfigurationRequest, ConfigurationDocument, type ConfigurationPlanResponse } from '../server/schemas/configuration.ts';
-import { applyConfiguration, exportConfiguration } from '../server/resources/configuration.ts';
 import { CliError, describeFailure, print, printJson, usageError } from './support/output.ts';
+import { configuration } from './support/paths.ts';
 import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
 import { readYamlDocument } from './support/yaml-document.ts';
 
@@ -24,10 +24,7 @@ Examples:
   $ HERALD_URL=https://herald.acme.test HERALD_API_KEY=sk_... herald export > herald.yaml`,
     )
     .action(async (options: TargetOptions) => {
-      const document = await onTarget<ConfigurationDocument>(options, {
-        local: (runtime, tenantId) => exportConfiguration(runtime, runtime.orm.em.fork(), tenantId),
-        remote: (client) => client.call('GET', '/v1/configuration'),
-      });
+      const document = await onTarget(options, (client) => client.call<ConfigurationDocument>('GET', configuration.export()));
       if (options.json) return printJson(document);
       process.stdout.write(HEADER + stringify(document, { lineWidth: 0 }));
     });
@@ -59,10 +56,7 @@ Exit codes: 0 applied (or nothing to change), 1 the apply failed (nothing was ch
       if (!options.file) throw usageError('give the file: -f herald.yaml (or -f - for stdin)');
       const document = readYamlDocument(options.file, ConfigurationDocument);
       const request = ApplyConfigurationRequest.parse({ document, dry_run: options.dryRun ?? false, prune: options.prune ?? false });
-      const result = await onTarget<ConfigurationPlanResponse>(options, {
-        local: (runtime, tenantId) => applyConfiguration(runtime, runtime.orm.em.fork(), tenantId, request),
-        remote: (client) => client.call('POST', '/v1/configuration/apply', { body: request }),
-      }).catch((error: unknown) => {
+      const result = await onTarget(options, (client) => client.call<ConfigurationPlanResponse>('POST', configuration.apply(), { body: request })).catch((error: unknown) => {
         // Errors locate their entry in the request ("body.document.brands.1..."): name it as the file does.
         const { code, message } = describeFailure(error);
         throw new CliError(message.replaceAll('body.document.', `${options.file === '-' ? '(stdin)' : options.file}: `), code);

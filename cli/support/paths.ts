@@ -36,3 +36,8 @@ export const webhooks = {
   test: (id: string) => `/v1/webhooks/${at(id)}/test`,
   deliveries: (id: string, filter: Record<string, string | undefined>) => `/v1/webhooks/${at(id)}/deliveries${query(filter)}`,
 };
+
+export const configuration = {
+  export: () => '/v1/configuration',
+  apply: () => '/v1/configuration/apply',
+};
