@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../server/base/clock.ts';
 import { deliverEvent } from '../../server/delivery/runs/event.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
+import { eventually } from '../support/eventually.ts';
 import { createTenantFixture, expectValidationError, sql, waitForFinal, type TenantFixture } from '../support/fixtures.ts';
 import { startSmtpPeer, type SmtpPeer } from '../support/smtp-peer.ts';
 
@@ -118,12 +119,7 @@ describe('cancel', () => {
     try {
       const id = (await api(app, acme, 'POST', '/v1/notifications', { type: 'news', recipients: [{ external_id: 'wf_cancel', email: 'wf_cancel@example.test' }], variables: { n: 1 } }))
         .events[0].event_id;
-      for (const deadline = Date.now() + 10_000; ; ) {
-        const view = await api(app, acme, 'GET', `/v1/notifications/${id}`);
-        if (view.steps[1]?.status === 'waiting') break;
-        if (Date.now() > deadline) throw new Error('the delay never started');
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await eventually(async () => (await api(app, acme, 'GET', `/v1/notifications/${id}`)).steps[1]?.status === 'waiting', { message: 'the delay never started' });
       expect((await app.request('DELETE', `/v1/notifications/${id}`, { token: acme.serviceKey })).status).toBe(204);
       await new Promise((r) => setTimeout(r, 3000));
       const view = await api(app, acme, 'GET', `/v1/notifications/${id}`);
@@ -207,12 +203,14 @@ describe('quiet hours (an injected clock)', () => {
   }
 
   const waitForEvent = async (id: string, ready: (view: any) => boolean) => {
-    for (const deadline = Date.now() + 15_000; ; ) {
-      const view = await api(timed, fx, 'GET', `/v1/notifications/${id}`);
-      if (ready(view)) return view;
-      if (Date.now() > deadline) throw new Error(`event not ready: ${JSON.stringify(view)}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    return eventually(
+      async () => {
+        const view = await api(timed, fx, 'GET', `/v1/notifications/${id}`);
+        if (!ready(view)) throw new Error(`event not ready: ${JSON.stringify(view)}`);
+        return view;
+      },
+      { timeoutMs: 15_000 },
+    );
   };
 
   // Before the clock moves past the night (the next test moves it).
@@ -232,8 +230,10 @@ describe('quiet hours (an injected clock)', () => {
         `SELECT start_after, priority, data->>'bulk' AS bulk FROM pgboss.job WHERE name = 'deliver-event' AND data->'event_ids' ? $1 AND state = 'created' AND start_after > now() + interval '1 day'`,
         [eventId],
       );
-    let job = await heldRun();
-    for (const deadline = Date.now() + 15_000; job.length === 0 && Date.now() < deadline; job = await heldRun()) await new Promise((r) => setTimeout(r, 50));
+    const job = await eventually(async () => {
+      const rows = await heldRun();
+      return rows.length > 0 && rows;
+    }, { timeoutMs: 15_000 }).catch(() => heldRun());
     expect(job.map((j) => [new Date(j.start_after).toISOString(), j.priority, j.bulk])).toEqual([['2027-03-14T11:00:00.000Z', -1, 'true']]);
   });
 

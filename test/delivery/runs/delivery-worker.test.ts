@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { HERALD_BIN } from '../../support/cli.ts';
 import { startTestApp, type TestApp } from '../../support/app.ts';
+import { eventually } from '../../support/eventually.ts';
 import { activeJobs, insertInboxTemplate, createTenantFixture, insertNotificationType, sql, sqlOne, untilHandedBack, untilLockWait, waitForFinal, deliveryJobsOf, type TenantFixture } from '../../support/fixtures.ts';
 import { signal } from '../../support/signal.ts';
 import { execute, queryOne } from '../../../server/base/db/sql.ts';
@@ -365,14 +366,10 @@ describe('inbox delivery', () => {
     await execute(em, `CREATE OR REPLACE FUNCTION test_inbox_refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'inbox store unavailable'; END $$ LANGUAGE plpgsql`);
     await execute(em, `CREATE TRIGGER test_inbox_refuse BEFORE INSERT ON inbox_items FOR EACH ROW WHEN (NEW.title = 'Hi retry_1') EXECUTE FUNCTION test_inbox_refuse()`);
     const [id] = await trigger({ recipients: ['retry_1'], variables: { name: 'x' } });
-    const deadline = Date.now() + 10_000;
-    let first: Awaited<ReturnType<typeof deliveriesOf>>;
-    for (;;) {
-      first = await deliveriesOf(id!);
-      if (first[0]?.attempts) break;
-      if (Date.now() > deadline) throw new Error('no attempt recorded');
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const first = await eventually(async () => {
+      const rows = await deliveriesOf(id!);
+      return !!rows[0]?.attempts && rows;
+    }, { message: 'no attempt recorded' });
     expect(first[0]).toMatchObject({ status: 'pending', attempts: 1 });
     expect(first[0]!.last_error).toContain('inbox store unavailable');
     expect((await sqlOne<{ status: string }>(api, `SELECT status FROM events WHERE id = $1`, [id]))!.status).toBe('processing');
@@ -394,10 +391,7 @@ describe('inbox delivery', () => {
     try {
       const jobOf = () => sqlOne<{ state: string; retry_count: number }>(api, `SELECT state, retry_count FROM pgboss.job WHERE id = $1`, [shared!.id]);
       // The job is retried (its retry count goes up), with the failing event's error as its output.
-      for (const deadline = Date.now() + 10_000; ((await jobOf())?.retry_count ?? 0) < 2; ) {
-        if (Date.now() > deadline) throw new Error('the shared job was not retried twice');
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await eventually(async () => ((await jobOf())?.retry_count ?? 0) >= 2, { message: 'the shared job was not retried twice' });
       const failedAttempts = await sql<{ output: { message: string } }>(api, `SELECT output FROM pgboss.job WHERE id = $1 AND output IS NOT NULL`, [shared!.id]);
       expect(JSON.stringify(failedAttempts)).toContain(`${ids[1]}: inbox: inbox store unavailable`);
       // The others were delivered on the first attempt and left alone by the retries.
@@ -453,10 +447,7 @@ describe('inbox delivery', () => {
     const em = api.runtime.orm.em.fork();
     await execute(em, `CREATE TRIGGER test_inbox_refuse2 BEFORE INSERT ON inbox_items FOR EACH ROW WHEN (NEW.title LIKE 'Hi dead_%') EXECUTE FUNCTION test_inbox_refuse()`);
     const ids = await trigger({ recipients: ['dead_1', 'dead_2'], variables: { name: 'x' } });
-    for (const deadline = Date.now() + 10_000; !(await Promise.all(ids.map(deliveriesOf))).every((d) => d[0]?.attempts === 1); ) {
-      if (Date.now() > deadline) throw new Error('no attempt recorded');
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await eventually(async () => (await Promise.all(ids.map(deliveriesOf))).every((d) => d[0]?.attempts === 1), { message: 'no attempt recorded' });
     // Dead jobs of both shapes: several events, and one (as enqueued before jobs carried several).
     await api.runtime.boss!.send(DELIVER_EVENT_DEAD_QUEUE, { event_ids: [ids[0]!] });
     await api.runtime.boss!.send(DELIVER_EVENT_DEAD_QUEUE, { event_id: ids[1]! });
@@ -567,10 +558,11 @@ describe('a killed worker process', () => {
       children.push(first);
       const count = async () => (await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM inbox_items WHERE tenant_id = $1`, [t.tenantId]))!.n;
       const waiting = async () => (await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, [holderPid]))!.n;
-      for (const deadline = Date.now() + 30_000; (await count()) < 20 || (await waiting()) === 0; ) {
-        if (Date.now() > deadline) throw new Error('the first worker delivered nothing, or nothing of it waits');
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await eventually(async () => (await count()) >= 20 && (await waiting()) > 0, {
+        timeoutMs: 30_000,
+        intervalMs: 20,
+        message: 'the first worker delivered nothing, or nothing of it waits',
+      });
       first.kill('SIGKILL');
       await once(first, 'exit');
       // Its waiting statements end as PostgreSQL ends a dead client's work once it notices (here: at once).

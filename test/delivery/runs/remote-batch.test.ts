@@ -10,6 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { startTestApp, type TestApp } from '../../support/app.ts';
+import { eventually } from '../../support/eventually.ts';
 import { createTenantFixture, deliveryJobsOf, insertInboxTemplate, insertNotificationType, sql, waitForFinal, type TenantFixture } from '../../support/fixtures.ts';
 import { startSmtpPeer, type SmtpPeer } from '../../support/smtp-peer.ts';
 import { deliverRemoteBatch } from '../../../server/delivery/runs/remote.ts';
@@ -166,9 +167,10 @@ describe('the batched remote run', () => {
       const ids = await trigger(['nia'], 'A-7', 'mixed');
       const run = deliverRemoteBatch(app.runtime, ids.map((id) => ({ id, finalAttempt: false })));
       // The email waits at the SMTP peer; the item is in the inbox meanwhile.
-      for (const deadline = Date.now() + 10_000; (await sql(app, `SELECT 1 FROM inbox_items WHERE event_id = $1`, ids)).length === 0; await new Promise((r) => setTimeout(r, 20))) {
-        if (Date.now() > deadline) throw new Error('the inbox item was not stored before the send');
-      }
+      await eventually(async () => (await sql(app, `SELECT 1 FROM inbox_items WHERE event_id = $1`, ids)).length > 0, {
+        intervalMs: 20,
+        message: 'the inbox item was not stored before the send',
+      });
       expect(received('A-7')).toEqual([]);
       release();
       expect((await run).settled).toEqual(new Set(ids));
@@ -230,9 +232,7 @@ describe('delivery jobs of remote events, run by a worker', () => {
       expect(others).toEqual([]);
       expect(job!.event_ids).toEqual([...ids].sort());
       const retryCount = async () => (await sql<{ retry_count: number }>(app, `SELECT retry_count FROM pgboss.job WHERE id = $1`, [job!.id]))[0]?.retry_count ?? 0;
-      for (const deadline = Date.now() + 15_000; (await retryCount()) < 1; await new Promise((r) => setTimeout(r, 50))) {
-        if (Date.now() > deadline) throw new Error('the job was not retried');
-      }
+      await eventually(async () => (await retryCount()) >= 1, { timeoutMs: 15_000, message: 'the job was not retried' });
       expect(received('B-1')).toEqual(['gil@example.test', 'guy@example.test']);
       deferred.delete('gus@example.test');
       expect((await waitForFinal(app, ids)).map((e) => e.status)).toEqual(['delivered', 'delivered', 'delivered']);
