@@ -1,32 +1,15 @@
-// herald topics: a tenant's topics and their subscribers, on the host (--tenant, through the services)
-// or remotely (--url/--api-key or HERALD_URL/HERALD_API_KEY, through the HTTP API).
+// herald topics: a tenant's topics and their subscribers, on the host (--tenant) or remotely
+// (--url/--api-key or HERALD_URL/HERALD_API_KEY): the same HTTP API requests, in process or over HTTP.
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { parseInput } from '../server/api/validate.ts';
-import {
-  CreateTopicRequest,
-  TopicParams,
-  TopicSubscribersQuery,
-  TopicSubscribersRequest,
-  type TopicResponse,
-  type TopicSubscriberPage,
-} from '../server/schemas/topics.ts';
-import {
-  createTopic,
-  deleteTopic,
-  getTopic,
-  listTopicSubscribers,
-  listTopics,
-  subscribeToTopic,
-  unsubscribeFromTopic,
-} from '../server/resources/topics.ts';
-import type { Runtime } from '../server/app/runtime.ts';
+import type { TopicResponse, TopicSubscriberPage } from '../server/schemas/topics.ts';
 import { confirmUnlessYes } from './support/confirm.ts';
 import { print, printJson, printTable, usageError } from './support/output.ts';
+import { topics } from './support/paths.ts';
 import type { RemoteClient } from './support/remote.ts';
 import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
 
-/** The operations the commands need, answered locally (services) or remotely (HTTP API). */
+/** The operations the commands need: the same requests, to Herald at --url or in process. */
 interface TopicApi {
   list(): Promise<TopicResponse[]>;
   get(key: string): Promise<TopicResponse>;
@@ -40,37 +23,19 @@ interface TopicApi {
 /** The API's cap per subscribe or unsubscribe call. */
 const IDS_PER_CALL = 1000;
 
-const topicPath = (key: string) => `/v1/topics/${encodeURIComponent(key)}`;
-
-function remoteApi(client: RemoteClient): TopicApi {
+function topicApi(client: RemoteClient): TopicApi {
   return {
-    list: () => client.call('GET', '/v1/topics'),
-    get: (key) => client.call('GET', topicPath(key)),
-    create: (body) => client.call('POST', '/v1/topics', { body }),
-    remove: async (key) => void (await client.call('DELETE', topicPath(key))),
-    subscribe: (key, ids) => client.call('POST', `${topicPath(key)}/subscribers`, { body: { external_ids: ids } }),
-    unsubscribe: (key, ids) => client.call('DELETE', `${topicPath(key)}/subscribers`, { body: { external_ids: ids } }),
-    subscribers: (key, query) => client.call('GET', `${topicPath(key)}/subscribers?${new URLSearchParams(query)}`),
+    list: () => client.call('GET', topics.list()),
+    get: (key) => client.call('GET', topics.one(key)),
+    create: (body) => client.call('POST', topics.list(), { body }),
+    remove: async (key) => void (await client.call('DELETE', topics.one(key))),
+    subscribe: (key, ids) => client.call('POST', topics.subscribers(key), { body: { external_ids: ids } }),
+    unsubscribe: (key, ids) => client.call('DELETE', topics.subscribers(key), { body: { external_ids: ids } }),
+    subscribers: (key, query) => client.call('GET', topics.subscribers(key, query)),
   };
 }
 
-function localApi(runtime: Runtime, tenantId: string): TopicApi {
-  const em = () => runtime.orm.em.fork();
-  const key = (value: string) => parseInput('path', TopicParams, { key: value }).key;
-  const ids = (values: string[]) => parseInput('body', TopicSubscribersRequest, { external_ids: values }).external_ids;
-  return {
-    list: () => listTopics(em(), tenantId),
-    get: (k) => getTopic(em(), tenantId, key(k)),
-    create: (body) => createTopic(em(), tenantId, parseInput('body', CreateTopicRequest, body)),
-    remove: (k) => deleteTopic(em(), tenantId, key(k)),
-    subscribe: (k, values) => subscribeToTopic(em(), tenantId, key(k), ids(values)),
-    unsubscribe: (k, values) => unsubscribeFromTopic(em(), tenantId, key(k), ids(values)),
-    subscribers: (k, query) => listTopicSubscribers(em(), tenantId, key(k), parseInput('query', TopicSubscribersQuery, query)),
-  };
-}
-
-const run = <T>(options: TargetOptions, fn: (api: TopicApi) => Promise<T>) =>
-  onTarget(options, { local: (runtime, tenantId) => fn(localApi(runtime, tenantId)), remote: (client) => fn(remoteApi(client)) });
+const run = <T>(options: TargetOptions, fn: (api: TopicApi) => Promise<T>) => onTarget(options, (client) => fn(topicApi(client)));
 
 function printTopic(topic: TopicResponse): void {
   printTable([topic], ['key', 'name', 'subscriber_count', 'created_at']);

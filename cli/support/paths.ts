@@ -41,3 +41,9 @@ export const configuration = {
   export: () => '/v1/configuration',
   apply: () => '/v1/configuration/apply',
 };
+
+export const topics = {
+  list: () => '/v1/topics',
+  one: (key: string) => `/v1/topics/${at(key)}`,
+  subscribers: (key: string, filter: Record<string, string | undefined> = {}) => `/v1/topics/${at(key)}/subscribers${query(filter)}`,
+};
