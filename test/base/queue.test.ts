@@ -3,6 +3,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { eventually } from '../support/eventually.ts';
 import { planEachCall, prepareStatementsOf } from '../../server/base/db/prepared.ts';
 import { LOST_JOB_INDEX, LOST_JOBS, startBoss, startLostJobIndexBuild, type PgBoss } from '../../server/base/queue.ts';
 import { createLogger } from '../../server/base/logger.ts';
@@ -125,11 +126,13 @@ describe('startLostJobIndexBuild', () => {
     await db.executeSql(`UPDATE pgboss.job_common SET state = 'completed', completed_on = now() WHERE name = 'indexed'`);
     const stop = startLostJobIndexBuild(database.url, createLogger('error'));
     try {
-      for (const deadline = Date.now() + 15_000; ; await sleep(50)) {
-        const { rows } = await db.executeSql(`SELECT indisvalid AS valid FROM pg_index WHERE indexrelid = to_regclass('pgboss.${LOST_JOB_INDEX}')`);
-        if (rows[0]?.valid) break;
-        if (Date.now() > deadline) throw new Error('the index was not built');
-      }
+      await eventually(
+        async () => {
+          const { rows } = await db.executeSql(`SELECT indisvalid AS valid FROM pg_index WHERE indexrelid = to_regclass('pgboss.${LOST_JOB_INDEX}')`);
+          return !!rows[0]?.valid;
+        },
+        { timeoutMs: 15_000, message: 'the index was not built' },
+      );
     } finally {
       await stop();
     }
@@ -158,9 +161,7 @@ describe('startLostJobIndexBuild', () => {
     expect((await state())?.valid).toBe(false);
     const stop = startLostJobIndexBuild(database.url, createLogger('error'));
     try {
-      for (const deadline = Date.now() + 15_000; !(await state())?.valid; await sleep(50)) {
-        if (Date.now() > deadline) throw new Error('the index was not built again');
-      }
+      await eventually(async () => !!(await state())?.valid, { timeoutMs: 15_000, message: 'the index was not built again' });
     } finally {
       await stop();
     }

@@ -3,6 +3,7 @@
 // expiry and shutdown; credentials and scope.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../../support/app.ts';
+import { eventually } from '../../support/eventually.ts';
 import { createTenantFixture, deliverInboxItem, type TenantFixture } from '../../support/fixtures.ts';
 import { signal } from '../../support/signal.ts';
 import { execute } from '../../../server/base/db/sql.ts';
@@ -406,10 +407,14 @@ describe('stream notices', () => {
         [[...contacts, ...contacts]],
       );
       expect(sent!.notices).toBe(3);
-      const deadline = Date.now() + 5000;
-      while (notices.flat().filter((c) => contacts.includes(c)).length < 250 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-      const ours = notices.filter((n) => n.some((c) => contacts.includes(c)));
-      expect(ours.map((n) => n.length).sort((a, b) => a - b)).toEqual([50, 100, 100]);
+      const ours = await eventually(
+        () => {
+          const arrived = notices.filter((n) => n.some((c) => contacts.includes(c)));
+          expect(arrived.map((n) => n.length).sort((a, b) => a - b)).toEqual([50, 100, 100]);
+          return arrived;
+        },
+        { timeoutMs: 5000, intervalMs: 20 },
+      );
       expect(ours.flat().sort()).toEqual([...contacts].sort());
     } finally {
       await listener.end();
@@ -435,9 +440,7 @@ describe('stream log retention', () => {
     // Run the job as its schedule would: through the queue, handled by this process's worker.
     await app.runtime.boss!.send(streamPrune.name, {});
     const storedRows = () => query(em, `SELECT 1 FROM stream_events WHERE contact_id = $1`, [id]);
-    const deadline = Date.now() + 10_000;
-    while ((await storedRows()).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    expect(await storedRows()).toEqual([]);
+    await eventually(async () => expect(await storedRows()).toEqual([]), { intervalMs: 100 });
     const left = await readStreamLog(em, id, 0n, 100);
     expect(left.map((r) => [r.kind, r.payload.title])).toEqual([['notification', 'recent']]);
   });

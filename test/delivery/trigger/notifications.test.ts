@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import pg from 'pg';
 import { notifyChannelSql } from 'pg-boss/dist/plans.js';
 import { startTestApp, type TestApp } from '../../support/app.ts';
+import { eventually } from '../../support/eventually.ts';
 import { insertInboxTemplate, createTenantFixture, insertNotificationType, setTriggerLimit, sql, sqlOne, waitForFinal, deliveryJobsOf, type TenantFixture } from '../../support/fixtures.ts';
 import { execute } from '../../../server/base/db/sql.ts';
 import { BOSS_SCHEMA } from '../../../server/base/queue.ts';
@@ -338,11 +339,10 @@ describe('GET /v1/notifications/{event_id}', () => {
       await run.query(`UPDATE deliveries SET status = 'failed' WHERE event_id = $1`, [id]);
       await run.query('LOCK TABLE deliveries IN ACCESS EXCLUSIVE MODE');
       const read = app.request('GET', `/v1/notifications/${id}`, { token: acme.serviceKey });
-      for (const deadline = Date.now() + 10_000; ; await new Promise((r) => setTimeout(r, 20))) {
-        const waiting = await sqlOne(app, `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%deliveries%' AND pid <> $1`, [runPid]);
-        if (waiting) break;
-        if (Date.now() > deadline) throw new Error('the read never waited for the deliveries table');
-      }
+      await eventually(
+        async () => !!(await sqlOne(app, `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%deliveries%' AND pid <> $1`, [runPid])),
+        { intervalMs: 20, message: 'the read never waited for the deliveries table' },
+      );
       await run.query('COMMIT');
       const got = await read;
       expect(got.status).toBe(200);
