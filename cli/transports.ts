@@ -1,39 +1,27 @@
-// herald transports email|push: a tenant's delivery transports, for local admins (--tenant, straight
-// to the database through the services) and in remote mode (--url/--api-key or HERALD_URL/
-// HERALD_API_KEY, through the HTTP API). Secrets come from files or stdin, never from flags, and are
+// herald transports email|push: a tenant's delivery transports, for local admins (--tenant, the API's
+// routes in process) and in remote mode (--url/--api-key or HERALD_URL/HERALD_API_KEY, the HTTP API),
+// the same requests; the install's default SMTP is the host's alone (services). Secrets come from files or stdin, never from flags, and are
 // never printed.
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Command } from 'commander';
 import type { Config } from '../server/base/config.ts';
 import { PushProvider } from '../server/schemas/common.ts';
 import type { EmailTransportResponse, PushTransportResponse, SendTestResult } from '../server/schemas/transports.ts';
-import {
-  deleteEmailTransport,
-  describeDefaultSmtp,
-  getEmailTransport,
-  putEmailTransport,
-  setDefaultSmtp,
-  testEmailTransport,
-  testInstallSmtp,
-} from '../server/channels/email/email-transport.ts';
-import { deletePushTransport, listPushTransports, putPushTransport, testPushTransport } from '../server/channels/push/push-transports.ts';
-import { EmailTransportRequest, SendTestEmailRequest, SendTestPushRequest } from '../server/schemas/transports.ts';
-import { parseInput } from '../server/base/validation.ts';
+import { describeDefaultSmtp, setDefaultSmtp, testInstallSmtp } from '../server/channels/email/email-transport.ts';
 import { smtpSettingsFromUrl } from '../server/channels/email/smtp.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
-import { auditedWrite } from './support/audit.ts';
 import { CliError, EXIT_FAILURE, print, printJson, printTable, usageError } from './support/output.ts';
 import { AppError } from '../server/base/errors.ts';
 import { emailArg } from './tenants.ts';
 import { confirmUnlessYes } from './support/confirm.ts';
 import { readJsonObject, readSecret } from './support/file-input.ts';
 import { remoteClient, type RemoteClient, type RemoteClientSettings } from './support/remote.ts';
-import { withTarget, type TargetOptions } from './support/target.ts';
+import { transports } from './support/paths.ts';
+import { withInProcessClient, withTarget, type TargetOptions } from './support/target.ts';
 import { resolveTenant } from './support/tenant-option.ts';
 import type { Runtime } from '../server/app/runtime.ts';
 
 
-/** The operations the commands need, answered locally (services) or remotely (HTTP API). */
+/** The operations the commands need: the same requests, to Herald at --url or in process. */
 interface TransportApi {
   getEmail(): Promise<EmailTransportResponse>;
   putEmail(body: unknown): Promise<EmailTransportResponse>;
@@ -45,48 +33,31 @@ interface TransportApi {
   testPush(provider: PushProvider, body: unknown): Promise<SendTestResult>;
 }
 
-function remoteApi(client: RemoteClient): TransportApi {
+function transportApi(client: RemoteClient): TransportApi {
   const call = <T>(method: string, path: string, body?: unknown): Promise<T> => client.call<T>(method, path, { body });
   return {
-    getEmail: () => call('GET', '/v1/email-transport'),
-    putEmail: (body) => call('PUT', '/v1/email-transport', body),
-    deleteEmail: () => call('DELETE', '/v1/email-transport'),
-    testEmail: (body) => call('POST', '/v1/email-transport/test', body),
-    listPush: () => call('GET', '/v1/push-transport'),
-    putPush: (provider, body) => call('PUT', `/v1/push-transport/${provider}`, body),
-    deletePush: (provider) => call('DELETE', `/v1/push-transport/${provider}`),
-    testPush: (provider, body) => call('POST', `/v1/push-transport/${provider}/test`, body),
+    getEmail: () => call('GET', transports.email()),
+    putEmail: (body) => call('PUT', transports.email(), body),
+    deleteEmail: () => call('DELETE', transports.email()),
+    testEmail: (body) => call('POST', transports.emailTest(), body),
+    listPush: () => call('GET', transports.push()),
+    putPush: (provider, body) => call('PUT', transports.pushOne(provider), body),
+    deletePush: (provider) => call('DELETE', transports.pushOne(provider)),
+    testPush: (provider, body) => call('POST', transports.pushTest(provider), body),
   };
 }
 
-function localApi(runtime: Runtime, tenantId: string): TransportApi {
-  const em = () => runtime.orm.em.fork();
-  // Writes are audited like the API's (the entry masks the secrets of the body).
-  const audited = <T>(action: string, id: string | null, changes: unknown, write: (tx: EntityManager) => Promise<T>) =>
-    auditedWrite(runtime, { tenantId, action, target: { kind: action.split('.')[0]!, id }, changes }, write);
-  return {
-    getEmail: () => getEmailTransport(runtime, em(), tenantId),
-    putEmail: (body) => audited('email_transport.update', null, body, (tx) => putEmailTransport(runtime, tx, tenantId, parseInput('body', EmailTransportRequest, body))),
-    deleteEmail: () => audited('email_transport.delete', null, null, (tx) => deleteEmailTransport(tx, tenantId)),
-    testEmail: (body) => testEmailTransport(runtime, em(), tenantId, parseInput('body', SendTestEmailRequest, body).to),
-    listPush: () => listPushTransports(runtime, em(), tenantId),
-    putPush: (provider, body) => audited('push_transport.update', provider, body, (tx) => putPushTransport(runtime, tx, tenantId, provider, body)),
-    deletePush: (provider) => audited('push_transport.delete', provider, null, (tx) => deletePushTransport(tx, tenantId, provider)),
-    testPush: (provider, body) => testPushTransport(runtime, em(), tenantId, provider, parseInput('body', SendTestPushRequest, body)),
-  };
-}
-
-/** Runs `fn` against the remote API or, with --tenant, the local database. */
+/** Runs `fn` against the remote API or, locally, the routes in process (and the local runtime, for the install's default). */
 async function withApi<T>(
   options: TargetOptions,
   fn: (api: TransportApi, local: { runtime: Runtime; config: Config } | null) => Promise<T>,
   settings: RemoteClientSettings = {},
 ): Promise<T> {
-  if (options.url ?? process.env.HERALD_URL) return fn(remoteApi(remoteClient(options, settings)), null);
+  if (options.url ?? process.env.HERALD_URL) return fn(transportApi(remoteClient(options, settings)), null);
   const config = configFrom({ dataDir: options.dataDir });
   return withLocalRuntime(config, async (runtime) => {
     const tenant = await resolveTenant(runtime.orm.em.fork(), options.tenant);
-    return fn(localApi(runtime, tenant.id), { runtime, config });
+    return withInProcessClient(runtime, tenant.id, (client) => fn(transportApi(client), { runtime, config }), settings);
   });
 }
 

@@ -47,3 +47,11 @@ export const topics = {
   one: (key: string) => `/v1/topics/${at(key)}`,
   subscribers: (key: string, filter: Record<string, string | undefined> = {}) => `/v1/topics/${at(key)}/subscribers${query(filter)}`,
 };
+
+export const transports = {
+  email: () => '/v1/email-transport',
+  emailTest: () => '/v1/email-transport/test',
+  push: () => '/v1/push-transport',
+  pushOne: (provider: string) => `/v1/push-transport/${at(provider)}`,
+  pushTest: (provider: string) => `/v1/push-transport/${at(provider)}/test`,
+};

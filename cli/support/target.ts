@@ -40,12 +40,17 @@ export async function onTarget<T>(options: TargetOptions, target: Target<T> | ((
   return withLocalRuntime(configFrom({ dataDir: options.dataDir }), async (runtime) => {
     const tenant = await resolveTenant(runtime.orm.em.fork(), options.tenant);
     if (!call) return (target as Target<T>).local(runtime, tenant.id);
-    const { openInProcessApi } = await import('../../server/app/in-process-api.ts');
-    const api = openInProcessApi(runtime, tenant.id);
-    try {
-      return await call(new RemoteClient({ fetch: api.fetch }, settings));
-    } finally {
-      api.close();
-    }
+    return withInProcessClient(runtime, tenant.id, call, settings);
   });
+}
+
+/** Runs `call` with a client of the routes in this process, as the host operator acting for the tenant. */
+export async function withInProcessClient<T>(runtime: Runtime, tenantId: string, call: (client: RemoteClient) => Promise<T>, settings: RemoteClientSettings = {}): Promise<T> {
+  const { openInProcessApi } = await import('../../server/app/in-process-api.ts');
+  const api = openInProcessApi(runtime, tenantId);
+  try {
+    return await call(new RemoteClient({ fetch: api.fetch }, settings));
+  } finally {
+    api.close();
+  }
 }
