@@ -92,11 +92,13 @@ describe('startQueueStatistics', () => {
     // goes idle only after 10 s: the inserts' changes, then the analysis's own count, can each take that
     // long to show, longer on a loaded machine.
     const until = async (done: (s: { analyses: number; changed: number }) => boolean) => {
-      const deadline = Date.now() + 25_000;
-      for (let s = await stats(); !done(s); s = await stats()) {
-        if (Date.now() > deadline) throw new Error(`statistics still ${JSON.stringify(s)}`);
-        await sleep(100);
-      }
+      await eventually(
+        async () => {
+          const s = await stats();
+          if (!done(s)) throw new Error(`statistics still ${JSON.stringify(s)}`);
+        },
+        { timeoutMs: 25_000, intervalMs: 100 },
+      );
     };
     const before = (await stats()).analyses;
     const stop = startQueueStatistics(boss, createLogger('error'), { everyMs: 100 });

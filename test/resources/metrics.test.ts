@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { startTestApp, type TestApp } from '../support/app.ts';
+import { eventually } from '../support/eventually.ts';
 import { metricsOf } from '../../server/base/metrics/registry.ts';
 import { createTenantFixture, insertInboxTemplate, insertNotificationType, waitForFinal, type TenantFixture } from '../support/fixtures.ts';
 import { metricsTokenMatches } from '../../server/resources/metrics.ts';
@@ -102,13 +103,13 @@ describe('GET /metrics on the API port', () => {
     await waitForFinal(app, res.body.events.map((e: { event_id: string }) => e.event_id));
 
     // The database-derived gauges are read at most every 5 s: poll until they show the delivery.
-    let text: string;
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      text = (await scrape()).text;
-      if ((value(text, 'herald_recent_deliveries{channel="inbox",status="delivered"}') ?? 0) >= 2 || Date.now() > deadline) break;
-      await new Promise((r) => setTimeout(r, 500));
-    }
+    const text = await eventually(
+      async () => {
+        const scraped = (await scrape()).text;
+        return (value(scraped, 'herald_recent_deliveries{channel="inbox",status="delivered"}') ?? 0) >= 2 && scraped;
+      },
+      { timeoutMs: 30_000, intervalMs: 500 },
+    ).catch(async () => (await scrape()).text);
     expect(value(text, 'herald_triggers_total')).toBe(triggersBefore + 1);
     expect(value(text, 'herald_trigger_events_total')).toBe(eventsBefore + 2);
     expect(value(text, routeSeries)).toBe(requestsBefore + 1);

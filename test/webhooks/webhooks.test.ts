@@ -275,13 +275,15 @@ describe('delivery', () => {
 });
 
 async function waitForDelivery(endpointId: string, deliveryId: string, done: (d: any) => boolean, timeoutMs = 15_000): Promise<any> {
-  for (const deadline = Date.now() + timeoutMs; ; ) {
-    const res = await api('GET', `/v1/webhooks/${endpointId}/deliveries`);
-    const row = res.body.items.find((d: { id: string }) => d.id === deliveryId);
-    if (row && done(row)) return row;
-    if (Date.now() > deadline) throw new Error(`delivery ${deliveryId} not done: ${JSON.stringify(row)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  return eventually(
+    async () => {
+      const res = await api('GET', `/v1/webhooks/${endpointId}/deliveries`);
+      const row = res.body.items.find((d: { id: string }) => d.id === deliveryId);
+      if (!row || !done(row)) throw new Error(`delivery ${deliveryId} not done: ${JSON.stringify(row)}`);
+      return row;
+    },
+    { timeoutMs },
+  );
 }
 
 describe('a killed webhook worker', () => {
@@ -320,12 +322,13 @@ describe('a killed webhook worker', () => {
       sink.answer = () => 200;
       const worker = await startTestApp({ database: api2.database, role: 'worker', http: false, config: { allowPrivateWebhookUrls: true, encryptionKeys: api2.config.encryptionKeys } });
       try {
-        for (const deadline = Date.now() + 30_000; ; ) {
-          const left = await sqlOne<{ n: number }>(api2, `SELECT count(*)::int AS n FROM webhook_deliveries WHERE status <> 'succeeded'`);
-          if (left!.n === 0) break;
-          if (Date.now() > deadline) throw new Error(`${left!.n} webhook deliveries not sent`);
-          await new Promise((r) => setTimeout(r, 100));
-        }
+        await eventually(
+          async () => {
+            const left = await sqlOne<{ n: number }>(api2, `SELECT count(*)::int AS n FROM webhook_deliveries WHERE status <> 'succeeded'`);
+            if (left!.n > 0) throw new Error(`${left!.n} webhook deliveries not sent`);
+          },
+          { timeoutMs: 30_000, intervalMs: 100 },
+        );
       } finally {
         await worker.close();
       }

@@ -5,6 +5,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceKeyCache, SERVICE_KEY_CACHE_TTL_MS } from '../../../server/base/auth/service-key-cache.ts';
 import { startTestApp, type TestApp } from '../../support/app.ts';
+import { eventually } from '../../support/eventually.ts';
 import { createTenantFixture, type TenantFixture } from '../../support/fixtures.ts';
 
 const credential = (apiKeyId: string) => ({ kind: 'service' as const, tenantId: 't1', apiKeyId });
@@ -63,12 +64,7 @@ describe('service keys cached by a running server', () => {
   const hashOf = (key: string) => createHash('sha256').update(key).digest('hex');
   /** Polls until the key is refused; the change notice arrives within milliseconds. */
   const refusedWithin = async (key: string, ms: number) => {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      if ((await app.request('GET', '/v1/api-keys', { token: key })).status === 401) return true;
-      if (Date.now() > deadline) return false;
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    return eventually(async () => (await app.request('GET', '/v1/api-keys', { token: key })).status === 401, { timeoutMs: ms, intervalMs: 10 }).catch(() => false);
   };
 
   it('keeps a verified key, and drops it when another process revokes it', async () => {

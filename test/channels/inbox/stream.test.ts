@@ -260,7 +260,7 @@ describe('GET /v1/contacts/{id}/stream', () => {
       await client.close();
     }
     // The hub forgets a stream once its client has gone.
-    await expectEventually(() => app.runtime.streamHub!.size === 0);
+    await eventually(() => app.runtime.streamHub!.size === 0, { intervalMs: 20 });
   });
 
   it('keeps delivering after the LISTEN connection is lost: it re-reads from the last id', async () => {
@@ -294,7 +294,7 @@ describe('GET /v1/contacts/{id}/stream', () => {
       expect(refused.status).toBe(429);
       expect(refused.headers.get('retry-after')).toBe('30');
       await clients.pop()!.close();
-      await expectEventually(() => app.runtime.streamHub!.streamsOf(id) === 15);
+      await eventually(() => app.runtime.streamHub!.streamsOf(id) === 15, { intervalMs: 20 });
       clients.push(await StreamClient.open(streamUrl(app.url, id), token));
       expect(clients.at(-1)!.status).toBe(200);
     } finally {
@@ -463,11 +463,3 @@ describe('stream log retention', () => {
     expect(await query(em, `SELECT 1 FROM stream_events WHERE contact_id = $1`, [id])).toHaveLength(1);
   });
 });
-
-async function expectEventually(check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
