@@ -1,14 +1,15 @@
 // herald api-keys: issue, list and revoke a tenant's service keys from the host (local admin: the
-// database directly, through the same services as the API), e.g. to bootstrap a tenant's backend.
+// API's routes in this process, as the host operator), e.g. to bootstrap a tenant's backend.
 import { type Command } from 'commander';
-import { issueApiKey, listApiKeys, revokeApiKey } from '../server/resources/api-keys.ts';
-import { AppError } from '../server/base/errors.ts';
 import { isUuid } from '../server/base/ids.ts';
+import type { ApiKeyResponse, IssuedApiKeyResponse } from '../server/schemas/api-keys.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
 import { confirmUnlessYes } from './support/confirm.ts';
 import { checkTenantId, requireTenant, resolveTenant } from './support/tenant-option.ts';
-import { auditedWrite } from './support/audit.ts';
+import { apiKeys } from './support/paths.ts';
+import { ApiError } from './support/remote.ts';
+import { withInProcessClient } from './support/target.ts';
 
 interface Common {
   dataDir?: string;
@@ -40,14 +41,8 @@ Examples:
       const name = options.name.trim();
       if (name.length < 1 || name.length > 100) throw usageError('--name must be 1 to 100 characters');
       const issued = await withLocalRuntime(configFrom(options), async (runtime) => {
-        const em = runtime.orm.em.fork();
-        const tenant = await resolveTenant(em, options.tenant);
-        return auditedWrite(
-          runtime,
-          { tenantId: tenant.id, action: 'api_key.create', target: { kind: 'api_key' }, changes: { name } },
-          (tx) => issueApiKey(tx, tenant.id, name),
-          (key) => key.id,
-        );
+        const tenant = await resolveTenant(runtime.orm.em.fork(), options.tenant);
+        return withInProcessClient(runtime, tenant.id, (client) => client.call<IssuedApiKeyResponse>('POST', apiKeys.list(), { body: { name } }));
       });
       if (options.json) return printJson(issued);
       print(issued.key);
@@ -61,9 +56,8 @@ Examples:
     .action(async (options: Common) => {
       const tenantId = checkTenantId(options.tenant);
       const keys = await withLocalRuntime(configFrom(options), async (runtime) => {
-        const em = runtime.orm.em.fork();
-        await requireTenant(em, tenantId);
-        return listApiKeys(em, tenantId);
+        await requireTenant(runtime.orm.em.fork(), tenantId);
+        return withInProcessClient(runtime, tenantId, (client) => client.call<ApiKeyResponse[]>('GET', apiKeys.list()));
       });
       if (options.json) return printJson(keys);
       printTable(keys, ['id', 'name', 'prefix', 'created_at', 'last_used_at']);
@@ -85,12 +79,11 @@ Examples:
         initialValue: false,
       });
       await withLocalRuntime(configFrom(options), async (runtime) => {
-        const em = runtime.orm.em.fork();
-        await requireTenant(em, tenantId);
+        await requireTenant(runtime.orm.em.fork(), tenantId);
         try {
-          await auditedWrite(runtime, { tenantId, action: 'api_key.delete', target: { kind: 'api_key', id: apiKeyId } }, (tx) => revokeApiKey(tx, tenantId, apiKeyId));
+          await withInProcessClient(runtime, tenantId, (client) => client.call('DELETE', apiKeys.one(apiKeyId)));
         } catch (error) {
-          if (error instanceof AppError && error.status === 404) throw new CliError(`no live service key ${apiKeyId} in tenant ${tenantId}`);
+          if (error instanceof ApiError && error.status === 404) throw new CliError(`no live service key ${apiKeyId} in tenant ${tenantId}`);
           throw error;
         }
       });

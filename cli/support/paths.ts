@@ -55,3 +55,8 @@ export const transports = {
   pushOne: (provider: string) => `/v1/push-transport/${at(provider)}`,
   pushTest: (provider: string) => `/v1/push-transport/${at(provider)}/test`,
 };
+
+export const apiKeys = {
+  list: () => '/v1/api-keys',
+  one: (id: string) => `/v1/api-keys/${at(id)}`,
+};

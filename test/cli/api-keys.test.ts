@@ -1,6 +1,8 @@
 // herald api-keys (local admin, the real bin/herald as a subprocess): a key issued on the host works
 // against the API at once, is listed without its secret, and stops working when revoked.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { query } from '../../server/base/db/sql.ts';
+import { cliActor } from '../../server/resources/audit-log.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { runCli } from '../support/cli.ts';
 import { createTenantFixture, type TenantFixture } from '../support/fixtures.ts';
@@ -58,6 +60,16 @@ describe('herald api-keys', () => {
     const again = await herald(['api-keys', 'revoke', key.id, '--tenant', acme.tenantId, '--yes']);
     expect(again.code).toBe(1);
     expect(again.stderr).toContain('no live service key');
+
+    // The routes audit what the CLI did, as the host's account.
+    const audit = await query(app.runtime.orm.em.fork(), `SELECT action, actor_kind, actor_id, target_id FROM audit_log WHERE tenant_id = $1 AND target_id = $2 ORDER BY at`, [
+      acme.tenantId,
+      key.id,
+    ]);
+    expect(audit).toEqual([
+      { action: 'api_key.create', actor_kind: 'cli', actor_id: cliActor().id, target_id: key.id },
+      { action: 'api_key.delete', actor_kind: 'cli', actor_id: cliActor().id, target_id: key.id },
+    ]);
   }, CLI_TIMEOUT);
 
   it('prints the key alone on stdout in human mode', async () => {
