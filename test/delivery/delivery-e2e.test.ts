@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeyPairSync } from 'node:crypto';
 import { authenticate } from 'mailauth';
 import { startTestApp, type TestApp } from '../support/app.ts';
+import { eventually } from '../support/eventually.ts';
 import { createTenantFixture, type TenantFixture } from '../support/fixtures.ts';
 import { startSmtpPeer, type SmtpPeer } from '../support/smtp-peer.ts';
 import { startDnsServer, type DnsServer } from '../support/dns-server.ts';
@@ -55,16 +56,14 @@ async function triggerAndWait(body: Record<string, unknown>): Promise<Record<str
   const res = await api('POST', '/v1/notifications', { type: 'order_shipped', ...body });
   const out: Record<string, EventView> = {};
   for (const e of res.events as Array<{ event_id: string; external_id: string }>) {
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      const view = (await api('GET', `/v1/notifications/${e.event_id}`)) as EventView;
-      if (!['queued', 'processing'].includes(view.status)) {
-        out[e.external_id] = view;
-        break;
-      }
-      if (Date.now() > deadline) throw new Error(`event ${e.event_id} not final: ${JSON.stringify(view)}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    out[e.external_id] = await eventually(
+      async () => {
+        const view = (await api('GET', `/v1/notifications/${e.event_id}`)) as EventView;
+        if (['queued', 'processing'].includes(view.status)) throw new Error(`event ${e.event_id} not final: ${JSON.stringify(view)}`);
+        return view;
+      },
+      { timeoutMs: 30_000 },
+    );
   }
   return out;
 }

@@ -217,12 +217,10 @@ describe('quiet hours (an injected clock)', () => {
   it("holds a broadcast's event in a bulk job, as its first run was one", async () => {
     await contactWithQuietHours('qh_broadcast');
     const broadcastId = (await api(timed, fx, 'POST', '/v1/broadcasts', { type: 'news', audience: { all_contacts: true }, variables: { n: 2 } })).broadcast_id;
-    let eventId: string | undefined;
-    for (const deadline = Date.now() + 15_000; !eventId; ) {
-      eventId = (await sql<{ id: string }>(timed, `SELECT id FROM events WHERE broadcast_id = $1 AND external_id = 'qh_broadcast'`, [broadcastId]))[0]?.id;
-      if (!eventId && Date.now() > deadline) throw new Error('the broadcast wrote no event for qh_broadcast');
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const eventId = await eventually(
+      async () => (await sql<{ id: string }>(timed, `SELECT id FROM events WHERE broadcast_id = $1 AND external_id = 'qh_broadcast'`, [broadcastId]))[0]?.id ?? false,
+      { timeoutMs: 15_000, message: 'the broadcast wrote no event for qh_broadcast' },
+    );
     // Its first run delivers the inbox and holds the email in a job of its own.
     const heldRun = async () =>
       sql<{ start_after: Date; priority: number; bulk: string | null }>(

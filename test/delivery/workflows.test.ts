@@ -282,7 +282,7 @@ describe('throttle windows', () => {
     await workflowType('wf_throttle_window', [{ kind: 'throttle', limit: 1, window_seconds: 2 }, { kind: 'channel', channel: 'inbox' }]);
     const statuses: string[] = [];
     for (const pause of [0, 0, 2100]) {
-      await new Promise((r) => setTimeout(r, pause));
+      await new Promise((r) => setTimeout(r, pause)); // the throttle window passing is what is tested
       const id = await trigger('wf_throttle_window', 'thr_window', { n: 1 });
       await waitForFinal(app, [id]);
       statuses.push((await event(id)).status);

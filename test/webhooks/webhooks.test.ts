@@ -187,7 +187,7 @@ describe('delivery', () => {
     expect((await sql(app, `SELECT 1 FROM webhook_deliveries WHERE endpoint_id = $1`, [id])).length).toBe(0);
     await emitWebhookEvent(em, t.tenantId, 'contact.unsubscribed', { contact_id: 'y' });
     await receiver.waitFor((r) => r.path === '/tx');
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, 200)); // an absence: a second delivery would have come by now
     expect(receiver.received.filter((r) => r.path === '/tx')).toHaveLength(1);
     await api('DELETE', `/v1/webhooks/${id}`);
   });
@@ -265,7 +265,7 @@ describe('delivery', () => {
       const ping = await api('POST', `/v1/webhooks/${id}/test`);
       const row = await waitForDelivery(id, ping.body.id, (d) => d.attempts >= 1);
       expect(row).toMatchObject({ last_status_code: 302, last_error: expect.stringContaining('redirects are not followed') });
-      await new Promise((r) => setTimeout(r, 200));
+      await new Promise((r) => setTimeout(r, 200)); // an absence: a followed redirect would have arrived by now
       expect(receiver.received.filter((r) => r.path === '/target')).toHaveLength(0);
     } finally {
       receiver.answer = () => 200;

@@ -296,7 +296,7 @@ describe('inbox delivery', () => {
       await store(tx, itemOf('b'));
       bStoredWhileAOpen = !released;
     });
-    await new Promise((r) => setTimeout(r, 150));
+    await untilLockWait(api); // b waits for a's lock: a b that does not wait ends this test by the timeout
     released = true;
     aMayCommit.raise();
     await Promise.all([a, b]);

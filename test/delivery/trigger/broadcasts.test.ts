@@ -300,13 +300,13 @@ describe('the fan-out, run by the test (no worker until the end)', () => {
   function slowFanOut(id: string, pages: number): { running: Promise<void>; reached: Promise<void> } {
     const reached = signal();
     const running = fanOutBroadcast(app.runtime, id, { pageSize: 10, pauseMs: 300 });
-    void (async () => {
-      for (;;) {
+    void eventually(
+      async () => {
         const current = await row(id);
-        if (current!.events_created >= pages * 10 || current!.status !== 'running' && current!.status !== 'queued') return reached.raise();
-        await new Promise((r) => setTimeout(r, 10));
-      }
-    })();
+        return current!.events_created >= pages * 10 || (current!.status !== 'running' && current!.status !== 'queued');
+      },
+      { timeoutMs: 60_000, intervalMs: 10 },
+    ).then(() => reached.raise());
     return { running, reached: reached.raised };
   }
 
