@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../../support/app.ts';
 import { eventually } from '../../support/eventually.ts';
-import { createTenantFixture, deliverInboxItem, type TenantFixture } from '../../support/fixtures.ts';
+import { createTenantFixture, deliverInboxItem, untilLockWait, type TenantFixture } from '../../support/fixtures.ts';
 import { signal } from '../../support/signal.ts';
 import { execute } from '../../../server/base/db/sql.ts';
 
@@ -376,7 +376,7 @@ describe('stream log appends', () => {
       bAppendedWhileAOpen = !released;
       return appended;
     });
-    await new Promise((r) => setTimeout(r, 100));
+    await untilLockWait(app); // b waits for a's lock: a b that does not wait ends this test by the timeout
     released = true;
     aMayCommit.raise();
     const [idA, idB] = await Promise.all([a, b]);
