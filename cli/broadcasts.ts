@@ -7,6 +7,7 @@ import type { BroadcastAccepted, BroadcastPage, BroadcastResponse } from '../ser
 import { confirmUnlessYes } from './support/confirm.ts';
 import { messageFields, withMessageOptions, type MessageOptions } from './support/message-options.ts';
 import { CliError, EXIT_FAILURE, print, printJson, printTable, usageError } from './support/output.ts';
+import { broadcasts as paths } from './support/paths.ts';
 import { progressBar } from './support/progress.ts';
 import { remoteClient, withRemote, type RemoteClient, type RemoteOptions } from './support/remote.ts';
 
@@ -25,8 +26,6 @@ interface WaitOptions {
   timeout: string;
   json?: boolean;
 }
-
-const broadcastPath = (id: string) => `/v1/broadcasts/${encodeURIComponent(id)}`;
 
 function timeoutOf(options: WaitOptions): number {
   const timeout = Number(options.timeout);
@@ -55,7 +54,7 @@ async function waitForBroadcast(client: RemoteClient, id: string, timeoutSeconds
   const progress = progressBar('broadcast');
   try {
     for (let delay = 250; ; delay = Math.min(2000, delay * 2)) {
-      const b = await client.call<BroadcastResponse>('GET', broadcastPath(id));
+      const b = await client.call<BroadcastResponse>('GET', paths.one(id));
       const final = b.events_created - b.counts.pending;
       progress.update(final, Math.max(b.targeted, b.events_created), `${final}/${b.targeted} ${b.status}`);
       if (b.status === 'completed' || b.status === 'canceled' || b.status === 'failed') return b;
@@ -117,7 +116,7 @@ Examples:
       const body: Record<string, unknown> = { type: options.type, audience: options.topic ? { topic: options.topic } : { all_contacts: true }, ...fields };
       if (options.sendAt) body.send_at = options.sendAt;
       const client = remoteClient(options, { invalidInputExit: EXIT_FAILURE });
-      const accepted = await client.call<BroadcastAccepted>('POST', '/v1/broadcasts', { body, headers });
+      const accepted = await client.call<BroadcastAccepted>('POST', paths.create(), { body, headers });
       if (!options.wait) {
         if (options.json) printJson(accepted);
         else print(`queued broadcast ${accepted.broadcast_id}`);
@@ -139,7 +138,7 @@ Examples:
       const timeout = timeoutOf(options);
       const client = remoteClient(options, { invalidInputExit: EXIT_FAILURE });
       if (options.wait) return reportFinished(await waitForBroadcast(client, id, timeout), options.json);
-      const b = await client.call<BroadcastResponse>('GET', broadcastPath(id));
+      const b = await client.call<BroadcastResponse>('GET', paths.one(id));
       if (options.json) printJson(b);
       else printBroadcast(b);
     });
@@ -159,7 +158,7 @@ Examples:
       const query = new URLSearchParams({ limit: options.limit });
       if (options.status) query.set('status', options.status);
       if (options.cursor) query.set('cursor', options.cursor);
-      const page = await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call<BroadcastPage>('GET', `/v1/broadcasts?${query}`);
+      const page = await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call<BroadcastPage>('GET', paths.list(query));
       if (options.json) return printJson(page);
       printTable(
         page.items.map((b) => ({ ...b, audience: 'topic' in b.audience ? `topic:${b.audience.topic}` : 'all', delivered: b.counts.delivered, pending: b.counts.pending })),
@@ -179,7 +178,7 @@ Examples:
     .action(async (id: string, options: RemoteOptions & { yes?: boolean; json?: boolean }) => {
       const client = remoteClient(options, { invalidInputExit: EXIT_FAILURE });
       await confirmUnlessYes(options.yes, { question: `Cancel broadcast ${id}?`, withoutTerminal: 'refusing to cancel without --yes (stdin is not a terminal)' });
-      const b = await client.call<BroadcastResponse>('POST', `${broadcastPath(id)}/cancel`);
+      const b = await client.call<BroadcastResponse>('POST', paths.cancel(id));
       if (options.json) printJson(b);
       else print(`canceled broadcast ${id}: ${b.events_created} event(s) created, ${b.counts.canceled} canceled`);
     });

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { print, printJson, usageError } from './support/output.ts';
 import { confirmUnlessYes } from './support/confirm.ts';
+import { contacts as paths } from './support/paths.ts';
 import { remoteClient, withRemote, type RemoteOptions } from './support/remote.ts';
 import { importContactsFile, type ImportFormat } from './support/contact-import.ts';
 import { CONTACT_TEXT_FIELDS, MUTABLE_CONTACT_FIELDS, type BulkContactsResponse, type ContactResponse, type ContactTokenResponse } from '../server/schemas/contacts.ts';
@@ -71,8 +72,6 @@ function printContact(contact: ContactResponse, options: Json): void {
   print(`updated_at   ${contact.updated_at}`);
 }
 
-const idPath = (id: string) => `/v1/contacts/${encodeURIComponent(id)}`;
-
 export function registerContacts(program: Command): void {
   const contacts = program
     .command('contacts')
@@ -94,7 +93,7 @@ Examples:
     .addHelpText('after', '\nExample:\n  $ herald contacts create user-42 --email ann@example.com --property plan=\\"pro\\"')
     .action(async (externalId: string, options: ContactFieldOptions & RemoteOptions & Json) => {
       const client = remoteClient(options);
-      printContact(await client.call<ContactResponse>('POST', '/v1/contacts', { body: { external_id: externalId, ...fieldsOf(options) } }), options);
+      printContact(await client.call<ContactResponse>('POST', paths.list(), { body: { external_id: externalId, ...fieldsOf(options) } }), options);
     });
 
   withRemote(contacts.command('get <id>'))
@@ -102,7 +101,7 @@ Examples:
     .option('--json', 'print the contact as JSON')
     .addHelpText('after', '\nExample:\n  $ herald contacts get 01890a5d-ac96-774b-bcce-b302099a8057 --json')
     .action(async (id: string, options: RemoteOptions & Json) => {
-      printContact(await remoteClient(options).call<ContactResponse>('GET', idPath(id)), options);
+      printContact(await remoteClient(options).call<ContactResponse>('GET', paths.one(id)), options);
     });
 
   withRemote(contacts.command('find <external_id>'))
@@ -110,7 +109,7 @@ Examples:
     .option('--json', 'print the contact as JSON')
     .addHelpText('after', '\nExample:\n  $ herald contacts find user-42')
     .action(async (externalId: string, options: RemoteOptions & Json) => {
-      printContact(await remoteClient(options).call<ContactResponse>('GET', `/v1/contacts?external_id=${encodeURIComponent(externalId)}`), options);
+      printContact(await remoteClient(options).call<ContactResponse>('GET', paths.byExternalId(externalId)), options);
     });
 
   withFields(withRemote(contacts.command('update <id>')))
@@ -127,7 +126,7 @@ Examples:
       }
       if (Object.keys(changes).length === 0 && clear.length === 0) throw usageError('nothing to update: give --email, --phone, --name, --language, --property or --clear');
       // The API's PUT replaces every mutable field: start from the stored contact.
-      const current = await client.call<ContactResponse>('GET', idPath(id));
+      const current = await client.call<ContactResponse>('GET', paths.one(id));
       const next: Record<string, unknown> = {
         email: current.email,
         phone: current.phone,
@@ -138,7 +137,7 @@ Examples:
         properties: { ...current.properties, ...((changes.properties as object | undefined) ?? {}) },
       };
       for (const field of clear) next[field] = field === 'properties' ? {} : null;
-      printContact(await client.call<ContactResponse>('PUT', idPath(id), { body: next }), options);
+      printContact(await client.call<ContactResponse>('PUT', paths.one(id), { body: next }), options);
     });
 
   withRemote(contacts.command('delete <id>'))
@@ -152,7 +151,7 @@ Examples:
         question: `Delete contact ${id}, its preferences, push subscriptions and inbox?`,
         withoutTerminal: 'refusing to delete without --yes (stdin is not a terminal)',
       });
-      await client.call('DELETE', idPath(id));
+      await client.call('DELETE', paths.one(id));
       if (options.json) printJson({ deleted: id });
       else print(`deleted contact ${id}`);
     });
@@ -195,7 +194,7 @@ Examples:
       const summary: BulkContactsResponse = { created: 0, updated: 0, errors: [] };
       for (let start = 0; start < entries.length; start += BULK_SIZE) {
         const chunk = entries.slice(start, start + BULK_SIZE);
-        const result = await client.call<BulkContactsResponse>('POST', '/v1/contacts/bulk', {
+        const result = await client.call<BulkContactsResponse>('POST', paths.bulk(), {
           body: { contacts: chunk },
           waitWhenRateLimited: true,
         });
@@ -216,7 +215,7 @@ Examples:
     .option('--json', 'print {token, token_type, expires_in, contact_id} as JSON')
     .addHelpText('after', '\nExample:\n  $ TOKEN=$(herald contacts token user-42)')
     .action(async (externalId: string, options: RemoteOptions & Json) => {
-      const result = await remoteClient(options).call<ContactTokenResponse>('POST', '/v1/contacts/tokens', {
+      const result = await remoteClient(options).call<ContactTokenResponse>('POST', paths.tokens(), {
         body: { external_id: externalId },
       });
       if (options.json) printJson(result);

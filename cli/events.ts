@@ -3,6 +3,7 @@
 // Like herald send, every API error (a 422 too) exits 1.
 import type { Command } from 'commander';
 import { EXIT_FAILURE, print, printJson, printTable, usageError } from './support/output.ts';
+import { notifications } from './support/paths.ts';
 import { remoteClient, withRemote, type RemoteOptions } from './support/remote.ts';
 import { summaryRow } from './send.ts';
 import type { CancelResponse, EventPage, EventResponse } from '../server/schemas/notifications.ts';
@@ -21,7 +22,7 @@ export function registerEvents(program: Command): void {
   withRemote(events.command('get').description("one event's delivery status").argument('<event_id>').option('--json', 'print JSON'))
     .addHelpText('after', `\nExamples:\n  $ herald events get 0193f1c2-...-7a1b --json`)
     .action(async (eventId: string, options: RemoteOptions & { json?: boolean }) => {
-      const body = await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call<EventResponse>('GET', `/v1/notifications/${encodeURIComponent(eventId)}`);
+      const body = await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call<EventResponse>('GET', notifications.one(eventId));
       if (options.json) return printJson(body);
       print(`event      ${body.event_id}`);
       print(`type       ${body.type}`);
@@ -58,7 +59,7 @@ export function registerEvents(program: Command): void {
       if (options.status) query.set('status', options.status);
       if (options.externalId) query.set('external_id', options.externalId);
       if (options.cursor) query.set('cursor', options.cursor);
-      const body = await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call<EventPage>('GET', `/v1/notifications?${query}`);
+      const body = await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call<EventPage>('GET', notifications.list(query));
       if (options.json) return printJson(body);
       printTable(body.items.map(summaryRow), ['event_id', 'type', 'external_id', 'status', 'created_at', 'deliveries']);
       if (body.next_cursor) print(`\nmore: --cursor ${body.next_cursor}`);
@@ -76,11 +77,11 @@ export function registerEvents(program: Command): void {
       if ((eventId === undefined) === (options.key === undefined)) throw usageError('give an event id or --key, not both');
       const client = remoteClient(options, { invalidInputExit: EXIT_FAILURE });
       if (eventId !== undefined) {
-        await client.call('DELETE', `/v1/notifications/${encodeURIComponent(eventId)}`);
+        await client.call('DELETE', notifications.one(eventId));
         if (options.json) return printJson({ canceled: 1 });
         return print(`canceled ${eventId}`);
       }
-      const body = await client.call<CancelResponse>('POST', '/v1/notifications/cancel', { body: { cancellation_key: options.key } });
+      const body = await client.call<CancelResponse>('POST', notifications.cancel(), { body: { cancellation_key: options.key } });
       if (options.json) return printJson(body);
       print(`canceled ${body.canceled} event(s)`);
     });

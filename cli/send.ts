@@ -4,6 +4,7 @@
 import type { Command } from 'commander';
 import { messageFields, withMessageOptions, type MessageOptions } from './support/message-options.ts';
 import { CliError, EXIT_FAILURE, print, printJson, printTable, usageError } from './support/output.ts';
+import { notifications } from './support/paths.ts';
 import { remoteClient, withRemote, type RemoteClient, type RemoteOptions } from './support/remote.ts';
 import type { EventResponse, TriggerResponse } from '../server/schemas/notifications.ts';
 import { FINAL_EVENT_STATUSES } from '../server/base/statuses.ts';
@@ -59,7 +60,7 @@ Examples:
       }
       if (options.cancellationKey) body.cancellation_key = options.cancellationKey;
       const headers = fields.headers;
-      const accepted = await client.call<TriggerResponse>('POST', '/v1/notifications', { body, headers });
+      const accepted = await client.call<TriggerResponse>('POST', notifications.trigger(), { body, headers });
       if (!options.wait) {
         if (options.json) printJson(accepted);
         else for (const e of accepted.events) print(`${e.status} ${e.event_id} for ${e.external_id}`);
@@ -85,7 +86,7 @@ Examples:
 async function waitForEvents(client: RemoteClient, ids: string[], timeoutMs: number): Promise<EventResponse[]> {
   const deadline = Date.now() + timeoutMs;
   for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {
-    const events = await Promise.all(ids.map((id) => client.call<EventResponse>('GET', `/v1/notifications/${encodeURIComponent(id)}`)));
+    const events = await Promise.all(ids.map((id) => client.call<EventResponse>('GET', notifications.one(id))));
     if (events.every((e) => FINAL_EVENT_STATUSES.has(e.status)) || Date.now() >= deadline) return events;
     await new Promise((r) => setTimeout(r, Math.min(delay, Math.max(0, deadline - Date.now()))));
   }

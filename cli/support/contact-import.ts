@@ -6,6 +6,7 @@ import { closeSync, createReadStream, openSync, readSync, statSync } from 'node:
 import type { ContactImportResponse } from '../../server/schemas/contacts.ts';
 import { csvContactsAsNdjson, csvRecords } from './csv.ts';
 import { usageError } from './output.ts';
+import { contacts } from './paths.ts';
 import { progressBar } from './progress.ts';
 import type { RemoteClient } from './remote.ts';
 
@@ -81,7 +82,7 @@ export async function importContactsFile(client: RemoteClient, file: string, for
     if (pending) yield Buffer.from(pending, 'utf8');
   }
   try {
-    const result = await client.call<ContactImportResponse>('POST', '/v1/contacts/import', { stream: { contentType: 'application/x-ndjson', chunks: fileChunks() } });
+    const result = await client.call<ContactImportResponse>('POST', contacts.import(), { stream: { contentType: 'application/x-ndjson', chunks: fileChunks() } });
     if (lines) result.errors = result.errors.map((e) => ({ ...e, line: lines.of(e.line) }));
     return result;
   } finally {

@@ -60,3 +60,26 @@ export const apiKeys = {
   list: () => '/v1/api-keys',
   one: (id: string) => `/v1/api-keys/${at(id)}`,
 };
+
+export const contacts = {
+  list: () => '/v1/contacts',
+  byExternalId: (externalId: string) => `/v1/contacts?external_id=${at(externalId)}`,
+  one: (id: string) => `/v1/contacts/${at(id)}`,
+  bulk: () => '/v1/contacts/bulk',
+  import: () => '/v1/contacts/import',
+  tokens: () => '/v1/contacts/tokens',
+};
+
+export const notifications = {
+  trigger: () => '/v1/notifications',
+  list: (search: URLSearchParams) => `/v1/notifications?${search}`,
+  one: (id: string) => `/v1/notifications/${at(id)}`,
+  cancel: () => '/v1/notifications/cancel',
+};
+
+export const broadcasts = {
+  create: () => '/v1/broadcasts',
+  list: (search: URLSearchParams) => `/v1/broadcasts?${search}`,
+  one: (id: string) => `/v1/broadcasts/${at(id)}`,
+  cancel: (id: string) => `/v1/broadcasts/${at(id)}/cancel`,
+};

@@ -158,7 +158,7 @@ export function remoteClient(options: RemoteOptions, settings: RemoteClientSetti
   const url = options.url ?? process.env.HERALD_URL;
   if (!url) throw usageError('no Herald URL: pass --url or set HERALD_URL');
   if (!/^https?:\/\//.test(url)) throw usageError('--url must be an http(s) URL');
-  // Every command adds /v1/... itself: a URL copied from an API call would become /v1/v1/...
+  // Every path (paths.ts) begins with /v1: a URL copied from an API call would become /v1/v1/...
   const base = url.replace(/\/+$/, '');
   if (/\/v1$/.test(base)) throw usageError(`--url is Herald's base URL, without /v1: try ${base.slice(0, -3)}`);
   if (options.apiKey && options.apiKeyFile) throw usageError('give --api-key or --api-key-file, not both');
