@@ -24,22 +24,14 @@ export function withTarget(command: Command): Command {
     .option('--json', 'print as JSON');
 }
 
-/** A command not yet moved to one request for both modes: its local side calls the services. */
-export interface Target<T> {
-  local(runtime: Runtime, tenantId: string): Promise<T>;
-  remote(client: RemoteClient): Promise<T>;
-}
-
 /**
  * Runs `call` with a client of Herald at --url/$HERALD_URL, else of the routes in this process acting
  * for the resolved tenant (the in-process API is loaded only then: remote commands never load the server).
  */
-export async function onTarget<T>(options: TargetOptions, target: Target<T> | ((client: RemoteClient) => Promise<T>), settings: RemoteClientSettings = {}): Promise<T> {
-  const call = typeof target === 'function' ? target : null;
-  if (options.url ?? process.env.HERALD_URL) return (call ?? (target as Target<T>).remote)(remoteClient(options, settings));
+export async function onTarget<T>(options: TargetOptions, call: (client: RemoteClient) => Promise<T>, settings: RemoteClientSettings = {}): Promise<T> {
+  if (options.url ?? process.env.HERALD_URL) return call(remoteClient(options, settings));
   return withLocalRuntime(configFrom({ dataDir: options.dataDir }), async (runtime) => {
     const tenant = await resolveTenant(runtime.orm.em.fork(), options.tenant);
-    if (!call) return (target as Target<T>).local(runtime, tenant.id);
     return withInProcessClient(runtime, tenant.id, call, settings);
   });
 }
