@@ -8,7 +8,7 @@ import type { NotificationTypeResponse } from '../server/schemas/notification-ty
 import { notificationTypes } from './support/paths.ts';
 import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
 
-export function registerTypes(program: Command): void {
+export function registerNotificationTypes(program: Command): void {
   const types = program
     .command('types')
     .description("a tenant's notification types: list and get (local or remote), workflows (remote: --url/--api-key or HERALD_URL/HERALD_API_KEY)")

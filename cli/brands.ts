@@ -11,7 +11,7 @@ import { brandings } from './support/paths.ts';
 import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
 import { checkTenantId, requireTenant } from './support/tenant-option.ts';
 
-export function registerBrandings(program: Command): void {
+export function registerBrands(program: Command): void {
   const group = program
     .command('brands')
     .description("a tenant's brands (write them with the API or herald apply) and the plan's brand cap")
