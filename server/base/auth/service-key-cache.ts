@@ -1,6 +1,6 @@
 // Service keys this process has verified, kept for a minute so the hottest route (a trigger) skips
 // one database round trip per request. A revocation or deletion must still take effect at once, on
-// every process: a trigger on api_keys announces each change on API_KEYS_CHANNEL (migration 0006),
+// every process: a trigger on api_keys announces each change on API_KEYS_CHANNEL (the baseline migration),
 // the stream hub's LISTEN connection hands the notice to evict(), and while that connection is down
 // nothing is cached at all (a notice could be missed). Only processes holding a hub have a cache.
 import type { Credential } from './credentials.ts';

@@ -1,6 +1,6 @@
 // The read side of the real-time stream: a contact's stream log, in id order. It is the contact's
-// stream_events rows ('updated', 'counts', and the 'notification' copies of items stored before
-// migration 0012) and its inbox items that carry a stream id, each its own 'notification', shown as
+// stream_events rows ('updated', 'counts', and the 'notification' copies of items that carry no
+// stream id) and its inbox items that carry a stream id, each its own 'notification', shown as
 // the item is now (a later 'updated' of it follows in the log either way). Both kinds draw their ids
 // from one sequence under the contact's stream lock (events.ts), so one read of "id > last seen"
 // serves live pushes and Last-Event-ID replay alike.

@@ -3,7 +3,7 @@
 // are inserted with their final status (no 'pending' row version to update), inbox items
 // with their stream ids (each is its own 'notification'; the stream hub derives the counts), the
 // events get their final status and their delivery jobs are completed (complete.ts), all from
-// data-modifying CTEs. The statement is all or nothing on its own (herald_assert, migration 0011), so
+// data-modifying CTEs. The statement is all or nothing on its own (herald_assert, in the baseline migration), so
 // the inbox run needs no transaction around it: it commits once, with the statement.
 // The per-event run stores its plan (storePlan) and each attempt's outcome (recordOutcome) as it goes.
 import type { EntityManager } from '@mikro-orm/postgresql';

@@ -452,7 +452,7 @@ describe('stream log retention', () => {
     const em = app.runtime.orm.em.fork();
     const id = await acme.contact('legacy-1');
     const item = await deliverInboxItem(app, acme.tenantId, id, { title: 'legacy' });
-    // As migration 0012 left it: no stream id on the item, a 'notification' row holding its copy.
+    // An item without a stream id, a 'notification' row holding its copy.
     await execute(em, `UPDATE inbox_items SET stream_id = NULL WHERE id = $1`, [item.id]);
     await appendStreamEvent(em, { tenantId: acme.tenantId, contactId: id, kind: 'notification', payload: { ...item } });
     await deliverInboxItem(app, acme.tenantId, id, { title: 'new' });
