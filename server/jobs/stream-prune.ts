@@ -2,8 +2,8 @@
 // older than the log's retention have no reader left (a client away longer refetches its inbox).
 // Inbox items stay: the log stops replaying them at the same age (stream/log.ts).
 import { defineJob } from './types.ts';
-import { execute } from '../base/db/sql.ts';
 import { STREAM_RETENTION_DAYS } from '../channels/inbox/log.ts';
+import { pruneStreamEvents } from '../channels/inbox/events.ts';
 
 export const streamPrune = defineJob({
   name: 'stream-events-prune',
@@ -15,7 +15,3 @@ export const streamPrune = defineJob({
     runtime.logger.info('stream events pruned', { removed });
   },
 });
-
-export async function pruneStreamEvents(em: Parameters<typeof execute>[0], days: number): Promise<number> {
-  return execute(em, `DELETE FROM stream_events WHERE created_at < now() - make_interval(days => $1)`, [days]);
-}

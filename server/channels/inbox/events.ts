@@ -5,7 +5,7 @@
 // transaction commits, so every Herald process listening (see the stream hub) pushes them to its
 // connected clients, whichever process wrote them. The read side is log.ts.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { queryOne } from '../../base/db/sql.ts';
+import { execute, queryOne } from '../../base/db/sql.ts';
 
 export const STREAM_CHANNEL = 'herald_stream';
 
@@ -74,4 +74,9 @@ export async function appendStreamEvent(
     [event.tenantId, event.contactId, event.kind, JSON.stringify(event.payload)],
   );
   return row!.id;
+}
+
+/** Deletes the stream log's rows older than `days`, and returns how many. */
+export async function pruneStreamEvents(em: EntityManager, days: number): Promise<number> {
+  return execute(em, `DELETE FROM stream_events WHERE created_at < now() - make_interval(days => $1)`, [days]);
 }
