@@ -4,6 +4,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { emailTransportPasswordAad, installSecretAad } from '../../base/crypto/aad.ts';
 import { isUnreadable } from '../../base/crypto/keyring.ts';
 import { execute, queryOne } from '../../base/db/sql.ts';
+import { deleteInstallSecret, storeInstallSecret } from '../../base/install-secrets.ts';
 import { DEFAULT_SMTP_SECRET, installSmtp } from './install-smtp.ts';
 import type { SmtpSettings } from './smtp.ts';
 import { SMTP_HOST_REFUSED, loadEmailTransport, smtpHostAllowed, type EmailTransportRow } from './tenant-smtp.ts';
@@ -110,12 +111,7 @@ export async function setDefaultSmtp(runtime: Context, em: EntityManager, input:
     password: input.password ?? null,
     ...(input.from ? { from: input.from } : {}),
   });
-  await execute(
-    em,
-    `INSERT INTO install_secrets (name, ciphertext) VALUES ($1, $2)
-     ON CONFLICT (name) DO UPDATE SET ciphertext = EXCLUDED.ciphertext, updated_at = now()`,
-    [DEFAULT_SMTP_SECRET, runtime.keyRing.encrypt(value, installSecretAad(DEFAULT_SMTP_SECRET))],
-  );
+  await storeInstallSecret(em, DEFAULT_SMTP_SECRET, runtime.keyRing.encrypt(value, installSecretAad(DEFAULT_SMTP_SECRET)));
 }
 
 /** The stored default SMTP without its password, for display. */
@@ -139,7 +135,7 @@ export async function describeDefaultSmtp(
 }
 
 export async function removeDefaultSmtp(em: EntityManager): Promise<boolean> {
-  return (await execute(em, `DELETE FROM install_secrets WHERE name = $1`, [DEFAULT_SMTP_SECRET])) > 0;
+  return deleteInstallSecret(em, DEFAULT_SMTP_SECRET);
 }
 
 /**
