@@ -18,7 +18,23 @@ import { startRuntime, stopRuntime } from '../server/app/runtime.ts';
 import { execute } from '../server/base/db/sql.ts';
 import { newId } from '../server/base/ids.ts';
 import { KeepAliveConnection } from './keep-alive-client.ts';
-import { benchInstall, benchTenant, cleanups, fmt, fmtStolen, freePort, heraldEnv, machineTicks, print, runBench, sleep, startHerald, stats, stolenShare, type MachineTicks } from './support.ts';
+import {
+  benchInstall,
+  benchTenant,
+  cleanups,
+  fmt,
+  fmtStolen,
+  freePort,
+  heraldEnv,
+  machineTicks,
+  print,
+  runBench,
+  sleep,
+  startHerald,
+  stats,
+  stolenShare,
+  type MachineTicks,
+} from './support.ts';
 
 const CONTACTS = Number(process.env.BENCH_AUDIENCE_CONTACTS ?? 100_000);
 /** Above this audience the broadcast is not followed to its end (see the header). */
@@ -36,7 +52,11 @@ async function main(): Promise<void> {
   for (const name of ['Broadcaster', 'Other']) {
     const { tenant, apiKey } = await benchTenant(em, name);
     keys.push(apiKey);
-    await execute(em, `INSERT INTO notification_types (id, tenant_id, key, name, channel_defaults) VALUES ($1, $2, 'bench', 'Bench', '{"inbox": true}')`, [newId(), tenant.id]);
+    await execute(
+      em,
+      `INSERT INTO notification_types (id, tenant_id, key, name, channel_defaults) VALUES ($1, $2, 'bench', 'Bench', '{"inbox": true}')`,
+      [newId(), tenant.id],
+    );
     await execute(
       em,
       `INSERT INTO inbox_templates (id, tenant_id, notification_type_key, brand_key, language, title, content) VALUES ($1, $2, 'bench', 'default', 'en', 'Hello {{ contact.external_id }}', 'News {{ headline }}')`,
@@ -62,7 +82,8 @@ async function main(): Promise<void> {
     const LINES_PER_CHUNK = 1000;
     for (let start = 0; start < CONTACTS; start += LINES_PER_CHUNK) {
       let text = '';
-      for (let i = start; i < Math.min(CONTACTS, start + LINES_PER_CHUNK); i++) text += `{"external_id":"user-${i}","email":"user-${i}@example.test","name":"User ${i}"}\n`;
+      for (let i = start; i < Math.min(CONTACTS, start + LINES_PER_CHUNK); i++)
+        text += `{"external_id":"user-${i}","email":"user-${i}@example.test","name":"User ${i}"}\n`;
       yield Buffer.from(text);
     }
   }
@@ -77,7 +98,8 @@ async function main(): Promise<void> {
   } as RequestInit);
   const importBody = (await imported.json()) as { created: number; refused: number };
   const importSeconds = (performance.now() - importStarted) / 1000;
-  if (imported.status !== 200 || importBody.created !== CONTACTS) throw new Error(`import answered ${imported.status}: ${JSON.stringify(importBody)}`);
+  if (imported.status !== 200 || importBody.created !== CONTACTS)
+    throw new Error(`import answered ${imported.status}: ${JSON.stringify(importBody)}`);
   print(
     `6. contact import (NDJSON, streamed): ${fmt(CONTACTS / importSeconds)} contacts/s   (${CONTACTS} in ${importSeconds.toFixed(1)} s; API RSS ${mb(apiRssBefore)} -> ${mb(rssOf(api.pid!))} MB; target >= 50000/s)`,
   );
@@ -90,7 +112,12 @@ async function main(): Promise<void> {
   const probeHeaders = { authorization: `Bearer ${otherKey}`, 'content-type': 'application/json' };
   const probeOnce = async (i: number) => {
     const t0 = performance.now();
-    const res = await probe.request('POST', '/v1/notifications', probeHeaders, JSON.stringify({ type: 'bench', recipients: [`probe-${i % 100}`], variables: { headline: 'probe' } }));
+    const res = await probe.request(
+      'POST',
+      '/v1/notifications',
+      probeHeaders,
+      JSON.stringify({ type: 'bench', recipients: [`probe-${i % 100}`], variables: { headline: 'probe' } }),
+    );
     if (res.status !== 202) throw new Error(`probe trigger answered ${res.status}: ${res.body}`);
     return performance.now() - t0;
   };
@@ -130,19 +157,35 @@ async function main(): Promise<void> {
   let storedSeconds: number | null = null;
   let stored = 0;
   const followWhole = CONTACTS <= FOLLOW_WHOLE_UP_TO;
-  for (let deadline = Date.now() + (followWhole ? 600_000 : 3_600_000); ; ) {
-    const row = (await db.query(`SELECT fanned_out_at IS NOT NULL AS done, events_created FROM broadcasts WHERE id = $1`, [id])).rows[0];
+  for (let deadline = Date.now() + (followWhole ? 600_000 : 3_600_000); ;) {
+    const row = (
+      await db.query(`SELECT fanned_out_at IS NOT NULL AS done, events_created FROM broadcasts WHERE id = $1`, [id])
+    ).rows[0];
     if (fannedOutSeconds === null && row.done) fannedOutSeconds = (performance.now() - t0) / 1000;
     // The poll stops at the first event not delivered yet (through the events' unique index on the
     // broadcast), so it costs the database little while the broadcast runs; counted only at the end.
-    const all = row.events_created >= CONTACTS && (await db.query(`SELECT NOT EXISTS (SELECT 1 FROM events WHERE broadcast_id = $1 AND status <> 'delivered') AS all`, [id])).rows[0].all;
+    const all =
+      row.events_created >= CONTACTS &&
+      (
+        await db.query(
+          `SELECT NOT EXISTS (SELECT 1 FROM events WHERE broadcast_id = $1 AND status <> 'delivered') AS all`,
+          [id],
+        )
+      ).rows[0].all;
     if (all) {
       stored = CONTACTS;
       storedSeconds = (performance.now() - t0) / 1000;
       break;
     }
-    if (!followWhole && fannedOutSeconds !== null && (performance.now() - t0) / 1000 > fannedOutSeconds + FOLLOW_SECONDS) {
-      stored = Number((await db.query(`SELECT count(*) AS n FROM events WHERE broadcast_id = $1 AND status = 'delivered'`, [id])).rows[0].n);
+    if (
+      !followWhole &&
+      fannedOutSeconds !== null &&
+      (performance.now() - t0) / 1000 > fannedOutSeconds + FOLLOW_SECONDS
+    ) {
+      stored = Number(
+        (await db.query(`SELECT count(*) AS n FROM events WHERE broadcast_id = $1 AND status = 'delivered'`, [id]))
+          .rows[0].n,
+      );
       break;
     }
     if (Date.now() > deadline) throw new Error(`broadcast not done: ${JSON.stringify(row)}, ${stored} delivered`);
@@ -152,7 +195,11 @@ async function main(): Promise<void> {
   await probing$;
   const window = (performance.now() - t0) / 1000;
   const broadcastCpuAfter = await cpuNow(db, api.pid!, worker.pid!);
-  if (!followWhole) await fetch(`${base}/v1/broadcasts/${id}/cancel`, { method: 'POST', headers: { authorization: `Bearer ${broadcasterKey}` } });
+  if (!followWhole)
+    await fetch(`${base}/v1/broadcasts/${id}/cancel`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${broadcasterKey}` },
+    });
   const http = stats(latencies);
   const before = stats(quiet);
   const delivery = (
@@ -164,10 +211,17 @@ async function main(): Promise<void> {
       [probeStart],
     )
   ).rows[0];
-  const items = storedSeconds !== null ? `every item stored ${storedSeconds.toFixed(1)} s after the 202 = ${fmt(CONTACTS / storedSeconds)} items/s (target <= 10 s)` : `${stored} items stored in ${window.toFixed(1)} s = ${fmt(stored / window)} items/s, then canceled`;
-  print(`7. broadcast to ${CONTACTS} contacts (inbox): 202 in ${fmt(acceptedMs)} ms; fan-out done after ${fannedOutSeconds?.toFixed(1) ?? '?'} s; ${items}`);
+  const items =
+    storedSeconds !== null
+      ? `every item stored ${storedSeconds.toFixed(1)} s after the 202 = ${fmt(CONTACTS / storedSeconds)} items/s (target <= 10 s)`
+      : `${stored} items stored in ${window.toFixed(1)} s = ${fmt(stored / window)} items/s, then canceled`;
+  print(
+    `7. broadcast to ${CONTACTS} contacts (inbox): 202 in ${fmt(acceptedMs)} ms; fan-out done after ${fannedOutSeconds?.toFixed(1) ?? '?'} s; ${items}`,
+  );
   print(`   ${cpuLine(broadcastCpu, broadcastCpuAfter, stored)} (the other tenant's triggers included)`);
-  print(`   worker RSS ${mb(workerRssBefore)} MB -> at most ${mb(workerRssMax)} MB during it (growth ${mb(workerRssMax - workerRssBefore)} MB; target <= 100 MB)`);
+  print(
+    `   worker RSS ${mb(workerRssBefore)} MB -> at most ${mb(workerRssMax)} MB during it (growth ${mb(workerRssMax - workerRssBefore)} MB; target <= 100 MB)`,
+  );
   print(
     `   another tenant's 1-recipient triggers meanwhile (${latencies.length}, one every ${PROBE_INTERVAL_MS} ms): HTTP p50 ${fmt(http.p50)} ms, p99 ${fmt(http.p99)} ms (target <= 100 ms; before the broadcast p50 ${fmt(before.p50)} ms, p99 ${fmt(before.p99)} ms); delivered (event -> inbox item) p50 ${fmt(Number(delivery.p50))} ms, p99 ${fmt(Number(delivery.p99))} ms (${delivery.n} items)`,
   );
@@ -208,12 +262,23 @@ async function cpuNow(
   api: number,
   worker: number,
 ): Promise<{ api: number; worker: number; pg: Map<number, number>; machine: MachineTicks | null }> {
-  const backends = await db.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`);
-  return { api: cpuOf(api), worker: cpuOf(worker), pg: new Map(backends.rows.map((r: { pid: number }) => [r.pid, cpuOf(r.pid)])), machine: machineTicks() };
+  const backends = await db.query(
+    `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`,
+  );
+  return {
+    api: cpuOf(api),
+    worker: cpuOf(worker),
+    pg: new Map(backends.rows.map((r: { pid: number }) => [r.pid, cpuOf(r.pid)])),
+    machine: machineTicks(),
+  };
 }
 
 /** A phase's CPU seconds per 100,000 contacts, as printed. */
-function cpuLine(before: Awaited<ReturnType<typeof cpuNow>>, after: Awaited<ReturnType<typeof cpuNow>>, contacts: number): string {
+function cpuLine(
+  before: Awaited<ReturnType<typeof cpuNow>>,
+  after: Awaited<ReturnType<typeof cpuNow>>,
+  contacts: number,
+): string {
   let pgSeconds = 0;
   for (const [pid, seconds] of after.pg) pgSeconds += seconds - (before.pg.get(pid) ?? 0);
   const per = (seconds: number) => ((seconds * 100_000) / contacts).toFixed(1);

@@ -102,14 +102,17 @@ async function main(): Promise<void> {
   await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
   cleanups.push(() => new Promise<void>((resolve) => smtp.close(() => resolve())));
   // Push services offer HTTP/2 in their TLS handshake, and HTTP/1.1 to a client that asks for it.
-  const pushService = createSecureServer({ cert: certificate.cert, key: certificate.key, allowHTTP1: true }, (req, res) => {
-    req.on('end', () => {
-      arrived('web_push');
-      res.writeHead(201, { location: `${req.url}/m/${randomBytes(6).toString('hex')}` });
-      res.end();
-    });
-    req.resume();
-  });
+  const pushService = createSecureServer(
+    { cert: certificate.cert, key: certificate.key, allowHTTP1: true },
+    (req, res) => {
+      req.on('end', () => {
+        arrived('web_push');
+        res.writeHead(201, { location: `${req.url}/m/${randomBytes(6).toString('hex')}` });
+        res.end();
+      });
+      req.resume();
+    },
+  );
   const pushConnections = trackConnections(pushService);
   await new Promise<void>((resolve) => pushService.listen(0, '127.0.0.1', resolve));
   cleanups.push(async () => {
@@ -117,13 +120,39 @@ async function main(): Promise<void> {
     pushService.close();
   });
   const pushServiceUrl = `https://localhost:${(pushService.address() as AddressInfo).port}`;
-  const apnsKey = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-  const apnsSettings = { team_id: 'TEAM123456', key_id: 'KEYID12345', bundle_id: 'test.herald.bench', environment: 'sandbox', private_key: apnsKey };
-  const apns = await startApnsPeer({ privateKeyPem: apnsKey, teamId: apnsSettings.team_id, keyId: apnsSettings.key_id, bundleId: apnsSettings.bundle_id });
+  const apnsKey = generateKeyPairSync('ec', { namedCurve: 'prime256v1' })
+    .privateKey.export({ type: 'pkcs8', format: 'pem' })
+    .toString();
+  const apnsSettings = {
+    team_id: 'TEAM123456',
+    key_id: 'KEYID12345',
+    bundle_id: 'test.herald.bench',
+    environment: 'sandbox',
+    private_key: apnsKey,
+  };
+  const apns = await startApnsPeer({
+    privateKeyPem: apnsKey,
+    teamId: apnsSettings.team_id,
+    keyId: apnsSettings.key_id,
+    bundleId: apnsSettings.bundle_id,
+  });
   cleanups.push(() => apns.close());
-  const fcmKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-  const serviceAccount = { type: 'service_account', project_id: 'herald-bench', private_key_id: 'k1', private_key: fcmKey, client_email: 'bench@herald-bench.iam.gserviceaccount.com' };
-  const fcm = await startFcmPeer({ privateKeyPem: fcmKey, clientEmail: serviceAccount.client_email, projectId: serviceAccount.project_id, tls: true });
+  const fcmKey = generateKeyPairSync('rsa', { modulusLength: 2048 })
+    .privateKey.export({ type: 'pkcs8', format: 'pem' })
+    .toString();
+  const serviceAccount = {
+    type: 'service_account',
+    project_id: 'herald-bench',
+    private_key_id: 'k1',
+    private_key: fcmKey,
+    client_email: 'bench@herald-bench.iam.gserviceaccount.com',
+  };
+  const fcm = await startFcmPeer({
+    privateKeyPem: fcmKey,
+    clientEmail: serviceAccount.client_email,
+    projectId: serviceAccount.project_id,
+    tls: true,
+  });
   cleanups.push(() => fcm.close());
   // The test peers keep what they receive: their arrays' growth is the arrivals.
   const countInto = (channel: string, received: unknown[]) => {
@@ -139,28 +168,36 @@ async function main(): Promise<void> {
   // Herald points at the peers (the configuration file of its data directory) and trusts their certificate.
   writeFileSync(
     join(dataDir, CONFIG_FILE_NAME),
-    JSON.stringify({ providers: { apnsSandboxUrl: apns.url, apnsProductionUrl: apns.url, fcmUrl: fcm.url, fcmTokenUrl: fcm.tokenUrl, caFile: certificate.caFile } }),
+    JSON.stringify({
+      providers: {
+        apnsSandboxUrl: apns.url,
+        apnsProductionUrl: apns.url,
+        fcmUrl: fcm.url,
+        fcmTokenUrl: fcm.tokenUrl,
+        caFile: certificate.caFile,
+      },
+    }),
   );
 
   // The tenant, its transports, one type per channel with its templates, and the contacts with their destinations.
   const setup = await startRuntime(config, { role: 'api', queue: true, poolMax: 4 });
   const em = setup.orm.em.fork();
   const { tenant, apiKey } = await benchTenant(em);
-  await execute(em, `INSERT INTO email_transports (tenant_id, host, port, secure, from_email, from_name) VALUES ($1, '127.0.0.1', $2, false, 'bench@example.test', 'Bench')`, [
-    tenant.id,
-    (smtp.server.address() as AddressInfo).port,
-  ]);
+  await execute(
+    em,
+    `INSERT INTO email_transports (tenant_id, host, port, secure, from_email, from_name) VALUES ($1, '127.0.0.1', $2, false, 'bench@example.test', 'Bench')`,
+    [tenant.id, (smtp.server.address() as AddressInfo).port],
+  );
   await putPushTransport(setup, em, tenant.id, 'apns', apnsSettings);
   await putPushTransport(setup, em, tenant.id, 'fcm', { service_account: serviceAccount });
   await putPushTransport(setup, em, tenant.id, 'webpush', { subject: 'mailto:ops@example.test' });
   const channelOf: Record<string, string> = { email: 'email', web_push: 'web_push', apns: 'push', fcm: 'push' };
   for (const s of scenarios.values()) {
-    await execute(em, `INSERT INTO notification_types (id, tenant_id, key, name, channel_defaults) VALUES ($1, $2, $3, $3, $4::jsonb)`, [
-      newId(),
-      tenant.id,
-      s.type,
-      JSON.stringify({ [channelOf[s.channel]!]: true }),
-    ]);
+    await execute(
+      em,
+      `INSERT INTO notification_types (id, tenant_id, key, name, channel_defaults) VALUES ($1, $2, $3, $3, $4::jsonb)`,
+      [newId(), tenant.id, s.type, JSON.stringify({ [channelOf[s.channel]!]: true })],
+    );
     await execute(
       em,
       `INSERT INTO inbox_templates (id, tenant_id, notification_type_key, brand_key, language, title, content, action_url)
@@ -201,7 +238,10 @@ async function main(): Promise<void> {
   await stopRuntime(setup);
 
   const port = await freePort();
-  const env = heraldEnv({ dataDir, url, encryptionKeys }, port, { HERALD_ALLOW_PRIVATE_SMTP_HOSTS: 'true', HERALD_ALLOW_PRIVATE_PUSH_ENDPOINTS: 'true' });
+  const env = heraldEnv({ dataDir, url, encryptionKeys }, port, {
+    HERALD_ALLOW_PRIVATE_SMTP_HOSTS: 'true',
+    HERALD_ALLOW_PRIVATE_PUSH_ENDPOINTS: 'true',
+  });
   const apiProcess = await startHerald(['--role', 'api'], env, 'Herald listening');
   const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
   const db = new pg.Client({ connectionString: url });
@@ -211,7 +251,9 @@ async function main(): Promise<void> {
   /** Leaves a backlog of MESSAGES events of the scenario's type (the workers are stopped meanwhile). */
   const fillBacklog = async (s: Scenario) => {
     // Connections of its own: the server closes the ones left idle through the last drain.
-    const connections = await Promise.all(Array.from({ length: TRIGGER_CONCURRENCY }, () => KeepAliveConnection.open(port)));
+    const connections = await Promise.all(
+      Array.from({ length: TRIGGER_CONCURRENCY }, () => KeepAliveConnection.open(port)),
+    );
     cleanups.push(async () => connections.forEach((c) => c.close()));
     let next = 0;
     await Promise.all(
@@ -219,7 +261,12 @@ async function main(): Promise<void> {
         while (next < MESSAGES / RECIPIENTS_PER_TRIGGER) {
           const first = next++ * RECIPIENTS_PER_TRIGGER;
           const recipients = Array.from({ length: RECIPIENTS_PER_TRIGGER }, (_, j) => `${s.channel}_${first + j}`);
-          const res = await connection.request('POST', '/v1/notifications', headers, JSON.stringify({ type: s.type, recipients, variables: { order: `A-${first}` } }));
+          const res = await connection.request(
+            'POST',
+            '/v1/notifications',
+            headers,
+            JSON.stringify({ type: s.type, recipients, variables: { order: `A-${first}` } }),
+          );
           if (res.status !== 202) throw new Error(`trigger answered ${res.status}: ${res.body}`);
         }
       }),
@@ -228,7 +275,13 @@ async function main(): Promise<void> {
   };
 
   const unfinishedOf = async (s: Scenario) =>
-    Number((await db.query(`SELECT count(*) AS n FROM events WHERE type_key = $1 AND status IN ('queued', 'processing')`, [s.type])).rows[0].n);
+    Number(
+      (
+        await db.query(`SELECT count(*) AS n FROM events WHERE type_key = $1 AND status IN ('queued', 'processing')`, [
+          s.type,
+        ])
+      ).rows[0].n,
+    );
 
   /** One worker process drains the backlog; the rate is the peer's, the CPU the worker's and PostgreSQL's. */
   const drain = async (s: Scenario, bin: string | undefined) => {
@@ -239,7 +292,8 @@ async function main(): Promise<void> {
     const deadline = Date.now() + DRAIN_TIMEOUT_MS;
     let warm: { worker: number; database: Map<number, number>; machine: MachineTicks | null } | null = null;
     while (s.arrivals.length < MESSAGES && Date.now() < deadline && worker.exitCode === null) {
-      if (!warm && s.arrivals.length >= WARM_UP) warm = { worker: processCpu(worker.pid!), database: await databaseBackendsCpu(db), machine: machineTicks() };
+      if (!warm && s.arrivals.length >= WARM_UP)
+        warm = { worker: processCpu(worker.pid!), database: await databaseBackendsCpu(db), machine: machineTicks() };
       await sleep(20);
     }
     const end = { worker: processCpu(worker.pid!), database: await databaseBackendsCpu(db), machine: machineTicks() };
@@ -248,14 +302,24 @@ async function main(): Promise<void> {
     const received = s.arrivals.length;
     // Whatever did not reach the peer: the events' statuses say why.
     const unfinished = await unfinishedOf(s);
-    const failed = Number((await db.query(`SELECT count(*) AS n FROM deliveries d JOIN events e ON e.id = d.event_id WHERE e.type_key = $1 AND d.status = 'failed'`, [s.type])).rows[0].n);
+    const failed = Number(
+      (
+        await db.query(
+          `SELECT count(*) AS n FROM deliveries d JOIN events e ON e.id = d.event_id WHERE e.type_key = $1 AND d.status = 'failed'`,
+          [s.type],
+        )
+      ).rows[0].n,
+    );
     worker.kill('SIGTERM');
     await once(worker, 'exit');
     // Anything the stopped worker left (a timeout) is not counted in the next drain.
-    await db.query(`UPDATE events SET status = 'canceled' WHERE type_key = $1 AND status IN ('queued', 'processing')`, [s.type]);
+    await db.query(`UPDATE events SET status = 'canceled' WHERE type_key = $1 AND status IN ('queued', 'processing')`, [
+      s.type,
+    ]);
     const t = s.arrivals;
     const whole = received > 1 ? (received - 1) / ((t[received - 1]! - t[0]!) / 1000) : 0;
-    const steady = received > WARM_UP + 1 ? (received - 1 - WARM_UP) / ((t[received - 1]! - t[WARM_UP]!) / 1000) : whole;
+    const steady =
+      received > WARM_UP + 1 ? (received - 1 - WARM_UP) / ((t[received - 1]! - t[WARM_UP]!) / 1000) : whole;
     const measured = received - WARM_UP;
     const cpu: CpuPerItem | null =
       warm && measured > 0
@@ -272,8 +336,15 @@ async function main(): Promise<void> {
     `${label}${fmt(r.steady)} messages/s after the first ${WARM_UP} (whole drain ${fmt(r.whole)})   (${r.received} of ${MESSAGES} received, ${r.failed} failed, ${r.unfinished} not final; target >= ${s.target}/s)\n` +
     `   per message after the first ${WARM_UP}: ${fmtCpu(r.cpu, 'the worker')} (PostgreSQL: the backends of the benchmark's database)`;
 
-  print(`Herald channels at saturation (loopback peers, one worker process, ${config.workerConcurrency} worker concurrency, ${MESSAGES} messages per channel in triggers of ${RECIPIENTS_PER_TRIGGER})`);
-  const names: Record<string, string> = { email: 'email (SMTP sink)', web_push: 'web push (RFC 8291, HTTPS 201)', apns: 'APNs (HTTP/2)', fcm: 'FCM (OAuth + HTTPS)' };
+  print(
+    `Herald channels at saturation (loopback peers, one worker process, ${config.workerConcurrency} worker concurrency, ${MESSAGES} messages per channel in triggers of ${RECIPIENTS_PER_TRIGGER})`,
+  );
+  const names: Record<string, string> = {
+    email: 'email (SMTP sink)',
+    web_push: 'web push (RFC 8291, HTTPS 201)',
+    apns: 'APNs (HTTP/2)',
+    fcm: 'FCM (OAuth + HTTPS)',
+  };
   let n = 8;
   for (const channel of CHANNELS) {
     const s = scenarios.get(channel);
@@ -293,7 +364,9 @@ async function main(): Promise<void> {
       const mean = (version: 'baseline' | 'this', of: (r: (typeof drains)[number]['result']) => number) =>
         drains.filter((d) => d.version === version).reduce((sum, d) => sum + of(d.result), 0) / 2;
       const rate = (r: (typeof drains)[number]['result']) => r.steady;
-      print(`   this / baseline (means of two drains each): rate ${(mean('this', rate) / mean('baseline', rate)).toFixed(2)}, CPU per message ${(mean('this', cpu) / mean('baseline', cpu)).toFixed(2)}`);
+      print(
+        `   this / baseline (means of two drains each): rate ${(mean('this', rate) / mean('baseline', rate)).toFixed(2)}, CPU per message ${(mean('this', cpu) / mean('baseline', cpu)).toFixed(2)}`,
+      );
     } else {
       print(line(label, s, await drain(s, undefined)));
     }

@@ -10,7 +10,18 @@
 import { spawn } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { HERALD_BIN, benchDataDir, cleanups, fmt, freePort, print, runBench, sleep, startHerald, stats } from './support.ts';
+import {
+  HERALD_BIN,
+  benchDataDir,
+  cleanups,
+  fmt,
+  freePort,
+  print,
+  runBench,
+  sleep,
+  startHerald,
+  stats,
+} from './support.ts';
 
 const RUNS = Number(process.env.BENCH_FOOTPRINT_RUNS ?? 5);
 const BURST_TRIGGERS = Number(process.env.BENCH_FOOTPRINT_TRIGGERS ?? 3000);
@@ -112,11 +123,32 @@ async function main(): Promise<void> {
     if (run.code !== 0) throw new Error(`herald ${args[0]} exited with ${run.code}: ${run.stderr.trim()}`);
     return JSON.parse(run.stdout) as Record<string, unknown>;
   };
-  const { tenant_id: tenantId } = await admin(['init', '--yes', '--tenant', 'Footprint', '--owner-email', 'ops@footprint.test', '--port', String(port)]);
-  await admin(['tenants', 'limits', String(tenantId), '--set', 'rate:trigger=10000000', '--set', 'rate:trigger:burst=10000000']);
+  const { tenant_id: tenantId } = await admin([
+    'init',
+    '--yes',
+    '--tenant',
+    'Footprint',
+    '--owner-email',
+    'ops@footprint.test',
+    '--port',
+    String(port),
+  ]);
+  await admin([
+    'tenants',
+    'limits',
+    String(tenantId),
+    '--set',
+    'rate:trigger=10000000',
+    '--set',
+    'rate:trigger:burst=10000000',
+  ]);
   const { key: apiKey } = await admin(['api-keys', 'issue', '--name', 'footprint']);
 
-  const herald = await startHerald(['--data-dir', dataDir, '--port', String(port)], { ...APPLIANCE_ENV, HERALD_LOG_LEVEL: 'warn' }, 'Herald listening');
+  const herald = await startHerald(
+    ['--data-dir', dataDir, '--port', String(port)],
+    { ...APPLIANCE_ENV, HERALD_LOG_LEVEL: 'warn' },
+    'Herald listening',
+  );
   cleanups.push(async () => {
     if (herald.exitCode === null && herald.signalCode === null) herald.kill('SIGTERM');
     await new Promise((resolve) => (herald.exitCode === null ? herald.once('exit', resolve) : resolve(null)));
@@ -125,12 +157,29 @@ async function main(): Promise<void> {
   const headers = { authorization: `Bearer ${String(apiKey)}`, 'content-type': 'application/json' };
   const post = async (path: string, body: unknown) => {
     const res = await fetch(`${base}${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
-    if (res.status !== 201 && res.status !== 202) throw new Error(`POST ${path} answered ${res.status}: ${await res.text()}`);
+    if (res.status !== 201 && res.status !== 202)
+      throw new Error(`POST ${path} answered ${res.status}: ${await res.text()}`);
   };
   await post('/v1/notification-types', { key: 'footprint', channel_defaults: { inbox: true, email: false } });
-  await post('/v1/inbox-templates', { notification_type_key: 'footprint', title: 'Hello {{ contact.external_id }}', content: 'Build {{ build }} finished' });
+  await post('/v1/inbox-templates', {
+    notification_type_key: 'footprint',
+    title: 'Hello {{ contact.external_id }}',
+    content: 'Build {{ build }} finished',
+  });
 
-  const send = await measureCli(['send', '--type', 'footprint', '--to', 'ci', '--var', 'build=1', '--url', base, '--api-key', String(apiKey)]);
+  const send = await measureCli([
+    'send',
+    '--type',
+    'footprint',
+    '--to',
+    'ci',
+    '--var',
+    'build=1',
+    '--url',
+    base,
+    '--api-key',
+    String(apiKey),
+  ]);
   print(`3. herald send, round trip to a running Herald: ${describeCli(send)}   (target <= 300 ms wall)`);
 
   await sleep(IDLE_SETTLE_MS);
@@ -163,7 +212,11 @@ async function main(): Promise<void> {
     Array.from({ length: BURST_CONCURRENCY }, async () => {
       while (sent < BURST_TRIGGERS) {
         sent++;
-        await post('/v1/notifications', { type: 'footprint', recipients: [`c${sent % 100}`], variables: { build: sent } });
+        await post('/v1/notifications', {
+          type: 'footprint',
+          recipients: [`c${sent % 100}`],
+          variables: { build: sent },
+        });
       }
     }),
   );

@@ -15,7 +15,19 @@ import { execute } from '../server/base/db/sql.ts';
 import { newId } from '../server/base/ids.ts';
 import { startRuntime, stopRuntime } from '../server/app/runtime.ts';
 import { KeepAliveConnection } from './keep-alive-client.ts';
-import { benchInstall, benchTenant, cleanups, fmt, freePort, heraldEnv, print, runBench, sleep, startHerald, stats } from './support.ts';
+import {
+  benchInstall,
+  benchTenant,
+  cleanups,
+  fmt,
+  freePort,
+  heraldEnv,
+  print,
+  runBench,
+  sleep,
+  startHerald,
+  stats,
+} from './support.ts';
 
 const SCHEDULED = Number(process.env.BENCH_SCHEDULED ?? 10_000);
 const DIGEST_EVENTS = Number(process.env.BENCH_DIGEST_EVENTS ?? 100_000);
@@ -47,7 +59,8 @@ async function databaseCpuSeconds(db: pg.Client): Promise<number | null> {
       if (!/^\d+$/.test(entry)) continue;
       try {
         const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ');
-        if (Number(fields[1]) === postmaster || Number(entry) === postmaster) total += Number(fields[11]) + Number(fields[12]);
+        if (Number(fields[1]) === postmaster || Number(entry) === postmaster)
+          total += Number(fields[11]) + Number(fields[12]);
       } catch {
         // exited meanwhile
       }
@@ -63,7 +76,12 @@ async function main(): Promise<void> {
   const setup = await startRuntime(config, { role: 'api', queue: true, poolMax: 4 });
   const em = setup.orm.em.fork();
   const { tenant, apiKey } = await benchTenant(em, 'Orchestration');
-  const workflow = { steps: [{ kind: 'digest', window_seconds: DIGEST_WINDOW_SECONDS, max_events: 10 }, { kind: 'channel', channel: 'inbox' }] };
+  const workflow = {
+    steps: [
+      { kind: 'digest', window_seconds: DIGEST_WINDOW_SECONDS, max_events: 10 },
+      { kind: 'channel', channel: 'inbox' },
+    ],
+  };
   await execute(
     em,
     `INSERT INTO notification_types (id, tenant_id, key, name, channel_defaults, workflow)
@@ -117,24 +135,34 @@ async function main(): Promise<void> {
     variables: { n: i },
     send_at: sendAt,
   }));
-  print(`scheduled: ${triggers * PER_TRIGGER} events in ${triggers} triggers, accepted in ${fmt((performance.now() - t0) / 1000)} s, due at ${sendAt}`);
-  if (Date.now() + IDLE_WAIT_MS > dueAt) throw new Error('the triggers took too long: no idle window left before the due time');
+  print(
+    `scheduled: ${triggers * PER_TRIGGER} events in ${triggers} triggers, accepted in ${fmt((performance.now() - t0) / 1000)} s, due at ${sendAt}`,
+  );
+  if (Date.now() + IDLE_WAIT_MS > dueAt)
+    throw new Error('the triggers took too long: no idle window left before the due time');
   const idleBefore = processCpuSeconds(worker.pid!);
   await sleep(IDLE_WAIT_MS);
   const idleAfter = processCpuSeconds(worker.pid!);
-  print(`  worker CPU while ${triggers * PER_TRIGGER} events wait, ${IDLE_WAIT_MS / 1000} s idle: ${idleBefore === null ? 'n/a' : `${(idleAfter! - idleBefore).toFixed(2)} s`}`);
-  for (const deadline = dueAt + 60_000; ; ) {
+  print(
+    `  worker CPU while ${triggers * PER_TRIGGER} events wait, ${IDLE_WAIT_MS / 1000} s idle: ${idleBefore === null ? 'n/a' : `${(idleAfter! - idleBefore).toFixed(2)} s`}`,
+  );
+  for (const deadline = dueAt + 60_000; ;) {
     const { n } = (await db.query(`SELECT count(*)::int AS n FROM inbox_items WHERE type_key = 'scheduled'`)).rows[0];
     if (n >= triggers * PER_TRIGGER) break;
     if (Date.now() > deadline) throw new Error(`only ${n} scheduled items after 60 s`);
     await sleep(100);
   }
-  const lateness = (await db.query(`SELECT extract(epoch FROM created_at) * 1000 - $1 AS ms FROM inbox_items WHERE type_key = 'scheduled'`, [dueAt])).rows.map(
-    (r: { ms: string }) => Number(r.ms),
-  );
+  const lateness = (
+    await db.query(
+      `SELECT extract(epoch FROM created_at) * 1000 - $1 AS ms FROM inbox_items WHERE type_key = 'scheduled'`,
+      [dueAt],
+    )
+  ).rows.map((r: { ms: string }) => Number(r.ms));
   const late = stats(lateness);
   const onTime = lateness.filter((ms) => ms <= 1000).length;
-  print(`  lateness after T: p50 ${fmt(late.p50)} ms, p99 ${fmt(late.p99)} ms, max ${fmt(Math.max(...lateness))} ms; ${onTime} of ${lateness.length} by T + 1 s`);
+  print(
+    `  lateness after T: p50 ${fmt(late.p50)} ms, p99 ${fmt(late.p99)} ms, max ${fmt(Math.max(...lateness))} ms; ${onTime} of ${lateness.length} by T + 1 s`,
+  );
 
   // 2. Digest: one window per contact.
   const digestTriggers = Math.ceil(DIGEST_EVENTS / PER_TRIGGER);
@@ -147,11 +175,13 @@ async function main(): Promise<void> {
     variables: { n: i },
   }));
   const accepted = (performance.now() - d0) / 1000;
-  for (const deadline = Date.now() + 600_000; ; ) {
+  for (const deadline = Date.now() + 600_000; ;) {
     // Each digest counts its opener and every event it took in, in the transaction that takes it in.
     // Counting the events themselves read all 100,000 of them (100 ms of PostgreSQL's CPU per poll,
     // a third of a core), which the CPU per event then counted as Herald's.
-    const { n } = (await db.query(`SELECT coalesce(sum(count), 0)::int AS n FROM digests WHERE tenant_id = $1`, [tenant.id])).rows[0];
+    const { n } = (
+      await db.query(`SELECT coalesce(sum(count), 0)::int AS n FROM digests WHERE tenant_id = $1`, [tenant.id])
+    ).rows[0];
     if (n >= digestTriggers * PER_TRIGGER) break;
     if (Date.now() > deadline) throw new Error(`only ${n} digest events taken in after 600 s`);
     await sleep(200);
@@ -159,16 +189,25 @@ async function main(): Promise<void> {
   const takenIn = (performance.now() - d0) / 1000;
   const cpu1 = { worker: processCpuSeconds(worker.pid!), database: await databaseCpuSeconds(db) };
   const events = digestTriggers * PER_TRIGGER;
-  const digests = (await db.query(`SELECT count(*)::int AS n FROM digests WHERE tenant_id = $1`, [tenant.id])).rows[0].n;
-  const perEvent = (a: number | null, b: number | null) => (a === null || b === null ? 'n/a' : `${fmt(((b - a) / events) * 1e6)} us`);
+  const digests = (await db.query(`SELECT count(*)::int AS n FROM digests WHERE tenant_id = $1`, [tenant.id])).rows[0]
+    .n;
+  const perEvent = (a: number | null, b: number | null) =>
+    a === null || b === null ? 'n/a' : `${fmt(((b - a) / events) * 1e6)} us`;
   print(
     `digest: ${events} events over ${groups * PER_TRIGGER} contacts, accepted in ${fmt(accepted)} s, all taken into ${digests} digests after ${fmt(takenIn)} s (${fmt(events / takenIn)} events/s)`,
   );
-  print(`  CPU per event: worker ${perEvent(cpu0.worker, cpu1.worker)}, PostgreSQL ${perEvent(cpu0.database, cpu1.database)}`);
+  print(
+    `  CPU per event: worker ${perEvent(cpu0.worker, cpu1.worker)}, PostgreSQL ${perEvent(cpu0.database, cpu1.database)}`,
+  );
   // The last window to close: a take-in slower than the window opens later windows for the same contacts.
-  const lastWindowEnd = (await db.query(`SELECT (extract(epoch FROM max(window_end)) * 1000)::float8 AS ms FROM digests WHERE tenant_id = $1`, [tenant.id])).rows[0].ms as number;
+  const lastWindowEnd = (
+    await db.query(
+      `SELECT (extract(epoch FROM max(window_end)) * 1000)::float8 AS ms FROM digests WHERE tenant_id = $1`,
+      [tenant.id],
+    )
+  ).rows[0].ms as number;
   const windowsEnd = Math.max(Date.now(), lastWindowEnd);
-  for (const deadline = windowsEnd + 120_000; ; ) {
+  for (const deadline = windowsEnd + 120_000; ;) {
     const { n } = (await db.query(`SELECT count(*)::int AS n FROM inbox_items WHERE type_key = 'digest'`)).rows[0];
     if (n >= digests) break;
     if (Date.now() > deadline) throw new Error(`only ${n} of ${digests} digests delivered`);

@@ -40,7 +40,23 @@ import { SMTPServer } from 'smtp-server';
 import { deliverEventJob } from '../server/jobs/deliver-event.ts';
 import { DELIVER_EVENT_QUEUE } from '../server/delivery/queues.ts';
 import { KeepAliveConnection } from './keep-alive-client.ts';
-import { benchInstall, benchTenant, cleanups, cpuCounters, cpuPerItem, fmt, fmtCpu, freePort, heraldEnv, print, runBench, sleep, startHerald, stats, type CpuCounters } from './support.ts';
+import {
+  benchInstall,
+  benchTenant,
+  cleanups,
+  cpuCounters,
+  cpuPerItem,
+  fmt,
+  fmtCpu,
+  freePort,
+  heraldEnv,
+  print,
+  runBench,
+  sleep,
+  startHerald,
+  stats,
+  type CpuCounters,
+} from './support.ts';
 import { benchWebhooks } from './webhooks.ts';
 
 // Sized for the drains of 3 and 5 (49,000 items each, with the warm-up triggers), not for 1 and 2: a
@@ -63,7 +79,6 @@ const WARM_UP_BULK_REQUESTS = Number(process.env.BENCH_WARM_UP_BULK_REQUESTS ?? 
 const WARM_UP_ITEMS = 1000;
 const WORKER_CONCURRENCY = 8; // config.workerConcurrency default
 
-
 async function main(): Promise<void> {
   const started = Date.now();
   const { dataDir, url, encryptionKeys, config } = await benchInstall('herald-bench-');
@@ -72,7 +87,11 @@ async function main(): Promise<void> {
   const setup = await startRuntime(config, { role: 'api', queue: true, poolMax: 4 });
   const em = setup.orm.em.fork();
   const { tenant, apiKey } = await benchTenant(em);
-  await execute(em, `INSERT INTO notification_types (id, tenant_id, key, name, channel_defaults) VALUES ($1, $2, 'bench', 'Bench', '{"inbox": true}')`, [newId(), tenant.id]);
+  await execute(
+    em,
+    `INSERT INTO notification_types (id, tenant_id, key, name, channel_defaults) VALUES ($1, $2, 'bench', 'Bench', '{"inbox": true}')`,
+    [newId(), tenant.id],
+  );
   await execute(
     em,
     `INSERT INTO inbox_templates (id, tenant_id, notification_type_key, brand_key, language, title, content) VALUES ($1, $2, 'bench', 'default', 'en', 'Hello {{ contact.external_id }}', 'Order {{ order }} shipped')`,
@@ -105,14 +124,26 @@ async function main(): Promise<void> {
   await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
   cleanups.push(() => new Promise<void>((resolve) => smtp.close(() => resolve())));
   const smtpPort = (smtp.server.address() as { port: number }).port;
-  await execute(em, `INSERT INTO email_transports (tenant_id, host, port, secure, from_email, from_name) VALUES ($1, '127.0.0.1', $2, false, 'bench@example.test', 'Bench')`, [tenant.id, smtpPort]);
-  await execute(em, `INSERT INTO notification_types (id, tenant_id, key, name, channel_defaults) VALUES ($1, $2, 'bench_mail', 'Bench mail', '{"email": true}')`, [newId(), tenant.id]);
+  await execute(
+    em,
+    `INSERT INTO email_transports (tenant_id, host, port, secure, from_email, from_name) VALUES ($1, '127.0.0.1', $2, false, 'bench@example.test', 'Bench')`,
+    [tenant.id, smtpPort],
+  );
+  await execute(
+    em,
+    `INSERT INTO notification_types (id, tenant_id, key, name, channel_defaults) VALUES ($1, $2, 'bench_mail', 'Bench mail', '{"email": true}')`,
+    [newId(), tenant.id],
+  );
   await execute(
     em,
     `INSERT INTO email_templates (id, tenant_id, notification_type_key, brand_key, language, subject, content) VALUES ($1, $2, 'bench_mail', 'default', 'en', 'Bench mail {{ tag }}', '<p>Order {{ tag }} shipped</p>')`,
     [newId(), tenant.id],
   );
-  await execute(em, `INSERT INTO contacts (id, tenant_id, external_id, email) VALUES ($1, $2, 'mail_reader', 'reader@example.test')`, [newId(), tenant.id]);
+  await execute(
+    em,
+    `INSERT INTO contacts (id, tenant_id, external_id, email) VALUES ($1, $2, 'mail_reader', 'reader@example.test')`,
+    [newId(), tenant.id],
+  );
   await stopRuntime(setup);
 
   const port = await freePort();
@@ -125,9 +156,19 @@ async function main(): Promise<void> {
   const apiProcess = await startHerald(['--role', 'api'], env, `Herald listening`);
   const base = `http://127.0.0.1:${port}`;
   const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
-  const trigger = async (connection: KeepAliveConnection, recipients: string[], type = 'bench', variables: Record<string, string> = { order: 'A-1' }) => {
+  const trigger = async (
+    connection: KeepAliveConnection,
+    recipients: string[],
+    type = 'bench',
+    variables: Record<string, string> = { order: 'A-1' },
+  ) => {
     const t0 = performance.now();
-    const res = await connection.request('POST', '/v1/notifications', headers, JSON.stringify({ type, recipients, variables }));
+    const res = await connection.request(
+      'POST',
+      '/v1/notifications',
+      headers,
+      JSON.stringify({ type, recipients, variables }),
+    );
     if (res.status !== 202) throw new Error(`trigger answered ${res.status}: ${res.body}`);
     const body = JSON.parse(res.body) as { events: Array<{ event_id: string; contact_id: string }> };
     return { ms: performance.now() - t0, events: body.events };
@@ -135,16 +176,26 @@ async function main(): Promise<void> {
   const connectionPool = await Promise.all(Array.from({ length: CONCURRENCY }, () => KeepAliveConnection.open(port)));
   cleanups.push(async () => connectionPool.forEach((c) => c.close()));
   /** Runs `count` calls of fn, `concurrency` at a time, each worker on its own connection. */
-  const runLoad = (count: number, concurrency: number, fn: (i: number, connection: KeepAliveConnection) => Promise<{ ms: number }>) =>
-    measure(count, connectionPool.slice(0, concurrency), fn);
+  const runLoad = (
+    count: number,
+    concurrency: number,
+    fn: (i: number, connection: KeepAliveConnection) => Promise<{ ms: number }>,
+  ) => measure(count, connectionPool.slice(0, concurrency), fn);
   // Warm-up (JIT, contact rows, the API process's heap), at the concurrency of the measured runs. A
   // fresh API process makes its first large garbage collections in its first second of load; with
   // 32 requests in flight, one such pause delays enough of a run to set its p99, so the warm-up takes
   // them, at the measured concurrency, before anything is measured.
   await runLoad(WARM_UP_REQUESTS, CONCURRENCY, (i, c) => trigger(c, [`warm_${i % 50}`]));
-  await runLoad(WARM_UP_BULK_REQUESTS, Math.min(CONCURRENCY, 8), (i, c) => trigger(c, Array.from({ length: 100 }, (_, j) => `warm_bulk_${(i * 100 + j) % 2000}`)));
+  await runLoad(WARM_UP_BULK_REQUESTS, Math.min(CONCURRENCY, 8), (i, c) =>
+    trigger(
+      c,
+      Array.from({ length: 100 }, (_, j) => `warm_bulk_${(i * 100 + j) % 2000}`),
+    ),
+  );
 
-  print(`Herald benchmark (loopback, ${config.workerConcurrency} worker concurrency, log level warn; after ${WARM_UP_REQUESTS} + ${WARM_UP_BULK_REQUESTS} warm-up triggers)`);
+  print(
+    `Herald benchmark (loopback, ${config.workerConcurrency} worker concurrency, log level warn; after ${WARM_UP_REQUESTS} + ${WARM_UP_BULK_REQUESTS} warm-up triggers)`,
+  );
   // Read before and after each trigger run: the CPU time per request of the API process and of PostgreSQL.
   const db = new pg.Client({ connectionString: url });
   await db.connect();
@@ -154,31 +205,52 @@ async function main(): Promise<void> {
   const single = await runLoad(SINGLE_REQUESTS, CONCURRENCY, (i, c) => trigger(c, [`user_${i % 1000}`]));
   const singleCpu = cpuPerItem(apiCpuBefore, await cpuCounters(db, apiProcess.pid!), SINGLE_REQUESTS);
   const singleWork = workPerItem(singleWorkBefore, await workCounters(db), SINGLE_REQUESTS);
-  print(`1. trigger, 1 recipient:    ${fmt(single.rps)} req/s   p50 ${fmt(single.p50)} ms   p99 ${fmt(single.p99)} ms   (${SINGLE_REQUESTS} requests, ${CONCURRENCY} concurrent; target >= 8000 req/s, p99 <= 20 ms)`);
+  print(
+    `1. trigger, 1 recipient:    ${fmt(single.rps)} req/s   p50 ${fmt(single.p50)} ms   p99 ${fmt(single.p99)} ms   (${SINGLE_REQUESTS} requests, ${CONCURRENCY} concurrent; target >= 8000 req/s, p99 <= 20 ms)`,
+  );
   print(`   per request: ${fmtWork(singleWork)}; ${fmtCpu(singleCpu, 'the API process')}`);
   const bulkWorkBefore = await workCounters(db);
   const bulkCpuBefore = await cpuCounters(db, apiProcess.pid!);
   const bulk = await runLoad(BULK_REQUESTS, Math.min(CONCURRENCY, 8), (i, c) =>
-    trigger(c, Array.from({ length: 100 }, (_, j) => `bulk_${(i * 100 + j) % 5000}`)),
+    trigger(
+      c,
+      Array.from({ length: 100 }, (_, j) => `bulk_${(i * 100 + j) % 5000}`),
+    ),
   );
   const bulkCpu = cpuPerItem(bulkCpuBefore, await cpuCounters(db, apiProcess.pid!), BULK_REQUESTS * 100);
   const bulkWork = workPerItem(bulkWorkBefore, await workCounters(db), BULK_REQUESTS * 100);
-  print(`2. trigger, 100 recipients: ${fmt(bulk.rps)} req/s = ${fmt(bulk.rps * 100)} events/s   p50 ${fmt(bulk.p50)} ms   p99 ${fmt(bulk.p99)} ms   (${BULK_REQUESTS} requests; target >= 50000 events/s)`);
+  print(
+    `2. trigger, 100 recipients: ${fmt(bulk.rps)} req/s = ${fmt(bulk.rps * 100)} events/s   p50 ${fmt(bulk.p50)} ms   p99 ${fmt(bulk.p99)} ms   (${BULK_REQUESTS} requests; target >= 50000 events/s)`,
+  );
   print(`   per event: ${fmtWork(bulkWork)}; ${fmtCpu(bulkCpu, 'the API process')}`);
 
   // 3. Saturation: one worker process drains the backlog left by 1 and 2.
   const backlog = Number((await db.query(`SELECT count(*) AS n FROM events WHERE status = 'queued'`)).rows[0].n);
-  const backlogJobs = Number((await db.query(`SELECT count(*) AS n FROM ${BOSS_SCHEMA}.job WHERE name = $1 AND state <> 'completed'`, [DELIVER_EVENT_QUEUE])).rows[0].n);
+  const backlogJobs = Number(
+    (
+      await db.query(`SELECT count(*) AS n FROM ${BOSS_SCHEMA}.job WHERE name = $1 AND state <> 'completed'`, [
+        DELIVER_EVENT_QUEUE,
+      ])
+    ).rows[0].n,
+  );
   await analyzeJobTable(db);
   const heraldWorkBefore = await workCounters(db);
   const workerProcess = await startHerald(['--role', 'worker'], env, null);
   // Polled as the baselines are (a count of the queue's unfinished jobs, every 100 ms), not by counting
   // events, which scans the events table: the poll's own cost lands on the machine being measured.
   let warm: { done: number; cpu: CpuCounters } = { done: 0, cpu: null };
-  await waitForQueue(db, DELIVER_EVENT_QUEUE, 180_000, backlog, async (done) => void (warm = { done, cpu: await cpuCounters(db, workerProcess.pid!) }));
+  await waitForQueue(
+    db,
+    DELIVER_EVENT_QUEUE,
+    180_000,
+    backlog,
+    async (done) => void (warm = { done, cpu: await cpuCounters(db, workerProcess.pid!) }),
+  );
   const heraldCpu = cpuPerItem(warm.cpu, await cpuCounters(db, workerProcess.pid!), backlog - warm.done);
   const heraldWork = workPerItem(heraldWorkBefore, await workCounters(db), backlog);
-  const unfinished = Number((await db.query(`SELECT count(*) AS n FROM events WHERE status IN ('queued', 'processing')`)).rows[0].n);
+  const unfinished = Number(
+    (await db.query(`SELECT count(*) AS n FROM events WHERE status IN ('queued', 'processing')`)).rows[0].n,
+  );
   if (unfinished > 0) throw new Error(`the delivery queue is empty but ${unfinished} events are not final`);
   const drained = (
     await db.query(
@@ -193,7 +265,9 @@ async function main(): Promise<void> {
   print(
     `3. inbox delivery at saturation: ${fmt(herald.steady)} items/s after the first ${WARM_UP_ITEMS} (whole drain ${fmt(herald.whole)})   (${drained.n} items from a backlog of ${backlog} events in ${backlogJobs} jobs, ${failures} not delivered)`,
   );
-  print(`   database work per item: ${fmtWork(heraldWork)}; after the first ${WARM_UP_ITEMS}, ${fmtCpu(heraldCpu, 'the worker')}`);
+  print(
+    `   database work per item: ${fmtWork(heraldWork)}; after the first ${WARM_UP_ITEMS}, ${fmtCpu(heraldCpu, 'the worker')}`,
+  );
 
   // 4. End-to-end at light load: trigger -> the item on a connected stream; trigger -> SMTP accepted.
   const minted = await fetch(`${base}/v1/contacts/tokens`, {
@@ -206,7 +280,10 @@ async function main(): Promise<void> {
   const streamWaiters = new Map<string, (t: number) => void>();
   const streamAbort = new AbortController();
   cleanups.push(async () => streamAbort.abort());
-  const streamResponse = await fetch(`${base}/v1/contacts/${contactId}/stream`, { headers: { authorization: `Bearer ${contactToken}` }, signal: streamAbort.signal });
+  const streamResponse = await fetch(`${base}/v1/contacts/${contactId}/stream`, {
+    headers: { authorization: `Bearer ${contactToken}` },
+    signal: streamAbort.signal,
+  });
   if (streamResponse.status !== 200) throw new Error(`stream answered ${streamResponse.status}`);
   void (async () => {
     const reader = streamResponse.body!.pipeThrough(new TextDecoderStream()).getReader();
@@ -248,7 +325,9 @@ async function main(): Promise<void> {
     await sleep(20);
   }
   const streamStats = stats(toStream);
-  print(`4. trigger -> item on a connected stream (light load): p50 ${fmt(streamStats.p50)} ms   p99 ${fmt(streamStats.p99)} ms   (${LATENCY_SAMPLES} sequential triggers; target p50 <= 30 ms, p99 <= 150 ms)`);
+  print(
+    `4. trigger -> item on a connected stream (light load): p50 ${fmt(streamStats.p50)} ms   p99 ${fmt(streamStats.p99)} ms   (${LATENCY_SAMPLES} sequential triggers; target p50 <= 30 ms, p99 <= 150 ms)`,
+  );
   const toSmtp: number[] = [];
   for (let i = 0; i < LATENCY_SAMPLES; i++) {
     const tag = `m${i}`;
@@ -258,7 +337,9 @@ async function main(): Promise<void> {
     await sleep(20);
   }
   const smtpStats = stats(toSmtp);
-  print(`   trigger -> SMTP accepted (light load): p50 ${fmt(smtpStats.p50)} ms   p99 ${fmt(smtpStats.p99)} ms   (${LATENCY_SAMPLES} sequential triggers; target p50 <= 60 ms, p99 <= 250 ms)`);
+  print(
+    `   trigger -> SMTP accepted (light load): p50 ${fmt(smtpStats.p50)} ms   p99 ${fmt(smtpStats.p99)} ms   (${LATENCY_SAMPLES} sequential triggers; target p50 <= 60 ms, p99 <= 250 ms)`,
+  );
   streamAbort.abort();
 
   // 5. Raw pg-boss with a no-op handler, same database, queue options and worker options.
@@ -279,10 +360,17 @@ async function main(): Promise<void> {
     // One job per event Herald drained, enqueued in inserts of the triggers' sizes and concurrency (a
     // queue's cost can depend on how it was filled).
     const enqueue = (inserts: number, jobsPerInsert: number, concurrency: number) =>
-      measure(inserts, Array.from({ length: concurrency }, () => null), async () => {
-        await boss.insert(queue, Array.from({ length: jobsPerInsert }, () => ({ data: { event_id: newId() } })));
-        return { ms: 0 };
-      });
+      measure(
+        inserts,
+        Array.from({ length: concurrency }, () => null),
+        async () => {
+          await boss.insert(
+            queue,
+            Array.from({ length: jobsPerInsert }, () => ({ data: { event_id: newId() } })),
+          );
+          return { ms: 0 };
+        },
+      );
     await enqueue(WARM_UP_REQUESTS + SINGLE_REQUESTS, 1, CONCURRENCY);
     await enqueue(WARM_UP_BULK_REQUESTS + BULK_REQUESTS, 100, Math.min(CONCURRENCY, 8));
     const total = WARM_UP_REQUESTS + SINGLE_REQUESTS + (WARM_UP_BULK_REQUESTS + BULK_REQUESTS) * 100;
@@ -290,7 +378,13 @@ async function main(): Promise<void> {
     const before = await workCounters(db);
     await boss.work(queue, { ...workOptions, localConcurrency: WORKER_CONCURRENCY }, async () => undefined);
     let warm: { done: number; cpu: CpuCounters } = { done: 0, cpu: null };
-    await waitForQueue(db, queue, 120_000, total, async (done) => void (warm = { done, cpu: await cpuCounters(db, null) }));
+    await waitForQueue(
+      db,
+      queue,
+      120_000,
+      total,
+      async (done) => void (warm = { done, cpu: await cpuCounters(db, null) }),
+    );
     const cpu = cpuPerItem(warm.cpu, await cpuCounters(db, null), total - warm.done);
     const after = await workCounters(db);
     await boss.stop({ graceful: false, close: true });
@@ -304,20 +398,43 @@ async function main(): Promise<void> {
     ).rows[0];
     return { n: row.n as number, ...drainRates(row), work: workPerItem(before, after, row.n), cpu };
   };
-  const stock = new PgBoss({ connectionString: url, schema: BOSS_SCHEMA, useListenNotify: true, max: 10, supervise: false, schedule: false });
+  const stock = new PgBoss({
+    connectionString: url,
+    schema: BOSS_SCHEMA,
+    useListenNotify: true,
+    max: 10,
+    supervise: false,
+    schedule: false,
+  });
   stock.on('error', () => undefined);
   await stock.start();
   const raw = await drainRaw(stock, 'bench-noop');
-  const asHerald = await drainRaw(await startBoss(url, createLogger('error'), { poolMax: 10, supervise: false }), 'bench-noop-prepared');
-  print(`5. raw pg-boss (no-op handler): ${fmt(raw.steady)} jobs/s after the first ${WARM_UP_ITEMS} (whole drain ${fmt(raw.whole)})   (${raw.n} jobs; per job: ${fmtWork(raw.work)}; ${fmtCpu(raw.cpu, 'the handler process')})`);
-  print(`   pg-boss started as Herald starts it (its statements prepared): ${fmt(asHerald.steady)} jobs/s (whole drain ${fmt(asHerald.whole)})   (per job: ${fmtWork(asHerald.work)}; ${fmtCpu(asHerald.cpu, 'the handler process')})`);
-  print(`   Herald inbox delivery / raw pg-boss = ${(herald.steady / raw.steady).toFixed(2)} (whole drain ${(herald.whole / raw.whole).toFixed(2)}); / pg-boss as Herald starts it = ${(herald.steady / asHerald.steady).toFixed(2)} (whole drain ${(herald.whole / asHerald.whole).toFixed(2)})`);
+  const asHerald = await drainRaw(
+    await startBoss(url, createLogger('error'), { poolMax: 10, supervise: false }),
+    'bench-noop-prepared',
+  );
+  print(
+    `5. raw pg-boss (no-op handler): ${fmt(raw.steady)} jobs/s after the first ${WARM_UP_ITEMS} (whole drain ${fmt(raw.whole)})   (${raw.n} jobs; per job: ${fmtWork(raw.work)}; ${fmtCpu(raw.cpu, 'the handler process')})`,
+  );
+  print(
+    `   pg-boss started as Herald starts it (its statements prepared): ${fmt(asHerald.steady)} jobs/s (whole drain ${fmt(asHerald.whole)})   (per job: ${fmtWork(asHerald.work)}; ${fmtCpu(asHerald.cpu, 'the handler process')})`,
+  );
+  print(
+    `   Herald inbox delivery / raw pg-boss = ${(herald.steady / raw.steady).toFixed(2)} (whole drain ${(herald.whole / raw.whole).toFixed(2)}); / pg-boss as Herald starts it = ${(herald.steady / asHerald.steady).toFixed(2)} (whole drain ${(herald.whole / asHerald.whole).toFixed(2)})`,
+  );
   // The target is set against the faster of the two baselines in this run, whichever it is.
-  const strongest = raw.steady >= asHerald.steady ? { name: 'raw pg-boss', ...raw } : { name: 'pg-boss as Herald starts it', ...asHerald };
-  print(`   Herald inbox delivery / the strongest baseline (${strongest.name}) = ${(herald.steady / strongest.steady).toFixed(2)}   (target >= 1.0)`);
+  const strongest =
+    raw.steady >= asHerald.steady
+      ? { name: 'raw pg-boss', ...raw }
+      : { name: 'pg-boss as Herald starts it', ...asHerald };
+  print(
+    `   Herald inbox delivery / the strongest baseline (${strongest.name}) = ${(herald.steady / strongest.steady).toFixed(2)}   (target >= 1.0)`,
+  );
   if (heraldCpu && raw.cpu) {
     const total = (c: { database: number; consumer: number }) => c.database + c.consumer;
-    print(`   CPU per item, raw pg-boss / Herald = ${(total(raw.cpu) / total(heraldCpu)).toFixed(2)} (the rate ratio of a CPU-bound machine; pg-boss as Herald starts it / Herald = ${asHerald.cpu ? (total(asHerald.cpu) / total(heraldCpu)).toFixed(2) : '-'})`);
+    print(
+      `   CPU per item, raw pg-boss / Herald = ${(total(raw.cpu) / total(heraldCpu)).toFixed(2)} (the rate ratio of a CPU-bound machine; pg-boss as Herald starts it / Herald = ${asHerald.cpu ? (total(asHerald.cpu) / total(heraldCpu)).toFixed(2) : '-'})`,
+    );
   }
   // A connection of its own for line 7, opened when it starts (an idle one is closed by the server).
   let hookConnection: KeepAliveConnection | null = null;
@@ -329,7 +446,8 @@ async function main(): Promise<void> {
     tenantId: tenant.id,
     samples: LATENCY_SAMPLES,
     startWorker: () => startHerald(['--role', 'worker'], env, null),
-    trigger: async () => (await trigger((hookConnection ??= await KeepAliveConnection.open(port)), ['warm_0'])).events[0]!.event_id,
+    trigger: async () =>
+      (await trigger((hookConnection ??= await KeepAliveConnection.open(port)), ['warm_0'])).events[0]!.event_id,
     print,
     fmt,
     stats,
@@ -356,7 +474,11 @@ interface LoadResult {
   p99: number;
 }
 
-async function measure<C>(count: number, connections: C[], fn: (i: number, connection: C) => Promise<{ ms: number }>): Promise<LoadResult> {
+async function measure<C>(
+  count: number,
+  connections: C[],
+  fn: (i: number, connection: C) => Promise<{ ms: number }>,
+): Promise<LoadResult> {
   const latencies: number[] = [];
   let next = 0;
   const t0 = performance.now();
@@ -372,18 +494,18 @@ async function measure<C>(count: number, connections: C[], fn: (i: number, conne
   return { rps: count / seconds, ...stats(latencies) };
 }
 
-
-
-
-
-
-
 /**
  * Waits until every job of the queue is completed; a failed job (dead-lettered) fails the benchmark at
  * once. `onWarm` runs once, at the first poll that finds WARM_UP_ITEMS of `total` items done (with the
  * number done). Items, not jobs: a Herald delivery job carries up to 25 events, a baseline job is one.
  */
-async function waitForQueue(db: pg.Client, queue: string, timeoutMs: number, total = 0, onWarm?: (done: number) => Promise<void>): Promise<void> {
+async function waitForQueue(
+  db: pg.Client,
+  queue: string,
+  timeoutMs: number,
+  total = 0,
+  onWarm?: (done: number) => Promise<void>,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const { rows } = await db.query(
@@ -414,23 +536,32 @@ interface WorkCounters {
 
 /** The cluster's exact work counters (PostgreSQL >= 13); read without taking a transaction id. */
 async function workCounters(db: pg.Client): Promise<WorkCounters> {
-  const { rows } = await db.query(`SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS xid, pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::text AS wal`);
+  const { rows } = await db.query(
+    `SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS xid, pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::text AS wal`,
+  );
   return { xid: BigInt(rows[0].xid), wal: BigInt(rows[0].wal) };
 }
 
 /** Write transactions and WAL bytes per item between two readings (everything the cluster did meanwhile). */
-function workPerItem(before: WorkCounters, after: WorkCounters, items: number): { transactions: number; walBytes: number } {
+function workPerItem(
+  before: WorkCounters,
+  after: WorkCounters,
+  items: number,
+): { transactions: number; walBytes: number } {
   return { transactions: Number(after.xid - before.xid) / items, walBytes: Number(after.wal - before.wal) / items };
 }
 
-const fmtWork = (w: { transactions: number; walBytes: number }) => `${w.transactions.toFixed(3)} write transactions, ${Math.round(w.walBytes)} WAL bytes`;
+const fmtWork = (w: { transactions: number; walBytes: number }) =>
+  `${w.transactions.toFixed(3)} write transactions, ${Math.round(w.walBytes)} WAL bytes`;
 
 /** Items per second over a whole drain and after its first WARM_UP_ITEMS (`whole`, `steady`: seconds). */
-function drainRates(row: { n: number; whole: string | number; steady: string | number }): { whole: number; steady: number } {
+function drainRates(row: { n: number; whole: string | number; steady: string | number }): {
+  whole: number;
+  steady: number;
+} {
   const whole = row.n / Number(row.whole);
   // A drain too small to have a warm-up part (BENCH_* settings) has only its whole rate.
   return { whole, steady: row.n > WARM_UP_ITEMS ? (row.n - WARM_UP_ITEMS) / Number(row.steady) : whole };
 }
-
 
 await runBench(main);

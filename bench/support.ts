@@ -56,10 +56,11 @@ const WAL_AGE_MB = 128;
  * (messages, no table) and checkpoint, which keeps the segments for reuse.
  */
 async function ageWal(admin: pg.Client): Promise<void> {
-  await admin.query(`SELECT count(pg_logical_emit_message(false, 'herald-bench', repeat('x', 1048576))) FROM generate_series(1, ${WAL_AGE_MB})`);
+  await admin.query(
+    `SELECT count(pg_logical_emit_message(false, 'herald-bench', repeat('x', 1048576))) FROM generate_series(1, ${WAL_AGE_MB})`,
+  );
   await admin.query('CHECKPOINT');
 }
-
 
 export async function freshDatabase(dataDir: string): Promise<string> {
   const name = `herald_bench_${randomBytes(4).toString('hex')}`;
@@ -97,7 +98,12 @@ export async function freshDatabase(dataDir: string): Promise<string> {
  * `herald start` with these arguments; `env` adds to this process's environment (undefined removes a
  * variable); `bin`: another checkout's bin/herald, to compare versions on one database in one run.
  */
-export async function startHerald(args: string[], env: Record<string, string | undefined>, readyText: string | null, bin = HERALD_BIN): Promise<ChildProcess> {
+export async function startHerald(
+  args: string[],
+  env: Record<string, string | undefined>,
+  readyText: string | null,
+  bin = HERALD_BIN,
+): Promise<ChildProcess> {
   const child = spawn(bin, ['start', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   cleanups.push(async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
@@ -139,7 +145,11 @@ export function benchDataDir(prefix: string): string {
 
 /** A data directory and a fresh database for one benchmark run, removed at the end. */
 /** The environment of a benchmark's `herald start`: its install, its port, and what else the benchmark allows. */
-export function heraldEnv(install: { dataDir: string; url: string; encryptionKeys: string }, port: number, extra: Record<string, string> = {}): Record<string, string> {
+export function heraldEnv(
+  install: { dataDir: string; url: string; encryptionKeys: string },
+  port: number,
+  extra: Record<string, string> = {},
+): Record<string, string> {
   return {
     DATABASE_URL: install.url,
     HERALD_HOME: install.dataDir,
@@ -150,20 +160,42 @@ export function heraldEnv(install: { dataDir: string; url: string; encryptionKey
   };
 }
 
-export async function benchInstall(prefix: string): Promise<{ dataDir: string; url: string; encryptionKeys: string; config: Config }> {
+export async function benchInstall(
+  prefix: string,
+): Promise<{ dataDir: string; url: string; encryptionKeys: string; config: Config }> {
   const dataDir = benchDataDir(prefix);
   const url = await freshDatabase(dataDir);
   const encryptionKeys = `bench:${generateKey()}`;
-  return { dataDir, url, encryptionKeys, config: loadConfig({ dataDir, databaseUrl: url, encryptionKeys, logLevel: 'warn' }, {}) };
+  return {
+    dataDir,
+    url,
+    encryptionKeys,
+    config: loadConfig({ dataDir, databaseUrl: url, encryptionKeys, logLevel: 'warn' }, {}),
+  };
 }
 
 /** A tenant with a service key (returned) and trigger limits raised out of the way. */
-export async function benchTenant(em: EntityManager, name = 'Bench'): Promise<{ tenant: { id: string }; apiKey: string }> {
-  const user = await createUser(em, { email: `${name.toLowerCase()}-${randomBytes(4).toString('hex')}@example.test`, password: 'bench password 1', verified: true });
+export async function benchTenant(
+  em: EntityManager,
+  name = 'Bench',
+): Promise<{ tenant: { id: string }; apiKey: string }> {
+  const user = await createUser(em, {
+    email: `${name.toLowerCase()}-${randomBytes(4).toString('hex')}@example.test`,
+    password: 'bench password 1',
+    verified: true,
+  });
   const tenant = await createTenant(em, { name, ownerUserId: user.id, makeDefault: true });
   const apiKey = `sk_${randomBytes(24).toString('base64url')}`;
-  await execute(em, `INSERT INTO api_keys (id, tenant_id, name, prefix, key_hash) VALUES ($1, $2, 'bench', 'sk_bench', $3)`, [newId(), tenant.id, hashServiceKey(apiKey)]);
-  await execute(em, `INSERT INTO tenant_limits (tenant_id, name, value) VALUES ($1, 'rate:trigger', 10000000), ($1, 'rate:trigger:burst', 10000000)`, [tenant.id]);
+  await execute(
+    em,
+    `INSERT INTO api_keys (id, tenant_id, name, prefix, key_hash) VALUES ($1, $2, 'bench', 'sk_bench', $3)`,
+    [newId(), tenant.id, hashServiceKey(apiKey)],
+  );
+  await execute(
+    em,
+    `INSERT INTO tenant_limits (tenant_id, name, value) VALUES ($1, 'rate:trigger', 10000000), ($1, 'rate:trigger:burst', 10000000)`,
+    [tenant.id],
+  );
   return { tenant, apiKey };
 }
 
@@ -199,7 +231,10 @@ export async function cpuCounters(
       }
     }
     const own = process.cpuUsage();
-    const consumed = consumer === null ? (own.user + own.system) / 1e6 : (Number(stat(consumer)[11]) + Number(stat(consumer)[12])) / ticks;
+    const consumed =
+      consumer === null
+        ? (own.user + own.system) / 1e6
+        : (Number(stat(consumer)[11]) + Number(stat(consumer)[12])) / ticks;
     return { database: database / ticks, consumer: consumed, machine: machineTicks() };
   } catch {
     return null;
@@ -232,7 +267,8 @@ export const fmtCpu = (c: CpuPerItem | null, consumer: string) =>
     : 'CPU not measurable here';
 
 /** The stolen share (stolenShare) as a clause to append to a line of CPU figures; nothing where it is unknown. */
-export const fmtStolen = (stolen: number | null) => (stolen === null ? '' : `; ${Math.round(stolen * 100)}% of the machine's CPU time stolen by its hypervisor meanwhile`);
+export const fmtStolen = (stolen: number | null) =>
+  stolen === null ? '' : `; ${Math.round(stolen * 100)}% of the machine's CPU time stolen by its hypervisor meanwhile`;
 
 /** The machine's CPU time over all its CPUs, and the part of it stolen (steal), in USER_HZ ticks. */
 export interface MachineTicks {
@@ -269,7 +305,9 @@ export function stolenShare(before: MachineTicks | null, after: MachineTicks | n
  * other databases' work counts only this one's. {} where /proc cannot be read.
  */
 export async function databaseBackendsCpu(db: pg.Client): Promise<Map<number, number>> {
-  const { rows } = await db.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`);
+  const { rows } = await db.query(
+    `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`,
+  );
   const out = new Map<number, number>();
   for (const { pid } of rows as Array<{ pid: number }>) {
     try {

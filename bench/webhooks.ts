@@ -68,18 +68,24 @@ export async function benchWebhooks(ctx: WebhookBenchContext): Promise<void> {
     await ctx.db.query(`ANALYZE webhook_deliveries`);
     const t0 = performance.now();
     worker = await ctx.startWorker();
-    for (const deadline = Date.now() + 300_000; ; ) {
-      const left = Number((await ctx.db.query(`SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'pending'`)).rows[0].n);
+    for (const deadline = Date.now() + 300_000; ;) {
+      const left = Number(
+        (await ctx.db.query(`SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'pending'`)).rows[0].n,
+      );
       if (left === 0) break;
       if (Date.now() > deadline) throw new Error(`${left} webhook deliveries still pending`);
       await new Promise((r) => setTimeout(r, 100));
     }
-    const failed = Number((await ctx.db.query(`SELECT count(*) AS n FROM webhook_deliveries WHERE status <> 'succeeded'`)).rows[0].n);
+    const failed = Number(
+      (await ctx.db.query(`SELECT count(*) AS n FROM webhook_deliveries WHERE status <> 'succeeded'`)).rows[0].n,
+    );
     const first = arrivals[0]!;
     const last = arrivals[arrivals.length - 1]!;
     const warm = arrivals[Math.min(1000, arrivals.length - 1)]!;
     const steady = (arrivals.length - 1000) / ((last - warm) / 1000);
-    ctx.print(`6. webhook dispatch at saturation: ${ctx.fmt(steady)} deliveries/s after the first 1000 (whole drain ${ctx.fmt(arrivals.length / ((last - first) / 1000))}; ${ctx.fmt((last - t0) / 1000)} s from the worker's start)   (${arrivals.length} requests for ${WEBHOOK_BACKLOG} outbox rows, ${failed} not succeeded; target >= 2000/s)`);
+    ctx.print(
+      `6. webhook dispatch at saturation: ${ctx.fmt(steady)} deliveries/s after the first 1000 (whole drain ${ctx.fmt(arrivals.length / ((last - first) / 1000))}; ${ctx.fmt((last - t0) / 1000)} s from the worker's start)   (${arrivals.length} requests for ${WEBHOOK_BACKLOG} outbox rows, ${failed} not succeeded; target >= 2000/s)`,
+    );
     await ctx.db.query(`UPDATE webhook_endpoints SET enabled = false WHERE id = $1`, [saturation]);
 
     // 7. Light load: trigger -> the delivery.sent webhook of its inbox delivery.
@@ -98,7 +104,9 @@ export async function benchWebhooks(ctx: WebhookBenchContext): Promise<void> {
       await new Promise((r) => setTimeout(r, 20));
     }
     const s = ctx.stats(samples);
-    ctx.print(`7. trigger -> delivery.sent webhook received (light load): p50 ${ctx.fmt(s.p50)} ms   p99 ${ctx.fmt(s.p99)} ms   (${ctx.samples} sequential triggers; target p50 <= 50 ms)`);
+    ctx.print(
+      `7. trigger -> delivery.sent webhook received (light load): p50 ${ctx.fmt(s.p50)} ms   p99 ${ctx.fmt(s.p99)} ms   (${ctx.samples} sequential triggers; target p50 <= 50 ms)`,
+    );
   } finally {
     if (worker && worker.exitCode === null) {
       worker.kill('SIGTERM');

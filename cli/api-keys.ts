@@ -42,11 +42,15 @@ Examples:
       if (name.length < 1 || name.length > 100) throw usageError('--name must be 1 to 100 characters');
       const issued = await withLocalRuntime(configFrom(options), async (runtime) => {
         const tenant = await resolveTenant(runtime.orm.em.fork(), options.tenant);
-        return withInProcessClient(runtime, tenant.id, (client) => client.call<IssuedApiKeyResponse>('POST', apiKeys.list(), { body: { name } }));
+        return withInProcessClient(runtime, tenant.id, (client) =>
+          client.call<IssuedApiKeyResponse>('POST', apiKeys.list(), { body: { name } }),
+        );
       });
       if (options.json) return printJson(issued);
       print(issued.key);
-      process.stderr.write(`Issued service key "${issued.name}" (id ${issued.id}). Store it now: it is not shown again.\n`);
+      process.stderr.write(
+        `Issued service key "${issued.name}" (id ${issued.id}). Store it now: it is not shown again.\n`,
+      );
     });
 
   withDataDir(group.command('list'))
@@ -83,7 +87,8 @@ Examples:
         try {
           await withInProcessClient(runtime, tenantId, (client) => client.call('DELETE', apiKeys.one(apiKeyId)));
         } catch (error) {
-          if (error instanceof ApiError && error.status === 404) throw new CliError(`no live service key ${apiKeyId} in tenant ${tenantId}`);
+          if (error instanceof ApiError && error.status === 404)
+            throw new CliError(`no live service key ${apiKeyId} in tenant ${tenantId}`);
           throw error;
         }
       });

@@ -37,9 +37,18 @@ Examples:
     )
     .action(async (options: AuditOptions) => {
       const tenantId = options.tenant === undefined ? null : checkTenantId(options.tenant);
-      const parsed = AuditListQuery.safeParse({ actor: options.actor, action: options.action, since: options.since, limit: options.limit, cursor: options.cursor });
-      if (!parsed.success) throw usageError(parsed.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('; '));
-      const page = await withLocalRuntime(configFrom(options), (runtime) => listAudit(runtime.orm.em.fork(), tenantId, parsed.data, tenantId === null));
+      const parsed = AuditListQuery.safeParse({
+        actor: options.actor,
+        action: options.action,
+        since: options.since,
+        limit: options.limit,
+        cursor: options.cursor,
+      });
+      if (!parsed.success)
+        throw usageError(parsed.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('; '));
+      const page = await withLocalRuntime(configFrom(options), (runtime) =>
+        listAudit(runtime.orm.em.fork(), tenantId, parsed.data, tenantId === null),
+      );
       if (options.json) return printJson(page);
       printTable(
         page.items.map((e) => ({

@@ -35,7 +35,10 @@ Examples:
       if (missing) throw usageError(`not initialised: ${missing}`);
       let keys: unknown;
       if (options.includeKeys) {
-        if (!existsSync(keyFilePath(config.dataDir))) throw new CliError(`--include-keys: the keys are not in ${keyFilePath(config.dataDir)} (HERALD_ENCRYPTION_KEYS is set): keep that value with the backup yourself`);
+        if (!existsSync(keyFilePath(config.dataDir)))
+          throw new CliError(
+            `--include-keys: the keys are not in ${keyFilePath(config.dataDir)} (HERALD_ENCRYPTION_KEYS is set): keep that value with the backup yourself`,
+          );
         keys = JSON.parse(readFileSync(keyFilePath(config.dataDir), 'utf8'));
       }
       const { version } = (await import('../package.json', { with: { type: 'json' } })).default as { version: string };
@@ -45,15 +48,22 @@ Examples:
       const out = resolve(options.out);
       let result;
       try {
-        result = await writeBackup(db.url, out, { herald_version: version, config: fileConfig, ...(keys ? { keys } : {}) });
+        result = await writeBackup(db.url, out, {
+          herald_version: version,
+          config: fileConfig,
+          ...(keys ? { keys } : {}),
+        });
       } finally {
         await db.close();
       }
       const summary = { file: out, tables: result.tables, rows: result.rows, keys_included: Boolean(keys) };
       if (options.json) printJson(summary);
       else {
-        print(`Backup written to ${out} (${result.tables} tables, ${result.rows} rows${keys ? ', with the key file' : ''}).`);
-        if (!keys) print(`The key file is not in it: keep ${keyFilePath(config.dataDir)} safe apart from your backups.`);
+        print(
+          `Backup written to ${out} (${result.tables} tables, ${result.rows} rows${keys ? ', with the key file' : ''}).`,
+        );
+        if (!keys)
+          print(`The key file is not in it: keep ${keyFilePath(config.dataDir)} safe apart from your backups.`);
       }
     });
 }
@@ -73,60 +83,83 @@ Examples:
   $ herald restore /backups/herald-2026-01-31.herald.gz --data-dir /var/lib/herald-restored
   $ herald restore herald.gz --data-dir ./data2 --database-url postgres://herald@db/herald_restored`,
     )
-    .action(async (file: string, options: { dataDir: string; databaseUrl?: string; embeddedPostgresPort?: string; json?: boolean }) => {
-      if (options.embeddedPostgresPort !== undefined && !/^\d+$/.test(options.embeddedPostgresPort)) throw usageError('--embedded-postgres-port must be a number');
-      const dataDir = resolve(options.dataDir);
-      if (existsSync(dataDir) && readdirSync(dataDir).length > 0) throw usageError(`${dataDir} is not empty: restore into a new data directory`);
-      if (!existsSync(file)) throw usageError(`${file} does not exist`);
-      const header = await readBackupHeader(file);
-      const known = new Set(migrations.map((m) => m.name));
-      const unknown = header.migrations.filter((m) => !known.has(m));
-      if (unknown.length > 0 || header.migrations.length !== known.size) {
-        throw new CliError(`the backup was written by Herald ${header.herald_version} (${header.migrations.length} migrations); restore it with that version, then upgrade`);
-      }
-      mkdirSync(dataDir, { recursive: true, mode: 0o711 });
-      const chosen: Record<string, unknown> = { ...header.config };
-      delete chosen.databaseUrl;
-      delete chosen.embeddedPostgresPort;
-      if (options.databaseUrl) chosen.databaseUrl = options.databaseUrl;
-      else chosen.embeddedPostgresPort = options.embeddedPostgresPort ? Number(options.embeddedPostgresPort) : await freePort();
-      const portChosenHere = !options.databaseUrl && !options.embeddedPostgresPort;
-      writeConfigFile(dataDir, chosen);
-      if (header.keys) {
-        writeFileSync(keyFilePath(dataDir), JSON.stringify(header.keys, null, 2) + '\n', { mode: 0o600 });
-        chmodSync(keyFilePath(dataDir), 0o600);
-      }
-      // HERALD_* variables of this shell do not steer a restore: it goes where the flags say.
-      let config = loadConfig({ ...(chosen as object), dataDir }, {});
-      const db = await openChoosingPortAgain(
-        () => openDatabase(config, { poolMax: 2, create: true }),
-        portChosenHere
-          ? (port) => {
-              chosen.embeddedPostgresPort = port;
-              config = loadConfig({ ...(chosen as object), dataDir }, {});
-              writeConfigFile(dataDir, chosen);
-            }
-          : null,
-      );
-      let result;
-      try {
-        await applyMigrations(db.orm);
-        const boss = await startBoss(db.url, createLogger('warn'), { supervise: false, poolMax: 2 });
-        try {
-          await createQueues(boss);
-        } finally {
-          await stopBoss(boss);
+    .action(
+      async (
+        file: string,
+        options: { dataDir: string; databaseUrl?: string; embeddedPostgresPort?: string; json?: boolean },
+      ) => {
+        if (options.embeddedPostgresPort !== undefined && !/^\d+$/.test(options.embeddedPostgresPort))
+          throw usageError('--embedded-postgres-port must be a number');
+        const dataDir = resolve(options.dataDir);
+        if (existsSync(dataDir) && readdirSync(dataDir).length > 0)
+          throw usageError(`${dataDir} is not empty: restore into a new data directory`);
+        if (!existsSync(file)) throw usageError(`${file} does not exist`);
+        const header = await readBackupHeader(file);
+        const known = new Set(migrations.map((m) => m.name));
+        const unknown = header.migrations.filter((m) => !known.has(m));
+        if (unknown.length > 0 || header.migrations.length !== known.size) {
+          throw new CliError(
+            `the backup was written by Herald ${header.herald_version} (${header.migrations.length} migrations); restore it with that version, then upgrade`,
+          );
         }
-        result = await restoreBackup(db.url, file);
-      } finally {
-        await db.close();
-      }
-      const summary = { data_dir: dataDir, tables: result.tables, rows: result.rows, keys_restored: Boolean(header.keys), backup_created_at: header.created_at };
-      if (options.json) printJson(summary);
-      else {
-        print(`Restored ${result.rows} rows (${result.tables} tables) from the backup of ${header.created_at} into ${dataDir}.`);
-        if (!header.keys) print(`The backup holds no key file: copy the original keys.json to ${keyFilePath(dataDir)} (or set HERALD_ENCRYPTION_KEYS) before 'herald start'.`);
-        print(`Next: herald start --data-dir ${dataDir}`);
-      }
-    });
+        mkdirSync(dataDir, { recursive: true, mode: 0o711 });
+        const chosen: Record<string, unknown> = { ...header.config };
+        delete chosen.databaseUrl;
+        delete chosen.embeddedPostgresPort;
+        if (options.databaseUrl) chosen.databaseUrl = options.databaseUrl;
+        else
+          chosen.embeddedPostgresPort = options.embeddedPostgresPort
+            ? Number(options.embeddedPostgresPort)
+            : await freePort();
+        const portChosenHere = !options.databaseUrl && !options.embeddedPostgresPort;
+        writeConfigFile(dataDir, chosen);
+        if (header.keys) {
+          writeFileSync(keyFilePath(dataDir), JSON.stringify(header.keys, null, 2) + '\n', { mode: 0o600 });
+          chmodSync(keyFilePath(dataDir), 0o600);
+        }
+        // HERALD_* variables of this shell do not steer a restore: it goes where the flags say.
+        let config = loadConfig({ ...(chosen as object), dataDir }, {});
+        const db = await openChoosingPortAgain(
+          () => openDatabase(config, { poolMax: 2, create: true }),
+          portChosenHere
+            ? (port) => {
+                chosen.embeddedPostgresPort = port;
+                config = loadConfig({ ...(chosen as object), dataDir }, {});
+                writeConfigFile(dataDir, chosen);
+              }
+            : null,
+        );
+        let result;
+        try {
+          await applyMigrations(db.orm);
+          const boss = await startBoss(db.url, createLogger('warn'), { supervise: false, poolMax: 2 });
+          try {
+            await createQueues(boss);
+          } finally {
+            await stopBoss(boss);
+          }
+          result = await restoreBackup(db.url, file);
+        } finally {
+          await db.close();
+        }
+        const summary = {
+          data_dir: dataDir,
+          tables: result.tables,
+          rows: result.rows,
+          keys_restored: Boolean(header.keys),
+          backup_created_at: header.created_at,
+        };
+        if (options.json) printJson(summary);
+        else {
+          print(
+            `Restored ${result.rows} rows (${result.tables} tables) from the backup of ${header.created_at} into ${dataDir}.`,
+          );
+          if (!header.keys)
+            print(
+              `The backup holds no key file: copy the original keys.json to ${keyFilePath(dataDir)} (or set HERALD_ENCRYPTION_KEYS) before 'herald start'.`,
+            );
+          print(`Next: herald start --data-dir ${dataDir}`);
+        }
+      },
+    );
 }

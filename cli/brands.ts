@@ -32,7 +32,11 @@ Examples:
       const brands = await onTarget(options, (client) => client.call<BrandingResponse[]>('GET', brandings.list()));
       if (options.json) return printJson(brands);
       printTable(
-        brands.map((b) => ({ ...b, name: b.values.name, from: b.sender.from_email ? `${b.sender.from_name ?? ''} <${b.sender.from_email}>`.trim() : null })),
+        brands.map((b) => ({
+          ...b,
+          name: b.values.name,
+          from: b.sender.from_email ? `${b.sender.from_name ?? ''} <${b.sender.from_email}>`.trim() : null,
+        })),
         ['key', 'name', 'from', 'is_default'],
       );
     });
@@ -47,25 +51,41 @@ Examples:
     });
 
   withDataDir(group.command('limit'))
-    .description(`show or set how many brands a tenant may have (default ${PLAN_DEFAULTS.brands}, the default brand included)`)
+    .description(
+      `show or set how many brands a tenant may have (default ${PLAN_DEFAULTS.brands}, the default brand included)`,
+    )
     .argument('[n]', 'the new cap (a whole number >= 0)')
     .requiredOption('--tenant <id>', 'tenant id')
     .option('--reset', `remove the override: back to the default of ${PLAN_DEFAULTS.brands}`)
     .option('--json', 'print the result as JSON')
-    .action(async (n: string | undefined, options: { dataDir?: string; tenant?: string; reset?: boolean; json?: boolean }) => {
-      const tenantId = checkTenantId(options.tenant);
-      if (n !== undefined && options.reset) throw usageError('give a number or --reset, not both');
-      if (n !== undefined && !/^\d{1,6}$/.test(n)) throw usageError(`the cap must be a whole number >= 0, got "${n}"`);
-      const result = await withLocalRuntime(configFrom(options), async (runtime) => {
-        const em = runtime.orm.em.fork();
-        await requireTenant(em, tenantId);
-        if (options.reset) await setTenantLimit(em, tenantId, BRAND_LIMIT, null);
-        else if (n !== undefined) await setTenantLimit(em, tenantId, BRAND_LIMIT, Number(n));
-        const overridden = (await listTenantLimits(em, tenantId)).some((l) => l.name === BRAND_LIMIT);
-        return { tenant_id: tenantId, limit: await brandLimit(em, tenantId), default: !overridden, brands: await countBrands(em, tenantId) };
-      });
-      if (options.json) return printJson(result);
-      print(`Brand cap of tenant ${tenantId}: ${result.limit}${result.default ? ' (default)' : ''}; ${result.brands} brand(s) in use.`);
-      if (result.brands > result.limit) print('The tenant has more brands than the cap: existing brands stay, new ones are refused (402).');
-    });
+    .action(
+      async (
+        n: string | undefined,
+        options: { dataDir?: string; tenant?: string; reset?: boolean; json?: boolean },
+      ) => {
+        const tenantId = checkTenantId(options.tenant);
+        if (n !== undefined && options.reset) throw usageError('give a number or --reset, not both');
+        if (n !== undefined && !/^\d{1,6}$/.test(n))
+          throw usageError(`the cap must be a whole number >= 0, got "${n}"`);
+        const result = await withLocalRuntime(configFrom(options), async (runtime) => {
+          const em = runtime.orm.em.fork();
+          await requireTenant(em, tenantId);
+          if (options.reset) await setTenantLimit(em, tenantId, BRAND_LIMIT, null);
+          else if (n !== undefined) await setTenantLimit(em, tenantId, BRAND_LIMIT, Number(n));
+          const overridden = (await listTenantLimits(em, tenantId)).some((l) => l.name === BRAND_LIMIT);
+          return {
+            tenant_id: tenantId,
+            limit: await brandLimit(em, tenantId),
+            default: !overridden,
+            brands: await countBrands(em, tenantId),
+          };
+        });
+        if (options.json) return printJson(result);
+        print(
+          `Brand cap of tenant ${tenantId}: ${result.limit}${result.default ? ' (default)' : ''}; ${result.brands} brand(s) in use.`,
+        );
+        if (result.brands > result.limit)
+          print('The tenant has more brands than the cap: existing brands stay, new ones are refused (402).');
+      },
+    );
 }

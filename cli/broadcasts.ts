@@ -41,7 +41,9 @@ function printBroadcast(b: BroadcastResponse): void {
   print(`status      ${b.status}`);
   print(`targeted    ${b.targeted}`);
   print(`events      ${b.events_created}`);
-  print(`counts      delivered ${b.counts.delivered}, failed ${b.counts.failed}, skipped ${b.counts.skipped}, canceled ${b.counts.canceled}, pending ${b.counts.pending}`);
+  print(
+    `counts      delivered ${b.counts.delivered}, failed ${b.counts.failed}, skipped ${b.counts.skipped}, canceled ${b.counts.canceled}, pending ${b.counts.pending}`,
+  );
   if (b.send_at) print(`send_at     ${b.send_at}`);
   print(`created_at  ${b.created_at}`);
   if (b.completed_at) print(`completed   ${b.completed_at}`);
@@ -58,7 +60,11 @@ async function waitForBroadcast(client: RemoteClient, id: string, timeoutSeconds
       const final = b.events_created - b.counts.pending;
       progress.update(final, Math.max(b.targeted, b.events_created), `${final}/${b.targeted} ${b.status}`);
       if (b.status === 'completed' || b.status === 'canceled' || b.status === 'failed') return b;
-      if (Date.now() >= deadline) throw new CliError(`broadcast ${id} not completed after ${timeoutSeconds} s (${b.status}, ${b.counts.pending} pending)`, EXIT_FAILURE);
+      if (Date.now() >= deadline)
+        throw new CliError(
+          `broadcast ${id} not completed after ${timeoutSeconds} s (${b.status}, ${b.counts.pending} pending)`,
+          EXIT_FAILURE,
+        );
       await new Promise((r) => setTimeout(r, Math.min(delay, Math.max(0, deadline - Date.now()))));
     }
   } finally {
@@ -85,7 +91,9 @@ function reportFinished(b: BroadcastResponse, json: boolean | undefined): void {
 export function registerBroadcasts(program: Command): void {
   const broadcasts = program
     .command('broadcasts')
-    .description('send a notification type to a topic or to all contacts (remote mode: --url/--api-key or HERALD_URL/HERALD_API_KEY)');
+    .description(
+      'send a notification type to a topic or to all contacts (remote mode: --url/--api-key or HERALD_URL/HERALD_API_KEY)',
+    );
 
   withMessageOptions(
     withRemote(
@@ -110,10 +118,15 @@ Examples:
   $ herald broadcasts create --type maintenance --all-contacts --send-at 2026-12-01T09:00:00Z --idempotency-key maint-12-01`,
     )
     .action(async (options: CreateOptions) => {
-      if (Boolean(options.topic) === Boolean(options.allContacts)) throw usageError('give exactly one audience: --topic <key> or --all-contacts');
+      if (Boolean(options.topic) === Boolean(options.allContacts))
+        throw usageError('give exactly one audience: --topic <key> or --all-contacts');
       const timeout = timeoutOf(options);
       const { body: fields, headers } = messageFields(options);
-      const body: Record<string, unknown> = { type: options.type, audience: options.topic ? { topic: options.topic } : { all_contacts: true }, ...fields };
+      const body: Record<string, unknown> = {
+        type: options.type,
+        audience: options.topic ? { topic: options.topic } : { all_contacts: true },
+        ...fields,
+      };
       if (options.sendAt) body.send_at = options.sendAt;
       const client = remoteClient(options, { invalidInputExit: EXIT_FAILURE });
       const accepted = await client.call<BroadcastAccepted>('POST', paths.create(), { body, headers });
@@ -158,11 +171,29 @@ Examples:
       const query = new URLSearchParams({ limit: options.limit });
       if (options.status) query.set('status', options.status);
       if (options.cursor) query.set('cursor', options.cursor);
-      const page = await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call<BroadcastPage>('GET', paths.list(query));
+      const page = await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call<BroadcastPage>(
+        'GET',
+        paths.list(query),
+      );
       if (options.json) return printJson(page);
       printTable(
-        page.items.map((b) => ({ ...b, audience: 'topic' in b.audience ? `topic:${b.audience.topic}` : 'all', delivered: b.counts.delivered, pending: b.counts.pending })),
-        ['broadcast_id', 'type', 'audience', 'status', 'targeted', 'events_created', 'delivered', 'pending', 'created_at'],
+        page.items.map((b) => ({
+          ...b,
+          audience: 'topic' in b.audience ? `topic:${b.audience.topic}` : 'all',
+          delivered: b.counts.delivered,
+          pending: b.counts.pending,
+        })),
+        [
+          'broadcast_id',
+          'type',
+          'audience',
+          'status',
+          'targeted',
+          'events_created',
+          'delivered',
+          'pending',
+          'created_at',
+        ],
       );
       if (page.next_cursor) print(`\nmore: --cursor ${page.next_cursor}`);
     });
@@ -177,7 +208,10 @@ Examples:
     .addHelpText('after', '\nExample:\n  $ herald broadcasts cancel 0193f1c2-...-7a1b --yes')
     .action(async (id: string, options: RemoteOptions & { yes?: boolean; json?: boolean }) => {
       const client = remoteClient(options, { invalidInputExit: EXIT_FAILURE });
-      await confirmUnlessYes(options.yes, { question: `Cancel broadcast ${id}?`, withoutTerminal: 'refusing to cancel without --yes (stdin is not a terminal)' });
+      await confirmUnlessYes(options.yes, {
+        question: `Cancel broadcast ${id}?`,
+        withoutTerminal: 'refusing to cancel without --yes (stdin is not a terminal)',
+      });
       const b = await client.call<BroadcastResponse>('POST', paths.cancel(id));
       if (options.json) printJson(b);
       else print(`canceled broadcast ${id}: ${b.events_created} event(s) created, ${b.counts.canceled} canceled`);

@@ -4,7 +4,11 @@
 // changes nothing; --prune also deletes what the file leaves out. No secret is ever in the file.
 import type { Command } from 'commander';
 import { stringify } from 'yaml';
-import { ApplyConfigurationRequest, ConfigurationDocument, type ConfigurationPlanResponse } from '../server/schemas/configuration.ts';
+import {
+  ApplyConfigurationRequest,
+  ConfigurationDocument,
+  type ConfigurationPlanResponse,
+} from '../server/schemas/configuration.ts';
 import { CliError, describeFailure, print, printJson, usageError } from './support/output.ts';
 import { configuration } from './support/paths.ts';
 import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
@@ -24,7 +28,9 @@ Examples:
   $ HERALD_URL=https://herald.acme.test HERALD_API_KEY=sk_... herald export > herald.yaml`,
     )
     .action(async (options: TargetOptions) => {
-      const document = await onTarget(options, (client) => client.call<ConfigurationDocument>('GET', configuration.export()));
+      const document = await onTarget(options, (client) =>
+        client.call<ConfigurationDocument>('GET', configuration.export()),
+      );
       if (options.json) return printJson(document);
       process.stdout.write(HEADER + stringify(document, { lineWidth: 0 }));
     });
@@ -55,11 +61,20 @@ Exit codes: 0 applied (or nothing to change), 1 the apply failed (nothing was ch
     .action(async (options: ApplyOptions) => {
       if (!options.file) throw usageError('give the file: -f herald.yaml (or -f - for stdin)');
       const document = readYamlDocument(options.file, ConfigurationDocument);
-      const request = ApplyConfigurationRequest.parse({ document, dry_run: options.dryRun ?? false, prune: options.prune ?? false });
-      const result = await onTarget(options, (client) => client.call<ConfigurationPlanResponse>('POST', configuration.apply(), { body: request })).catch((error: unknown) => {
+      const request = ApplyConfigurationRequest.parse({
+        document,
+        dry_run: options.dryRun ?? false,
+        prune: options.prune ?? false,
+      });
+      const result = await onTarget(options, (client) =>
+        client.call<ConfigurationPlanResponse>('POST', configuration.apply(), { body: request }),
+      ).catch((error: unknown) => {
         // Errors locate their entry in the request ("body.document.brands.1..."): name it as the file does.
         const { code, message } = describeFailure(error);
-        throw new CliError(message.replaceAll('body.document.', `${options.file === '-' ? '(stdin)' : options.file}: `), code);
+        throw new CliError(
+          message.replaceAll('body.document.', `${options.file === '-' ? '(stdin)' : options.file}: `),
+          code,
+        );
       });
       if (options.json) return printJson(result);
       printPlan(result, request.dry_run);
@@ -71,8 +86,12 @@ const SIGN = { create: '+', update: '~', delete: '-' } as const;
 function printPlan(result: ConfigurationPlanResponse, dryRun: boolean): void {
   if (result.changes.length === 0) return print('no changes');
   for (const change of result.changes) {
-    print(`${SIGN[change.action]} ${change.action} ${change.kind} ${change.id}${change.fields.length > 0 ? ` (${change.fields.join(', ')})` : ''}`);
+    print(
+      `${SIGN[change.action]} ${change.action} ${change.kind} ${change.id}${change.fields.length > 0 ? ` (${change.fields.join(', ')})` : ''}`,
+    );
   }
   const count = (action: string) => result.changes.filter((c) => c.action === action).length;
-  print(`Plan: ${count('create')} to create, ${count('update')} to update, ${count('delete')} to delete. ${dryRun ? 'Dry run: nothing changed.' : 'Applied.'}`);
+  print(
+    `Plan: ${count('create')} to create, ${count('update')} to update, ${count('delete')} to delete. ${dryRun ? 'Dry run: nothing changed.' : 'Applied.'}`,
+  );
 }

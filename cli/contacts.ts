@@ -8,7 +8,13 @@ import { confirmUnlessYes } from './support/confirm.ts';
 import { contacts as paths } from './support/paths.ts';
 import { remoteClient, withRemote, type RemoteOptions } from './support/remote.ts';
 import { importContactsFile, type ImportFormat } from './support/contact-import.ts';
-import { CONTACT_TEXT_FIELDS, MUTABLE_CONTACT_FIELDS, type BulkContactsResponse, type ContactResponse, type ContactTokenResponse } from '../server/schemas/contacts.ts';
+import {
+  CONTACT_TEXT_FIELDS,
+  MUTABLE_CONTACT_FIELDS,
+  type BulkContactsResponse,
+  type ContactResponse,
+  type ContactTokenResponse,
+} from '../server/schemas/contacts.ts';
 
 interface ContactFieldOptions {
   email?: string;
@@ -90,10 +96,18 @@ Examples:
   withFields(withRemote(contacts.command('create <external_id>')))
     .description('create a contact (fails when the external_id exists)')
     .option('--json', 'print the contact as JSON')
-    .addHelpText('after', '\nExample:\n  $ herald contacts create user-42 --email ann@example.com --property plan=\\"pro\\"')
+    .addHelpText(
+      'after',
+      '\nExample:\n  $ herald contacts create user-42 --email ann@example.com --property plan=\\"pro\\"',
+    )
     .action(async (externalId: string, options: ContactFieldOptions & RemoteOptions & Json) => {
       const client = remoteClient(options);
-      printContact(await client.call<ContactResponse>('POST', paths.list(), { body: { external_id: externalId, ...fieldsOf(options) } }), options);
+      printContact(
+        await client.call<ContactResponse>('POST', paths.list(), {
+          body: { external_id: externalId, ...fieldsOf(options) },
+        }),
+        options,
+      );
     });
 
   withRemote(contacts.command('get <id>'))
@@ -116,15 +130,20 @@ Examples:
     .description('change some fields of a contact; the others keep their values')
     .option('--clear <field>', 'clear a field (email, phone, name, language, properties); repeatable', collect)
     .option('--json', 'print the contact as JSON')
-    .addHelpText('after', '\nExample:\n  $ herald contacts update 01890a5d-ac96-774b-bcce-b302099a8057 --name "Ann B." --clear phone')
+    .addHelpText(
+      'after',
+      '\nExample:\n  $ herald contacts update 01890a5d-ac96-774b-bcce-b302099a8057 --name "Ann B." --clear phone',
+    )
     .action(async (id: string, options: ContactFieldOptions & RemoteOptions & Json & { clear?: string[] }) => {
       const client = remoteClient(options);
       const changes = fieldsOf(options);
       const clear = options.clear ?? [];
       for (const field of clear) {
-        if (!(MUTABLE_CONTACT_FIELDS as string[]).includes(field)) throw usageError(`--clear: unknown field "${field}"`);
+        if (!(MUTABLE_CONTACT_FIELDS as string[]).includes(field))
+          throw usageError(`--clear: unknown field "${field}"`);
       }
-      if (Object.keys(changes).length === 0 && clear.length === 0) throw usageError('nothing to update: give --email, --phone, --name, --language, --property or --clear');
+      if (Object.keys(changes).length === 0 && clear.length === 0)
+        throw usageError('nothing to update: give --email, --phone, --name, --language, --property or --clear');
       // The API's PUT replaces every mutable field: start from the stored contact.
       const current = await client.call<ContactResponse>('GET', paths.one(id));
       const next: Record<string, unknown> = {
@@ -157,7 +176,9 @@ Examples:
     });
 
   withRemote(contacts.command('import <file>'))
-    .description('create or update contacts from a file: NDJSON (one contact a line), CSV with a header, or a JSON array')
+    .description(
+      'create or update contacts from a file: NDJSON (one contact a line), CSV with a header, or a JSON array',
+    )
     .option('--format <format>', 'ndjson, csv or json (default: from the extension: .csv, .json, else ndjson)')
     .option('--json', 'print the summary as JSON')
     .addHelpText(
@@ -177,7 +198,8 @@ Examples:
     )
     .action(async (file: string, options: RemoteOptions & Json & { format?: string }) => {
       const format = options.format ?? (/\.csv$/i.test(file) ? 'csv' : /\.json$/i.test(file) ? 'json' : 'ndjson');
-      if (!['ndjson', 'csv', 'json'].includes(format)) throw usageError(`--format must be ndjson, csv or json, got "${format}"`);
+      if (!['ndjson', 'csv', 'json'].includes(format))
+        throw usageError(`--format must be ndjson, csv or json, got "${format}"`);
       const client = remoteClient(options);
       if (format !== 'json') {
         const result = await importContactsFile(client, file, format as ImportFormat);
@@ -185,7 +207,8 @@ Examples:
         else {
           print(`created ${result.created}, updated ${result.updated}, refused ${result.refused}`);
           for (const e of result.errors) print(`  line ${e.line}: ${e.detail}`);
-          if (result.refused > result.errors.length) print(`  (${result.refused - result.errors.length} more not listed)`);
+          if (result.refused > result.errors.length)
+            print(`  (${result.refused - result.errors.length} more not listed)`);
         }
         if (result.refused > 0) process.exitCode = 1;
         return;
@@ -211,7 +234,7 @@ Examples:
     });
 
   withRemote(contacts.command('token <external_id>'))
-    .description("mint a contact token (for trying a front end; a real backend mints them per session)")
+    .description('mint a contact token (for trying a front end; a real backend mints them per session)')
     .option('--json', 'print {token, token_type, expires_in, contact_id} as JSON')
     .addHelpText('after', '\nExample:\n  $ TOKEN=$(herald contacts token user-42)')
     .action(async (externalId: string, options: RemoteOptions & Json) => {

@@ -18,11 +18,22 @@ interface ListOptions extends RemoteOptions {
 }
 
 export function registerEvents(program: Command): void {
-  const events = program.command('events').description("events and their delivery status (remote mode: --url/--api-key or HERALD_URL/HERALD_API_KEY)");
-  withRemote(events.command('get').description("one event's delivery status").argument('<event_id>').option('--json', 'print JSON'))
+  const events = program
+    .command('events')
+    .description('events and their delivery status (remote mode: --url/--api-key or HERALD_URL/HERALD_API_KEY)');
+  withRemote(
+    events
+      .command('get')
+      .description("one event's delivery status")
+      .argument('<event_id>')
+      .option('--json', 'print JSON'),
+  )
     .addHelpText('after', `\nExamples:\n  $ herald events get 0193f1c2-...-7a1b --json`)
     .action(async (eventId: string, options: RemoteOptions & { json?: boolean }) => {
-      const body = await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call<EventResponse>('GET', notifications.one(eventId));
+      const body = await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call<EventResponse>(
+        'GET',
+        notifications.one(eventId),
+      );
       if (options.json) return printJson(body);
       print(`event      ${body.event_id}`);
       print(`type       ${body.type}`);
@@ -45,13 +56,19 @@ export function registerEvents(program: Command): void {
       .command('list')
       .description('the activity log, newest first')
       .option('--type <key>', 'only this notification type')
-      .option('--status <status>', 'scheduled, queued, processing, delivered, partially_delivered, failed, skipped, canceled or digested')
+      .option(
+        '--status <status>',
+        'scheduled, queued, processing, delivered, partially_delivered, failed, skipped, canceled or digested',
+      )
       .option('--external-id <id>', 'only this recipient')
       .option('--limit <n>', 'how many (1-100)', '20')
       .option('--cursor <cursor>', 'the next page, as printed by the previous one')
       .option('--json', 'print JSON'),
   )
-    .addHelpText('after', `\nExamples:\n  $ herald events list --status failed --limit 50\n  $ herald events list --external-id user_42 --json`)
+    .addHelpText(
+      'after',
+      `\nExamples:\n  $ herald events list --status failed --limit 50\n  $ herald events list --external-id user_42 --json`,
+    )
     .action(async (options: ListOptions) => {
       if (!/^\d+$/.test(options.limit)) throw usageError('--limit must be a number');
       const query = new URLSearchParams({ limit: options.limit });
@@ -59,7 +76,10 @@ export function registerEvents(program: Command): void {
       if (options.status) query.set('status', options.status);
       if (options.externalId) query.set('external_id', options.externalId);
       if (options.cursor) query.set('cursor', options.cursor);
-      const body = await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call<EventPage>('GET', notifications.list(query));
+      const body = await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call<EventPage>(
+        'GET',
+        notifications.list(query),
+      );
       if (options.json) return printJson(body);
       printTable(body.items.map(summaryRow), ['event_id', 'type', 'external_id', 'status', 'created_at', 'deliveries']);
       if (body.next_cursor) print(`\nmore: --cursor ${body.next_cursor}`);
@@ -72,16 +92,22 @@ export function registerEvents(program: Command): void {
       .option('--key <cancellation_key>', 'cancel every event triggered with this cancellation key')
       .option('--json', 'print JSON'),
   )
-    .addHelpText('after', `\nExamples:\n  $ herald events cancel 0193f1c2-...-7a1b\n  $ herald events cancel --key trial-user_42 --json`)
+    .addHelpText(
+      'after',
+      `\nExamples:\n  $ herald events cancel 0193f1c2-...-7a1b\n  $ herald events cancel --key trial-user_42 --json`,
+    )
     .action(async (eventId: string | undefined, options: RemoteOptions & { key?: string; json?: boolean }) => {
-      if ((eventId === undefined) === (options.key === undefined)) throw usageError('give an event id or --key, not both');
+      if ((eventId === undefined) === (options.key === undefined))
+        throw usageError('give an event id or --key, not both');
       const client = remoteClient(options, { invalidInputExit: EXIT_FAILURE });
       if (eventId !== undefined) {
         await client.call('DELETE', notifications.one(eventId));
         if (options.json) return printJson({ canceled: 1 });
         return print(`canceled ${eventId}`);
       }
-      const body = await client.call<CancelResponse>('POST', notifications.cancel(), { body: { cancellation_key: options.key } });
+      const body = await client.call<CancelResponse>('POST', notifications.cancel(), {
+        body: { cancellation_key: options.key },
+      });
       if (options.json) return printJson(body);
       print(`canceled ${body.canceled} event(s)`);
     });

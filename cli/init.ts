@@ -33,12 +33,22 @@ interface InitOptions {
 export function registerInit(program: Command): void {
   program
     .command('init')
-    .description('set up a data directory: config, encryption key, database schema and (single mode) the tenant and its owner')
+    .description(
+      'set up a data directory: config, encryption key, database schema and (single mode) the tenant and its owner',
+    )
     .option('-y, --yes', 'run non-interactively with the given flags and defaults')
     .option('--data-dir <dir>', 'data directory to create or update')
-    .addOption(new Option('--mode <mode>', 'single: one pinned tenant, signup closed; multi: open signup').choices(['single', 'multi']))
+    .addOption(
+      new Option('--mode <mode>', 'single: one pinned tenant, signup closed; multi: open signup').choices([
+        'single',
+        'multi',
+      ]),
+    )
     .option('--database-url <url>', 'external PostgreSQL (default: embedded PostgreSQL in the data directory)')
-    .option('--embedded-postgres-port <port>', 'port of the embedded PostgreSQL on 127.0.0.1 (default: a free port, recorded in herald.json)')
+    .option(
+      '--embedded-postgres-port <port>',
+      'port of the embedded PostgreSQL on 127.0.0.1 (default: a free port, recorded in herald.json)',
+    )
     .option('--host <host>', 'address to listen on (default 127.0.0.1)')
     .option('--port <port>', 'port to listen on (default 8025)')
     .option('--public-url <url>', 'URL people reach Herald at (used in emailed links)')
@@ -63,11 +73,13 @@ Examples:
 
 async function runInit(options: InitOptions): Promise<void> {
   const interactive = !options.yes;
-  if (interactive && !process.stdin.isTTY) throw usageError('stdin is not a terminal: pass --yes (and flags) to run init non-interactively');
+  if (interactive && !process.stdin.isTTY)
+    throw usageError('stdin is not a terminal: pass --yes (and flags) to run init non-interactively');
   if (interactive) await promptMissing(options);
 
   const dataDir = options.dataDir ?? process.env.HERALD_HOME ?? defaultDataDir();
-  if (options.embeddedPostgresPort !== undefined && !/^\d+$/.test(options.embeddedPostgresPort)) throw usageError('--embedded-postgres-port must be a number');
+  if (options.embeddedPostgresPort !== undefined && !/^\d+$/.test(options.embeddedPostgresPort))
+    throw usageError('--embedded-postgres-port must be a number');
   // 0711: private listing, but traversable by the 'postgres' user that runs the embedded cluster as root.
   mkdirSync(dataDir, { recursive: true, mode: 0o711 });
   // The config file keeps what was chosen here; later edits and HERALD_* variables still win over it.
@@ -108,7 +120,12 @@ async function runInit(options: InitOptions): Promise<void> {
   let summary: Record<string, unknown>;
   try {
     const applied = await applyMigrations(db.orm);
-    summary = { data_dir: dataDir, mode: config.mode, database: config.databaseUrl ? 'external' : 'embedded', migrations_applied: applied };
+    summary = {
+      data_dir: dataDir,
+      mode: config.mode,
+      database: config.databaseUrl ? 'external' : 'embedded',
+      migrations_applied: applied,
+    };
     if (config.mode === 'single') Object.assign(summary, await ensureSingleTenant(db.orm.em.fork(), options));
   } finally {
     await db.close();
@@ -118,13 +135,19 @@ async function runInit(options: InitOptions): Promise<void> {
     return;
   }
   print(`Herald is set up in ${dataDir} (${config.mode}-tenant, ${summary.database} PostgreSQL).`);
-  if (summary.tenant_id) print(`Tenant: ${summary.tenant_name} (${summary.tenant_id})${summary.owner_email ? `; owner: ${summary.owner_email}` : ' (already set up)'}`);
+  if (summary.tenant_id)
+    print(
+      `Tenant: ${summary.tenant_name} (${summary.tenant_id})${summary.owner_email ? `; owner: ${summary.owner_email}` : ' (already set up)'}`,
+    );
   if (summary.generated_password) print(`Owner password (shown once, store it now): ${summary.generated_password}`);
   print(`Next: herald start --data-dir ${dataDir}`);
 }
 
 /** Single mode: the install's one tenant and its verified owner, created once. */
-async function ensureSingleTenant(em: Parameters<typeof createTenant>[0], options: InitOptions): Promise<Record<string, unknown>> {
+async function ensureSingleTenant(
+  em: Parameters<typeof createTenant>[0],
+  options: InitOptions,
+): Promise<Record<string, unknown>> {
   const tenants = await listAllTenants(em);
   if (tenants.length > 0) return { tenant_id: tenants[0]!.id, tenant_name: tenants[0]!.name, created: false };
   const name = (options.tenant ?? '').trim();
@@ -166,7 +189,9 @@ async function promptMissing(options: InitOptions): Promise<void> {
     }
     return answer as Exclude<T, symbol>;
   };
-  options.dataDir ??= await ask(prompts.text({ message: 'Data directory', initialValue: process.env.HERALD_HOME ?? defaultDataDir() }));
+  options.dataDir ??= await ask(
+    prompts.text({ message: 'Data directory', initialValue: process.env.HERALD_HOME ?? defaultDataDir() }),
+  );
   options.mode ??= await ask(
     prompts.select({
       message: 'Tenancy',
@@ -177,12 +202,22 @@ async function promptMissing(options: InitOptions): Promise<void> {
     }),
   );
   if (options.databaseUrl === undefined) {
-    const external = await ask(prompts.confirm({ message: 'Use an external PostgreSQL (instead of the embedded one)?', initialValue: false }));
-    if (external) options.databaseUrl = await ask(prompts.text({ message: 'PostgreSQL URL', placeholder: 'postgres://user:pass@host:5432/herald' }));
+    const external = await ask(
+      prompts.confirm({ message: 'Use an external PostgreSQL (instead of the embedded one)?', initialValue: false }),
+    );
+    if (external)
+      options.databaseUrl = await ask(
+        prompts.text({ message: 'PostgreSQL URL', placeholder: 'postgres://user:pass@host:5432/herald' }),
+      );
   }
   options.port ??= await ask(prompts.text({ message: 'Port', initialValue: '8025' }));
   if (options.smtpUrl === undefined) {
-    const smtp = await ask(prompts.text({ message: 'SMTP URL for system emails (empty to skip)', placeholder: 'smtp://user:pass@mail.example:587' }));
+    const smtp = await ask(
+      prompts.text({
+        message: 'SMTP URL for system emails (empty to skip)',
+        placeholder: 'smtp://user:pass@mail.example:587',
+      }),
+    );
     if (smtp) options.smtpUrl = smtp;
   }
   if (options.mode === 'single' && !existsSync(configFilePath(options.dataDir!))) {

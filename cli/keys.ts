@@ -42,7 +42,8 @@ Examples:
         listing.keys.map((k) => ({ id: k.id, active: k.active ? 'yes' : '', secrets: k.ciphertexts })),
         ['id', 'active', 'secrets'],
       );
-      for (const m of listing.missing) print(`warning: ${m.ciphertexts} secret(s) use key ${m.id}, which is not in the key ring (unreadable)`);
+      for (const m of listing.missing)
+        print(`warning: ${m.ciphertexts} secret(s) use key ${m.id}, which is not in the key ring (unreadable)`);
     });
 
   withDataDir(keys.command('rotate'))
@@ -61,14 +62,26 @@ Examples:
     .action(async (options: { dataDir?: string; resume?: boolean; batchSize: string; json?: boolean }) => {
       const config = configFrom({ dataDir: options.dataDir });
       const batchSize = Number(options.batchSize);
-      if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000) throw usageError('--batch-size must be an integer from 1 to 10000');
+      if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000)
+        throw usageError('--batch-size must be an integer from 1 to 10000');
       if (!options.resume) refuseEnvironmentSource(config, 'rotate');
       const result = await withLocalRuntime(config, (runtime) =>
         rotateKeys(runtime.orm.em.fork(), runtime.keyRing, config.dataDir, { resume: options.resume, batchSize }),
       );
-      if (options.json) return printJson({ active: result.activeKeyId, added: result.added, rewrapped: result.rewrapped, unreadable: result.unreadable });
-      print(`${result.added ? 'added and activated' : 'active key'} ${result.activeKeyId}; re-wrapped ${result.rewrapped} secret(s)`);
-      if (result.unreadable > 0) print(`warning: ${result.unreadable} secret(s) could not be re-wrapped: their key is gone (credentials_unreadable)`);
+      if (options.json)
+        return printJson({
+          active: result.activeKeyId,
+          added: result.added,
+          rewrapped: result.rewrapped,
+          unreadable: result.unreadable,
+        });
+      print(
+        `${result.added ? 'added and activated' : 'active key'} ${result.activeKeyId}; re-wrapped ${result.rewrapped} secret(s)`,
+      );
+      if (result.unreadable > 0)
+        print(
+          `warning: ${result.unreadable} secret(s) could not be re-wrapped: their key is gone (credentials_unreadable)`,
+        );
       if (result.added) print(`back up ${config.dataDir}/keys.json now: without it the secrets cannot be read`);
     });
 
@@ -77,7 +90,10 @@ Examples:
     .option('--force', 'remove it even though secrets still use it (they become unreadable)')
     .option('-y, --yes', 'confirm --force without a prompt')
     .option('--json', 'print the result as JSON')
-    .addHelpText('after', '\nExamples:\n  $ herald keys retire k1a2b3c\n  $ herald keys retire k1a2b3c --force --yes   # secrets under it become unreadable')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ herald keys retire k1a2b3c\n  $ herald keys retire k1a2b3c --force --yes   # secrets under it become unreadable',
+    )
     .action(async (keyId: string, options: { dataDir?: string; force?: boolean; yes?: boolean; json?: boolean }) => {
       const config = configFrom({ dataDir: options.dataDir });
       refuseEnvironmentSource(config, 'retire');
@@ -87,9 +103,12 @@ Examples:
           withoutTerminal: '--force makes secrets under the key unreadable: confirm with --yes',
         });
       }
-      const result = await withLocalRuntime(config, (runtime) => retireKey(runtime.orm.em.fork(), runtime.keyRing, config.dataDir, keyId, { force: options.force }));
+      const result = await withLocalRuntime(config, (runtime) =>
+        retireKey(runtime.orm.em.fork(), runtime.keyRing, config.dataDir, keyId, { force: options.force }),
+      );
       if (options.json) return printJson(result);
       print(`retired key ${result.id}`);
-      if (result.orphaned > 0) print(`warning: ${result.orphaned} secret(s) used it and are now unreadable: set those transports again`);
+      if (result.orphaned > 0)
+        print(`warning: ${result.orphaned} secret(s) used it and are now unreadable: set those transports again`);
     });
 }

@@ -34,7 +34,11 @@ Examples:
         }
         const applied = await applyMigrations(db.orm);
         if (options.json) return printJson({ applied });
-        print(applied.length === 0 ? 'Database is up to date.' : `Applied ${applied.length} migration(s): ${applied.join(', ')}`);
+        print(
+          applied.length === 0
+            ? 'Database is up to date.'
+            : `Applied ${applied.length} migration(s): ${applied.join(', ')}`,
+        );
       } finally {
         await db.close();
       }

@@ -11,7 +11,9 @@ import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
 export function registerNotificationTypes(program: Command): void {
   const types = program
     .command('types')
-    .description("a tenant's notification types: list and get (local or remote), workflows (remote: --url/--api-key or HERALD_URL/HERALD_API_KEY)")
+    .description(
+      "a tenant's notification types: list and get (local or remote), workflows (remote: --url/--api-key or HERALD_URL/HERALD_API_KEY)",
+    )
     .addHelpText(
       'after',
       `
@@ -36,23 +38,26 @@ Examples:
   $ herald types workflow set comment_added -f workflow.json
   $ herald types workflow remove comment_added`,
     );
-  withRemote(workflow.command('get').description("show a type's workflow").argument('<key>').option('--json', 'print JSON')).action(
-    async (key: string, options: RemoteOptions & { json?: boolean }) => {
-      const type = await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call<NotificationTypeResponse>('GET', notificationTypes.one(key));
-      if (options.json) return printJson(type.workflow);
-      if (!type.workflow) return print(`${key} has no workflow: every enabled channel at once`);
-      printTable(
-        type.workflow.steps.map((step, index) => ({ index, ...step })),
-        ['index', 'kind', 'channel', 'if', 'seconds', 'until', 'window_seconds', 'key', 'max_events', 'limit'],
-      );
-    },
-  );
+  withRemote(
+    workflow.command('get').description("show a type's workflow").argument('<key>').option('--json', 'print JSON'),
+  ).action(async (key: string, options: RemoteOptions & { json?: boolean }) => {
+    const type = await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call<NotificationTypeResponse>(
+      'GET',
+      notificationTypes.one(key),
+    );
+    if (options.json) return printJson(type.workflow);
+    if (!type.workflow) return print(`${key} has no workflow: every enabled channel at once`);
+    printTable(
+      type.workflow.steps.map((step, index) => ({ index, ...step })),
+      ['index', 'kind', 'channel', 'if', 'seconds', 'until', 'window_seconds', 'key', 'max_events', 'limit'],
+    );
+  });
   withRemote(
     workflow
       .command('set')
       .description("set a type's workflow from a JSON file")
       .argument('<key>')
-      .requiredOption('-f, --file <file>', "the workflow as JSON ({\"steps\": [...]}), or '-' for stdin")
+      .requiredOption('-f, --file <file>', 'the workflow as JSON ({"steps": [...]}), or \'-\' for stdin')
       .option('--json', 'print the type as JSON'),
   ).action(async (key: string, options: RemoteOptions & { file: string; json?: boolean }) => {
     const body = readJsonObject(options.file, '--file');
@@ -65,12 +70,12 @@ Examples:
     if (options.json) return printJson(type);
     print(`workflow of ${key} set: ${type.workflow!.steps.length} step(s)`);
   });
-  withRemote(workflow.command('remove').description('back to the default: every enabled channel at once').argument('<key>')).action(
-    async (key: string, options: RemoteOptions) => {
-      await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call('DELETE', notificationTypes.workflow(key));
-      print(`workflow of ${key} removed`);
-    },
-  );
+  withRemote(
+    workflow.command('remove').description('back to the default: every enabled channel at once').argument('<key>'),
+  ).action(async (key: string, options: RemoteOptions) => {
+    await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call('DELETE', notificationTypes.workflow(key));
+    print(`workflow of ${key} removed`);
+  });
 }
 
 /** herald types list|get: as the API answers them; write types with the API or herald apply. */
@@ -79,7 +84,9 @@ function addReadCommands(types: Command): void {
     .description('list the live notification types (with --include-deleted, the deleted ones too)')
     .option('--include-deleted', 'also list deleted (restorable) types')
     .action(async (options: TargetOptions & { includeDeleted?: boolean }) => {
-      const list = await onTarget(options, (client) => client.call<NotificationTypeResponse[]>('GET', notificationTypes.list(options.includeDeleted)));
+      const list = await onTarget(options, (client) =>
+        client.call<NotificationTypeResponse[]>('GET', notificationTypes.list(options.includeDeleted)),
+      );
       if (options.json) return printJson(list);
       printTable(
         list.map((t) => ({
@@ -100,7 +107,9 @@ function addReadCommands(types: Command): void {
     .description('show one notification type (the live one, else the most recently deleted)')
     .argument('<key>', 'the type key')
     .action(async (key: string, options: TargetOptions) => {
-      const type = await onTarget(options, (client) => client.call<NotificationTypeResponse>('GET', notificationTypes.one(key)));
+      const type = await onTarget(options, (client) =>
+        client.call<NotificationTypeResponse>('GET', notificationTypes.one(key)),
+      );
       if (options.json) return printJson(type);
       printRecord(type);
     });

@@ -55,7 +55,8 @@ Examples:
       const client = remoteClient(options, { invalidInputExit: EXIT_FAILURE });
       const body: Record<string, unknown> = { type: options.type, recipients: options.to, ...fields.body };
       if (options.at) {
-        if (Number.isNaN(Date.parse(options.at))) throw usageError(`--at takes an RFC 3339 time such as 2027-01-01T09:00:00Z, got "${options.at}"`);
+        if (Number.isNaN(Date.parse(options.at)))
+          throw usageError(`--at takes an RFC 3339 time such as 2027-01-01T09:00:00Z, got "${options.at}"`);
         body.send_at = new Date(options.at).toISOString();
       }
       if (options.cancellationKey) body.cancellation_key = options.cancellationKey;
@@ -66,13 +67,19 @@ Examples:
         else for (const e of accepted.events) print(`${e.status} ${e.event_id} for ${e.external_id}`);
         return;
       }
-      const events = await waitForEvents(client, accepted.events.map((e) => e.event_id), timeout * 1000);
+      const events = await waitForEvents(
+        client,
+        accepted.events.map((e) => e.event_id),
+        timeout * 1000,
+      );
       if (options.json) printJson({ events });
       else printTable(events.map(summaryRow), ['event_id', 'external_id', 'status', 'deliveries']);
       const unfinished = events.filter((e) => !FINAL_EVENT_STATUSES.has(e.status));
       if (unfinished.length > 0) {
         // Events nobody has started on point at the workers rather than at the deliveries.
-        const hint = unfinished.every((e) => e.status === 'queued') ? ': still queued, is a worker running? (herald start runs workers unless --role api)' : '';
+        const hint = unfinished.every((e) => e.status === 'queued')
+          ? ': still queued, is a worker running? (herald start runs workers unless --role api)'
+          : '';
         throw new CliError(`${unfinished.length} event(s) not final after ${timeout} s${hint}`, EXIT_FAILURE);
       }
       const failed = events.filter((e) => e.status === 'failed' || e.status === 'partially_delivered');

@@ -2,7 +2,13 @@
 // Client secrets are sealed with the key ring; `list` never shows them.
 import { Option, type Command } from 'commander';
 import { AppError } from '../server/base/errors.ts';
-import { SSO_KINDS, addSsoProvider, listSsoProviders, removeSsoProvider, type SsoKind } from '../server/resources/sso.ts';
+import {
+  SSO_KINDS,
+  addSsoProvider,
+  listSsoProviders,
+  removeSsoProvider,
+  type SsoKind,
+} from '../server/resources/sso.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
 import { confirmUnlessYes } from './support/confirm.ts';
@@ -41,7 +47,9 @@ function checkUrl(flag: string, value: string | undefined): string | undefined {
 export function registerSso(program: Command): void {
   const group = program
     .command('sso')
-    .description('manage the SSO providers console users sign in with (GitHub, GitLab, Google, Microsoft Entra ID, Okta, Keycloak, any OpenID Connect issuer)')
+    .description(
+      'manage the SSO providers console users sign in with (GitHub, GitLab, Google, Microsoft Entra ID, Okta, Keycloak, any OpenID Connect issuer)',
+    )
     .addHelpText(
       'after',
       `
@@ -61,32 +69,61 @@ Examples:
     .addOption(new Option('--kind <kind>', 'provider type').choices([...SSO_KINDS]).makeOptionMandatory())
     .option('--name <name>', 'the button label on the sign-in page (default: the kind)')
     .requiredOption('--client-id <id>', 'the OAuth client id')
-    .option('--client-secret <secret>', 'the OAuth client secret (prefer --client-secret-env: arguments show in process lists)')
+    .option(
+      '--client-secret <secret>',
+      'the OAuth client secret (prefer --client-secret-env: arguments show in process lists)',
+    )
     .option('--client-secret-env <variable>', 'read the client secret from this environment variable')
-    .option('--issuer <url>', 'OpenID Connect issuer (okta, keycloak: https://host/realms/<realm>, microsoft: https://login.microsoftonline.com/<tenant>/v2.0, oidc; google and gitlab have defaults)')
+    .option(
+      '--issuer <url>',
+      'OpenID Connect issuer (okta, keycloak: https://host/realms/<realm>, microsoft: https://login.microsoftonline.com/<tenant>/v2.0, oidc; google and gitlab have defaults)',
+    )
     .option('--base-url <url>', 'github: the web base URL (GitHub Enterprise; default https://github.com)')
     .option('--api-url <url>', 'github: the API base URL (default https://api.github.com)')
-    .option('--allowed-domains <list>', 'comma-separated email domains whose people may join on first sign-in (default: none, only existing users)')
+    .option(
+      '--allowed-domains <list>',
+      'comma-separated email domains whose people may join on first sign-in (default: none, only existing users)',
+    )
     .option('--tenant <id>', 'the tenant new users join (single mode: the install tenant by default)')
-    .addOption(new Option('--role <role>', 'the role new users get in that tenant').choices(['admin', 'owner']).default('admin'))
+    .addOption(
+      new Option('--role <role>', 'the role new users get in that tenant').choices(['admin', 'owner']).default('admin'),
+    )
     .option('--json', 'print the provider as JSON')
     .action(async (slug: string, options: AddOptions) => {
       if (!SLUG.test(slug)) throw usageError(`<slug> must match ${SLUG.source}, got "${slug}"`);
       const secret = options.clientSecretEnv ? process.env[options.clientSecretEnv] : options.clientSecret;
-      if (!secret) throw usageError(options.clientSecretEnv ? `$${options.clientSecretEnv} is empty` : 'give --client-secret-env <variable> or --client-secret <secret>');
+      if (!secret)
+        throw usageError(
+          options.clientSecretEnv
+            ? `$${options.clientSecretEnv} is empty`
+            : 'give --client-secret-env <variable> or --client-secret <secret>',
+        );
       const tenantId = options.tenant === undefined ? null : checkTenantId(options.tenant);
       const allowedDomains = (options.allowedDomains ?? '')
         .split(',')
         .map((d) => d.trim().toLowerCase())
         .filter(Boolean);
-      for (const d of allowedDomains) if (!/^[a-z0-9.-]+\.[a-z]{2,}$/.test(d)) throw usageError(`--allowed-domains: "${d}" is not a domain`);
+      for (const d of allowedDomains)
+        if (!/^[a-z0-9.-]+\.[a-z]{2,}$/.test(d)) throw usageError(`--allowed-domains: "${d}" is not a domain`);
       const provider = await withLocalRuntime(configFrom(options), async (runtime) => {
         if (tenantId) await requireTenant(runtime.orm.em.fork(), tenantId);
         try {
           return await auditedWrite(
             runtime,
             // The secret never reaches the entry (the audit masks it all the same).
-            { tenantId: null, action: 'sso_provider.create', target: { kind: 'sso_provider', id: slug }, changes: { slug, kind: options.kind, client_id: options.clientId, allowed_domains: allowedDomains, tenant_id: tenantId, role: options.role } },
+            {
+              tenantId: null,
+              action: 'sso_provider.create',
+              target: { kind: 'sso_provider', id: slug },
+              changes: {
+                slug,
+                kind: options.kind,
+                client_id: options.clientId,
+                allowed_domains: allowedDomains,
+                tenant_id: tenantId,
+                role: options.role,
+              },
+            },
             (tx) =>
               addSsoProvider(runtime, tx, {
                 slug,
@@ -103,22 +140,32 @@ Examples:
               }),
           );
         } catch (error) {
-          if (error instanceof AppError && (error.status === 409 || error.status === 422)) throw new CliError(error.message);
+          if (error instanceof AppError && (error.status === 409 || error.status === 422))
+            throw new CliError(error.message);
           throw error;
         }
       });
       if (options.json) return printJson(provider);
-      print(`Added SSO provider ${provider.slug} (${provider.kind}). Callback URL: <publicUrl>/v1/auth/sso/${provider.slug}/callback`);
+      print(
+        `Added SSO provider ${provider.slug} (${provider.kind}). Callback URL: <publicUrl>/v1/auth/sso/${provider.slug}/callback`,
+      );
     });
 
   withDataDir(group.command('list'))
     .description('list the providers (never their secrets)')
     .option('--json', 'print the providers as JSON')
     .action(async (options: { dataDir?: string; json?: boolean }) => {
-      const providers = await withLocalRuntime(configFrom(options), (runtime) => listSsoProviders(runtime.orm.em.fork()));
+      const providers = await withLocalRuntime(configFrom(options), (runtime) =>
+        listSsoProviders(runtime.orm.em.fork()),
+      );
       if (options.json) return printJson(providers);
       printTable(
-        providers.map((p) => ({ ...p, url: p.issuer ?? p.base_url, allowed_domains: p.allowed_domains.join(',') || '-', tenant_id: p.tenant_id ?? '-' })),
+        providers.map((p) => ({
+          ...p,
+          url: p.issuer ?? p.base_url,
+          allowed_domains: p.allowed_domains.join(',') || '-',
+          tenant_id: p.tenant_id ?? '-',
+        })),
         ['slug', 'kind', 'display_name', 'client_id', 'url', 'allowed_domains', 'tenant_id', 'default_role'],
       );
     });
@@ -138,7 +185,11 @@ Examples:
       });
       await withLocalRuntime(configFrom(options), async (runtime) => {
         try {
-          await auditedWrite(runtime, { tenantId: null, action: 'sso_provider.delete', target: { kind: 'sso_provider', id: slug } }, (tx) => removeSsoProvider(tx, slug));
+          await auditedWrite(
+            runtime,
+            { tenantId: null, action: 'sso_provider.delete', target: { kind: 'sso_provider', id: slug } },
+            (tx) => removeSsoProvider(tx, slug),
+          );
         } catch (error) {
           if (error instanceof AppError && error.status === 404) throw new CliError(`no SSO provider named ${slug}`);
           throw error;

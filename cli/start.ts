@@ -21,7 +21,9 @@ export function registerStart(program: Command): void {
     .command('start')
     .description('run Herald: the HTTP API and the delivery workers')
     .option('--data-dir <dir>', 'data directory (default: $HERALD_HOME, else ~/.herald or /var/lib/herald as root)')
-    .addOption(new Option('--role <role>', 'what this process runs').choices(['all', 'api', 'worker', 'inbound']).default('all'))
+    .addOption(
+      new Option('--role <role>', 'what this process runs').choices(['all', 'api', 'worker', 'inbound']).default('all'),
+    )
     .option('--port <port>', 'port to listen on (overrides the config)')
     .option('--host <host>', 'address to listen on (overrides the config)')
     .option('--no-migrate', 'refuse to start when migrations are pending, instead of applying them')
@@ -52,10 +54,16 @@ Examples:
         await stopRuntime(runtime);
         throw error;
       }
-      runtime.logger.info('herald started', { role: options.role, url: http?.url ?? null, mode: config.mode, pid: process.pid });
+      runtime.logger.info('herald started', {
+        role: options.role,
+        url: http?.url ?? null,
+        mode: config.mode,
+        pid: process.pid,
+      });
       if (http) process.stdout.write(`Herald listening on ${http.url}\n`);
       if (metrics) process.stdout.write(`Metrics on ${metrics.url}\n`);
-      if (runtime.inboundSmtp) process.stdout.write(`Bounce SMTP listening on ${runtime.inboundSmtp.host}:${runtime.inboundSmtp.port}\n`);
+      if (runtime.inboundSmtp)
+        process.stdout.write(`Bounce SMTP listening on ${runtime.inboundSmtp.host}:${runtime.inboundSmtp.port}\n`);
       await waitForSignal();
       runtime.logger.info('draining');
       // The drain waits on timers that do not hold the process open (pg-boss's stop timeout among

@@ -84,19 +84,28 @@ async function collectStatus(config: Config): Promise<Status> {
     status.key_ring = { error: (error as Error).message };
     status.warnings.push(`key ring: ${(error as Error).message}`);
   }
-  status.http.reachable = await fetch(`http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}/healthz`, {
-    signal: AbortSignal.timeout(1500),
-  })
+  status.http.reachable = await fetch(
+    `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}/healthz`,
+    {
+      signal: AbortSignal.timeout(1500),
+    },
+  )
     .then((r) => r.ok)
     .catch(() => false);
   await inspectDatabase(config, status);
-  status.healthy = status.database.reachable && status.http.reachable && status.migrations.pending.length === 0 && !status.key_ring.error;
+  status.healthy =
+    status.database.reachable &&
+    status.http.reachable &&
+    status.migrations.pending.length === 0 &&
+    !status.key_ring.error;
   return status;
 }
 
 /** Connects to the database if it runs (never starting the embedded one) and reads what it holds. */
 async function inspectDatabase(config: Config, status: Status): Promise<void> {
-  const url = config.databaseUrl ?? runningClusterUrl(config.dataDir, config.embeddedPostgresPort ?? LEGACY_EMBEDDED_PORT, 'herald');
+  const url =
+    config.databaseUrl ??
+    runningClusterUrl(config.dataDir, config.embeddedPostgresPort ?? LEGACY_EMBEDDED_PORT, 'herald');
   if (!url) {
     status.database.error = 'the embedded PostgreSQL is not running (Herald is stopped)';
     return;
@@ -114,7 +123,8 @@ async function inspectDatabase(config: Config, status: Status): Promise<void> {
     status.database.reachable = true;
     status.migrations.applied = await executedMigrations(orm);
     status.migrations.pending = await pendingMigrations(orm);
-    if (status.migrations.pending.length > 0) status.warnings.push(`${status.migrations.pending.length} migration(s) pending: run 'herald migrate'`);
+    if (status.migrations.pending.length > 0)
+      status.warnings.push(`${status.migrations.pending.length} migration(s) pending: run 'herald migrate'`);
     status.queue = await queueStatus(em);
     if (status.migrations.pending.length === 0) status.warnings.push(...(await statusChecks(em, config)));
   } catch (error) {
@@ -129,10 +139,16 @@ function printStatus(s: Status): void {
   print(`Herald ${s.version}`);
   print(`  data dir     ${s.config.data_dir}`);
   print(`  mode         ${s.config.mode}`);
-  print(`  database     ${s.database.kind}, ${s.database.reachable ? `reachable (PostgreSQL ${s.database.server_version})` : `NOT reachable${s.database.error ? `: ${s.database.error}` : ''}`}`);
+  print(
+    `  database     ${s.database.kind}, ${s.database.reachable ? `reachable (PostgreSQL ${s.database.server_version})` : `NOT reachable${s.database.error ? `: ${s.database.error}` : ''}`}`,
+  );
   print(`  migrations   ${s.migrations.applied.length} applied, ${s.migrations.pending.length} pending`);
-  print(`  queue        ${s.queue.installed ? `installed (schema ${s.queue.schema_version}, ${s.queue.queues} queues)` : 'not installed'}`);
-  print(`  key ring     ${s.key_ring.active ? `active ${s.key_ring.active} (${s.key_ring.keys?.length} key(s))` : `unavailable`}`);
+  print(
+    `  queue        ${s.queue.installed ? `installed (schema ${s.queue.schema_version}, ${s.queue.queues} queues)` : 'not installed'}`,
+  );
+  print(
+    `  key ring     ${s.key_ring.active ? `active ${s.key_ring.active} (${s.key_ring.keys?.length} key(s))` : `unavailable`}`,
+  );
   print(`  listening    ${s.http.url} ${s.http.reachable ? '(up)' : '(not answering)'}`);
   for (const w of s.warnings) print(`  warning: ${w}`);
   print(s.healthy ? 'healthy' : 'UNHEALTHY');

@@ -21,7 +21,8 @@ const api = (client: RemoteClient): SuppressionApi => ({
 });
 
 /** Runs `fn` with the operations of the chosen mode: the same requests, to Herald at --url or in process. */
-const run = <T>(options: TargetOptions, fn: (api: SuppressionApi) => Promise<T>): Promise<T> => onTarget(options, (client) => fn(api(client)));
+const run = <T>(options: TargetOptions, fn: (api: SuppressionApi) => Promise<T>): Promise<T> =>
+  onTarget(options, (client) => fn(api(client)));
 
 export function registerSuppressions(program: Command): void {
   const group = program
@@ -43,7 +44,10 @@ Examples:
     .option('--email <address>', 'only this address')
     .option('--limit <n>', 'how many (1..200)', '200')
     .action(async (options: TargetOptions & { email?: string; limit: string }) => {
-      const query: Record<string, string> = { limit: options.limit, ...(options.email ? { email: options.email } : {}) };
+      const query: Record<string, string> = {
+        limit: options.limit,
+        ...(options.email ? { email: options.email } : {}),
+      };
       const page = await run(options, (api) => api.list(query));
       if (options.json) return printJson(page.items);
       printTable(page.items, ['email', 'reason', 'created_at']);
@@ -63,7 +67,10 @@ Examples:
     .argument('<email>', 'the address')
     .option('--yes', 'do not ask for confirmation')
     .action(async (email: string, options: TargetOptions & { yes?: boolean }) => {
-      await confirmUnlessYes(options.yes, { question: `Send email to ${email} again?`, withoutTerminal: 'removing a suppression needs --yes when not at a terminal' });
+      await confirmUnlessYes(options.yes, {
+        question: `Send email to ${email} again?`,
+        withoutTerminal: 'removing a suppression needs --yes when not at a terminal',
+      });
       await run(options, (api) => api.remove(email));
       if (options.json) return printJson({ removed: email });
       print(`${email} is no longer suppressed.`);

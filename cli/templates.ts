@@ -43,9 +43,15 @@ Examples:
     .option('--brand <key>', 'only templates of this brand')
     .option('--language <tag>', 'only templates in this language')
     .action(async (options: ListOptions) => {
-      const filter: TemplateListQuery = { notification_type_key: options.type, brand_key: options.brand, language: options.language };
+      const filter: TemplateListQuery = {
+        notification_type_key: options.type,
+        brand_key: options.brand,
+        language: options.language,
+      };
       const kinds = options.kind ? [options.kind] : KINDS;
-      const templates = await onTarget(options, async (client) => (await Promise.all(kinds.map((kind) => listKind(client, kind, filter)))).flat());
+      const templates = await onTarget(options, async (client) =>
+        (await Promise.all(kinds.map((kind) => listKind(client, kind, filter)))).flat(),
+      );
       if (options.json) return printJson(templates);
       printTable(
         templates.map((t) => ({ ...t, text: 'subject' in t ? t.subject : t.title })),
@@ -61,7 +67,10 @@ Examples:
       if (!/^[0-9a-f-]{36}$/i.test(id)) throw usageError(`a template id is a UUID, got "${id}"`);
       const kinds = options.kind ? [options.kind] : KINDS;
       const template = await onTarget(options, (client) =>
-        firstFound(kinds, async (kind) => ({ ...(await client.call<EmailTemplateResponse | InboxTemplateResponse>('GET', paths.one(kind, id))), kind })),
+        firstFound(kinds, async (kind) => ({
+          ...(await client.call<EmailTemplateResponse | InboxTemplateResponse>('GET', paths.one(kind, id))),
+          kind,
+        })),
       );
       if (!template) throw new CliError(`no template ${id}`);
       if (options.json) return printJson(template);
@@ -75,7 +84,10 @@ async function listKind(client: RemoteClient, kind: TemplateKind, filter: Templa
 }
 
 /** The first kind whose lookup finds the template; a 404 means "try the next kind". */
-async function firstFound(kinds: TemplateKind[], find: (kind: TemplateKind) => Promise<Template>): Promise<Template | null> {
+async function firstFound(
+  kinds: TemplateKind[],
+  find: (kind: TemplateKind) => Promise<Template>,
+): Promise<Template | null> {
   for (const kind of kinds) {
     try {
       return await find(kind);

@@ -4,7 +4,16 @@ import type { Command } from 'commander';
 import { parseInput } from '../server/base/validation.ts';
 import { tenantName } from '../server/schemas/auth.ts';
 import { email as emailSchema } from '../server/schemas/common.ts';
-import { adminRenameTenant, adminSetTenantArchived, createTenant, findTenant, hasDefaultTenant, installHasTenant, listAllTenants, type TenantRow } from '../server/resources/tenants.ts';
+import {
+  adminRenameTenant,
+  adminSetTenantArchived,
+  createTenant,
+  findTenant,
+  hasDefaultTenant,
+  installHasTenant,
+  listAllTenants,
+  type TenantRow,
+} from '../server/resources/tenants.ts';
 import { findUserByEmail } from '../server/resources/users.ts';
 import { listTenantLimits, setTenantLimit } from '../server/resources/tenant-limits.ts';
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
@@ -67,7 +76,9 @@ Examples:
       else printTable(rows.map(tenantJson), ['id', 'name', 'archived', 'created_at']);
     });
 
-  withDataDir(tenants.command('create <name>').description('create a tenant (with its default brand) owned by an existing user'))
+  withDataDir(
+    tenants.command('create <name>').description('create a tenant (with its default brand) owned by an existing user'),
+  )
     .requiredOption('--owner <email>', "the owner's email (create the user first with herald users create)")
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExamples:\n  $ herald tenants create "Acme" --owner ops@acme.test --json')
@@ -77,14 +88,21 @@ Examples:
       const tenant = await withLocalRuntime(config, async (runtime) => {
         const em = runtime.orm.em.fork();
         if (config.mode === 'single' && (await installHasTenant(em))) {
-          throw new CliError('this is a single-tenant install and it already has its tenant (set mode "multi" to host more)');
+          throw new CliError(
+            'this is a single-tenant install and it already has its tenant (set mode "multi" to host more)',
+          );
         }
         const user = await findUserByEmail(em, options.owner);
         if (!user) throw new CliError(`no user with email ${options.owner}: create it with herald users create`);
         const hasDefault = await hasDefaultTenant(em, user.id);
         return auditedWrite(
           runtime,
-          { tenantId: null, action: 'tenant.create', target: { kind: 'tenant' }, changes: { name: cleanName, owner: user.email } },
+          {
+            tenantId: null,
+            action: 'tenant.create',
+            target: { kind: 'tenant' },
+            changes: { name: cleanName, owner: user.email },
+          },
           (tx) => createTenant(tx, { name: cleanName, ownerUserId: user.id, makeDefault: !hasDefault }),
           (tenant) => tenant.id,
         );
@@ -99,7 +117,11 @@ Examples:
       const tenantId = tenantIdArg(id);
       const cleanName = nameArg(name);
       const tenant = await withLocalRuntime(configFrom(options), (runtime) =>
-        auditedWrite(runtime, { tenantId, action: 'tenant.update', target: { kind: 'tenant', id: tenantId }, changes: { name: cleanName } }, (tx) => adminRenameTenant(tx, tenantId, cleanName)),
+        auditedWrite(
+          runtime,
+          { tenantId, action: 'tenant.update', target: { kind: 'tenant', id: tenantId }, changes: { name: cleanName } },
+          (tx) => adminRenameTenant(tx, tenantId, cleanName),
+        ),
       );
       printTenant(tenant, options.json, 'Renamed');
     });
@@ -111,21 +133,38 @@ Examples:
     withDataDir(
       tenants
         .command(`${verb} <tenant-id>`)
-        .description(archived ? 'archive a tenant: it cannot send and is hidden from the switcher; its data is kept' : 'reactivate an archived tenant'),
+        .description(
+          archived
+            ? 'archive a tenant: it cannot send and is hidden from the switcher; its data is kept'
+            : 'reactivate an archived tenant',
+        ),
     )
       .option('--json', 'print JSON')
       .addHelpText('after', `\nExamples:\n  $ herald tenants ${verb} 0190f5e2-...`)
       .action(async (id: string, options: CommonOptions) => {
         const tenantId = tenantIdArg(id);
         const tenant = await withLocalRuntime(configFrom(options), (runtime) =>
-          auditedWrite(runtime, { tenantId, action: `tenant.${verb}`, target: { kind: 'tenant', id: tenantId } }, (tx) => adminSetTenantArchived(tx, tenantId, archived)),
+          auditedWrite(
+            runtime,
+            { tenantId, action: `tenant.${verb}`, target: { kind: 'tenant', id: tenantId } },
+            (tx) => adminSetTenantArchived(tx, tenantId, archived),
+          ),
         );
         printTenant(tenant, options.json, archived ? 'Archived' : 'Unarchived');
       });
   }
 
-  withDataDir(tenants.command('limits <tenant-id>').description("show or change a tenant's limits (plan caps and raised rate limits)"))
-    .option('--set <name=value>', 'set a limit (repeatable): brands, rate:<policy> (per minute), rate:<policy>:burst', collect, [])
+  withDataDir(
+    tenants
+      .command('limits <tenant-id>')
+      .description("show or change a tenant's limits (plan caps and raised rate limits)"),
+  )
+    .option(
+      '--set <name=value>',
+      'set a limit (repeatable): brands, rate:<policy> (per minute), rate:<policy>:burst',
+      collect,
+      [],
+    )
     .option('--unset <name>', 'remove an override, back to the default (repeatable)', collect, [])
     .option('--json', 'print JSON')
     .addHelpText(
@@ -142,7 +181,8 @@ Examples:
       const changes: Array<[string, number | null]> = [];
       for (const pair of options.set) {
         const match = /^([^=]+)=(\d+(?:\.\d+)?)$/.exec(pair);
-        if (!match || !LIMIT_NAME.test(match[1]!)) throw usageError(`--set expects name=value with a known name (brands, rate:<policy>[:burst]), got ${pair}`);
+        if (!match || !LIMIT_NAME.test(match[1]!))
+          throw usageError(`--set expects name=value with a known name (brands, rate:<policy>[:burst]), got ${pair}`);
         changes.push([match[1]!, Number(match[2])]);
       }
       for (const name of options.unset) {
@@ -153,13 +193,23 @@ Examples:
         const em = runtime.orm.em.fork();
         if (!(await findTenant(em, tenantId))) throw new CliError(`no tenant ${tenantId}`);
         if (changes.length > 0) {
-          await auditedWrite(runtime, { tenantId, action: 'tenant.limits.update', target: { kind: 'tenant', id: tenantId }, changes: Object.fromEntries(changes) }, async (tx) => {
-            for (const [name, value] of changes) await setTenantLimit(tx, tenantId, name, value);
-          });
+          await auditedWrite(
+            runtime,
+            {
+              tenantId,
+              action: 'tenant.limits.update',
+              target: { kind: 'tenant', id: tenantId },
+              changes: Object.fromEntries(changes),
+            },
+            async (tx) => {
+              for (const [name, value] of changes) await setTenantLimit(tx, tenantId, name, value);
+            },
+          );
         }
         return listTenantLimits(em, tenantId);
       });
-      if (options.json) printJson({ tenant_id: tenantId, limits: Object.fromEntries(limits.map((l) => [l.name, l.value])) });
+      if (options.json)
+        printJson({ tenant_id: tenantId, limits: Object.fromEntries(limits.map((l) => [l.name, l.value])) });
       else printTable(limits, ['name', 'value']);
     });
 }

@@ -35,7 +35,8 @@ function topicApi(client: RemoteClient): TopicApi {
   };
 }
 
-const run = <T>(options: TargetOptions, fn: (api: TopicApi) => Promise<T>) => onTarget(options, (client) => fn(topicApi(client)));
+const run = <T>(options: TargetOptions, fn: (api: TopicApi) => Promise<T>) =>
+  onTarget(options, (client) => fn(topicApi(client)));
 
 function printTopic(topic: TopicResponse): void {
   printTable([topic], ['key', 'name', 'subscriber_count', 'created_at']);
@@ -51,7 +52,12 @@ function externalIdsOf(args: string[], file: string | undefined): string[] {
     } catch (error) {
       throw usageError(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
     }
-    ids.push(...text.split(/\r?\n/).map((l) => l.trim()).filter(Boolean));
+    ids.push(
+      ...text
+        .split(/\r?\n/)
+        .map((l) => l.trim())
+        .filter(Boolean),
+    );
   }
   if (ids.length === 0) throw usageError('name at least one external id, or --file');
   return ids;
@@ -60,14 +66,17 @@ function externalIdsOf(args: string[], file: string | undefined): string[] {
 /** Sends the ids in calls of up to IDS_PER_CALL; answers the sum of the counts. */
 async function inChunks(ids: string[], call: (chunk: string[]) => Promise<number>): Promise<number> {
   let total = 0;
-  for (let start = 0; start < ids.length; start += IDS_PER_CALL) total += await call(ids.slice(start, start + IDS_PER_CALL));
+  for (let start = 0; start < ids.length; start += IDS_PER_CALL)
+    total += await call(ids.slice(start, start + IDS_PER_CALL));
   return total;
 }
 
 export function registerTopics(program: Command): void {
   const topics = program
     .command('topics')
-    .description("a tenant's topics and their subscribers (local: --tenant; remote: --url/--api-key or HERALD_URL/HERALD_API_KEY)")
+    .description(
+      "a tenant's topics and their subscribers (local: --tenant; remote: --url/--api-key or HERALD_URL/HERALD_API_KEY)",
+    )
     .addHelpText(
       'after',
       `
@@ -121,7 +130,9 @@ Examples:
     .option('--file <file>', "more external ids, one a line ('-' for stdin)")
     .action(async (key: string, args: string[], options: TargetOptions & { file?: string }) => {
       const ids = externalIdsOf(args, options.file);
-      const added = await run(options, (api) => inChunks(ids, async (chunk) => (await api.subscribe(key, chunk)).added));
+      const added = await run(options, (api) =>
+        inChunks(ids, async (chunk) => (await api.subscribe(key, chunk)).added),
+      );
       if (options.json) return printJson({ added });
       print(`subscribed ${added} new contact(s) to ${key}`);
     });
@@ -131,7 +142,9 @@ Examples:
     .option('--file <file>', "more external ids, one a line ('-' for stdin)")
     .action(async (key: string, args: string[], options: TargetOptions & { file?: string }) => {
       const ids = externalIdsOf(args, options.file);
-      const removed = await run(options, (api) => inChunks(ids, async (chunk) => (await api.unsubscribe(key, chunk)).removed));
+      const removed = await run(options, (api) =>
+        inChunks(ids, async (chunk) => (await api.unsubscribe(key, chunk)).removed),
+      );
       if (options.json) return printJson({ removed });
       print(`unsubscribed ${removed} contact(s) from ${key}`);
     });
@@ -144,7 +157,10 @@ Examples:
     .action(async (key: string, options: TargetOptions & { limit: string; cursor?: string; all?: boolean }) => {
       if (!/^\d+$/.test(options.limit)) throw usageError('--limit must be a number');
       const page = await run(options, async (api) => {
-        const query = (cursor: string | undefined): Record<string, string> => ({ limit: options.limit, ...(cursor ? { cursor } : {}) });
+        const query = (cursor: string | undefined): Record<string, string> => ({
+          limit: options.limit,
+          ...(cursor ? { cursor } : {}),
+        });
         let current = await api.subscribers(key, query(options.cursor));
         const items = [...current.items];
         while (options.all && current.next_cursor) {

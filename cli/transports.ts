@@ -20,7 +20,6 @@ import { withInProcessClient, withTarget, type TargetOptions } from './support/t
 import { resolveTenant } from './support/tenant-option.ts';
 import type { Runtime } from '../server/app/runtime.ts';
 
-
 /** The operations the commands need: the same requests, to Herald at --url or in process. */
 interface TransportApi {
   getEmail(): Promise<EmailTransportResponse>;
@@ -64,7 +63,8 @@ async function withApi<T>(
 function parsePort(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const port = Number(value);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw usageError('--port must be an integer from 1 to 65535');
+  if (!Number.isInteger(port) || port < 1 || port > 65535)
+    throw usageError('--port must be an integer from 1 to 65535');
   return port;
 }
 
@@ -80,8 +80,14 @@ function printEmail(transport: EmailTransportResponse): void {
       { field: 'port', value: transport.port },
       { field: 'secure', value: transport.secure },
       { field: 'username', value: transport.username },
-      { field: 'from', value: transport.from_name ? `${transport.from_name} <${transport.from_email}>` : transport.from_email },
-      { field: 'credentials', value: transport.credentials_unreadable ? 'UNREADABLE (key gone): set the password again' : 'ok' },
+      {
+        field: 'from',
+        value: transport.from_name ? `${transport.from_name} <${transport.from_email}>` : transport.from_email,
+      },
+      {
+        field: 'credentials',
+        value: transport.credentials_unreadable ? 'UNREADABLE (key gone): set the password again' : 'ok',
+      },
     ],
     ['field', 'value'],
   );
@@ -145,18 +151,28 @@ Examples:
     .action(async (options: TargetOptions) => {
       await withApi(options, async (api, local) => {
         const transport = await api.getEmail();
-        const installDefault = local ? await describeDefaultSmtp(local.runtime, local.runtime.orm.em.fork()) : undefined;
-        if (options.json) return printJson(installDefault ? { ...transport, install_default: installDefault } : transport);
+        const installDefault = local
+          ? await describeDefaultSmtp(local.runtime, local.runtime.orm.em.fork())
+          : undefined;
+        if (options.json)
+          return printJson(installDefault ? { ...transport, install_default: installDefault } : transport);
         printEmail(transport);
         if (installDefault && !transport.configured) {
-          print(installDefault.source === 'none' ? 'install default SMTP: none (email is skipped: no_transport)' : `install default SMTP (${installDefault.source}): ${installDefault.host ?? 'unreadable'}:${installDefault.port ?? ''}`);
+          print(
+            installDefault.source === 'none'
+              ? 'install default SMTP: none (email is skipped: no_transport)'
+              : `install default SMTP (${installDefault.source}): ${installDefault.host ?? 'unreadable'}:${installDefault.port ?? ''}`,
+          );
         }
       });
     });
 
   withTarget(email.command('set'))
     .description("create or replace the tenant's email transport")
-    .option('--file <path>', 'JSON settings file {host, port, secure, username, from_email, from_name}; flags override it')
+    .option(
+      '--file <path>',
+      'JSON settings file {host, port, secure, username, from_email, from_name}; flags override it',
+    )
     .option('--host <host>', 'SMTP host')
     .option('--port <port>', 'SMTP port (465 implicit TLS, 587 STARTTLS)')
     .option('--secure', 'implicit TLS (smtps, usually port 465)')
@@ -200,7 +216,10 @@ Examples:
   withTarget(email.command('test'))
     .description("send a test email through the tenant's transport, or with --install through the install's own SMTP")
     .requiredOption('--to <email>', 'recipient')
-    .option('--install', "local mode: test the install's own SMTP (smtpUrl, else the stored default) instead of a tenant's transport")
+    .option(
+      '--install',
+      "local mode: test the install's own SMTP (smtpUrl, else the stored default) instead of a tenant's transport",
+    )
     .addHelpText(
       'after',
       `
@@ -212,15 +231,21 @@ Examples:
     .action(async (options: TargetOptions & { to: string; install?: boolean }) => {
       const to = emailArg(options.to);
       // Nothing configured is a failed test (exit 1), not a usage error.
-      const failed = (error: unknown) => (error instanceof AppError ? new CliError(error.message, EXIT_FAILURE) : error);
+      const failed = (error: unknown) =>
+        error instanceof AppError ? new CliError(error.message, EXIT_FAILURE) : error;
       if (options.install) {
-        if (options.tenant || options.url) throw usageError('--install tests the install SMTP on this host: give neither --tenant nor --url');
-        const result = await withLocalRuntime(configFrom({ dataDir: options.dataDir }), (runtime) => testInstallSmtp(runtime, runtime.orm.em.fork(), to)).catch((error) => {
+        if (options.tenant || options.url)
+          throw usageError('--install tests the install SMTP on this host: give neither --tenant nor --url');
+        const result = await withLocalRuntime(configFrom({ dataDir: options.dataDir }), (runtime) =>
+          testInstallSmtp(runtime, runtime.orm.em.fork(), to),
+        ).catch((error) => {
           throw failed(error);
         });
         return printTestResult(result, options.json);
       }
-      await withApi(options, async (api) => printTestResult(await api.testEmail({ to }), options.json), { invalidInputExit: EXIT_FAILURE }).catch((error) => {
+      await withApi(options, async (api) => printTestResult(await api.testEmail({ to }), options.json), {
+        invalidInputExit: EXIT_FAILURE,
+      }).catch((error) => {
         throw failed(error);
       });
     });
@@ -243,30 +268,54 @@ Examples:
   $ herald transports email set-default --host smtp.acme.test --port 587 --username herald --password-file - --from "Herald <herald@acme.test>"
   $ herald transports email set-default --smtp-url-file /run/secrets/smtp-url`,
     )
-    .action(async (options: { dataDir?: string; smtpUrlFile?: string; host?: string; port?: string; secure?: boolean; username?: string; passwordFile?: string; from?: string; json?: boolean }) => {
-      let settings;
-      if (options.smtpUrlFile) {
-        try {
-          settings = smtpSettingsFromUrl(readSecret(options.smtpUrlFile, 'SMTP URL'));
-        } catch (error) {
-          if (error instanceof CliError) throw error;
-          throw usageError('the SMTP URL must look like smtp://user:pass@host:587 or smtps://...');
+    .action(
+      async (options: {
+        dataDir?: string;
+        smtpUrlFile?: string;
+        host?: string;
+        port?: string;
+        secure?: boolean;
+        username?: string;
+        passwordFile?: string;
+        from?: string;
+        json?: boolean;
+      }) => {
+        let settings;
+        if (options.smtpUrlFile) {
+          try {
+            settings = smtpSettingsFromUrl(readSecret(options.smtpUrlFile, 'SMTP URL'));
+          } catch (error) {
+            if (error instanceof CliError) throw error;
+            throw usageError('the SMTP URL must look like smtp://user:pass@host:587 or smtps://...');
+          }
+        } else {
+          if (!options.host) throw usageError('give --host (and --port ...) or --smtp-url-file');
+          settings = {
+            host: options.host,
+            port: parsePort(options.port) ?? (options.secure ? 465 : 587),
+            secure: Boolean(options.secure),
+            username: options.username ?? null,
+            password: options.passwordFile ? readSecret(options.passwordFile, 'password') : null,
+          };
         }
-      } else {
-        if (!options.host) throw usageError('give --host (and --port ...) or --smtp-url-file');
-        settings = {
-          host: options.host,
-          port: parsePort(options.port) ?? (options.secure ? 465 : 587),
-          secure: Boolean(options.secure),
-          username: options.username ?? null,
-          password: options.passwordFile ? readSecret(options.passwordFile, 'password') : null,
-        };
-      }
-      const config = configFrom({ dataDir: options.dataDir });
-      await withLocalRuntime(config, (runtime) => setDefaultSmtp(runtime, runtime.orm.em.fork(), { ...settings, from: options.from ?? null }));
-      if (options.json) printJson({ host: settings.host, port: settings.port, secure: settings.secure, username: settings.username ?? null, from: options.from ?? null });
-      else print(`install default SMTP set to ${settings.host}:${settings.port}${config.smtpUrl ? ' (note: config smtpUrl is set and takes precedence)' : ''}`);
-    });
+        const config = configFrom({ dataDir: options.dataDir });
+        await withLocalRuntime(config, (runtime) =>
+          setDefaultSmtp(runtime, runtime.orm.em.fork(), { ...settings, from: options.from ?? null }),
+        );
+        if (options.json)
+          printJson({
+            host: settings.host,
+            port: settings.port,
+            secure: settings.secure,
+            username: settings.username ?? null,
+            from: options.from ?? null,
+          });
+        else
+          print(
+            `install default SMTP set to ${settings.host}:${settings.port}${config.smtpUrl ? ' (note: config smtpUrl is set and takes precedence)' : ''}`,
+          );
+      },
+    );
 }
 
 interface PushSetOptions extends TargetOptions {
@@ -297,7 +346,8 @@ function pushBody(provider: PushProvider, options: PushSetOptions): Record<strin
   };
   for (const [k, v] of Object.entries(flags)) if (v !== undefined) body[k] = v;
   if (options.privateKeyFile) {
-    if (provider !== 'apns' && provider !== 'webpush') throw usageError('--private-key-file is for apns (.p8) and webpush (VAPID private key)');
+    if (provider !== 'apns' && provider !== 'webpush')
+      throw usageError('--private-key-file is for apns (.p8) and webpush (VAPID private key)');
     body.private_key = readSecret(options.privateKeyFile, 'private key');
   }
   if (options.serviceAccountFile) {
@@ -335,7 +385,12 @@ Examples:
         if (options.json) return printJson(list);
         if (list.length === 0) return print('no push transports: no push can be sent');
         printTable(
-          list.map((t) => ({ provider: t.provider, settings: JSON.stringify(t.settings), credentials: t.credentials_unreadable ? 'UNREADABLE' : 'ok', updated_at: t.updated_at })),
+          list.map((t) => ({
+            provider: t.provider,
+            settings: JSON.stringify(t.settings),
+            credentials: t.credentials_unreadable ? 'UNREADABLE' : 'ok',
+            updated_at: t.updated_at,
+          })),
           ['provider', 'settings', 'credentials', 'updated_at'],
         );
       });
@@ -353,7 +408,10 @@ Examples:
     .option('--access-token-file <path>', 'expo: the access token ("-" for stdin)')
     .option('--subject <subject>', 'webpush: mailto: or https: contact of the sender')
     .option('--public-key <key>', 'webpush: the VAPID public key (with --private-key-file)')
-    .addHelpText('after', '\nExamples:\n  $ herald transports push set webpush --tenant <id> --subject mailto:ops@acme.test\n  $ cat AuthKey.p8 | herald transports push set apns --url $HERALD_URL --api-key $KEY --file apns.json --private-key-file -')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ herald transports push set webpush --tenant <id> --subject mailto:ops@acme.test\n  $ cat AuthKey.p8 | herald transports push set apns --url $HERALD_URL --api-key $KEY --file apns.json --private-key-file -',
+    )
     .action(async (providerName: string, options: PushSetOptions) => {
       const provider = parseProvider(providerName);
       const body = pushBody(provider, options);
@@ -361,7 +419,8 @@ Examples:
         const transport = await api.putPush(provider, body);
         if (options.json) return printJson(transport);
         print(`${provider} push transport saved`);
-        for (const [k, v] of Object.entries(transport.settings)) print(`  ${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`);
+        for (const [k, v] of Object.entries(transport.settings))
+          print(`  ${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`);
       });
     });
 
@@ -383,7 +442,10 @@ Examples:
     .description('send a test notification to a device token or a browser subscription')
     .option('--token <token>', 'apns, fcm, expo: the device or Expo push token')
     .option('--subscription-file <path>', 'webpush: the browser PushSubscription JSON ("-" for stdin)')
-    .addHelpText('after', "\nExamples:\n  $ herald transports push test fcm --tenant <id> --token <fcm-registration-token>\n  $ herald transports push test webpush --tenant <id> --subscription-file sub.json")
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ herald transports push test fcm --tenant <id> --token <fcm-registration-token>\n  $ herald transports push test webpush --tenant <id> --subscription-file sub.json',
+    )
     .action(async (providerName: string, options: TargetOptions & { token?: string; subscriptionFile?: string }) => {
       const provider = parseProvider(providerName);
       const body: Record<string, unknown> = {};

@@ -3,7 +3,14 @@
 import { randomBytes } from 'node:crypto';
 import { type Command, Option } from 'commander';
 import { PASSWORD_MAX, PASSWORD_MIN } from '../server/base/auth/passwords.ts';
-import { addFirstMembership, createUser, findUserByEmail, listUsers, markUserVerified, setUserPassword } from '../server/resources/users.ts';
+import {
+  addFirstMembership,
+  createUser,
+  findUserByEmail,
+  listUsers,
+  markUserVerified,
+  setUserPassword,
+} from '../server/resources/users.ts';
 import { findTenant } from '../server/resources/tenants.ts';
 import { toUserResponse } from '../server/resources/auth.ts';
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
@@ -23,7 +30,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** The given password (checked against the bounds) or a generated one. */
 function passwordOf(given: string | undefined): { password: string; generated: boolean } {
   if (given === undefined) return { password: randomBytes(18).toString('base64url'), generated: true };
-  if (given.length < PASSWORD_MIN || given.length > PASSWORD_MAX) throw usageError(`the password must be ${PASSWORD_MIN} to ${PASSWORD_MAX} characters`);
+  if (given.length < PASSWORD_MIN || given.length > PASSWORD_MAX)
+    throw usageError(`the password must be ${PASSWORD_MIN} to ${PASSWORD_MAX} characters`);
   return { password: given, generated: false };
 }
 
@@ -42,61 +50,98 @@ Examples:
   $ herald users verify dev@acme.test`,
     );
 
-  withDataDir(users.command('create <email>').description('create a console user (password generated and printed once unless given)'))
+  withDataDir(
+    users
+      .command('create <email>')
+      .description('create a console user (password generated and printed once unless given)'),
+  )
     .option('--password <password>', `the password (${PASSWORD_MIN} to ${PASSWORD_MAX} characters); default: generated`)
     .option('--verified', 'mark the email address as verified')
     .option('--tenant <tenant-id>', 'also add the user to this tenant')
     .addOption(new Option('--role <role>', 'role in --tenant').choices(['owner', 'admin']).default('admin'))
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExamples:\n  $ herald users create ops@acme.test --verified --json')
-    .action(async (rawEmail: string, options: CommonOptions & { password?: string; verified?: boolean; tenant?: string; role: 'owner' | 'admin' }) => {
-      const email = emailArg(rawEmail);
-      if (options.tenant !== undefined && !UUID.test(options.tenant)) throw usageError(`not a tenant id: ${options.tenant}`);
-      const { password, generated } = passwordOf(options.password);
-      const user = await withLocalRuntime(configFrom(options), async (runtime) =>
-        runtime.orm.em.fork().transactional(async (tx) => {
-          if (await findUserByEmail(tx, email)) throw new CliError(`a user with email ${email} already exists`);
-          const created = await createUser(tx, { email, password, verified: Boolean(options.verified) });
-          if (options.tenant) {
-            if (!(await findTenant(tx, options.tenant))) throw new CliError(`no tenant ${options.tenant}`);
-            await addFirstMembership(tx, created.id, options.tenant, options.role);
-          }
-          await recordAudit(tx, {
-            tenantId: options.tenant ?? null,
-            actor: cliActor(),
-            action: 'user.create',
-            target: { kind: 'user', id: created.id },
-            changes: { email, verified: Boolean(options.verified), tenant_id: options.tenant ?? null, role: options.tenant ? options.role : null },
-          });
-          return created;
-        }),
-      );
-      if (options.json) printJson({ ...toUserResponse(user), ...(generated ? { generated_password: password } : {}) });
-      else {
-        print(`Created user ${user.email} (${user.id})`);
-        if (generated) print(`Password (shown once, store it now): ${password}`);
-      }
-    });
+    .action(
+      async (
+        rawEmail: string,
+        options: CommonOptions & { password?: string; verified?: boolean; tenant?: string; role: 'owner' | 'admin' },
+      ) => {
+        const email = emailArg(rawEmail);
+        if (options.tenant !== undefined && !UUID.test(options.tenant))
+          throw usageError(`not a tenant id: ${options.tenant}`);
+        const { password, generated } = passwordOf(options.password);
+        const user = await withLocalRuntime(configFrom(options), async (runtime) =>
+          runtime.orm.em.fork().transactional(async (tx) => {
+            if (await findUserByEmail(tx, email)) throw new CliError(`a user with email ${email} already exists`);
+            const created = await createUser(tx, { email, password, verified: Boolean(options.verified) });
+            if (options.tenant) {
+              if (!(await findTenant(tx, options.tenant))) throw new CliError(`no tenant ${options.tenant}`);
+              await addFirstMembership(tx, created.id, options.tenant, options.role);
+            }
+            await recordAudit(tx, {
+              tenantId: options.tenant ?? null,
+              actor: cliActor(),
+              action: 'user.create',
+              target: { kind: 'user', id: created.id },
+              changes: {
+                email,
+                verified: Boolean(options.verified),
+                tenant_id: options.tenant ?? null,
+                role: options.tenant ? options.role : null,
+              },
+            });
+            return created;
+          }),
+        );
+        if (options.json)
+          printJson({ ...toUserResponse(user), ...(generated ? { generated_password: password } : {}) });
+        else {
+          print(`Created user ${user.email} (${user.id})`);
+          if (generated) print(`Password (shown once, store it now): ${password}`);
+        }
+      },
+    );
 
   withDataDir(users.command('list').description('list console users with their verification state and tenant count'))
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExamples:\n  $ herald users list\n  $ herald users list --json')
     .action(async (options: CommonOptions) => {
       const rows = await withLocalRuntime(configFrom(options), (runtime) => listUsers(runtime.orm.em.fork()));
-      const out = rows.map((r) => ({ id: r.id, email: r.email, email_verified: r.email_verified, tenants: r.tenants, created_at: toIsoTimestamp(r.created_at) }));
+      const out = rows.map((r) => ({
+        id: r.id,
+        email: r.email,
+        email_verified: r.email_verified,
+        tenants: r.tenants,
+        created_at: toIsoTimestamp(r.created_at),
+      }));
       if (options.json) printJson(out);
       else printTable(out, ['id', 'email', 'email_verified', 'tenants', 'created_at']);
     });
 
-  withDataDir(users.command('reset-password <email>').description("set a user's password (generated and printed once unless given)"))
-    .option('--password <password>', `the new password (${PASSWORD_MIN} to ${PASSWORD_MAX} characters); default: generated`)
+  withDataDir(
+    users
+      .command('reset-password <email>')
+      .description("set a user's password (generated and printed once unless given)"),
+  )
+    .option(
+      '--password <password>',
+      `the new password (${PASSWORD_MIN} to ${PASSWORD_MAX} characters); default: generated`,
+    )
     .option('--json', 'print JSON')
-    .addHelpText('after', '\nExamples:\n  $ herald users reset-password ops@acme.test\n  $ herald users reset-password ops@acme.test --password "a long passphrase"')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ herald users reset-password ops@acme.test\n  $ herald users reset-password ops@acme.test --password "a long passphrase"',
+    )
     .action(async (rawEmail: string, options: CommonOptions & { password?: string }) => {
       const email = emailArg(rawEmail);
       const { password, generated } = passwordOf(options.password);
       const user = await withLocalRuntime(configFrom(options), (runtime) =>
-        auditedWrite(runtime, { tenantId: null, action: 'user.password.update', target: { kind: 'user' }, changes: { email } }, (tx) => setUserPassword(tx, email, password), (u) => u.id),
+        auditedWrite(
+          runtime,
+          { tenantId: null, action: 'user.password.update', target: { kind: 'user' }, changes: { email } },
+          (tx) => setUserPassword(tx, email, password),
+          (u) => u.id,
+        ),
       );
       if (options.json) printJson({ ...toUserResponse(user), ...(generated ? { generated_password: password } : {}) });
       else {
@@ -111,7 +156,12 @@ Examples:
     .action(async (rawEmail: string, options: CommonOptions) => {
       const email = emailArg(rawEmail);
       const user = await withLocalRuntime(configFrom(options), (runtime) =>
-        auditedWrite(runtime, { tenantId: null, action: 'user.verify', target: { kind: 'user' }, changes: { email } }, (tx) => markUserVerified(tx, email), (u) => u.id),
+        auditedWrite(
+          runtime,
+          { tenantId: null, action: 'user.verify', target: { kind: 'user' }, changes: { email } },
+          (tx) => markUserVerified(tx, email),
+          (u) => u.id,
+        ),
       );
       if (options.json) printJson(toUserResponse(user));
       else print(`Verified ${user.email}`);

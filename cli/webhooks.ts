@@ -26,10 +26,17 @@ const api = (client: RemoteClient): WebhookApi => ({
   deliveries: (id, query) => client.call('GET', webhooks.deliveries(id, query)),
 });
 
-const collect = (value: string, previous: string[] = []) => [...previous, ...value.split(',').map((s) => s.trim()).filter(Boolean)];
+const collect = (value: string, previous: string[] = []) => [
+  ...previous,
+  ...value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean),
+];
 
 /** Runs `fn` with the operations of the chosen mode: the same requests, to Herald at --url or in process. */
-const run = <T>(options: TargetOptions, fn: (api: WebhookApi) => Promise<T>): Promise<T> => onTarget(options, (client) => fn(api(client)));
+const run = <T>(options: TargetOptions, fn: (api: WebhookApi) => Promise<T>): Promise<T> =>
+  onTarget(options, (client) => fn(api(client)));
 
 export function registerWebhooks(program: Command): void {
   const group = program
@@ -55,18 +62,27 @@ Examples:
       const page = await run(options, (api) => api.list());
       if (options.json) return printJson(page.items);
       printTable(
-        page.items.map((w) => ({ ...w, event_types: w.event_types.join(','), enabled: w.enabled ? 'yes' : `no (${w.disabled_reason})` })),
+        page.items.map((w) => ({
+          ...w,
+          event_types: w.event_types.join(','),
+          enabled: w.enabled ? 'yes' : `no (${w.disabled_reason})`,
+        })),
         ['id', 'url', 'event_types', 'enabled'],
       );
     });
 
   withTarget(group.command('create'))
     .description('register an endpoint; prints its signing secret once')
-    .requiredOption('--endpoint <url>', 'the endpoint URL (http or https; public addresses only unless allowPrivateWebhookUrls)')
+    .requiredOption(
+      '--endpoint <url>',
+      'the endpoint URL (http or https; public addresses only unless allowPrivateWebhookUrls)',
+    )
     .requiredOption('--event-type <type>', 'an event type to send (repeat it, or separate with commas)', collect)
     .option('--description <text>', 'what the endpoint is for', '')
     .action(async (options: TargetOptions & { endpoint: string; eventType: string[]; description: string }) => {
-      const created = await run(options, (api) => api.create({ url: options.endpoint, event_types: options.eventType, description: options.description }));
+      const created = await run(options, (api) =>
+        api.create({ url: options.endpoint, event_types: options.eventType, description: options.description }),
+      );
       if (options.json) return printJson(created);
       print(`Webhook ${created.id} created for ${created.url}.`);
       print(`Signing secret (shown once, keep it safe): ${created.secret}`);
@@ -77,7 +93,10 @@ Examples:
     .argument('<id>', 'webhook id')
     .option('--yes', 'do not ask for confirmation')
     .action(async (id: string, options: TargetOptions & { yes?: boolean }) => {
-      await confirmUnlessYes(options.yes, { question: `Delete webhook ${id}?`, withoutTerminal: 'deleting a webhook needs --yes when not at a terminal' });
+      await confirmUnlessYes(options.yes, {
+        question: `Delete webhook ${id}?`,
+        withoutTerminal: 'deleting a webhook needs --yes when not at a terminal',
+      });
       await run(options, (api) => api.remove(id));
       if (options.json) return printJson({ deleted: id });
       print(`Webhook ${id} deleted.`);
@@ -98,9 +117,21 @@ Examples:
     .option('--status <status>', 'pending, succeeded or failed')
     .option('--limit <n>', 'how many (1..200)', '50')
     .action(async (id: string, options: TargetOptions & { status?: string; limit: string }) => {
-      const query: Record<string, string> = { limit: options.limit, ...(options.status ? { status: options.status } : {}) };
+      const query: Record<string, string> = {
+        limit: options.limit,
+        ...(options.status ? { status: options.status } : {}),
+      };
       const page = await run(options, (api) => api.deliveries(id, query));
       if (options.json) return printJson(page.items);
-      printTable(page.items, ['id', 'event_type', 'status', 'attempts', 'last_status_code', 'last_error', 'next_attempt_at', 'created_at']);
+      printTable(page.items, [
+        'id',
+        'event_type',
+        'status',
+        'attempts',
+        'last_status_code',
+        'last_error',
+        'next_attempt_at',
+        'created_at',
+      ]);
     });
 }

@@ -131,7 +131,9 @@ export class Baseline extends Migration {
         bypass_quiet_hours boolean NOT NULL DEFAULT false
       )`);
     // One live type per key; deleted ones keep their rows (restorable) and do not block the key.
-    this.addSql(`CREATE UNIQUE INDEX notification_types_live_key ON notification_types (tenant_id, key) WHERE deleted_at IS NULL`);
+    this.addSql(
+      `CREATE UNIQUE INDEX notification_types_live_key ON notification_types (tenant_id, key) WHERE deleted_at IS NULL`,
+    );
     this.addSql(`CREATE INDEX notification_types_tenant ON notification_types (tenant_id, key)`);
     // Templates fill a slot: type + brand + language. Deleting a brand deletes its templates.
     this.addSql(`
@@ -290,9 +292,13 @@ export class Baseline extends Migration {
     this.addSql(`CREATE INDEX events_tenant_id ON events (tenant_id, id DESC)`);
     this.addSql(`CREATE INDEX events_tenant_type ON events (tenant_id, type_key, id DESC)`);
     this.addSql(`CREATE INDEX events_tenant_external ON events (tenant_id, external_id, id DESC)`);
-    this.addSql(`CREATE INDEX events_cancellation_key ON events (tenant_id, cancellation_key) WHERE cancellation_key IS NOT NULL`);
+    this.addSql(
+      `CREATE INDEX events_cancellation_key ON events (tenant_id, cancellation_key) WHERE cancellation_key IS NOT NULL`,
+    );
     // A broadcast's fan-out writes at most one event per contact, however often a page is retried.
-    this.addSql(`CREATE UNIQUE INDEX events_broadcast_contact ON events (broadcast_id, contact_id) WHERE broadcast_id IS NOT NULL`);
+    this.addSql(
+      `CREATE UNIQUE INDEX events_broadcast_contact ON events (broadcast_id, contact_id) WHERE broadcast_id IS NOT NULL`,
+    );
     // One row per (event, channel, destination): the unit of retry and of idempotency.
     this.addSql(`
       CREATE TABLE deliveries (
@@ -333,7 +339,9 @@ export class Baseline extends Migration {
         stream_id bigint
       )`);
     this.addSql(`CREATE INDEX inbox_items_contact ON inbox_items (contact_id, id DESC)`);
-    this.addSql(`CREATE INDEX inbox_items_unread ON inbox_items (contact_id) WHERE read_at IS NULL AND archived_at IS NULL`);
+    this.addSql(
+      `CREATE INDEX inbox_items_unread ON inbox_items (contact_id) WHERE read_at IS NULL AND archived_at IS NULL`,
+    );
     this.addSql(`CREATE INDEX inbox_items_stream ON inbox_items (contact_id, stream_id) WHERE stream_id IS NOT NULL`);
     // The per-contact stream log: every SSE event has an id; Last-Event-ID replays id > last. Keyed by
     // (contact_id, id), as every read is one contact's events after an id; ids come from one sequence,
@@ -393,7 +401,9 @@ export class Baseline extends Migration {
         created_at timestamptz NOT NULL,
         accepted_at timestamptz
       )`);
-    this.addSql(`CREATE INDEX invitations_tenant_pending ON invitations (tenant_id, lower(email)) WHERE status = 'pending'`);
+    this.addSql(
+      `CREATE INDEX invitations_tenant_pending ON invitations (tenant_id, lower(email)) WHERE status = 'pending'`,
+    );
     // No foreign key to tenants: a deletion request removes its tenant, and its own row must survive to
     // record that the deletion completed.
     this.addSql(`
@@ -428,7 +438,9 @@ export class Baseline extends Migration {
         events jsonb NOT NULL,
         closed_at timestamptz
       )`);
-    this.addSql(`CREATE UNIQUE INDEX digests_open ON digests (tenant_id, external_id, type_key, key) WHERE closed_at IS NULL`);
+    this.addSql(
+      `CREATE UNIQUE INDEX digests_open ON digests (tenant_id, external_id, type_key, key) WHERE closed_at IS NULL`,
+    );
     this.addSql(`
       CREATE TABLE throttle_hits (
         tenant_id uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,

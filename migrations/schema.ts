@@ -8,11 +8,34 @@ import pg from 'pg';
 export const SCHEMA_FILE = new URL('./schema.sql', import.meta.url);
 export const REGENERATE_COMMAND = 'DATABASE_URL=postgres://<admin>@<host>/postgres npm run schema:dump';
 
-interface TableRow { name: string; persistence: string; options: string }
-interface ColumnRow { table: string; name: string; type: string; not_null: string; default: string; identity: string }
-interface ObjectRow { table: string; name: string; definition: string; options: string }
-interface SequenceRow { name: string; type: string; owned_by: string }
-interface CommentRow { target: string; description: string }
+interface TableRow {
+  name: string;
+  persistence: string;
+  options: string;
+}
+interface ColumnRow {
+  table: string;
+  name: string;
+  type: string;
+  not_null: string;
+  default: string;
+  identity: string;
+}
+interface ObjectRow {
+  table: string;
+  name: string;
+  definition: string;
+  options: string;
+}
+interface SequenceRow {
+  name: string;
+  type: string;
+  owned_by: string;
+}
+interface CommentRow {
+  target: string;
+  description: string;
+}
 
 const TABLES = `
   SELECT c.relname AS name, c.relpersistence AS persistence, coalesce(array_to_string(c.reloptions, ', '), '') AS options
@@ -76,16 +99,23 @@ export async function describeSchema(url: string): Promise<string> {
     const columns = await rows<ColumnRow>(COLUMNS);
     const out: string[] = [];
     for (const table of await rows<TableRow>(TABLES)) {
-      const body = columns.filter((c) => c.table === table.name).map(column).join(',\n');
+      const body = columns
+        .filter((c) => c.table === table.name)
+        .map(column)
+        .join(',\n');
       const kind = table.persistence === 'u' ? 'UNLOGGED TABLE' : 'TABLE';
       out.push(`CREATE ${kind} ${table.name} (\n${body}\n)${table.options ? ` WITH (${table.options})` : ''};`);
     }
-    for (const c of await rows<ObjectRow>(CONSTRAINTS)) out.push(`ALTER TABLE ${c.table} ADD CONSTRAINT ${c.name} ${c.definition};`);
-    for (const i of await rows<ObjectRow>(INDEXES)) out.push(`${i.definition}${i.options && !i.definition.includes(' WITH (') ? ` WITH (${i.options})` : ''};`);
-    for (const s of await rows<SequenceRow>(SEQUENCES)) out.push(`CREATE SEQUENCE ${s.name} AS ${s.type}${s.owned_by ? ` OWNED BY ${s.owned_by}` : ''};`);
+    for (const c of await rows<ObjectRow>(CONSTRAINTS))
+      out.push(`ALTER TABLE ${c.table} ADD CONSTRAINT ${c.name} ${c.definition};`);
+    for (const i of await rows<ObjectRow>(INDEXES))
+      out.push(`${i.definition}${i.options && !i.definition.includes(' WITH (') ? ` WITH (${i.options})` : ''};`);
+    for (const s of await rows<SequenceRow>(SEQUENCES))
+      out.push(`CREATE SEQUENCE ${s.name} AS ${s.type}${s.owned_by ? ` OWNED BY ${s.owned_by}` : ''};`);
     for (const f of await rows<ObjectRow>(FUNCTIONS)) out.push(`${f.definition.trimEnd()};`);
     for (const t of await rows<ObjectRow>(TRIGGERS)) out.push(`${t.definition};`);
-    for (const c of await rows<CommentRow>(COMMENTS)) out.push(`COMMENT ON ${c.target} IS '${c.description.replaceAll("'", "''")}';`);
+    for (const c of await rows<CommentRow>(COMMENTS))
+      out.push(`COMMENT ON ${c.target} IS '${c.description.replaceAll("'", "''")}';`);
     return `-- The public schema the migrations produce (npm run schema:dump writes this file).\n\n${out.join('\n\n')}\n`;
   } finally {
     await client.end();

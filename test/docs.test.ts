@@ -15,8 +15,10 @@ function schemaKeys(shape: Record<string, z.ZodType>, prefix = ''): string[] {
   for (const [key, field] of Object.entries(shape)) {
     keys.push(prefix + key);
     let inner: z.ZodType = field;
-    while (inner instanceof z.ZodDefault || inner instanceof z.ZodOptional || inner instanceof z.ZodNullable) inner = inner.unwrap() as z.ZodType;
-    if (inner instanceof z.ZodObject) keys.push(...schemaKeys(inner.shape as Record<string, z.ZodType>, `${prefix}${key}.`));
+    while (inner instanceof z.ZodDefault || inner instanceof z.ZodOptional || inner instanceof z.ZodNullable)
+      inner = inner.unwrap() as z.ZodType;
+    if (inner instanceof z.ZodObject)
+      keys.push(...schemaKeys(inner.shape as Record<string, z.ZodType>, `${prefix}${key}.`));
   }
   return keys;
 }
@@ -33,8 +35,14 @@ describe('docs/configuration.md', () => {
   it('lists exactly the keys of the configuration schema', () => {
     const inSchema = schemaKeys(configSchema.shape as Record<string, z.ZodType>).sort();
     const inDoc = documentedKeys(doc).sort();
-    expect(inDoc.filter((k) => !inSchema.includes(k)), 'documented but not in server/base/config.ts').toEqual([]);
-    expect(inSchema.filter((k) => !inDoc.includes(k)), 'in server/base/config.ts but not documented in docs/configuration.md').toEqual([]);
+    expect(
+      inDoc.filter((k) => !inSchema.includes(k)),
+      'documented but not in server/base/config.ts',
+    ).toEqual([]);
+    expect(
+      inSchema.filter((k) => !inDoc.includes(k)),
+      'in server/base/config.ts but not documented in docs/configuration.md',
+    ).toEqual([]);
     expect(new Set(inDoc).size, 'a key documented twice').toBe(inDoc.length);
   });
 
@@ -57,20 +65,42 @@ describe('docs/cli.md', () => {
 });
 
 /** Documents other branches are adding; linked already, so they may be missing until they land. */
-const LANDING = ['webhooks.md', 'email-deliverability.md', 'audiences.md', 'console.md', 'operations.md', 'metrics.md', 'config-as-code.md', 'scale-out.md', 'workflows.md'];
+const LANDING = [
+  'webhooks.md',
+  'email-deliverability.md',
+  'audiences.md',
+  'console.md',
+  'operations.md',
+  'metrics.md',
+  'config-as-code.md',
+  'scale-out.md',
+  'workflows.md',
+];
 
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens. */
-const anchorOf = (heading: string) => heading.trim().toLowerCase().replace(/[^a-z0-9 _-]/g, '').replace(/ /g, '-');
+const anchorOf = (heading: string) =>
+  heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^a-z0-9 _-]/g, '')
+    .replace(/ /g, '-');
 
 describe('links between the documents', () => {
   it('lead to documents and headings that exist', () => {
-    const documents = ['README.md', ...readdirSync(new URL('../docs/', import.meta.url)).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+    const documents = [
+      'README.md',
+      ...readdirSync(new URL('../docs/', import.meta.url))
+        .filter((f) => f.endsWith('.md'))
+        .map((f) => `docs/${f}`),
+    ];
     const broken: string[] = [];
     for (const document of documents) {
       const text = read(document);
       const dir = document.startsWith('docs/') ? 'docs/' : '';
       for (const [, target, anchor] of text.matchAll(/\]\((?!https?:)([^)#\s]*)(?:#([^)\s]+))?\)/g)) {
-        const path = target ? new URL(target, new URL(`../${dir}`, import.meta.url)) : new URL(`../${document}`, import.meta.url);
+        const path = target
+          ? new URL(target, new URL(`../${dir}`, import.meta.url))
+          : new URL(`../${document}`, import.meta.url);
         const name = path.pathname.split('/').pop()!;
         if (!existsSync(path)) {
           if (!LANDING.includes(name)) broken.push(`${document}: ${target}`);

@@ -11,7 +11,18 @@ import { fileURLToPath } from 'node:url';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /** Layers, highest first: one per top folder; a file may import its own layer and those below it. */
-export const LAYERS = ['cli/', 'server/app/', 'server/api/', 'server/jobs/', 'server/delivery/', 'server/resources/', 'server/channels/', 'server/webhooks/', 'server/schemas/', 'server/base/'];
+export const LAYERS = [
+  'cli/',
+  'server/app/',
+  'server/api/',
+  'server/jobs/',
+  'server/delivery/',
+  'server/resources/',
+  'server/channels/',
+  'server/webhooks/',
+  'server/schemas/',
+  'server/base/',
+];
 
 /** Files the CLI must not import: it calls services or the HTTP API, never SQL. */
 const SQL_MODULES = ['server/base/db/sql.ts', 'server/base/db/prepared.ts'];
@@ -92,7 +103,12 @@ export function circles(edges: Edge[]): string[][] {
 }
 
 /** Every broken rule of a set of edges, as readable lines. */
-export function violations(edges: Edge[]): { upward: string[]; sql: string[]; unplaced: string[]; circles: string[][] } {
+export function violations(edges: Edge[]): {
+  upward: string[];
+  sql: string[];
+  unplaced: string[];
+  circles: string[][];
+} {
   const upward: string[] = [];
   const sql: string[] = [];
   const unplaced = new Set<string>();
@@ -107,11 +123,18 @@ export function violations(edges: Edge[]): { upward: string[]; sql: string[]; un
     if (from.startsWith('cli/') && SQL_MODULES.includes(to)) sql.push(`${from} -> ${to}`);
     if (target < source) upward.push(`${from} -> ${to} (${LAYERS[source]} imports ${LAYERS[target]})`);
   }
-  return { upward, sql, unplaced: [...unplaced].sort(), circles: circles(edges).filter((c) => c.length > CIRCLE_LIMIT) };
+  return {
+    upward,
+    sql,
+    unplaced: [...unplaced].sort(),
+    circles: circles(edges).filter((c) => c.length > CIRCLE_LIMIT),
+  };
 }
 
 export function projectEdges(): Edge[] {
-  return [...sourceFiles('server'), ...sourceFiles('cli')].flatMap((file) => importsOf(file, readFileSync(join(ROOT, file), 'utf8')));
+  return [...sourceFiles('server'), ...sourceFiles('cli')].flatMap((file) =>
+    importsOf(file, readFileSync(join(ROOT, file), 'utf8')),
+  );
 }
 
 describe('the import graph of server/ and cli/', () => {
@@ -120,14 +143,25 @@ describe('the import graph of server/ and cli/', () => {
 
   it('reads the imports', () => {
     expect(edges.length).toBeGreaterThan(400);
-    expect(edges).toContainEqual({ from: 'server/app/http-server.ts', to: 'server/api/routes/index.ts', typeOnly: false });
+    expect(edges).toContainEqual({
+      from: 'server/app/http-server.ts',
+      to: 'server/api/routes/index.ts',
+      typeOnly: false,
+    });
     expect(edges).toContainEqual({ from: 'server/api/route.ts', to: 'server/channels/types.ts', typeOnly: true });
   });
 
   it('has one layer per top folder of server/', () => {
-    const folders = readdirSync(join(ROOT, 'server')).filter((name) => name !== 'static' && statSync(join(ROOT, 'server', name)).isDirectory());
-    expect(folders.map((name) => `server/${name}/`).sort()).toEqual(LAYERS.filter((l) => l.startsWith('server/')).sort());
-    expect(readdirSync(join(ROOT, 'server')).filter((name) => name.endsWith('.ts')), 'server/ holds folders only').toEqual([]);
+    const folders = readdirSync(join(ROOT, 'server')).filter(
+      (name) => name !== 'static' && statSync(join(ROOT, 'server', name)).isDirectory(),
+    );
+    expect(folders.map((name) => `server/${name}/`).sort()).toEqual(
+      LAYERS.filter((l) => l.startsWith('server/')).sort(),
+    );
+    expect(
+      readdirSync(join(ROOT, 'server')).filter((name) => name.endsWith('.ts')),
+      'server/ holds folders only',
+    ).toEqual([]);
   });
 
   it('gives every file a layer', () => {
@@ -161,9 +195,13 @@ describe('the import-graph check itself', () => {
       ...importsOf('server/nowhere.ts', text(['./base/errors.ts'])),
     ];
     const found = violations(edges);
-    expect(found.upward).toEqual(['server/resources/a.ts -> server/api/route.ts (server/resources/ imports server/api/)']);
+    expect(found.upward).toEqual([
+      'server/resources/a.ts -> server/api/route.ts (server/resources/ imports server/api/)',
+    ]);
     expect(found.sql).toEqual(['cli/thing.ts -> server/base/db/sql.ts']);
     expect(found.unplaced).toEqual(['server/nowhere.ts']);
-    expect(found.circles).toEqual([['server/resources/a.ts', 'server/resources/b.ts', 'server/resources/c.ts', 'server/resources/d.ts']]);
+    expect(found.circles).toEqual([
+      ['server/resources/a.ts', 'server/resources/b.ts', 'server/resources/c.ts', 'server/resources/d.ts'],
+    ]);
   });
 });

@@ -11,7 +11,8 @@ import { fileURLToPath } from 'node:url';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /** Writes a scanner finds: INSERT INTO t, UPDATE t, DELETE FROM t, COPY t FROM, TRUNCATE [TABLE] t (a CTE's write is one of these). */
-const WRITE = /\b(INSERT\s+INTO|UPDATE|DELETE\s+FROM|TRUNCATE(?:\s+TABLE)?|COPY)\s+(?:ONLY\s+)?(?:public\.)?"?([a-z_][a-z0-9_]*)"?/g;
+const WRITE =
+  /\b(INSERT\s+INTO|UPDATE|DELETE\s+FROM|TRUNCATE(?:\s+TABLE)?|COPY)\s+(?:ONLY\s+)?(?:public\.)?"?([a-z_][a-z0-9_]*)"?/g;
 
 /** Words that follow UPDATE in a lock clause (FOR UPDATE SKIP LOCKED, FOR UPDATE OF t), not a table. */
 const NOT_A_TABLE = new Set(['set', 'of', 'skip', 'nowait']);
@@ -50,18 +51,30 @@ function sourceFiles(dir: string): string[] {
 }
 
 const owners = ownersFrom(readFileSync(join(ROOT, 'docs/architecture.md'), 'utf8'));
-const created = new Set([...readFileSync(join(ROOT, 'migrations/schema.sql'), 'utf8').matchAll(/CREATE (?:UNLOGGED )?TABLE (?:public\.)?"?([a-z_0-9]+)/g)].map((m) => m[1]!));
-const writes = ['server', 'cli'].flatMap((dir) => sourceFiles(dir)).flatMap((file) => writtenTables(readFileSync(join(ROOT, file), 'utf8')).map((table) => ({ file, table })));
+const created = new Set(
+  [
+    ...readFileSync(join(ROOT, 'migrations/schema.sql'), 'utf8').matchAll(
+      /CREATE (?:UNLOGGED )?TABLE (?:public\.)?"?([a-z_0-9]+)/g,
+    ),
+  ].map((m) => m[1]!),
+);
+const writes = ['server', 'cli']
+  .flatMap((dir) => sourceFiles(dir))
+  .flatMap((file) => writtenTables(readFileSync(join(ROOT, file), 'utf8')).map((table) => ({ file, table })));
 
 describe('the scanner', () => {
   it('catches each form of write', () => {
     expect(writtenTables('INSERT INTO contacts (id) VALUES ($1)')).toEqual(['contacts']);
-    expect(writtenTables('INSERT INTO topics (id) VALUES ($1) ON CONFLICT (id) DO UPDATE SET key = $2')).toEqual(['topics']);
+    expect(writtenTables('INSERT INTO topics (id) VALUES ($1) ON CONFLICT (id) DO UPDATE SET key = $2')).toEqual([
+      'topics',
+    ]);
     expect(writtenTables('UPDATE events e SET status = $1')).toEqual(['events']);
     expect(writtenTables('DELETE FROM public.users WHERE id = $1')).toEqual(['users']);
     expect(writtenTables('COPY contacts (id) FROM STDIN')).toEqual(['contacts']);
     expect(writtenTables('TRUNCATE TABLE sso_states')).toEqual(['sso_states']);
-    expect(writtenTables('WITH d AS (UPDATE deliveries SET status = $1 RETURNING event_id) UPDATE events SET n = 1')).toEqual(['deliveries', 'events']);
+    expect(
+      writtenTables('WITH d AS (UPDATE deliveries SET status = $1 RETURNING event_id) UPDATE events SET n = 1'),
+    ).toEqual(['deliveries', 'events']);
     expect(writtenTables('`INSERT INTO deliveries (${deliveryColumns}) SELECT 1`')).toEqual(['deliveries']);
   });
 
@@ -94,7 +107,9 @@ describe('tables and their owners', () => {
   });
 
   it('lists every table written', () => {
-    expect([...new Set(writes.map((w) => w.table))].filter((table) => !owners.has(table) && created.has(table))).toEqual([]);
+    expect(
+      [...new Set(writes.map((w) => w.table))].filter((table) => !owners.has(table) && created.has(table)),
+    ).toEqual([]);
   });
 
   const strays = writes

@@ -12,7 +12,11 @@ export async function auditedWrite<T>(
 ): Promise<T> {
   return runtime.orm.em.fork().transactional(async (tx) => {
     const result = await write(tx);
-    await recordAudit(tx, { ...entry, actor: cliActor(), target: { kind: entry.target.kind, id: targetId ? targetId(result) : (entry.target.id ?? null) } });
+    await recordAudit(tx, {
+      ...entry,
+      actor: cliActor(),
+      target: { kind: entry.target.kind, id: targetId ? targetId(result) : (entry.target.id ?? null) },
+    });
     return result;
   });
 }

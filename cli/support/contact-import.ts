@@ -46,7 +46,11 @@ async function csvHeader(file: string): Promise<string[]> {
   return [];
 }
 
-export async function importContactsFile(client: RemoteClient, file: string, format: ImportFormat): Promise<ContactImportResponse> {
+export async function importContactsFile(
+  client: RemoteClient,
+  file: string,
+  format: ImportFormat,
+): Promise<ContactImportResponse> {
   let size: number;
   try {
     const stat = statSync(file);
@@ -56,7 +60,8 @@ export async function importContactsFile(client: RemoteClient, file: string, for
     if ((error as { exitCode?: number }).exitCode !== undefined) throw error;
     throw usageError(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }
-  if (format === 'csv' && !(await csvHeader(file)).includes('external_id')) throw usageError(`${file}: the CSV header (first line) must name an external_id column`);
+  if (format === 'csv' && !(await csvHeader(file)).includes('external_id'))
+    throw usageError(`${file}: the CSV header (first line) must name an external_id column`);
   const progress = progressBar('importing');
   let read = 0;
   const lines = format === 'csv' ? new LineMap() : null;
@@ -82,7 +87,9 @@ export async function importContactsFile(client: RemoteClient, file: string, for
     if (pending) yield Buffer.from(pending, 'utf8');
   }
   try {
-    const result = await client.call<ContactImportResponse>('POST', contacts.import(), { stream: { contentType: 'application/x-ndjson', chunks: fileChunks() } });
+    const result = await client.call<ContactImportResponse>('POST', contacts.import(), {
+      stream: { contentType: 'application/x-ndjson', chunks: fileChunks() },
+    });
     if (lines) result.errors = result.errors.map((e) => ({ ...e, line: lines.of(e.line) }));
     return result;
   } finally {

@@ -6,7 +6,10 @@ import { startRuntime, stopRuntime, type Runtime, type RuntimeOptions } from '..
 
 /** Adds --data-dir to a command (every local command has it). */
 export function withDataDir(command: Command): Command {
-  return command.option('--data-dir <dir>', 'data directory (default: $HERALD_HOME, else ~/.herald or /var/lib/herald as root)');
+  return command.option(
+    '--data-dir <dir>',
+    'data directory (default: $HERALD_HOME, else ~/.herald or /var/lib/herald as root)',
+  );
 }
 
 export function configFrom(options: { dataDir?: string } & Partial<ConfigInput>): Config {
@@ -22,7 +25,12 @@ export async function withLocalRuntime<T>(
   fn: (runtime: Runtime) => Promise<T>,
   options: Pick<RuntimeOptions, 'queue'> = {},
 ): Promise<T> {
-  const runtime = await startRuntime(config, { migrate: false, queue: options.queue ?? false, role: 'api', poolMax: 4 });
+  const runtime = await startRuntime(config, {
+    migrate: false,
+    queue: options.queue ?? false,
+    role: 'api',
+    poolMax: 4,
+  });
   try {
     return await fn(runtime);
   } finally {

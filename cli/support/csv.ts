@@ -76,12 +76,16 @@ const CONTACT_COLUMNS = new Set<string>(['external_id', ...CONTACT_TEXT_FIELDS])
  * empty cell leaves the field out (a field left out keeps its stored value). `onRecord` hears the CSV
  * line each NDJSON line comes from, in order.
  */
-export async function* csvContactsAsNdjson(text: AsyncIterable<string>, onRecord: (csvLine: number) => void = () => undefined): AsyncGenerator<string> {
+export async function* csvContactsAsNdjson(
+  text: AsyncIterable<string>,
+  onRecord: (csvLine: number) => void = () => undefined,
+): AsyncGenerator<string> {
   let header: string[] | null = null;
   for await (const { line, fields } of csvRecords(text)) {
     if (!header) {
       header = fields.map((f) => f.trim());
-      if (!header.includes('external_id')) throw new CsvHeaderError(`the CSV header (line ${line}) must name an external_id column`);
+      if (!header.includes('external_id'))
+        throw new CsvHeaderError(`the CSV header (line ${line}) must name an external_id column`);
       continue;
     }
     const contact: Record<string, unknown> = {};
@@ -106,7 +110,9 @@ export class CsvHeaderError extends Error {
 function parseObject(text: string): Record<string, unknown> | null {
   try {
     const value: unknown = JSON.parse(text);
-    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+    return value !== null && typeof value === 'object' && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : null;
   } catch {
     return null;
   }

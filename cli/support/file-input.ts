@@ -17,7 +17,9 @@ function readInput(source: string, what: string): string {
     return readFileSync(0, 'utf8');
   } catch (error) {
     if (error instanceof CliError) throw error;
-    throw usageError(`cannot read ${what} from ${source === '-' ? 'stdin' : source}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
+    throw usageError(
+      `cannot read ${what} from ${source === '-' ? 'stdin' : source}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`,
+    );
   }
 }
 
@@ -42,6 +44,7 @@ export function readJsonObject(source: string, what: string): Record<string, unk
     if (error instanceof CliError) throw error;
     throw usageError(`${what} ${source === '-' ? '(stdin)' : source} is not valid JSON`);
   }
-  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw usageError(`${what} ${source === '-' ? '(stdin)' : source} must hold a JSON object`);
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw usageError(`${what} ${source === '-' ? '(stdin)' : source} must hold a JSON object`);
   return parsed as Record<string, unknown>;
 }

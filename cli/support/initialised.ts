@@ -6,8 +6,11 @@ import { secretFileOf } from '../../server/base/db/embedded-postgres.ts';
 
 /** Why `config.dataDir` is not an initialised install, or null when it is. */
 export function notInitialised(config: Config): string | null {
-  if (!existsSync(config.dataDir)) return `${config.dataDir} does not exist (run 'herald init --data-dir ${config.dataDir}')`;
-  if (!existsSync(configFilePath(config.dataDir)) && !config.databaseUrl) return `${config.dataDir} has no ${CONFIG_FILE_NAME} (run 'herald init')`;
-  if (!config.databaseUrl && !existsSync(secretFileOf(config.dataDir))) return `${config.dataDir} has no embedded PostgreSQL cluster (run 'herald init')`;
+  if (!existsSync(config.dataDir))
+    return `${config.dataDir} does not exist (run 'herald init --data-dir ${config.dataDir}')`;
+  if (!existsSync(configFilePath(config.dataDir)) && !config.databaseUrl)
+    return `${config.dataDir} has no ${CONFIG_FILE_NAME} (run 'herald init')`;
+  if (!config.databaseUrl && !existsSync(secretFileOf(config.dataDir)))
+    return `${config.dataDir} has no embedded PostgreSQL cluster (run 'herald init')`;
   return null;
 }

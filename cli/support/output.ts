@@ -38,14 +38,28 @@ export function printTable(rows: Array<Record<string, unknown>>, columns: string
   }
   const cell = (v: unknown) => (v === null || v === undefined ? '-' : v instanceof Date ? v.toISOString() : String(v));
   const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
-  print(columns.map((c, i) => c.toUpperCase().padEnd(widths[i]!)).join('  ').trimEnd());
-  for (const row of rows) print(columns.map((c, i) => cell(row[c]).padEnd(widths[i]!)).join('  ').trimEnd());
+  print(
+    columns
+      .map((c, i) => c.toUpperCase().padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd(),
+  );
+  for (const row of rows)
+    print(
+      columns
+        .map((c, i) => cell(row[c]).padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    );
 }
 
 /** Prints one record as a field/value table; nested values as compact JSON. */
 export function printRecord(record: Record<string, unknown>): void {
   printTable(
-    Object.entries(record).map(([field, value]) => ({ field, value: value !== null && typeof value === 'object' ? JSON.stringify(value) : value })),
+    Object.entries(record).map(([field, value]) => ({
+      field,
+      value: value !== null && typeof value === 'object' ? JSON.stringify(value) : value,
+    })),
     ['field', 'value'],
   );
 }
@@ -54,7 +68,8 @@ export function printRecord(record: Record<string, unknown>): void {
 export function describeFailure(error: unknown): { code: number; message: string } {
   if (error instanceof CliError) return { code: error.exitCode, message: error.message };
   if (error instanceof ValidationFailure) return { code: EXIT_USAGE, message: error.message };
-  if (error instanceof AppError) return { code: error.status === 422 ? EXIT_USAGE : EXIT_FAILURE, message: error.message };
+  if (error instanceof AppError)
+    return { code: error.status === 422 ? EXIT_USAGE : EXIT_FAILURE, message: error.message };
   if (error instanceof Error) return { code: EXIT_FAILURE, message: error.message };
   return { code: EXIT_FAILURE, message: String(error) };
 }

@@ -4,7 +4,9 @@ const at = (value: string) => encodeURIComponent(value);
 
 /** A query string of the values given (undefined ones left out), '' when there are none. */
 export function query(values: Record<string, string | number | boolean | undefined>): string {
-  const entries = Object.entries(values).filter((entry): entry is [string, string | number | boolean] => entry[1] !== undefined);
+  const entries = Object.entries(values).filter(
+    (entry): entry is [string, string | number | boolean] => entry[1] !== undefined,
+  );
   return entries.length === 0 ? '' : '?' + new URLSearchParams(entries.map(([k, v]) => [k, String(v)])).toString();
 }
 
@@ -20,7 +22,8 @@ export const notificationTypes = {
 };
 
 export const templates = {
-  list: (kind: 'email' | 'inbox', filter: Record<string, string | undefined> = {}) => `/v1/${kind}-templates${query(filter)}`,
+  list: (kind: 'email' | 'inbox', filter: Record<string, string | undefined> = {}) =>
+    `/v1/${kind}-templates${query(filter)}`,
   one: (kind: 'email' | 'inbox', id: string) => `/v1/${kind}-templates/${at(id)}`,
 };
 
@@ -34,7 +37,8 @@ export const webhooks = {
   list: (filter: Record<string, string | undefined> = {}) => `/v1/webhooks${query(filter)}`,
   one: (id: string) => `/v1/webhooks/${at(id)}`,
   test: (id: string) => `/v1/webhooks/${at(id)}/test`,
-  deliveries: (id: string, filter: Record<string, string | undefined>) => `/v1/webhooks/${at(id)}/deliveries${query(filter)}`,
+  deliveries: (id: string, filter: Record<string, string | undefined>) =>
+    `/v1/webhooks/${at(id)}/deliveries${query(filter)}`,
 };
 
 export const configuration = {
@@ -45,7 +49,8 @@ export const configuration = {
 export const topics = {
   list: () => '/v1/topics',
   one: (key: string) => `/v1/topics/${at(key)}`,
-  subscribers: (key: string, filter: Record<string, string | undefined> = {}) => `/v1/topics/${at(key)}/subscribers${query(filter)}`,
+  subscribers: (key: string, filter: Record<string, string | undefined> = {}) =>
+    `/v1/topics/${at(key)}/subscribers${query(filter)}`,
 };
 
 export const transports = {

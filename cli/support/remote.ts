@@ -49,8 +49,14 @@ const STREAM_TIMEOUT_MS = 30 * 60_000;
 export function withRemote(command: Command): Command {
   return command
     .option('--url <url>', 'Herald base URL (default: $HERALD_URL)')
-    .option('--api-key <key>', 'service key, sk_... (other users can see it in the process list: prefer $HERALD_API_KEY or --api-key-file)')
-    .option('--api-key-file <file>', "read the service key from a file (a mounted secret), or '-' for stdin (default: $HERALD_API_KEY)");
+    .option(
+      '--api-key <key>',
+      'service key, sk_... (other users can see it in the process list: prefer $HERALD_API_KEY or --api-key-file)',
+    )
+    .option(
+      '--api-key-file <file>',
+      "read the service key from a file (a mounted secret), or '-' for stdin (default: $HERALD_API_KEY)",
+    );
 }
 
 /** An answer of the API other than 2xx, its status kept for commands that read it (a 404 to skip). */
@@ -108,12 +114,23 @@ export class RemoteClient {
     let answer: { status: number; headers: IncomingHttpHeaders; text: string };
     const common = { accept: 'application/json', ...(contentType ? { 'content-type': contentType } : {}), ...headers };
     if (this.#fetch) {
-      answer = await inProcessExchange(this.#fetch, new URL(this.baseUrl + path), method, common, payload, stream?.chunks);
+      answer = await inProcessExchange(
+        this.#fetch,
+        new URL(this.baseUrl + path),
+        method,
+        common,
+        payload,
+        stream?.chunks,
+      );
     } else {
       try {
         answer = await exchange(new URL(this.baseUrl + path), timeoutMs, {
           method,
-          headers: { authorization: `Bearer ${this.#apiKey}`, ...common, ...(payload ? { 'content-length': String(payload.length) } : {}) },
+          headers: {
+            authorization: `Bearer ${this.#apiKey}`,
+            ...common,
+            ...(payload ? { 'content-length': String(payload.length) } : {}),
+          },
           payload,
           chunks: stream?.chunks,
         });
@@ -147,7 +164,8 @@ export class RemoteClient {
 function describeBody(body: unknown, withCode = true): string {
   if (body && typeof body === 'object' && 'detail' in body) {
     const { detail, code } = body as { detail: unknown; code?: unknown };
-    if (Array.isArray(detail)) return detail.map((d: { loc?: unknown[]; msg?: string }) => `${(d.loc ?? []).join('.')}: ${d.msg}`).join('; ');
+    if (Array.isArray(detail))
+      return detail.map((d: { loc?: unknown[]; msg?: string }) => `${(d.loc ?? []).join('.')}: ${d.msg}`).join('; ');
     return withCode && typeof code === 'string' ? `${String(detail)} (${code})` : String(detail);
   }
   return typeof body === 'string' && body ? body.slice(0, 200) : 'request failed';
@@ -162,7 +180,9 @@ export function remoteClient(options: RemoteOptions, settings: RemoteClientSetti
   const base = url.replace(/\/+$/, '');
   if (/\/v1$/.test(base)) throw usageError(`--url is Herald's base URL, without /v1: try ${base.slice(0, -3)}`);
   if (options.apiKey && options.apiKeyFile) throw usageError('give --api-key or --api-key-file, not both');
-  const apiKey = options.apiKey ?? (options.apiKeyFile ? readSecret(options.apiKeyFile, '--api-key-file') : process.env.HERALD_API_KEY);
+  const apiKey =
+    options.apiKey ??
+    (options.apiKeyFile ? readSecret(options.apiKeyFile, '--api-key-file') : process.env.HERALD_API_KEY);
   if (!apiKey) throw usageError('no service key: pass --api-key-file or --api-key, or set HERALD_API_KEY');
   if (!apiKey.startsWith('sk_')) throw usageError('the service key must begin with sk_');
   return new RemoteClient({ baseUrl: url, apiKey }, settings);
@@ -184,7 +204,9 @@ async function inProcessExchange(
 ): Promise<{ status: number; headers: IncomingHttpHeaders; text: string }> {
   const { Readable } = process.getBuiltinModule('node:stream');
   const body = chunks ? (Readable.toWeb(Readable.from(chunks)) as ReadableStream<Uint8Array>) : payload;
-  const response = await fetch(new Request(url, { method, headers, body, ...(chunks ? { duplex: 'half' } : {}) } as RequestInit));
+  const response = await fetch(
+    new Request(url, { method, headers, body, ...(chunks ? { duplex: 'half' } : {}) } as RequestInit),
+  );
   return { status: response.status, headers: Object.fromEntries(response.headers), text: await response.text() };
 }
 
@@ -202,9 +224,16 @@ interface Outgoing {
  * process.getBuiltinModule because an `import` of node:http builds its ESM namespace, which reads
  * http's lazy WebSocket exports and so loads undici all the same.
  */
-function exchange(url: URL, timeoutMs: number, outgoing: Outgoing): Promise<{ status: number; headers: IncomingHttpHeaders; text: string }> {
+function exchange(
+  url: URL,
+  timeoutMs: number,
+  outgoing: Outgoing,
+): Promise<{ status: number; headers: IncomingHttpHeaders; text: string }> {
   return new Promise((resolve, reject) => {
-    const send = url.protocol === 'https:' ? process.getBuiltinModule('node:https').request : process.getBuiltinModule('node:http').request;
+    const send =
+      url.protocol === 'https:'
+        ? process.getBuiltinModule('node:https').request
+        : process.getBuiltinModule('node:http').request;
     const req = send(url, { method: outgoing.method, headers: outgoing.headers });
     const timer = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs / 1000} s`)), timeoutMs);
     const fail = (error: Error) => {

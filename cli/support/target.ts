@@ -19,7 +19,10 @@ export function withTarget(command: Command): Command {
   return withDataDir(command)
     .option('--tenant <id>', 'local mode: the tenant id (default: the only tenant of the install)')
     .option('--url <url>', 'remote mode: Herald base URL (default $HERALD_URL)')
-    .option('--api-key <key>', 'remote mode: a service key of the tenant (default $HERALD_API_KEY; other users can see a flag in the process list)')
+    .option(
+      '--api-key <key>',
+      'remote mode: a service key of the tenant (default $HERALD_API_KEY; other users can see a flag in the process list)',
+    )
     .option('--api-key-file <file>', "remote mode: read the service key from a file, or '-' for stdin")
     .option('--json', 'print as JSON');
 }
@@ -28,7 +31,11 @@ export function withTarget(command: Command): Command {
  * Runs `call` with a client of Herald at --url/$HERALD_URL, else of the routes in this process acting
  * for the resolved tenant (the in-process API is loaded only then: remote commands never load the server).
  */
-export async function onTarget<T>(options: TargetOptions, call: (client: RemoteClient) => Promise<T>, settings: RemoteClientSettings = {}): Promise<T> {
+export async function onTarget<T>(
+  options: TargetOptions,
+  call: (client: RemoteClient) => Promise<T>,
+  settings: RemoteClientSettings = {},
+): Promise<T> {
   if (options.url ?? process.env.HERALD_URL) return call(remoteClient(options, settings));
   return withLocalRuntime(configFrom({ dataDir: options.dataDir }), async (runtime) => {
     const tenant = await resolveTenant(runtime.orm.em.fork(), options.tenant);
@@ -37,7 +44,12 @@ export async function onTarget<T>(options: TargetOptions, call: (client: RemoteC
 }
 
 /** Runs `call` with a client of the routes in this process, as the host operator acting for the tenant. */
-export async function withInProcessClient<T>(runtime: Runtime, tenantId: string, call: (client: RemoteClient) => Promise<T>, settings: RemoteClientSettings = {}): Promise<T> {
+export async function withInProcessClient<T>(
+  runtime: Runtime,
+  tenantId: string,
+  call: (client: RemoteClient) => Promise<T>,
+  settings: RemoteClientSettings = {},
+): Promise<T> {
   const { openInProcessApi } = await import('../../server/app/in-process-api.ts');
   const api = openInProcessApi(runtime, tenantId);
   try {

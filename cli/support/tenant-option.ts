@@ -22,5 +22,7 @@ export async function resolveTenant(em: EntityManager, value: string | undefined
   const tenants = await listAllTenants(em);
   if (tenants.length === 1) return tenants[0]!;
   const which = tenants.length === 0 ? 'the install has no tenant yet' : 'the install has several tenants';
-  throw usageError(`${which}: give --tenant <id> (local mode; herald tenants list) or --url and a service key (remote mode)`);
+  throw usageError(
+    `${which}: give --tenant <id> (local mode; herald tenants list) or --url and a service key (remote mode)`,
+  );
 }

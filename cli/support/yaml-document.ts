@@ -8,7 +8,12 @@ import { usageError } from './output.ts';
 
 /** "brands[1].values.colour" */
 export function formatPath(path: ReadonlyArray<PropertyKey>): string {
-  return path.reduce<string>((out, part) => (typeof part === 'number' ? `${out}[${part}]` : out ? `${out}.${String(part)}` : String(part)), '') || '(document)';
+  return (
+    path.reduce<string>(
+      (out, part) => (typeof part === 'number' ? `${out}[${part}]` : out ? `${out}.${String(part)}` : String(part)),
+      '',
+    ) || '(document)'
+  );
 }
 
 /** The line of the deepest node of `path` that the document has. */

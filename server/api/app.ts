@@ -17,22 +17,31 @@ import { metricsOf } from '../base/metrics/registry.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, Idempotency-Key, Last-Event-ID, X-Request-Id';
-const CORS_EXPOSE_HEADERS = 'Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, RateLimit-Policy, X-Request-Id, Location';
+const CORS_EXPOSE_HEADERS =
+  'Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, RateLimit-Policy, X-Request-Id, Location';
 
 export function createApp(runtime: ApiContext, routes: RouteDefinition<any, any, any>[]): H3 {
   const app = new H3({
     // Only reached for what no route wrapper handled: unknown paths, wrong methods, malformed URLs.
-    onError: (error, event) => finish(runtime, event, fallbackResponse(error, event, routes, runtime), null, performance.now()),
+    onError: (error, event) =>
+      finish(runtime, event, fallbackResponse(error, event, routes, runtime), null, performance.now()),
   });
   for (const route of routes) {
     app.on(route.method, route.path, (event) => handle(runtime, route, event, routes));
   }
   // Preflight for every path: answered before routing so browsers can reach any /v1 route.
-  app.on('OPTIONS', '/**', (event) => finish(runtime, event, new Response(null, { status: 204 }), null, performance.now()));
+  app.on('OPTIONS', '/**', (event) =>
+    finish(runtime, event, new Response(null, { status: 204 }), null, performance.now()),
+  );
   return app;
 }
 
-async function handle(runtime: ApiContext, route: RouteDefinition<any, any, any>, event: H3Event, routes: RouteDefinition<any, any, any>[]): Promise<Response> {
+async function handle(
+  runtime: ApiContext,
+  route: RouteDefinition<any, any, any>,
+  event: H3Event,
+  routes: RouteDefinition<any, any, any>[],
+): Promise<Response> {
   const started = performance.now();
   const requestId = requestIdOf(event);
   const ctx: RouteContext = {
@@ -56,18 +65,30 @@ async function handle(runtime: ApiContext, route: RouteDefinition<any, any, any>
     }
     ctx.params = route.params ? parseInput('path', route.params, getRouterParams(event, { decode: true })) : {};
     ctx.query = route.query ? parseInput('query', route.query, Object.fromEntries(event.url.searchParams)) : {};
-    if (route.body) ctx.body = parseInput('body', route.body, await readJsonBody(event.req, runtime.config.maxBodyBytes));
+    if (route.body)
+      ctx.body = parseInput('body', route.body, await readJsonBody(event.req, runtime.config.maxBodyBytes));
     if (route.rateLimit) {
       const results = await take(ctx.em, runtime.clock, await route.rateLimit(ctx));
       Object.assign(ctx.responseHeaders, rateLimitHeaders(results));
       assertAllowed(results);
     }
     const result = await runAudited(route, ctx);
-    if (!(result instanceof Response)) return finish(runtime, event, jsonResponse(runtime, event, route, result, ctx.responseHeaders), route, started, true);
+    if (!(result instanceof Response))
+      return finish(
+        runtime,
+        event,
+        jsonResponse(runtime, event, route, result, ctx.responseHeaders),
+        route,
+        started,
+        true,
+      );
     for (const [k, v] of Object.entries(ctx.responseHeaders)) result.headers.set(k, v);
     response = result;
   } catch (error) {
-    response = errorToResponse(outageOr(runtime, error), runtime.logger, { request_id: requestId, route: `${route.method} ${route.path}` });
+    response = errorToResponse(outageOr(runtime, error), runtime.logger, {
+      request_id: requestId,
+      route: `${route.method} ${route.path}`,
+    });
     for (const [k, v] of Object.entries(ctx.responseHeaders)) if (!response.headers.has(k)) response.headers.set(k, v);
   }
   return finish(runtime, event, response, route, started);
@@ -77,14 +98,22 @@ async function handle(runtime: ApiContext, route: RouteDefinition<any, any, any>
 function outageOr(runtime: ApiContext, error: unknown): unknown {
   if (error instanceof AppError || error instanceof ValidationFailure || !isDatabaseUnavailable(error)) return error;
   runtime.availability.markDown(error);
-  return new AppError('database_unavailable', 'The database is unavailable; retry shortly', { headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) } });
+  return new AppError('database_unavailable', 'The database is unavailable; retry shortly', {
+    headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) },
+  });
 }
 
 /**
  * A handler's JSON result as a response, the standard headers included: given to the response as it
  * is made, they never build the web Headers object that setting them afterwards would.
  */
-function jsonResponse(runtime: ApiContext, event: H3Event, route: RouteDefinition<any, any, any>, result: unknown, headers: Record<string, string>): Response {
+function jsonResponse(
+  runtime: ApiContext,
+  event: H3Event,
+  route: RouteDefinition<any, any, any>,
+  result: unknown,
+  headers: Record<string, string>,
+): Response {
   const status = result instanceof Reply ? result.status : defaultStatus(route);
   const body = result instanceof Reply ? result.body : result;
   const { defaults, always } = standardHeaders(runtime, event);
@@ -110,38 +139,57 @@ function mergeHeaders(...sets: Record<string, string>[]): Record<string, string>
 }
 
 function defaultStatus(route: RouteDefinition<any, any, any>): number {
-  const success = Object.keys(route.responses).map(Number).filter((s) => s >= 200 && s < 300);
+  const success = Object.keys(route.responses)
+    .map(Number)
+    .filter((s) => s >= 200 && s < 300);
   return success[0] ?? 200;
 }
 
 /** In tests, every response body must match its documented schema: the OpenAPI document cannot lie. */
 function checkResponse(route: RouteDefinition<any, any, any>, status: number, body: unknown): void {
-  if (!(status in route.responses)) throw new Error(`${route.method} ${route.path} answered undocumented status ${status}`);
+  if (!(status in route.responses))
+    throw new Error(`${route.method} ${route.path} answered undocumented status ${status}`);
   const schema = route.responses[status];
   if (schema === null || schema === undefined) {
-    if (body !== undefined && body !== null) throw new Error(`${route.method} ${route.path} ${status} must have no body`);
+    if (body !== undefined && body !== null)
+      throw new Error(`${route.method} ${route.path} ${status} must have no body`);
     return;
   }
   const result = schema.safeParse(body);
   if (!result.success) {
-    throw new Error(`${route.method} ${route.path} ${status} does not match its schema: ${JSON.stringify(issuesOf('body', result.error))}`);
+    throw new Error(
+      `${route.method} ${route.path} ${status} does not match its schema: ${JSON.stringify(issuesOf('body', result.error))}`,
+    );
   }
 }
 
 /** 404 for unknown paths, 405 (with Allow) for a known path called with another method. */
-function fallbackResponse(error: unknown, event: H3Event, routes: RouteDefinition<any, any, any>[], runtime: ApiContext): Response {
+function fallbackResponse(
+  error: unknown,
+  event: H3Event,
+  routes: RouteDefinition<any, any, any>[],
+  runtime: ApiContext,
+): Response {
   const status = (error as { status?: number }).status;
   if (status === 404 || status === 405) {
     const allowed = routes.filter((r) => pathMatches(r.path, event.url.pathname)).map((r) => r.method);
     if (allowed.length > 0) {
-      return errorResponse(405, 'method_not_allowed', `Method ${event.req.method} is not allowed here`, { Allow: [...new Set(allowed)].join(', ') });
+      return errorResponse(405, 'method_not_allowed', `Method ${event.req.method} is not allowed here`, {
+        Allow: [...new Set(allowed)].join(', '),
+      });
     }
     return errorResponse(404, 'route_not_found', `No route for ${event.req.method} ${event.url.pathname}`);
   }
   if (status === 400) return json(422, { detail: [{ loc: ['path'], msg: 'Malformed URL', type: 'url_invalid' }] });
-  return errorToResponse(error instanceof AppError || error instanceof ValidationFailure ? error : (error as { cause?: unknown }).cause ?? error, runtime.logger, {
-    request_id: requestIdOf(event),
-  });
+  return errorToResponse(
+    error instanceof AppError || error instanceof ValidationFailure
+      ? error
+      : ((error as { cause?: unknown }).cause ?? error),
+    runtime.logger,
+    {
+      request_id: requestIdOf(event),
+    },
+  );
 }
 
 const patternCache = new Map<string, RegExp>();
@@ -167,7 +215,10 @@ function requestIdOf(event: H3Event): string {
  * The headers every response carries: `defaults` where the response sets none of its own (framing,
  * content security, caching), `always` over whatever it sets (request id, security, CORS).
  */
-function standardHeaders(runtime: ApiContext, event: H3Event): { defaults: Record<string, string>; always: Record<string, string> } {
+function standardHeaders(
+  runtime: ApiContext,
+  event: H3Event,
+): { defaults: Record<string, string>; always: Record<string, string> } {
   const always: Record<string, string> = {
     'X-Request-Id': requestIdOf(event),
     'X-Content-Type-Options': 'nosniff',
@@ -176,7 +227,11 @@ function standardHeaders(runtime: ApiContext, event: H3Event): { defaults: Recor
   if (runtime.config.publicUrl?.startsWith('https://')) always['Strict-Transport-Security'] = 'max-age=31536000';
   Object.assign(always, corsHeaders(runtime, event));
   return {
-    defaults: { 'X-Frame-Options': 'DENY', 'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'", 'Cache-Control': 'no-store' },
+    defaults: {
+      'X-Frame-Options': 'DENY',
+      'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'",
+      'Cache-Control': 'no-store',
+    },
     always,
   };
 }
@@ -185,7 +240,14 @@ function standardHeaders(runtime: ApiContext, event: H3Event): { defaults: Recor
  * Adds the standard headers to a response made elsewhere (unless `stamped`: made with them), and
  * writes the access log line.
  */
-function finish(runtime: ApiContext, event: H3Event, response: Response, route: RouteDefinition<any, any, any> | null, started: number, stamped = false): Response {
+function finish(
+  runtime: ApiContext,
+  event: H3Event,
+  response: Response,
+  route: RouteDefinition<any, any, any> | null,
+  started: number,
+  stamped = false,
+): Response {
   if (!stamped) {
     const h = response.headers;
     const { defaults, always } = standardHeaders(runtime, event);

@@ -11,16 +11,27 @@ const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const AUDITED_RULES = new Set(['management', 'user', 'service', 'either', 'any']);
 
 // Path words whose singular is not the word less its "s".
-const NOUNS: Record<string, string> = { brandings: 'brand', deliveries: 'delivery', 'push-transport': 'push_transport' };
+const NOUNS: Record<string, string> = {
+  brandings: 'brand',
+  deliveries: 'delivery',
+  'push-transport': 'push_transport',
+};
 
 function noun(segment: string): string {
-  const word = NOUNS[segment] ?? (segment.endsWith('ies') ? segment.slice(0, -3) + 'y' : segment.endsWith('ss') ? segment : segment.replace(/s$/, ''));
+  const word =
+    NOUNS[segment] ??
+    (segment.endsWith('ies')
+      ? segment.slice(0, -3) + 'y'
+      : segment.endsWith('ss')
+        ? segment
+        : segment.replace(/s$/, ''));
   return word.replace(/-/g, '_');
 }
 
 /** Whether a route's writes must be audited (the route-table test holds every such route to it). */
 export function isAuditedRoute(route: RouteDefinition<any, any, any>): boolean {
-  if (!WRITE_METHODS.has(route.method) || !route.path.startsWith('/v1/') || !AUDITED_RULES.has(route.auth)) return false;
+  if (!WRITE_METHODS.has(route.method) || !route.path.startsWith('/v1/') || !AUDITED_RULES.has(route.auth))
+    return false;
   return !(route.audit && 'exempt' in route.audit);
 }
 
@@ -29,15 +40,29 @@ export function isAuditedRoute(route: RouteDefinition<any, any, any>): boolean {
  * A POST to a plural word after an id creates in a sub-collection (POST /v1/contacts/:id/push-subscriptions
  * -> push_subscription.create), whose target id is the created object's, not the path's.
  */
-export function auditNames(route: RouteDefinition<any, any, any>): { action: string; target: string; createsChild: boolean } {
+export function auditNames(route: RouteDefinition<any, any, any>): {
+  action: string;
+  target: string;
+  createsChild: boolean;
+} {
   const spec = route.audit && !('exempt' in route.audit) ? route.audit : {};
-  const segments = route.path.split('/').slice(2).filter((s) => s !== 'auth');
+  const segments = route.path
+    .split('/')
+    .slice(2)
+    .filter((s) => s !== 'auth');
   const lastParam = segments.findLastIndex((s) => s.startsWith(':'));
-  const trailing = (lastParam < 0 ? segments.slice(1) : segments.slice(lastParam + 1)).filter((s) => !s.startsWith(':'));
+  const trailing = (lastParam < 0 ? segments.slice(1) : segments.slice(lastParam + 1)).filter(
+    (s) => !s.startsWith(':'),
+  );
   const createsChild = route.method === 'POST' && lastParam > 0 && trailing.length === 1 && trailing[0]!.endsWith('s');
   const resource = createsChild ? trailing[0]! : lastParam > 0 ? segments[lastParam - 1]! : segments[0]!;
   const target = spec.target ?? noun(resource);
-  const verb = route.method === 'DELETE' ? 'delete' : route.method === 'POST' && (trailing.length === 0 || createsChild) ? 'create' : 'update';
+  const verb =
+    route.method === 'DELETE'
+      ? 'delete'
+      : route.method === 'POST' && (trailing.length === 0 || createsChild)
+        ? 'create'
+        : 'update';
   const words = createsChild ? [] : trailing.map((w) => w.replace(/-/g, '_'));
   let action: string;
   if (words.length === 0) action = `${target}.${verb}`;
@@ -74,12 +99,19 @@ export async function runAudited(route: RouteDefinition<any, any, any>, ctx: Rou
       ctx.em = tx;
       const result = await route.handler(ctx);
       const body = result instanceof Reply ? result.body : result;
-      const params = Object.values(ctx.params as Record<string, unknown>).filter((v): v is string => typeof v === 'string');
+      const params = Object.values(ctx.params as Record<string, unknown>).filter(
+        (v): v is string => typeof v === 'string',
+      );
       await recordAudit(tx, {
-        tenantId: spec.tenant ? spec.tenant(ctx, body) : ((ctx.params as { tenant_id?: string }).tenant_id ?? ctx.auth!.tenantId),
+        tenantId: spec.tenant
+          ? spec.tenant(ctx, body)
+          : ((ctx.params as { tenant_id?: string }).tenant_id ?? ctx.auth!.tenantId),
         actor,
         action,
-        target: { kind: target, id: spec.id ? spec.id(ctx, body) : createsChild ? idOf(body) : (params[params.length - 1] ?? idOf(body)) },
+        target: {
+          kind: target,
+          id: spec.id ? spec.id(ctx, body) : createsChild ? idOf(body) : (params[params.length - 1] ?? idOf(body)),
+        },
         ip: ctx.ip,
         requestId: ctx.requestId,
         changes: ctx.body ?? null,

@@ -7,7 +7,13 @@ import type { AuthRule } from './route.ts';
 
 // The credential helpers, re-exported for the HTTP layer: routes import everything about auth from here.
 export { authenticate } from '../base/auth/authenticate.ts';
-export { SERVICE_KEY_PREFIX, bearerToken, hashServiceKey, unauthorized, type Credential } from '../base/auth/credentials.ts';
+export {
+  SERVICE_KEY_PREFIX,
+  bearerToken,
+  hashServiceKey,
+  unauthorized,
+  type Credential,
+} from '../base/auth/credentials.ts';
 
 /** Applies a route's credential rule to a verified credential: 403 for a valid credential of the wrong kind or role. */
 export function authorize(rule: AuthRule, credential: Credential): void {
@@ -33,14 +39,16 @@ export function authorize(rule: AuthRule, credential: Credential): void {
       if (credential.kind === 'user') requireTenantRole(credential, 'admin');
       return;
     case 'any':
-      if (credential.kind === 'user' && credential.role === null) throw new AppError('not_a_member', 'You are not a member of this tenant');
+      if (credential.kind === 'user' && credential.role === null)
+        throw new AppError('not_a_member', 'You are not a member of this tenant');
       return;
   }
 }
 
 export function requireTenantRole(credential: Extract<Credential, { kind: 'user' }>, minimum: 'admin' | 'owner'): void {
   if (credential.role === null) throw new AppError('not_a_member', 'You are not a member of this tenant');
-  if (!roleAtLeast(credential.role, minimum)) throw new AppError('insufficient_role', `This action needs the ${minimum} role`);
+  if (!roleAtLeast(credential.role, minimum))
+    throw new AppError('insufficient_role', `This action needs the ${minimum} role`);
 }
 
 /** The signed-in user of a route whose rule is 'user' (the wrapper has already checked the kind). */

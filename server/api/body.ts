@@ -23,7 +23,9 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw new ValidationFailure([{ loc: ['body'], msg: `Malformed JSON: ${(error as Error).message}`, type: 'json_invalid' }]);
+    throw new ValidationFailure([
+      { loc: ['body'], msg: `Malformed JSON: ${(error as Error).message}`, type: 'json_invalid' },
+    ]);
   }
 }
 
@@ -89,7 +91,8 @@ export async function readFormBody(request: Request, maxBytes: number): Promise<
   if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes);
   const raw = await readChunks(request.body, maxBytes);
   const type = request.headers.get('content-type') ?? '';
-  if (/^application\/x-www-form-urlencoded\b/i.test(type) || (type === '' && raw.byteLength > 0)) return new URLSearchParams(raw.toString('utf8'));
+  if (/^application\/x-www-form-urlencoded\b/i.test(type) || (type === '' && raw.byteLength > 0))
+    return new URLSearchParams(raw.toString('utf8'));
   if (/^multipart\/form-data\b/i.test(type)) {
     try {
       const form = await new Response(raw, { headers: { 'content-type': type } }).formData();
@@ -101,5 +104,8 @@ export async function readFormBody(request: Request, maxBytes: number): Promise<
     }
   }
   if (raw.byteLength === 0) return new URLSearchParams();
-  throw new AppError('unsupported_media_type', 'This form takes application/x-www-form-urlencoded or multipart/form-data');
+  throw new AppError(
+    'unsupported_media_type',
+    'This form takes application/x-www-form-urlencoded or multipart/form-data',
+  );
 }

@@ -7,7 +7,10 @@ import { getRequestIP } from 'h3';
 export function clientIp(event: H3Event, trustedProxies: readonly string[]): string {
   const peer = normalise(getRequestIP(event) ?? 'unknown');
   if (trustedProxies.length === 0 || !trustedProxies.includes(peer)) return peer;
-  const forwarded = (event.req.headers.get('x-forwarded-for') ?? '').split(',').map((s) => normalise(s.trim())).filter(Boolean);
+  const forwarded = (event.req.headers.get('x-forwarded-for') ?? '')
+    .split(',')
+    .map((s) => normalise(s.trim()))
+    .filter(Boolean);
   for (let i = forwarded.length - 1; i >= 0; i--) {
     if (!trustedProxies.includes(forwarded[i]!)) return forwarded[i]!;
   }

@@ -9,13 +9,29 @@ export const API_VERSION = '0.1.0';
 type JsonSchema = Record<string, unknown>;
 
 const STATUS_TEXT: Record<number, string> = {
-  200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content', 400: 'Bad Request', 401: 'Unauthorized',
-  402: 'Payment Required', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 409: 'Conflict',
-  413: 'Payload Too Large', 415: 'Unsupported Media Type', 422: 'Validation Error', 429: 'Too Many Requests',
-  500: 'Internal Server Error', 503: 'Service Unavailable',
+  200: 'OK',
+  201: 'Created',
+  202: 'Accepted',
+  204: 'No Content',
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  402: 'Payment Required',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  409: 'Conflict',
+  413: 'Payload Too Large',
+  415: 'Unsupported Media Type',
+  422: 'Validation Error',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
 };
 
-export function buildOpenApi(routes: readonly RouteDefinition<any, any, any>[], options: { serverUrl?: string } = {}): JsonSchema {
+export function buildOpenApi(
+  routes: readonly RouteDefinition<any, any, any>[],
+  options: { serverUrl?: string } = {},
+): JsonSchema {
   const components: Record<string, JsonSchema> = {
     ErrorResponse: {
       type: 'object',
@@ -77,7 +93,10 @@ export function buildOpenApi(routes: readonly RouteDefinition<any, any, any>[], 
   for (const route of routes) {
     const path = openApiPath(route.path);
     const parameters: unknown[] = [];
-    for (const [where, schema] of [['path', route.params], ['query', route.query]] as const) {
+    for (const [where, schema] of [
+      ['path', route.params],
+      ['query', route.query],
+    ] as const) {
       if (!schema) continue;
       const shape = (schema as z.ZodObject).shape as Record<string, z.ZodType>;
       for (const [name, field] of Object.entries(shape)) {
@@ -91,7 +110,13 @@ export function buildOpenApi(routes: readonly RouteDefinition<any, any, any>[], 
       }
     }
     for (const header of route.headers ?? []) {
-      parameters.push({ name: header.name, in: 'header', required: header.required ?? false, description: header.description, schema: { type: 'string' } });
+      parameters.push({
+        name: header.name,
+        in: 'header',
+        required: header.required ?? false,
+        description: header.description,
+        schema: { type: 'string' },
+      });
     }
     const hasInput = Boolean(route.params || route.query || route.body || route.streamedBody);
     const routeErrors = route.errors ?? [];
@@ -99,18 +124,30 @@ export function buildOpenApi(routes: readonly RouteDefinition<any, any, any>[], 
     for (const [statusText, schema] of Object.entries(route.responses)) {
       const status = Number(statusText);
       if (schema === null || schema === undefined) {
-        responses[statusText] = status === 422 ? validationErrorRef(hasInput, true) : status >= 400 ? errorRef(status) : { description: STATUS_TEXT[status] ?? 'No body' };
+        responses[statusText] =
+          status === 422
+            ? validationErrorRef(hasInput, true)
+            : status >= 400
+              ? errorRef(status)
+              : { description: STATUS_TEXT[status] ?? 'No body' };
       } else if (route.produces && status < 300) {
-        responses[statusText] = { description: STATUS_TEXT[status] ?? 'OK', content: { [route.produces]: { schema: convert(schema, 'output') } } };
+        responses[statusText] = {
+          description: STATUS_TEXT[status] ?? 'OK',
+          content: { [route.produces]: { schema: convert(schema, 'output') } },
+        };
       } else {
-        responses[statusText] = { description: STATUS_TEXT[status] ?? 'OK', content: { 'application/json': { schema: convert(schema, 'output') } } };
+        responses[statusText] = {
+          description: STATUS_TEXT[status] ?? 'OK',
+          content: { 'application/json': { schema: convert(schema, 'output') } },
+        };
       }
     }
     const generic = route.auth === 'public' ? [] : [401, 403];
     // Any route may answer 503 database_unavailable (with Retry-After) while the database is unreachable.
     for (const status of [...routeErrors, ...generic, ...(hasInput ? [422] : []), 500, 503]) {
       if (String(status) in responses) continue;
-      responses[String(status)] = status === 422 ? validationErrorRef(hasInput, routeErrors.includes(422)) : errorRef(status);
+      responses[String(status)] =
+        status === 422 ? validationErrorRef(hasInput, routeErrors.includes(422)) : errorRef(status);
     }
     if (route.rateLimit && !('429' in responses)) responses['429'] = errorRef(429);
     const operation: Record<string, unknown> = {
@@ -123,11 +160,18 @@ export function buildOpenApi(routes: readonly RouteDefinition<any, any, any>[], 
       'x-herald-credential': route.auth,
     };
     if (route.body) {
-      operation.requestBody = { required: !route.body.safeParse(undefined).success, content: { 'application/json': { schema: convert(route.body, 'input') } } };
+      operation.requestBody = {
+        required: !route.body.safeParse(undefined).success,
+        content: { 'application/json': { schema: convert(route.body, 'input') } },
+      };
     }
     if (route.streamedBody) {
       const { contentType, itemSchema, description } = route.streamedBody;
-      operation.requestBody = { required: true, description, content: { [contentType]: { schema: convert(itemSchema, 'input') } } };
+      operation.requestBody = {
+        required: true,
+        description,
+        content: { [contentType]: { schema: convert(itemSchema, 'input') } },
+      };
     }
     (paths[path] ??= {})[route.method.toLowerCase()] = operation;
   }
@@ -147,7 +191,8 @@ export function buildOpenApi(routes: readonly RouteDefinition<any, any, any>[], 
         bearerAuth: {
           type: 'http',
           scheme: 'bearer',
-          description: 'A service key (sk_...), a console access token, or a contact token, as each route allows (x-herald-credential).',
+          description:
+            'A service key (sk_...), a console access token, or a contact token, as each route allows (x-herald-credential).',
         },
       },
     },
@@ -155,7 +200,12 @@ export function buildOpenApi(routes: readonly RouteDefinition<any, any, any>[], 
   const inputNames = nameInputSchemas(inputSchemas, outputSchemas);
   for (const [name, schema] of Object.entries(inputSchemas)) components[inputNames.get(name)!] = schema;
   Object.assign(components, outputSchemas);
-  return JSON.parse(JSON.stringify(document).replace(INPUT_REF_PATTERN, (_ref, name: string) => `#/components/schemas/${inputNames.get(name)}`)) as JsonSchema;
+  return JSON.parse(
+    JSON.stringify(document).replace(
+      INPUT_REF_PATTERN,
+      (_ref, name: string) => `#/components/schemas/${inputNames.get(name)}`,
+    ),
+  ) as JsonSchema;
 }
 
 /** Where a request's schema refers to a named schema, before its name is settled. */
@@ -167,13 +217,19 @@ const INPUT_REF_PATTERN = /#\/components\/input-schemas\/([A-Za-z0-9_]+)/g;
  * name differs from it (then <Name>Input). Whether two forms agree depends on the names of the schemas
  * they refer to, so names are settled until none changes.
  */
-function nameInputSchemas(inputs: Record<string, JsonSchema>, outputs: Record<string, JsonSchema>): Map<string, string> {
+function nameInputSchemas(
+  inputs: Record<string, JsonSchema>,
+  outputs: Record<string, JsonSchema>,
+): Map<string, string> {
   const names = new Map(Object.keys(inputs).map((name) => [name, name]));
-  for (let changed = true; changed; ) {
+  for (let changed = true; changed;) {
     changed = false;
     for (const [name, schema] of Object.entries(inputs)) {
       if (names.get(name) !== name || !(name in outputs)) continue;
-      const asNamed = JSON.stringify(schema).replace(INPUT_REF_PATTERN, (_ref, target: string) => `#/components/schemas/${names.get(target)}`);
+      const asNamed = JSON.stringify(schema).replace(
+        INPUT_REF_PATTERN,
+        (_ref, target: string) => `#/components/schemas/${names.get(target)}`,
+      );
       if (asNamed !== JSON.stringify(outputs[name])) {
         names.set(name, `${name}Input`);
         changed = true;
@@ -195,7 +251,9 @@ function withoutDefaults(schema: unknown): JsonSchema {
   for (const [keyword, value] of Object.entries(schema)) {
     if (keyword === 'default') continue;
     if (keyword === 'properties' || keyword === 'patternProperties' || keyword === '$defs') {
-      result[keyword] = Object.fromEntries(Object.entries(value as JsonSchema).map(([name, sub]) => [name, withoutDefaults(sub)]));
+      result[keyword] = Object.fromEntries(
+        Object.entries(value as JsonSchema).map(([name, sub]) => [name, withoutDefaults(sub)]),
+      );
     } else if (keyword === 'enum' || keyword === 'const' || keyword === 'examples' || keyword === 'required') {
       result[keyword] = value;
     } else {
@@ -210,6 +268,9 @@ function withoutDefaults(schema: unknown): JsonSchema {
 }
 
 function operationId(route: RouteDefinition<any, any, any>): string {
-  const words = route.path.replace(/^\/v1\//, '').split(/[/:_.-]+/).filter(Boolean);
+  const words = route.path
+    .replace(/^\/v1\//, '')
+    .split(/[/:_.-]+/)
+    .filter(Boolean);
   return [route.method.toLowerCase(), ...words.map((w) => w[0]!.toUpperCase() + w.slice(1))].join('');
 }

@@ -13,10 +13,18 @@ import type { Logger } from '../base/logger.ts';
  */
 export function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
   if (status === 204 || body === undefined) return new FastResponse(null, { status, headers });
-  return new FastResponse(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
+  return new FastResponse(JSON.stringify(body), {
+    status,
+    headers: { 'content-type': 'application/json; charset=utf-8', ...headers },
+  });
 }
 
-export function errorResponse(status: number, code: ErrorCode | string, detail: string, headers: Record<string, string> = {}): Response {
+export function errorResponse(
+  status: number,
+  code: ErrorCode | string,
+  detail: string,
+  headers: Record<string, string> = {},
+): Response {
   return json(status, { detail, code }, headers);
 }
 

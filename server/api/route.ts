@@ -83,7 +83,11 @@ export type AuditSpec =
     }
   | { exempt: string };
 
-export interface RouteDefinition<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType> {
+export interface RouteDefinition<
+  P extends z.ZodType = z.ZodType,
+  Q extends z.ZodType = z.ZodType,
+  B extends z.ZodType = z.ZodType,
+> {
   method: HttpMethod;
   /** h3 path with :params, e.g. /v1/brandings/:key */
   path: string;
@@ -112,9 +116,11 @@ export interface RouteDefinition<P extends z.ZodType = z.ZodType, Q extends z.Zo
   handler: (ctx: RouteContext<z.infer<P>, z.infer<Q>, z.infer<B>>) => Promise<unknown> | unknown;
 }
 
-export function defineRoute<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType>(
-  definition: RouteDefinition<P, Q, B>,
-): RouteDefinition<P, Q, B> {
+export function defineRoute<
+  P extends z.ZodType = z.ZodType,
+  Q extends z.ZodType = z.ZodType,
+  B extends z.ZodType = z.ZodType,
+>(definition: RouteDefinition<P, Q, B>): RouteDefinition<P, Q, B> {
   return definition;
 }
 

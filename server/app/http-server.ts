@@ -13,14 +13,23 @@ export interface HttpServer {
   close(graceMs?: number): Promise<void>;
 }
 
-export async function startHttpServer(runtime: Runtime, options: { host?: string; port?: number } = {}): Promise<HttpServer> {
+export async function startHttpServer(
+  runtime: Runtime,
+  options: { host?: string; port?: number } = {},
+): Promise<HttpServer> {
   const app = createApp(runtime, routes);
   const host = options.host ?? runtime.config.host;
   const requested = options.port ?? runtime.config.port;
-  const inUse = () => new Error(`port ${requested} on ${host} is already in use: another Herald may be running there (herald status shows it); stop it, or start this one with --port`);
+  const inUse = () =>
+    new Error(
+      `port ${requested} on ${host} is already in use: another Herald may be running there (herald status shows it); stop it, or start this one with --port`,
+    );
   const listener = await listen(toNodeHandler(app), {
     hostname: host,
-    port: requested === 0 ? { port: 0, random: true } : { port: requested, ports: [], portRange: [], alternativePortRange: [] },
+    port:
+      requested === 0
+        ? { port: 0, random: true }
+        : { port: requested, ports: [], portRange: [], alternativePortRange: [] },
     showURL: false,
     open: false,
     qr: false,

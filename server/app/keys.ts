@@ -3,7 +3,14 @@
 // nothing uses it. The key file is the source of truth; HERALD_ENCRYPTION_KEYS cannot be changed here.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { encryptedColumns, type EncryptedColumn } from '../base/crypto/encrypted-columns.ts';
-import { DecryptionError, KeyUnavailableError, generateKey, readKeyFile, writeKeyFile, type KeyRing } from '../base/crypto/keyring.ts';
+import {
+  DecryptionError,
+  KeyUnavailableError,
+  generateKey,
+  readKeyFile,
+  writeKeyFile,
+  type KeyRing,
+} from '../base/crypto/keyring.ts';
 import { query, execute } from '../base/db/sql.ts';
 import { AppError } from '../base/errors.ts';
 
@@ -26,10 +33,12 @@ const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
 /** A table name, schema-qualified or not. */
 const quoteTable = (table: string) => table.split('.').map(quote).join('.');
 /** The ciphertext of a row: the column, or the key inside the jsonb column that holds it. */
-const ciphertextSql = (col: EncryptedColumn) => (col.jsonKey ? `(${quote(col.column)} ->> ${literal(col.jsonKey)})` : quote(col.column));
+const ciphertextSql = (col: EncryptedColumn) =>
+  col.jsonKey ? `(${quote(col.column)} ->> ${literal(col.jsonKey)})` : quote(col.column);
 const keyIdSql = (col: EncryptedColumn) => `split_part(${ciphertextSql(col)}, '.', 2)`;
 /** The rows that hold a ciphertext. */
-const holdsCiphertext = (col: EncryptedColumn) => `${ciphertextSql(col)} IS NOT NULL${col.where ? ` AND (${col.where})` : ''}`;
+const holdsCiphertext = (col: EncryptedColumn) =>
+  `${ciphertextSql(col)} IS NOT NULL${col.where ? ` AND (${col.where})` : ''}`;
 
 /** Ciphertext counts per envelope key id over every registered column. */
 export async function ciphertextsByKey(em: EntityManager): Promise<Map<string, number>> {
@@ -59,7 +68,8 @@ export async function unreadableSecretWarnings(em: EntityManager, keyIds: string
   const counts = await ciphertextsByKey(em);
   const missing = [...counts].filter(([id]) => !keyIds.includes(id));
   return missing.map(
-    ([id, n]) => `${n} secret(s) are encrypted with key ${id}, which is not in the key ring: their transports show credentials_unreadable until they are set again`,
+    ([id, n]) =>
+      `${n} secret(s) are encrypted with key ${id}, which is not in the key ring: their transports show credentials_unreadable until they are set again`,
   );
 }
 
@@ -88,7 +98,11 @@ export interface RewrapReport {
  * Passes repeat until one finds nothing left, which catches rows a not-yet-reloaded server wrote
  * under the previous key meanwhile.
  */
-export async function rewrapAll(em: EntityManager, keyRing: KeyRing, options: { batchSize?: number } = {}): Promise<RewrapReport> {
+export async function rewrapAll(
+  em: EntityManager,
+  keyRing: KeyRing,
+  options: { batchSize?: number } = {},
+): Promise<RewrapReport> {
   const batchSize = options.batchSize ?? 200;
   const report: RewrapReport = { rewrapped: 0, unreadable: 0 };
   for (let pass = 0; pass < 10; pass++) {
@@ -106,13 +120,20 @@ export async function rewrapAll(em: EntityManager, keyRing: KeyRing, options: { 
   return report;
 }
 
-async function rewrapColumn(em: EntityManager, keyRing: KeyRing, col: EncryptedColumn, batchSize: number): Promise<RewrapReport> {
+async function rewrapColumn(
+  em: EntityManager,
+  keyRing: KeyRing,
+  col: EncryptedColumn,
+  batchSize: number,
+): Promise<RewrapReport> {
   const result: RewrapReport = { rewrapped: 0, unreadable: 0 };
   const keys = col.keyColumns.map(quote).join(', ');
   const aadInputs = Object.entries(col.aadInputs ?? {})
     .map(([name, sql]) => `, ${sql} AS ${quote(name)}`)
     .join('');
-  const assignment = col.jsonKey ? `jsonb_set(${quote(col.column)}, ARRAY[${literal(col.jsonKey)}], to_jsonb($1::text))` : '$1';
+  const assignment = col.jsonKey
+    ? `jsonb_set(${quote(col.column)}, ARRAY[${literal(col.jsonKey)}], to_jsonb($1::text))`
+    : '$1';
   let after: unknown[] | null = null;
   for (;;) {
     const active = keyRing.activeKeyId;
@@ -192,7 +213,13 @@ export async function rotateKeys(
 }
 
 /** Removes a non-active key from the key file; refuses while ciphertexts use it unless `force`. */
-export async function retireKey(em: EntityManager, keyRing: KeyRing, dataDir: string, keyId: string, options: { force?: boolean } = {}): Promise<{ id: string; orphaned: number }> {
+export async function retireKey(
+  em: EntityManager,
+  keyRing: KeyRing,
+  dataDir: string,
+  keyId: string,
+  options: { force?: boolean } = {},
+): Promise<{ id: string; orphaned: number }> {
   const file = requireKeyFile(keyRing, dataDir, 'retire');
   if (!file.keys[keyId]) throw new AppError('not_found', `Key ${keyId} is not in the key file`);
   if (file.active === keyId) throw new AppError('conflict', `Key ${keyId} is the active key; rotate first`);

@@ -25,9 +25,12 @@ export async function startMetricsServer(runtime: Runtime, address: string): Pro
       return;
     }
     scrapeMetrics(runtime).then(
-      ({ body, contentType }) => res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-store' }).end(body),
+      ({ body, contentType }) =>
+        res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-store' }).end(body),
       (error: unknown) => {
-        runtime.logger.error('metrics scrape failed', { error: error instanceof Error ? error.message : String(error) });
+        runtime.logger.error('metrics scrape failed', {
+          error: error instanceof Error ? error.message : String(error),
+        });
         res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end('scrape failed\n');
       },
     );

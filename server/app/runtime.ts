@@ -8,7 +8,14 @@ import { createLogger, type LogSink } from '../base/logger.ts';
 import { applyMigrations, openDatabase, pendingMigrations } from '../base/db/orm.ts';
 import { loadKeyRing, type KeyRing } from '../base/crypto/keyring.ts';
 import { loadTokenSigner } from '../base/auth/tokens.ts';
-import { heartbeatRefreshSeconds, startBoss, startLostJobIndexBuild, startLostJobReaper, stopBoss, type PgBoss } from '../base/queue.ts';
+import {
+  heartbeatRefreshSeconds,
+  startBoss,
+  startLostJobIndexBuild,
+  startLostJobReaper,
+  stopBoss,
+  type PgBoss,
+} from '../base/queue.ts';
 import { startQueueStatistics } from '../base/queue-statistics.ts';
 import { jobs } from '../jobs/index.ts';
 import { SmtpPool } from '../channels/email/smtp.ts';
@@ -103,7 +110,9 @@ export async function startRuntime(config: Config, options: RuntimeOptions = {})
     const pending = await pendingMigrations(db.orm);
     if (pending.length > 0) {
       if (options.migrate === false) {
-        throw new StartupError(`${pending.length} database migration(s) pending (${pending.join(', ')}): run 'herald migrate' first`);
+        throw new StartupError(
+          `${pending.length} database migration(s) pending (${pending.join(', ')}): run 'herald migrate' first`,
+        );
       }
       const applied = await applyMigrations(db.orm);
       if (applied.length > 0) logger.info('migrations applied', { migrations: applied });
@@ -148,7 +157,11 @@ export async function startRuntime(config: Config, options: RuntimeOptions = {})
 
 async function startQueue(runtime: Runtime): Promise<void> {
   const worker = runtime.role === 'all' || runtime.role === 'worker';
-  const boss = await startBoss(runtime.db.url, runtime.logger, { supervise: worker, poolMax: runtime.options.poolMax, availability: runtime.availability });
+  const boss = await startBoss(runtime.db.url, runtime.logger, {
+    supervise: worker,
+    poolMax: runtime.options.poolMax,
+    availability: runtime.availability,
+  });
   runtime.boss = boss;
   await createQueues(boss);
   // Schedules live in the database (an idempotent upsert); only supervising workers fire them.
@@ -157,7 +170,9 @@ async function startQueue(runtime: Runtime): Promise<void> {
   for (const job of jobs) {
     const work = typeof job.work === 'function' ? job.work(runtime.config) : job.work;
     // Jobs with a heartbeat refresh it often (base/queue.ts), so that a killed worker's jobs are found soon.
-    const heartbeat = job.queue.heartbeatSeconds ? { heartbeatRefreshSeconds: heartbeatRefreshSeconds(runtime.config.lostWorkerSeconds) } : {};
+    const heartbeat = job.queue.heartbeatSeconds
+      ? { heartbeatRefreshSeconds: heartbeatRefreshSeconds(runtime.config.lostWorkerSeconds) }
+      : {};
     const metrics = metricsOf(runtime);
     await boss.work(job.name, { batchSize: 1, ...heartbeat, ...work }, async (batch) => {
       metrics.observeJobs(job.name, batch.length);
@@ -187,12 +202,16 @@ export async function createQueues(boss: PgBoss): Promise<void> {
 export async function stopRuntime(runtime: Runtime): Promise<void> {
   if (runtime.stopQueueChecks) await bounded(runtime, 'queue upkeep', STEP_LIMIT_MS, runtime.stopQueueChecks());
   if (runtime.boss) {
-    await bounded(runtime, 'queue', QUEUE_STOP_LIMIT_MS, stopBoss(runtime.boss, QUEUE_DRAIN_MS)).catch((error) => runtime.logger.warn('queue stop failed', { error }));
+    await bounded(runtime, 'queue', QUEUE_STOP_LIMIT_MS, stopBoss(runtime.boss, QUEUE_DRAIN_MS)).catch((error) =>
+      runtime.logger.warn('queue stop failed', { error }),
+    );
     runtime.boss = null;
   }
   runtime.smtp.close();
   for (const [i, cleanup] of [...runtime.cleanups].reverse().entries()) {
-    await bounded(runtime, `cleanup ${i + 1}`, STEP_LIMIT_MS, cleanup()).catch((error) => runtime.logger.warn('cleanup failed', { error }));
+    await bounded(runtime, `cleanup ${i + 1}`, STEP_LIMIT_MS, cleanup()).catch((error) =>
+      runtime.logger.warn('cleanup failed', { error }),
+    );
   }
   runtime.availability.close();
   await bounded(runtime, 'database', STEP_LIMIT_MS, runtime.db.close());
@@ -214,7 +233,8 @@ async function bounded(runtime: Runtime, step: string, limitMs: number, work: Pr
     timer = setTimeout(() => resolve('late'), limitMs);
   });
   try {
-    if ((await Promise.race([work, late])) === 'late') runtime.logger.warn('stop step did not finish in time; going on', { step, limit_seconds: limitMs / 1000 });
+    if ((await Promise.race([work, late])) === 'late')
+      runtime.logger.warn('stop step did not finish in time; going on', { step, limit_seconds: limitMs / 1000 });
   } finally {
     clearTimeout(timer);
   }

@@ -29,8 +29,12 @@ export async function databaseServerVersion(em: EntityManager): Promise<string |
 }
 
 /** Whether the job queue's schema is installed, its version and how many queues it holds. */
-export async function queueStatus(em: EntityManager): Promise<{ installed: boolean; schema_version?: number | null; queues?: number }> {
-  const [boss] = await query<{ installed: boolean }>(em, `SELECT to_regclass($1) IS NOT NULL AS installed`, [`${BOSS_SCHEMA}.version`]);
+export async function queueStatus(
+  em: EntityManager,
+): Promise<{ installed: boolean; schema_version?: number | null; queues?: number }> {
+  const [boss] = await query<{ installed: boolean }>(em, `SELECT to_regclass($1) IS NOT NULL AS installed`, [
+    `${BOSS_SCHEMA}.version`,
+  ]);
   if (!boss?.installed) return { installed: false };
   const [v] = await query<{ version: number }>(em, `SELECT version FROM ${BOSS_SCHEMA}.version`);
   const [q] = await query<{ n: number }>(em, `SELECT count(*)::int AS n FROM ${BOSS_SCHEMA}.queue`);

@@ -38,7 +38,11 @@ export const configSchema = z.object({
   resetCooldownSeconds: durationSeconds.default(60),
   invitationTtlSeconds: durationSeconds.default(7 * 24 * 3600),
   /** Largest JSON request body accepted, in bytes. */
-  maxBodyBytes: z.coerce.number().int().positive().default(1024 * 1024),
+  maxBodyBytes: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(1024 * 1024),
   /** Encryption keys as id:base64 pairs, comma separated; overrides the data directory's key file. */
   encryptionKeys: z.string().optional(),
   /** Serve the demo page (/demo); on by default for installs bound to loopback. */
@@ -195,11 +199,21 @@ function fromEnvironment(env: NodeJS.ProcessEnv): Record<string, unknown> {
   }
   for (const [name, key] of Object.entries(ENV_BOOLEANS)) {
     const value = env[name]?.trim().toLowerCase();
-    if (value) out[key] = value === 'true' || value === '1' || value === 'yes' ? true : value === 'false' || value === '0' || value === 'no' ? false : value;
+    if (value)
+      out[key] =
+        value === 'true' || value === '1' || value === 'yes'
+          ? true
+          : value === 'false' || value === '0' || value === 'no'
+            ? false
+            : value;
   }
   for (const [name, key] of Object.entries(ENV_LISTS)) {
     const value = env[name];
-    if (value !== undefined && value !== '') out[key] = value.split(',').map((s) => s.trim()).filter(Boolean);
+    if (value !== undefined && value !== '')
+      out[key] = value
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
   }
   return out;
 }

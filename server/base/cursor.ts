@@ -8,6 +8,7 @@ export function encodeCursor(id: string): string {
 /** The id a cursor carries; a cursor that does not carry an id answers 422 on the `cursor` query field. */
 export function decodeCursor(cursor: string): string {
   const id = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id)) throw invalidField(['query', 'cursor'], 'invalid cursor');
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id))
+    throw invalidField(['query', 'cursor'], 'invalid cursor');
   return id;
 }

@@ -3,7 +3,8 @@
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
 
-const SECRET_KEY = /pass(word)?|secret|token|private_?key|api_?key|authorization|credential|service_account|^key$|^smtp_?url$|^database_?url$/i;
+const SECRET_KEY =
+  /pass(word)?|secret|token|private_?key|api_?key|authorization|credential|service_account|^key$|^smtp_?url$|^database_?url$/i;
 export const REDACTED = '[redacted]';
 
 export interface Logger {
@@ -37,11 +38,21 @@ export function safeUrl(url: string | undefined): string | undefined {
 
 export type LogSink = (line: string) => void;
 
-export function createLogger(level: LogLevel, base: Record<string, unknown> = {}, sink: LogSink = (l) => process.stderr.write(l + '\n')): Logger {
+export function createLogger(
+  level: LogLevel,
+  base: Record<string, unknown> = {},
+  sink: LogSink = (l) => process.stderr.write(l + '\n'),
+): Logger {
   const threshold = ORDER[level];
   const write = (lvl: Exclude<LogLevel, 'silent'>, msg: string, fields?: Record<string, unknown>) => {
     if (ORDER[lvl] < threshold) return;
-    const record = { time: new Date().toISOString(), level: lvl, msg, ...base, ...(fields ? (redact(fields) as object) : {}) };
+    const record = {
+      time: new Date().toISOString(),
+      level: lvl,
+      msg,
+      ...base,
+      ...(fields ? (redact(fields) as object) : {}),
+    };
     sink(JSON.stringify(record));
   };
   return {

@@ -31,12 +31,18 @@ export function startQueueStatistics(
   options: { availability?: DatabaseAvailability; everyMs?: number } = {},
 ): () => void {
   const db = boss.getDb();
-  return startQueueCheck('job table statistics check', options.everyMs ?? CHECK_EVERY_MS, logger, options.availability, async () => {
-    const { rows } = await db.executeSql(STALE_TABLES, [MIN_CHANGES]);
-    for (const { name } of rows as Array<{ name: string }>) {
-      // SKIP_LOCKED: another worker, or autovacuum, is analysing it already.
-      await db.executeSql(`ANALYZE (SKIP_LOCKED) ${name}`);
-      logger.debug('job table analysed', { table: name });
-    }
-  });
+  return startQueueCheck(
+    'job table statistics check',
+    options.everyMs ?? CHECK_EVERY_MS,
+    logger,
+    options.availability,
+    async () => {
+      const { rows } = await db.executeSql(STALE_TABLES, [MIN_CHANGES]);
+      for (const { name } of rows as Array<{ name: string }>) {
+        // SKIP_LOCKED: another worker, or autovacuum, is analysing it already.
+        await db.executeSql(`ANALYZE (SKIP_LOCKED) ${name}`);
+        logger.debug('job table analysed', { table: name });
+      }
+    },
+  );
 }

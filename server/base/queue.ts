@@ -74,7 +74,8 @@ export async function stopBoss(boss: PgBoss, timeoutMs = 20_000): Promise<void> 
  */
 function prepareBossStatements(boss: PgBoss): void {
   const db = boss.getDb() as unknown as { opened?: boolean; open?: () => Promise<void>; pool?: pg.Pool };
-  if (typeof db.open !== 'function' || db.opened) throw new Error('pg-boss changed: its default database adapter is not as pinned');
+  if (typeof db.open !== 'function' || db.opened)
+    throw new Error('pg-boss changed: its default database adapter is not as pinned');
   const open = db.open.bind(db);
   db.open = async () => {
     await open();
@@ -114,9 +115,10 @@ export function startLostJobIndexBuild(url: string, logger: Logger): () => Promi
   const build = (async () => {
     await client.connect();
     await client.query(`SELECT pg_advisory_lock(hashtextextended('herald:${LOST_JOB_INDEX}', 0))`);
-    const { rows } = await client.query<{ valid: boolean }>(`SELECT indisvalid AS valid FROM pg_index WHERE indexrelid = to_regclass($1)`, [
-      `${BOSS_SCHEMA}.${LOST_JOB_INDEX}`,
-    ]);
+    const { rows } = await client.query<{ valid: boolean }>(
+      `SELECT indisvalid AS valid FROM pg_index WHERE indexrelid = to_regclass($1)`,
+      [`${BOSS_SCHEMA}.${LOST_JOB_INDEX}`],
+    );
     if (rows[0]?.valid) return;
     if (rows[0]) await client.query(`DROP INDEX CONCURRENTLY ${BOSS_SCHEMA}.${LOST_JOB_INDEX}`);
     await client.query(
@@ -141,27 +143,38 @@ export const LOST_JOBS = `SELECT name, id, retry_count FROM ${BOSS_SCHEMA}.job
    LIMIT 1000`;
 
 /** Every heartbeat refresh: fails the jobs of lost workers (fenced to the attempt seen) and wakes the workers. */
-export function startLostJobReaper(boss: PgBoss, logger: Logger, lostAfterSeconds: number, availability?: DatabaseAvailability): () => void {
+export function startLostJobReaper(
+  boss: PgBoss,
+  logger: Logger,
+  lostAfterSeconds: number,
+  availability?: DatabaseAvailability,
+): () => void {
   const db = boss.getDb();
-  return startQueueCheck('lost job check', heartbeatRefreshSeconds(lostAfterSeconds) * 1000, logger, availability, async () => {
-    const { rows } = await db.executeSql(LOST_JOBS, [lostAfterSeconds]);
-    const byQueue = new Map<string, Array<{ id: string; retryCount: number }>>();
-    for (const row of rows as Array<{ name: string; id: string; retry_count: number }>) {
-      byQueue.set(row.name, [...(byQueue.get(row.name) ?? []), { id: row.id, retryCount: row.retry_count }]);
-    }
-    for (const [name, attempts] of byQueue) {
-      await boss.fail(name, attempts, { message: `worker lost: no heartbeat for ${lostAfterSeconds} s` });
-      // Their retry is due now, not after the backoff: the job did not fail, its worker died.
-      await db.executeSql(
-        `WITH due AS (
+  return startQueueCheck(
+    'lost job check',
+    heartbeatRefreshSeconds(lostAfterSeconds) * 1000,
+    logger,
+    availability,
+    async () => {
+      const { rows } = await db.executeSql(LOST_JOBS, [lostAfterSeconds]);
+      const byQueue = new Map<string, Array<{ id: string; retryCount: number }>>();
+      for (const row of rows as Array<{ name: string; id: string; retry_count: number }>) {
+        byQueue.set(row.name, [...(byQueue.get(row.name) ?? []), { id: row.id, retryCount: row.retry_count }]);
+      }
+      for (const [name, attempts] of byQueue) {
+        await boss.fail(name, attempts, { message: `worker lost: no heartbeat for ${lostAfterSeconds} s` });
+        // Their retry is due now, not after the backoff: the job did not fail, its worker died.
+        await db.executeSql(
+          `WITH due AS (
            UPDATE ${BOSS_SCHEMA}.job SET start_after = ${BOSS_SCHEMA}.job_now()
             WHERE name = $1 AND id = ANY($2::uuid[]) AND state = 'retry' RETURNING 1)
          SELECT pg_notify(('pgboss_' || left(encode(sha224('${BOSS_SCHEMA}'::bytea), 'hex'), 24)), $1) FROM due LIMIT 1`,
-        [name, attempts.map((a) => a.id)],
-      );
-      logger.warn('jobs of a lost worker retried', { queue: name, jobs: attempts.length });
-    }
-  });
+          [name, attempts.map((a) => a.id)],
+        );
+        logger.warn('jobs of a lost worker retried', { queue: name, jobs: attempts.length });
+      }
+    },
+  );
 }
 
 /**

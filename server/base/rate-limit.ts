@@ -28,7 +28,14 @@ export interface RatePolicy {
   leased?: true;
 }
 
-const policy = (name: string, per: RatePolicy['per'], limit: number, seconds: number, burst = limit, leased = false): RatePolicy => ({
+const policy = (
+  name: string,
+  per: RatePolicy['per'],
+  limit: number,
+  seconds: number,
+  burst = limit,
+  leased = false,
+): RatePolicy => ({
   name,
   per,
   perSecond: limit / seconds,
@@ -79,7 +86,11 @@ interface BucketRow {
 }
 
 /** A bucket of a charge: its key, and the rate and burst of its policy. */
-const BUCKET_COLUMNS = [['key', 'text'], ['rate', 'float8'], ['burst', 'float8']] as const satisfies JsonRowColumns<{ key: string; rate: number; burst: number }>;
+const BUCKET_COLUMNS = [
+  ['key', 'text'],
+  ['rate', 'float8'],
+  ['burst', 'float8'],
+] as const satisfies JsonRowColumns<{ key: string; rate: number; burst: number }>;
 
 // Locks the buckets, refills them to `now`, and grants up to $4 charges of one token from each bucket:
 // as many as every bucket can pay for (and none if a bucket is missing). One round trip on the hot
@@ -177,7 +188,14 @@ export function take(em: EntityManager, clock: Clock, checks: RateCheck[]): Prom
   const rates = checks.map((c) => c.override?.perSecond ?? c.policy.perSecond);
   const bursts = checks.map((c) => c.override?.burst ?? c.policy.burst);
   const id = `${keys.join('\n')}\n${rates.join(' ')}\n${bursts.join(' ')}`;
-  const set: BucketSet = { checks, keys, rates, bursts, id, leased: checks.length === 1 && checks[0]!.policy.leased === true };
+  const set: BucketSet = {
+    checks,
+    keys,
+    rates,
+    bursts,
+    id,
+    leased: checks.length === 1 && checks[0]!.policy.leased === true,
+  };
   if (set.leased) {
     const lease = leaseOf(set, em, clock);
     if (lease.tokens >= 1) return Promise.resolve([grantLeased(clock, set, lease, em)]);
@@ -218,12 +236,16 @@ function grantLeased(clock: Clock, set: BucketSet, lease: Lease, em: EntityManag
 function endIdleLease(set: BucketSet, lease: Lease, clock: Clock): void {
   const idleFor = clock.now() - lease.usedAt;
   if (idleFor < LEASE_IDLE_MS || queues.has(set.id)) {
-    setTimeout(() => endIdleLease(set, lease, clock), idleFor < LEASE_IDLE_MS ? LEASE_IDLE_MS - idleFor : LEASE_IDLE_MS).unref();
+    setTimeout(
+      () => endIdleLease(set, lease, clock),
+      idleFor < LEASE_IDLE_MS ? LEASE_IDLE_MS - idleFor : LEASE_IDLE_MS,
+    ).unref();
     return;
   }
   leases.delete(set.id);
   // A failed return loses nothing for good: the bucket refills them at its rate.
-  if (lease.tokens > 0) void execute(lease.em, RETURN_SQL, [set.keys[0], lease.tokens, set.bursts[0]]).catch(() => undefined);
+  if (lease.tokens > 0)
+    void execute(lease.em, RETURN_SQL, [set.keys[0], lease.tokens, set.bursts[0]]).catch(() => undefined);
 }
 
 /** How many tokens the next charge adds for the lease, beyond the takes waiting. */
@@ -265,7 +287,9 @@ async function drain(clock: Clock, set: BucketSet, em: EntityManager): Promise<v
       batch.forEach((waiter, n) => {
         const allowed = n < granted;
         // What this take left: the takes granted after it, the lease's included, have not charged yet.
-        waiter.resolve(set.checks.map((_, i) => resultOf(set, i, tokens[i]! + (allowed ? granted - 1 - n : 0), allowed)));
+        waiter.resolve(
+          set.checks.map((_, i) => resultOf(set, i, tokens[i]! + (allowed ? granted - 1 - n : 0), allowed)),
+        );
       });
       if (lease && granted > batch.length) {
         lease.tokens += granted - batch.length;
@@ -279,9 +303,17 @@ async function drain(clock: Clock, set: BucketSet, em: EntityManager): Promise<v
 }
 
 /** One statement for `count` takes of the set: how many it granted, and each bucket's tokens after. */
-async function charge(em: EntityManager, now: number, set: BucketSet, count: number): Promise<{ granted: number; tokens: number[] }> {
+async function charge(
+  em: EntityManager,
+  now: number,
+  set: BucketSet,
+  count: number,
+): Promise<{ granted: number; tokens: number[] }> {
   const { keys, rates, bursts } = set;
-  const json = jsonRowsParameter(keys.map((key, i) => ({ key, rate: rates[i]!, burst: bursts[i]! })), BUCKET_COLUMNS);
+  const json = jsonRowsParameter(
+    keys.map((key, i) => ({ key, rate: rates[i]!, burst: bursts[i]! })),
+    BUCKET_COLUMNS,
+  );
   let rows = await query<BucketRow>(em, CHARGE_SQL, [json, now, keys.length, count]);
   if (rows.length < keys.length) {
     // First use of a bucket: create it full, then decide again (nothing was charged: the count differed).
@@ -325,11 +357,17 @@ export function rateLimitHeaders(results: RateResult[]): Record<string, string> 
 /** Throws the 429 for a rejected set of results. */
 export function assertAllowed(results: RateResult[]): void {
   if (results.every((r) => r.allowed)) return;
-  throw new AppError('rate_limited', 'Too many requests; retry after the time given in Retry-After', { headers: rateLimitHeaders(results) });
+  throw new AppError('rate_limited', 'Too many requests; retry after the time given in Retry-After', {
+    headers: rateLimitHeaders(results),
+  });
 }
 
 /** Per-tenant overrides of tenant-counted policies: tenant_limits rows named "rate:<policy>" (sustained per minute). */
-export async function tenantOverride(em: EntityManager, tenantId: string, p: RatePolicy): Promise<RateCheck['override']> {
+export async function tenantOverride(
+  em: EntityManager,
+  tenantId: string,
+  p: RatePolicy,
+): Promise<RateCheck['override']> {
   const rows = await query<{ name: string; value: number }>(
     em,
     `SELECT name, value FROM tenant_limits WHERE tenant_id = $1 AND name IN ($2, $3)`,
@@ -340,7 +378,8 @@ export async function tenantOverride(em: EntityManager, tenantId: string, p: Rat
   const burst = rows.find((r) => r.name === `rate:${p.name}:burst`)?.value;
   return {
     perSecond: perMinute !== undefined ? Number(perMinute) / 60 : p.perSecond,
-    burst: burst !== undefined ? Number(burst) : perMinute !== undefined ? Math.max(p.burst, Number(perMinute)) : p.burst,
+    burst:
+      burst !== undefined ? Number(burst) : perMinute !== undefined ? Math.max(p.burst, Number(perMinute)) : p.burst,
   };
 }
 

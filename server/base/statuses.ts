@@ -1,9 +1,34 @@
 // The statuses of an event and of a delivery, declared once: the API's enums, the roll-up, the
 // workers, the metrics and the CLI read them from here.
 
-export const EVENT_STATUSES = ['scheduled', 'queued', 'processing', 'delivered', 'partially_delivered', 'failed', 'skipped', 'canceled', 'digested'] as const;
+export const EVENT_STATUSES = [
+  'scheduled',
+  'queued',
+  'processing',
+  'delivered',
+  'partially_delivered',
+  'failed',
+  'skipped',
+  'canceled',
+  'digested',
+] as const;
 
 /** Event statuses no run changes again. */
-export const FINAL_EVENT_STATUSES: ReadonlySet<string> = new Set<(typeof EVENT_STATUSES)[number]>(['delivered', 'partially_delivered', 'failed', 'skipped', 'canceled', 'digested']);
+export const FINAL_EVENT_STATUSES: ReadonlySet<string> = new Set<(typeof EVENT_STATUSES)[number]>([
+  'delivered',
+  'partially_delivered',
+  'failed',
+  'skipped',
+  'canceled',
+  'digested',
+]);
 
-export const DELIVERY_STATUSES = ['pending', 'sent', 'delivered', 'failed', 'skipped', 'bounced', 'complained'] as const;
+export const DELIVERY_STATUSES = [
+  'pending',
+  'sent',
+  'delivered',
+  'failed',
+  'skipped',
+  'bounced',
+  'complained',
+] as const;

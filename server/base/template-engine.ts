@@ -117,7 +117,8 @@ function renderPlain(template: PlainTemplate, context: Record<string, unknown>, 
   for (let i = 0; i < template.paths.length; i++) {
     let value: unknown = context;
     for (const key of template.paths[i]!) {
-      if (value === null || typeof value !== 'object' || Array.isArray(value) || !Object.hasOwn(value, key)) return null;
+      if (value === null || typeof value !== 'object' || Array.isArray(value) || !Object.hasOwn(value, key))
+        return null;
       value = (value as Record<string, unknown>)[key];
     }
     let text: string;
@@ -216,7 +217,9 @@ function conditionTemplate(expression: string): Template[] {
  */
 function checkOperands(expression: string): void {
   const tokenizer = new Tokenizer(expression);
-  const postfix = [...(tokenizer.readExpression() as unknown as { postfix: Array<{ operator?: string; getText(): string }> }).postfix];
+  const postfix = [
+    ...(tokenizer.readExpression() as unknown as { postfix: Array<{ operator?: string; getText(): string }> }).postfix,
+  ];
   let depth = 0;
   for (const token of postfix) {
     if (token.operator === undefined) depth++;

@@ -9,7 +9,10 @@
 export function toIsoTimestamp(value: Date | string | number): string {
   if (value instanceof Date) return value.toISOString();
   if (typeof value === 'number') return new Date(value).toISOString();
-  const normalised = value.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00').replace(/([+-]\d\d)(\d\d)$/, '$1:$2');
+  const normalised = value
+    .replace(' ', 'T')
+    .replace(/([+-]\d\d)$/, '$1:00')
+    .replace(/([+-]\d\d)(\d\d)$/, '$1:$2');
   const date = new Date(normalised);
   if (Number.isNaN(date.getTime())) throw new Error(`not a timestamp: ${value}`);
   return date.toISOString();

@@ -16,7 +16,8 @@ export function issuesOf(part: InputPart, error: z.ZodError): ValidationIssue[] 
 
 export function parseInput<S extends z.ZodType>(part: InputPart, schema: S, value: unknown): z.infer<S> {
   const unstorable = findUnstorableText(value);
-  if (unstorable) throw new ValidationFailure([{ loc: [part, ...unstorable.path], msg: unstorable.msg, type: 'value_error' }]);
+  if (unstorable)
+    throw new ValidationFailure([{ loc: [part, ...unstorable.path], msg: unstorable.msg, type: 'value_error' }]);
   const result = schema.safeParse(value);
   if (!result.success) throw new ValidationFailure(issuesOf(part, result.error));
   return result.data;

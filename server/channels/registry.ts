@@ -8,12 +8,7 @@ import { webPushChannel } from './web-push/channel.ts';
 import { sendPush } from './push/providers.ts';
 import type { ChannelSender } from './types.ts';
 
-const senders: ChannelSender[] = [
-  inboxChannel,
-  emailChannel,
-  pushChannel(sendPush),
-  webPushChannel(sendPush),
-];
+const senders: ChannelSender[] = [inboxChannel, emailChannel, pushChannel(sendPush), webPushChannel(sendPush)];
 
 export const channelRegistry: ReadonlyMap<Channel, ChannelSender> = new Map(senders.map((s) => [s.channel, s]));
 

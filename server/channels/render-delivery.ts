@@ -8,7 +8,15 @@ import type { Context } from '../base/context.ts';
 import type { ContactRow } from '../base/db/contacts.ts';
 import { MUTABLE_CONTACT_FIELDS } from '../schemas/contacts.ts';
 import { secretVariablesAad } from '../base/crypto/aad.ts';
-import { findTemplate, renderContext, templateCandidates, type BrandRow, type EmailTemplateRow, type InboxTemplateRow, type TemplateKind } from './resolve.ts';
+import {
+  findTemplate,
+  renderContext,
+  templateCandidates,
+  type BrandRow,
+  type EmailTemplateRow,
+  type InboxTemplateRow,
+  type TemplateKind,
+} from './resolve.ts';
 import { renderEmail, renderInbox, type RenderedEmail, type RenderedInbox } from './render.ts';
 import { referencedVariables, renderString } from '../base/template-engine.ts';
 import type { EventForDelivery } from './types.ts';
@@ -48,13 +56,21 @@ async function deliveryTemplate<K extends TemplateKind>(
 }
 
 /** The render context of a delivery: brand values, then the variables (secret ones included), plus the contact. */
-function deliveryContext(brand: BrandRow, variables: Record<string, unknown>, contact: ContactRow): Record<string, unknown> {
+function deliveryContext(
+  brand: BrandRow,
+  variables: Record<string, unknown>,
+  contact: ContactRow,
+): Record<string, unknown> {
   return renderContext(brand, variables, contactContext(contact));
 }
 
 /** What templates and workflow conditions see of the contact: its id, external id, fields and time zone. */
 export function contactContext(contact: ContactRow): Record<string, unknown> {
-  const context: Record<string, unknown> = { id: contact.id, external_id: contact.external_id, timezone: contact.timezone };
+  const context: Record<string, unknown> = {
+    id: contact.id,
+    external_id: contact.external_id,
+    timezone: contact.timezone,
+  };
   for (const field of MUTABLE_CONTACT_FIELDS) context[field] = contact[field];
   return context;
 }
@@ -134,7 +150,10 @@ export async function renderEmailDelivery(
 }
 
 /** A run's emails: by template and brand, then by the values of the names the subject and content read. */
-const emailsByRun = new WeakMap<TemplateCache, Map<string, { reads: readonly string[] | null; emails: Map<string, Promise<RenderedEmail>> }>>();
+const emailsByRun = new WeakMap<
+  TemplateCache,
+  Map<string, { reads: readonly string[] | null; emails: Map<string, Promise<RenderedEmail>> }>
+>();
 
 function emailReads(template: EmailTemplateRow): string[] | null {
   const [subject, content] = [textReads(template.subject), textReads(template.content)];
@@ -179,7 +198,9 @@ export function readVariables(
 ): { values: Record<string, unknown> } | { error: string } {
   if (!event.secret_variables_ciphertext) return { values: event.variables };
   try {
-    const secrets = JSON.parse(runtime.keyRing.decrypt(event.secret_variables_ciphertext, secretVariablesAad(event.id))) as Record<string, unknown>;
+    const secrets = JSON.parse(
+      runtime.keyRing.decrypt(event.secret_variables_ciphertext, secretVariablesAad(event.id)),
+    ) as Record<string, unknown>;
     return { values: { ...event.variables, ...secrets } };
   } catch (error) {
     return {

@@ -47,7 +47,10 @@ export function renderInbox(
 }
 
 // Headings keep their case in the text part (html-to-text shouts them by default).
-const HEADING_SELECTORS = ['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((selector) => ({ selector, options: { uppercase: false } }));
+const HEADING_SELECTORS = ['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((selector) => ({
+  selector,
+  options: { uppercase: false },
+}));
 
 interface EmailRenderer {
   render: typeof renderReactEmail;
@@ -71,30 +74,40 @@ interface EmailRenderer {
 let emailRenderer: Promise<EmailRenderer> | null = null;
 
 function loadEmailRenderer(): Promise<EmailRenderer> {
-  emailRenderer ??= Promise.all([import('@react-email/render'), import('html-to-text'), import('../../templates/layouts/brand-layout.ts')]).then(
-    ([{ render, plainTextSelectors }, { compile }, { BrandLayout }]) => {
-      const selectors = [...plainTextSelectors, ...HEADING_SELECTORS];
-      const between = new Map<string, (html: string) => string>();
-      return {
-        render,
-        BrandLayout,
-        toText: compile({ wordwrap: false, selectors }),
-        toTextBetween(linesBefore, linesAfter) {
-          const key = `${linesBefore} ${linesAfter}`;
-          let convert = between.get(key);
-          if (!convert) {
-            const standIns = [
-              { selector: TEXT_BEFORE, format: 'block', options: { leadingLineBreaks: 1, trailingLineBreaks: linesBefore } },
-              { selector: TEXT_AFTER, format: 'block', options: { leadingLineBreaks: linesAfter, trailingLineBreaks: 1 } },
-            ];
-            convert = compile({ wordwrap: false, selectors: [...selectors, ...standIns] });
-            between.set(key, convert);
-          }
-          return convert;
-        },
-      };
-    },
-  );
+  emailRenderer ??= Promise.all([
+    import('@react-email/render'),
+    import('html-to-text'),
+    import('../../templates/layouts/brand-layout.ts'),
+  ]).then(([{ render, plainTextSelectors }, { compile }, { BrandLayout }]) => {
+    const selectors = [...plainTextSelectors, ...HEADING_SELECTORS];
+    const between = new Map<string, (html: string) => string>();
+    return {
+      render,
+      BrandLayout,
+      toText: compile({ wordwrap: false, selectors }),
+      toTextBetween(linesBefore, linesAfter) {
+        const key = `${linesBefore} ${linesAfter}`;
+        let convert = between.get(key);
+        if (!convert) {
+          const standIns = [
+            {
+              selector: TEXT_BEFORE,
+              format: 'block',
+              options: { leadingLineBreaks: 1, trailingLineBreaks: linesBefore },
+            },
+            {
+              selector: TEXT_AFTER,
+              format: 'block',
+              options: { leadingLineBreaks: linesAfter, trailingLineBreaks: 1 },
+            },
+          ];
+          convert = compile({ wordwrap: false, selectors: [...selectors, ...standIns] });
+          between.set(key, convert);
+        }
+        return convert;
+      },
+    };
+  });
   return emailRenderer;
 }
 
@@ -110,17 +123,29 @@ export interface RenderedEmail {
  * layout, and the text part derived from that HTML. Throws UnfilledSlotError naming the first
  * placeholder the context does not fill, TemplateError for any other template failure.
  */
-export async function renderEmail(template: EmailTemplateRow, brand: BrandRow, context: Record<string, unknown>): Promise<RenderedEmail> {
-  const subject = renderString(template.subject, context, 'text').replace(/\s*[\r\n]+\s*/g, ' ').trim();
+export async function renderEmail(
+  template: EmailTemplateRow,
+  brand: BrandRow,
+  context: Record<string, unknown>,
+): Promise<RenderedEmail> {
+  const subject = renderString(template.subject, context, 'text')
+    .replace(/\s*[\r\n]+\s*/g, ' ')
+    .trim();
   const contentHtml = renderString(template.content, context, 'html');
   const name = typeof brand.values.name === 'string' ? brand.values.name : null;
-  const look: LayoutLook = { name, colour: brand.values.colour, logoUrl: brand.values.logo_url, language: template.language };
+  const look: LayoutLook = {
+    name,
+    colour: brand.values.colour,
+    logoUrl: brand.values.logo_url,
+    language: template.language,
+  };
   const shell = await layoutShell(look);
   if (!shell || !fitsShell(subject) || !fitsShell(contentHtml)) {
     const { BrandLayout } = await loadEmailRenderer();
     return { subject, ...(await renderEmailElement(BrandLayout({ ...look, title: subject, contentHtml }))) };
   }
-  const html = shell.beforeTitle + escapeText(subject) + shell.betweenTitleAndContent + contentHtml + shell.afterContent;
+  const html =
+    shell.beforeTitle + escapeText(subject) + shell.betweenTitleAndContent + contentHtml + shell.afterContent;
   const text = shell.text && isSelfContained(contentHtml) ? await textBetween(shell.text, contentHtml) : null;
   return { subject, html, text: text ?? (await textPart(html)) };
 }
@@ -188,7 +213,12 @@ async function renderShell(look: LayoutLook): Promise<LayoutShell | null> {
   if (rest === undefined || moreTitles.length > 0) return null;
   const [betweenTitleAndContent, afterContent, ...moreContents] = rest.split(CONTENT_MARKER);
   if (afterContent === undefined || moreContents.length > 0 || beforeTitle!.includes(CONTENT_MARKER)) return null;
-  return { beforeTitle: beforeTitle!, betweenTitleAndContent: betweenTitleAndContent!, afterContent, text: await shellText(html) };
+  return {
+    beforeTitle: beforeTitle!,
+    betweenTitleAndContent: betweenTitleAndContent!,
+    afterContent,
+    text: await shellText(html),
+  };
 }
 
 function fitsShell(text: string): boolean {
@@ -229,7 +259,12 @@ async function shellText(html: string): Promise<ShellText | null> {
   if (after === undefined || more.length > 0 || text.includes(TITLE_MARKER)) return null;
   const linesBefore = before!.length - before!.trimEnd().length;
   const linesAfter = after.length - after.trimStart().length;
-  const shell = { before: before!.slice(0, before!.length - linesBefore), linesBefore, after: after.slice(linesAfter), linesAfter };
+  const shell = {
+    before: before!.slice(0, before!.length - linesBefore),
+    linesBefore,
+    after: after.slice(linesAfter),
+    linesAfter,
+  };
   // Only line breaks between the content and the layout's text, and some where there is text.
   const breaks = /^\n*$/;
   if (!breaks.test(before!.slice(shell.before.length)) || !breaks.test(after.slice(0, linesAfter))) return null;

@@ -74,10 +74,22 @@ export function templateCandidates(
 }
 
 /** The brand a request names (or the tenant's default brand when none is named); undefined if it does not exist. */
-export async function findBrand(em: EntityManager, tenantId: string, brandKey: string | null | undefined): Promise<BrandRow | undefined> {
+export async function findBrand(
+  em: EntityManager,
+  tenantId: string,
+  brandKey: string | null | undefined,
+): Promise<BrandRow | undefined> {
   return brandKey
-    ? queryOne<BrandRow>(em, `SELECT id, key, "values", sender, is_default FROM brands WHERE tenant_id = $1 AND key = $2`, [tenantId, brandKey])
-    : queryOne<BrandRow>(em, `SELECT id, key, "values", sender, is_default FROM brands WHERE tenant_id = $1 AND is_default`, [tenantId]);
+    ? queryOne<BrandRow>(
+        em,
+        `SELECT id, key, "values", sender, is_default FROM brands WHERE tenant_id = $1 AND key = $2`,
+        [tenantId, brandKey],
+      )
+    : queryOne<BrandRow>(
+        em,
+        `SELECT id, key, "values", sender, is_default FROM brands WHERE tenant_id = $1 AND is_default`,
+        [tenantId],
+      );
 }
 
 export async function resolveTemplate<K extends TemplateKind>(
@@ -85,7 +97,11 @@ export async function resolveTemplate<K extends TemplateKind>(
   kind: K,
   request: { tenantId: string; typeKey: string; brand: BrandRow; language?: string | null },
 ): Promise<Resolved<K extends 'email' ? EmailTemplateRow : InboxTemplateRow> | null> {
-  const tenant = await queryOne<{ default_language: string }>(em, `SELECT default_language FROM tenants WHERE id = $1`, [request.tenantId]);
+  const tenant = await queryOne<{ default_language: string }>(
+    em,
+    `SELECT default_language FROM tenants WHERE id = $1`,
+    [request.tenantId],
+  );
   const defaultBrand = request.brand.is_default ? request.brand : await findBrand(em, request.tenantId, null);
   const template = await findTemplate(em, kind, {
     tenantId: request.tenantId,
@@ -128,6 +144,7 @@ export function renderContext(
 
 function presentFields(contact: Record<string, unknown>): Record<string, unknown> {
   const present: Record<string, unknown> = {};
-  for (const field in contact) if (contact[field] !== null && contact[field] !== undefined) present[field] = contact[field];
+  for (const field in contact)
+    if (contact[field] !== null && contact[field] !== undefined) present[field] = contact[field];
   return present;
 }

@@ -102,5 +102,9 @@ export interface ChannelSender {
    * Fills `lookups` with what deliver() would look up per delivery, for a whole batch in one statement
    * (the batched remote run); deliver() still looks up whatever is missing.
    */
-  preload?(em: EntityManager, deliveries: Array<{ delivery: DeliveryRow; event: EventForDelivery; contact: ContactRow }>, lookups: RunLookups): Promise<void>;
+  preload?(
+    em: EntityManager,
+    deliveries: Array<{ delivery: DeliveryRow; event: EventForDelivery; contact: ContactRow }>,
+    lookups: RunLookups,
+  ): Promise<void>;
 }

@@ -40,7 +40,11 @@ export async function deliveryJobsCompletionCte(boss: PgBoss, firstParameter: nu
   const update = completeJobsDistributed(BOSS_SCHEMA, queue.table, false, true);
   const squash = (sql: string) => sql.replace(/\s+/g, ' ').trim();
   const numbers = [...new Set([...update.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])))].sort();
-  if (!squash(completeJobs(BOSS_SCHEMA, queue.table, false, true)).includes(squash(update)) || numbers.join() !== '1,2,3,4' || update.split(ID_FILTER).length !== 2) {
+  if (
+    !squash(completeJobs(BOSS_SCHEMA, queue.table, false, true)).includes(squash(update)) ||
+    numbers.join() !== '1,2,3,4' ||
+    update.split(ID_FILTER).length !== 2
+  ) {
     throw new Error('pg-boss completion statement changed: cannot embed it');
   }
   const renumber = (sql: string) => sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + firstParameter - 1}`);
@@ -54,5 +58,13 @@ export async function deliveryJobsCompletionCte(boss: PgBoss, firstParameter: nu
  * ids, the output (none, as pg-boss gives a batch) and the attempt fence.
  */
 export function completionParameters(jobs: FetchedJob[]): unknown[] {
-  return [DELIVER_EVENT_QUEUE, jobs.map((j) => j.id), null, attemptPairs(jobs.map((j) => j.id), jobs.map((j) => j.retryCount))];
+  return [
+    DELIVER_EVENT_QUEUE,
+    jobs.map((j) => j.id),
+    null,
+    attemptPairs(
+      jobs.map((j) => j.id),
+      jobs.map((j) => j.retryCount),
+    ),
+  ];
 }

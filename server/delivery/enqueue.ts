@@ -28,12 +28,23 @@ const JOBS_PARAMETER = '$1::text::json';
  * jobs of triggers waiting in the same queue: pg-boss fetches them after those (BULK_JOB_PRIORITY), and
  * their data says so to the worker that fetched them (isBulkJob).
  */
-export async function deliveryJobsCte(boss: PgBoss, eventsCte: string, options: { bulk?: boolean } = {}): Promise<string> {
+export async function deliveryJobsCte(
+  boss: PgBoss,
+  eventsCte: string,
+  options: { bulk?: boolean } = {},
+): Promise<string> {
   const queue = await boss.getQueue(DELIVER_EVENT_QUEUE);
   if (!queue) throw new Error(`queue ${DELIVER_EVENT_QUEUE} does not exist`);
-  const insert = insertJobs(BOSS_SCHEMA, { table: queue.table, name: DELIVER_EVENT_QUEUE, returnId: true, notify: false });
+  const insert = insertJobs(BOSS_SCHEMA, {
+    table: queue.table,
+    name: DELIVER_EVENT_QUEUE,
+    returnId: true,
+    notify: false,
+  });
   if (insert.split(JOBS_PARAMETER).length !== 2) throw new Error('pg-boss insert statement changed: cannot embed it');
-  const data = options.bulk ? `json_build_object('event_ids', event_ids, 'bulk', true)` : `json_build_object('event_ids', event_ids)`;
+  const data = options.bulk
+    ? `json_build_object('event_ids', event_ids, 'bulk', true)`
+    : `json_build_object('event_ids', event_ids)`;
   const priority = options.bulk ? `, 'priority', ${BULK_JOB_PRIORITY}` : '';
   const jobs = `(SELECT coalesce(json_agg(json_build_object('id', id, 'data', ${data}, 'startAfter', start_after${priority})), '[]'::json)
                   FROM delivery_job_events)`;
@@ -112,7 +123,11 @@ export class Waker {
       // Asks made until now are answered by this wake-up; asks made while it is on its way, by the next.
       this.again = false;
       this.lastBegan = performance.now();
-      await this.send().catch((error: unknown) => this.logger.warn('waking the delivery workers failed', { error: error instanceof Error ? error.message : String(error) }));
+      await this.send().catch((error: unknown) =>
+        this.logger.warn('waking the delivery workers failed', {
+          error: error instanceof Error ? error.message : String(error),
+        }),
+      );
     } while (this.again);
     this.sending = false;
   }

@@ -9,19 +9,33 @@ function secondsSince(createdAt: string | Date, now: number): number {
 }
 
 /** A delivery's outcome, unless it stays pending (a failure to retry). */
-export function countOutcome(runtime: ChannelContext, event: { created_at: string | Date }, channel: string, outcome: DeliveryOutcome | null, finalAttempt: boolean): void {
+export function countOutcome(
+  runtime: ChannelContext,
+  event: { created_at: string | Date },
+  channel: string,
+  outcome: DeliveryOutcome | null,
+  finalAttempt: boolean,
+): void {
   if (!outcome || (outcome.status === 'failed' && outcome.retryable && !finalAttempt)) return;
   recordDeliveries(runtime, channel, outcome.status, secondsSince(event.created_at, Date.now()));
 }
 
 /** The deliveries a plan skipped outright (no attempt). */
-export function countSkipped(runtime: ChannelContext, event: { created_at: string | Date }, plan: PlannedDelivery[]): void {
+export function countSkipped(
+  runtime: ChannelContext,
+  event: { created_at: string | Date },
+  plan: PlannedDelivery[],
+): void {
   const now = Date.now();
-  for (const d of plan) if (d.status === 'skipped') recordDeliveries(runtime, d.channel, 'skipped', secondsSince(event.created_at, now));
+  for (const d of plan)
+    if (d.status === 'skipped') recordDeliveries(runtime, d.channel, 'skipped', secondsSince(event.created_at, now));
 }
 
 /** Deliveries stored with their final status in one go (the batched run). */
-export function countStored(runtime: ChannelContext, stored: Array<{ channel: string; status: string; created_at: string | Date }>): void {
+export function countStored(
+  runtime: ChannelContext,
+  stored: Array<{ channel: string; status: string; created_at: string | Date }>,
+): void {
   const now = Date.now();
   for (const d of stored) recordDeliveries(runtime, d.channel, d.status, secondsSince(d.created_at, now));
 }

@@ -16,7 +16,8 @@ export class Permits {
   constructor(size: number, options: { bulkPatienceMs: number; bulkSize?: number; now?: () => number }) {
     const bulkSize = options.bulkSize ?? size;
     if (!Number.isInteger(size) || size < 1) throw new Error(`permits: size must be a positive integer, not ${size}`);
-    if (!Number.isInteger(bulkSize) || bulkSize < 1 || bulkSize > size) throw new Error(`permits: bulkSize must be an integer from 1 to ${size}, not ${bulkSize}`);
+    if (!Number.isInteger(bulkSize) || bulkSize < 1 || bulkSize > size)
+      throw new Error(`permits: bulkSize must be an integer from 1 to ${size}, not ${bulkSize}`);
     this.#free = size;
     this.#bulkSize = bulkSize;
     this.#bulkPatienceMs = options.bulkPatienceMs;
@@ -46,7 +47,8 @@ export class Permits {
   /** Hands the permit to the next waiter (the permit stays taken), or frees it. */
   #release(): void {
     const oldestBulk = this.#bulkRunning < this.#bulkSize ? this.#bulk[0] : undefined;
-    const bulkFirst = oldestBulk !== undefined && (this.#urgent.length === 0 || this.#now() - oldestBulk.since >= this.#bulkPatienceMs);
+    const bulkFirst =
+      oldestBulk !== undefined && (this.#urgent.length === 0 || this.#now() - oldestBulk.since >= this.#bulkPatienceMs);
     if (bulkFirst) {
       this.#bulkRunning++;
       this.#bulk.shift()!.resolve();

@@ -37,7 +37,11 @@ interface LocalTime {
 }
 
 function localTime(instant: number, timezone: string): LocalTime & { offsetMs: number } {
-  const parts = Object.fromEntries(formatter(timezone).formatToParts(new Date(instant)).map((p) => [p.type, Number(p.value)]));
+  const parts = Object.fromEntries(
+    formatter(timezone)
+      .formatToParts(new Date(instant))
+      .map((p) => [p.type, Number(p.value)]),
+  );
   const asUtc = Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!);
   return {
     year: parts.year!,
@@ -66,7 +70,10 @@ function instantOf(local: LocalTime, timezone: string): number {
   const wall = wallMs(local);
   const reads = (instant: number) => wallMs(localTime(instant, timezone));
   // The offsets well before and well after: any change of offset around the time lies between them.
-  const candidates = [wall - localTime(wall - 86_400_000, timezone).offsetMs, wall - localTime(wall + 86_400_000, timezone).offsetMs].sort((a, b) => a - b);
+  const candidates = [
+    wall - localTime(wall - 86_400_000, timezone).offsetMs,
+    wall - localTime(wall + 86_400_000, timezone).offsetMs,
+  ].sort((a, b) => a - b);
   const exact = candidates.find((instant) => reads(instant) === wall);
   if (exact !== undefined) return exact;
   // Skipped: the first minute whose local reading is past the wall time.
@@ -85,11 +92,15 @@ export function quietHoursEnd(now: number, timezone: string, quiet: QuietHours):
   const end = minutesOf(quiet.end);
   if (start === end) return null;
   const local = localTime(now, timezone);
-  const inside = start < end ? local.minutes >= start && local.minutes < end : local.minutes >= start || local.minutes < end;
+  const inside =
+    start < end ? local.minutes >= start && local.minutes < end : local.minutes >= start || local.minutes < end;
   if (!inside) return null;
   // Across midnight and already past the start: the end is tomorrow's.
   const endsTomorrow = start > end && local.minutes >= start;
   const day = new Date(Date.UTC(local.year, local.month - 1, local.day + (endsTomorrow ? 1 : 0)));
-  const at = instantOf({ year: day.getUTCFullYear(), month: day.getUTCMonth() + 1, day: day.getUTCDate(), minutes: end }, timezone);
+  const at = instantOf(
+    { year: day.getUTCFullYear(), month: day.getUTCMonth() + 1, day: day.getUTCDate(), minutes: end },
+    timezone,
+  );
   return at > now ? at : now;
 }

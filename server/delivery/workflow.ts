@@ -33,12 +33,23 @@ export async function digestOf(
   event: LoadedEvent,
 ): Promise<{ count: number; events: unknown[] } | null> {
   if (!event.steps?.some((s) => s.kind === 'digest' && s.status === 'done')) return null;
-  const row = await queryOne<{ count: number; events: unknown[] }>(tx, `SELECT count, events FROM digests WHERE opener_event_id = $1`, [event.id]);
+  const row = await queryOne<{ count: number; events: unknown[] }>(
+    tx,
+    `SELECT count, events FROM digests WHERE opener_event_id = $1`,
+    [event.id],
+  );
   return row ?? null;
 }
 
 export function initialSteps(steps: WorkflowStep[]): StepState[] {
-  return steps.map((definition, index) => ({ index, kind: definition.kind, status: 'pending', run_at: null, reason: null, definition }));
+  return steps.map((definition, index) => ({
+    index,
+    kind: definition.kind,
+    status: 'pending',
+    run_at: null,
+    reason: null,
+    definition,
+  }));
 }
 
 export async function advanceWorkflow(context: RoundContext): Promise<WorkflowAdvance> {
@@ -63,7 +74,8 @@ export async function advanceWorkflow(context: RoundContext): Promise<WorkflowAd
       ended = true;
       continue;
     }
-    if ('hold' in outcome) result.held.push({ eventId: event.id, runAt: outcome.hold, bulk: event.broadcast_id !== null });
+    if ('hold' in outcome)
+      result.held.push({ eventId: event.id, runAt: outcome.hold, bulk: event.broadcast_id !== null });
     else {
       result.remote = outcome.remote;
       result.again = true;
@@ -75,7 +87,9 @@ export async function advanceWorkflow(context: RoundContext): Promise<WorkflowAd
     result.digestedInto === null
       ? `UPDATE events SET steps = $2::jsonb, updated_at = now() WHERE id = $1`
       : `UPDATE events SET steps = $2::jsonb, status = 'digested', digest_event_id = $3, secret_variables_ciphertext = NULL, updated_at = now() WHERE id = $1`,
-    result.digestedInto === null ? [event.id, JSON.stringify(steps)] : [event.id, JSON.stringify(steps), result.digestedInto],
+    result.digestedInto === null
+      ? [event.id, JSON.stringify(steps)]
+      : [event.id, JSON.stringify(steps), result.digestedInto],
   );
   return result;
 }
@@ -127,16 +141,27 @@ export const EVENT_INBOX_ITEM = `SELECT read_at IS NOT NULL AS read, seen_at IS 
 
 /** What conditions see: the variables, the contact, the brand's values and this event's inbox item. */
 async function conditionContext(context: RoundContext): Promise<Record<string, unknown>> {
-  const item = await queryOne<{ read: boolean; seen: boolean; archived: boolean }>(context.tx, EVENT_INBOX_ITEM, [context.event.id]);
+  const item = await queryOne<{ read: boolean; seen: boolean; archived: boolean }>(context.tx, EVENT_INBOX_ITEM, [
+    context.event.id,
+  ]);
   return {
     vars: 'values' in context.variables ? context.variables.values : context.event.variables,
     contact: context.contact ? contactContext(context.contact) : {},
     brand: context.event.brand?.values ?? {},
-    inbox: { exists: item !== undefined, read: item?.read ?? false, seen: item?.seen ?? false, archived: item?.archived ?? false },
+    inbox: {
+      exists: item !== undefined,
+      read: item?.read ?? false,
+      seen: item?.seen ?? false,
+      archived: item?.archived ?? false,
+    },
   };
 }
 
-async function channelStep(context: RoundContext, step: StepState, definition: Extract<WorkflowStep, { kind: 'channel' }>): Promise<StepOutcome> {
+async function channelStep(
+  context: RoundContext,
+  step: StepState,
+  definition: Extract<WorkflowStep, { kind: 'channel' }>,
+): Promise<StepOutcome> {
   if (definition.if !== undefined) {
     let passed: boolean;
     try {
@@ -165,7 +190,11 @@ async function channelStep(context: RoundContext, step: StepState, definition: E
   return remote.length > 0 ? { remote } : 'next';
 }
 
-async function delayStep(context: RoundContext, step: StepState, definition: Extract<WorkflowStep, { kind: 'delay' }>): Promise<StepOutcome> {
+async function delayStep(
+  context: RoundContext,
+  step: StepState,
+  definition: Extract<WorkflowStep, { kind: 'delay' }>,
+): Promise<StepOutcome> {
   if (step.status === 'waiting') {
     finish(step, 'done', context.now);
     return 'next';
@@ -193,7 +222,11 @@ function renderKey(context: RoundContext, template: string | undefined): string 
   const vars = 'values' in context.variables ? context.variables.values : context.event.variables;
   try {
     // As templates see them: a contact field the contact does not have leaves its slot unfilled.
-    return renderString(template, renderContext(context.event.brand, vars, context.contact ? contactContext(context.contact) : null), 'text');
+    return renderString(
+      template,
+      renderContext(context.event.brand, vars, context.contact ? contactContext(context.contact) : null),
+      'text',
+    );
   } catch {
     return null;
   }
@@ -202,10 +235,16 @@ function renderKey(context: RoundContext, template: string | undefined): string 
 /** Serialises the events of one (tenant, recipient, type, key) through a digest or throttle step. */
 async function lockKey(context: RoundContext, kind: string, key: string): Promise<void> {
   const { event } = context;
-  await query(context.tx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`${kind}/${event.tenant_id}/${event.external_id}/${event.type_key}/${key}`]);
+  await query(context.tx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [
+    `${kind}/${event.tenant_id}/${event.external_id}/${event.type_key}/${key}`,
+  ]);
 }
 
-async function throttleStep(context: RoundContext, step: StepState, definition: Extract<WorkflowStep, { kind: 'throttle' }>): Promise<StepOutcome> {
+async function throttleStep(
+  context: RoundContext,
+  step: StepState,
+  definition: Extract<WorkflowStep, { kind: 'throttle' }>,
+): Promise<StepOutcome> {
   const key = renderKey(context, definition.key);
   if (key === null) {
     finish(step, 'failed', context.now, 'unfilled_key');
@@ -238,14 +277,23 @@ async function throttleStep(context: RoundContext, step: StepState, definition: 
   return 'next';
 }
 
-async function digestStep(context: RoundContext, step: StepState, definition: Extract<WorkflowStep, { kind: 'digest' }>): Promise<StepOutcome> {
+async function digestStep(
+  context: RoundContext,
+  step: StepState,
+  definition: Extract<WorkflowStep, { kind: 'digest' }>,
+): Promise<StepOutcome> {
   const { event, tx, now } = context;
   if (step.status === 'waiting') {
     // The window has ended: close it (if a later event has not already) and go on with the summary.
-    await execute(tx, `UPDATE digests SET closed_at = coalesce(closed_at, to_timestamp($2 / 1000.0)) WHERE opener_event_id = $1`, [event.id, now]);
+    await execute(
+      tx,
+      `UPDATE digests SET closed_at = coalesce(closed_at, to_timestamp($2 / 1000.0)) WHERE opener_event_id = $1`,
+      [event.id, now],
+    );
     finish(step, 'done', now);
     const digest = await digestOf(tx, { ...event, steps: [step] });
-    if (digest && 'values' in context.variables) context.variables = { values: { ...context.variables.values, digest } };
+    if (digest && 'values' in context.variables)
+      context.variables = { values: { ...context.variables.values, digest } };
     return 'next';
   }
   const key = renderKey(context, definition.key);
@@ -274,7 +322,10 @@ async function digestStep(context: RoundContext, step: StepState, definition: Ex
   }
   if (open) {
     // Its window is over but its opener has not run yet: it keeps what it has; a new window opens.
-    await execute(tx, `UPDATE digests SET closed_at = to_timestamp($2 / 1000.0) WHERE opener_event_id = $1`, [open.opener_event_id, now]);
+    await execute(tx, `UPDATE digests SET closed_at = to_timestamp($2 / 1000.0) WHERE opener_event_id = $1`, [
+      open.opener_event_id,
+      now,
+    ]);
   }
   const windowEnd = now + definition.window_seconds * 1000;
   await execute(

@@ -38,7 +38,10 @@ export const broadcastFanOutDeadJob = defineJob<{ broadcast_id: string }>({
   async handler(jobs, runtime) {
     for (const job of jobs) {
       // The reason is the last error of the fan-out job (whose id is the broadcast's).
-      const fanOut = await runtime.boss!.getJobById<{ broadcast_id: string }>(BROADCAST_FAN_OUT_QUEUE, job.data.broadcast_id);
+      const fanOut = await runtime.boss!.getJobById<{ broadcast_id: string }>(
+        BROADCAST_FAN_OUT_QUEUE,
+        job.data.broadcast_id,
+      );
       await failBroadcast(runtime, job.data.broadcast_id, failureReason(fanOut?.output));
     }
   },
@@ -46,7 +49,10 @@ export const broadcastFanOutDeadJob = defineJob<{ broadcast_id: string }>({
 
 /** The message of a failed job's output (pg-boss stores the error), or a generic reason. */
 function failureReason(output: unknown): string {
-  const message = typeof output === 'object' && output !== null && 'message' in output ? String((output as { message: unknown }).message) : '';
+  const message =
+    typeof output === 'object' && output !== null && 'message' in output
+      ? String((output as { message: unknown }).message)
+      : '';
   return `the fan-out gave up after its retries${message ? `: ${message}` : ''}`.slice(0, 1000);
 }
 

@@ -84,7 +84,11 @@ async function deliverJobs(runtime: ChannelContext, jobs: Job<DeliverEventJob>[]
   try {
     remote = await deliverRemoteBatch(
       runtime,
-      jobs.flatMap((job) => eventIdsOf(job.data).filter((id) => !settled.has(id)).map((id) => ({ id, finalAttempt: job.retryCount >= DELIVERY_RETRY_LIMIT }))),
+      jobs.flatMap((job) =>
+        eventIdsOf(job.data)
+          .filter((id) => !settled.has(id))
+          .map((id) => ({ id, finalAttempt: job.retryCount >= DELIVERY_RETRY_LIMIT })),
+      ),
       inbox.left,
     );
   } catch (error) {
@@ -100,7 +104,8 @@ async function deliverJobs(runtime: ChannelContext, jobs: Job<DeliverEventJob>[]
         await deliverEvent(runtime, eventId, { finalAttempt: job.retryCount >= DELIVERY_RETRY_LIMIT });
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error);
-        if (!(error instanceof RetryableDeliveryError)) noteFailure(runtime, 'delivery job failed', error, { event_id: eventId });
+        if (!(error instanceof RetryableDeliveryError))
+          noteFailure(runtime, 'delivery job failed', error, { event_id: eventId });
         errors.push(`${eventId}: ${message}`);
       }
     }
@@ -134,13 +139,18 @@ function batchPermits(runtime: ChannelContext): Permits {
  * triggers' ones, and those must not ride on the permit kept for triggers. A run that fails leaves its
  * events to the runs after it (per-event delivery at the last).
  */
-async function deliverInboxUnderPermits(runtime: ChannelContext, jobs: Job<DeliverEventJob>[]): Promise<InboxBatchResult> {
+async function deliverInboxUnderPermits(
+  runtime: ChannelContext,
+  jobs: Job<DeliverEventJob>[],
+): Promise<InboxBatchResult> {
   const permits = batchPermits(runtime);
   const runs = splitByUrgency(jobs).map(({ urgent, jobs: part }) =>
-    permits.run(urgent, () => deliverInboxBatch(runtime, part)).catch((error: unknown): InboxBatchResult => {
-      noteFailure(runtime, 'batch delivery fell back to per-event delivery', error);
-      return { settled: new Set(), left: new Map() };
-    }),
+    permits
+      .run(urgent, () => deliverInboxBatch(runtime, part))
+      .catch((error: unknown): InboxBatchResult => {
+        noteFailure(runtime, 'batch delivery fell back to per-event delivery', error);
+        return { settled: new Set(), left: new Map() };
+      }),
   );
   const inbox: InboxBatchResult = { settled: new Set(), left: new Map() };
   for (const { settled, left } of await Promise.all(runs)) {
@@ -164,19 +174,33 @@ export function splitByUrgency<T extends { data: DeliverEventJob }>(jobs: T[]): 
  * Logs a delivery failure, except one that says the database is unreachable during an outage already
  * logged (once for the whole outage, db/availability.ts): its job is retried once the outage is over.
  */
-function noteFailure(runtime: ChannelContext, message: string, error: unknown, fields: Record<string, unknown> = {}): void {
+function noteFailure(
+  runtime: ChannelContext,
+  message: string,
+  error: unknown,
+  fields: Record<string, unknown> = {},
+): void {
   if (isDatabaseUnavailable(error) && !runtime.availability.available) return;
   runtime.logger.warn(message, { ...fields, error: error instanceof Error ? error.message : String(error) });
 }
 
 /** Fails one job of the batch (retried with backoff, or dead-lettered when out of retries). */
-async function failJob(boss: NonNullable<ChannelContext['boss']>, job: Job<DeliverEventJob>, message: string): Promise<void> {
+async function failJob(
+  boss: NonNullable<ChannelContext['boss']>,
+  job: Job<DeliverEventJob>,
+  message: string,
+): Promise<void> {
   await boss.fail(DELIVER_EVENT_QUEUE, { id: job.id, retryCount: job.retryCount }, { message });
 }
 
 export const deliverEventDeadJob = defineJob<DeliverEventJob>({
   name: DELIVER_EVENT_DEAD_QUEUE,
-  queue: { retryLimit: DELIVERY_RETRY_LIMIT, retryBackoff: true, retryDelayMax: DELIVERY_RETRY_DELAY_MAX_SECONDS, notify: true },
+  queue: {
+    retryLimit: DELIVERY_RETRY_LIMIT,
+    retryBackoff: true,
+    retryDelayMax: DELIVERY_RETRY_DELAY_MAX_SECONDS,
+    notify: true,
+  },
   work: { batchSize: 10 },
   handler: async (jobs, runtime) => {
     for (const job of jobs) for (const eventId of eventIdsOf(job.data)) await finaliseExhaustedEvent(runtime, eventId);

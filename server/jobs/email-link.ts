@@ -6,7 +6,15 @@ import { EMAIL_LINK_JOB, fulfilEmailLinkRequest, type EmailLinkRequest } from '.
 
 export const emailLinkJob = defineJob<EmailLinkRequest>({
   name: EMAIL_LINK_JOB,
-  queue: { retryLimit: 5, retryDelay: 5, retryBackoff: true, retryDelayMax: 300, expireInSeconds: 60, deleteAfterSeconds: 3600, notify: true },
+  queue: {
+    retryLimit: 5,
+    retryDelay: 5,
+    retryBackoff: true,
+    retryDelayMax: 300,
+    expireInSeconds: 60,
+    deleteAfterSeconds: 3600,
+    notify: true,
+  },
   work: { batchSize: 1, pollingIntervalSeconds: 2 },
   async handler(jobs, runtime) {
     for (const job of jobs) await fulfilEmailLinkRequest(runtime, runtime.orm.em.fork(), job.data);

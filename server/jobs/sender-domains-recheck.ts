@@ -14,7 +14,10 @@ export const senderDomainsRecheckJob = defineJob({
   queue: { retryLimit: 2, retryDelay: 300, policy: 'singleton', expireInSeconds: 3600 },
   schedule: '41 * * * *',
   handler: async (_jobs, runtime) => {
-    const result = await recheckSenderDomains(runtime, runtime.orm.em.fork(), { staleMs: SENDER_DOMAIN_RECHECK_MS, limit: DOMAINS_PER_RUN });
+    const result = await recheckSenderDomains(runtime, runtime.orm.em.fork(), {
+      staleMs: SENDER_DOMAIN_RECHECK_MS,
+      limit: DOMAINS_PER_RUN,
+    });
     runtime.logger.info('sender domains re-checked', result);
   },
 });

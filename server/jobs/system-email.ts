@@ -31,11 +31,20 @@ export const systemEmailJob = defineJob<SealedSystemEmail>({
       const smtp = await installSmtp(runtime, runtime.orm.em.fork());
       if (!smtp) {
         // Nothing to retry until an operator configures SMTP: warn (without the link) and finish.
-        runtime.logger.warn('system email not sent: no install SMTP configured (herald init --smtp-url)', { kind: email.kind, job_id: job.id });
+        runtime.logger.warn('system email not sent: no install SMTP configured (herald init --smtp-url)', {
+          kind: email.kind,
+          job_id: job.id,
+        });
         continue;
       }
       const rendered = await renderSystemEmail(runtime.config, email);
-      await runtime.smtp.send(smtp.settings, { from: smtp.from, to: email.to, subject: rendered.subject, html: rendered.html, text: rendered.text });
+      await runtime.smtp.send(smtp.settings, {
+        from: smtp.from,
+        to: email.to,
+        subject: rendered.subject,
+        html: rendered.html,
+        text: rendered.text,
+      });
       runtime.logger.info('system email sent', { kind: email.kind, job_id: job.id });
     }
   },

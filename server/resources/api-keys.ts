@@ -50,12 +50,20 @@ export async function issueApiKey(em: EntityManager, tenantId: string, name: str
 
 /** The tenant's live (unrevoked) keys, oldest first. */
 export async function listApiKeys(em: EntityManager, tenantId: string): Promise<ApiKeyResponse[]> {
-  const rows = await query<ApiKeyRow>(em, `SELECT ${COLUMNS} FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL ORDER BY created_at, id`, [tenantId]);
+  const rows = await query<ApiKeyRow>(
+    em,
+    `SELECT ${COLUMNS} FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL ORDER BY created_at, id`,
+    [tenantId],
+  );
   return rows.map(toApiKeyResponse);
 }
 
 /** Revokes a live key of the tenant; 404 for an unknown, already revoked or other tenant's key. */
 export async function revokeApiKey(em: EntityManager, tenantId: string, apiKeyId: string): Promise<void> {
-  const changed = await execute(em, `UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND tenant_id = $2 AND revoked_at IS NULL`, [apiKeyId, tenantId]);
+  const changed = await execute(
+    em,
+    `UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND tenant_id = $2 AND revoked_at IS NULL`,
+    [apiKeyId, tenantId],
+  );
   if (changed === 0) throw notFound('API key');
 }

@@ -8,7 +8,8 @@ import { query, toIsoTimestamp } from '../base/db/sql.ts';
 import type { AuditEntryResponse, AuditListQuery, AuditPage } from '../schemas/audit.ts';
 import { decodeCursor, encodeCursor } from '../base/cursor.ts';
 
-export type AuditActor = { kind: 'user'; id: string } | { kind: 'service_key'; id: string } | { kind: 'cli'; id: string };
+export type AuditActor =
+  { kind: 'user'; id: string } | { kind: 'service_key'; id: string } | { kind: 'cli'; id: string };
 
 export interface AuditEntry {
   tenantId: string | null;
@@ -21,25 +22,39 @@ export interface AuditEntry {
 }
 
 export const MASK = '********';
-const SECRET_FIELD = /pass(word)?|secret|token|private_?key|api_?key|authorization|credential|service_account|^key_?material$/i;
+const SECRET_FIELD =
+  /pass(word)?|secret|token|private_?key|api_?key|authorization|credential|service_account|^key_?material$/i;
 
 /** A copy of `value` with every secret-looking field's value replaced by the mask (at any depth). */
 export function maskSecrets(value: unknown, depth = 0): unknown {
   if (value === null || typeof value !== 'object' || depth > 8) return value;
   if (Array.isArray(value)) return value.map((v) => maskSecrets(v, depth + 1));
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) out[k] = SECRET_FIELD.test(k) && v !== null && v !== undefined ? MASK : maskSecrets(v, depth + 1);
+  for (const [k, v] of Object.entries(value))
+    out[k] = SECRET_FIELD.test(k) && v !== null && v !== undefined ? MASK : maskSecrets(v, depth + 1);
   return out;
 }
 
 export async function recordAudit(em: EntityManager, entry: AuditEntry): Promise<void> {
-  const changes = entry.changes === undefined || entry.changes === null ? null : JSON.stringify(maskSecrets(entry.changes));
+  const changes =
+    entry.changes === undefined || entry.changes === null ? null : JSON.stringify(maskSecrets(entry.changes));
   // A user's email is copied in, so the entry still names them after the account is gone.
   await query(
     em,
     `INSERT INTO audit_log (id, tenant_id, actor_kind, actor_id, actor_email, action, target_kind, target_id, ip, request_id, changes)
      VALUES ($1, $2, $3, $4, CASE WHEN $3 = 'user' THEN (SELECT email FROM users WHERE id::text = $4) END, $5, $6, $7, $8, $9, $10::jsonb)`,
-    [newId(), entry.tenantId, entry.actor.kind, entry.actor.id, entry.action, entry.target.kind, entry.target.id, entry.ip ?? null, entry.requestId ?? null, changes],
+    [
+      newId(),
+      entry.tenantId,
+      entry.actor.kind,
+      entry.actor.id,
+      entry.action,
+      entry.target.kind,
+      entry.target.id,
+      entry.ip ?? null,
+      entry.requestId ?? null,
+      changes,
+    ],
   );
 }
 
@@ -87,7 +102,12 @@ function toAuditEntryResponse(row: AuditRow): AuditEntryResponse {
  * Newest first. `actor` matches an actor's id or email; `action` is exact, or a prefix when it ends
  * in `*` (`brand.*`); `tenantId` null lists every tenant's and the install's entries (the CLI on the host).
  */
-export async function listAudit(em: EntityManager, tenantId: string | null, filter: AuditListQuery, all = false): Promise<AuditPage> {
+export async function listAudit(
+  em: EntityManager,
+  tenantId: string | null,
+  filter: AuditListQuery,
+  all = false,
+): Promise<AuditPage> {
   const after = filter.cursor ? decodeCursor(filter.cursor) : null;
   const action = filter.action ?? null;
   const prefix = action?.endsWith('*') ? action.slice(0, -1) : null;
@@ -102,8 +122,20 @@ export async function listAudit(em: EntityManager, tenantId: string | null, filt
         AND ($7::uuid IS NULL OR id < $7::uuid)
       ORDER BY id DESC
       LIMIT $8`,
-    [all, tenantId, filter.actor ?? null, prefix === null ? action : null, prefix, filter.since ?? null, after, filter.limit + 1],
+    [
+      all,
+      tenantId,
+      filter.actor ?? null,
+      prefix === null ? action : null,
+      prefix,
+      filter.since ?? null,
+      after,
+      filter.limit + 1,
+    ],
   );
   const page = rows.slice(0, filter.limit);
-  return { items: page.map(toAuditEntryResponse), next_cursor: rows.length > filter.limit ? encodeCursor(page[page.length - 1]!.id) : null };
+  return {
+    items: page.map(toAuditEntryResponse),
+    next_cursor: rows.length > filter.limit ? encodeCursor(page[page.length - 1]!.id) : null,
+  };
 }

@@ -27,8 +27,15 @@ export interface AccessTokenBody {
   tenant_id: string;
 }
 
-export function toUserResponse(user: Pick<UserRow, 'id' | 'email' | 'email_verified_at' | 'created_at'>): UserResponseBody {
-  return { id: user.id, email: user.email, email_verified: user.email_verified_at !== null, created_at: toIsoTimestamp(user.created_at) };
+export function toUserResponse(
+  user: Pick<UserRow, 'id' | 'email' | 'email_verified_at' | 'created_at'>,
+): UserResponseBody {
+  return {
+    id: user.id,
+    email: user.email,
+    email_verified: user.email_verified_at !== null,
+    created_at: toIsoTimestamp(user.created_at),
+  };
 }
 
 /** A stateless access token for `userId` scoped to `tenantId` (valid until it expires; a reset does not revoke it). */
@@ -48,8 +55,13 @@ const nowDate = (runtime: Context) => new Date(runtime.clock.now());
  * Multi-tenant sign-up: the user (unverified), their tenant, the owner membership (their default), the
  * default brand and the verification email, in one transaction.
  */
-export async function register(runtime: Context, em: EntityManager, input: { email: string; password: string; tenantName: string }): Promise<UserResponseBody> {
-  if (runtime.config.mode === 'single') throw new AppError('signup_closed', 'Sign-up is closed on this single-tenant install');
+export async function register(
+  runtime: Context,
+  em: EntityManager,
+  input: { email: string; password: string; tenantName: string },
+): Promise<UserResponseBody> {
+  if (runtime.config.mode === 'single')
+    throw new AppError('signup_closed', 'Sign-up is closed on this single-tenant install');
   // Hash before looking the address up, so a taken address answers no faster than a free one.
   const passwordHash = await hashPassword(input.password);
   return em.transactional(async (tx) => {
@@ -68,17 +80,20 @@ export async function register(runtime: Context, em: EntityManager, input: { ema
 }
 
 /** Creates a verification or reset link for `user` and enqueues its email in the same transaction. */
-async function issueEmailLink(runtime: Context, tx: EntityManager, user: Pick<UserRow, 'id' | 'email'>, purpose: 'verify' | 'reset', nowMs: number): Promise<void> {
+async function issueEmailLink(
+  runtime: Context,
+  tx: EntityManager,
+  user: Pick<UserRow, 'id' | 'email'>,
+  purpose: 'verify' | 'reset',
+  nowMs: number,
+): Promise<void> {
   const link = newLinkToken();
   const ttl = purpose === 'verify' ? runtime.config.verificationLinkTtlSeconds : runtime.config.resetLinkTtlSeconds;
-  await query(tx, `INSERT INTO email_tokens (id, purpose, token_hash, user_id, expires_at, created_at) VALUES ($1, $2, $3, $4, $5, $6)`, [
-    newId(),
-    purpose,
-    link.hash,
-    user.id,
-    new Date(nowMs + ttl * 1000),
-    new Date(nowMs),
-  ]);
+  await query(
+    tx,
+    `INSERT INTO email_tokens (id, purpose, token_hash, user_id, expires_at, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+    [newId(), purpose, link.hash, user.id, new Date(nowMs + ttl * 1000), new Date(nowMs)],
+  );
   await enqueueSystemEmail(runtime, tx, { kind: purpose, to: user.email, token: link.token });
 }
 
@@ -92,14 +107,22 @@ export async function defaultTenantOf(em: EntityManager, userId: string): Promis
   return row?.tenant_id ?? null;
 }
 
-export async function login(runtime: Context, em: EntityManager, input: { email: string; password: string }): Promise<AccessTokenBody> {
+export async function login(
+  runtime: Context,
+  em: EntityManager,
+  input: { email: string; password: string },
+): Promise<AccessTokenBody> {
   const user = await findUserByEmail(em, input.email);
   // A miss verifies against a dummy hash: the answer takes as long as for a wrong password.
   const ok = await verifyPassword(user?.password_hash ?? (await dummyPasswordHash()), input.password);
   if (!user || !ok) throw new AppError('invalid_credentials', 'Invalid email or password');
   const tenantId = await defaultTenantOf(em, user.id);
   // Only reachable with the right password, so it reveals nothing to a guesser.
-  if (!tenantId) throw new AppError('not_a_member', 'This account is not a member of any tenant any more; ask an owner for an invitation');
+  if (!tenantId)
+    throw new AppError(
+      'not_a_member',
+      'This account is not a member of any tenant any more; ask an owner for an invitation',
+    );
   return issueAccessToken(runtime, user.id, tenantId);
 }
 
@@ -114,14 +137,22 @@ interface EmailTokenRow {
  * Consumes a link token of `purpose` inside `tx`: 422 invalid_link for an unknown or spent token,
  * 422 link_expired after its lifetime. The row is locked so two uses race to one winner.
  */
-async function consumeEmailToken(runtime: Context, tx: EntityManager, purpose: 'verify' | 'reset', token: string, check?: (row: EmailTokenRow) => Promise<void>): Promise<EmailTokenRow> {
+async function consumeEmailToken(
+  runtime: Context,
+  tx: EntityManager,
+  purpose: 'verify' | 'reset',
+  token: string,
+  check?: (row: EmailTokenRow) => Promise<void>,
+): Promise<EmailTokenRow> {
   const row = await queryOne<EmailTokenRow>(
     tx,
     `SELECT id, user_id, expires_at, consumed_at FROM email_tokens WHERE token_hash = $1 AND purpose = $2 FOR UPDATE`,
     [hashLinkToken(token), purpose],
   );
-  if (!row || row.consumed_at !== null) throw new AppError('invalid_link', 'This link is invalid or has already been used');
-  if (new Date(row.expires_at).getTime() <= runtime.clock.now()) throw new AppError('link_expired', 'This link has expired; ask for a new one');
+  if (!row || row.consumed_at !== null)
+    throw new AppError('invalid_link', 'This link is invalid or has already been used');
+  if (new Date(row.expires_at).getTime() <= runtime.clock.now())
+    throw new AppError('link_expired', 'This link has expired; ask for a new one');
   if (check) await check(row);
   await execute(tx, `UPDATE email_tokens SET consumed_at = $2 WHERE id = $1`, [row.id, nowDate(runtime)]);
   return row;
@@ -130,7 +161,11 @@ async function consumeEmailToken(runtime: Context, tx: EntityManager, purpose: '
 export async function verifyEmail(runtime: Context, em: EntityManager, token: string): Promise<void> {
   await em.transactional(async (tx) => {
     const row = await consumeEmailToken(runtime, tx, 'verify', token);
-    await execute(tx, `UPDATE users SET email_verified_at = coalesce(email_verified_at, $2), updated_at = now() WHERE id = $1`, [row.user_id, nowDate(runtime)]);
+    await execute(
+      tx,
+      `UPDATE users SET email_verified_at = coalesce(email_verified_at, $2), updated_at = now() WHERE id = $1`,
+      [row.user_id, nowDate(runtime)],
+    );
   });
 }
 
@@ -142,7 +177,11 @@ export async function verifyEmail(runtime: Context, em: EntityManager, token: st
  */
 export async function requestEmailLink(runtime: Context, purpose: 'verify' | 'reset', email: string): Promise<void> {
   if (!runtime.boss) throw new AppError('service_unavailable', 'The job queue is not running; try again shortly');
-  await runtime.boss.send(EMAIL_LINK_JOB, { purpose, email, requested_at: runtime.clock.now() } satisfies EmailLinkRequest);
+  await runtime.boss.send(EMAIL_LINK_JOB, {
+    purpose,
+    email,
+    requested_at: runtime.clock.now(),
+  } satisfies EmailLinkRequest);
 }
 
 export const EMAIL_LINK_JOB = 'email-link-request';
@@ -158,9 +197,19 @@ export interface EmailLinkRequest {
  * True when a link of `purpose` was issued to the user within the cooldown: a re-request then is a
  * silent no-op (the first email is on its way; this stops mail-bombing an address).
  */
-async function inCooldown(runtime: Context, tx: EntityManager, userId: string, purpose: 'verify' | 'reset', nowMs: number): Promise<boolean> {
+async function inCooldown(
+  runtime: Context,
+  tx: EntityManager,
+  userId: string,
+  purpose: 'verify' | 'reset',
+  nowMs: number,
+): Promise<boolean> {
   const since = new Date(nowMs - runtime.config.resetCooldownSeconds * 1000);
-  const row = await queryOne(tx, `SELECT 1 FROM email_tokens WHERE user_id = $1 AND purpose = $2 AND created_at > $3 LIMIT 1`, [userId, purpose, since]);
+  const row = await queryOne(
+    tx,
+    `SELECT 1 FROM email_tokens WHERE user_id = $1 AND purpose = $2 AND created_at > $3 LIMIT 1`,
+    [userId, purpose, since],
+  );
   return row !== undefined;
 }
 
@@ -169,14 +218,26 @@ async function inCooldown(runtime: Context, tx: EntityManager, userId: string, p
  * link for any existing user (earlier unused reset links are retired, so only the newest works);
  * nothing inside the cooldown. A retried job finds the link it already issued and does nothing.
  */
-export async function fulfilEmailLinkRequest(runtime: Context, em: EntityManager, request: EmailLinkRequest): Promise<void> {
+export async function fulfilEmailLinkRequest(
+  runtime: Context,
+  em: EntityManager,
+  request: EmailLinkRequest,
+): Promise<void> {
   await em.transactional(async (tx) => {
-    const user = await queryOne<UserRow>(tx, `SELECT id, email, email_verified_at FROM users WHERE lower(email) = lower($1) FOR UPDATE`, [request.email]);
+    const user = await queryOne<UserRow>(
+      tx,
+      `SELECT id, email, email_verified_at FROM users WHERE lower(email) = lower($1) FOR UPDATE`,
+      [request.email],
+    );
     if (!user) return;
     if (request.purpose === 'verify' && user.email_verified_at !== null) return;
     if (await inCooldown(runtime, tx, user.id, request.purpose, request.requested_at)) return;
     if (request.purpose === 'reset') {
-      await execute(tx, `UPDATE email_tokens SET consumed_at = $2 WHERE user_id = $1 AND purpose = 'reset' AND consumed_at IS NULL`, [user.id, new Date(request.requested_at)]);
+      await execute(
+        tx,
+        `UPDATE email_tokens SET consumed_at = $2 WHERE user_id = $1 AND purpose = 'reset' AND consumed_at IS NULL`,
+        [user.id, new Date(request.requested_at)],
+      );
     }
     await issueEmailLink(runtime, tx, user, request.purpose, request.requested_at);
   });
@@ -197,7 +258,11 @@ export async function resetTokenValid(runtime: Context, em: EntityManager, token
  * contains the local part of the account's email. Receiving the link proves the mailbox, so the
  * address counts as verified afterwards. Access tokens already issued stay valid until they expire.
  */
-export async function confirmPasswordReset(runtime: Context, em: EntityManager, input: { token: string; password: string }): Promise<void> {
+export async function confirmPasswordReset(
+  runtime: Context,
+  em: EntityManager,
+  input: { token: string; password: string },
+): Promise<void> {
   const passwordHash = await hashPassword(input.password);
   await em.transactional(async (tx) => {
     const row = await consumeEmailToken(runtime, tx, 'reset', input.token, async (link) => {
@@ -206,11 +271,11 @@ export async function confirmPasswordReset(runtime: Context, em: EntityManager, 
         throw new AppError('weak_password', 'The password must not contain your email address');
       }
     });
-    await execute(tx, `UPDATE users SET password_hash = $2, email_verified_at = coalesce(email_verified_at, $3), updated_at = now() WHERE id = $1`, [
-      row.user_id,
-      passwordHash,
-      nowDate(runtime),
-    ]);
+    await execute(
+      tx,
+      `UPDATE users SET password_hash = $2, email_verified_at = coalesce(email_verified_at, $3), updated_at = now() WHERE id = $1`,
+      [row.user_id, passwordHash, nowDate(runtime)],
+    );
   });
 }
 

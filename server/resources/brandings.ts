@@ -20,13 +20,21 @@ export function toBrandingResponse(row: BrandRow): BrandingResponse {
   return {
     key: row.key,
     values: row.values,
-    sender: { from_name: row.sender.from_name ?? null, from_email: row.sender.from_email ?? null, reply_to: row.sender.reply_to ?? null },
+    sender: {
+      from_name: row.sender.from_name ?? null,
+      from_email: row.sender.from_email ?? null,
+      reply_to: row.sender.reply_to ?? null,
+    },
     is_default: row.is_default,
   };
 }
 
 function senderJson(sender: BrandSender): string {
-  return JSON.stringify({ from_name: sender.from_name ?? null, from_email: sender.from_email ?? null, reply_to: sender.reply_to ?? null });
+  return JSON.stringify({
+    from_name: sender.from_name ?? null,
+    from_email: sender.from_email ?? null,
+    reply_to: sender.reply_to ?? null,
+  });
 }
 
 export async function brandLimit(em: EntityManager, tenantId: string): Promise<number> {
@@ -34,19 +42,31 @@ export async function brandLimit(em: EntityManager, tenantId: string): Promise<n
 }
 
 export async function countBrands(em: EntityManager, tenantId: string): Promise<number> {
-  const row = await queryOne<{ n: number }>(em, `SELECT count(*)::int AS n FROM brands WHERE tenant_id = $1`, [tenantId]);
+  const row = await queryOne<{ n: number }>(em, `SELECT count(*)::int AS n FROM brands WHERE tenant_id = $1`, [
+    tenantId,
+  ]);
   return row?.n ?? 0;
 }
 
-export async function createBrand(em: EntityManager, tenantId: string, input: CreateBrandingRequest): Promise<BrandRow> {
+export async function createBrand(
+  em: EntityManager,
+  tenantId: string,
+  input: CreateBrandingRequest,
+): Promise<BrandRow> {
   return em.transactional(async (tx) => {
     // Serialise brand creation per tenant, so two concurrent creates cannot both pass the cap.
     await query(tx, `SELECT id FROM tenants WHERE id = $1 FOR UPDATE`, [tenantId]);
-    const existing = await queryOne(tx, `SELECT 1 FROM brands WHERE tenant_id = $1 AND key = $2`, [tenantId, input.key]);
+    const existing = await queryOne(tx, `SELECT 1 FROM brands WHERE tenant_id = $1 AND key = $2`, [
+      tenantId,
+      input.key,
+    ]);
     if (existing) throw new AppError('already_exists', `A branding with key ${input.key} already exists`);
     const [limit, count] = await Promise.all([brandLimit(tx, tenantId), countBrands(tx, tenantId)]);
     if (count >= limit) {
-      throw new AppError('plan_limit_reached', `The plan allows ${limit} brand(s) and this tenant has ${count}; delete one or ask the operator to raise the cap`);
+      throw new AppError(
+        'plan_limit_reached',
+        `The plan allows ${limit} brand(s) and this tenant has ${count}; delete one or ask the operator to raise the cap`,
+      );
     }
     return (await queryOne<BrandRow>(
       tx,
@@ -57,11 +77,16 @@ export async function createBrand(em: EntityManager, tenantId: string, input: Cr
 }
 
 export async function listBrands(em: EntityManager, tenantId: string): Promise<BrandRow[]> {
-  return query<BrandRow>(em, `SELECT ${COLUMNS} FROM brands WHERE tenant_id = $1 ORDER BY is_default DESC, key`, [tenantId]);
+  return query<BrandRow>(em, `SELECT ${COLUMNS} FROM brands WHERE tenant_id = $1 ORDER BY is_default DESC, key`, [
+    tenantId,
+  ]);
 }
 
 export async function getBrand(em: EntityManager, tenantId: string, key: string): Promise<BrandRow> {
-  const row = await queryOne<BrandRow>(em, `SELECT ${COLUMNS} FROM brands WHERE tenant_id = $1 AND key = $2`, [tenantId, key]);
+  const row = await queryOne<BrandRow>(em, `SELECT ${COLUMNS} FROM brands WHERE tenant_id = $1 AND key = $2`, [
+    tenantId,
+    key,
+  ]);
   if (!row) throw notFound('Branding');
   return row;
 }
@@ -78,7 +103,12 @@ export async function deleteBrand(em: EntityManager, tenantId: string, key: stri
   if (row.is_default) throw new AppError('default_brand', 'The default brand cannot be deleted');
 }
 
-export async function setBrandValues(em: EntityManager, tenantId: string, key: string, values: BrandValues): Promise<BrandRow> {
+export async function setBrandValues(
+  em: EntityManager,
+  tenantId: string,
+  key: string,
+  values: BrandValues,
+): Promise<BrandRow> {
   const row = await queryOne<BrandRow>(
     em,
     `UPDATE brands SET "values" = $3, updated_at = now() WHERE tenant_id = $1 AND key = $2 RETURNING ${COLUMNS}`,
@@ -88,7 +118,12 @@ export async function setBrandValues(em: EntityManager, tenantId: string, key: s
   return row;
 }
 
-export async function setBrandSender(em: EntityManager, tenantId: string, key: string, sender: BrandSender): Promise<BrandRow> {
+export async function setBrandSender(
+  em: EntityManager,
+  tenantId: string,
+  key: string,
+  sender: BrandSender,
+): Promise<BrandRow> {
   const row = await queryOne<BrandRow>(
     em,
     `UPDATE brands SET sender = $3, updated_at = now() WHERE tenant_id = $1 AND key = $2 RETURNING ${COLUMNS}`,

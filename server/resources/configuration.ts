@@ -8,7 +8,12 @@ import { isDeepStrictEqual } from 'node:util';
 import { AppError, ValidationFailure } from '../base/errors.ts';
 import { queryOne } from '../base/db/sql.ts';
 import type { Context } from '../base/context.ts';
-import type { ApplyConfigurationRequest, ConfigurationChange, ConfigurationDocument, ConfigurationPlanResponse } from '../schemas/configuration.ts';
+import type {
+  ApplyConfigurationRequest,
+  ConfigurationChange,
+  ConfigurationDocument,
+  ConfigurationPlanResponse,
+} from '../schemas/configuration.ts';
 import { configurationKinds } from './configuration-kinds/index.ts';
 import type { KindContext } from './configuration-kinds/types.ts';
 
@@ -24,7 +29,11 @@ async function contextOf(runtime: Context, tx: EntityManager, tenantId: string):
 
 const byId = (id: (entry: any) => string) => (a: unknown, b: unknown) => (id(a) < id(b) ? -1 : id(a) > id(b) ? 1 : 0);
 
-export async function exportConfiguration(runtime: Context, em: EntityManager, tenantId: string): Promise<ConfigurationDocument> {
+export async function exportConfiguration(
+  runtime: Context,
+  em: EntityManager,
+  tenantId: string,
+): Promise<ConfigurationDocument> {
   return em.transactional(async (tx) => {
     const ctx = await contextOf(runtime, tx, tenantId);
     const document: Record<string, unknown> = { version: 1 };
@@ -43,7 +52,12 @@ interface Step {
   run: () => Promise<void>;
 }
 
-export async function applyConfiguration(runtime: Context, em: EntityManager, tenantId: string, request: ApplyConfigurationRequest): Promise<ConfigurationPlanResponse> {
+export async function applyConfiguration(
+  runtime: Context,
+  em: EntityManager,
+  tenantId: string,
+  request: ApplyConfigurationRequest,
+): Promise<ConfigurationPlanResponse> {
   let changes: ConfigurationChange[] = [];
   try {
     await em.transactional(async (tx) => {
@@ -71,7 +85,13 @@ async function plan(ctx: KindContext, request: ApplyConfigurationRequest): Promi
       const entry = kind.normalise(raw, ctx);
       const id = kind.id(entry);
       if (desired.has(id)) {
-        return [{ loc: ['body', 'document', kind.name, index], msg: `${id} is listed twice (first at index ${desired.get(id)!.index})`, type: 'duplicate' }];
+        return [
+          {
+            loc: ['body', 'document', kind.name, index],
+            msg: `${id} is listed twice (first at index ${desired.get(id)!.index})`,
+            type: 'duplicate',
+          },
+        ];
       }
       desired.set(id, { entry, index });
       return [];
@@ -81,18 +101,35 @@ async function plan(ctx: KindContext, request: ApplyConfigurationRequest): Promi
     for (const [id, { entry, index }] of desired) {
       const existing = current.get(id);
       if (!existing) {
-        writes.push({ change: { kind: kind.name, action: 'create', id, fields: [] }, index, run: () => kind.create(ctx, entry) });
+        writes.push({
+          change: { kind: kind.name, action: 'create', id, fields: [] },
+          index,
+          run: () => kind.create(ctx, entry),
+        });
         continue;
       }
       // Both sides' fields: an optional field the document leaves out (a workflow) is removed.
       const fields = [...new Set([...Object.keys(entry), ...Object.keys(existing)])].filter(
         (field) => !isDeepStrictEqual(canonical(entry[field]), canonical(existing[field])),
       );
-      if (fields.length > 0) writes.push({ change: { kind: kind.name, action: 'update', id, fields }, index, run: () => kind.update(ctx, existing, entry, fields) });
+      if (fields.length > 0)
+        writes.push({
+          change: { kind: kind.name, action: 'update', id, fields },
+          index,
+          run: () => kind.update(ctx, existing, entry, fields),
+        });
     }
     if (!request.prune) continue;
-    const removed = [...current].filter(([id, entry]) => !desired.has(id) && (!kind.prunable || kind.prunable(entry, ctx))).sort(([a], [b]) => (a < b ? -1 : 1));
-    deletions.unshift(...removed.map(([id, entry]): Step => ({ change: { kind: kind.name, action: 'delete', id, fields: [] }, index: null, run: () => kind.remove(ctx, entry) })));
+    const removed = [...current]
+      .filter(([id, entry]) => !desired.has(id) && (!kind.prunable || kind.prunable(entry, ctx)))
+      .sort(([a], [b]) => (a < b ? -1 : 1));
+    deletions.unshift(
+      ...removed.map(([id, entry]): Step => ({
+        change: { kind: kind.name, action: 'delete', id, fields: [] },
+        index: null,
+        run: () => kind.remove(ctx, entry),
+      })),
+    );
   }
   // Deletions first, the last kind's first (templates before their brands and types), then writes in kind order.
   return [...deletions, ...writes];
@@ -102,7 +139,11 @@ async function plan(ctx: KindContext, request: ApplyConfigurationRequest): Promi
 function canonical(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(canonical);
   if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => [k, canonical(v)]));
+    return Object.fromEntries(
+      Object.entries(value)
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        .map(([k, v]) => [k, canonical(v)]),
+    );
   }
   return value;
 }
@@ -115,9 +156,19 @@ async function runStep(step: Step): Promise<void> {
   } catch (error) {
     const where = step.index === null ? ['body', 'document', kind] : ['body', 'document', kind, step.index];
     if (error instanceof ValidationFailure) {
-      throw new ValidationFailure(error.issues.map((issue) => ({ ...issue, loc: [...where, ...issue.loc.filter((part) => part !== 'body')], msg: `${id}: ${issue.msg}` })));
+      throw new ValidationFailure(
+        error.issues.map((issue) => ({
+          ...issue,
+          loc: [...where, ...issue.loc.filter((part) => part !== 'body')],
+          msg: `${id}: ${issue.msg}`,
+        })),
+      );
     }
-    if (error instanceof AppError) throw new AppError(error.code, `${kind} ${id} (${action}): ${error.message}`, { headers: error.headers, cause: error });
+    if (error instanceof AppError)
+      throw new AppError(error.code, `${kind} ${id} (${action}): ${error.message}`, {
+        headers: error.headers,
+        cause: error,
+      });
     throw error;
   }
 }

@@ -36,7 +36,10 @@ interface Line {
  * the newline byte, which never occurs inside a multi-byte UTF-8 character, so a character cut between
  * chunks is decoded whole. Throws 413 once more than `maxBytes` have arrived.
  */
-export async function* numberedLines(chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, maxBytes: number): AsyncGenerator<Line> {
+export async function* numberedLines(
+  chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+  maxBytes: number,
+): AsyncGenerator<Line> {
   let total = 0;
   let number = 0;
   let pending: Buffer[] = [];
@@ -44,7 +47,10 @@ export async function* numberedLines(chunks: AsyncIterable<Uint8Array> | Iterabl
   let overlong = false;
   const take = (tail: Buffer): Line => {
     number++;
-    const text = overlong || pendingBytes + tail.length > MAX_LINE_BYTES ? null : Buffer.concat([...pending, tail]).toString('utf8');
+    const text =
+      overlong || pendingBytes + tail.length > MAX_LINE_BYTES
+        ? null
+        : Buffer.concat([...pending, tail]).toString('utf8');
     pending = [];
     pendingBytes = 0;
     overlong = false;
@@ -76,7 +82,10 @@ export async function* numberedLines(chunks: AsyncIterable<Uint8Array> | Iterabl
 }
 
 export function tooLarge(maxBytes: number): AppError {
-  return new AppError('payload_too_large', `An import is at most ${maxBytes} bytes; the lines before the limit were imported`);
+  return new AppError(
+    'payload_too_large',
+    `An import is at most ${maxBytes} bytes; the lines before the limit were imported`,
+  );
 }
 
 /** Imports contacts from NDJSON: created and updated counts, and the refused lines (the first 100 listed). */

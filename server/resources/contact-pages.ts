@@ -25,7 +25,11 @@ function page(status: number, title: string, body: string): Response {
 <meta name="robots" content="noindex"><title>${escapeHtml(title)}</title><style>${STYLE}</style></head><body><h1>${escapeHtml(title)}</h1>${body}</body></html>`;
   return new Response(html, {
     status,
-    headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': CONTACT_PAGE_CSP, 'cache-control': 'no-store' },
+    headers: {
+      'content-type': 'text/html; charset=utf-8',
+      'content-security-policy': CONTACT_PAGE_CSP,
+      'cache-control': 'no-store',
+    },
   });
 }
 
@@ -40,7 +44,12 @@ interface LinkTarget {
 }
 
 /** The contact (and type) a token names, when the token is genuine and they still exist. */
-export async function resolveContactLink(runtime: Context, em: EntityManager, token: string, kind: ContactLink['kind']): Promise<LinkTarget | null> {
+export async function resolveContactLink(
+  runtime: Context,
+  em: EntityManager,
+  token: string,
+  kind: ContactLink['kind'],
+): Promise<LinkTarget | null> {
   const link = verifyContactLink(runtime.tokens, token);
   if (!link || link.kind !== kind) return null;
   const row = await queryOne<{ email: string | null; type_name: string | null; type_live: boolean }>(
@@ -66,8 +75,18 @@ export function unsubscribeConfirmPage(target: LinkTarget): Response {
 /** Opts the contact out of the type's email channel (idempotent). */
 export async function applyOneClickUnsubscribe(em: EntityManager, target: LinkTarget): Promise<Response> {
   const link = target.link as Extract<ContactLink, { kind: 'unsubscribe' }>;
-  await setPreference(em, link.tenantId, link.contactId, { type: link.typeKey, channel: 'email', enabled: false }, 'one_click');
-  return page(200, 'Unsubscribed', `<p class="done">You will no longer receive emails about <strong>${escapeHtml(target.typeName ?? '')}</strong>.</p>`);
+  await setPreference(
+    em,
+    link.tenantId,
+    link.contactId,
+    { type: link.typeKey, channel: 'email', enabled: false },
+    'one_click',
+  );
+  return page(
+    200,
+    'Unsubscribed',
+    `<p class="done">You will no longer receive emails about <strong>${escapeHtml(target.typeName ?? '')}</strong>.</p>`,
+  );
 }
 
 const fieldName = (entry: PreferenceEntry) => `${entry.type}:${entry.channel}`;
@@ -96,13 +115,24 @@ export async function preferencePage(em: EntityManager, target: LinkTarget, save
 }
 
 /** Applies the form: every changeable box of the matrix is on exactly when it was ticked. */
-export async function savePreferencePage(em: EntityManager, target: LinkTarget, form: URLSearchParams): Promise<Response> {
+export async function savePreferencePage(
+  em: EntityManager,
+  target: LinkTarget,
+  form: URLSearchParams,
+): Promise<Response> {
   const { tenantId, contactId } = target.link;
   const matrix = await preferenceMatrix(em, tenantId, contactId);
   for (const entry of matrix) {
     if (!entry.opt_out) continue;
     const enabled = form.has(fieldName(entry));
-    if (enabled !== entry.enabled) await setPreference(em, tenantId, contactId, { type: entry.type, channel: entry.channel, enabled }, 'preference_page');
+    if (enabled !== entry.enabled)
+      await setPreference(
+        em,
+        tenantId,
+        contactId,
+        { type: entry.type, channel: entry.channel, enabled },
+        'preference_page',
+      );
   }
   return preferencePage(em, target, true);
 }

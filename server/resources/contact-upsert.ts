@@ -13,13 +13,20 @@ export interface UpsertedContact extends ContactRow {
   created: boolean;
 }
 
-
 /** One row of the upsert's input. */
-export type ContactUpsertInput = { id: string } & { [Field in keyof ContactFields]-?: Exclude<ContactFields[Field], undefined> };
+export type ContactUpsertInput = { id: string } & {
+  [Field in keyof ContactFields]-?: Exclude<ContactFields[Field], undefined>;
+};
 
 /** The upsert's input columns, as JSON rows (db/json-rows.ts) give them: to the import's statement, and in each trigger. */
 export const CONTACT_INPUT_COLUMNS = [
-  ['id', 'uuid'], ['external_id', 'text'], ['email', 'text'], ['phone', 'text'], ['name', 'text'], ['language', 'text'], ['properties', 'jsonb'],
+  ['id', 'uuid'],
+  ['external_id', 'text'],
+  ['email', 'text'],
+  ['phone', 'text'],
+  ['name', 'text'],
+  ['language', 'text'],
+  ['properties', 'jsonb'],
 ] as const satisfies JsonRowColumns<ContactUpsertInput>;
 
 /**
@@ -63,12 +70,16 @@ export function contactUpsertStatement(rows: string): string {
          WHEN (EXCLUDED.email, EXCLUDED.phone, EXCLUDED.name, EXCLUDED.language) IS NOT DISTINCT FROM (NULL::text, NULL::text, NULL::text, NULL::text)
               AND EXCLUDED.properties = '{}'::jsonb THEN c.updated_at
          ELSE now() END
-     RETURNING ${CONTACT_COLUMNS.split(', ').map((col) => `c.${col}`).join(', ')}, (xmax = 0) AS created`;
+     RETURNING ${CONTACT_COLUMNS.split(', ')
+       .map((col) => `c.${col}`)
+       .join(', ')}, (xmax = 0) AS created`;
 }
 
 /** True when the row only names a contact: upserting it creates the contact if need be and changes nothing else. */
 export function isBareContact(row: ContactUpsertInput): boolean {
-  return row.email === null && row.phone === null && row.name === null && row.language === null && row.properties === null;
+  return (
+    row.email === null && row.phone === null && row.name === null && row.language === null && row.properties === null
+  );
 }
 
 /**
@@ -83,10 +94,18 @@ function tenantRowsParameters(tenantId: string, rows: ContactUpsertInput[]): unk
 }
 
 /** Upserts contacts by external_id; returns one row per distinct external_id, in input order. */
-export async function upsertContacts(em: EntityManager, tenantId: string, inputs: ContactFields[]): Promise<UpsertedContact[]> {
+export async function upsertContacts(
+  em: EntityManager,
+  tenantId: string,
+  inputs: ContactFields[],
+): Promise<UpsertedContact[]> {
   const rows = contactUpsertInput(inputs);
   if (rows.length === 0) return [];
-  const result = await query<ContactRow & { created: boolean }>(em, contactUpsertStatement(TENANT_ROWS), tenantRowsParameters(tenantId, rows));
+  const result = await query<ContactRow & { created: boolean }>(
+    em,
+    contactUpsertStatement(TENANT_ROWS),
+    tenantRowsParameters(tenantId, rows),
+  );
   const byExternal = new Map(result.map((r) => [r.external_id, r]));
   return rows.map((r) => byExternal.get(r.external_id)!);
 }
@@ -95,10 +114,18 @@ const COUNTED_UPSERT = `WITH upserted AS (${contactUpsertStatement(TENANT_ROWS)}
   SELECT count(*) FILTER (WHERE created)::int AS created, count(*) FILTER (WHERE NOT created)::int AS updated FROM upserted`;
 
 /** Upserts contacts by external_id as upsertContacts does, answering only how many were created and updated (imports). */
-export async function upsertContactCounts(em: EntityManager, tenantId: string, inputs: ContactFields[]): Promise<{ created: number; updated: number }> {
+export async function upsertContactCounts(
+  em: EntityManager,
+  tenantId: string,
+  inputs: ContactFields[],
+): Promise<{ created: number; updated: number }> {
   const rows = contactUpsertInput(inputs);
   if (rows.length === 0) return { created: 0, updated: 0 };
-  const [counts] = await query<{ created: number; updated: number }>(em, COUNTED_UPSERT, tenantRowsParameters(tenantId, rows));
+  const [counts] = await query<{ created: number; updated: number }>(
+    em,
+    COUNTED_UPSERT,
+    tenantRowsParameters(tenantId, rows),
+  );
   return counts!;
 }
 

@@ -37,30 +37,52 @@ export function toContactResponse(row: ContactRow): ContactResponse {
 }
 
 /** 409 when the external_id is taken: the recommended client pattern mints first and creates on 404. */
-export async function createContact(em: EntityManager, tenantId: string, input: CreateContactRequest): Promise<ContactRow> {
+export async function createContact(
+  em: EntityManager,
+  tenantId: string,
+  input: CreateContactRequest,
+): Promise<ContactRow> {
   const row = await queryOne<ContactRow>(
     em,
     `INSERT INTO contacts (id, tenant_id, external_id, email, phone, name, language, properties)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
      ON CONFLICT (tenant_id, external_id) DO NOTHING
      RETURNING ${CONTACT_COLUMNS}`,
-    [newId(), tenantId, input.external_id, input.email ?? null, input.phone ?? null, input.name ?? null, input.language ?? null, JSON.stringify(input.properties ?? {})],
+    [
+      newId(),
+      tenantId,
+      input.external_id,
+      input.email ?? null,
+      input.phone ?? null,
+      input.name ?? null,
+      input.language ?? null,
+      JSON.stringify(input.properties ?? {}),
+    ],
   );
   if (!row) throw new AppError('already_exists', 'A contact with this external_id already exists');
   return row;
 }
 
 export async function getContact(em: EntityManager, tenantId: string, id: string): Promise<ContactRow> {
-  const row = await queryOne<ContactRow>(em, `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE id = $1 AND tenant_id = $2`, [id, tenantId]);
+  const row = await queryOne<ContactRow>(
+    em,
+    `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE id = $1 AND tenant_id = $2`,
+    [id, tenantId],
+  );
   if (!row) throw notFound('Contact');
   return row;
 }
 
-export async function findContactByExternalId(em: EntityManager, tenantId: string, externalId: string): Promise<ContactRow> {
-  const row = await queryOne<ContactRow>(em, `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE tenant_id = $1 AND external_id = $2`, [
-    tenantId,
-    externalId,
-  ]);
+export async function findContactByExternalId(
+  em: EntityManager,
+  tenantId: string,
+  externalId: string,
+): Promise<ContactRow> {
+  const row = await queryOne<ContactRow>(
+    em,
+    `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE tenant_id = $1 AND external_id = $2`,
+    [tenantId, externalId],
+  );
   if (!row) throw notFound('Contact');
   return row;
 }
@@ -74,13 +96,26 @@ export async function contactInScope(em: EntityManager, auth: Credential, id: st
   return getContact(em, auth.tenantId, id);
 }
 
-export async function replaceContact(em: EntityManager, tenantId: string, id: string, fields: ReplaceContactRequest): Promise<ContactRow> {
+export async function replaceContact(
+  em: EntityManager,
+  tenantId: string,
+  id: string,
+  fields: ReplaceContactRequest,
+): Promise<ContactRow> {
   const row = await queryOne<ContactRow>(
     em,
     `UPDATE contacts SET email = $3, phone = $4, name = $5, language = $6, properties = $7, updated_at = now()
       WHERE id = $1 AND tenant_id = $2
       RETURNING ${CONTACT_COLUMNS}`,
-    [id, tenantId, fields.email ?? null, fields.phone ?? null, fields.name ?? null, fields.language ?? null, JSON.stringify(fields.properties ?? {})],
+    [
+      id,
+      tenantId,
+      fields.email ?? null,
+      fields.phone ?? null,
+      fields.name ?? null,
+      fields.language ?? null,
+      JSON.stringify(fields.properties ?? {}),
+    ],
   );
   if (!row) throw notFound('Contact');
   return row;
@@ -92,7 +127,12 @@ export async function deleteContact(em: EntityManager, tenantId: string, id: str
   if (deleted === 0) throw notFound('Contact');
 }
 
-export async function setContactLanguage(em: EntityManager, tenantId: string, id: string, language: string): Promise<ContactRow> {
+export async function setContactLanguage(
+  em: EntityManager,
+  tenantId: string,
+  id: string,
+  language: string,
+): Promise<ContactRow> {
   const row = await queryOne<ContactRow>(
     em,
     `UPDATE contacts SET language = $3, updated_at = now() WHERE id = $1 AND tenant_id = $2 RETURNING ${CONTACT_COLUMNS}`,
@@ -103,7 +143,12 @@ export async function setContactLanguage(em: EntityManager, tenantId: string, id
 }
 
 /** Sets the contact's time zone and quiet hours (null: none); remote channels wait for their end. */
-export async function setContactQuietHours(em: EntityManager, tenantId: string, id: string, input: SetQuietHoursRequest): Promise<ContactRow> {
+export async function setContactQuietHours(
+  em: EntityManager,
+  tenantId: string,
+  id: string,
+  input: SetQuietHoursRequest,
+): Promise<ContactRow> {
   const row = await queryOne<ContactRow>(
     em,
     `UPDATE contacts SET timezone = $3, quiet_hours = $4::jsonb, updated_at = now() WHERE id = $1 AND tenant_id = $2 RETURNING ${CONTACT_COLUMNS}`,
@@ -117,7 +162,11 @@ export async function setContactQuietHours(em: EntityManager, tenantId: string, 
  * Creates or updates up to 500 contacts by external_id. Each entry is validated on its own: invalid
  * entries are reported by index and the valid ones are applied, in one statement.
  */
-export async function bulkUpsertContacts(em: EntityManager, tenantId: string, entries: unknown[]): Promise<BulkContactsResponse> {
+export async function bulkUpsertContacts(
+  em: EntityManager,
+  tenantId: string,
+  entries: unknown[],
+): Promise<BulkContactsResponse> {
   const valid: ContactFields[] = [];
   const errors: BulkContactsResponse['errors'] = [];
   entries.forEach((entry, index) => {
@@ -144,7 +193,12 @@ export function parseContactEntry(entry: unknown): { contact: ContactFields } | 
 }
 
 /** Mints a short-lived token scoped to one contact; 404 when the external_id is not a contact yet. */
-export async function mintContactToken(runtime: Context, em: EntityManager, tenantId: string, externalId: string): Promise<ContactTokenResponse> {
+export async function mintContactToken(
+  runtime: Context,
+  em: EntityManager,
+  tenantId: string,
+  externalId: string,
+): Promise<ContactTokenResponse> {
   const contact = await findContactByExternalId(em, tenantId, externalId);
   const ttl = runtime.config.contactTokenTtlSeconds;
   return {

@@ -61,10 +61,17 @@ function toDataRequestResponse(row: DataRequestRow): DataRequestResponseBody {
 }
 
 /** Files a request and its job in one transaction; 503 when the queue cannot take it. */
-export async function fileDataRequest(runtime: Context, em: EntityManager, callerId: string, tenantId: string, kind: DataRequestKind): Promise<DataRequestResponseBody> {
+export async function fileDataRequest(
+  runtime: Context,
+  em: EntityManager,
+  callerId: string,
+  tenantId: string,
+  kind: DataRequestKind,
+): Promise<DataRequestResponseBody> {
   await requireMembership(em, callerId, tenantId, 'owner');
   const boss = runtime.boss;
-  if (!boss) throw new AppError('data_request_unavailable', 'The request could not be filed right now; please contact support');
+  if (!boss)
+    throw new AppError('data_request_unavailable', 'The request could not be filed right now; please contact support');
   try {
     return await em.transactional(async (tx) => {
       const row = (await queryOne<DataRequestRow>(
@@ -79,23 +86,39 @@ export async function fileDataRequest(runtime: Context, em: EntityManager, calle
   } catch (error) {
     if (error instanceof AppError) throw error;
     runtime.logger.error('data request could not be filed', { tenant_id: tenantId, kind, error });
-    throw new AppError('data_request_unavailable', 'The request could not be filed right now; please contact support', { cause: error });
+    throw new AppError('data_request_unavailable', 'The request could not be filed right now; please contact support', {
+      cause: error,
+    });
   }
 }
 
 async function requestOf(em: EntityManager, tenantId: string, id: string): Promise<DataRequestRow> {
-  const row = await queryOne<DataRequestRow>(em, `SELECT ${COLUMNS} FROM data_requests WHERE id = $1 AND tenant_id = $2`, [id, tenantId]);
+  const row = await queryOne<DataRequestRow>(
+    em,
+    `SELECT ${COLUMNS} FROM data_requests WHERE id = $1 AND tenant_id = $2`,
+    [id, tenantId],
+  );
   if (!row) throw new AppError('not_found', 'Data request not found');
   return row;
 }
 
-export async function getDataRequest(em: EntityManager, callerId: string, tenantId: string, id: string): Promise<DataRequestResponseBody> {
+export async function getDataRequest(
+  em: EntityManager,
+  callerId: string,
+  tenantId: string,
+  id: string,
+): Promise<DataRequestResponseBody> {
   await requireMembership(em, callerId, tenantId, 'owner');
   return toDataRequestResponse(await requestOf(em, tenantId, id));
 }
 
 /** The export file as a stream; 404 until the export has completed (or once its file is gone). */
-export async function openExport(em: EntityManager, callerId: string, tenantId: string, id: string): Promise<{ stream: ReadableStream; size: number; filename: string }> {
+export async function openExport(
+  em: EntityManager,
+  callerId: string,
+  tenantId: string,
+  id: string,
+): Promise<{ stream: ReadableStream; size: number; filename: string }> {
   await requireMembership(em, callerId, tenantId, 'owner');
   const row = await requestOf(em, tenantId, id);
   if (row.kind !== 'export' || row.status !== 'completed' || !row.file_path || !existsSync(row.file_path)) {
@@ -117,16 +140,28 @@ export function exportsDir(runtime: Context): string {
 /** Runs one data request: marks it running, does the work, records completion or the failure. */
 export async function runDataRequest(runtime: Context, id: string): Promise<void> {
   const em = runtime.orm.em.fork();
-  const row = await queryOne<DataRequestRow>(em, `UPDATE data_requests SET status = 'running' WHERE id = $1 AND status IN ('queued', 'running') RETURNING ${COLUMNS}`, [id]);
+  const row = await queryOne<DataRequestRow>(
+    em,
+    `UPDATE data_requests SET status = 'running' WHERE id = $1 AND status IN ('queued', 'running') RETURNING ${COLUMNS}`,
+    [id],
+  );
   if (!row) return; // already finished (a retried job after completion)
   try {
     let filePath: string | null = null;
     if (row.kind === 'export') filePath = await writeExport(runtime, em, row);
     else await deleteTenantData(runtime, em, row.tenant_id);
-    await execute(em, `UPDATE data_requests SET status = 'completed', file_path = $2, completed_at = $3, error = NULL WHERE id = $1`, [id, filePath, new Date(runtime.clock.now())]);
+    await execute(
+      em,
+      `UPDATE data_requests SET status = 'completed', file_path = $2, completed_at = $3, error = NULL WHERE id = $1`,
+      [id, filePath, new Date(runtime.clock.now())],
+    );
     runtime.logger.info('data request completed', { data_request_id: id, kind: row.kind, tenant_id: row.tenant_id });
   } catch (error) {
-    await execute(em, `UPDATE data_requests SET status = 'failed', error = $2, completed_at = $3 WHERE id = $1`, [id, 'The request failed; please contact support', new Date(runtime.clock.now())]);
+    await execute(em, `UPDATE data_requests SET status = 'failed', error = $2, completed_at = $3 WHERE id = $1`, [
+      id,
+      'The request failed; please contact support',
+      new Date(runtime.clock.now()),
+    ]);
     runtime.logger.error('data request failed', { data_request_id: id, kind: row.kind, error });
   }
 }
@@ -165,12 +200,27 @@ const MASK = '********';
  * copies of them) holds those values in clear for the recipient. Secrets never leave in an export,
  * so such content is masked there; the events themselves keep only the secrets' names.
  */
-async function maskSecretContent(em: EntityManager, tenantId: string, tables: Record<string, Array<Record<string, unknown>>>): Promise<void> {
-  const rows = await query<{ id: string }>(em, `SELECT id::text FROM events WHERE tenant_id = $1 AND cardinality(secret_keys) > 0`, [tenantId]);
+async function maskSecretContent(
+  em: EntityManager,
+  tenantId: string,
+  tables: Record<string, Array<Record<string, unknown>>>,
+): Promise<void> {
+  const rows = await query<{ id: string }>(
+    em,
+    `SELECT id::text FROM events WHERE tenant_id = $1 AND cardinality(secret_keys) > 0`,
+    [tenantId],
+  );
   const withSecrets = new Set(rows.map((r) => r.id));
   if (withSecrets.size === 0) return;
-  const maskItem = (item: Record<string, unknown>) => ({ ...item, title: MASK, body: MASK, action_url: item.action_url == null ? null : MASK });
-  tables.inbox_items = (tables.inbox_items ?? []).map((item) => (withSecrets.has(String(item.event_id)) ? maskItem(item) : item));
+  const maskItem = (item: Record<string, unknown>) => ({
+    ...item,
+    title: MASK,
+    body: MASK,
+    action_url: item.action_url == null ? null : MASK,
+  });
+  tables.inbox_items = (tables.inbox_items ?? []).map((item) =>
+    withSecrets.has(String(item.event_id)) ? maskItem(item) : item,
+  );
   tables.stream_events = (tables.stream_events ?? []).map((event) => {
     const payload = event.payload as Record<string, unknown> | null;
     return payload && withSecrets.has(String(payload.event_id)) ? { ...event, payload: maskItem(payload) } : event;
@@ -184,7 +234,11 @@ async function writeExport(runtime: Context, em: EntityManager, request: DataReq
   if (!tenant) throw new Error('tenant no longer exists');
   const tables: Record<string, Array<Record<string, unknown>>> = {};
   for (const [table, columns] of await exportableTables(em)) {
-    tables[table] = await query(em, `SELECT ${columns.map(quoteIdent).join(', ')} FROM ${quoteIdent(table)} WHERE tenant_id = $1`, [tenantId]);
+    tables[table] = await query(
+      em,
+      `SELECT ${columns.map(quoteIdent).join(', ')} FROM ${quoteIdent(table)} WHERE tenant_id = $1`,
+      [tenantId],
+    );
   }
   await maskSecretContent(em, tenantId, tables);
   const members = await query(
@@ -192,20 +246,39 @@ async function writeExport(runtime: Context, em: EntityManager, request: DataReq
     `SELECT u.id AS user_id, u.email, m.role, m.created_at FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.tenant_id = $1 ORDER BY m.created_at`,
     [tenantId],
   );
-  const document = { format: 'herald-tenant-export', version: 1, exported_at: toIsoTimestamp(runtime.clock.now()), tenant, members, tables };
+  const document = {
+    format: 'herald-tenant-export',
+    version: 1,
+    exported_at: toIsoTimestamp(runtime.clock.now()),
+    tenant,
+    members,
+    tables,
+  };
   const dir = exportsDir(runtime);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const file = join(dir, `${tenantId}-${request.id}.json`);
-  writeFileSync(file, JSON.stringify(document, (_k, v) => (typeof v === 'bigint' ? v.toString() : v), 2), { mode: 0o600 });
+  writeFileSync(
+    file,
+    JSON.stringify(document, (_k, v) => (typeof v === 'bigint' ? v.toString() : v), 2),
+    { mode: 0o600 },
+  );
   chmodSync(file, 0o600);
   return file;
 }
 
 async function deleteTenantData(runtime: Context, em: EntityManager, tenantId: string): Promise<void> {
-  const exports = await query<{ file_path: string }>(em, `SELECT file_path FROM data_requests WHERE tenant_id = $1 AND file_path IS NOT NULL`, [tenantId]);
+  const exports = await query<{ file_path: string }>(
+    em,
+    `SELECT file_path FROM data_requests WHERE tenant_id = $1 AND file_path IS NOT NULL`,
+    [tenantId],
+  );
   await em.transactional(async (tx) => {
     // Users whose default tenant this was get another default, as when a member is removed.
-    const affected = await query<{ user_id: string }>(tx, `SELECT user_id FROM memberships WHERE tenant_id = $1 AND is_default`, [tenantId]);
+    const affected = await query<{ user_id: string }>(
+      tx,
+      `SELECT user_id FROM memberships WHERE tenant_id = $1 AND is_default`,
+      [tenantId],
+    );
     await execute(tx, `DELETE FROM tenants WHERE id = $1`, [tenantId]);
     for (const { user_id } of affected) await reassignDefault(tx, user_id);
     await execute(tx, `UPDATE data_requests SET file_path = NULL WHERE tenant_id = $1`, [tenantId]);

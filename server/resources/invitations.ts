@@ -46,12 +46,21 @@ function toInvitationResponse(row: InvitationRow): InvitationResponseBody {
   };
 }
 
-export async function inviteMember(runtime: Context, em: EntityManager, callerId: string, tenantId: string, input: { email: string; role: MemberRole }): Promise<InvitationResponseBody> {
+export async function inviteMember(
+  runtime: Context,
+  em: EntityManager,
+  callerId: string,
+  tenantId: string,
+  input: { email: string; role: MemberRole },
+): Promise<InvitationResponseBody> {
   return em.transactional(async (tx) => {
     await requireMembership(tx, callerId, tenantId, 'admin');
-    if (input.role === 'owner') throw invalidField(['body', 'role'], 'the owner role cannot be given by an invitation', 'role_not_assignable');
+    if (input.role === 'owner')
+      throw invalidField(['body', 'role'], 'the owner role cannot be given by an invitation', 'role_not_assignable');
     // Serialises invitations of one tenant, so two concurrent invites of one address cannot both pass.
-    const tenant = (await queryOne<{ name: string }>(tx, `SELECT name FROM tenants WHERE id = $1 FOR UPDATE`, [tenantId]))!;
+    const tenant = (await queryOne<{ name: string }>(tx, `SELECT name FROM tenants WHERE id = $1 FOR UPDATE`, [
+      tenantId,
+    ]))!;
     const member = await queryOne(
       tx,
       `SELECT 1 FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.tenant_id = $1 AND lower(u.email) = lower($2)`,
@@ -70,7 +79,16 @@ export async function inviteMember(runtime: Context, em: EntityManager, callerId
       tx,
       `INSERT INTO invitations (id, tenant_id, email, role, token_hash, expires_at, invited_by, created_at)
        VALUES ($1, $2, lower($3), $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`,
-      [newId(), tenantId, input.email, input.role, link.hash, new Date(now.getTime() + runtime.config.invitationTtlSeconds * 1000), callerId, now],
+      [
+        newId(),
+        tenantId,
+        input.email,
+        input.role,
+        link.hash,
+        new Date(now.getTime() + runtime.config.invitationTtlSeconds * 1000),
+        callerId,
+        now,
+      ],
     ))!;
     const inviter = await queryOne<{ email: string }>(tx, `SELECT email FROM users WHERE id = $1`, [callerId]);
     // UserInvited: the email job commits with the invitation, so it is sent only once the invite exists.
@@ -87,23 +105,45 @@ export async function inviteMember(runtime: Context, em: EntityManager, callerId
 }
 
 /** Pending invitations (including ones past their expiry, which the console shows as expired and can revoke). */
-export async function listPendingInvitations(em: EntityManager, callerId: string, tenantId: string): Promise<InvitationResponseBody[]> {
+export async function listPendingInvitations(
+  em: EntityManager,
+  callerId: string,
+  tenantId: string,
+): Promise<InvitationResponseBody[]> {
   await requireMembership(em, callerId, tenantId, 'admin');
-  const rows = await query<InvitationRow>(em, `SELECT ${COLUMNS} FROM invitations WHERE tenant_id = $1 AND status = 'pending' ORDER BY created_at, id`, [tenantId]);
+  const rows = await query<InvitationRow>(
+    em,
+    `SELECT ${COLUMNS} FROM invitations WHERE tenant_id = $1 AND status = 'pending' ORDER BY created_at, id`,
+    [tenantId],
+  );
   return rows.map(toInvitationResponse);
 }
 
-export async function revokeInvitation(em: EntityManager, callerId: string, tenantId: string, invitationId: string): Promise<void> {
+export async function revokeInvitation(
+  em: EntityManager,
+  callerId: string,
+  tenantId: string,
+  invitationId: string,
+): Promise<void> {
   await em.transactional(async (tx) => {
     await requireMembership(tx, callerId, tenantId, 'admin');
-    const row = await queryOne<InvitationRow>(tx, `SELECT ${COLUMNS} FROM invitations WHERE id = $1 AND tenant_id = $2 FOR UPDATE`, [invitationId, tenantId]);
+    const row = await queryOne<InvitationRow>(
+      tx,
+      `SELECT ${COLUMNS} FROM invitations WHERE id = $1 AND tenant_id = $2 FOR UPDATE`,
+      [invitationId, tenantId],
+    );
     if (!row) throw new AppError('not_found', 'Invitation not found');
-    if (row.status !== 'pending') throw new AppError('invitation_not_pending', `This invitation is already ${row.status}`);
+    if (row.status !== 'pending')
+      throw new AppError('invitation_not_pending', `This invitation is already ${row.status}`);
     await execute(tx, `UPDATE invitations SET status = 'revoked' WHERE id = $1`, [invitationId]);
   });
 }
 
-async function invitationByToken(tx: EntityManager, token: string, lock: boolean): Promise<(InvitationRow & { tenant_name: string }) | undefined> {
+async function invitationByToken(
+  tx: EntityManager,
+  token: string,
+  lock: boolean,
+): Promise<(InvitationRow & { tenant_name: string }) | undefined> {
   return queryOne<InvitationRow & { tenant_name: string }>(
     tx,
     `SELECT i.id, i.tenant_id, i.email, i.role, i.status, i.expires_at, i.created_at, t.name AS tenant_name
@@ -113,9 +153,14 @@ async function invitationByToken(tx: EntityManager, token: string, lock: boolean
 }
 
 /** Only a pending, unexpired invitation previews; spent, revoked, expired and unknown tokens are all 404. */
-export async function previewInvitation(runtime: Context, em: EntityManager, token: string): Promise<{ email: string; role: MemberRole; tenant_name: string; user_exists: boolean }> {
+export async function previewInvitation(
+  runtime: Context,
+  em: EntityManager,
+  token: string,
+): Promise<{ email: string; role: MemberRole; tenant_name: string; user_exists: boolean }> {
   const row = await invitationByToken(em, token, false);
-  if (!row || row.status !== 'pending' || new Date(row.expires_at).getTime() <= runtime.clock.now()) throw new AppError('not_found', 'Invitation not found');
+  if (!row || row.status !== 'pending' || new Date(row.expires_at).getTime() <= runtime.clock.now())
+    throw new AppError('not_found', 'Invitation not found');
   const user = await queryOne(em, `SELECT 1 FROM users WHERE lower(email) = lower($1)`, [row.email]);
   return { email: row.email, role: row.role, tenant_name: row.tenant_name, user_exists: user !== undefined };
 }
@@ -123,15 +168,22 @@ export async function previewInvitation(runtime: Context, em: EntityManager, tok
 /** 404 unknown, 409 spent or revoked, 422 expired. */
 function assertUsable(runtime: Context, row: InvitationRow | undefined): asserts row is InvitationRow {
   if (!row) throw new AppError('not_found', 'Invitation not found');
-  if (row.status !== 'pending') throw new AppError('invitation_not_pending', `This invitation was already ${row.status}`);
-  if (new Date(row.expires_at).getTime() <= runtime.clock.now()) throw new AppError('link_expired', 'This invitation has expired; ask for a new one');
+  if (row.status !== 'pending')
+    throw new AppError('invitation_not_pending', `This invitation was already ${row.status}`);
+  if (new Date(row.expires_at).getTime() <= runtime.clock.now())
+    throw new AppError('link_expired', 'This invitation has expired; ask for a new one');
 }
 
 /**
  * A new person accepts: their user is created verified (the link proves the mailbox) with the
  * invitation's membership as their default tenant, and they are signed in to it.
  */
-export async function acceptInvitation(runtime: Context, em: EntityManager, token: string, password: string): Promise<AccessTokenBody> {
+export async function acceptInvitation(
+  runtime: Context,
+  em: EntityManager,
+  token: string,
+  password: string,
+): Promise<AccessTokenBody> {
   const passwordHash = await hashPassword(password);
   return em.transactional(async (tx) => {
     const row = await invitationByToken(tx, token, true);
@@ -143,8 +195,16 @@ export async function acceptInvitation(runtime: Context, em: EntityManager, toke
        ON CONFLICT (lower(email)) DO NOTHING RETURNING id`,
       [newId(), row.email, passwordHash, now],
     );
-    if (!user) throw new AppError('user_exists', 'An account already exists for this address: sign in and accept the invitation');
-    await execute(tx, `INSERT INTO memberships (user_id, tenant_id, role, is_default) VALUES ($1, $2, $3, true)`, [user.id, row.tenant_id, row.role]);
+    if (!user)
+      throw new AppError(
+        'user_exists',
+        'An account already exists for this address: sign in and accept the invitation',
+      );
+    await execute(tx, `INSERT INTO memberships (user_id, tenant_id, role, is_default) VALUES ($1, $2, $3, true)`, [
+      user.id,
+      row.tenant_id,
+      row.role,
+    ]);
     await execute(tx, `UPDATE invitations SET status = 'accepted', accepted_at = $2 WHERE id = $1`, [row.id, now]);
     return issueAccessToken(runtime, user.id, row.tenant_id);
   });
@@ -154,12 +214,18 @@ export async function acceptInvitation(runtime: Context, em: EntityManager, toke
  * A signed-in user accepts an invitation sent to their own address: the membership is added (not made
  * their default, unless they have no other) and the answer is a token for the joined tenant.
  */
-export async function acceptInvitationAsUser(runtime: Context, em: EntityManager, userId: string, token: string): Promise<AccessTokenBody> {
+export async function acceptInvitationAsUser(
+  runtime: Context,
+  em: EntityManager,
+  userId: string,
+  token: string,
+): Promise<AccessTokenBody> {
   return em.transactional(async (tx) => {
     const row = await invitationByToken(tx, token, true);
     if (!row) throw new AppError('not_found', 'Invitation not found');
     const user = (await queryOne<{ email: string }>(tx, `SELECT email FROM users WHERE id = $1`, [userId]))!;
-    if (user.email.toLowerCase() !== row.email.toLowerCase()) throw new AppError('invitation_email_mismatch', 'This invitation was sent to a different email address');
+    if (user.email.toLowerCase() !== row.email.toLowerCase())
+      throw new AppError('invitation_email_mismatch', 'This invitation was sent to a different email address');
     assertUsable(runtime, row);
     const added = await execute(
       tx,
@@ -169,8 +235,14 @@ export async function acceptInvitationAsUser(runtime: Context, em: EntityManager
     );
     if (added === 0) throw new AppError('already_member', 'You are already a member of this tenant');
     // Holding the emailed token proves the mailbox.
-    await execute(tx, `UPDATE users SET email_verified_at = coalesce(email_verified_at, $2) WHERE id = $1`, [userId, new Date(runtime.clock.now())]);
-    await execute(tx, `UPDATE invitations SET status = 'accepted', accepted_at = $2 WHERE id = $1`, [row.id, new Date(runtime.clock.now())]);
+    await execute(tx, `UPDATE users SET email_verified_at = coalesce(email_verified_at, $2) WHERE id = $1`, [
+      userId,
+      new Date(runtime.clock.now()),
+    ]);
+    await execute(tx, `UPDATE invitations SET status = 'accepted', accepted_at = $2 WHERE id = $1`, [
+      row.id,
+      new Date(runtime.clock.now()),
+    ]);
     return issueAccessToken(runtime, userId, row.tenant_id);
   });
 }

@@ -12,7 +12,11 @@ export interface MemberResponseBody {
   role: MemberRole;
 }
 
-export async function listMembers(em: EntityManager, callerId: string, tenantId: string): Promise<MemberResponseBody[]> {
+export async function listMembers(
+  em: EntityManager,
+  callerId: string,
+  tenantId: string,
+): Promise<MemberResponseBody[]> {
   await requireMembership(em, callerId, tenantId, 'admin');
   return query<MemberResponseBody>(
     em,
@@ -23,7 +27,13 @@ export async function listMembers(em: EntityManager, callerId: string, tenantId:
 }
 
 /** Checks shared by change and removal; returns the target's current membership (locked). */
-async function targetMembership(tx: EntityManager, callerId: string, tenantId: string, userId: string, verb: string): Promise<MemberResponseBody & { is_default: boolean }> {
+async function targetMembership(
+  tx: EntityManager,
+  callerId: string,
+  tenantId: string,
+  userId: string,
+  verb: string,
+): Promise<MemberResponseBody & { is_default: boolean }> {
   const callerRole = await requireMembership(tx, callerId, tenantId, 'admin');
   const target = await queryOne<MemberResponseBody & { is_default: boolean }>(
     tx,
@@ -33,16 +43,28 @@ async function targetMembership(tx: EntityManager, callerId: string, tenantId: s
   );
   if (!target) throw new AppError('not_found', 'Member not found');
   if (userId === callerId) throw new AppError('own_membership', `You cannot ${verb} your own membership`);
-  if (target.role === 'owner' && callerRole !== 'owner') throw new AppError('insufficient_role', `Only an owner can ${verb} an owner`);
+  if (target.role === 'owner' && callerRole !== 'owner')
+    throw new AppError('insufficient_role', `Only an owner can ${verb} an owner`);
   return target;
 }
 
-export async function changeMemberRole(em: EntityManager, callerId: string, tenantId: string, userId: string, role: MemberRole): Promise<MemberResponseBody> {
+export async function changeMemberRole(
+  em: EntityManager,
+  callerId: string,
+  tenantId: string,
+  userId: string,
+  role: MemberRole,
+): Promise<MemberResponseBody> {
   return em.transactional(async (tx) => {
     await requireMembership(tx, callerId, tenantId, 'admin');
-    if (role === 'owner') throw invalidField(['body', 'role'], 'the owner role cannot be assigned by a role change', 'role_not_assignable');
+    if (role === 'owner')
+      throw invalidField(['body', 'role'], 'the owner role cannot be assigned by a role change', 'role_not_assignable');
     const target = await targetMembership(tx, callerId, tenantId, userId, 'change');
-    await execute(tx, `UPDATE memberships SET role = $3 WHERE tenant_id = $1 AND user_id = $2`, [tenantId, userId, role]);
+    await execute(tx, `UPDATE memberships SET role = $3 WHERE tenant_id = $1 AND user_id = $2`, [
+      tenantId,
+      userId,
+      role,
+    ]);
     return { user_id: target.user_id, email: target.email, role };
   });
 }
@@ -51,7 +73,12 @@ export async function changeMemberRole(em: EntityManager, callerId: string, tena
  * Removes a membership. When it was the user's default tenant, their oldest remaining membership
  * becomes the default (a user left with none has no tenant to sign in to until invited again).
  */
-export async function removeMember(em: EntityManager, callerId: string, tenantId: string, userId: string): Promise<void> {
+export async function removeMember(
+  em: EntityManager,
+  callerId: string,
+  tenantId: string,
+  userId: string,
+): Promise<void> {
   await em.transactional(async (tx) => {
     const target = await targetMembership(tx, callerId, tenantId, userId, 'remove');
     await execute(tx, `DELETE FROM memberships WHERE tenant_id = $1 AND user_id = $2`, [tenantId, userId]);

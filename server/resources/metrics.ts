@@ -44,9 +44,12 @@ export function metricsTokenMatches(configured: string, authorization: string | 
 /** /metrics on the API port: 404 without a configured token, 401 without the right one. */
 export function checkMetricsAccess(runtime: Context, authorization: string | null): void {
   const token = runtime.config.metricsToken;
-  if (!token) throw new AppError('route_not_found', 'No route for GET /metrics (set metricsToken to serve metrics here)');
+  if (!token)
+    throw new AppError('route_not_found', 'No route for GET /metrics (set metricsToken to serve metrics here)');
   if (!metricsTokenMatches(token, authorization)) {
-    throw new AppError('unauthorized', 'A valid metrics token is required', { headers: { 'WWW-Authenticate': 'Bearer' } });
+    throw new AppError('unauthorized', 'A valid metrics token is required', {
+      headers: { 'WWW-Authenticate': 'Bearer' },
+    });
   }
 }
 
@@ -55,7 +58,10 @@ export async function scrapeMetrics(runtime: StreamContext): Promise<{ body: str
   const metrics = metricsOf(runtime);
   metrics.streamConnections.set(runtime.streamHub?.size ?? 0);
   metrics.observePool('app', poolOf(runtime.orm));
-  metrics.observePool('queue', (runtime.boss?.getDb() as { pool?: Parameters<HeraldMetrics['observePool']>[1] } | undefined)?.pool);
+  metrics.observePool(
+    'queue',
+    (runtime.boss?.getDb() as { pool?: Parameters<HeraldMetrics['observePool']>[1] } | undefined)?.pool,
+  );
   await refreshDatabaseGauges(runtime, metrics);
   return { body: await metrics.registry.metrics(), contentType: metrics.registry.contentType };
 }
@@ -70,7 +76,9 @@ async function refreshDatabaseGauges(runtime: Context, metrics: HeraldMetrics): 
     .catch((error: unknown) => {
       for (const gauge of databaseGauges(metrics)) gauge.reset();
       metrics.databaseReadErrors.inc();
-      runtime.logger.debug('metrics: database gauges unavailable', { error: error instanceof Error ? error.message : String(error) });
+      runtime.logger.debug('metrics: database gauges unavailable', {
+        error: error instanceof Error ? error.message : String(error),
+      });
     })
     .finally(() => {
       state.at = Date.now();
@@ -80,7 +88,14 @@ async function refreshDatabaseGauges(runtime: Context, metrics: HeraldMetrics): 
 }
 
 function databaseGauges(metrics: HeraldMetrics) {
-  return [metrics.queueDepth, metrics.queueOldestAge, metrics.eventsInProgress, metrics.recentEvents, metrics.recentDeliveries, metrics.recentDeliveryLatency];
+  return [
+    metrics.queueDepth,
+    metrics.queueOldestAge,
+    metrics.eventsInProgress,
+    metrics.recentEvents,
+    metrics.recentDeliveries,
+    metrics.recentDeliveryLatency,
+  ];
 }
 
 async function readDatabaseGauges(runtime: Context, metrics: HeraldMetrics): Promise<void> {
@@ -104,7 +119,9 @@ async function readDatabaseGauges(runtime: Context, metrics: HeraldMetrics): Pro
     const labels = { channel: row.channel!, status: row.status };
     metrics.recentDeliveries.set(labels, row.n);
     if (!FINAL_DELIVERY_STATUSES.has(row.status) || !row.quantiles) continue;
-    QUANTILES.forEach((q, i) => metrics.recentDeliveryLatency.set({ ...labels, quantile: String(q) }, row.quantiles![i] ?? 0));
+    QUANTILES.forEach((q, i) =>
+      metrics.recentDeliveryLatency.set({ ...labels, quantile: String(q) }, row.quantiles![i] ?? 0),
+    );
   }
 }
 

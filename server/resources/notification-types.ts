@@ -34,7 +34,8 @@ export interface NotificationTypeRow {
   updated_at: Date | string;
 }
 
-const COLUMNS = 'id, key, name, description, channel_defaults, opt_out, variables, workflow, bypass_quiet_hours, deleted_at, created_at, updated_at';
+const COLUMNS =
+  'id, key, name, description, channel_defaults, opt_out, variables, workflow, bypass_quiet_hours, deleted_at, created_at, updated_at';
 
 export function toNotificationTypeResponse(row: NotificationTypeRow): NotificationTypeResponse {
   return {
@@ -53,15 +54,24 @@ export function toNotificationTypeResponse(row: NotificationTypeRow): Notificati
 }
 
 /** The live type with this key, if any (what triggers and template writes may use). */
-export async function findLiveType(em: EntityManager, tenantId: string, key: string): Promise<NotificationTypeRow | undefined> {
-  return queryOne<NotificationTypeRow>(em, `SELECT ${COLUMNS} FROM notification_types WHERE tenant_id = $1 AND key = $2 AND deleted_at IS NULL`, [
-    tenantId,
-    key,
-  ]);
+export async function findLiveType(
+  em: EntityManager,
+  tenantId: string,
+  key: string,
+): Promise<NotificationTypeRow | undefined> {
+  return queryOne<NotificationTypeRow>(
+    em,
+    `SELECT ${COLUMNS} FROM notification_types WHERE tenant_id = $1 AND key = $2 AND deleted_at IS NULL`,
+    [tenantId, key],
+  );
 }
 
 /** The live type with this key, else the most recently deleted one. */
-export async function findType(em: EntityManager, tenantId: string, key: string): Promise<NotificationTypeRow | undefined> {
+export async function findType(
+  em: EntityManager,
+  tenantId: string,
+  key: string,
+): Promise<NotificationTypeRow | undefined> {
   return queryOne<NotificationTypeRow>(
     em,
     `SELECT ${COLUMNS} FROM notification_types WHERE tenant_id = $1 AND key = $2
@@ -70,7 +80,11 @@ export async function findType(em: EntityManager, tenantId: string, key: string)
   );
 }
 
-export async function createNotificationType(em: EntityManager, tenantId: string, input: CreateNotificationTypeRequest): Promise<NotificationTypeRow> {
+export async function createNotificationType(
+  em: EntityManager,
+  tenantId: string,
+  input: CreateNotificationTypeRequest,
+): Promise<NotificationTypeRow> {
   // ON CONFLICT against the partial unique index: a concurrent duplicate is a 409, never a 500.
   const row = await queryOne<NotificationTypeRow>(
     em,
@@ -95,7 +109,11 @@ export async function createNotificationType(em: EntityManager, tenantId: string
   return row;
 }
 
-export async function listNotificationTypes(em: EntityManager, tenantId: string, includeDeleted: boolean): Promise<NotificationTypeRow[]> {
+export async function listNotificationTypes(
+  em: EntityManager,
+  tenantId: string,
+  includeDeleted: boolean,
+): Promise<NotificationTypeRow[]> {
   return query<NotificationTypeRow>(
     em,
     `SELECT ${COLUMNS} FROM notification_types WHERE tenant_id = $1 ${includeDeleted ? '' : 'AND deleted_at IS NULL'}
@@ -104,7 +122,11 @@ export async function listNotificationTypes(em: EntityManager, tenantId: string,
   );
 }
 
-export async function getNotificationType(em: EntityManager, tenantId: string, key: string): Promise<NotificationTypeRow> {
+export async function getNotificationType(
+  em: EntityManager,
+  tenantId: string,
+  key: string,
+): Promise<NotificationTypeRow> {
   const row = await findType(em, tenantId, key);
   if (!row) throw notFound('Notification type');
   return row;
@@ -120,7 +142,13 @@ export async function deleteNotificationType(em: EntityManager, tenantId: string
 }
 
 /** Applies `set` (SQL assignments using $3...) to the live type; 404 when there is none. */
-async function updateLive(em: EntityManager, tenantId: string, key: string, set: string, params: unknown[]): Promise<NotificationTypeRow> {
+async function updateLive(
+  em: EntityManager,
+  tenantId: string,
+  key: string,
+  set: string,
+  params: unknown[],
+): Promise<NotificationTypeRow> {
   const row = await queryOne<NotificationTypeRow>(
     em,
     `UPDATE notification_types SET ${set}, updated_at = now() WHERE tenant_id = $1 AND key = $2 AND deleted_at IS NULL RETURNING ${COLUMNS}`,
@@ -130,21 +158,41 @@ async function updateLive(em: EntityManager, tenantId: string, key: string, set:
   return row;
 }
 
-export function updateChannelDefaults(em: EntityManager, tenantId: string, key: string, patch: Partial<ChannelDefaults>): Promise<NotificationTypeRow> {
+export function updateChannelDefaults(
+  em: EntityManager,
+  tenantId: string,
+  key: string,
+  patch: Partial<ChannelDefaults>,
+): Promise<NotificationTypeRow> {
   return updateLive(em, tenantId, key, `channel_defaults = channel_defaults || $3::jsonb`, [JSON.stringify(patch)]);
 }
 
 /** Turning the policy off keeps contacts' opt-outs (dormant); turning it on makes them count again. */
-export function setOptOutPolicy(em: EntityManager, tenantId: string, key: string, optOut: boolean): Promise<NotificationTypeRow> {
+export function setOptOutPolicy(
+  em: EntityManager,
+  tenantId: string,
+  key: string,
+  optOut: boolean,
+): Promise<NotificationTypeRow> {
   return updateLive(em, tenantId, key, `opt_out = $3`, [optOut]);
 }
 
 /** Name and description (configuration as code sets them; the API has no route for them yet). */
-export function setTypeDetails(em: EntityManager, tenantId: string, key: string, details: { name: string; description: string }): Promise<NotificationTypeRow> {
+export function setTypeDetails(
+  em: EntityManager,
+  tenantId: string,
+  key: string,
+  details: { name: string; description: string },
+): Promise<NotificationTypeRow> {
   return updateLive(em, tenantId, key, `name = $3, description = $4`, [details.name, details.description]);
 }
 
-export function setVariables(em: EntityManager, tenantId: string, key: string, variables: NotificationTypeVariable[]): Promise<NotificationTypeRow> {
+export function setVariables(
+  em: EntityManager,
+  tenantId: string,
+  key: string,
+  variables: NotificationTypeVariable[],
+): Promise<NotificationTypeRow> {
   return updateLive(em, tenantId, key, `variables = $3::jsonb`, [JSON.stringify(variables)]);
 }
 
@@ -152,12 +200,22 @@ export function setVariables(em: EntityManager, tenantId: string, key: string, v
  * Sets the type's workflow (null: back to the default, every enabled channel at once). Events already
  * started keep the workflow they started with; events not started yet take the new one.
  */
-export function setWorkflow(em: EntityManager, tenantId: string, key: string, workflow: Workflow | null): Promise<NotificationTypeRow> {
+export function setWorkflow(
+  em: EntityManager,
+  tenantId: string,
+  key: string,
+  workflow: Workflow | null,
+): Promise<NotificationTypeRow> {
   return updateLive(em, tenantId, key, `workflow = $3::jsonb`, [workflow === null ? null : JSON.stringify(workflow)]);
 }
 
 /** Whether the type's remote channels ignore contacts' quiet hours (one-time codes, security alerts). */
-export function setQuietHoursBypass(em: EntityManager, tenantId: string, key: string, bypass: boolean): Promise<NotificationTypeRow> {
+export function setQuietHoursBypass(
+  em: EntityManager,
+  tenantId: string,
+  key: string,
+  bypass: boolean,
+): Promise<NotificationTypeRow> {
   return updateLive(em, tenantId, key, `bypass_quiet_hours = $3`, [bypass]);
 }
 
@@ -166,7 +224,11 @@ export function setQuietHoursBypass(em: EntityManager, tenantId: string, key: st
  * if there is nothing deleted to restore (a retried restore), else 409 (another live type took the
  * key after the deletion; delete it first to bring the old one back).
  */
-export async function restoreNotificationType(em: EntityManager, tenantId: string, key: string): Promise<NotificationTypeRow> {
+export async function restoreNotificationType(
+  em: EntityManager,
+  tenantId: string,
+  key: string,
+): Promise<NotificationTypeRow> {
   return em.transactional(async (tx) => {
     const rows = await query<NotificationTypeRow>(
       tx,
@@ -178,7 +240,11 @@ export async function restoreNotificationType(em: EntityManager, tenantId: strin
     const deleted = rows.find((r) => r.deleted_at !== null);
     if (!live && !deleted) throw notFound('Notification type');
     if (live && !deleted) return live;
-    if (live) throw new AppError('already_exists', `A live notification type with key ${key} exists; delete it before restoring the deleted one`);
+    if (live)
+      throw new AppError(
+        'already_exists',
+        `A live notification type with key ${key} exists; delete it before restoring the deleted one`,
+      );
     try {
       return (await queryOne<NotificationTypeRow>(
         tx,
@@ -187,7 +253,8 @@ export async function restoreNotificationType(em: EntityManager, tenantId: strin
       ))!;
     } catch (error) {
       // A type created with this key between our read and this update (the live-key index refuses).
-      if (isUniqueViolation(error)) throw new AppError('already_exists', `A live notification type with key ${key} exists`);
+      if (isUniqueViolation(error))
+        throw new AppError('already_exists', `A live notification type with key ${key} exists`);
       throw error;
     }
   });

@@ -25,7 +25,13 @@ function entriesFor(type: TypeRow, choices: Map<string, boolean>): PreferenceEnt
     const fallback = type.channel_defaults[channel] === true;
     const choice = choices.get(`${type.key}\u0000${channel}`);
     const counts = type.opt_out && choice !== undefined;
-    return { type: type.key, channel, enabled: counts ? choice : fallback, source: counts ? 'contact' : 'default', opt_out: type.opt_out };
+    return {
+      type: type.key,
+      channel,
+      enabled: counts ? choice : fallback,
+      source: counts ? 'contact' : 'default',
+      opt_out: type.opt_out,
+    };
   });
 }
 
@@ -38,7 +44,11 @@ async function choicesOf(em: EntityManager, contactId: string, typeKey?: string)
   return new Map(rows.map((r) => [`${r.type_key}\u0000${r.channel}`, r.enabled]));
 }
 
-export async function preferenceMatrix(em: EntityManager, tenantId: string, contactId: string): Promise<PreferenceEntry[]> {
+export async function preferenceMatrix(
+  em: EntityManager,
+  tenantId: string,
+  contactId: string,
+): Promise<PreferenceEntry[]> {
   const types = await query<TypeRow>(
     em,
     `SELECT key, channel_defaults, opt_out FROM notification_types WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY key`,
@@ -60,12 +70,15 @@ export async function setPreference(
   source: 'api' | 'one_click' | 'preference_page' = 'api',
 ): Promise<void> {
   await em.transactional(async (tx) => {
-    const type = await queryOne<TypeRow>(tx, `SELECT key, channel_defaults, opt_out FROM notification_types WHERE tenant_id = $1 AND key = $2 AND deleted_at IS NULL`, [
-      tenantId,
-      input.type,
-    ]);
+    const type = await queryOne<TypeRow>(
+      tx,
+      `SELECT key, channel_defaults, opt_out FROM notification_types WHERE tenant_id = $1 AND key = $2 AND deleted_at IS NULL`,
+      [tenantId, input.type],
+    );
     if (!type) throw notFound('Notification type');
-    const before = entriesFor(type, await choicesOf(tx, contactId, input.type)).find((e) => e.channel === input.channel)!;
+    const before = entriesFor(type, await choicesOf(tx, contactId, input.type)).find(
+      (e) => e.channel === input.channel,
+    )!;
     await query(
       tx,
       `INSERT INTO contact_preferences (contact_id, tenant_id, type_key, channel, enabled) VALUES ($1, $2, $3, $4, $5)
@@ -73,7 +86,12 @@ export async function setPreference(
       [contactId, tenantId, input.type, input.channel, input.enabled],
     );
     if (type.opt_out && before.enabled && !input.enabled) {
-      await emitWebhookEvent(tx, tenantId, 'contact.unsubscribed', { contact_id: contactId, type: input.type, channel: input.channel, source });
+      await emitWebhookEvent(tx, tenantId, 'contact.unsubscribed', {
+        contact_id: contactId,
+        type: input.type,
+        channel: input.channel,
+        source,
+      });
     }
   });
 }
@@ -82,7 +100,12 @@ export async function setPreference(
  * The channels a contact receives a live type on, after defaults and preferences (for delivery).
  * null when the type is not live.
  */
-export async function enabledChannels(em: EntityManager, tenantId: string, contactId: string, typeKey: string): Promise<Record<Channel, boolean> | null> {
+export async function enabledChannels(
+  em: EntityManager,
+  tenantId: string,
+  contactId: string,
+  typeKey: string,
+): Promise<Record<Channel, boolean> | null> {
   const type = await queryOne<TypeRow>(
     em,
     `SELECT key, channel_defaults, opt_out FROM notification_types WHERE tenant_id = $1 AND key = $2 AND deleted_at IS NULL`,

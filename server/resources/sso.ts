@@ -29,7 +29,10 @@ export const SSO_COOKIE = 'herald_sso';
 const SSO_COOKIE_PATH = '/v1/auth/sso';
 
 // Issuers that need no --issuer (their well-known public ones).
-const DEFAULT_ISSUERS: Partial<Record<SsoKind, string>> = { google: 'https://accounts.google.com', gitlab: 'https://gitlab.com' };
+const DEFAULT_ISSUERS: Partial<Record<SsoKind, string>> = {
+  google: 'https://accounts.google.com',
+  gitlab: 'https://gitlab.com',
+};
 
 export interface SsoProviderInput {
   slug: string;
@@ -82,11 +85,17 @@ function toSsoProviderView(row: ProviderRow): SsoProviderView {
   return { ...rest, allowed_domains: row.allowed_domains ?? [], created_at: toIsoTimestamp(row.created_at) };
 }
 
-const COLUMNS = 'id, slug, kind, display_name, client_id, client_secret_ciphertext, issuer, base_url, api_url, allowed_domains, tenant_id, default_role, created_at';
+const COLUMNS =
+  'id, slug, kind, display_name, client_id, client_secret_ciphertext, issuer, base_url, api_url, allowed_domains, tenant_id, default_role, created_at';
 
-export async function addSsoProvider(runtime: Context, em: EntityManager, input: SsoProviderInput): Promise<SsoProviderView> {
+export async function addSsoProvider(
+  runtime: Context,
+  em: EntityManager,
+  input: SsoProviderInput,
+): Promise<SsoProviderView> {
   const issuer = input.kind === 'github' ? null : (input.issuer ?? DEFAULT_ISSUERS[input.kind] ?? null);
-  if (input.kind !== 'github' && !issuer) throw new AppError('unprocessable', `A ${KIND_NAMES[input.kind]} provider needs its issuer URL (--issuer)`);
+  if (input.kind !== 'github' && !issuer)
+    throw new AppError('unprocessable', `A ${KIND_NAMES[input.kind]} provider needs its issuer URL (--issuer)`);
   const id = newId();
   const row = await queryOne<ProviderRow>(
     em,
@@ -113,17 +122,30 @@ export async function addSsoProvider(runtime: Context, em: EntityManager, input:
 }
 
 export async function listSsoProviders(em: EntityManager): Promise<SsoProviderView[]> {
-  return (await query<ProviderRow>(em, `SELECT ${COLUMNS} FROM sso_providers ORDER BY created_at, slug`)).map(toSsoProviderView);
+  return (await query<ProviderRow>(em, `SELECT ${COLUMNS} FROM sso_providers ORDER BY created_at, slug`)).map(
+    toSsoProviderView,
+  );
 }
 
 export async function removeSsoProvider(em: EntityManager, slug: string): Promise<void> {
-  if ((await execute(em, `DELETE FROM sso_providers WHERE slug = $1`, [slug])) === 0) throw new AppError('not_found', `No SSO provider named ${slug}`);
+  if ((await execute(em, `DELETE FROM sso_providers WHERE slug = $1`, [slug])) === 0)
+    throw new AppError('not_found', `No SSO provider named ${slug}`);
 }
 
 /** What the sign-in page shows: a button per provider. */
-export async function publicSsoProviders(em: EntityManager): Promise<Array<{ slug: string; name: string; kind: SsoKind; start_url: string }>> {
-  const rows = await query<{ slug: string; display_name: string; kind: SsoKind }>(em, `SELECT slug, display_name, kind FROM sso_providers ORDER BY created_at, slug`);
-  return rows.map((r) => ({ slug: r.slug, name: r.display_name, kind: r.kind, start_url: `/v1/auth/sso/${r.slug}/start` }));
+export async function publicSsoProviders(
+  em: EntityManager,
+): Promise<Array<{ slug: string; name: string; kind: SsoKind; start_url: string }>> {
+  const rows = await query<{ slug: string; display_name: string; kind: SsoKind }>(
+    em,
+    `SELECT slug, display_name, kind FROM sso_providers ORDER BY created_at, slug`,
+  );
+  return rows.map((r) => ({
+    slug: r.slug,
+    name: r.display_name,
+    kind: r.kind,
+    start_url: `/v1/auth/sso/${r.slug}/start`,
+  }));
 }
 
 async function providerBySlug(em: EntityManager, slug: string): Promise<ProviderRow> {
@@ -149,12 +171,18 @@ async function fetchJson(url: string, init: RequestInit = {}): Promise<unknown> 
 
 async function endpointsOf(runtime: Context, row: ProviderRow): Promise<Endpoints> {
   if (row.kind === 'github') {
-    return { authorization: `${row.base_url}/login/oauth/authorize`, token: `${row.base_url}/login/oauth/access_token`, userinfo: null, scopes: ['read:user', 'user:email'] };
+    return {
+      authorization: `${row.base_url}/login/oauth/authorize`,
+      token: `${row.base_url}/login/oauth/access_token`,
+      userinfo: null,
+      scopes: ['read:user', 'user:email'],
+    };
   }
   const cached = discovered.get(row.issuer!);
   if (cached && cached.until > runtime.clock.now()) return cached.endpoints;
   const doc = (await fetchJson(`${row.issuer}/.well-known/openid-configuration`)) as Record<string, unknown>;
-  if (typeof doc.authorization_endpoint !== 'string' || typeof doc.token_endpoint !== 'string') throw new Error('the discovery document lacks endpoints');
+  if (typeof doc.authorization_endpoint !== 'string' || typeof doc.token_endpoint !== 'string')
+    throw new Error('the discovery document lacks endpoints');
   const endpoints = {
     authorization: doc.authorization_endpoint,
     token: doc.token_endpoint,
@@ -175,7 +203,11 @@ async function clientOf(runtime: Context, row: ProviderRow): Promise<OAuth2Clien
 }
 
 /** Starts a sign-in: the provider's authorization URL (state, PKCE S256) and the browser-binding cookie. */
-export async function startSso(runtime: Context, em: EntityManager, slug: string): Promise<{ location: string; cookie: string }> {
+export async function startSso(
+  runtime: Context,
+  em: EntityManager,
+  slug: string,
+): Promise<{ location: string; cookie: string }> {
   const row = await providerBySlug(em, slug);
   let endpoints: Endpoints;
   try {
@@ -189,16 +221,23 @@ export async function startSso(runtime: Context, em: EntityManager, slug: string
   const verifier = generateCodeVerifier();
   const binding = randomBytes(32).toString('base64url');
   await execute(em, `DELETE FROM sso_states WHERE expires_at < $1`, [new Date(runtime.clock.now())]);
-  await execute(em, `INSERT INTO sso_states (state_hash, provider_id, code_verifier, binding_hash, expires_at) VALUES ($1, $2, $3, $4, $5)`, [
-    sha256(state),
-    row.id,
+  await execute(
+    em,
+    `INSERT INTO sso_states (state_hash, provider_id, code_verifier, binding_hash, expires_at) VALUES ($1, $2, $3, $4, $5)`,
+    [sha256(state), row.id, verifier, sha256(binding), new Date(runtime.clock.now() + STATE_TTL_MS)],
+  );
+  const url = (await clientOf(runtime, row)).createAuthorizationURLWithPKCE(
+    endpoints.authorization,
+    state,
+    CodeChallengeMethod.S256,
     verifier,
-    sha256(binding),
-    new Date(runtime.clock.now() + STATE_TTL_MS),
-  ]);
-  const url = (await clientOf(runtime, row)).createAuthorizationURLWithPKCE(endpoints.authorization, state, CodeChallengeMethod.S256, verifier, endpoints.scopes);
+    endpoints.scopes,
+  );
   const secure = publicBaseUrl(runtime.config).startsWith('https://') ? '; Secure' : '';
-  return { location: url.toString(), cookie: `${SSO_COOKIE}=${binding}; Path=${SSO_COOKIE_PATH}; Max-Age=${STATE_TTL_MS / 1000}; HttpOnly; SameSite=Lax${secure}` };
+  return {
+    location: url.toString(),
+    cookie: `${SSO_COOKIE}=${binding}; Path=${SSO_COOKIE_PATH}; Max-Age=${STATE_TTL_MS / 1000}; HttpOnly; SameSite=Lax${secure}`,
+  };
 }
 
 /** The cookie that ends a sign-in (sent with every callback answer). */
@@ -216,7 +255,8 @@ function cookieValue(header: string | null, name: string): string | null {
 
 /** A sign-in that cannot finish, with a code the sign-in page explains in words. */
 export class SsoFailure extends Error {
-  readonly reason: 'sso_state_invalid' | 'sso_denied' | 'sso_failed' | 'sso_email_unverified' | 'sso_not_allowed' | 'not_a_member';
+  readonly reason:
+    'sso_state_invalid' | 'sso_denied' | 'sso_failed' | 'sso_email_unverified' | 'sso_not_allowed' | 'not_a_member';
   constructor(reason: SsoFailure['reason'], message: string) {
     super(message);
     this.reason = reason;
@@ -226,15 +266,23 @@ export class SsoFailure extends Error {
 async function verifiedEmail(row: ProviderRow, endpoints: Endpoints, accessToken: string): Promise<string> {
   const headers = { Authorization: `Bearer ${accessToken}`, Accept: 'application/json', 'User-Agent': 'Herald' };
   if (row.kind === 'github') {
-    const emails = (await fetchJson(`${row.api_url}/user/emails`, { headers })) as Array<{ email: string; primary: boolean; verified: boolean }>;
+    const emails = (await fetchJson(`${row.api_url}/user/emails`, { headers })) as Array<{
+      email: string;
+      primary: boolean;
+      verified: boolean;
+    }>;
     const primary = Array.isArray(emails) ? emails.find((e) => e.primary && e.verified) : undefined;
     if (!primary) throw new SsoFailure('sso_email_unverified', 'GitHub has no verified primary email for this account');
     return primary.email.toLowerCase();
   }
   if (!endpoints.userinfo) throw new SsoFailure('sso_failed', 'The provider has no userinfo endpoint');
   const info = (await fetchJson(endpoints.userinfo, { headers })) as Record<string, unknown>;
-  const verified = info.email_verified === true || info.email_verified === 'true' || (row.kind === 'microsoft' && info.xms_edov === true);
-  if (typeof info.email !== 'string' || !verified) throw new SsoFailure('sso_email_unverified', 'The provider did not vouch for an email address');
+  const verified =
+    info.email_verified === true ||
+    info.email_verified === 'true' ||
+    (row.kind === 'microsoft' && info.xms_edov === true);
+  if (typeof info.email !== 'string' || !verified)
+    throw new SsoFailure('sso_email_unverified', 'The provider did not vouch for an email address');
   return info.email.toLowerCase();
 }
 
@@ -260,15 +308,23 @@ export async function finishSso(
       )
     : undefined;
   if (input.error) throw new SsoFailure('sso_denied', `The provider answered ${input.error}`);
-  if (!stored || stored.provider_id !== row.id || !binding || !timingSafeEqual(sha256(binding), Buffer.from(stored.binding_hash))) {
+  if (
+    !stored ||
+    stored.provider_id !== row.id ||
+    !binding ||
+    !timingSafeEqual(sha256(binding), Buffer.from(stored.binding_hash))
+  ) {
     throw new SsoFailure('sso_state_invalid', 'This sign-in was not started in this browser, or was already used');
   }
-  if (new Date(toIsoTimestamp(stored.expires_at)).getTime() <= runtime.clock.now()) throw new SsoFailure('sso_state_invalid', 'This sign-in took too long');
+  if (new Date(toIsoTimestamp(stored.expires_at)).getTime() <= runtime.clock.now())
+    throw new SsoFailure('sso_state_invalid', 'This sign-in took too long');
   if (!input.code) throw new SsoFailure('sso_failed', 'The provider sent no authorization code');
   let email: string;
   try {
     const endpoints = await endpointsOf(runtime, row);
-    const tokens = await (await clientOf(runtime, row)).validateAuthorizationCode(endpoints.token, input.code, stored.code_verifier);
+    const tokens = await (
+      await clientOf(runtime, row)
+    ).validateAuthorizationCode(endpoints.token, input.code, stored.code_verifier);
     email = await verifiedEmail(row, endpoints, tokens.accessToken());
   } catch (error) {
     if (error instanceof SsoFailure) throw error;
@@ -282,17 +338,32 @@ export async function finishSso(
     return issueAccessToken(runtime, user.id, tenantId);
   }
   const domain = email.split('@')[1] ?? '';
-  if (!row.allowed_domains.includes(domain)) throw new SsoFailure('sso_not_allowed', `No account for ${email}, and ${domain} may not join through this provider`);
+  if (!row.allowed_domains.includes(domain))
+    throw new SsoFailure(
+      'sso_not_allowed',
+      `No account for ${email}, and ${domain} may not join through this provider`,
+    );
   return em.transactional(async (tx) => {
     const created = await createUser(tx, { email, password: randomBytes(32).toString('base64url'), verified: true });
     const joinTenant =
-      row.tenant_id ?? (runtime.config.mode === 'single' ? (await queryOne<{ id: string }>(tx, `SELECT id FROM tenants ORDER BY created_at, id LIMIT 1`))?.id : undefined);
+      row.tenant_id ??
+      (runtime.config.mode === 'single'
+        ? (await queryOne<{ id: string }>(tx, `SELECT id FROM tenants ORDER BY created_at, id LIMIT 1`))?.id
+        : undefined);
     if (joinTenant) {
-      await execute(tx, `INSERT INTO memberships (user_id, tenant_id, role, is_default) VALUES ($1, $2, $3, true)`, [created.id, joinTenant, row.default_role]);
+      await execute(tx, `INSERT INTO memberships (user_id, tenant_id, role, is_default) VALUES ($1, $2, $3, true)`, [
+        created.id,
+        joinTenant,
+        row.default_role,
+      ]);
       return issueAccessToken(runtime, created.id, joinTenant);
     }
     if (runtime.config.mode === 'single') throw new SsoFailure('sso_not_allowed', 'This install has no tenant to join');
-    const tenant = await createTenant(tx, { name: domain.slice(0, 100) || email.slice(0, 100), ownerUserId: created.id, makeDefault: true });
+    const tenant = await createTenant(tx, {
+      name: domain.slice(0, 100) || email.slice(0, 100),
+      ownerUserId: created.id,
+      makeDefault: true,
+    });
     return issueAccessToken(runtime, created.id, tenant.id);
   });
 }

@@ -45,11 +45,23 @@ interface SlotInput {
 }
 
 function columns(kind: TemplateKind): string {
-  return ['id', 'notification_type_key', 'brand_key', 'language', ...KINDS[kind].fields, 'created_at', 'updated_at'].join(', ');
+  return [
+    'id',
+    'notification_type_key',
+    'brand_key',
+    'language',
+    ...KINDS[kind].fields,
+    'created_at',
+    'updated_at',
+  ].join(', ');
 }
 
 function toTemplateResponse<K extends TemplateKind>(row: TemplateRow): ResponseOf<K> {
-  return { ...row, created_at: toIsoTimestamp(row.created_at), updated_at: toIsoTimestamp(row.updated_at) } as unknown as ResponseOf<K>;
+  return {
+    ...row,
+    created_at: toIsoTimestamp(row.created_at),
+    updated_at: toIsoTimestamp(row.updated_at),
+  } as unknown as ResponseOf<K>;
 }
 
 /** Checks a template slot (type live, brand present: locked against deletion until commit) and the fields' syntax. */
@@ -62,13 +74,25 @@ async function checkWrite(
   const issues: ValidationIssue[] = [];
   if (slot.typeKey !== null) {
     const type = await findType(tx, tenantId, slot.typeKey);
-    if (!type) issues.push({ loc: ['body', 'notification_type_key'], msg: `no notification type ${slot.typeKey}`, type: 'not_found' });
+    if (!type)
+      issues.push({
+        loc: ['body', 'notification_type_key'],
+        msg: `no notification type ${slot.typeKey}`,
+        type: 'not_found',
+      });
     else if (type.deleted_at) {
-      issues.push({ loc: ['body', 'notification_type_key'], msg: `notification type ${slot.typeKey} is deleted (restore it first)`, type: 'not_live' });
+      issues.push({
+        loc: ['body', 'notification_type_key'],
+        msg: `notification type ${slot.typeKey} is deleted (restore it first)`,
+        type: 'not_live',
+      });
     }
   }
   if (slot.brandKey !== null) {
-    const brand = await queryOne(tx, `SELECT 1 FROM brands WHERE tenant_id = $1 AND key = $2 FOR SHARE`, [tenantId, slot.brandKey]);
+    const brand = await queryOne(tx, `SELECT 1 FROM brands WHERE tenant_id = $1 AND key = $2 FOR SHARE`, [
+      tenantId,
+      slot.brandKey,
+    ]);
     if (!brand) issues.push({ loc: ['body', 'brand_key'], msg: `no branding ${slot.brandKey}`, type: 'not_found' });
   }
   for (const [field, value] of Object.entries(fields)) {
@@ -106,7 +130,14 @@ export async function createTemplate<K extends TemplateKind>(
     const language = input.language ?? defaults.language;
     const fields = Object.fromEntries(spec.fields.map((f) => [f, input[f] ?? null]));
     await checkWrite(tx, tenantId, { typeKey: input.notification_type_key, brandKey }, fields);
-    const values = [newId(), tenantId, input.notification_type_key, brandKey, language, ...spec.fields.map((f) => fields[f])];
+    const values = [
+      newId(),
+      tenantId,
+      input.notification_type_key,
+      brandKey,
+      language,
+      ...spec.fields.map((f) => fields[f]),
+    ];
     const row = await queryOne<TemplateRow>(
       tx,
       `INSERT INTO ${spec.table} (id, tenant_id, notification_type_key, brand_key, language, ${spec.fields.join(', ')})
@@ -120,7 +151,12 @@ export async function createTemplate<K extends TemplateKind>(
   });
 }
 
-export async function listTemplates<K extends TemplateKind>(em: EntityManager, tenantId: string, kind: K, filter: TemplateListQuery): Promise<ResponseOf<K>[]> {
+export async function listTemplates<K extends TemplateKind>(
+  em: EntityManager,
+  tenantId: string,
+  kind: K,
+  filter: TemplateListQuery,
+): Promise<ResponseOf<K>[]> {
   const rows = await query<TemplateRow>(
     em,
     `SELECT ${columns(kind)} FROM ${KINDS[kind].table}
@@ -131,8 +167,17 @@ export async function listTemplates<K extends TemplateKind>(em: EntityManager, t
   return rows.map((r) => toTemplateResponse<K>(r));
 }
 
-export async function getTemplate<K extends TemplateKind>(em: EntityManager, tenantId: string, kind: K, id: string): Promise<ResponseOf<K>> {
-  const row = await queryOne<TemplateRow>(em, `SELECT ${columns(kind)} FROM ${KINDS[kind].table} WHERE id = $1 AND tenant_id = $2`, [id, tenantId]);
+export async function getTemplate<K extends TemplateKind>(
+  em: EntityManager,
+  tenantId: string,
+  kind: K,
+  id: string,
+): Promise<ResponseOf<K>> {
+  const row = await queryOne<TemplateRow>(
+    em,
+    `SELECT ${columns(kind)} FROM ${KINDS[kind].table} WHERE id = $1 AND tenant_id = $2`,
+    [id, tenantId],
+  );
   if (!row) throw notFound(KINDS[kind].noun);
   return toTemplateResponse<K>(row);
 }
@@ -150,11 +195,18 @@ export async function updateTemplate<K extends TemplateKind>(
 ): Promise<ResponseOf<K>> {
   const spec = KINDS[kind];
   return em.transactional(async (tx) => {
-    const current = await queryOne<TemplateRow>(tx, `SELECT ${columns(kind)} FROM ${spec.table} WHERE id = $1 AND tenant_id = $2 FOR UPDATE`, [id, tenantId]);
+    const current = await queryOne<TemplateRow>(
+      tx,
+      `SELECT ${columns(kind)} FROM ${spec.table} WHERE id = $1 AND tenant_id = $2 FOR UPDATE`,
+      [id, tenantId],
+    );
     if (!current) throw notFound(spec.noun);
-    const typeChanged = input.notification_type_key !== undefined && input.notification_type_key !== current.notification_type_key;
+    const typeChanged =
+      input.notification_type_key !== undefined && input.notification_type_key !== current.notification_type_key;
     const brandChanged = input.brand_key !== undefined && input.brand_key !== current.brand_key;
-    const changedFields = Object.fromEntries(spec.fields.filter((f) => input[f] !== undefined).map((f) => [f, input[f]]));
+    const changedFields = Object.fromEntries(
+      spec.fields.filter((f) => input[f] !== undefined).map((f) => [f, input[f]]),
+    );
     await checkWrite(
       tx,
       tenantId,
@@ -183,7 +235,15 @@ export async function updateTemplate<K extends TemplateKind>(
   });
 }
 
-export async function deleteTemplate(em: EntityManager, tenantId: string, kind: TemplateKind, id: string): Promise<void> {
-  const changed = await execute(em, `DELETE FROM ${KINDS[kind].table} WHERE id = $1 AND tenant_id = $2`, [id, tenantId]);
+export async function deleteTemplate(
+  em: EntityManager,
+  tenantId: string,
+  kind: TemplateKind,
+  id: string,
+): Promise<void> {
+  const changed = await execute(em, `DELETE FROM ${KINDS[kind].table} WHERE id = $1 AND tenant_id = $2`, [
+    id,
+    tenantId,
+  ]);
   if (changed === 0) throw notFound(KINDS[kind].noun);
 }

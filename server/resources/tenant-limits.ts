@@ -8,12 +8,26 @@ export const PLAN_DEFAULTS = {
   brands: 10,
 } as const;
 
-export async function getTenantLimit(em: EntityManager, tenantId: string, name: string, fallback: number): Promise<number> {
-  const row = await queryOne<{ value: number }>(em, `SELECT value FROM tenant_limits WHERE tenant_id = $1 AND name = $2`, [tenantId, name]);
+export async function getTenantLimit(
+  em: EntityManager,
+  tenantId: string,
+  name: string,
+  fallback: number,
+): Promise<number> {
+  const row = await queryOne<{ value: number }>(
+    em,
+    `SELECT value FROM tenant_limits WHERE tenant_id = $1 AND name = $2`,
+    [tenantId, name],
+  );
   return row ? Number(row.value) : fallback;
 }
 
-export async function setTenantLimit(em: EntityManager, tenantId: string, name: string, value: number | null): Promise<void> {
+export async function setTenantLimit(
+  em: EntityManager,
+  tenantId: string,
+  name: string,
+  value: number | null,
+): Promise<void> {
   if (value === null) {
     await query(em, `DELETE FROM tenant_limits WHERE tenant_id = $1 AND name = $2`, [tenantId, name]);
     return;
@@ -26,7 +40,14 @@ export async function setTenantLimit(em: EntityManager, tenantId: string, name: 
   );
 }
 
-export async function listTenantLimits(em: EntityManager, tenantId: string): Promise<Array<{ name: string; value: number }>> {
-  const rows = await query<{ name: string; value: number }>(em, `SELECT name, value FROM tenant_limits WHERE tenant_id = $1 ORDER BY name`, [tenantId]);
+export async function listTenantLimits(
+  em: EntityManager,
+  tenantId: string,
+): Promise<Array<{ name: string; value: number }>> {
+  const rows = await query<{ name: string; value: number }>(
+    em,
+    `SELECT name, value FROM tenant_limits WHERE tenant_id = $1 ORDER BY name`,
+    [tenantId],
+  );
   return rows.map((r) => ({ name: r.name, value: Number(r.value) }));
 }

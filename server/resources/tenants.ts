@@ -34,19 +34,20 @@ export async function createTenant(
       [id, input.name],
     ))!;
     if (input.makeDefault) {
-      await query(tx, `UPDATE memberships SET is_default = false WHERE user_id = $1 AND is_default`, [input.ownerUserId]);
+      await query(tx, `UPDATE memberships SET is_default = false WHERE user_id = $1 AND is_default`, [
+        input.ownerUserId,
+      ]);
     }
     await query(tx, `INSERT INTO memberships (user_id, tenant_id, role, is_default) VALUES ($1, $2, 'owner', $3)`, [
       input.ownerUserId,
       id,
       input.makeDefault,
     ]);
-    await query(tx, `INSERT INTO brands (id, tenant_id, key, "values", sender, is_default) VALUES ($1, $2, $3, $4, '{}', true)`, [
-      newId(),
-      id,
-      DEFAULT_BRAND_KEY,
-      JSON.stringify({ name: input.name }),
-    ]);
+    await query(
+      tx,
+      `INSERT INTO brands (id, tenant_id, key, "values", sender, is_default) VALUES ($1, $2, $3, $4, '{}', true)`,
+      [newId(), id, DEFAULT_BRAND_KEY, JSON.stringify({ name: input.name })],
+    );
     return tenant;
   });
 }
@@ -88,12 +89,16 @@ function toTenantResponse(row: MembershipTenantRow): TenantResponseBody {
   };
 }
 
-
 /**
  * The caller's role in `tenantId`, judged by their membership in that tenant (not the token's tenant):
  * 404 no such tenant, 403 not a member, 403 below `minimum`.
  */
-export async function requireMembership(em: EntityManager, userId: string, tenantId: string, minimum: MemberRole): Promise<MemberRole> {
+export async function requireMembership(
+  em: EntityManager,
+  userId: string,
+  tenantId: string,
+  minimum: MemberRole,
+): Promise<MemberRole> {
   const row = await queryOne<{ role: MemberRole | null }>(
     em,
     `SELECT m.role FROM tenants t LEFT JOIN memberships m ON m.tenant_id = t.id AND m.user_id = $2 WHERE t.id = $1`,
@@ -120,7 +125,11 @@ async function membershipTenant(em: EntityManager, userId: string, tenantId: str
  * The tenants the user belongs to (the tenant switcher). Archived tenants are hidden unless
  * `includeArchived`, which the console uses to offer "unarchive" to their owners.
  */
-export async function listUserTenants(em: EntityManager, userId: string, includeArchived: boolean): Promise<TenantResponseBody[]> {
+export async function listUserTenants(
+  em: EntityManager,
+  userId: string,
+  includeArchived: boolean,
+): Promise<TenantResponseBody[]> {
   const rows = await query<MembershipTenantRow>(
     em,
     `SELECT t.id, t.name, t.archived_at, t.created_at, m.role, m.is_default
@@ -133,13 +142,24 @@ export async function listUserTenants(em: EntityManager, userId: string, include
 }
 
 /** POST /v1/auth/tenants: a new tenant owned by the caller (not made their default). Multi-tenant installs only. */
-export async function createTenantForUser(config: Config, em: EntityManager, userId: string, name: string): Promise<TenantResponseBody> {
-  if (config.mode === 'single') throw new AppError('tenant_creation_disabled', 'Tenant creation is disabled on this single-tenant install');
+export async function createTenantForUser(
+  config: Config,
+  em: EntityManager,
+  userId: string,
+  name: string,
+): Promise<TenantResponseBody> {
+  if (config.mode === 'single')
+    throw new AppError('tenant_creation_disabled', 'Tenant creation is disabled on this single-tenant install');
   const tenant = await createTenant(em, { name, ownerUserId: userId, makeDefault: false });
   return membershipTenant(em, userId, tenant.id);
 }
 
-export async function renameTenant(em: EntityManager, userId: string, tenantId: string, name: string): Promise<TenantResponseBody> {
+export async function renameTenant(
+  em: EntityManager,
+  userId: string,
+  tenantId: string,
+  name: string,
+): Promise<TenantResponseBody> {
   await requireMembership(em, userId, tenantId, 'owner');
   await execute(em, `UPDATE tenants SET name = $2, updated_at = now() WHERE id = $1`, [tenantId, name]);
   return membershipTenant(em, userId, tenantId);
@@ -149,10 +169,19 @@ export async function renameTenant(em: EntityManager, userId: string, tenantId: 
  * Archives (or reactivates) a tenant. An archived tenant keeps all its data; it is hidden from the
  * tenant switcher, its triggers are refused and fan-out skips it. Repeating either is harmless.
  */
-export async function setTenantArchived(em: EntityManager, userId: string, tenantId: string, archived: boolean, nowMs: number): Promise<TenantResponseBody> {
+export async function setTenantArchived(
+  em: EntityManager,
+  userId: string,
+  tenantId: string,
+  archived: boolean,
+  nowMs: number,
+): Promise<TenantResponseBody> {
   await requireMembership(em, userId, tenantId, 'owner');
   if (archived) {
-    await execute(em, `UPDATE tenants SET archived_at = coalesce(archived_at, $2), updated_at = now() WHERE id = $1`, [tenantId, new Date(nowMs)]);
+    await execute(em, `UPDATE tenants SET archived_at = coalesce(archived_at, $2), updated_at = now() WHERE id = $1`, [
+      tenantId,
+      new Date(nowMs),
+    ]);
   } else {
     await execute(em, `UPDATE tenants SET archived_at = NULL, updated_at = now() WHERE id = $1`, [tenantId]);
   }
@@ -161,12 +190,20 @@ export async function setTenantArchived(em: EntityManager, userId: string, tenan
 
 /** Admin operations without a console user (herald tenants ...): 404 when the tenant does not exist. */
 export async function adminRenameTenant(em: EntityManager, tenantId: string, name: string): Promise<TenantRow> {
-  const row = await queryOne<TenantRow>(em, `UPDATE tenants SET name = $2, updated_at = now() WHERE id = $1 RETURNING id, name, archived_at, created_at`, [tenantId, name]);
+  const row = await queryOne<TenantRow>(
+    em,
+    `UPDATE tenants SET name = $2, updated_at = now() WHERE id = $1 RETURNING id, name, archived_at, created_at`,
+    [tenantId, name],
+  );
   if (!row) throw new AppError('not_found', 'Tenant not found');
   return row;
 }
 
-export async function adminSetTenantArchived(em: EntityManager, tenantId: string, archived: boolean): Promise<TenantRow> {
+export async function adminSetTenantArchived(
+  em: EntityManager,
+  tenantId: string,
+  archived: boolean,
+): Promise<TenantRow> {
   const row = await queryOne<TenantRow>(
     em,
     `UPDATE tenants SET archived_at = CASE WHEN $2::boolean THEN coalesce(archived_at, now()) END, updated_at = now() WHERE id = $1
@@ -182,13 +219,28 @@ export async function adminSetTenantArchived(em: EntityManager, tenantId: string
  * a tenant that does not exist, so the route reveals no tenant ids) and, with `remember`, makes it
  * their default.
  */
-export async function switchTenant(em: EntityManager, userId: string, tenantId: string, remember: boolean): Promise<void> {
+export async function switchTenant(
+  em: EntityManager,
+  userId: string,
+  tenantId: string,
+  remember: boolean,
+): Promise<void> {
   await em.transactional(async (tx) => {
-    const member = await queryOne(tx, `SELECT 1 FROM memberships WHERE user_id = $1 AND tenant_id = $2 FOR UPDATE`, [userId, tenantId]);
+    const member = await queryOne(tx, `SELECT 1 FROM memberships WHERE user_id = $1 AND tenant_id = $2 FOR UPDATE`, [
+      userId,
+      tenantId,
+    ]);
     if (!member) throw new AppError('not_a_member', 'You are not a member of this tenant');
     if (!remember) return;
-    await execute(tx, `UPDATE memberships SET is_default = false WHERE user_id = $1 AND is_default AND tenant_id <> $2`, [userId, tenantId]);
-    await execute(tx, `UPDATE memberships SET is_default = true WHERE user_id = $1 AND tenant_id = $2`, [userId, tenantId]);
+    await execute(
+      tx,
+      `UPDATE memberships SET is_default = false WHERE user_id = $1 AND is_default AND tenant_id <> $2`,
+      [userId, tenantId],
+    );
+    await execute(tx, `UPDATE memberships SET is_default = true WHERE user_id = $1 AND tenant_id = $2`, [
+      userId,
+      tenantId,
+    ]);
   });
 }
 
@@ -201,4 +253,3 @@ export async function installHasTenant(em: EntityManager): Promise<boolean> {
 export async function hasDefaultTenant(em: EntityManager, userId: string): Promise<boolean> {
   return (await queryOne(em, `SELECT 1 FROM memberships WHERE user_id = $1 AND is_default`, [userId])) !== undefined;
 }
-

@@ -38,7 +38,11 @@ export function toTopicResponse(row: TopicRow): TopicResponse {
 }
 
 /** 409 when the key is taken. */
-export async function createTopic(em: EntityManager, tenantId: string, input: CreateTopicRequest): Promise<TopicResponse> {
+export async function createTopic(
+  em: EntityManager,
+  tenantId: string,
+  input: CreateTopicRequest,
+): Promise<TopicResponse> {
   const row = await queryOne<TopicRow>(
     em,
     `INSERT INTO topics (id, tenant_id, key, name) VALUES ($1, $2, $3, $4)
@@ -51,26 +55,38 @@ export async function createTopic(em: EntityManager, tenantId: string, input: Cr
 }
 
 export async function listTopics(em: EntityManager, tenantId: string): Promise<TopicResponse[]> {
-  const rows = await query<TopicRow>(em, `SELECT ${COUNTED} FROM topics t WHERE t.tenant_id = $1 ORDER BY t.key`, [tenantId]);
+  const rows = await query<TopicRow>(em, `SELECT ${COUNTED} FROM topics t WHERE t.tenant_id = $1 ORDER BY t.key`, [
+    tenantId,
+  ]);
   return rows.map(toTopicResponse);
 }
 
 export async function getTopic(em: EntityManager, tenantId: string, key: string): Promise<TopicResponse> {
-  const row = await queryOne<TopicRow>(em, `SELECT ${COUNTED} FROM topics t WHERE t.tenant_id = $1 AND t.key = $2`, [tenantId, key]);
+  const row = await queryOne<TopicRow>(em, `SELECT ${COUNTED} FROM topics t WHERE t.tenant_id = $1 AND t.key = $2`, [
+    tenantId,
+    key,
+  ]);
   if (!row) throw notFound('Topic');
   return toTopicResponse(row);
 }
 
 /** The topic's id; 404 when the tenant has no such topic. */
 export async function topicId(em: EntityManager, tenantId: string, key: string): Promise<string> {
-  const row = await queryOne<{ id: string }>(em, `SELECT id FROM topics WHERE tenant_id = $1 AND key = $2`, [tenantId, key]);
+  const row = await queryOne<{ id: string }>(em, `SELECT id FROM topics WHERE tenant_id = $1 AND key = $2`, [
+    tenantId,
+    key,
+  ]);
   if (!row) throw notFound('Topic');
   return row.id;
 }
 
 /** Renames a topic (its key is its identity); 404 when the tenant has no such topic. */
 export async function renameTopic(em: EntityManager, tenantId: string, key: string, name: string): Promise<void> {
-  const changed = await execute(em, `UPDATE topics SET name = $3, updated_at = now() WHERE tenant_id = $1 AND key = $2`, [tenantId, key, name]);
+  const changed = await execute(
+    em,
+    `UPDATE topics SET name = $3, updated_at = now() WHERE tenant_id = $1 AND key = $2`,
+    [tenantId, key, name],
+  );
   if (changed === 0) throw notFound('Topic');
 }
 
@@ -81,10 +97,19 @@ export async function deleteTopic(em: EntityManager, tenantId: string, key: stri
 }
 
 /** Subscribes contacts by external id (unknown ones are created bare); answers how many were not subscribed yet. */
-export async function subscribeToTopic(em: EntityManager, tenantId: string, key: string, externalIds: string[]): Promise<{ added: number }> {
+export async function subscribeToTopic(
+  em: EntityManager,
+  tenantId: string,
+  key: string,
+  externalIds: string[],
+): Promise<{ added: number }> {
   return em.transactional(async (tx) => {
     const id = await topicId(tx, tenantId, key);
-    const contacts = await upsertContacts(tx, tenantId, externalIds.map((external_id) => ({ external_id })));
+    const contacts = await upsertContacts(
+      tx,
+      tenantId,
+      externalIds.map((external_id) => ({ external_id })),
+    );
     const added = await execute(
       tx,
       `INSERT INTO topic_subscriptions (topic_id, contact_id, tenant_id)
@@ -97,7 +122,12 @@ export async function subscribeToTopic(em: EntityManager, tenantId: string, key:
 }
 
 /** Unsubscribes contacts by external id; unknown ones and non-subscribers are ignored. */
-export async function unsubscribeFromTopic(em: EntityManager, tenantId: string, key: string, externalIds: string[]): Promise<{ removed: number }> {
+export async function unsubscribeFromTopic(
+  em: EntityManager,
+  tenantId: string,
+  key: string,
+  externalIds: string[],
+): Promise<{ removed: number }> {
   const id = await topicId(em, tenantId, key);
   const removed = await execute(
     em,
@@ -109,7 +139,12 @@ export async function unsubscribeFromTopic(em: EntityManager, tenantId: string, 
 }
 
 /** The topic's subscribers in contact id order, paged by an opaque cursor. */
-export async function listTopicSubscribers(em: EntityManager, tenantId: string, key: string, page: TopicSubscribersQuery): Promise<TopicSubscriberPage> {
+export async function listTopicSubscribers(
+  em: EntityManager,
+  tenantId: string,
+  key: string,
+  page: TopicSubscribersQuery,
+): Promise<TopicSubscriberPage> {
   const id = await topicId(em, tenantId, key);
   const after = page.cursor ? decodeCursor(page.cursor) : null;
   const rows = await query<{ contact_id: string; external_id: string; subscribed_at: Date | string }>(
@@ -121,12 +156,20 @@ export async function listTopicSubscribers(em: EntityManager, tenantId: string, 
       LIMIT $3`,
     [id, after, page.limit + 1],
   );
-  const items = rows.slice(0, page.limit).map((r) => ({ contact_id: r.contact_id, external_id: r.external_id, subscribed_at: toIsoTimestamp(r.subscribed_at) }));
+  const items = rows.slice(0, page.limit).map((r) => ({
+    contact_id: r.contact_id,
+    external_id: r.external_id,
+    subscribed_at: toIsoTimestamp(r.subscribed_at),
+  }));
   return { items, next_cursor: rows.length > page.limit ? encodeCursor(items[items.length - 1]!.contact_id) : null };
 }
 
 /** The topics a contact is subscribed to, by key. */
-export async function listContactTopics(em: EntityManager, tenantId: string, contactId: string): Promise<ContactTopic[]> {
+export async function listContactTopics(
+  em: EntityManager,
+  tenantId: string,
+  contactId: string,
+): Promise<ContactTopic[]> {
   const rows = await query<{ key: string; name: string; subscribed_at: Date | string }>(
     em,
     `SELECT t.key, t.name, s.created_at AS subscribed_at

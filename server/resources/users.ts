@@ -14,7 +14,10 @@ export interface UserRow {
   created_at: Date;
 }
 
-export async function createUser(em: EntityManager, input: { email: string; password: string; verified: boolean }): Promise<UserRow> {
+export async function createUser(
+  em: EntityManager,
+  input: { email: string; password: string; verified: boolean },
+): Promise<UserRow> {
   const passwordHash = await hashPassword(input.password);
   return (await queryOne<UserRow>(
     em,
@@ -26,7 +29,11 @@ export async function createUser(em: EntityManager, input: { email: string; pass
 }
 
 export async function findUserByEmail(em: EntityManager, email: string): Promise<UserRow | undefined> {
-  return queryOne<UserRow>(em, `SELECT id, email, password_hash, email_verified_at, created_at FROM users WHERE lower(email) = lower($1)`, [email]);
+  return queryOne<UserRow>(
+    em,
+    `SELECT id, email, password_hash, email_verified_at, created_at FROM users WHERE lower(email) = lower($1)`,
+    [email],
+  );
 }
 
 // ---- Local admin operations (herald users ...) ----
@@ -72,7 +79,15 @@ export async function markUserVerified(em: EntityManager, email: string): Promis
 }
 
 /** Adds a user who has no tenant yet to one, as their default tenant (herald users create --tenant). */
-export async function addFirstMembership(em: EntityManager, userId: string, tenantId: string, role: 'owner' | 'admin'): Promise<void> {
-  await query(em, `INSERT INTO memberships (user_id, tenant_id, role, is_default) VALUES ($1, $2, $3, true)`, [userId, tenantId, role]);
+export async function addFirstMembership(
+  em: EntityManager,
+  userId: string,
+  tenantId: string,
+  role: 'owner' | 'admin',
+): Promise<void> {
+  await query(em, `INSERT INTO memberships (user_id, tenant_id, role, is_default) VALUES ($1, $2, $3, true)`, [
+    userId,
+    tenantId,
+    role,
+  ]);
 }
-

@@ -4,7 +4,12 @@ import { isoDateTime } from './common.ts';
 
 export const IssueApiKeyRequest = z
   .object({
-    name: z.string().trim().min(1, 'must not be blank').max(100).describe('A label for people: which backend or script holds the key'),
+    name: z
+      .string()
+      .trim()
+      .min(1, 'must not be blank')
+      .max(100)
+      .describe('A label for people: which backend or script holds the key'),
   })
   .meta({ id: 'IssueApiKeyRequest' });
 export type IssueApiKeyRequest = z.infer<typeof IssueApiKeyRequest>;
@@ -21,7 +26,10 @@ export const ApiKeyResponse = z.object(apiKeyFields).meta({ id: 'ApiKeyResponse'
 export type ApiKeyResponse = z.infer<typeof ApiKeyResponse>;
 
 export const IssuedApiKeyResponse = z
-  .object({ ...apiKeyFields, key: z.string().startsWith('sk_').describe('The service key; shown only in this response') })
+  .object({
+    ...apiKeyFields,
+    key: z.string().startsWith('sk_').describe('The service key; shown only in this response'),
+  })
   .meta({ id: 'IssuedApiKeyResponse' });
 export type IssuedApiKeyResponse = z.infer<typeof IssuedApiKeyResponse>;
 

@@ -16,12 +16,16 @@ export const AuditEntryResponse = z
     target: z.object({ kind: z.string(), id: z.string().nullable() }),
     ip: z.string().nullable(),
     request_id: z.string().nullable(),
-    changes: JsonValue.nullable().meta({ description: 'The request body of the write, secret fields masked as "********"' }),
+    changes: JsonValue.nullable().meta({
+      description: 'The request body of the write, secret fields masked as "********"',
+    }),
   })
   .meta({ id: 'AuditEntryResponse' });
 export type AuditEntryResponse = z.infer<typeof AuditEntryResponse>;
 
-export const AuditPage = z.object({ items: z.array(AuditEntryResponse), next_cursor: z.string().nullable() }).meta({ id: 'AuditPage' });
+export const AuditPage = z
+  .object({ items: z.array(AuditEntryResponse), next_cursor: z.string().nullable() })
+  .meta({ id: 'AuditPage' });
 export type AuditPage = z.infer<typeof AuditPage>;
 
 export const AuditListQuery = z.object({

@@ -37,7 +37,11 @@ export const BrandValues = z
     if (keys.length > MAX_VALUE_KEYS) ctx.addIssue({ code: 'custom', message: `at most ${MAX_VALUE_KEYS} values` });
     for (const key of keys) {
       if (!VARIABLE_NAME.test(key)) {
-        ctx.addIssue({ code: 'custom', path: [key], message: 'value names must be letters, digits or _ (at most 64, not starting with a digit or __)' });
+        ctx.addIssue({
+          code: 'custom',
+          path: [key],
+          message: 'value names must be letters, digits or _ (at most 64, not starting with a digit or __)',
+        });
       } else if ((RESERVED_VARIABLE_NAMES as readonly string[]).includes(key)) {
         ctx.addIssue({ code: 'custom', path: [key], message: 'brand and contact are reserved names' });
       }
@@ -69,7 +73,11 @@ export const BrandingResponse = z
   .object({
     key: z.string(),
     values: z.record(z.string(), z.unknown()),
-    sender: z.object({ from_name: z.string().nullable(), from_email: z.string().nullable(), reply_to: z.string().nullable() }),
+    sender: z.object({
+      from_name: z.string().nullable(),
+      from_email: z.string().nullable(),
+      reply_to: z.string().nullable(),
+    }),
     is_default: z.boolean(),
   })
   .meta({ id: 'BrandingResponse' });

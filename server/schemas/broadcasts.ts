@@ -24,10 +24,14 @@ export const BroadcastRequest = z
   .meta({ id: 'BroadcastRequest' });
 export type BroadcastRequest = z.infer<typeof BroadcastRequest>;
 
-export const BroadcastStatus = z.enum(['queued', 'running', 'completed', 'canceled', 'failed']).meta({ id: 'BroadcastStatus' });
+export const BroadcastStatus = z
+  .enum(['queued', 'running', 'completed', 'canceled', 'failed'])
+  .meta({ id: 'BroadcastStatus' });
 export type BroadcastStatus = z.infer<typeof BroadcastStatus>;
 
-export const BroadcastAccepted = z.object({ broadcast_id: z.string(), status: z.literal('queued') }).meta({ id: 'BroadcastAccepted' });
+export const BroadcastAccepted = z
+  .object({ broadcast_id: z.string(), status: z.literal('queued') })
+  .meta({ id: 'BroadcastAccepted' });
 export type BroadcastAccepted = z.infer<typeof BroadcastAccepted>;
 
 export const BroadcastCounts = z
@@ -60,7 +64,9 @@ export const BroadcastResponse = z
   .meta({ id: 'BroadcastResponse' });
 export type BroadcastResponse = z.infer<typeof BroadcastResponse>;
 
-export const BroadcastPage = z.object({ items: z.array(BroadcastResponse), next_cursor: z.string().nullable() }).meta({ id: 'BroadcastPage' });
+export const BroadcastPage = z
+  .object({ items: z.array(BroadcastResponse), next_cursor: z.string().nullable() })
+  .meta({ id: 'BroadcastPage' });
 export type BroadcastPage = z.infer<typeof BroadcastPage>;
 
 export const BroadcastParams = z.object({ broadcast_id: uuidParam });

@@ -82,4 +82,6 @@ export const FreeFormObject = z.record(z.string(), z.unknown());
  * so there is nothing more to check than that a value is there.
  */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
-export const JsonValue = z.custom<JsonValue>((value) => value !== undefined).meta({ id: 'JsonValue', description: 'Any JSON value' });
+export const JsonValue = z
+  .custom<JsonValue>((value) => value !== undefined)
+  .meta({ id: 'JsonValue', description: 'Any JSON value' });

@@ -23,7 +23,9 @@ const mutableFields = {
 /** The fields PUT replaces, and a command may set or clear. */
 export const MUTABLE_CONTACT_FIELDS = Object.keys(mutableFields) as Array<keyof typeof mutableFields>;
 /** The mutable fields that hold one text value each (all but properties). */
-export const CONTACT_TEXT_FIELDS = MUTABLE_CONTACT_FIELDS.filter((field): field is Exclude<typeof field, 'properties'> => field !== 'properties');
+export const CONTACT_TEXT_FIELDS = MUTABLE_CONTACT_FIELDS.filter(
+  (field): field is Exclude<typeof field, 'properties'> => field !== 'properties',
+);
 
 /**
  * A contact's fields as a caller gives them, by external_id: the one definition that creating a
@@ -95,7 +97,9 @@ export const BulkContactsRequest = z
       .array(z.unknown())
       .min(1)
       .max(500)
-      .describe('1 to 500 CreateContactRequest objects; contacts are matched by external_id, a field left out keeps its stored value'),
+      .describe(
+        '1 to 500 CreateContactRequest objects; contacts are matched by external_id, a field left out keeps its stored value',
+      ),
   })
   .meta({ id: 'BulkContactsRequest' });
 

@@ -39,7 +39,10 @@ export const InboxListResponse = z
 
 export const UpdateInboxItemRequest = z
   .object({ read: z.boolean().optional(), seen: z.boolean().optional(), archived: z.boolean().optional() })
-  .refine((v) => v.read !== undefined || v.seen !== undefined || v.archived !== undefined, 'give at least one of read, seen, archived')
+  .refine(
+    (v) => v.read !== undefined || v.seen !== undefined || v.archived !== undefined,
+    'give at least one of read, seen, archived',
+  )
   .meta({ id: 'UpdateInboxItemRequest' });
 export type UpdateInboxItemRequest = z.infer<typeof UpdateInboxItemRequest>;
 

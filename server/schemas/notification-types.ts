@@ -18,11 +18,20 @@ const VARIABLE_NAME_MESSAGE = 'must be a letter or _ then letters, digits or _ (
 export const variableName = z
   .string()
   .regex(VARIABLE_NAME, VARIABLE_NAME_MESSAGE)
-  .refine((v) => !(RESERVED_VARIABLE_NAMES as readonly string[]).includes(v), { message: `${RESERVED_VARIABLE_NAMES.join(', ')} are reserved names` });
+  .refine((v) => !(RESERVED_VARIABLE_NAMES as readonly string[]).includes(v), {
+    message: `${RESERVED_VARIABLE_NAMES.join(', ')} are reserved names`,
+  });
 
-export const DEFAULT_CHANNEL_DEFAULTS: Record<Channel, boolean> = { inbox: true, email: true, push: false, web_push: false };
+export const DEFAULT_CHANNEL_DEFAULTS: Record<Channel, boolean> = {
+  inbox: true,
+  email: true,
+  push: false,
+  web_push: false,
+};
 
-const ChannelDefaults = z.object(Object.fromEntries(CHANNELS.map((channel) => [channel, z.boolean()])) as Record<Channel, z.ZodBoolean>);
+const ChannelDefaults = z.object(
+  Object.fromEntries(CHANNELS.map((channel) => [channel, z.boolean()])) as Record<Channel, z.ZodBoolean>,
+);
 export type ChannelDefaults = z.infer<typeof ChannelDefaults>;
 const ChannelDefaultsPatch = ChannelDefaults.partial().strict();
 
@@ -40,7 +49,8 @@ const variableList = z
   .superRefine((list, ctx) => {
     const seen = new Set<string>();
     list.forEach((v, i) => {
-      if (seen.has(v.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `variable ${v.name} is declared twice` });
+      if (seen.has(v.name))
+        ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `variable ${v.name} is declared twice` });
       seen.add(v.name);
     });
   });
@@ -50,11 +60,16 @@ export const CreateNotificationTypeRequest = z
     key: resourceKey,
     name: z.string().trim().max(200).optional().describe('Defaults to the key'),
     description: z.string().max(2000).default(''),
-    channel_defaults: ChannelDefaultsPatch.default({}).describe('Channels on by default; unnamed channels: inbox and email on, push and web_push off'),
+    channel_defaults: ChannelDefaultsPatch.default({}).describe(
+      'Channels on by default; unnamed channels: inbox and email on, push and web_push off',
+    ),
     opt_out: z.boolean().default(true).describe('Whether contacts may opt out of this type (the opt-out policy)'),
     variables: variableList.default([]),
     workflow: Workflow.optional().describe('The steps every event runs through (PUT .../workflow sets it later)'),
-    bypass_quiet_hours: z.boolean().default(false).describe("Remote channels ignore contacts' quiet hours (one-time codes, security alerts)"),
+    bypass_quiet_hours: z
+      .boolean()
+      .default(false)
+      .describe("Remote channels ignore contacts' quiet hours (one-time codes, security alerts)"),
   })
   .meta({ id: 'CreateNotificationTypeRequest' });
 export type CreateNotificationTypeRequest = z.infer<typeof CreateNotificationTypeRequest>;
@@ -75,7 +90,9 @@ export const NotificationTypeResponse = z
     channel_defaults: ChannelDefaults,
     opt_out: z.boolean(),
     variables: z.array(VariableOutput),
-    workflow: Workflow.nullable().describe('The steps every event of the type runs through; null: every enabled channel at once'),
+    workflow: Workflow.nullable().describe(
+      'The steps every event of the type runs through; null: every enabled channel at once',
+    ),
     bypass_quiet_hours: z.boolean().describe("Remote channels ignore contacts' quiet hours"),
     deleted: z.boolean(),
     created_at: isoDateTime,
@@ -89,4 +106,6 @@ export const NotificationTypeListQuery = z.object({
   include_deleted: queryBoolean.default(false).describe('Also list deleted (restorable) types'),
 });
 
-export const SetQuietHoursBypassRequest = z.object({ bypass_quiet_hours: z.boolean() }).meta({ id: 'SetQuietHoursBypassRequest' });
+export const SetQuietHoursBypassRequest = z
+  .object({ bypass_quiet_hours: z.boolean() })
+  .meta({ id: 'SetQuietHoursBypassRequest' });

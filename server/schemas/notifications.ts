@@ -13,29 +13,42 @@ export type Recipient = z.infer<typeof Recipient>;
 export const TriggerRequest = z
   .object({
     type: resourceKey,
-    recipients: z.array(Recipient).min(1, 'at least one recipient is required').max(100, 'at most 100 recipients per trigger'),
+    recipients: z
+      .array(Recipient)
+      .min(1, 'at least one recipient is required')
+      .max(100, 'at most 100 recipients per trigger'),
     variables: z.record(z.string(), z.unknown()).default({}),
     /** Delivered in full to the recipient; masked ("********") everywhere Herald shows the event. */
     secret_variables: z.record(z.string(), z.unknown()).default({}),
     brand: resourceKey.optional(),
     /** Narrows the type's channel defaults; cannot enable a channel the type has switched off. */
     channels: z.array(Channel).min(1).max(4).optional(),
-    send_at: isoDateTime.optional().describe('Deliver at this time (RFC 3339, at most 90 days ahead; a past time means now)'),
-    cancellation_key: z.string().min(1).max(128).optional().describe('Cancels the events with POST /v1/notifications/cancel'),
+    send_at: isoDateTime
+      .optional()
+      .describe('Deliver at this time (RFC 3339, at most 90 days ahead; a past time means now)'),
+    cancellation_key: z
+      .string()
+      .min(1)
+      .max(128)
+      .optional()
+      .describe('Cancels the events with POST /v1/notifications/cancel'),
   })
   .meta({ id: 'TriggerRequest' });
 export type TriggerRequest = z.infer<typeof TriggerRequest>;
 
-export const EventStatus = z
-  .enum(EVENT_STATUSES)
-  .meta({ id: 'EventStatus' });
+export const EventStatus = z.enum(EVENT_STATUSES).meta({ id: 'EventStatus' });
 export type EventStatus = z.infer<typeof EventStatus>;
 
 export const DeliveryStatus = z.enum(DELIVERY_STATUSES).meta({ id: 'DeliveryStatus' });
 export type DeliveryStatus = z.infer<typeof DeliveryStatus>;
 
 export const TriggeredEvent = z
-  .object({ event_id: z.string(), external_id: z.string(), contact_id: z.string(), status: z.enum(['queued', 'scheduled']) })
+  .object({
+    event_id: z.string(),
+    external_id: z.string(),
+    contact_id: z.string(),
+    status: z.enum(['queued', 'scheduled']),
+  })
   .meta({ id: 'TriggeredEvent' });
 
 export const TriggerResponse = z.object({ events: z.array(TriggeredEvent) }).meta({ id: 'TriggerResponse' });

@@ -15,7 +15,9 @@ export const PreferenceEntry = z
   .meta({ id: 'PreferenceEntry' });
 export type PreferenceEntry = z.infer<typeof PreferenceEntry>;
 
-export const PreferencesResponse = z.object({ preferences: z.array(PreferenceEntry) }).meta({ id: 'PreferencesResponse' });
+export const PreferencesResponse = z
+  .object({ preferences: z.array(PreferenceEntry) })
+  .meta({ id: 'PreferencesResponse' });
 
 export const SetPreferenceRequest = z
   .object({ type: resourceKey, channel: Channel, enabled: z.boolean() })

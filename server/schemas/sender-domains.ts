@@ -14,7 +14,13 @@ export const domainName = z
   .transform((value, ctx) => {
     const ascii = domainToASCII(value.replace(/\.$/, '').toLowerCase());
     const labels = ascii.split('.');
-    if (!ascii || ascii.length > 253 || labels.length < 2 || !labels.every((l) => LABEL.test(l)) || /^\d+$/.test(labels.at(-1)!)) {
+    if (
+      !ascii ||
+      ascii.length > 253 ||
+      labels.length < 2 ||
+      !labels.every((l) => LABEL.test(l)) ||
+      /^\d+$/.test(labels.at(-1)!)
+    ) {
       ctx.addIssue({ code: 'custom', message: 'must be a domain name such as mail.example.com', input: value });
       return z.NEVER;
     }
@@ -36,7 +42,9 @@ export type DnsRecord = z.infer<typeof DnsRecord>;
 export const SenderDomainResponse = z
   .object({
     domain: z.string(),
-    status: SenderDomainStatus.describe('pending until the first refresh; verified when the DKIM record is published and matches'),
+    status: SenderDomainStatus.describe(
+      'pending until the first refresh; verified when the DKIM record is published and matches',
+    ),
     dns_records: z.array(DnsRecord),
     last_checked_at: isoDateTime.nullable(),
     last_error: z.string().nullable().describe('Why the last refresh did not verify the domain'),

@@ -6,11 +6,15 @@ export const SsoProviderResponse = z
     slug: z.string(),
     name: z.string(),
     kind: z.enum(['github', 'gitlab', 'google', 'microsoft', 'okta', 'keycloak', 'oidc']),
-    start_url: z.string().meta({ description: 'Where the sign-in page sends the browser to start (302 to the provider)' }),
+    start_url: z
+      .string()
+      .meta({ description: 'Where the sign-in page sends the browser to start (302 to the provider)' }),
   })
   .meta({ id: 'SsoProviderResponse' });
 
-export const SsoProviderParams = z.object({ provider: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'must be a provider slug') });
+export const SsoProviderParams = z.object({
+  provider: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'must be a provider slug'),
+});
 
 // Every field is optional: a provider's answer is judged by the service and shown on the sign-in page,
 // never as a validation error to a person who followed a redirect.

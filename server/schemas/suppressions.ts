@@ -2,7 +2,9 @@
 import { z } from 'zod';
 import { email, isoDateTime } from './common.ts';
 
-export const SuppressionReason = z.enum(['hard_bounce', 'soft_bounces', 'complaint', 'manual']).meta({ id: 'SuppressionReason' });
+export const SuppressionReason = z
+  .enum(['hard_bounce', 'soft_bounces', 'complaint', 'manual'])
+  .meta({ id: 'SuppressionReason' });
 export type SuppressionReason = z.infer<typeof SuppressionReason>;
 
 export const SuppressionResponse = z

@@ -32,7 +32,9 @@ export const CreateEmailTemplateRequest = z
   .object({
     ...slotFields,
     subject: subject.describe('Text with {{ placeholders }}'),
-    content: content.describe('An HTML fragment with {{ placeholders }} (their values are HTML-escaped); wrapped in the brand layout'),
+    content: content.describe(
+      'An HTML fragment with {{ placeholders }} (their values are HTML-escaped); wrapped in the brand layout',
+    ),
   })
   .meta({ id: 'CreateEmailTemplateRequest' });
 export type CreateEmailTemplateRequest = z.infer<typeof CreateEmailTemplateRequest>;
@@ -114,7 +116,10 @@ export const RenderRequest = z
     brand_key: resourceKey.optional().describe("Defaults to the tenant's default brand"),
     language: languageTag.optional().describe("Defaults to the tenant's default language"),
     variables: z.record(z.string(), JsonValue).default({}).describe("Merged over the brand's values"),
-    contact: z.record(z.string(), JsonValue).optional().describe('Sample recipient fields for {{ contact.* }} placeholders'),
+    contact: z
+      .record(z.string(), JsonValue)
+      .optional()
+      .describe('Sample recipient fields for {{ contact.* }} placeholders'),
   })
   .meta({ id: 'RenderRequest' });
 export type RenderRequest = z.infer<typeof RenderRequest>;
@@ -128,7 +133,9 @@ export const AffectedTemplateResponse = z
     template_id: z.string(),
     brand_key: z.string(),
     language: z.string(),
-    missing_variables: z.array(z.string()).describe('Placeholders the type no longer declares and the brand does not fill'),
+    missing_variables: z
+      .array(z.string())
+      .describe('Placeholders the type no longer declares and the brand does not fill'),
   })
   .meta({ id: 'AffectedTemplateResponse' });
 

@@ -7,7 +7,9 @@ export const Role = z.enum(['owner', 'admin']).meta({ id: 'Role' });
 
 export const CreateTenantRequest = z.object({ name: tenantName }).meta({ id: 'CreateTenantRequest' });
 export const RenameTenantRequest = z.object({ name: tenantName }).meta({ id: 'RenameTenantRequest' });
-export const SessionRequest = z.object({ tenant_id: z.uuid({ message: 'must be a tenant id' }), remember: z.boolean().default(false) }).meta({ id: 'SessionRequest' });
+export const SessionRequest = z
+  .object({ tenant_id: z.uuid({ message: 'must be a tenant id' }), remember: z.boolean().default(false) })
+  .meta({ id: 'SessionRequest' });
 
 export const TenantResponse = z
   .object({

@@ -4,7 +4,12 @@
 import { z } from 'zod';
 import { PushProvider, email } from './common.ts';
 
-const hostname = z.string().trim().min(1).max(253).regex(/^[A-Za-z0-9.:[\]_-]+$/, 'must be a host name or IP address');
+const hostname = z
+  .string()
+  .trim()
+  .min(1)
+  .max(253)
+  .regex(/^[A-Za-z0-9.:[\]_-]+$/, 'must be a host name or IP address');
 
 export const EmailTransportRequest = z
   .object({
@@ -61,7 +66,13 @@ export const FcmServiceAccount = z.looseObject({
   private_key_id: z.string().max(200).optional(),
   // Only Google's own token endpoints: a tenant-supplied URL would make Herald post to any host.
   // An install points FCM elsewhere with config.providers.fcmTokenUrl instead.
-  token_uri: z.url({ protocol: /^https$/, hostname: /^([a-z0-9-]+\.)*googleapis\.com$/, error: 'must be a googleapis.com token endpoint' }).optional(),
+  token_uri: z
+    .url({
+      protocol: /^https$/,
+      hostname: /^([a-z0-9-]+\.)*googleapis\.com$/,
+      error: 'must be a googleapis.com token endpoint',
+    })
+    .optional(),
 });
 
 export const FcmSettings = z.object({ service_account: FcmServiceAccount }).meta({ id: 'FcmTransportSettings' });
@@ -75,13 +86,28 @@ export const WebPushSettings = z
     subject: z
       .string()
       .max(500)
-      .refine((s) => /^mailto:[^@\s]+@[^@\s]+$/.test(s) || /^https:\/\/[^\s]+$/.test(s), 'must be a mailto: or https: URL'),
-    public_key: z.string().regex(/^[A-Za-z0-9_-]{86,88}={0,2}$/, 'must be a base64url P-256 public key').optional(),
-    private_key: z.string().regex(/^[A-Za-z0-9_-]{42,44}={0,2}$/, 'must be a base64url P-256 private key').optional().describe('write-only'),
+      .refine(
+        (s) => /^mailto:[^@\s]+@[^@\s]+$/.test(s) || /^https:\/\/[^\s]+$/.test(s),
+        'must be a mailto: or https: URL',
+      ),
+    public_key: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{86,88}={0,2}$/, 'must be a base64url P-256 public key')
+      .optional(),
+    private_key: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{42,44}={0,2}$/, 'must be a base64url P-256 private key')
+      .optional()
+      .describe('write-only'),
   })
   .meta({ id: 'WebPushTransportSettings' });
 
-export const PushSettingsByProvider = { apns: ApnsSettings, fcm: FcmSettings, expo: ExpoSettings, webpush: WebPushSettings } as const;
+export const PushSettingsByProvider = {
+  apns: ApnsSettings,
+  fcm: FcmSettings,
+  expo: ExpoSettings,
+  webpush: WebPushSettings,
+} as const;
 
 // The body is checked against the path's provider in the service (precise 422 locations); this
 // union documents the four shapes. Loose objects keep every field for that second check.
@@ -124,4 +150,6 @@ export const SendTestPushResponse = z
   .object({ ok: z.boolean(), message_id: z.string().optional(), error: z.string().optional() })
   .meta({ id: 'SendTestPushResponse' });
 
-export const WebPushPublicKeyResponse = z.object({ public_key: z.string().min(1) }).meta({ id: 'WebPushPublicKeyResponse' });
+export const WebPushPublicKeyResponse = z
+  .object({ public_key: z.string().min(1) })
+  .meta({ id: 'WebPushPublicKeyResponse' });

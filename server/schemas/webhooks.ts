@@ -66,9 +66,13 @@ export const WebhookResponse = z
 export type WebhookResponse = z.infer<typeof WebhookResponse>;
 
 /** Creation and rotation answers: the signing secret, shown this once. */
-export const WebhookWithSecretResponse = WebhookResponse.extend({ secret: z.string() }).meta({ id: 'WebhookWithSecretResponse' });
+export const WebhookWithSecretResponse = WebhookResponse.extend({ secret: z.string() }).meta({
+  id: 'WebhookWithSecretResponse',
+});
 
-export const WebhookListResponse = z.object({ items: z.array(WebhookResponse), next_cursor: z.string().nullable() }).meta({ id: 'WebhookListResponse' });
+export const WebhookListResponse = z
+  .object({ items: z.array(WebhookResponse), next_cursor: z.string().nullable() })
+  .meta({ id: 'WebhookListResponse' });
 
 export const WebhookIdParams = z.object({ id: idParam });
 export const WebhookDeliveryParams = z.object({ id: idParam, delivery_id: idParam });
@@ -94,8 +98,15 @@ export const WebhookDeliveryListResponse = z
   .meta({ id: 'WebhookDeliveryListResponse' });
 
 const pageLimit = z.coerce.number().int().min(1).max(200).default(50);
-const cursor = z.string().regex(/^\d{1,19}$/, 'must be a cursor from next_cursor').optional();
+const cursor = z
+  .string()
+  .regex(/^\d{1,19}$/, 'must be a cursor from next_cursor')
+  .optional();
 
 export const WebhookListQuery = z.object({ limit: pageLimit, cursor: z.string().max(128).optional() });
-export const WebhookDeliveryListQuery = z.object({ status: WebhookDeliveryStatus.optional(), limit: pageLimit, cursor });
+export const WebhookDeliveryListQuery = z.object({
+  status: WebhookDeliveryStatus.optional(),
+  limit: pageLimit,
+  cursor,
+});
 export type WebhookDeliveryListQuery = z.infer<typeof WebhookDeliveryListQuery>;

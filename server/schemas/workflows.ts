@@ -12,7 +12,10 @@ export const MAX_WAIT_SECONDS = 30 * 24 * 3600;
 const placeholder = z
   .string()
   .max(200)
-  .regex(/^\{\{\s*[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\s*\}\}$/, 'must be a single placeholder such as "{{ project_id }}"')
+  .regex(
+    /^\{\{\s*[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\s*\}\}$/,
+    'must be a single placeholder such as "{{ project_id }}"',
+  )
   .refine((v) => templateSyntaxError(v) === null, { message: 'is not a valid placeholder' });
 
 const seconds = z.number().int().min(1).max(MAX_WAIT_SECONDS);
@@ -25,9 +28,13 @@ const Condition = z
     const error = conditionSyntaxError(expression);
     if (error) ctx.addIssue({ code: 'custom', message: `not a valid Liquid condition: ${error}` });
   })
-  .describe('A Liquid expression over vars, contact, brand and inbox ({read, seen, archived}), e.g. "inbox.read == false"');
+  .describe(
+    'A Liquid expression over vars, contact, brand and inbox ({read, seen, archived}), e.g. "inbox.read == false"',
+  );
 
-export const ChannelStep = z.object({ kind: z.literal('channel'), channel: Channel, if: Condition.optional() }).strict();
+export const ChannelStep = z
+  .object({ kind: z.literal('channel'), channel: Channel, if: Condition.optional() })
+  .strict();
 export const DelayStep = z
   .object({
     kind: z.literal('delay'),
@@ -35,7 +42,9 @@ export const DelayStep = z
     until: placeholder.optional().describe('A variable holding an RFC 3339 time'),
   })
   .strict()
-  .refine((s) => (s.seconds === undefined) !== (s.until === undefined), { message: 'give exactly one of seconds and until' });
+  .refine((s) => (s.seconds === undefined) !== (s.until === undefined), {
+    message: 'give exactly one of seconds and until',
+  });
 export const DigestStep = z
   .object({
     kind: z.literal('digest'),
@@ -45,10 +54,17 @@ export const DigestStep = z
   })
   .strict();
 export const ThrottleStep = z
-  .object({ kind: z.literal('throttle'), limit: z.number().int().min(1).max(100_000), window_seconds: seconds, key: placeholder.optional() })
+  .object({
+    kind: z.literal('throttle'),
+    limit: z.number().int().min(1).max(100_000),
+    window_seconds: seconds,
+    key: placeholder.optional(),
+  })
   .strict();
 
-export const WorkflowStep = z.discriminatedUnion('kind', [ChannelStep, DelayStep, DigestStep, ThrottleStep]).meta({ id: 'WorkflowStep' });
+export const WorkflowStep = z
+  .discriminatedUnion('kind', [ChannelStep, DelayStep, DigestStep, ThrottleStep])
+  .meta({ id: 'WorkflowStep' });
 export type WorkflowStep = z.infer<typeof WorkflowStep>;
 
 export const Workflow = z
@@ -58,16 +74,23 @@ export const Workflow = z
     workflow.steps.forEach((step, index) => {
       if (step.kind !== 'channel') return;
       if (seen.has(step.channel)) {
-        ctx.addIssue({ code: 'custom', path: ['steps', index, 'channel'], message: `channel ${step.channel} is already sent by step ${seen.get(step.channel)}` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['steps', index, 'channel'],
+          message: `channel ${step.channel} is already sent by step ${seen.get(step.channel)}`,
+        });
       }
       seen.set(step.channel, index);
     });
-    if (seen.size === 0) ctx.addIssue({ code: 'custom', path: ['steps'], message: 'a workflow needs at least one channel step' });
+    if (seen.size === 0)
+      ctx.addIssue({ code: 'custom', path: ['steps'], message: 'a workflow needs at least one channel step' });
   })
   .meta({ id: 'Workflow' });
 export type Workflow = z.infer<typeof Workflow>;
 
-export const StepStatus = z.enum(['pending', 'waiting', 'done', 'skipped', 'failed', 'canceled']).meta({ id: 'StepStatus' });
+export const StepStatus = z
+  .enum(['pending', 'waiting', 'done', 'skipped', 'failed', 'canceled'])
+  .meta({ id: 'StepStatus' });
 export type StepStatus = z.infer<typeof StepStatus>;
 
 export const StepView = z

@@ -72,7 +72,13 @@ interface Outcome {
 }
 
 /** An outcome's columns, as the attempts' statement reads them. */
-const OUTCOME_COLUMNS = [['id', 'uuid'], ['status', 'text'], ['code', 'int'], ['error', 'text'], ['delay_ms', 'bigint']] as const satisfies JsonRowColumns<Outcome>;
+const OUTCOME_COLUMNS = [
+  ['id', 'uuid'],
+  ['status', 'text'],
+  ['code', 'int'],
+  ['error', 'text'],
+  ['delay_ms', 'bigint'],
+] as const satisfies JsonRowColumns<Outcome>;
 
 export interface WebhookDispatcher {
   stop(): Promise<void>;
@@ -102,8 +108,20 @@ export function startWebhookDispatcher(runtime: Context, overrides: WebhookDispa
       result = { kind: 'unreachable', error: 'the signing secret cannot be decrypted: rotate it' };
     }
     const code = result.kind === 'answered' ? result.status : null;
-    if (code !== null && code >= 200 && code < 300) return { id: row.id, endpoint_id: row.endpoint_id, status: 'succeeded', code, error: null, delay_ms: null, endpoint: 'ok' };
-    const error = result.kind === 'answered' ? `HTTP ${code}${code! >= 300 && code! < 400 ? ' (redirects are not followed)' : ''}` : result.error;
+    if (code !== null && code >= 200 && code < 300)
+      return {
+        id: row.id,
+        endpoint_id: row.endpoint_id,
+        status: 'succeeded',
+        code,
+        error: null,
+        delay_ms: null,
+        endpoint: 'ok',
+      };
+    const error =
+      result.kind === 'answered'
+        ? `HTTP ${code}${code! >= 300 && code! < 400 ? ' (redirects are not followed)' : ''}`
+        : result.error;
     const delay = code === 410 ? undefined : options.retryScheduleMs[row.attempts];
     return {
       id: row.id,
@@ -164,13 +182,7 @@ export function startWebhookDispatcher(runtime: Context, overrides: WebhookDispa
           RETURNING 1
        )
        SELECT (SELECT count(*) FROM attempts) + (SELECT count(*) FROM healthy) + (SELECT count(*) FROM failing) AS n`,
-      [
-        jsonRowsParameter(outcomes, OUTCOME_COLUMNS),
-        ok,
-        failing,
-        gone,
-        options.disableAfterMs,
-      ],
+      [jsonRowsParameter(outcomes, OUTCOME_COLUMNS), ok, failing, gone, options.disableAfterMs],
     );
   };
 
@@ -189,7 +201,10 @@ export function startWebhookDispatcher(runtime: Context, overrides: WebhookDispa
   /** Whether the last idle poll found an enabled endpoint (until the first, assumed). */
   let anyEndpointEnabled = true;
   const findEnabledEndpoint = async (em: ReturnType<Context['orm']['em']['fork']>) => {
-    const [row] = await query<{ enabled: boolean }>(em, `SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE enabled) AS enabled`);
+    const [row] = await query<{ enabled: boolean }>(
+      em,
+      `SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE enabled) AS enabled`,
+    );
     anyEndpointEnabled = row!.enabled;
   };
 

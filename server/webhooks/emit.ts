@@ -7,7 +7,12 @@ import type { WebhookEventType } from '../schemas/webhooks.ts';
 
 const BODY = `jsonb_build_object('type', $2::text, 'timestamp', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'data', $3::jsonb)`;
 
-export async function emitWebhookEvent(em: EntityManager, tenantId: string, type: WebhookEventType, data: Record<string, unknown>): Promise<void> {
+export async function emitWebhookEvent(
+  em: EntityManager,
+  tenantId: string,
+  type: WebhookEventType,
+  data: Record<string, unknown>,
+): Promise<void> {
   await query(
     em,
     `INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_type, payload)
@@ -17,7 +22,13 @@ export async function emitWebhookEvent(em: EntityManager, tenantId: string, type
 }
 
 /** One event for one endpoint, whatever types it listens for (the test ping); the outbox row's id. */
-export async function emitToEndpoint(em: EntityManager, tenantId: string, endpointId: string, type: WebhookEventType, data: Record<string, unknown>): Promise<string | null> {
+export async function emitToEndpoint(
+  em: EntityManager,
+  tenantId: string,
+  endpointId: string,
+  type: WebhookEventType,
+  data: Record<string, unknown>,
+): Promise<string | null> {
   const rows = await query<{ id: string }>(
     em,
     `INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_type, payload)

@@ -46,14 +46,20 @@ function toWebhookResponse(row: EndpointRow): WebhookResponse {
   };
 }
 
-export const WEBHOOK_URL_REFUSED = 'the URL must reach a public address (set allowPrivateWebhookUrls for local receivers in development)';
+export const WEBHOOK_URL_REFUSED =
+  'the URL must reach a public address (set allowPrivateWebhookUrls for local receivers in development)';
 
 async function checkUrl(runtime: Context, url: string): Promise<void> {
   if (runtime.config.allowPrivateWebhookUrls) return;
   if (!(await resolvesPublicly(new URL(url).hostname))) throw invalidField(['body', 'url'], WEBHOOK_URL_REFUSED);
 }
 
-export async function createWebhook(runtime: Context, em: EntityManager, tenantId: string, input: CreateWebhookRequest): Promise<WebhookResponse & { secret: string }> {
+export async function createWebhook(
+  runtime: Context,
+  em: EntityManager,
+  tenantId: string,
+  input: CreateWebhookRequest,
+): Promise<WebhookResponse & { secret: string }> {
   await checkUrl(runtime, input.url);
   const id = newId();
   const secret = newWebhookSecret();
@@ -61,13 +67,25 @@ export async function createWebhook(runtime: Context, em: EntityManager, tenantI
     em,
     `INSERT INTO webhook_endpoints (id, tenant_id, url, description, event_types, secret_ciphertext)
      VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
-    [id, tenantId, input.url, input.description, input.event_types, runtime.keyRing.encrypt(secret, webhookSecretAad(id))],
+    [
+      id,
+      tenantId,
+      input.url,
+      input.description,
+      input.event_types,
+      runtime.keyRing.encrypt(secret, webhookSecretAad(id)),
+    ],
   );
   return { ...toWebhookResponse(row!), secret };
 }
 
-export async function listWebhooks(em: EntityManager, tenantId: string, page: { limit: number; cursor?: string | undefined }): Promise<{ items: WebhookResponse[]; next_cursor: string | null }> {
-  if (page.cursor !== undefined && !isUuid(page.cursor)) throw invalidField(['query', 'cursor'], 'must be a cursor from next_cursor');
+export async function listWebhooks(
+  em: EntityManager,
+  tenantId: string,
+  page: { limit: number; cursor?: string | undefined },
+): Promise<{ items: WebhookResponse[]; next_cursor: string | null }> {
+  if (page.cursor !== undefined && !isUuid(page.cursor))
+    throw invalidField(['query', 'cursor'], 'must be a cursor from next_cursor');
   const rows = await query<EndpointRow>(
     em,
     `SELECT ${COLUMNS} FROM webhook_endpoints WHERE tenant_id = $1 AND ($2::uuid IS NULL OR id > $2) ORDER BY id LIMIT $3`,
@@ -78,7 +96,12 @@ export async function listWebhooks(em: EntityManager, tenantId: string, page: { 
 }
 
 async function findEndpoint(em: EntityManager, tenantId: string, id: string): Promise<EndpointRow> {
-  const row = isUuid(id) ? await queryOne<EndpointRow>(em, `SELECT ${COLUMNS} FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2`, [tenantId, id]) : undefined;
+  const row = isUuid(id)
+    ? await queryOne<EndpointRow>(em, `SELECT ${COLUMNS} FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2`, [
+        tenantId,
+        id,
+      ])
+    : undefined;
   if (!row) throw notFound('Webhook');
   return row;
 }
@@ -87,7 +110,13 @@ export async function getWebhook(em: EntityManager, tenantId: string, id: string
   return toWebhookResponse(await findEndpoint(em, tenantId, id));
 }
 
-export async function updateWebhook(runtime: Context, em: EntityManager, tenantId: string, id: string, input: UpdateWebhookRequest): Promise<WebhookResponse> {
+export async function updateWebhook(
+  runtime: Context,
+  em: EntityManager,
+  tenantId: string,
+  id: string,
+  input: UpdateWebhookRequest,
+): Promise<WebhookResponse> {
   await findEndpoint(em, tenantId, id);
   if (input.url !== undefined) await checkUrl(runtime, input.url);
   const row = await queryOne<EndpointRow>(
@@ -105,12 +134,19 @@ export async function updateWebhook(runtime: Context, em: EntityManager, tenantI
 }
 
 export async function deleteWebhook(em: EntityManager, tenantId: string, id: string): Promise<void> {
-  const removed = isUuid(id) ? await execute(em, `DELETE FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2`, [tenantId, id]) : 0;
+  const removed = isUuid(id)
+    ? await execute(em, `DELETE FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2`, [tenantId, id])
+    : 0;
   if (removed === 0) throw notFound('Webhook');
 }
 
 /** A new secret replaces the old one at once; answers it this once. */
-export async function rotateWebhookSecret(runtime: Context, em: EntityManager, tenantId: string, id: string): Promise<WebhookResponse & { secret: string }> {
+export async function rotateWebhookSecret(
+  runtime: Context,
+  em: EntityManager,
+  tenantId: string,
+  id: string,
+): Promise<WebhookResponse & { secret: string }> {
   await findEndpoint(em, tenantId, id);
   const secret = newWebhookSecret();
   const row = await queryOne<EndpointRow>(
@@ -133,7 +169,8 @@ interface WebhookDeliveryRow {
   created_at: Date | string;
 }
 
-const DELIVERY_COLUMNS = 'id, seq::text AS seq, event_type, status, attempts, last_status_code, last_error, next_attempt_at, created_at';
+const DELIVERY_COLUMNS =
+  'id, seq::text AS seq, event_type, status, attempts, last_status_code, last_error, next_attempt_at, created_at';
 
 function toWebhookDeliveryResponse(row: WebhookDeliveryRow): WebhookDeliveryResponse {
   return {
@@ -151,8 +188,15 @@ function toWebhookDeliveryResponse(row: WebhookDeliveryRow): WebhookDeliveryResp
 /** Sends `webhook.test` to the endpoint (even one that does not list the type); answers its delivery. */
 export async function testWebhook(em: EntityManager, tenantId: string, id: string): Promise<WebhookDeliveryResponse> {
   await findEndpoint(em, tenantId, id);
-  const deliveryId = await emitToEndpoint(em, tenantId, id, 'webhook.test', { webhook_id: id, message: 'a test event from Herald' });
-  const row = await queryOne<WebhookDeliveryRow>(em, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE id = $1`, [deliveryId]);
+  const deliveryId = await emitToEndpoint(em, tenantId, id, 'webhook.test', {
+    webhook_id: id,
+    message: 'a test event from Herald',
+  });
+  const row = await queryOne<WebhookDeliveryRow>(
+    em,
+    `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE id = $1`,
+    [deliveryId],
+  );
   return toWebhookDeliveryResponse(row!);
 }
 
@@ -171,11 +215,19 @@ export async function listWebhookDeliveries(
     [id, filter.status ?? null, filter.cursor ?? null, filter.limit + 1],
   );
   const page = rows.slice(0, filter.limit);
-  return { items: page.map(toWebhookDeliveryResponse), next_cursor: rows.length > filter.limit ? page[page.length - 1]!.seq : null };
+  return {
+    items: page.map(toWebhookDeliveryResponse),
+    next_cursor: rows.length > filter.limit ? page[page.length - 1]!.seq : null,
+  };
 }
 
 /** Makes a delivery due now: one more attempt for a failed one, a resend for a succeeded one. */
-export async function retryWebhookDelivery(em: EntityManager, tenantId: string, id: string, deliveryId: string): Promise<WebhookDeliveryResponse> {
+export async function retryWebhookDelivery(
+  em: EntityManager,
+  tenantId: string,
+  id: string,
+  deliveryId: string,
+): Promise<WebhookDeliveryResponse> {
   await findEndpoint(em, tenantId, id);
   const row = isUuid(deliveryId)
     ? await queryOne<WebhookDeliveryRow>(

@@ -9,7 +9,8 @@ import type { Context } from '../base/context.ts';
 
 const MAX_ANSWER_BYTES = 64 * 1024;
 
-export type PostResult = { kind: 'answered'; status: number } | { kind: 'unreachable'; error: string } | { kind: 'refused'; error: string };
+export type PostResult =
+  { kind: 'answered'; status: number } | { kind: 'unreachable'; error: string } | { kind: 'refused'; error: string };
 
 interface Agents {
   http: HttpAgent;
@@ -36,7 +37,13 @@ function agents(runtime: Context): Agents {
   return found;
 }
 
-export function postWebhook(runtime: Context, url: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<PostResult> {
+export function postWebhook(
+  runtime: Context,
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  timeoutMs: number,
+): Promise<PostResult> {
   let target: URL;
   try {
     target = new URL(url);
@@ -45,7 +52,8 @@ export function postWebhook(runtime: Context, url: string, headers: Record<strin
   }
   const publicOnly = !runtime.config.allowPrivateWebhookUrls;
   const https = target.protocol === 'https:';
-  if (!https && target.protocol !== 'http:') return Promise.resolve({ kind: 'refused', error: `unsupported URL scheme ${target.protocol}` });
+  if (!https && target.protocol !== 'http:')
+    return Promise.resolve({ kind: 'refused', error: `unsupported URL scheme ${target.protocol}` });
   if (publicOnly) {
     try {
       assertPublicHost(target);
@@ -61,7 +69,12 @@ export function postWebhook(runtime: Context, url: string, headers: Record<strin
       {
         method: 'POST',
         agent: https ? tls : http,
-        headers: { 'content-type': 'application/json', 'user-agent': 'Herald-Webhooks/1', 'content-length': String(Buffer.byteLength(body)), ...headers },
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'Herald-Webhooks/1',
+          'content-length': String(Buffer.byteLength(body)),
+          ...headers,
+        },
         ...(publicOnly ? { lookup: publicOnlyLookup as never } : {}),
         signal: AbortSignal.timeout(timeoutMs),
       },
@@ -83,7 +96,14 @@ export function postWebhook(runtime: Context, url: string, headers: Record<strin
     );
     req.on('error', (error: Error) => {
       if (error instanceof NonPublicAddressError) resolve({ kind: 'refused', error: error.message });
-      else resolve({ kind: 'unreachable', error: error.name === 'TimeoutError' || error.name === 'AbortError' ? `no answer within ${timeoutMs} ms` : error.message });
+      else
+        resolve({
+          kind: 'unreachable',
+          error:
+            error.name === 'TimeoutError' || error.name === 'AbortError'
+              ? `no answer within ${timeoutMs} ms`
+              : error.message,
+        });
     });
     req.end(body);
   });

@@ -17,4 +17,3 @@ export function signedHeaders(key: Buffer, id: string, timestamp: number, body: 
   const signature = createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64');
   return { 'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': `v1,${signature}` };
 }
-

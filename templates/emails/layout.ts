@@ -20,7 +20,14 @@ const styles = {
   container: { backgroundColor: '#ffffff', borderRadius: '8px', margin: '0 auto', maxWidth: '520px', padding: '32px' },
   heading: { color: '#111827', fontSize: '20px', margin: '0 0 16px' },
   text: { color: '#374151', fontSize: '15px', lineHeight: '22px' },
-  button: { backgroundColor: '#1f4fd1', borderRadius: '6px', color: '#ffffff', fontSize: '15px', padding: '12px 20px', textDecoration: 'none' },
+  button: {
+    backgroundColor: '#1f4fd1',
+    borderRadius: '6px',
+    color: '#ffffff',
+    fontSize: '15px',
+    padding: '12px 20px',
+    textDecoration: 'none',
+  },
   footer: { color: '#6b7280', fontSize: '12px', lineHeight: '18px' },
 } as const;
 

@@ -8,7 +8,9 @@ export function ResetPassword(props: { url: string; expiresInMinutes: number }):
   return React.createElement(SystemEmailLayout, {
     preview: 'Reset your Herald password',
     heading: 'Reset your password',
-    paragraphs: [`Someone asked to reset the password of your Herald account. Choose a new password with this link; it works once and expires in ${props.expiresInMinutes} minutes.`],
+    paragraphs: [
+      `Someone asked to reset the password of your Herald account. Choose a new password with this link; it works once and expires in ${props.expiresInMinutes} minutes.`,
+    ],
     action: { label: 'Choose a new password', url: props.url },
     footer: 'If you did not ask for this, ignore this email: your password stays as it is.',
   });

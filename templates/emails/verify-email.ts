@@ -8,7 +8,9 @@ export function VerifyEmail(props: { url: string; expiresInHours: number }): Rea
   return React.createElement(SystemEmailLayout, {
     preview: 'Confirm your email address for Herald',
     heading: 'Confirm your email address',
-    paragraphs: [`Confirm that this address is yours to finish setting up your Herald account. The link works once and expires in ${props.expiresInHours} hours.`],
+    paragraphs: [
+      `Confirm that this address is yours to finish setting up your Herald account. The link works once and expires in ${props.expiresInHours} hours.`,
+    ],
     action: { label: 'Confirm email address', url: props.url },
     footer: 'If you did not sign up for Herald, ignore this email: nothing happens without the link.',
   });

@@ -59,13 +59,35 @@ export function BrandLayout(props: BrandLayoutProps): ReactElement {
     h(Head, null, h('title', null, props.title)),
     h(
       Body,
-      { style: { margin: 0, padding: '24px 0', backgroundColor: '#f4f4f5', fontFamily: 'Helvetica, Arial, sans-serif', color: '#18181b' } },
+      {
+        style: {
+          margin: 0,
+          padding: '24px 0',
+          backgroundColor: '#f4f4f5',
+          fontFamily: 'Helvetica, Arial, sans-serif',
+          color: '#18181b',
+        },
+      },
       h(
         Container,
         { style: { maxWidth: '600px', backgroundColor: '#ffffff', borderRadius: '6px', overflow: 'hidden' } },
-        h(Section, { style: { backgroundColor: colour, padding: '16px 24px', borderTop: `4px solid ${colour}` } }, header),
-        h(Section, { style: { padding: '24px', fontSize: '15px', lineHeight: '1.5' } }, h('div', { dangerouslySetInnerHTML: { __html: props.contentHtml } })),
-        name ? h(Section, { style: { padding: '12px 24px', borderTop: '1px solid #e4e4e7' } }, h(Text, { style: { margin: 0, fontSize: '12px', color: '#71717a' } }, name)) : null,
+        h(
+          Section,
+          { style: { backgroundColor: colour, padding: '16px 24px', borderTop: `4px solid ${colour}` } },
+          header,
+        ),
+        h(
+          Section,
+          { style: { padding: '24px', fontSize: '15px', lineHeight: '1.5' } },
+          h('div', { dangerouslySetInnerHTML: { __html: props.contentHtml } }),
+        ),
+        name
+          ? h(
+              Section,
+              { style: { padding: '12px 24px', borderTop: '1px solid #e4e4e7' } },
+              h(Text, { style: { margin: 0, fontSize: '12px', color: '#71717a' } }, name),
+            )
+          : null,
       ),
     ),
   );

@@ -48,7 +48,9 @@ describe('cross-cutting headers', () => {
   it('echoes a sane X-Request-Id and replaces a hostile one', async () => {
     const ok = await app.request('GET', '/healthz', { headers: { 'x-request-id': 'abc-123' } });
     expect(ok.headers.get('x-request-id')).toBe('abc-123');
-    const bad = await app.request('GET', '/healthz', { headers: { 'x-request-id': 'x\u0000y'.replace('\u0000', '%') + '<script>' } });
+    const bad = await app.request('GET', '/healthz', {
+      headers: { 'x-request-id': 'x\u0000y'.replace('\u0000', '%') + '<script>' },
+    });
     expect(bad.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
   });
 
@@ -71,7 +73,11 @@ describe('cross-cutting headers', () => {
 
   it('answers CORS preflight for browser routes', async () => {
     const res = await app.request('OPTIONS', '/v1/anything', {
-      headers: { origin: 'https://app.example', 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' },
+      headers: {
+        origin: 'https://app.example',
+        'access-control-request-method': 'GET',
+        'access-control-request-headers': 'authorization',
+      },
     });
     expect(res.status).toBe(204);
     expect(res.headers.get('access-control-allow-origin')).toBe('*');
@@ -132,35 +138,53 @@ describe('request bodies and credentials (route wrapper)', () => {
   };
 
   it('accepts a valid body', async () => {
-    const res = await call('POST', '/v1/probe/echo', { body: JSON.stringify({ name: 'a', count: 1 }), headers: { 'content-type': 'application/json' } });
+    const res = await call('POST', '/v1/probe/echo', {
+      body: JSON.stringify({ name: 'a', count: 1 }),
+      headers: { 'content-type': 'application/json' },
+    });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ name: 'a', count: 1 });
   });
 
   it('answers 422 HTTPValidationError for malformed JSON', async () => {
-    const res = await call('POST', '/v1/probe/echo', { body: '{"name": ', headers: { 'content-type': 'application/json' } });
+    const res = await call('POST', '/v1/probe/echo', {
+      body: '{"name": ',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(res.status).toBe(422);
     expect(res.body.detail[0]).toMatchObject({ loc: ['body'], type: 'json_invalid' });
   });
 
   it('answers 422 with field locations for a body that fails validation', async () => {
-    const res = await call('POST', '/v1/probe/echo', { body: JSON.stringify({ name: '', count: 'x' }), headers: { 'content-type': 'application/json' } });
+    const res = await call('POST', '/v1/probe/echo', {
+      body: JSON.stringify({ name: '', count: 'x' }),
+      headers: { 'content-type': 'application/json' },
+    });
     expect(res.status).toBe(422);
     const locs = res.body.detail.map((d: { loc: string[] }) => d.loc.join('.'));
     expect(locs).toEqual(expect.arrayContaining(['body.name', 'body.count']));
   });
 
   it('answers 422 for a string or key PostgreSQL cannot store (U+0000, an unpaired surrogate), naming where, however deep', async () => {
-    const post = (body: string) => call('POST', '/v1/probe/echo', { body, headers: { 'content-type': 'application/json' } });
+    const post = (body: string) =>
+      call('POST', '/v1/probe/echo', { body, headers: { 'content-type': 'application/json' } });
     const inValue = await post(JSON.stringify({ name: 'a\u0000b', count: 1 }));
     expect(inValue.status).toBe(422);
-    expect(inValue.body.detail).toEqual([{ loc: ['body', 'name'], msg: 'must not contain the NUL character (U+0000)', type: 'value_error' }]);
+    expect(inValue.body.detail).toEqual([
+      { loc: ['body', 'name'], msg: 'must not contain the NUL character (U+0000)', type: 'value_error' },
+    ]);
     const inKey = await post(JSON.stringify({ name: 'a', count: 1, extra: { 'k\u0000': 1 } }));
     expect(inKey.body.detail[0].loc).toEqual(['body', 'extra', 'k\u0000']);
     // Half a surrogate pair, escaped: valid JSON text, but no Unicode string PostgreSQL could store.
     const surrogate = await post('{"name": "a", "count": 1, "extra": [{"k": "x\\ud800"}]}');
     expect(surrogate.status).toBe(422);
-    expect(surrogate.body.detail).toEqual([{ loc: ['body', 'extra', 0, 'k'], msg: 'must be well-formed Unicode (an unpaired surrogate is not)', type: 'value_error' }]);
+    expect(surrogate.body.detail).toEqual([
+      {
+        loc: ['body', 'extra', 0, 'k'],
+        msg: 'must be well-formed Unicode (an unpaired surrogate is not)',
+        type: 'value_error',
+      },
+    ]);
     expect((await post('{"name": "\\ud83d\\ude00", "count": 1}')).status).toBe(200); // a whole pair is fine
     const deep = await post(`{"name": "a", "count": 1, "extra": ${'['.repeat(50_000)}"\\u0000"${']'.repeat(50_000)}}`);
     expect(deep.status).toBe(422);
@@ -175,7 +199,10 @@ describe('request bodies and credentials (route wrapper)', () => {
 
   it('answers 413 for a body over the cap, by Content-Length and by streamed size', async () => {
     const big = JSON.stringify({ name: 'x'.repeat(1024 * 1024 + 10), count: 1 });
-    const declared = await call('POST', '/v1/probe/echo', { body: big, headers: { 'content-type': 'application/json' } });
+    const declared = await call('POST', '/v1/probe/echo', {
+      body: big,
+      headers: { 'content-type': 'application/json' },
+    });
     expect(declared.status).toBe(413);
     expect(declared.body).toEqual({ detail: expect.stringContaining('exceeds'), code: 'payload_too_large' });
     // Over the real server, chunked (no Content-Length): the stream is counted as it arrives.
@@ -185,7 +212,12 @@ describe('request bodies and credentials (route wrapper)', () => {
         controller.close();
       },
     });
-    const chunked = await probe().request('/v1/probe/echo', { method: 'POST', body: stream, headers: { 'content-type': 'application/json' }, duplex: 'half' } as RequestInit);
+    const chunked = await probe().request('/v1/probe/echo', {
+      method: 'POST',
+      body: stream,
+      headers: { 'content-type': 'application/json' },
+      duplex: 'half',
+    } as RequestInit);
     expect(chunked.status).toBe(413);
   });
 
@@ -197,7 +229,9 @@ describe('request bodies and credentials (route wrapper)', () => {
     const bad = await call('GET', '/v1/probe/secured', { headers: { authorization: 'Bearer sk_not_a_real_key' } });
     expect(bad.status).toBe(401);
     expect(bad.headers.get('www-authenticate')).toContain('invalid_token');
-    const garbage = await call('GET', '/v1/probe/secured', { headers: { authorization: 'Bearer eyJhbGciOiJIUzI1NiJ9.e30.c2ln' } });
+    const garbage = await call('GET', '/v1/probe/secured', {
+      headers: { authorization: 'Bearer eyJhbGciOiJIUzI1NiJ9.e30.c2ln' },
+    });
     expect(garbage.status).toBe(401);
   });
 

@@ -27,7 +27,8 @@ describe('GET /v1/openapi.json', () => {
   });
 
   it('documents every route registered in the app, and nothing else', () => {
-    const served = createApp(app.runtime, routes)['~routes']
+    const registered = createApp(app.runtime, routes)['~routes'];
+    const served = registered
       .filter((r) => r.method !== 'OPTIONS')
       .map((r) => `${r.method} ${openApiPath(r.route ?? '')}`)
       .sort();
@@ -38,19 +39,25 @@ describe('GET /v1/openapi.json', () => {
   });
 
   it('uses unique operation ids', () => {
-    const ids = Object.values(doc.paths as Record<string, Record<string, { operationId: string }>>).flatMap((ops) => Object.values(ops).map((o) => o.operationId));
+    const ids = Object.values(doc.paths as Record<string, Record<string, { operationId: string }>>).flatMap((ops) =>
+      Object.values(ops).map((o) => o.operationId),
+    );
     expect(new Set(ids).size).toBe(ids.length);
   });
 
   it('lists 422 only on operations that have input to validate', () => {
     for (const [path, operations] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
       for (const [method, operation] of Object.entries(operations)) {
-        const hasInput = operation.requestBody !== undefined || (operation.parameters ?? []).some((p: { in: string }) => p.in !== 'header');
+        const hasInput =
+          operation.requestBody !== undefined ||
+          (operation.parameters ?? []).some((p: { in: string }) => p.in !== 'header');
         expect('422' in operation.responses, `${method} ${path}`).toBe(hasInput);
       }
     }
     expect(Object.keys(doc.paths['/healthz'].get.responses)).not.toContain('422');
-    expect(doc.paths['/v1/notifications'].post.responses['422'].content['application/json'].schema.$ref).toBe('#/components/schemas/HTTPValidationError');
+    expect(doc.paths['/v1/notifications'].post.responses['422'].content['application/json'].schema.$ref).toBe(
+      '#/components/schemas/HTTPValidationError',
+    );
   });
 
   it('describes requests as clients send them: a field with a default is optional and has no default keyword', () => {
@@ -78,13 +85,16 @@ describe('GET /v1/openapi.json', () => {
     // Responses close their objects (additionalProperties: false); requests do not.
     expect(doc.components.schemas.QuietHours.additionalProperties).toBe(false);
     expect(doc.components.schemas.QuietHoursInput.additionalProperties).toBeUndefined();
-    expect(JSON.stringify(doc.components.schemas.SetQuietHoursRequest)).toContain('#/components/schemas/QuietHoursInput');
+    expect(JSON.stringify(doc.components.schemas.SetQuietHoursRequest)).toContain(
+      '#/components/schemas/QuietHoursInput',
+    );
     expect(JSON.stringify(doc.components.schemas.ContactResponse)).toContain('#/components/schemas/QuietHours"');
   });
 
   it('has no schema that refers to itself (generators make such a type refer to itself: TS2502)', () => {
     const schemas = doc.components.schemas as Record<string, unknown>;
-    const refs = (schema: unknown) => [...JSON.stringify(schema).matchAll(/#\/components\/schemas\/(\w+)/g)].map((m) => m[1]!);
+    const refs = (schema: unknown) =>
+      [...JSON.stringify(schema).matchAll(/#\/components\/schemas\/(\w+)/g)].map((m) => m[1]!);
     for (const name of Object.keys(schemas)) {
       const seen = new Set<string>();
       const pending = refs(schemas[name]);
@@ -102,7 +112,9 @@ describe('GET /v1/openapi.json', () => {
 
   it('describes the error bodies', () => {
     expect(doc.components.schemas.ErrorResponse.required).toEqual(['detail', 'code']);
-    expect(doc.components.schemas.HTTPValidationError.properties.detail.items.$ref).toBe('#/components/schemas/ValidationError');
+    expect(doc.components.schemas.HTTPValidationError.properties.detail.items.$ref).toBe(
+      '#/components/schemas/ValidationError',
+    );
   });
 });
 
@@ -121,6 +133,7 @@ describe('route table', () => {
     // Writes with a body declare it; a route that reads a body without a schema cannot exist.
     if (route.body) expect(typeof route.body.safeParse).toBe('function');
     // Every non-public route documents 401.
-    if (route.auth !== 'public') expect(doc.paths[openApiPath(route.path)][route.method.toLowerCase()].responses['401']).toBeDefined();
+    if (route.auth !== 'public')
+      expect(doc.paths[openApiPath(route.path)][route.method.toLowerCase()].responses['401']).toBeDefined();
   });
 });

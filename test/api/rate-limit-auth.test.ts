@@ -17,7 +17,8 @@ afterAll(async () => {
   await app?.close();
 });
 
-const login = (ip: string, email: string, password = 'wrong password') => requestAs(app, 'POST', '/v1/auth/login', { body: { email, password } }, ip);
+const login = (ip: string, email: string, password = 'wrong password') =>
+  requestAs(app, 'POST', '/v1/auth/login', { body: { email, password } }, ip);
 
 describe('POST /v1/auth/login per IP (10 per minute, burst 10)', () => {
   it('allows 10 attempts, answers 429 with Retry-After to the 11th, and refills one token every 6 s', async () => {
@@ -60,7 +61,11 @@ describe('POST /v1/auth/login per email (5 per 15 minutes)', () => {
     expect(limited.status).toBe(429);
     expect(limited.headers.get('retry-after')).toBe('180');
     // all or nothing: the per-IP bucket of the refused call was created full and not charged
-    const bucket = await queryOne<{ tokens: number }>(app.runtime.orm.em.fork(), `SELECT tokens FROM rate_limit_buckets WHERE key = $1`, [`login_ip:${ip}`]);
+    const bucket = await queryOne<{ tokens: number }>(
+      app.runtime.orm.em.fork(),
+      `SELECT tokens FROM rate_limit_buckets WHERE key = $1`,
+      [`login_ip:${ip}`],
+    );
     expect(Number(bucket!.tokens)).toBe(10);
     clock.advance(180_000);
     expect((await login(freshIp(), email)).status).toBe(401);
@@ -71,7 +76,14 @@ describe('POST /v1/auth/login per email (5 per 15 minutes)', () => {
 describe('POST /v1/auth/register per IP (5 per hour)', () => {
   it('allows 5 sign-ups from one IP, then 429 until a token refills (720 s)', async () => {
     const ip = freshIp();
-    const register = () => requestAs(app, 'POST', '/v1/auth/register', { body: { email: uniqueEmail(), password: PASSWORD, tenant_name: 'T' } }, ip);
+    const register = () =>
+      requestAs(
+        app,
+        'POST',
+        '/v1/auth/register',
+        { body: { email: uniqueEmail(), password: PASSWORD, tenant_name: 'T' } },
+        ip,
+      );
     for (let i = 0; i < 5; i++) expect((await register()).status).toBe(201);
     const limited = await register();
     expect(limited.status).toBe(429);
@@ -89,7 +101,16 @@ describe('account recovery budget (5 per hour per IP, shared)', () => {
     const reset = () => requestAs(app, 'POST', '/v1/auth/password-reset', { body: { email: uniqueEmail() } }, ip);
     const resend = () => requestAs(app, 'POST', '/v1/auth/resend-verification', { body: { email: uniqueEmail() } }, ip);
     const dataRequest = () =>
-      requestAs(app, 'POST', `/v1/auth/tenants/${owner.tenantId}/data-requests`, { token: app.runtime.tokens.sign('access', owner.userId, owner.tenantId, 3600, clock.now()), body: { kind: 'export' } }, ip);
+      requestAs(
+        app,
+        'POST',
+        `/v1/auth/tenants/${owner.tenantId}/data-requests`,
+        {
+          token: app.runtime.tokens.sign('access', owner.userId, owner.tenantId, 3600, clock.now()),
+          body: { kind: 'export' },
+        },
+        ip,
+      );
     expect((await reset()).status).toBe(202);
     expect((await reset()).status).toBe(202);
     expect((await resend()).status).toBe(202);
@@ -111,10 +132,16 @@ describe('client address', () => {
     const plain = await startTestApp({ clock });
     try {
       for (let i = 0; i < 10; i++) {
-        const res = await plain.request('POST', '/v1/auth/login', { body: { email: uniqueEmail(), password: 'x' }, headers: { 'x-forwarded-for': freshIp() } });
+        const res = await plain.request('POST', '/v1/auth/login', {
+          body: { email: uniqueEmail(), password: 'x' },
+          headers: { 'x-forwarded-for': freshIp() },
+        });
         expect(res.status).toBe(401);
       }
-      const res = await plain.request('POST', '/v1/auth/login', { body: { email: uniqueEmail(), password: 'x' }, headers: { 'x-forwarded-for': freshIp() } });
+      const res = await plain.request('POST', '/v1/auth/login', {
+        body: { email: uniqueEmail(), password: 'x' },
+        headers: { 'x-forwarded-for': freshIp() },
+      });
       expect(res.status).toBe(429);
     } finally {
       await plain.close();
@@ -129,7 +156,11 @@ describe('idle bucket pruning', () => {
     const { execute, query } = await import('../../server/base/db/sql.ts');
     const em = app.runtime.orm.em.fork();
     const now = Date.now();
-    await execute(em, `INSERT INTO rate_limit_buckets (key, tokens, updated_ms) VALUES ('prune:old', 1, $1), ('prune:new', 1, $2)`, [now - RATE_LIMIT_IDLE_MS - 1000, now]);
+    await execute(
+      em,
+      `INSERT INTO rate_limit_buckets (key, tokens, updated_ms) VALUES ('prune:old', 1, $1), ('prune:new', 1, $2)`,
+      [now - RATE_LIMIT_IDLE_MS - 1000, now],
+    );
     expect(await pruneIdleBuckets(em, now - RATE_LIMIT_IDLE_MS)).toBeGreaterThanOrEqual(1);
     const left = await query<{ key: string }>(em, `SELECT key FROM rate_limit_buckets WHERE key LIKE 'prune:%'`);
     expect(left.map((r) => r.key)).toEqual(['prune:new']);

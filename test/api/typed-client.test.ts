@@ -17,7 +17,11 @@ const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
 
 /** What test/typed-client/client.ts exports (that file is compiled only beside its generated types). */
 interface TypedClient {
-  run(baseUrl: string, serviceKey: string, externalId: string): Promise<{ status: string; inbox: { unread_count: number; items: Array<{ title: string }> } }>;
+  run(
+    baseUrl: string,
+    serviceKey: string,
+    externalId: string,
+  ): Promise<{ status: string; inbox: { unread_count: number; items: Array<{ title: string }> } }>;
 }
 
 let app: TestApp;
@@ -57,7 +61,9 @@ describe('a client generated from /v1/openapi.json', () => {
         files: ['client.ts', 'api.ts'],
       }),
     );
-    const compiled = await promisify(execFile)(process.execPath, [TSC, '-p', join(dir, 'tsconfig.json')], { cwd: dir }).catch((error: { stdout: string; stderr: string }) => error);
+    const compiled = await promisify(execFile)(process.execPath, [TSC, '-p', join(dir, 'tsconfig.json')], {
+      cwd: dir,
+    }).catch((error: { stdout: string; stderr: string }) => error);
     expect(`${compiled.stdout}${compiled.stderr}`).toBe('');
 
     const client = (await import(pathToFileURL(join(dir, 'client.ts')).href)) as TypedClient;
@@ -68,4 +74,3 @@ describe('a client generated from /v1/openapi.json', () => {
     // tsc over the generated types takes tens of seconds of CPU on a loaded machine.
   }, 300_000);
 });
-

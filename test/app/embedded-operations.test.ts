@@ -9,7 +9,13 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { runCli } from '../support/cli.ts';
 import { eventually } from '../support/eventually.ts';
-import { isAlive, postgresProcessesFor, postmasterPid, startHerald, type HeraldProcess } from '../support/herald-process.ts';
+import {
+  isAlive,
+  postgresProcessesFor,
+  postmasterPid,
+  startHerald,
+  type HeraldProcess,
+} from '../support/herald-process.ts';
 import { freePort } from '../../server/base/db/embedded-postgres.ts';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
@@ -18,7 +24,13 @@ afterAll(async () => {
 });
 
 // No HERALD_EMBEDDED_POSTGRES_PORT: each init chooses (and records) its own port, as an operator's does.
-const ENV = { DATABASE_URL: undefined, HERALD_DATABASE_URL: undefined, HERALD_EMBEDDED_POSTGRES_PORT: undefined, HERALD_HOME: undefined, HERALD_LOG_LEVEL: 'info' };
+const ENV = {
+  DATABASE_URL: undefined,
+  HERALD_DATABASE_URL: undefined,
+  HERALD_EMBEDDED_POSTGRES_PORT: undefined,
+  HERALD_HOME: undefined,
+  HERALD_LOG_LEVEL: 'info',
+};
 
 function tempDataDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'herald-ops-'));
@@ -28,7 +40,23 @@ function tempDataDir(): string {
 }
 
 async function init(dataDir: string, tenant: string, extra: string[] = []) {
-  const r = await runCli(['init', '--yes', '--data-dir', dataDir, '--tenant', tenant, '--owner-email', `owner@${tenant.toLowerCase()}.test`, '--port', String(await freePort()), '--json', ...extra], { env: ENV });
+  const r = await runCli(
+    [
+      'init',
+      '--yes',
+      '--data-dir',
+      dataDir,
+      '--tenant',
+      tenant,
+      '--owner-email',
+      `owner@${tenant.toLowerCase()}.test`,
+      '--port',
+      String(await freePort()),
+      '--json',
+      ...extra,
+    ],
+    { env: ENV },
+  );
   return { ...r, json: r.code === 0 ? JSON.parse(r.stdout) : null };
 }
 
@@ -62,7 +90,13 @@ describe('a second install on the same host', { timeout: 240_000 }, () => {
     const passwordB = JSON.parse(readFileSync(join(b, 'embedded-postgres.json'), 'utf8')).password;
     expect(passwordA).not.toBe(passwordB);
     // B's password does not open A's cluster.
-    const intruder = new pg.Client({ host: '127.0.0.1', port: portA, user: 'postgres', password: passwordB, database: 'herald' });
+    const intruder = new pg.Client({
+      host: '127.0.0.1',
+      port: portA,
+      user: 'postgres',
+      password: passwordB,
+      database: 'herald',
+    });
     await expect(intruder.connect()).rejects.toThrow(/password authentication failed/);
     await intruder.end().catch(() => undefined);
 
@@ -150,10 +184,13 @@ describe('crashes', { timeout: 240_000 }, () => {
       }
     })();
     process.kill(before, 'SIGKILL');
-    const after = await eventually(() => {
-      const pid = postmasterPid(clusterDir(dataDir));
-      return pid && pid !== before && isAlive(pid) ? pid : false;
-    }, { timeoutMs: 30_000 });
+    const after = await eventually(
+      () => {
+        const pid = postmasterPid(clusterDir(dataDir));
+        return pid && pid !== before && isAlive(pid) ? pid : false;
+      },
+      { timeoutMs: 30_000 },
+    );
     await eventually(async () => (await fetch(`${herald.url}/readyz`)).status === 200, { timeoutMs: 30_000 });
     await eventually(async () => (await fetch(`${herald.url}/healthz`)).status === 200, { timeoutMs: 10_000 });
     polling = false;
@@ -191,13 +228,23 @@ describe('herald status', { timeout: 240_000 }, () => {
     expect(initialised.code, initialised.stderr).toBe(0);
     const stopped = await runCli(['status', '--json', '--data-dir', dataDir], { env: ENV });
     expect(stopped.code).toBe(1);
-    expect(JSON.parse(stopped.stdout)).toMatchObject({ initialised: true, healthy: false, database: { kind: 'embedded', reachable: false }, http: { reachable: false } });
+    expect(JSON.parse(stopped.stdout)).toMatchObject({
+      initialised: true,
+      healthy: false,
+      database: { kind: 'embedded', reachable: false },
+      http: { reachable: false },
+    });
     expect(postgresProcessesFor(dataDir)).toEqual([]);
 
     const herald = await start(dataDir);
     const healthy = await runCli(['status', '--json', '--data-dir', dataDir], { env: ENV });
     expect(healthy.code, healthy.stdout).toBe(0);
-    expect(JSON.parse(healthy.stdout)).toMatchObject({ healthy: true, database: { reachable: true }, http: { reachable: true }, migrations: { pending: [] } });
+    expect(JSON.parse(healthy.stdout)).toMatchObject({
+      healthy: true,
+      database: { reachable: true },
+      http: { reachable: true },
+      migrations: { pending: [] },
+    });
     const human = await runCli(['status', '--data-dir', dataDir], { env: ENV });
     expect(human.code).toBe(0);
     expect(human.stdout).toMatch(/^healthy$/m);
@@ -211,7 +258,11 @@ describe('herald status', { timeout: 240_000 }, () => {
 describe('no constant credential', () => {
   it('the code, scripts, templates and README name no fixed database password', () => {
     const root = new URL('../..', import.meta.url).pathname;
-    const files = execFileSync('git', ['ls-files', 'server', 'cli', 'bin', 'migrations', 'templates', 'docs', 'install.sh', 'README.md'], { cwd: root, encoding: 'utf8' })
+    const files = execFileSync(
+      'git',
+      ['ls-files', 'server', 'cli', 'bin', 'migrations', 'templates', 'docs', 'install.sh', 'README.md'],
+      { cwd: root, encoding: 'utf8' },
+    )
       .split('\n')
       .filter(Boolean);
     expect(files.length).toBeGreaterThan(50);
@@ -221,10 +272,12 @@ describe('no constant credential', () => {
       // A URL with a literal password (other than the documentation's placeholders), the old fixed
       // one, or a password option given as a literal.
       for (const m of text.matchAll(/postgres(?:ql)?:\/\/[^\s:/@'"`]+:([^\s@'"`]+)@/g)) {
-        if (!['pass', 'secret', '***', '...'].includes(m[1]!) && !m[1]!.startsWith('${')) offenders.push(`${file}: database URL with a literal password`);
+        if (!['pass', 'secret', '***', '...'].includes(m[1]!) && !m[1]!.startsWith('${'))
+          offenders.push(`${file}: database URL with a literal password`);
       }
       if (/herald-embedded/.test(text)) offenders.push(`${file}: the old fixed password`);
-      if (/password:\s*['"][^'"]{3,}['"]/.test(text) && /postgres/i.test(text)) offenders.push(`${file}: literal password option`);
+      if (/password:\s*['"][^'"]{3,}['"]/.test(text) && /postgres/i.test(text))
+        offenders.push(`${file}: literal password option`);
     }
     expect(offenders).toEqual([]);
   });

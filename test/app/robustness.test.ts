@@ -118,7 +118,16 @@ const ODD_VALUES: Json[] = [
   [[[[[[[[[[[]]]]]]]]]]],
 ];
 const ODD_QUERY_VALUES = ['', 'x'.repeat(3000), '-1', '1e999', 'NaN', '9'.repeat(40), '%ZZ', '0x10', 'null'];
-const ODD_PATH_VALUES = ['x'.repeat(3000), '%ZZ', '%00', 'NaN', '-1', '00000000-0000-0000-0000-000000000000', '..', 'é'];
+const ODD_PATH_VALUES = [
+  'x'.repeat(3000),
+  '%ZZ',
+  '%00',
+  'NaN',
+  '-1',
+  '00000000-0000-0000-0000-000000000000',
+  '..',
+  'é',
+];
 
 interface Fixture {
   tenant: TenantFixture;
@@ -157,7 +166,10 @@ function queryExample(route: RouteDefinition): { values: Record<string, string>;
   const defs = schema.$defs ?? {};
   const root = schema.$ref ? defs[schema.$ref.split('/').pop()!]! : schema;
   const value = example(root, defs) as Record<string, Json>;
-  return { values: Object.fromEntries(Object.entries(value ?? {}).map(([k, v]) => [k, String(v)])), names: Object.keys(root.properties ?? {}) };
+  return {
+    values: Object.fromEntries(Object.entries(value ?? {}).map(([k, v]) => [k, String(v)])),
+    names: Object.keys(root.properties ?? {}),
+  };
 }
 
 function queryString(values: Record<string, string>, raw?: { name: string; value: string }): string {
@@ -169,7 +181,8 @@ function queryString(values: Record<string, string>, raw?: { name: string; value
 /** HTTPValidationError (a list of located issues) or ErrorResponse (a message and a code). */
 function wellFormedError(body: unknown): boolean {
   const b = body as { detail?: unknown; code?: unknown } | null;
-  if (Array.isArray(b?.detail)) return b.detail.every((d: { loc?: unknown; msg?: unknown }) => Array.isArray(d.loc) && typeof d.msg === 'string');
+  if (Array.isArray(b?.detail))
+    return b.detail.every((d: { loc?: unknown; msg?: unknown }) => Array.isArray(d.loc) && typeof d.msg === 'string');
   return typeof b?.detail === 'string' && typeof b.code === 'string';
 }
 
@@ -189,7 +202,10 @@ describe('every route refuses bad input without a 5xx', () => {
     const send = async (what: string, path: string, body?: unknown, rawBody?: string) => {
       const res = await requestAs(app, route.method, path, { token, body, rawBody });
       if (res.status >= 500) failures.push(`${what}: ${res.status} ${res.text.slice(0, 200)}`);
-      else if (res.status >= 400 && !wellFormedError(res.body)) failures.push(`${what}: ${res.status} with neither ErrorResponse nor HTTPValidationError: ${res.text.slice(0, 200)}`);
+      else if (res.status >= 400 && !wellFormedError(res.body))
+        failures.push(
+          `${what}: ${res.status} with neither ErrorResponse nor HTTPValidationError: ${res.text.slice(0, 200)}`,
+        );
     };
     const { values: query, names: queryNames } = queryExample(route);
     const path = pathWith(route, f);
@@ -204,14 +220,20 @@ describe('every route refuses bad input without a 5xx', () => {
       for (const shape of [null, [], 'x', 1, {}, base]) await send(`body ${JSON.stringify(shape)}`, url, shape);
       await send('body nested 10,000 deep', url, undefined, `${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}`);
       for (const key of Object.keys(root.properties ?? {})) {
-        for (const odd of ODD_VALUES) await send(`body.${key} = ${JSON.stringify(odd).slice(0, 40)}`, url, { ...base, [key]: odd });
+        for (const odd of ODD_VALUES)
+          await send(`body.${key} = ${JSON.stringify(odd).slice(0, 40)}`, url, { ...base, [key]: odd });
       }
     }
     for (const name of queryNames) {
-      for (const value of ODD_QUERY_VALUES) await send(`query ${name}=${value.slice(0, 40)}`, path + queryString(query, { name, value }));
+      for (const value of ODD_QUERY_VALUES)
+        await send(`query ${name}=${value.slice(0, 40)}`, path + queryString(query, { name, value }));
     }
     for (const [, name] of route.path.matchAll(/:([A-Za-z0-9_]+)/g)) {
-      for (const value of ODD_PATH_VALUES) await send(`path ${name}=${value.slice(0, 40)}`, pathWith(route, f, { name: name!, value }) + queryString(query));
+      for (const value of ODD_PATH_VALUES)
+        await send(
+          `path ${name}=${value.slice(0, 40)}`,
+          pathWith(route, f, { name: name!, value }) + queryString(query),
+        );
     }
     expect(failures).toEqual([]);
   });

@@ -98,7 +98,10 @@ afterAll(async () => {
 async function call(base: string, method: string, path: string, token: string | null, body?: unknown): Promise<any> {
   const res = await fetch(base + path, {
     method,
-    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
@@ -107,9 +110,17 @@ async function call(base: string, method: string, path: string, token: string | 
 }
 
 /** Reads a contact's stream until a `notification` event arrives; answers its data. */
-async function nextNotification(base: string, contactId: string, token: string, trigger: () => Promise<void>): Promise<{ title: string }> {
+async function nextNotification(
+  base: string,
+  contactId: string,
+  token: string,
+  trigger: () => Promise<void>,
+): Promise<{ title: string }> {
   const controller = new AbortController();
-  const res = await fetch(`${base}/v1/contacts/${contactId}/stream`, { headers: { authorization: `Bearer ${token}` }, signal: controller.signal });
+  const res = await fetch(`${base}/v1/contacts/${contactId}/stream`, {
+    headers: { authorization: `Bearer ${token}` },
+    signal: controller.signal,
+  });
   expect(res.status).toBe(200);
   const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
   const timer = setTimeout(() => controller.abort(), 30_000);
@@ -126,7 +137,13 @@ async function nextNotification(base: string, contactId: string, token: string, 
         await trigger();
       }
       const block = buffer.split('\n\n').find((b) => b.includes('event: notification'));
-      if (block) return JSON.parse(block.split('\n').find((l) => l.startsWith('data: '))!.slice(6));
+      if (block)
+        return JSON.parse(
+          block
+            .split('\n')
+            .find((l) => l.startsWith('data: '))!
+            .slice(6),
+        );
     }
   } finally {
     clearTimeout(timer);
@@ -149,8 +166,15 @@ describe('two API and two worker processes against one PostgreSQL', () => {
     await call(api1!, 'POST', '/v1/auth/register', null, { email, password, tenant_name: 'Scale' });
     const login = await call(api2!, 'POST', '/v1/auth/login', null, { email, password });
     const { key } = await call(api1!, 'POST', '/v1/api-keys', login.access_token, { name: 'scale' });
-    await call(api2!, 'POST', '/v1/notification-types', key, { key: 'ping', channel_defaults: { inbox: true, email: true } });
-    await call(api1!, 'POST', '/v1/inbox-templates', key, { notification_type_key: 'ping', title: 'Ping {{ n }}', content: 'pong' });
+    await call(api2!, 'POST', '/v1/notification-types', key, {
+      key: 'ping',
+      channel_defaults: { inbox: true, email: true },
+    });
+    await call(api1!, 'POST', '/v1/inbox-templates', key, {
+      notification_type_key: 'ping',
+      title: 'Ping {{ n }}',
+      content: 'pong',
+    });
 
     // A stream on each API, a trigger through the other one.
     for (const [streamOn, triggerOn, n] of [
@@ -161,7 +185,11 @@ describe('two API and two worker processes against one PostgreSQL', () => {
       await call(triggerOn, 'POST', '/v1/contacts', key, { external_id: external });
       const minted = await call(triggerOn, 'POST', '/v1/contacts/tokens', key, { external_id: external });
       const item = await nextNotification(streamOn, minted.contact_id, minted.token, async () => {
-        await call(triggerOn, 'POST', '/v1/notifications', key, { type: 'ping', recipients: [external], variables: { n } });
+        await call(triggerOn, 'POST', '/v1/notifications', key, {
+          type: 'ping',
+          recipients: [external],
+          variables: { n },
+        });
       });
       expect(item.title).toBe(`Ping ${n}`);
     }
@@ -169,15 +197,24 @@ describe('two API and two worker processes against one PostgreSQL', () => {
     // A backlog of events with an email delivery (one job each), through both APIs; both workers take jobs.
     const before = await Promise.all(procs.map(async (p) => jobsHandled(await (await fetch(p.metricsUrl)).text())));
     for (let t = 0; t < 6; t++) {
-      const recipients = Array.from({ length: 100 }, (_, i) => ({ external_id: `bulk-${t}-${i}`, email: `bulk-${t}-${i}@scale.test` }));
-      await call(t % 2 === 0 ? api1! : api2!, 'POST', '/v1/notifications', key, { type: 'ping', recipients, variables: { n: t } });
+      const recipients = Array.from({ length: 100 }, (_, i) => ({
+        external_id: `bulk-${t}-${i}`,
+        email: `bulk-${t}-${i}@scale.test`,
+      }));
+      await call(t % 2 === 0 ? api1! : api2!, 'POST', '/v1/notifications', key, {
+        type: 'ping',
+        recipients,
+        variables: { n: t },
+      });
     }
     const client = new pg.Client({ connectionString: database.url });
     await client.connect();
     try {
       const deadline = Date.now() + 120_000;
       for (;;) {
-        const { rows } = await client.query(`SELECT count(*)::int AS n FROM events WHERE status IN ('queued', 'processing')`);
+        const { rows } = await client.query(
+          `SELECT count(*)::int AS n FROM events WHERE status IN ('queued', 'processing')`,
+        );
         if (rows[0].n === 0) break;
         if (Date.now() > deadline) throw new Error(`${rows[0].n} events still pending`);
         await new Promise((r) => setTimeout(r, 250));
@@ -228,7 +265,9 @@ describe('two API and two worker processes against one PostgreSQL', () => {
       const statuses = await Promise.all(Array.from({ length: 300 }, (_, i) => fire(i % 2 === 0 ? api1! : api2!, i)));
       expect(statuses.filter((s) => s === 202)).toHaveLength(200);
       expect(statuses.filter((s) => s === 429)).toHaveLength(100);
-      const { rows } = await client.query(`SELECT count(*)::int AS n FROM events e JOIN api_keys k ON k.tenant_id = e.tenant_id WHERE k.name = 'limits'`);
+      const { rows } = await client.query(
+        `SELECT count(*)::int AS n FROM events e JOIN api_keys k ON k.tenant_id = e.tenant_id WHERE k.name = 'limits'`,
+      );
       expect(rows[0].n).toBe(200);
     } finally {
       await client.end();

@@ -28,7 +28,10 @@ describe('loadConfig', () => {
 
   it('layers file < environment < flags', () => {
     const dir = dataDir();
-    writeFileSync(configFilePath(dir), JSON.stringify({ port: 9001, mode: 'multi', publicUrl: 'https://file.example' }));
+    writeFileSync(
+      configFilePath(dir),
+      JSON.stringify({ port: 9001, mode: 'multi', publicUrl: 'https://file.example' }),
+    );
     const fromFile = loadConfig({ dataDir: dir }, {});
     expect([fromFile.port, fromFile.mode, fromFile.publicUrl]).toEqual([9001, 'multi', 'https://file.example']);
     const fromEnv = loadConfig({ dataDir: dir }, { HERALD_PORT: '9002', HERALD_TRUSTED_PROXIES: '10.0.0.1, 10.0.0.2' });
@@ -47,11 +50,15 @@ describe('loadConfig', () => {
   it('reads boolean switches from the environment', () => {
     const config = loadConfig({ dataDir: dataDir() }, { HERALD_ALLOW_PRIVATE_SMTP_HOSTS: 'true', HERALD_DEMO: '0' });
     expect([config.allowPrivateSmtpHosts, config.allowPrivatePushEndpoints, config.demo]).toEqual([true, false, false]);
-    expect(() => loadConfig({ dataDir: dataDir() }, { HERALD_ALLOW_PRIVATE_SMTP_HOSTS: 'perhaps' })).toThrow(/allowPrivateSmtpHosts/);
+    expect(() => loadConfig({ dataDir: dataDir() }, { HERALD_ALLOW_PRIVATE_SMTP_HOSTS: 'perhaps' })).toThrow(
+      /allowPrivateSmtpHosts/,
+    );
   });
 
   it('reads DATABASE_URL', () => {
-    expect(loadConfig({ dataDir: dataDir() }, { DATABASE_URL: 'postgres://u@h/db' }).databaseUrl).toBe('postgres://u@h/db');
+    expect(loadConfig({ dataDir: dataDir() }, { DATABASE_URL: 'postgres://u@h/db' }).databaseUrl).toBe(
+      'postgres://u@h/db',
+    );
   });
 
   it('sizes the database pool from the cores and the role unless HERALD_DATABASE_POOL_SIZE sets it', async () => {
@@ -87,7 +94,9 @@ describe('loadConfig', () => {
   });
 
   it('names every invalid key', () => {
-    expect(() => loadConfig({ dataDir: dataDir() }, { HERALD_PORT: 'eighty', HERALD_MODE: 'both' })).toThrow(ConfigError);
+    expect(() => loadConfig({ dataDir: dataDir() }, { HERALD_PORT: 'eighty', HERALD_MODE: 'both' })).toThrow(
+      ConfigError,
+    );
     try {
       loadConfig({ dataDir: dataDir() }, { HERALD_PORT: 'eighty', HERALD_MODE: 'both' });
     } catch (error) {
@@ -104,6 +113,8 @@ describe('loadConfig', () => {
 
   it('derives the public URL from the listening address unless configured', () => {
     expect(publicBaseUrl(loadConfig({ dataDir: dataDir(), port: 1234 }, {}))).toBe('http://127.0.0.1:1234');
-    expect(publicBaseUrl(loadConfig({ dataDir: dataDir(), publicUrl: 'https://h.example/' }, {}))).toBe('https://h.example');
+    expect(publicBaseUrl(loadConfig({ dataDir: dataDir(), publicUrl: 'https://h.example/' }, {}))).toBe(
+      'https://h.example',
+    );
   });
 });

@@ -30,7 +30,9 @@ it("prepares pg-boss's statements on its connections", async () => {
   expect(job).toBeDefined();
   expect(await boss.fetch('prepared-check')).toEqual([]); // the fetch's text, sent a second time
   await boss.complete('prepared-check', job!.id);
-  const { rows } = await boss.getDb().executeSql(`SELECT name, statement FROM pg_prepared_statements WHERE statement LIKE '%job_common%'`);
+  const { rows } = await boss
+    .getDb()
+    .executeSql(`SELECT name, statement FROM pg_prepared_statements WHERE statement LIKE '%job_common%'`);
   const names = rows.map((r: { name: string }) => r.name);
   const statements = rows.map((r: { statement: string }) => r.statement.replace(/\s+/g, ' '));
   // The completion is among them, under Herald's naming (a hash of the text).
@@ -45,10 +47,14 @@ it('runs supervision pass after pass: its scripts of several statements are neve
   await boss.createQueue('supervised');
   for (let pass = 0; pass < 3; pass++) {
     // Due again, so each pass sends the same monitoring script (a prepared statement holds one statement).
-    await boss.getDb().executeSql(`UPDATE pgboss.queue SET monitor_claim_on = NULL, monitor_on = NULL WHERE name = 'supervised'`);
+    await boss
+      .getDb()
+      .executeSql(`UPDATE pgboss.queue SET monitor_claim_on = NULL, monitor_on = NULL WHERE name = 'supervised'`);
     await boss.supervise('supervised');
   }
-  const { rows } = await boss.getDb().executeSql(`SELECT statement FROM pg_prepared_statements WHERE statement LIKE '%;%'`);
+  const { rows } = await boss
+    .getDb()
+    .executeSql(`SELECT statement FROM pg_prepared_statements WHERE statement LIKE '%;%'`);
   expect(rows).toEqual([]);
 });
 
@@ -61,7 +67,11 @@ describe('prepareStatementsOf', () => {
   afterAll(async () => client?.end());
 
   const prepared = async () =>
-    (await client.query<{ statement: string }>(`SELECT statement FROM pg_prepared_statements WHERE statement LIKE 'SELECT % AS probe%'`)).rows.map((r) => r.statement);
+    (
+      await client.query<{ statement: string }>(
+        `SELECT statement FROM pg_prepared_statements WHERE statement LIKE 'SELECT % AS probe%'`,
+      )
+    ).rows.map((r) => r.statement);
 
   it('names a parameterised statement from its first use; a text without values, or planned each call, runs unnamed', async () => {
     prepareStatementsOf(client);
@@ -86,7 +96,9 @@ describe('startQueueStatistics', () => {
     await db.executeSql('ANALYZE pgboss.job_common');
     const stats = async () =>
       (
-        await db.executeSql(`SELECT analyze_count::int AS analyses, n_mod_since_analyze::int AS changed FROM pg_stat_user_tables WHERE schemaname = 'pgboss' AND relname = 'job_common'`)
+        await db.executeSql(
+          `SELECT analyze_count::int AS analyses, n_mod_since_analyze::int AS changed FROM pg_stat_user_tables WHERE schemaname = 'pgboss' AND relname = 'job_common'`,
+        )
       ).rows[0] as { analyses: number; changed: number };
     // A backend hands its table counts to pg_stat_user_tables at most once a second, and one that then
     // goes idle only after 10 s: the inserts' changes, then the analysis's own count, can each take that
@@ -124,13 +136,20 @@ describe('startLostJobIndexBuild', () => {
     await boss.createQueue('indexed');
     const db = boss.getDb();
     // A week of completed jobs stays in the table.
-    await boss.insert('indexed', Array.from({ length: 5000 }, (_, i) => ({ data: { i } })));
-    await db.executeSql(`UPDATE pgboss.job_common SET state = 'completed', completed_on = now() WHERE name = 'indexed'`);
+    await boss.insert(
+      'indexed',
+      Array.from({ length: 5000 }, (_, i) => ({ data: { i } })),
+    );
+    await db.executeSql(
+      `UPDATE pgboss.job_common SET state = 'completed', completed_on = now() WHERE name = 'indexed'`,
+    );
     const stop = startLostJobIndexBuild(database.url, createLogger('error'));
     try {
       await eventually(
         async () => {
-          const { rows } = await db.executeSql(`SELECT indisvalid AS valid FROM pg_index WHERE indexrelid = to_regclass('pgboss.${LOST_JOB_INDEX}')`);
+          const { rows } = await db.executeSql(
+            `SELECT indisvalid AS valid FROM pg_index WHERE indexrelid = to_regclass('pgboss.${LOST_JOB_INDEX}')`,
+          );
           return !!rows[0]?.valid;
         },
         { timeoutMs: 15_000, message: 'the index was not built' },
@@ -147,7 +166,10 @@ describe('startLostJobIndexBuild', () => {
     const stopAgain = startLostJobIndexBuild(database.url, createLogger('error'));
     await sleep(200);
     await stopAgain();
-    const { rows: indexes } = await db.executeSql(`SELECT count(*)::int AS n FROM pg_indexes WHERE schemaname = 'pgboss' AND indexname = $1`, [LOST_JOB_INDEX]);
+    const { rows: indexes } = await db.executeSql(
+      `SELECT count(*)::int AS n FROM pg_indexes WHERE schemaname = 'pgboss' AND indexname = $1`,
+      [LOST_JOB_INDEX],
+    );
     expect(indexes[0].n).toBe(1);
   });
 
@@ -155,15 +177,22 @@ describe('startLostJobIndexBuild', () => {
     const db = boss.getDb();
     await db.executeSql(`DROP INDEX IF EXISTS pgboss.${LOST_JOB_INDEX}`);
     // A concurrent build that fails leaves its index behind, invalid: many jobs share a queue name.
-    await expect(db.executeSql(`CREATE UNIQUE INDEX CONCURRENTLY ${LOST_JOB_INDEX} ON pgboss.job_common (name)`)).rejects.toThrow();
+    await expect(
+      db.executeSql(`CREATE UNIQUE INDEX CONCURRENTLY ${LOST_JOB_INDEX} ON pgboss.job_common (name)`),
+    ).rejects.toThrow();
     const state = async () =>
-      (await db.executeSql(`SELECT indisvalid AS valid, pg_get_indexdef(indexrelid) AS def FROM pg_index WHERE indexrelid = to_regclass('pgboss.${LOST_JOB_INDEX}')`)).rows[0] as
-        | { valid: boolean; def: string }
-        | undefined;
+      (
+        await db.executeSql(
+          `SELECT indisvalid AS valid, pg_get_indexdef(indexrelid) AS def FROM pg_index WHERE indexrelid = to_regclass('pgboss.${LOST_JOB_INDEX}')`,
+        )
+      ).rows[0] as { valid: boolean; def: string } | undefined;
     expect((await state())?.valid).toBe(false);
     const stop = startLostJobIndexBuild(database.url, createLogger('error'));
     try {
-      await eventually(async () => !!(await state())?.valid, { timeoutMs: 15_000, message: 'the index was not built again' });
+      await eventually(async () => !!(await state())?.valid, {
+        timeoutMs: 15_000,
+        message: 'the index was not built again',
+      });
     } finally {
       await stop();
     }

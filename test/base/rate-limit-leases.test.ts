@@ -4,7 +4,13 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { ManualClock } from '../../server/base/clock.ts';
-import { createTenantFixture, insertNotificationType, setTriggerLimit, sqlOne, type TenantFixture } from '../support/fixtures.ts';
+import {
+  createTenantFixture,
+  insertNotificationType,
+  setTriggerLimit,
+  sqlOne,
+  type TenantFixture,
+} from '../support/fixtures.ts';
 
 let app: TestApp;
 const clock = new ManualClock(Date.parse('2026-06-01T12:00:00Z'));
@@ -24,9 +30,17 @@ async function limitedTenant(name: string, burst: number): Promise<TenantFixture
   return tenant;
 }
 
-const trigger = (tenant: TenantFixture, recipient: string) => app.request('POST', '/v1/notifications', { token: tenant.serviceKey, body: { type: 'plain', recipients: [recipient] } });
+const trigger = (tenant: TenantFixture, recipient: string) =>
+  app.request('POST', '/v1/notifications', {
+    token: tenant.serviceKey,
+    body: { type: 'plain', recipients: [recipient] },
+  });
 const bucketOf = async (tenant: TenantFixture) =>
-  Number((await sqlOne<{ tokens: number }>(app, `SELECT tokens FROM rate_limit_buckets WHERE key = $1`, [`trigger:${tenant.tenantId}`]))!.tokens);
+  Number(
+    (await sqlOne<{ tokens: number }>(app, `SELECT tokens FROM rate_limit_buckets WHERE key = $1`, [
+      `trigger:${tenant.tenantId}`,
+    ]))!.tokens,
+  );
 
 describe('the trigger budget leased per process', () => {
   it('charges nothing ahead for one trigger at a time', async () => {

@@ -1,7 +1,12 @@
 // The template engine's plain form: templates of text and `{{ name.path }}` outputs render without
 // liquidjs, and must give exactly what liquidjs gives (or fail as it fails) for every value.
 import { describe, expect, it } from 'vitest';
-import { renderString, renderStringWithLiquid, UnfilledSlotError, type RenderMode } from '../../server/base/template-engine.ts';
+import {
+  renderString,
+  renderStringWithLiquid,
+  UnfilledSlotError,
+  type RenderMode,
+} from '../../server/base/template-engine.ts';
 
 const SOURCES = [
   'Hello {{ contact.name }}',
@@ -46,7 +51,15 @@ const VALUES: unknown[] = [
 
 function contextsFor(value: unknown): Record<string, unknown>[] {
   return [
-    { contact: { name: value }, order: value, a: value, b: 'b', brand: { name: value }, deep: { a: { b: { c: value } } }, items: [value] },
+    {
+      contact: { name: value },
+      order: value,
+      a: value,
+      b: 'b',
+      brand: { name: value },
+      deep: { a: { b: { c: value } } },
+      items: [value],
+    },
     { true: value, false: value, nil: value, null: value, empty: value, blank: value, size: value },
     { contact: {}, order: { id: value }, a: value, brand: {}, deep: { a: null }, items: value },
     { contact: { name: value }, order: value, brand: { name: value }, deep: { a: [{ b: { c: value } }] } },
@@ -68,9 +81,10 @@ describe('renderString', () => {
       for (const source of SOURCES) {
         for (const value of VALUES) {
           for (const context of contextsFor(value)) {
-            expect(outcome(() => renderString(source, context, mode)), `${mode} ${JSON.stringify(source)} with ${JSON.stringify(value)?.slice(0, 40)}`).toBe(
-              outcome(() => renderStringWithLiquid(source, context, mode)),
-            );
+            expect(
+              outcome(() => renderString(source, context, mode)),
+              `${mode} ${JSON.stringify(source)} with ${JSON.stringify(value)?.slice(0, 40)}`,
+            ).toBe(outcome(() => renderStringWithLiquid(source, context, mode)));
             compared++;
           }
         }
@@ -81,12 +95,18 @@ describe('renderString', () => {
 
   it('escapes values in HTML and leaves them as they are in text', () => {
     const context = { order: `<a href="x">'A&B'</a>`, contact: { name: 'Ann' } };
-    expect(renderString('Order {{ order }} for {{ contact.name }}', context, 'html')).toBe('Order &lt;a href=&#34;x&#34;&gt;&#39;A&amp;B&#39;&lt;/a&gt; for Ann');
-    expect(renderString('Order {{ order }} for {{ contact.name }}', context, 'text')).toBe(`Order <a href="x">'A&B'</a> for Ann`);
+    expect(renderString('Order {{ order }} for {{ contact.name }}', context, 'html')).toBe(
+      'Order &lt;a href=&#34;x&#34;&gt;&#39;A&amp;B&#39;&lt;/a&gt; for Ann',
+    );
+    expect(renderString('Order {{ order }} for {{ contact.name }}', context, 'text')).toBe(
+      `Order <a href="x">'A&B'</a> for Ann`,
+    );
   });
 
   it('names the unfilled slot of a missing variable or contact field', () => {
-    expect(() => renderString('Hi {{ contact.name }}', { contact: {} }, 'text')).toThrow(expect.objectContaining({ slot: 'contact.name' }));
+    expect(() => renderString('Hi {{ contact.name }}', { contact: {} }, 'text')).toThrow(
+      expect.objectContaining({ slot: 'contact.name' }),
+    );
     expect(() => renderString('Order {{ order.id }}', {}, 'text')).toThrow(expect.objectContaining({ slot: 'order' }));
   });
 

@@ -7,8 +7,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { launchChromium, type ChromiumSession } from '../support/browser.ts';
-import { createInboxContact, mintContactToken, seedInboxItems, triggerNotification, type InboxContact } from './fixtures.ts';
-
+import {
+  createInboxContact,
+  mintContactToken,
+  seedInboxItems,
+  triggerNotification,
+  type InboxContact,
+} from './fixtures.ts';
 
 const TOKEN_TTL = 4;
 
@@ -104,7 +109,14 @@ export function clientSuite(): void {
     });
 
     it('marks read, unread, seen, archived and all read; the counts follow the server', async () => {
-      const result = await run<{ read: string | null; unread: string | null; seen: string | null; archived: string | null; counts: number[]; updated: number }>(`
+      const result = await run<{
+        read: string | null;
+        unread: string | null;
+        seen: string | null;
+        archived: string | null;
+        counts: number[];
+        updated: number;
+      }>(`
         const page = await herald.listNotifications({ limit: 5 });
         const [a, b] = page.items;
         const read = (await herald.markRead(a.id)).read_at;
@@ -122,12 +134,19 @@ export function clientSuite(): void {
       expect(result.seen).not.toBeNull();
       expect(result.archived).not.toBeNull();
       expect(result.counts).toEqual([4, 4, 0]);
-      const server = await app.request('GET', `/v1/contacts/${contact.id}/notifications?status=unread`, { token: await serverToken() });
+      const server = await app.request('GET', `/v1/contacts/${contact.id}/notifications?status=unread`, {
+        token: await serverToken(),
+      });
       expect(server.body.unread_count).toBe(0);
     });
 
     it('reads and sets preferences and the language; errors carry status and code', async () => {
-      const result = await run<{ before: boolean; after: boolean; language: string; error: { status: number; code: string } }>(`
+      const result = await run<{
+        before: boolean;
+        after: boolean;
+        language: string;
+        error: { status: number; code: string };
+      }>(`
         const find = (m) => m.preferences.find((p) => p.type === 'build_status' && p.channel === 'email');
         const before = find(await herald.getPreferences()).enabled;
         const after = find(await herald.setPreference('build_status', 'email', true)).enabled;
@@ -135,16 +154,30 @@ export function clientSuite(): void {
         let error;
         try { await herald.setPreference('build_status', 'fax', true); } catch (e) { error = { status: e.status, code: e.code, name: e.name }; }
         return { before, after, language, error };`);
-      expect(result).toEqual({ before: false, after: true, language: 'de', error: { status: 422, code: 'validation_error', name: 'HeraldError' } });
+      expect(result).toEqual({
+        before: false,
+        after: true,
+        language: 'de',
+        error: { status: 422, code: 'validation_error', name: 'HeraldError' },
+      });
     });
 
     it('registers a web push subscription with Herald and removes it again', async () => {
-      const configured = await app.request('PUT', '/v1/push-transport/webpush', { token: contact.serviceKey, body: { subject: 'mailto:ops@example.test' } });
+      const configured = await app.request('PUT', '/v1/push-transport/webpush', {
+        token: contact.serviceKey,
+        body: { subject: 'mailto:ops@example.test' },
+      });
       expect(configured.status).toBe(200);
       const key = await app.request('GET', '/v1/web-push/public-key', { token: contact.serviceKey });
       // Headless Chromium has no push service to subscribe with, so the registration's pushManager is
       // a stand-in that records what the client asks for; Herald's side is real.
-      const result = await run<{ key: string; asked: { userVisibleOnly: boolean; applicationServerKey: number[] }; record: { id: string; endpoint: string }; removed: boolean; unsubscribed: boolean }>(`
+      const result = await run<{
+        key: string;
+        asked: { userVisibleOnly: boolean; applicationServerKey: number[] };
+        record: { id: string; endpoint: string };
+        removed: boolean;
+        unsubscribed: boolean;
+      }>(`
         const toB64 = (bytes) => btoa(String.fromCharCode(...bytes)).replace(/\\+/g, '-').replace(/\\//g, '_').replace(/=+$/, '');
         const p256dh = toB64([4, ...Array.from({ length: 64 }, (_, i) => i + 1)]);
         const auth = toB64(Array.from({ length: 16 }, (_, i) => i + 100));
@@ -170,7 +203,9 @@ export function clientSuite(): void {
       expect(result.record.endpoint).toBe('http://127.0.0.1:9/push/abc');
       expect(result.removed).toBe(true);
       expect(result.unsubscribed).toBe(true);
-      const left = await app.request('GET', `/v1/contacts/${contact.id}/push-subscriptions`, { token: contact.serviceKey });
+      const left = await app.request('GET', `/v1/contacts/${contact.id}/push-subscriptions`, {
+        token: contact.serviceKey,
+      });
       expect(left.status).toBe(200);
       expect(left.body).toEqual([]);
     });
@@ -189,18 +224,28 @@ export function clientSuite(): void {
         }, { minRetryMs: 200 });`);
       await expect.poll(() => run<string[]>(`return w.states;`), { timeout: 10_000 }).toContain('open');
       // The server ends the stream when its token expires (4 s); the client renews and reconnects.
-      await expect.poll(() => run<string[]>(`return w.states;`), { timeout: 15_000 }).toEqual(['connecting', 'open', 'reconnecting', 'open']);
+      await expect
+        .poll(() => run<string[]>(`return w.states;`), { timeout: 15_000 })
+        .toEqual(['connecting', 'open', 'reconnecting', 'open']);
       expect(issued.length).toBeGreaterThan(before);
       // The next token was fetched shortly before the old one expired, not after the stream dropped.
       const [, openedWith, droppedWith] = await run<number[]>(`return w.callsAt;`);
       expect(droppedWith).toBeGreaterThan(openedWith!);
       await triggerNotification(app, contact, { title: 'After renewal', body: 'Still live.' });
       await expect.poll(() => run<string[]>(`return w.events;`), { timeout: 10_000 }).toContain('After renewal');
-      const server = await app.request('GET', `/v1/contacts/${contact.id}/notifications?limit=1`, { token: await serverToken() });
-      await expect.poll(() => run<string | undefined>(`return w.events.filter((e) => e.startsWith('counts:')).at(-1);`), { timeout: 5_000 }).toBe(`counts:${server.body.unread_count}`);
+      const server = await app.request('GET', `/v1/contacts/${contact.id}/notifications?limit=1`, {
+        token: await serverToken(),
+      });
+      await expect
+        .poll(() => run<string | undefined>(`return w.events.filter((e) => e.startsWith('counts:')).at(-1);`), {
+          timeout: 5_000,
+        })
+        .toBe(`counts:${server.body.unread_count}`);
       // reconnect() reconnects at once, resuming after the last event: nothing is delivered twice.
       await run(`w.stream.reconnect();`);
-      await expect.poll(() => run<number>(`return w.states.filter((s) => s === 'open').length;`), { timeout: 5_000 }).toBe(3);
+      await expect
+        .poll(() => run<number>(`return w.states.filter((s) => s === 'open').length;`), { timeout: 5_000 })
+        .toBe(3);
       expect((await run<string[]>(`return w.events;`)).filter((e) => e === 'After renewal')).toHaveLength(1);
       await run(`w.stream.close();`);
       expect(await run<string>(`return w.stream.state;`)).toBe('closed');

@@ -18,11 +18,19 @@ export interface InboxContact {
 }
 
 /** The recommended backend pattern, over HTTP with the service key: mint; on 404 create, mint again. */
-export async function mintContactToken(app: TestApp, serviceKey: string, externalId: string): Promise<{ token: string; contact_id: string; expires_in: number }> {
-  const mint = () => app.request('POST', '/v1/contacts/tokens', { token: serviceKey, body: { external_id: externalId } });
+export async function mintContactToken(
+  app: TestApp,
+  serviceKey: string,
+  externalId: string,
+): Promise<{ token: string; contact_id: string; expires_in: number }> {
+  const mint = () =>
+    app.request('POST', '/v1/contacts/tokens', { token: serviceKey, body: { external_id: externalId } });
   let minted = await mint();
   if (minted.status === 404) {
-    const created = await app.request('POST', '/v1/contacts', { token: serviceKey, body: { external_id: externalId, name: 'Ann' } });
+    const created = await app.request('POST', '/v1/contacts', {
+      token: serviceKey,
+      body: { external_id: externalId, name: 'Ann' },
+    });
     expect(created.status).toBe(201);
     minted = await mint();
   }
@@ -45,10 +53,20 @@ export async function createInboxContact(app: TestApp, externalId: string): Prom
       { name: 'body', required: true },
     ],
   });
-  await setup('/v1/notification-types', { key: 'account_security', channel_defaults: { inbox: true, email: true }, opt_out: false });
+  await setup('/v1/notification-types', {
+    key: 'account_security',
+    channel_defaults: { inbox: true, email: true },
+    opt_out: false,
+  });
   await setup('/v1/inbox-templates', { notification_type_key: TYPE_KEY, title: '{{ title }}', content: '{{ body }}' });
   const minted = await mintContactToken(app, tenant.serviceKey, externalId);
-  return { id: minted.contact_id, tenantId: tenant.tenantId, externalId, serviceKey: tenant.serviceKey, token: minted.token };
+  return {
+    id: minted.contact_id,
+    tenantId: tenant.tenantId,
+    externalId,
+    serviceKey: tenant.serviceKey,
+    token: minted.token,
+  };
 }
 
 export interface ItemInput {
@@ -67,7 +85,17 @@ export async function seedInboxItems(app: TestApp, contact: InboxContact, inputs
       app,
       `INSERT INTO inbox_items (id, tenant_id, contact_id, type_key, title, body, action_url, created_at, read_at, seen_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)`,
-      [newId(), contact.tenantId, contact.id, TYPE_KEY, input.title, input.body, input.action_url ?? null, createdAt, input.read ? createdAt : null],
+      [
+        newId(),
+        contact.tenantId,
+        contact.id,
+        TYPE_KEY,
+        input.title,
+        input.body,
+        input.action_url ?? null,
+        createdAt,
+        input.read ? createdAt : null,
+      ],
     );
   }
 }
@@ -76,7 +104,12 @@ export async function seedInboxItems(app: TestApp, contact: InboxContact, inputs
 export async function triggerNotification(app: TestApp, contact: InboxContact, input: ItemInput): Promise<string> {
   const res = await app.request('POST', '/v1/notifications', {
     token: contact.serviceKey,
-    body: { type: TYPE_KEY, recipients: [contact.externalId], variables: { title: input.title, body: input.body }, channels: ['inbox'] },
+    body: {
+      type: TYPE_KEY,
+      recipients: [contact.externalId],
+      variables: { title: input.title, body: input.body },
+      channels: ['inbox'],
+    },
   });
   expect(res.status).toBe(202);
   return res.body.events[0].event_id;

@@ -9,7 +9,6 @@ import { startTestApp, type TestApp } from '../support/app.ts';
 import { launchChromium, startTcpRelay, type ChromiumSession, type TcpRelay } from '../support/browser.ts';
 import { createInboxContact, seedInboxItems, triggerNotification, type InboxContact } from './fixtures.ts';
 
-
 /** Defined inside test/api/pages/browser.test.ts, which runs the browser suites one after another (one Chromium at a time). */
 export function inboxWidgetSuite(): void {
   describe('<herald-inbox> in Chromium', () => {
@@ -26,7 +25,11 @@ export function inboxWidgetSuite(): void {
       contact = await createInboxContact(app, 'ext-widget');
       await seedInboxItems(app, contact, [
         { title: 'Welcome to Acme', body: 'Thanks for signing up.' },
-        { title: 'Your invoice is ready', body: 'Invoice #1042 for November.', action_url: `${relay.url}/demo#invoice-1042` },
+        {
+          title: 'Your invoice is ready',
+          body: 'Invoice #1042 for November.',
+          action_url: `${relay.url}/demo#invoice-1042`,
+        },
         { title: 'Password changed', body: 'If this was not you, contact support.', read: true },
         { title: 'Order shipped', body: 'Your order #881 is on its way.' },
       ]);
@@ -35,7 +38,8 @@ export function inboxWidgetSuite(): void {
       page.on('pageerror', (error) => pageErrors.push(error.message));
       page.on('console', (message) => {
         // Network failures while the relay is down are expected; script errors are not.
-        if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) pageErrors.push(message.text());
+        if (message.type() === 'error' && !message.text().startsWith('Failed to load resource'))
+          pageErrors.push(message.text());
       });
     });
 
@@ -48,7 +52,9 @@ export function inboxWidgetSuite(): void {
     const badge = () => page.locator('herald-inbox .badge');
     const items = () => page.locator('herald-inbox li.item');
     const serverInbox = async () => {
-      const res = await app.request('GET', `/v1/contacts/${contact.id}/notifications?limit=100`, { token: contact.token });
+      const res = await app.request('GET', `/v1/contacts/${contact.id}/notifications?limit=100`, {
+        token: contact.token,
+      });
       expect(res.status).toBe(200);
       return res.body as { items: Array<{ id: string; title: string; read_at: string | null }>; unread_count: number };
     };
@@ -59,7 +65,9 @@ export function inboxWidgetSuite(): void {
       await page.click('#connect-button');
       await expect.poll(() => badge().textContent(), { timeout: 10_000 }).toBe('3');
       expect((await serverInbox()).unread_count).toBe(3);
-      await expect.poll(() => page.locator('herald-inbox').getAttribute('data-state'), { timeout: 10_000 }).toBe('open');
+      await expect
+        .poll(() => page.locator('herald-inbox').getAttribute('data-state'), { timeout: 10_000 })
+        .toBe('open');
       expect(await page.locator('herald-inbox .bell').getAttribute('aria-label')).toBe('Notifications, 3 unread');
 
       // Pages of three: the fourth item comes with "Load more".
@@ -67,7 +75,9 @@ export function inboxWidgetSuite(): void {
       await page.locator('herald-inbox .bell').click();
       await expect.poll(() => items().count(), { timeout: 10_000 }).toBe(3);
       // Focus moved into the popover, on the first item.
-      expect(await page.evaluate(() => document.querySelector('herald-inbox')!.shadowRoot!.activeElement?.className)).toBe('open');
+      expect(
+        await page.evaluate(() => document.querySelector('herald-inbox')!.shadowRoot!.activeElement?.className),
+      ).toBe('open');
       const more = page.locator('herald-inbox [data-action="more"]');
       expect(await more.isVisible()).toBe(true);
       await more.click();
@@ -82,10 +92,14 @@ export function inboxWidgetSuite(): void {
     it('shows a notification triggered during the test live, with the badge rising', async () => {
       await triggerNotification(app, contact, { title: 'Build 2718 passed', body: 'All 412 tests green.' });
       await expect.poll(() => badge().textContent(), { timeout: 10_000 }).toBe('4');
-      await expect.poll(() => items().nth(0).locator('.title').textContent(), { timeout: 10_000 }).toBe('Build 2718 passed');
+      await expect
+        .poll(() => items().nth(0).locator('.title').textContent(), { timeout: 10_000 })
+        .toBe('Build 2718 passed');
       expect(await items().count()).toBe(5);
       // Screen readers hear about it through the live region.
-      await expect.poll(() => page.locator('herald-inbox [data-live]').textContent(), { timeout: 5_000 }).toBe('New notification: Build 2718 passed');
+      await expect
+        .poll(() => page.locator('herald-inbox [data-live]').textContent(), { timeout: 5_000 })
+        .toBe('New notification: Build 2718 passed');
 
       mkdirSync('test-results', { recursive: true });
       await page.screenshot({ path: 'test-results/herald-inbox-widget.png' });
@@ -105,26 +119,37 @@ export function inboxWidgetSuite(): void {
     it('replays what was missed after the connection drops, with counts equal to the server', async () => {
       const before = relay.connections;
       relay.down();
-      await expect.poll(() => page.locator('herald-inbox').getAttribute('data-state'), { timeout: 10_000 }).toBe('reconnecting');
+      await expect
+        .poll(() => page.locator('herald-inbox').getAttribute('data-state'), { timeout: 10_000 })
+        .toBe('reconnecting');
       // While the browser is cut off: two new notifications, and one item read elsewhere.
       await triggerNotification(app, contact, { title: 'Missed one', body: 'Delivered while offline.' });
       await expect.poll(async () => (await serverInbox()).unread_count, { timeout: 15_000 }).toBe(4);
       await triggerNotification(app, contact, { title: 'Missed two', body: 'Also delivered while offline.' });
       await expect.poll(async () => (await serverInbox()).unread_count, { timeout: 15_000 }).toBe(5);
       const welcome = (await serverInbox()).items.find((i) => i.title === 'Welcome to Acme')!;
-      const patched = await app.request('PATCH', `/v1/contacts/${contact.id}/notifications/${welcome.id}`, { token: contact.token, body: { read: true } });
+      const patched = await app.request('PATCH', `/v1/contacts/${contact.id}/notifications/${welcome.id}`, {
+        token: contact.token,
+        body: { read: true },
+      });
       expect(patched.status).toBe(200);
       relay.up();
 
       const expected = (await serverInbox()).unread_count;
       expect(expected).toBe(4);
-      await expect.poll(() => page.locator('herald-inbox').getAttribute('data-state'), { timeout: 15_000 }).toBe('open');
+      await expect
+        .poll(() => page.locator('herald-inbox').getAttribute('data-state'), { timeout: 15_000 })
+        .toBe('open');
       await expect.poll(() => badge().textContent(), { timeout: 10_000 }).toBe(String(expected));
       await expect.poll(() => items().nth(0).locator('.title').textContent(), { timeout: 10_000 }).toBe('Missed two');
       expect(await items().nth(1).locator('.title').textContent()).toBe('Missed one');
       expect(await items().filter({ hasText: 'Welcome to Acme' }).getAttribute('class')).toBe('item');
       expect(relay.connections).toBeGreaterThan(before);
-      expect(await page.evaluate(() => (document.querySelector('herald-inbox') as unknown as { unreadCount: number }).unreadCount)).toBe(expected);
+      expect(
+        await page.evaluate(
+          () => (document.querySelector('herald-inbox') as unknown as { unreadCount: number }).unreadCount,
+        ),
+      ).toBe(expected);
     });
 
     it('marks all read from the popover, and the server agrees', async () => {
@@ -135,7 +160,8 @@ export function inboxWidgetSuite(): void {
     });
 
     it('is keyboard operable: arrows move through items, Escape closes and returns focus to the bell', async () => {
-      const active = () => page.evaluate(() => document.querySelector('herald-inbox')!.shadowRoot!.activeElement?.textContent ?? null);
+      const active = () =>
+        page.evaluate(() => document.querySelector('herald-inbox')!.shadowRoot!.activeElement?.textContent ?? null);
       await page.locator('herald-inbox li.item button.open').first().focus();
       await page.keyboard.press('ArrowDown');
       expect(await active()).toContain('Missed one');
@@ -145,7 +171,9 @@ export function inboxWidgetSuite(): void {
       expect(await active()).toContain('Missed two');
       await page.keyboard.press('Escape');
       expect(await page.locator('herald-inbox .panel').isHidden()).toBe(true);
-      expect(await page.evaluate(() => document.querySelector('herald-inbox')!.shadowRoot!.activeElement?.className)).toBe('bell');
+      expect(
+        await page.evaluate(() => document.querySelector('herald-inbox')!.shadowRoot!.activeElement?.className),
+      ).toBe('bell');
     });
 
     it('toggles a preference in the panel, and the server agrees; mandatory types are locked', async () => {
@@ -155,18 +183,27 @@ export function inboxWidgetSuite(): void {
       const inbox = page.locator('herald-inbox input[data-type="build_status"][data-channel="inbox"]');
       await expect.poll(() => inbox.isChecked(), { timeout: 10_000 }).toBe(true);
       expect(await email.isChecked()).toBe(false);
-      expect(await page.locator('herald-inbox input[data-type="account_security"][data-channel="email"]').isDisabled()).toBe(true);
+      expect(
+        await page.locator('herald-inbox input[data-type="account_security"][data-channel="email"]').isDisabled(),
+      ).toBe(true);
       expect(await inbox.getAttribute('aria-label')).toBe('Build status: In-app');
       await page.screenshot({ path: 'test-results/herald-inbox-preferences.png' });
 
       await inbox.click();
       const saved = async () => {
         const res = await app.request('GET', `/v1/contacts/${contact.id}/preferences`, { token: contact.token });
-        return res.body.preferences.find((p: { type: string; channel: string }) => p.type === 'build_status' && p.channel === 'inbox');
+        return res.body.preferences.find(
+          (p: { type: string; channel: string }) => p.type === 'build_status' && p.channel === 'inbox',
+        );
       };
-      await expect.poll(saved, { timeout: 10_000 }).toEqual(expect.objectContaining({ enabled: false, source: 'contact' }));
+      await expect
+        .poll(saved, { timeout: 10_000 })
+        .toEqual(expect.objectContaining({ enabled: false, source: 'contact' }));
       // Re-rendered from the server's matrix, with focus kept on the same switch.
-      const focused = () => inbox.evaluate((el) => el === (el.getRootNode() as ShadowRoot).activeElement && !(el as HTMLInputElement).disabled);
+      const focused = () =>
+        inbox.evaluate(
+          (el) => el === (el.getRootNode() as ShadowRoot).activeElement && !(el as HTMLInputElement).disabled,
+        );
       await expect.poll(focused, { timeout: 10_000 }).toBe(true);
       expect(await inbox.isChecked()).toBe(false);
       await page.keyboard.press('Escape');

@@ -3,7 +3,15 @@
 // time), never an empty string; a template says what to show instead with `default` or an `if`.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
-import { createTenantFixture, expectValidationError, insertInboxTemplate, insertNotificationType, sql, waitForFinal, type TenantFixture } from '../support/fixtures.ts';
+import {
+  createTenantFixture,
+  expectValidationError,
+  insertInboxTemplate,
+  insertNotificationType,
+  sql,
+  waitForFinal,
+  type TenantFixture,
+} from '../support/fixtures.ts';
 
 let app: TestApp;
 let acme: TenantFixture;
@@ -11,18 +19,29 @@ beforeAll(async () => {
   app = await startTestApp();
   acme = await createTenantFixture(app);
   await insertNotificationType(app, acme.tenantId, { key: 'greeting' });
-  await insertInboxTemplate(app, acme.tenantId, { type: 'greeting', title: 'Hi {{ contact.name }}', content: 'Sent to {{ contact.external_id }}' });
+  await insertInboxTemplate(app, acme.tenantId, {
+    type: 'greeting',
+    title: 'Hi {{ contact.name }}',
+    content: 'Sent to {{ contact.external_id }}',
+  });
   await insertNotificationType(app, acme.tenantId, { key: 'greeting_fallback' });
   await insertInboxTemplate(app, acme.tenantId, {
     type: 'greeting_fallback',
     title: 'Hi {{ contact.name | default: "there" }}',
     content: '{% if contact.email %}Mail: {{ contact.email }}{% else %}No mail{% endif %}',
   });
-  const type = await app.request('POST', '/v1/notification-types', { token: acme.serviceKey, body: { key: 'preview' } });
+  const type = await app.request('POST', '/v1/notification-types', {
+    token: acme.serviceKey,
+    body: { key: 'preview' },
+  });
   expect(type.status).toBe(201);
   const template = await app.request('POST', '/v1/email-templates', {
     token: acme.serviceKey,
-    body: { notification_type_key: 'preview', subject: 'For {{ contact.name }}', content: '<p>{{ contact.email | default: "no email" }}</p>' },
+    body: {
+      notification_type_key: 'preview',
+      subject: 'For {{ contact.name }}',
+      content: '<p>{{ contact.email | default: "no email" }}</p>',
+    },
   });
   expect(template.status).toBe(201);
 });
@@ -30,7 +49,10 @@ afterAll(async () => {
   await app?.close();
 });
 
-async function deliver(type: string, recipients: unknown[]): Promise<Array<{ status: string; title: string | null; body: string | null; last_error: string | null }>> {
+async function deliver(
+  type: string,
+  recipients: unknown[],
+): Promise<Array<{ status: string; title: string | null; body: string | null; last_error: string | null }>> {
   const res = await app.request('POST', '/v1/notifications', { token: acme.serviceKey, body: { type, recipients } });
   expect(res.status).toBe(202);
   const ids = res.body.events.map((e: { event_id: string }) => e.event_id);
@@ -59,7 +81,10 @@ describe('{{ contact.* }} at send time', () => {
   });
 
   it('renders what the template gives instead with default or if', async () => {
-    const [nameless, named] = await deliver('greeting_fallback', ['fallback_1', { external_id: 'fallback_2', name: 'Bo', email: 'bo@example.test' }]);
+    const [nameless, named] = await deliver('greeting_fallback', [
+      'fallback_1',
+      { external_id: 'fallback_2', name: 'Bo', email: 'bo@example.test' },
+    ]);
     expect(nameless).toEqual({ status: 'delivered', title: 'Hi there', body: 'No mail', last_error: null });
     expect(named).toEqual({ status: 'delivered', title: 'Hi Bo', body: 'Mail: bo@example.test', last_error: null });
   });
@@ -67,7 +92,10 @@ describe('{{ contact.* }} at send time', () => {
 
 describe('{{ contact.* }} in a preview', () => {
   const render = (contact?: Record<string, unknown>) =>
-    app.request('POST', '/v1/email-templates/render', { token: acme.serviceKey, body: { notification_type_key: 'preview', ...(contact ? { contact } : {}) } });
+    app.request('POST', '/v1/email-templates/render', {
+      token: acme.serviceKey,
+      body: { notification_type_key: 'preview', ...(contact ? { contact } : {}) },
+    });
 
   it('answers 422 naming the contact field the sample contact lacks', async () => {
     for (const contact of [undefined, { email: 'ann@example.test' }, { name: null }]) {

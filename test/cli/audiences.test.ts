@@ -7,7 +7,14 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { runCli, type CliResult } from '../support/cli.ts';
-import { createTenantFixture, insertInboxTemplate, insertNotificationType, sql, sqlOne, type TenantFixture } from '../support/fixtures.ts';
+import {
+  createTenantFixture,
+  insertInboxTemplate,
+  insertNotificationType,
+  sql,
+  sqlOne,
+  type TenantFixture,
+} from '../support/fixtures.ts';
 
 // Every CLI call starts a Node process; allow for a loaded machine.
 vi.setConfig({ testTimeout: 120_000 });
@@ -33,7 +40,13 @@ afterAll(async () => {
 /** Local mode: the CLI talks to the test app's database directly (--tenant unless `tenant` is false). */
 function local(args: string[], tenant = true): Promise<CliResult> {
   return runCli(tenant ? [...args, '--tenant', acme.tenantId] : args, {
-    env: { DATABASE_URL: app.database.url, HERALD_ENCRYPTION_KEYS: app.config.encryptionKeys, HERALD_HOME: app.dataDir, HERALD_URL: undefined, HERALD_API_KEY: undefined },
+    env: {
+      DATABASE_URL: app.database.url,
+      HERALD_ENCRYPTION_KEYS: app.config.encryptionKeys,
+      HERALD_HOME: app.dataDir,
+      HERALD_URL: undefined,
+      HERALD_API_KEY: undefined,
+    },
   });
 }
 
@@ -86,7 +99,16 @@ describe('herald topics', () => {
 describe('herald contacts import', () => {
   it('streams NDJSON, reporting refused lines by number (exit 1) and keeping the rest', async () => {
     const file = join(dir, 'contacts.ndjson');
-    writeFileSync(file, ['{"external_id": "nd-1", "name": "One"}', '{"external_id": "nd-2", "email": "bad"}', '', 'nope', '{"external_id": "nd-3"}'].join('\n'));
+    writeFileSync(
+      file,
+      [
+        '{"external_id": "nd-1", "name": "One"}',
+        '{"external_id": "nd-2", "email": "bad"}',
+        '',
+        'nope',
+        '{"external_id": "nd-3"}',
+      ].join('\n'),
+    );
     const res = await runCli(['contacts', 'import', file, '--json'], { env: remote });
     expect(res.code).toBe(1);
     const summary = JSON.parse(res.stdout);
@@ -114,7 +136,11 @@ describe('herald contacts import', () => {
     expect(summary).toMatchObject({ created: 3, refused: 2 });
     // Lines of the CSV file: csv-2 is on line 3; the record without an id starts on line 7.
     expect(summary.errors.map((e: { line: number }) => e.line)).toEqual([3, 7]);
-    const rows = await sql(app, `SELECT external_id, email, name, properties FROM contacts WHERE tenant_id = $1 AND external_id LIKE 'csv-%' ORDER BY external_id`, [acme.tenantId]);
+    const rows = await sql(
+      app,
+      `SELECT external_id, email, name, properties FROM contacts WHERE tenant_id = $1 AND external_id LIKE 'csv-%' ORDER BY external_id`,
+      [acme.tenantId],
+    );
     expect(rows).toEqual([
       { external_id: 'csv-1', email: 'ann@example.test', name: 'Ann, the first', properties: { plan: 'pro' } },
       { external_id: 'csv-3', email: null, name: 'Multi\nline "quoted" name', properties: { plan: 'free' } },
@@ -135,26 +161,68 @@ describe('herald broadcasts', () => {
   it('creates a broadcast to a topic and waits for it (exit 0), then gets and lists it', async () => {
     await runCli(['topics', 'create', 'news-readers'], { env: remote });
     await runCli(['topics', 'subscribe', 'news-readers', 'reader-1', 'reader-2', 'reader-3'], { env: remote });
-    const res = await runCli(['broadcasts', 'create', '--type', 'news', '--topic', 'news-readers', '--var', 'headline=Hi', '--wait', '--json'], { env: remote });
+    const res = await runCli(
+      ['broadcasts', 'create', '--type', 'news', '--topic', 'news-readers', '--var', 'headline=Hi', '--wait', '--json'],
+      { env: remote },
+    );
     expect(res.code, res.stderr).toBe(0);
     const done = JSON.parse(res.stdout);
-    expect(done).toMatchObject({ status: 'completed', targeted: 3, events_created: 3, counts: { delivered: 3, pending: 0 } });
+    expect(done).toMatchObject({
+      status: 'completed',
+      targeted: 3,
+      events_created: 3,
+      counts: { delivered: 3, pending: 0 },
+    });
     const got = await runCli(['broadcasts', 'get', done.broadcast_id], { env: remote });
     expect(got.code).toBe(0);
     expect(got.stdout).toMatch(/status\s+completed/);
     expect(got.stdout).toMatch(/delivered 3/);
     const list = await runCli(['broadcasts', 'list', '--json'], { env: remote });
-    expect(JSON.parse(list.stdout).items.map((b: { broadcast_id: string }) => b.broadcast_id)).toContain(done.broadcast_id);
+    expect(JSON.parse(list.stdout).items.map((b: { broadcast_id: string }) => b.broadcast_id)).toContain(
+      done.broadcast_id,
+    );
     const canceled = await runCli(['broadcasts', 'cancel', done.broadcast_id, '--yes'], { env: remote });
     expect(canceled.code).toBe(1); // completed: 409
   });
 
   it('schedules one with --send-at, cancels it with --yes, and --wait reports the cancel (exit 1)', async () => {
     const later = new Date(Date.now() + 3600_000).toISOString();
-    const res = await runCli(['broadcasts', 'create', '--type', 'news', '--all-contacts', '--var', 'headline=Later', '--send-at', later, '--idempotency-key', 'cli-later', '--json'], { env: remote });
+    const res = await runCli(
+      [
+        'broadcasts',
+        'create',
+        '--type',
+        'news',
+        '--all-contacts',
+        '--var',
+        'headline=Later',
+        '--send-at',
+        later,
+        '--idempotency-key',
+        'cli-later',
+        '--json',
+      ],
+      { env: remote },
+    );
     expect(res.code, res.stderr).toBe(0);
     const { broadcast_id: id } = JSON.parse(res.stdout);
-    const again = await runCli(['broadcasts', 'create', '--type', 'news', '--all-contacts', '--var', 'headline=Later', '--send-at', later, '--idempotency-key', 'cli-later', '--json'], { env: remote });
+    const again = await runCli(
+      [
+        'broadcasts',
+        'create',
+        '--type',
+        'news',
+        '--all-contacts',
+        '--var',
+        'headline=Later',
+        '--send-at',
+        later,
+        '--idempotency-key',
+        'cli-later',
+        '--json',
+      ],
+      { env: remote },
+    );
     expect(JSON.parse(again.stdout).broadcast_id).toBe(id);
     expect((await runCli(['broadcasts', 'cancel', id], { env: remote })).code).toBe(2); // no --yes
     const canceled = await runCli(['broadcasts', 'cancel', id, '--yes', '--json'], { env: remote });
@@ -168,7 +236,10 @@ describe('herald broadcasts', () => {
 
   it('exits 2 for a missing or double audience and 1 for an API refusal', async () => {
     expect((await runCli(['broadcasts', 'create', '--type', 'news'], { env: remote })).code).toBe(2);
-    expect((await runCli(['broadcasts', 'create', '--type', 'news', '--topic', 'x', '--all-contacts'], { env: remote })).code).toBe(2);
+    expect(
+      (await runCli(['broadcasts', 'create', '--type', 'news', '--topic', 'x', '--all-contacts'], { env: remote }))
+        .code,
+    ).toBe(2);
     const unknown = await runCli(['broadcasts', 'create', '--type', 'nope', '--all-contacts'], { env: remote });
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/type/);

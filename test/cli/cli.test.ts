@@ -11,7 +11,11 @@ import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
 import { validate } from '@readme/openapi-parser';
 import { HERALD_BIN, runCli } from '../support/cli.ts';
-import { postgresProcessesFor, startHerald as startHeraldProcess, type HeraldProcess } from '../support/herald-process.ts';
+import {
+  postgresProcessesFor,
+  startHerald as startHeraldProcess,
+  type HeraldProcess,
+} from '../support/herald-process.ts';
 import { admin, withDatabase } from '../support/global-setup.ts';
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -53,18 +57,27 @@ describe('herald (no database needed)', { timeout: 120_000 }, () => {
   });
 
   /** The repository's modules (relative paths) and the packages a CLI run loads. */
-  async function loadedBy(args: string[]): Promise<{ code: number | null; own: string[]; packages: string[]; builtins: string[] }> {
+  async function loadedBy(
+    args: string[],
+  ): Promise<{ code: number | null; own: string[]; packages: string[]; builtins: string[] }> {
     const trace = join(mkdtempSync(join(tmpdir(), 'herald-trace-')), 'modules.txt');
     cleanups.push(() => rmSync(dirname(trace), { recursive: true, force: true }));
     const hook = fileURLToPath(new URL('../support/module-trace.ts', import.meta.url));
     // No data directory and no database: these commands need neither.
-    const env = { HERALD_MODULE_TRACE: trace, NODE_OPTIONS: `--import ${hook}`, HERALD_HOME: join(dirname(trace), 'absent'), DATABASE_URL: undefined };
+    const env = {
+      HERALD_MODULE_TRACE: trace,
+      NODE_OPTIONS: `--import ${hook}`,
+      HERALD_HOME: join(dirname(trace), 'absent'),
+      DATABASE_URL: undefined,
+    };
     const r = await runCli(args, { env });
     const lines = readFileSync(trace, 'utf8').split('\n');
     const urls = lines.filter((u) => u.startsWith('file:'));
     const builtins = lines.filter((u) => u.startsWith('builtin:')).map((u) => u.slice('builtin:'.length));
     const root = new URL('../../', import.meta.url).href;
-    const own = urls.filter((u) => u.startsWith(root) && !u.includes('/node_modules/') && !u.includes('/test/support/')).map((u) => u.slice(root.length));
+    const own = urls
+      .filter((u) => u.startsWith(root) && !u.includes('/node_modules/') && !u.includes('/test/support/'))
+      .map((u) => u.slice(root.length));
     const packages = [...new Set(urls.flatMap((u) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(u)?.[1] ?? []))];
     return { code: r.code, own, packages, builtins };
   }
@@ -79,11 +92,24 @@ describe('herald (no database needed)', { timeout: 120_000 }, () => {
   it('send --help and send load the CLI and its HTTP client only: no server module but two leaves, no database', async () => {
     const help = await loadedBy(['send', '--help']);
     expect(help.code).toBe(0);
-    const send = await loadedBy(['send', '--type', 'deploy', '--to', 'u1', '--url', 'http://127.0.0.1:9', '--api-key', 'sk_unreachable']);
+    const send = await loadedBy([
+      'send',
+      '--type',
+      'deploy',
+      '--to',
+      'u1',
+      '--url',
+      'http://127.0.0.1:9',
+      '--api-key',
+      'sk_unreachable',
+    ]);
     expect(send.code).toBe(1);
     for (const run of [help, send]) {
       // The error table and the statuses are leaves with no imports of their own.
-      expect(run.own.filter((path) => path.startsWith('server/')).sort()).toEqual(['server/base/errors.ts', 'server/base/statuses.ts']);
+      expect(run.own.filter((path) => path.startsWith('server/')).sort()).toEqual([
+        'server/base/errors.ts',
+        'server/base/statuses.ts',
+      ]);
       expect(run.packages).toEqual(['commander']);
     }
     // Its requests go through node:http: fetch's implementation (undici) costs more than the rest of the start-up.
@@ -148,9 +174,16 @@ describe('embedded PostgreSQL install', { timeout: 180_000 }, () => {
     const dataDir = tempDataDir();
     const env = { HERALD_EMBEDDED_POSTGRES_PORT: String(await freePort()), DATABASE_URL: '', HERALD_LOG_LEVEL: 'info' };
     const port = await freePort();
-    const init = await runCli(['init', '--yes', '--data-dir', dataDir, '--mode', 'multi', '--port', String(port), '--json'], { env });
+    const init = await runCli(
+      ['init', '--yes', '--data-dir', dataDir, '--mode', 'multi', '--port', String(port), '--json'],
+      { env },
+    );
     expect(init.code, init.stderr).toBe(0);
-    expect(JSON.parse(init.stdout)).toMatchObject({ mode: 'multi', database: 'embedded', migrations_applied: expect.arrayContaining(['0001-baseline']) });
+    expect(JSON.parse(init.stdout)).toMatchObject({
+      mode: 'multi',
+      database: 'embedded',
+      migrations_applied: expect.arrayContaining(['0001-baseline']),
+    });
     // init stopped its cluster
     expect(postgresProcessesFor(dataDir)).toEqual([]);
     const keyFile = readFileSync(join(dataDir, 'keys.json'), 'utf8');
@@ -187,11 +220,28 @@ describe('embedded PostgreSQL install', { timeout: 180_000 }, () => {
   it('single mode: init creates the tenant and a verified owner once; re-running init keeps them', async () => {
     const dataDir = tempDataDir();
     const env = { HERALD_EMBEDDED_POSTGRES_PORT: String(await freePort()), DATABASE_URL: '' };
-    const args = ['init', '--yes', '--data-dir', dataDir, '--tenant', 'Acme', '--owner-email', 'Owner@Acme.test', '--owner-password', 'correct horse battery', '--json'];
+    const args = [
+      'init',
+      '--yes',
+      '--data-dir',
+      dataDir,
+      '--tenant',
+      'Acme',
+      '--owner-email',
+      'Owner@Acme.test',
+      '--owner-password',
+      'correct horse battery',
+      '--json',
+    ];
     const first = await runCli(args, { env });
     expect(first.code, first.stderr).toBe(0);
     const created = JSON.parse(first.stdout);
-    expect(created).toMatchObject({ mode: 'single', tenant_name: 'Acme', owner_email: 'owner@acme.test', created: true });
+    expect(created).toMatchObject({
+      mode: 'single',
+      tenant_name: 'Acme',
+      owner_email: 'owner@acme.test',
+      created: true,
+    });
     expect(created.generated_password).toBeUndefined();
     const again = await runCli(args, { env });
     expect(again.code, again.stderr).toBe(0);
@@ -221,9 +271,24 @@ describe('external PostgreSQL (DATABASE_URL)', { timeout: 180_000 }, () => {
     const databaseUrl = await emptyDatabase();
     const dataDir = tempDataDir();
     const port = await freePort();
-    const init = await runCli(['init', '--yes', '--data-dir', dataDir, '--mode', 'multi', '--database-url', databaseUrl, '--port', String(port), '--json'], {
-      env: { DATABASE_URL: '' },
-    });
+    const init = await runCli(
+      [
+        'init',
+        '--yes',
+        '--data-dir',
+        dataDir,
+        '--mode',
+        'multi',
+        '--database-url',
+        databaseUrl,
+        '--port',
+        String(port),
+        '--json',
+      ],
+      {
+        env: { DATABASE_URL: '' },
+      },
+    );
     expect(init.code, init.stderr).toBe(0);
     return { dataDir, port, initOutput: init.stdout };
   }
@@ -231,7 +296,11 @@ describe('external PostgreSQL (DATABASE_URL)', { timeout: 180_000 }, () => {
   it('start --no-migrate refuses with pending migrations and names the command; migrate --dry-run prints the SQL; migrate applies it', async () => {
     const databaseUrl = await emptyDatabase();
     const dataDir = tempDataDir();
-    const env = { DATABASE_URL: databaseUrl, HERALD_HOME: dataDir, HERALD_ENCRYPTION_KEYS: `k1:${Buffer.alloc(32, 7).toString('base64')}` };
+    const env = {
+      DATABASE_URL: databaseUrl,
+      HERALD_HOME: dataDir,
+      HERALD_ENCRYPTION_KEYS: `k1:${Buffer.alloc(32, 7).toString('base64')}`,
+    };
     const refused = await runCli(['start', '--no-migrate', '--port', String(await freePort())], { env });
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/herald migrate/);
@@ -253,14 +322,20 @@ describe('external PostgreSQL (DATABASE_URL)', { timeout: 180_000 }, () => {
 
   it('start keeps serving when the pipes of its output and log close', async () => {
     const { dataDir, port } = await initExternal();
-    const child = spawn(HERALD_BIN, ['start', '--data-dir', dataDir], { env: { ...process.env, DATABASE_URL: '', HERALD_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(HERALD_BIN, ['start', '--data-dir', dataDir], {
+      env: { ...process.env, DATABASE_URL: '', HERALD_LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     cleanups.push(() => void child.kill('SIGKILL'));
     const exited = once(child, 'exit');
     child.stdout.destroy(); // it writes its listening URL here, and its log to stderr, after both are gone
     child.stderr.destroy();
     let ready = false;
     for (let tries = 0; tries < 300 && !ready && child.exitCode === null; tries++) {
-      ready = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status === 200, () => false);
+      ready = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+        (r) => r.status === 200,
+        () => false,
+      );
       if (!ready) await new Promise((resolve) => setTimeout(resolve, 100));
     }
     expect(ready).toBe(true);

@@ -45,7 +45,13 @@ inbox_templates:
 beforeAll(async () => {
   app = await startTestApp();
   acme = await createTenantFixture(app, 'Acme');
-  env = { HERALD_HOME: app.dataDir, DATABASE_URL: app.database.url, HERALD_ENCRYPTION_KEYS: app.config.encryptionKeys!, HERALD_LOG_LEVEL: 'error', HERALD_URL: '' };
+  env = {
+    HERALD_HOME: app.dataDir,
+    DATABASE_URL: app.database.url,
+    HERALD_ENCRYPTION_KEYS: app.config.encryptionKeys!,
+    HERALD_LOG_LEVEL: 'error',
+    HERALD_URL: '',
+  };
   dir = mkdtempSync(join(tmpdir(), 'herald-config-'));
 });
 afterAll(async () => {
@@ -53,7 +59,8 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const herald = (args: string[], extra: Record<string, string> = {}) => runCli(args, { env: { ...env, ...extra }, timeoutMs: CLI_TIMEOUT });
+const herald = (args: string[], extra: Record<string, string> = {}) =>
+  runCli(args, { env: { ...env, ...extra }, timeoutMs: CLI_TIMEOUT });
 const file = (name: string, text: string) => {
   const path = join(dir, name);
   writeFileSync(path, text);
@@ -119,7 +126,13 @@ describe('herald apply and herald export', () => {
   });
 
   it('names the bad path (and its line) of a malformed file, exits 2, and changes nothing', async () => {
-    const bad = file('bad.yaml', YAML.replace('colour: "#112233"', 'colour: orange').replace('    name: Order shipped\n', '    name: Order shipped\n    colour: red\n'));
+    const bad = file(
+      'bad.yaml',
+      YAML.replace('colour: "#112233"', 'colour: orange').replace(
+        '    name: Order shipped\n',
+        '    name: Order shipped\n    colour: red\n',
+      ),
+    );
     const res = await herald(['apply', '-f', bad, '--tenant', acme.tenantId]);
     expect(res.code).toBe(2);
     expect(res.stderr).toMatch(/bad\.yaml: brands\[0\]\.values\.colour \(line 13\): must be a hex colour/);
@@ -130,11 +143,19 @@ describe('herald apply and herald export', () => {
     const missing = await herald(['apply', '--tenant', acme.tenantId]);
     expect(missing.code).toBe(2);
     // A value only the service can judge (a template of a type that does not exist): named by its entry, remotely too.
-    const orphan = file('orphan.yaml', 'email_templates:\n  - notification_type_key: nope\n    subject: s\n    content: c\n');
-    for (const target of [['--tenant', acme.tenantId], ['--url', app.url, '--api-key', acme.serviceKey]]) {
+    const orphan = file(
+      'orphan.yaml',
+      'email_templates:\n  - notification_type_key: nope\n    subject: s\n    content: c\n',
+    );
+    for (const target of [
+      ['--tenant', acme.tenantId],
+      ['--url', app.url, '--api-key', acme.serviceKey],
+    ]) {
       const refused = await herald(['apply', '-f', orphan, ...target]);
       expect(refused.code).toBe(2);
-      expect(refused.stderr).toMatch(/orphan\.yaml: email_templates\.0\.notification_type_key: nope\/default\/en: no notification type nope/);
+      expect(refused.stderr).toMatch(
+        /orphan\.yaml: email_templates\.0\.notification_type_key: nope\/default\/en: no notification type nope/,
+      );
     }
   });
 });

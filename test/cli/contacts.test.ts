@@ -29,21 +29,51 @@ afterAll(async () => {
 
 describe('herald contacts create / find / get / update', () => {
   it('creates a contact, finds it, updates some fields keeping the others', async () => {
-    const created = await runCli(['contacts', 'create', 'cli-1', '--email', 'ann@example.org', '--name', 'Ann', '--property', 'plan="pro"', '--property', 'seats=3', '--json'], { env });
+    const created = await runCli(
+      [
+        'contacts',
+        'create',
+        'cli-1',
+        '--email',
+        'ann@example.org',
+        '--name',
+        'Ann',
+        '--property',
+        'plan="pro"',
+        '--property',
+        'seats=3',
+        '--json',
+      ],
+      { env },
+    );
     expect(created.code, created.stderr).toBe(0);
     const contact = JSON.parse(created.stdout);
-    expect(contact).toMatchObject({ external_id: 'cli-1', email: 'ann@example.org', name: 'Ann', properties: { plan: 'pro', seats: 3 } });
+    expect(contact).toMatchObject({
+      external_id: 'cli-1',
+      email: 'ann@example.org',
+      name: 'Ann',
+      properties: { plan: 'pro', seats: 3 },
+    });
 
     const found = await runCli(['contacts', 'find', 'cli-1', '--json'], { env });
     expect(found.code).toBe(0);
     expect(JSON.parse(found.stdout).id).toBe(contact.id);
 
-    const updated = await runCli(['contacts', 'update', contact.id, '--language', 'de', '--clear', 'name', '--json'], { env });
+    const updated = await runCli(['contacts', 'update', contact.id, '--language', 'de', '--clear', 'name', '--json'], {
+      env,
+    });
     expect(updated.code, updated.stderr).toBe(0);
-    expect(JSON.parse(updated.stdout)).toMatchObject({ email: 'ann@example.org', name: null, language: 'de', properties: { plan: 'pro', seats: 3 } });
+    expect(JSON.parse(updated.stdout)).toMatchObject({
+      email: 'ann@example.org',
+      name: null,
+      language: 'de',
+      properties: { plan: 'pro', seats: 3 },
+    });
 
     // Flags instead of the environment, human output.
-    const got = await runCli(['contacts', 'get', contact.id, '--url', app.url, '--api-key', acme.serviceKey], { env: { HERALD_URL: undefined, HERALD_API_KEY: undefined } });
+    const got = await runCli(['contacts', 'get', contact.id, '--url', app.url, '--api-key', acme.serviceKey], {
+      env: { HERALD_URL: undefined, HERALD_API_KEY: undefined },
+    });
     expect(got.code).toBe(0);
     expect(got.stdout).toMatch(/external_id\s+cli-1/);
     expect(got.stdout).toMatch(/language\s+de/);
@@ -65,16 +95,22 @@ describe('herald contacts create / find / get / update', () => {
   });
 
   it('exits 2 without a URL or key, 1 for a refused key or an unreachable server', async () => {
-    const noUrl = await runCli(['contacts', 'find', 'x'], { env: { HERALD_URL: undefined, HERALD_API_KEY: acme.serviceKey } });
+    const noUrl = await runCli(['contacts', 'find', 'x'], {
+      env: { HERALD_URL: undefined, HERALD_API_KEY: acme.serviceKey },
+    });
     expect(noUrl.code).toBe(2);
     expect(noUrl.stderr).toMatch(/HERALD_URL/);
     const noKey = await runCli(['contacts', 'find', 'x'], { env: { HERALD_URL: app.url, HERALD_API_KEY: undefined } });
     expect(noKey.code).toBe(2);
-    const refused = await runCli(['contacts', 'find', 'x'], { env: { HERALD_URL: app.url, HERALD_API_KEY: 'sk_wrong' } });
+    const refused = await runCli(['contacts', 'find', 'x'], {
+      env: { HERALD_URL: app.url, HERALD_API_KEY: 'sk_wrong' },
+    });
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/service key was refused/);
     expect(refused.stderr).not.toContain('sk_wrong');
-    const down = await runCli(['contacts', 'find', 'x'], { env: { HERALD_URL: 'http://127.0.0.1:9', HERALD_API_KEY: acme.serviceKey } });
+    const down = await runCli(['contacts', 'find', 'x'], {
+      env: { HERALD_URL: 'http://127.0.0.1:9', HERALD_API_KEY: acme.serviceKey },
+    });
     expect(down.code).toBe(1);
     expect(down.stderr).toMatch(/cannot reach Herald/);
   });

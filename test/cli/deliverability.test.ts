@@ -36,42 +36,84 @@ afterAll(async () => {
 });
 
 describe('herald webhooks', () => {
-  it('creates locally (secret once), lists remotely, tests, shows deliveries and deletes', { timeout: 120_000 }, async () => {
-    const created = await herald(['webhooks', 'create', '--tenant', t.tenantId, '--endpoint', `${receiver.url}/cli`, '--event-type', 'delivery.failed,email.bounced', '--json']);
-    expect(created.code).toBe(0);
-    const hook = JSON.parse(created.stdout);
-    expect(hook.secret).toMatch(/^whsec_/);
-    expect(hook.event_types).toEqual(['delivery.failed', 'email.bounced']);
+  it(
+    'creates locally (secret once), lists remotely, tests, shows deliveries and deletes',
+    { timeout: 120_000 },
+    async () => {
+      const created = await herald([
+        'webhooks',
+        'create',
+        '--tenant',
+        t.tenantId,
+        '--endpoint',
+        `${receiver.url}/cli`,
+        '--event-type',
+        'delivery.failed,email.bounced',
+        '--json',
+      ]);
+      expect(created.code).toBe(0);
+      const hook = JSON.parse(created.stdout);
+      expect(hook.secret).toMatch(/^whsec_/);
+      expect(hook.event_types).toEqual(['delivery.failed', 'email.bounced']);
 
-    const listed = await herald(['webhooks', 'list'], remote());
-    expect(listed.code).toBe(0);
-    expect(listed.stdout).toContain(hook.id);
-    expect(listed.stdout).not.toContain(hook.secret);
+      const listed = await herald(['webhooks', 'list'], remote());
+      expect(listed.code).toBe(0);
+      expect(listed.stdout).toContain(hook.id);
+      expect(listed.stdout).not.toContain(hook.secret);
 
-    const tested = await herald(['webhooks', 'test', hook.id, '--json'], remote());
-    expect(tested.code).toBe(0);
-    const delivery = JSON.parse(tested.stdout);
-    await receiver.waitFor((r) => r.headers['webhook-id'] === delivery.id);
-    for (let i = 0; i < 100; i++) {
-      const log = await app.request('GET', `/v1/webhooks/${hook.id}/deliveries?status=succeeded`, { token: t.serviceKey });
-      if (log.body.items.length === 1) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    const log = await herald(['webhooks', 'deliveries', hook.id, '--tenant', t.tenantId, '--status', 'succeeded', '--json']);
-    expect(JSON.parse(log.stdout)[0]).toMatchObject({ id: delivery.id, event_type: 'webhook.test', status: 'succeeded', attempts: 1 });
+      const tested = await herald(['webhooks', 'test', hook.id, '--json'], remote());
+      expect(tested.code).toBe(0);
+      const delivery = JSON.parse(tested.stdout);
+      await receiver.waitFor((r) => r.headers['webhook-id'] === delivery.id);
+      for (let i = 0; i < 100; i++) {
+        const log = await app.request('GET', `/v1/webhooks/${hook.id}/deliveries?status=succeeded`, {
+          token: t.serviceKey,
+        });
+        if (log.body.items.length === 1) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const log = await herald([
+        'webhooks',
+        'deliveries',
+        hook.id,
+        '--tenant',
+        t.tenantId,
+        '--status',
+        'succeeded',
+        '--json',
+      ]);
+      expect(JSON.parse(log.stdout)[0]).toMatchObject({
+        id: delivery.id,
+        event_type: 'webhook.test',
+        status: 'succeeded',
+        attempts: 1,
+      });
 
-    expect((await herald(['webhooks', 'delete', hook.id, '--tenant', t.tenantId])).code).toBe(2); // no terminal, no --yes
-    expect((await herald(['webhooks', 'delete', hook.id, '--yes'], remote())).code).toBe(0);
-    const again = await herald(['webhooks', 'delete', hook.id, '--yes', '--tenant', t.tenantId]);
-    expect(again.code).toBe(1);
-    expect(again.stderr).toContain('not found');
-  });
+      expect((await herald(['webhooks', 'delete', hook.id, '--tenant', t.tenantId])).code).toBe(2); // no terminal, no --yes
+      expect((await herald(['webhooks', 'delete', hook.id, '--yes'], remote())).code).toBe(0);
+      const again = await herald(['webhooks', 'delete', hook.id, '--yes', '--tenant', t.tenantId]);
+      expect(again.code).toBe(1);
+      expect(again.stderr).toContain('not found');
+    },
+  );
 
   it('refuses bad input with exit 2 and names the problem', { timeout: 120_000 }, async () => {
-    const bad = await herald(['webhooks', 'create', '--tenant', t.tenantId, '--endpoint', 'ftp://x', '--event-type', 'delivery.sent']);
+    const bad = await herald([
+      'webhooks',
+      'create',
+      '--tenant',
+      t.tenantId,
+      '--endpoint',
+      'ftp://x',
+      '--event-type',
+      'delivery.sent',
+    ]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('url');
-    const badType = await herald(['webhooks', 'create', '--endpoint', `${receiver.url}/x`, '--event-type', 'nope'], remote());
+    const badType = await herald(
+      ['webhooks', 'create', '--endpoint', `${receiver.url}/x`, '--event-type', 'nope'],
+      remote(),
+    );
     expect(badType.code).toBe(2);
     expect(badType.stderr).toContain('event_types');
     expect((await herald(['webhooks', 'list', '--tenant', 'not-a-uuid'])).code).toBe(2);
@@ -81,9 +123,13 @@ describe('herald webhooks', () => {
 
 describe('herald suppressions', () => {
   it('adds, lists and removes, locally and remotely', { timeout: 120_000 }, async () => {
-    expect((await herald(['suppressions', 'add', 'Ann@Example.test', '--tenant', t.tenantId])).stdout).toContain('ann@example.test is suppressed (manual)');
+    expect((await herald(['suppressions', 'add', 'Ann@Example.test', '--tenant', t.tenantId])).stdout).toContain(
+      'ann@example.test is suppressed (manual)',
+    );
     const listed = await herald(['suppressions', 'list', '--json'], remote());
-    expect(JSON.parse(listed.stdout)).toEqual([{ email: 'ann@example.test', reason: 'manual', created_at: expect.any(String) }]);
+    expect(JSON.parse(listed.stdout)).toEqual([
+      { email: 'ann@example.test', reason: 'manual', created_at: expect.any(String) },
+    ]);
     expect((await herald(['suppressions', 'remove', 'ann@example.test', '--yes'], remote())).code).toBe(0);
     expect(JSON.parse((await herald(['suppressions', 'list', '--tenant', t.tenantId, '--json'])).stdout)).toEqual([]);
     const missing = await herald(['suppressions', 'remove', 'ann@example.test', '--yes', '--tenant', t.tenantId]);
@@ -126,7 +172,12 @@ describe('herald start --role inbound', () => {
       expect(out).not.toContain('Herald listening');
       const nodemailer = (await import('nodemailer')).default;
       const transport = nodemailer.createTransport({ host: '127.0.0.1', port, secure: false, ignoreTLS: true });
-      await expect(transport.sendMail({ envelope: { from: 'a@example.test', to: 'someone@example.com' }, raw: 'Subject: x\r\n\r\nx' })).rejects.toMatchObject({ responseCode: 550 });
+      await expect(
+        transport.sendMail({
+          envelope: { from: 'a@example.test', to: 'someone@example.com' },
+          raw: 'Subject: x\r\n\r\nx',
+        }),
+      ).rejects.toMatchObject({ responseCode: 550 });
       transport.close();
     } finally {
       child.kill('SIGTERM');

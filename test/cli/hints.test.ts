@@ -17,11 +17,15 @@ afterAll(async () => {
 describe('remote mode --url', () => {
   it('refuses a URL ending in /v1 with the base URL to use instead (exit 2), rather than calling /v1/v1/...', async () => {
     for (const url of [`${app.url}/v1`, `${app.url}/v1/`]) {
-      const res = await runCli(['events', 'list', '--url', url, '--api-key', 'sk_not-sent'], { env: { HERALD_URL: undefined, HERALD_API_KEY: undefined } });
+      const res = await runCli(['events', 'list', '--url', url, '--api-key', 'sk_not-sent'], {
+        env: { HERALD_URL: undefined, HERALD_API_KEY: undefined },
+      });
       expect(res.code, res.stderr).toBe(2);
       expect(res.stderr).toContain(`--url is Herald's base URL, without /v1: try ${app.url}\n`);
     }
-    const env = await runCli(['events', 'list'], { env: { HERALD_URL: `${app.url}/v1`, HERALD_API_KEY: 'sk_not-sent' } });
+    const env = await runCli(['events', 'list'], {
+      env: { HERALD_URL: `${app.url}/v1`, HERALD_API_KEY: 'sk_not-sent' },
+    });
     expect(env.code).toBe(2);
     expect(env.stderr).toMatch(/without \/v1/);
   });
@@ -44,7 +48,20 @@ describe('herald send --wait without a worker', () => {
       const acme = await createTenantFixture(api, 'NoWorker');
       await insertNotificationType(api, acme.tenantId, { key: 'ping' });
       await insertInboxTemplate(api, acme.tenantId, { type: 'ping', title: 'Ping', content: 'pong' });
-      const res = await runCli(['send', '--type', 'ping', '--to', 'u1', '--wait', '--timeout', '2', '--url', api.url, '--api-key', acme.serviceKey]);
+      const res = await runCli([
+        'send',
+        '--type',
+        'ping',
+        '--to',
+        'u1',
+        '--wait',
+        '--timeout',
+        '2',
+        '--url',
+        api.url,
+        '--api-key',
+        acme.serviceKey,
+      ]);
       expect(res.code).toBe(1);
       expect(res.stderr).toContain('1 event(s) not final after 2 s: still queued, is a worker running?');
     } finally {

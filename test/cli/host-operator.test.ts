@@ -20,7 +20,13 @@ afterAll(async () => {
 });
 
 const inProcess = (api: ReturnType<typeof openInProcessApi>, method: string, path: string, body?: unknown) =>
-  api.fetch(new Request(IN_PROCESS_ORIGIN + path, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) }));
+  api.fetch(
+    new Request(IN_PROCESS_ORIGIN + path, {
+      method,
+      headers: { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }),
+  );
 
 describe('the host-operator credential', () => {
   it("acts for its tenant on management routes, and the route audits the write as the host's account", async () => {
@@ -36,7 +42,9 @@ describe('the host-operator credential', () => {
         `SELECT actor_kind, actor_id, target_kind, target_id FROM audit_log WHERE tenant_id = $1 AND action = 'brand.create'`,
         [acme.tenantId],
       );
-      expect(entries).toEqual([{ actor_kind: 'cli', actor_id: cliActor().id, target_kind: 'brand', target_id: 'shop' }]);
+      expect(entries).toEqual([
+        { actor_kind: 'cli', actor_id: cliActor().id, target_kind: 'brand', target_id: 'shop' },
+      ]);
     } finally {
       api.close();
     }

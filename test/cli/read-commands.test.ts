@@ -16,16 +16,33 @@ beforeAll(async () => {
   app = await startTestApp();
   acme = await createTenantFixture(app, 'Acme');
   await createTenantFixture(app, 'Other');
-  env = { HERALD_HOME: app.dataDir, DATABASE_URL: app.database.url, HERALD_ENCRYPTION_KEYS: app.config.encryptionKeys!, HERALD_LOG_LEVEL: 'error', HERALD_URL: '' };
+  env = {
+    HERALD_HOME: app.dataDir,
+    DATABASE_URL: app.database.url,
+    HERALD_ENCRYPTION_KEYS: app.config.encryptionKeys!,
+    HERALD_LOG_LEVEL: 'error',
+    HERALD_URL: '',
+  };
   remote = { HERALD_URL: app.url, HERALD_API_KEY: acme.serviceKey };
   const res = await app.request('POST', '/v1/configuration/apply', {
     token: acme.serviceKey,
     body: {
       document: {
-        notification_types: [{ key: 'order_shipped', name: 'Order shipped', variables: [{ name: 'order_id', required: true }] }],
+        notification_types: [
+          { key: 'order_shipped', name: 'Order shipped', variables: [{ name: 'order_id', required: true }] },
+        ],
         brands: [{ key: 'shop', values: { name: 'Acme Shop' }, sender: { from_email: 'shop@acme.example' } }],
-        email_templates: [{ notification_type_key: 'order_shipped', subject: 'Order {{ order_id }}', content: '<p>{{ order_id }}</p>' }],
-        inbox_templates: [{ notification_type_key: 'order_shipped', brand_key: 'shop', title: 'Shipped {{ order_id }}', content: 'Track it' }],
+        email_templates: [
+          { notification_type_key: 'order_shipped', subject: 'Order {{ order_id }}', content: '<p>{{ order_id }}</p>' },
+        ],
+        inbox_templates: [
+          {
+            notification_type_key: 'order_shipped',
+            brand_key: 'shop',
+            title: 'Shipped {{ order_id }}',
+            content: 'Track it',
+          },
+        ],
       },
     },
   });
@@ -35,7 +52,8 @@ afterAll(async () => {
   await app?.close();
 });
 
-const herald = (args: string[], extra: Record<string, string> = {}) => runCli(args, { env: { ...env, ...extra }, timeoutMs: CLI_TIMEOUT });
+const herald = (args: string[], extra: Record<string, string> = {}) =>
+  runCli(args, { env: { ...env, ...extra }, timeoutMs: CLI_TIMEOUT });
 const api = async (path: string) => (await app.request('GET', path, { token: acme.serviceKey })).body;
 
 describe('herald types, templates and brands (read commands)', () => {
@@ -76,7 +94,13 @@ describe('herald types, templates and brands (read commands)', () => {
     expect(JSON.parse(got.stdout)).toEqual({ ...inbox, kind: 'inbox' });
     const shown = await herald(['templates', 'get', email.id, '--tenant', acme.tenantId]);
     expect(shown.stdout).toMatch(/subject\s+Order \{\{ order_id \}\}/);
-    const missing = await herald(['templates', 'get', '0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6', '--tenant', acme.tenantId]);
+    const missing = await herald([
+      'templates',
+      'get',
+      '0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6',
+      '--tenant',
+      acme.tenantId,
+    ]);
     expect(missing.code).toBe(1);
     expect((await herald(['templates', 'get', 'not-an-id', '--tenant', acme.tenantId])).code).toBe(2);
   });

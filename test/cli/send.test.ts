@@ -5,7 +5,13 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { runCli } from '../support/cli.ts';
-import { insertInboxTemplate, createTenantFixture, insertNotificationType, sqlOne, type TenantFixture } from '../support/fixtures.ts';
+import {
+  insertInboxTemplate,
+  createTenantFixture,
+  insertNotificationType,
+  sqlOne,
+  type TenantFixture,
+} from '../support/fixtures.ts';
 
 let app: TestApp;
 let acme: TenantFixture;
@@ -15,7 +21,11 @@ beforeAll(async () => {
   app = await startTestApp();
   acme = await createTenantFixture(app, 'Acme');
   await insertNotificationType(app, acme.tenantId, { key: 'deploy', variables: [{ name: 'version', required: true }] });
-  await insertInboxTemplate(app, acme.tenantId, { type: 'deploy', title: 'Deployed {{ version }}', content: 'by {{ who }} code {{ code }}' });
+  await insertInboxTemplate(app, acme.tenantId, {
+    type: 'deploy',
+    title: 'Deployed {{ version }}',
+    content: 'by {{ who }} code {{ code }}',
+  });
   await insertNotificationType(app, acme.tenantId, { key: 'broken' });
   await insertInboxTemplate(app, acme.tenantId, { type: 'broken', title: 'x', content: '{{ missing_slot }}' });
   dir = mkdtempSync(join(tmpdir(), 'herald-cli-send-'));
@@ -31,7 +41,24 @@ describe('herald send', () => {
   it('sends, waits until delivered and prints JSON with secrets masked', async () => {
     const file = join(dir, 'vars.json');
     writeFileSync(file, JSON.stringify({ who: 'file', version: 'from-file' }));
-    const res = await runCli(['send', '--type', 'deploy', '--to', 'ops_1', '--to', 'ops_2', '--var', 'version=1.4.2', '--data-file', file, '--secret', 'code=s3cr3t-cli', '--wait', '--json', ...remote()]);
+    const res = await runCli([
+      'send',
+      '--type',
+      'deploy',
+      '--to',
+      'ops_1',
+      '--to',
+      'ops_2',
+      '--var',
+      'version=1.4.2',
+      '--data-file',
+      file,
+      '--secret',
+      'code=s3cr3t-cli',
+      '--wait',
+      '--json',
+      ...remote(),
+    ]);
     expect(res.stderr).toBe('');
     expect(res.code).toBe(0);
     const out = JSON.parse(res.stdout);
@@ -41,23 +68,58 @@ describe('herald send', () => {
       expect(e.variables).toEqual({ who: 'file', version: '1.4.2', code: '********' });
     }
     expect(res.stdout).not.toContain('s3cr3t-cli');
-    const item = await sqlOne<{ title: string; body: string }>(app, `SELECT title, body FROM inbox_items WHERE event_id = $1`, [out.events[0].event_id]);
+    const item = await sqlOne<{ title: string; body: string }>(
+      app,
+      `SELECT title, body FROM inbox_items WHERE event_id = $1`,
+      [out.events[0].event_id],
+    );
     expect(item).toEqual({ title: 'Deployed 1.4.2', body: 'by file code s3cr3t-cli' });
   });
 
   it('reads secret variables from --secrets-file (a file, or - for stdin), keeping them out of the process list and of its errors', async () => {
-    const res = await runCli(['send', '--type', 'deploy', '--to', 'ops_3', '--var', 'version=5', '--var', 'who=stdin', '--secrets-file', '-', '--wait', '--json', ...remote()], {
-      input: JSON.stringify({ code: 'from-stdin-secret' }),
-    });
+    const res = await runCli(
+      [
+        'send',
+        '--type',
+        'deploy',
+        '--to',
+        'ops_3',
+        '--var',
+        'version=5',
+        '--var',
+        'who=stdin',
+        '--secrets-file',
+        '-',
+        '--wait',
+        '--json',
+        ...remote(),
+      ],
+      {
+        input: JSON.stringify({ code: 'from-stdin-secret' }),
+      },
+    );
     expect(res.code).toBe(0);
     const out = JSON.parse(res.stdout);
     expect(out.events[0].variables).toEqual({ version: '5', who: 'stdin', code: '********' });
-    const item = await sqlOne<{ body: string }>(app, `SELECT body FROM inbox_items WHERE event_id = $1`, [out.events[0].event_id]);
+    const item = await sqlOne<{ body: string }>(app, `SELECT body FROM inbox_items WHERE event_id = $1`, [
+      out.events[0].event_id,
+    ]);
     expect(item!.body).toBe('by stdin code from-stdin-secret');
 
     const file = join(dir, 'secrets.json');
     writeFileSync(file, '{"code": half-written-secret}'); // JSON.parse would quote this in its message
-    const broken = await runCli(['send', '--type', 'deploy', '--to', 'ops_3', '--var', 'version=5', '--secrets-file', file, ...remote()]);
+    const broken = await runCli([
+      'send',
+      '--type',
+      'deploy',
+      '--to',
+      'ops_3',
+      '--var',
+      'version=5',
+      '--secrets-file',
+      file,
+      ...remote(),
+    ]);
     expect(broken.code).toBe(2);
     expect(broken.stderr).toContain('--secrets-file');
     expect(broken.stderr + broken.stdout).not.toContain('half-writ');
@@ -72,7 +134,18 @@ describe('herald send', () => {
 
   it('takes the server and key from HERALD_URL / HERALD_API_KEY, and replays with an idempotency key', async () => {
     const env = { HERALD_URL: app.url, HERALD_API_KEY: acme.serviceKey };
-    const args = ['send', '--type', 'deploy', '--to', 'idem', '--var', 'version=2', '--idempotency-key', 'ci-build-77', '--json'];
+    const args = [
+      'send',
+      '--type',
+      'deploy',
+      '--to',
+      'idem',
+      '--var',
+      'version=2',
+      '--idempotency-key',
+      'ci-build-77',
+      '--json',
+    ];
     const first = await runCli(args, { env });
     const second = await runCli(args, { env });
     expect(first.code).toBe(0);
@@ -101,12 +174,31 @@ describe('herald send', () => {
     const noKeyEnv = { HERALD_API_KEY: undefined };
     const keyFile = join(dir, 'service-key');
     writeFileSync(keyFile, `${acme.serviceKey}\n`); // as `echo` or a mounted secret writes it
-    const fromFile = await runCli(['send', '--type', 'deploy', '--to', 'keyfile_1', '--var', 'version=6', '--json', '--url', app.url, '--api-key-file', keyFile], { env: noKeyEnv });
+    const fromFile = await runCli(
+      [
+        'send',
+        '--type',
+        'deploy',
+        '--to',
+        'keyfile_1',
+        '--var',
+        'version=6',
+        '--json',
+        '--url',
+        app.url,
+        '--api-key-file',
+        keyFile,
+      ],
+      { env: noKeyEnv },
+    );
     expect(fromFile.stderr).toBe('');
     expect(fromFile.code).toBe(0);
     expect(JSON.parse(fromFile.stdout).events).toHaveLength(1);
 
-    const fromStdin = await runCli(['events', 'list', '--external-id', 'keyfile_1', '--json', '--url', app.url, '--api-key-file', '-'], { env: noKeyEnv, input: acme.serviceKey });
+    const fromStdin = await runCli(
+      ['events', 'list', '--external-id', 'keyfile_1', '--json', '--url', app.url, '--api-key-file', '-'],
+      { env: noKeyEnv, input: acme.serviceKey },
+    );
     expect(fromStdin.code).toBe(0);
     expect(JSON.parse(fromStdin.stdout).items).toHaveLength(1);
 
@@ -122,15 +214,25 @@ describe('herald send', () => {
     ['both --api-key and --api-key-file', ['--api-key', 'sk_x', '--api-key-file', '/dev/null'], undefined, 'not both'],
     ['a missing --api-key-file', ['--api-key-file', '/nonexistent/key'], undefined, 'ENOENT'],
     ['an empty --api-key-file', ['--api-key-file', '-'], '\n', 'is empty'],
-    ['stdin asked for the key and the secrets', ['--api-key-file', '-', '--secrets-file', '-'], '{}', 'cannot both come from stdin'],
+    [
+      'stdin asked for the key and the secrets',
+      ['--api-key-file', '-', '--secrets-file', '-'],
+      '{}',
+      'cannot both come from stdin',
+    ],
   ])('exits 2 for %s', async (_name, args, input, message) => {
-    const res = await runCli(['send', '--type', 'deploy', '--to', 'x', '--url', app.url, ...args], { env: { HERALD_API_KEY: undefined }, input });
+    const res = await runCli(['send', '--type', 'deploy', '--to', 'x', '--url', app.url, ...args], {
+      env: { HERALD_API_KEY: undefined },
+      input,
+    });
     expect(res.code).toBe(2);
     expect(res.stderr).toContain(message);
   });
 
   it('exits 2 without a server or key', async () => {
-    const res = await runCli(['send', '--type', 'deploy', '--to', 'x'], { env: { HERALD_URL: undefined, HERALD_API_KEY: undefined } });
+    const res = await runCli(['send', '--type', 'deploy', '--to', 'x'], {
+      env: { HERALD_URL: undefined, HERALD_API_KEY: undefined },
+    });
     expect(res.code).toBe(2);
     expect(res.stderr).toContain('HERALD_URL');
   });
@@ -138,11 +240,30 @@ describe('herald send', () => {
 
 describe('herald events', () => {
   it('gets one event and lists the activity log', async () => {
-    const sent = await runCli(['send', '--type', 'deploy', '--to', 'ev_1', '--var', 'version=3', '--var', 'who=ci', '--secret', 'code=zz-hidden', '--wait', '--json', ...remote()]);
+    const sent = await runCli([
+      'send',
+      '--type',
+      'deploy',
+      '--to',
+      'ev_1',
+      '--var',
+      'version=3',
+      '--var',
+      'who=ci',
+      '--secret',
+      'code=zz-hidden',
+      '--wait',
+      '--json',
+      ...remote(),
+    ]);
     const id = JSON.parse(sent.stdout).events[0].event_id;
     const got = await runCli(['events', 'get', id, '--json', ...remote()]);
     expect(got.code).toBe(0);
-    expect(JSON.parse(got.stdout)).toMatchObject({ event_id: id, status: 'delivered', variables: { version: '3', code: '********' } });
+    expect(JSON.parse(got.stdout)).toMatchObject({
+      event_id: id,
+      status: 'delivered',
+      variables: { version: '3', code: '********' },
+    });
     const human = await runCli(['events', 'get', id, ...remote()]);
     expect(human.stdout).toContain('delivered');
     expect(human.stdout).not.toContain('zz-hidden');

@@ -17,14 +17,20 @@ let env: Record<string, string>;
 beforeAll(async () => {
   db = await createTestDatabase();
   dataDir = mkdtempSync(join(tmpdir(), 'herald-cli-'));
-  env = { DATABASE_URL: db.url, HERALD_ENCRYPTION_KEYS: `k1:${generateKey()}`, HERALD_MODE: 'multi', HERALD_LOG_LEVEL: 'warn' };
+  env = {
+    DATABASE_URL: db.url,
+    HERALD_ENCRYPTION_KEYS: `k1:${generateKey()}`,
+    HERALD_MODE: 'multi',
+    HERALD_LOG_LEVEL: 'warn',
+  };
 });
 afterAll(async () => {
   await db?.drop();
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
-const herald = (args: string[], extraEnv: Record<string, string> = {}) => runCli([...args, '--data-dir', dataDir], { env: { ...env, ...extraEnv } });
+const herald = (args: string[], extraEnv: Record<string, string> = {}) =>
+  runCli([...args, '--data-dir', dataDir], { env: { ...env, ...extraEnv } });
 
 async function sql<T>(text: string, params: unknown[] = []): Promise<T[]> {
   const client = new Client({ connectionString: db.url });
@@ -63,13 +69,19 @@ describe('herald users and herald tenants', { timeout: 180_000 }, () => {
     const out = JSON.parse(res.stdout);
     expect(out).toMatchObject({ id: expect.any(String), name: 'Acme CLI', archived: false });
     tenantId = out.id;
-    expect(await sql(`SELECT role, is_default FROM memberships WHERE tenant_id = $1`, [tenantId])).toEqual([{ role: 'owner', is_default: true }]);
-    expect(await sql(`SELECT key FROM brands WHERE tenant_id = $1 AND is_default`, [tenantId])).toEqual([{ key: 'default' }]);
+    expect(await sql(`SELECT role, is_default FROM memberships WHERE tenant_id = $1`, [tenantId])).toEqual([
+      { role: 'owner', is_default: true },
+    ]);
+    expect(await sql(`SELECT key FROM brands WHERE tenant_id = $1 AND is_default`, [tenantId])).toEqual([
+      { key: 'default' },
+    ]);
     expect((await herald(['tenants', 'create', 'X', '--owner', 'nobody@cli.example.test'])).code).toBe(1);
   });
 
   it('tenants rename, archive and unarchive; list shows the state', async () => {
-    expect(JSON.parse((await herald(['tenants', 'rename', tenantId, 'Acme Renamed', '--json'])).stdout).name).toBe('Acme Renamed');
+    expect(JSON.parse((await herald(['tenants', 'rename', tenantId, 'Acme Renamed', '--json'])).stdout).name).toBe(
+      'Acme Renamed',
+    );
     expect(JSON.parse((await herald(['tenants', 'archive', tenantId, '--json'])).stdout).archived).toBe(true);
     const list = JSON.parse((await herald(['tenants', 'list', '--json'])).stdout);
     expect(list).toEqual([expect.objectContaining({ id: tenantId, name: 'Acme Renamed', archived: true })]);
@@ -78,7 +90,16 @@ describe('herald users and herald tenants', { timeout: 180_000 }, () => {
   });
 
   it('tenants limits lists, sets and unsets plan caps and rate limits', async () => {
-    const set = await herald(['tenants', 'limits', tenantId, '--set', 'brands=25', '--set', 'rate:trigger=600', '--json']);
+    const set = await herald([
+      'tenants',
+      'limits',
+      tenantId,
+      '--set',
+      'brands=25',
+      '--set',
+      'rate:trigger=600',
+      '--json',
+    ]);
     expect(set.code).toBe(0);
     expect(JSON.parse(set.stdout)).toEqual({ tenant_id: tenantId, limits: { brands: 25, 'rate:trigger': 600 } });
     const unset = await herald(['tenants', 'limits', tenantId, '--unset', 'rate:trigger', '--json']);
@@ -86,15 +107,36 @@ describe('herald users and herald tenants', { timeout: 180_000 }, () => {
   });
 
   it('users list, reset-password and verify', async () => {
-    expect((await herald(['users', 'create', 'dev@cli.example.test', '--password', 'a fine passphrase', '--tenant', tenantId])).code).toBe(0);
+    expect(
+      (
+        await herald([
+          'users',
+          'create',
+          'dev@cli.example.test',
+          '--password',
+          'a fine passphrase',
+          '--tenant',
+          tenantId,
+        ])
+      ).code,
+    ).toBe(0);
     const list = JSON.parse((await herald(['users', 'list', '--json'])).stdout);
     expect(list).toEqual([
       expect.objectContaining({ email, email_verified: true, tenants: 1 }),
       expect.objectContaining({ email: 'dev@cli.example.test', email_verified: false, tenants: 1 }),
     ]);
-    const reset = await herald(['users', 'reset-password', 'dev@cli.example.test', '--password', 'another passphrase', '--json']);
+    const reset = await herald([
+      'users',
+      'reset-password',
+      'dev@cli.example.test',
+      '--password',
+      'another passphrase',
+      '--json',
+    ]);
     expect(reset.code).toBe(0);
-    const [row] = await sql<{ password_hash: string }>(`SELECT password_hash FROM users WHERE email = 'dev@cli.example.test'`);
+    const [row] = await sql<{ password_hash: string }>(
+      `SELECT password_hash FROM users WHERE email = 'dev@cli.example.test'`,
+    );
     expect(await verifyPassword(row!.password_hash, 'another passphrase')).toBe(true);
     const verify = await herald(['users', 'verify', 'dev@cli.example.test', '--json']);
     expect(JSON.parse(verify.stdout)).toMatchObject({ email: 'dev@cli.example.test', email_verified: true });

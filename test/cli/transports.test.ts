@@ -14,7 +14,9 @@ import { sendTenantEmail } from '../../server/channels/email/transport.ts';
 import { runTempDir } from '../support/tmp.ts';
 
 const SMTP_PASS = 'cli-smtp-Secret-5150';
-const apnsKey = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+const apnsKey = generateKeyPairSync('ec', { namedCurve: 'prime256v1' })
+  .privateKey.export({ type: 'pkcs8', format: 'pem' })
+  .toString();
 
 let app: TestApp;
 let smtp: SmtpPeer;
@@ -23,7 +25,10 @@ let other: TenantFixture;
 let dir: string;
 const outputs: CliResult[] = [];
 
-async function herald(args: string[], options: { input?: string; env?: Record<string, string | undefined> } = {}): Promise<CliResult> {
+async function herald(
+  args: string[],
+  options: { input?: string; env?: Record<string, string | undefined> } = {},
+): Promise<CliResult> {
   const result = await runCli(args, {
     input: options.input,
     env: {
@@ -49,7 +54,10 @@ beforeAll(async () => {
   other = await createTenantFixture(app, 'NoTransport');
   dir = runTempDir('herald-cli-transports-');
   writeFileSync(join(dir, 'AuthKey.p8'), apnsKey);
-  writeFileSync(join(dir, 'apns.json'), JSON.stringify({ team_id: 'TEAM123456', key_id: 'KEYID12345', bundle_id: 'com.acme.app', environment: 'sandbox' }));
+  writeFileSync(
+    join(dir, 'apns.json'),
+    JSON.stringify({ team_id: 'TEAM123456', key_id: 'KEYID12345', bundle_id: 'com.acme.app', environment: 'sandbox' }),
+  );
 });
 afterAll(async () => {
   await app?.close();
@@ -61,23 +69,63 @@ describe('herald transports email (local mode)', () => {
     const local = await herald(['transports', 'email', 'test', '--tenant', other.tenantId, '--to', 'ops@cli.test']);
     expect(local.code, local.stderr).toBe(1);
     expect(local.stderr).toMatch(/No email transport is configured/);
-    const remote = await herald(['transports', 'email', 'test', '--url', app.url, '--api-key', other.serviceKey, '--to', 'ops@cli.test']);
+    const remote = await herald([
+      'transports',
+      'email',
+      'test',
+      '--url',
+      app.url,
+      '--api-key',
+      other.serviceKey,
+      '--to',
+      'ops@cli.test',
+    ]);
     expect(remote.code, remote.stderr).toBe(1);
     expect(remote.stderr).toMatch(/HTTP 422: No email transport is configured/);
     const install = await herald(['transports', 'email', 'test', '--install', '--to', 'ops@cli.test']);
     expect(install.code, install.stderr).toBe(1);
     expect(install.stderr).toMatch(/The install has no SMTP/);
-    const badAddress = await herald(['transports', 'email', 'test', '--tenant', other.tenantId, '--to', 'not-an-address']);
+    const badAddress = await herald([
+      'transports',
+      'email',
+      'test',
+      '--tenant',
+      other.tenantId,
+      '--to',
+      'not-an-address',
+    ]);
     expect(badAddress.code).toBe(2);
   });
 
   it('set reads the password from stdin, then test sends through the transport', async () => {
     const set = await herald(
-      ['transports', 'email', 'set', '--tenant', t.tenantId, '--host', '127.0.0.1', '--port', String(smtp.port), '--username', 'cli', '--password-file', '-', '--from-email', 'noreply@cli.test', '--json'],
+      [
+        'transports',
+        'email',
+        'set',
+        '--tenant',
+        t.tenantId,
+        '--host',
+        '127.0.0.1',
+        '--port',
+        String(smtp.port),
+        '--username',
+        'cli',
+        '--password-file',
+        '-',
+        '--from-email',
+        'noreply@cli.test',
+        '--json',
+      ],
       { input: `${SMTP_PASS}\n` },
     );
     expect(set.code, set.stderr).toBe(0);
-    expect(JSON.parse(set.stdout)).toMatchObject({ configured: true, host: '127.0.0.1', username: 'cli', credentials_unreadable: false });
+    expect(JSON.parse(set.stdout)).toMatchObject({
+      configured: true,
+      host: '127.0.0.1',
+      username: 'cli',
+      credentials_unreadable: false,
+    });
     const test = await herald(['transports', 'email', 'test', '--tenant', t.tenantId, '--to', 'ops@cli.test']);
     expect(test.code, test.stderr).toBe(0);
     expect(test.stdout).toMatch(/^sent \(message id .+\)/);
@@ -87,12 +135,31 @@ describe('herald transports email (local mode)', () => {
 
   it('set-default stores the install default SMTP, used for tenants without a transport', async () => {
     const res = await herald(
-      ['transports', 'email', 'set-default', '--host', '127.0.0.1', '--port', String(smtp.port), '--username', 'cli', '--password-file', '-', '--from', 'Herald <herald@cli.test>'],
+      [
+        'transports',
+        'email',
+        'set-default',
+        '--host',
+        '127.0.0.1',
+        '--port',
+        String(smtp.port),
+        '--username',
+        'cli',
+        '--password-file',
+        '-',
+        '--from',
+        'Herald <herald@cli.test>',
+      ],
       { input: SMTP_PASS },
     );
     expect(res.code, res.stderr).toBe(0);
     expect(res.stdout).toMatch(/install default SMTP set to 127\.0\.0\.1/);
-    const sent = await sendTenantEmail(app.runtime, app.runtime.orm.em.fork(), other.tenantId, { to: 'x@cli.test', subject: 'Default', html: '<p>d</p>', text: 'd' });
+    const sent = await sendTenantEmail(app.runtime, app.runtime.orm.em.fork(), other.tenantId, {
+      to: 'x@cli.test',
+      subject: 'Default',
+      html: '<p>d</p>',
+      text: 'd',
+    });
     expect(sent.status).toBe('sent');
     const mail = await smtp.waitFor((m) => m.parsed.subject === 'Default');
     expect(mail.parsed.from?.value[0]?.address).toBe('herald@cli.test');
@@ -104,7 +171,16 @@ describe('herald transports email (local mode)', () => {
     expect(res.stdout).toMatch(/^sent \(message id .+\)/);
     const mail = await smtp.waitFor((m) => m.envelope.to.includes('install@cli.test'));
     expect(mail.parsed.from?.value[0]?.address).toBe('herald@cli.test');
-    const both = await herald(['transports', 'email', 'test', '--install', '--tenant', t.tenantId, '--to', 'install@cli.test']);
+    const both = await herald([
+      'transports',
+      'email',
+      'test',
+      '--install',
+      '--tenant',
+      t.tenantId,
+      '--to',
+      'install@cli.test',
+    ]);
     expect(both.code).toBe(2);
   });
 
@@ -120,21 +196,62 @@ describe('herald transports email (local mode)', () => {
 
 describe('herald transports push (remote mode)', () => {
   it('sets webpush with generated keys and apns from a settings file and a key file', async () => {
-    const web = await herald(['transports', 'push', 'set', 'webpush', '--url', app.url, '--api-key', t.serviceKey, '--subject', 'mailto:ops@cli.test', '--json']);
+    const web = await herald([
+      'transports',
+      'push',
+      'set',
+      'webpush',
+      '--url',
+      app.url,
+      '--api-key',
+      t.serviceKey,
+      '--subject',
+      'mailto:ops@cli.test',
+      '--json',
+    ]);
     expect(web.code, web.stderr).toBe(0);
     expect(JSON.parse(web.stdout).settings.public_key).toMatch(/^[A-Za-z0-9_-]{87}$/);
-    const ios = await herald(['transports', 'push', 'set', 'apns', '--file', join(dir, 'apns.json'), '--private-key-file', join(dir, 'AuthKey.p8')], {
-      env: { HERALD_URL: app.url, HERALD_API_KEY: t.serviceKey },
-    });
+    const ios = await herald(
+      [
+        'transports',
+        'push',
+        'set',
+        'apns',
+        '--file',
+        join(dir, 'apns.json'),
+        '--private-key-file',
+        join(dir, 'AuthKey.p8'),
+      ],
+      {
+        env: { HERALD_URL: app.url, HERALD_API_KEY: t.serviceKey },
+      },
+    );
     expect(ios.code, ios.stderr).toBe(0);
     expect(ios.stdout).toMatch(/apns push transport saved/);
-    const list = await herald(['transports', 'push', 'list', '--json'], { env: { HERALD_URL: app.url, HERALD_API_KEY: t.serviceKey } });
+    const list = await herald(['transports', 'push', 'list', '--json'], {
+      env: { HERALD_URL: app.url, HERALD_API_KEY: t.serviceKey },
+    });
     expect(list.code, list.stderr).toBe(0);
     expect(JSON.parse(list.stdout).map((p: { provider: string }) => p.provider)).toEqual(['apns', 'webpush']);
   });
 
   it('reports the API validation error with exit 2, and a bad service key with exit 1', async () => {
-    const bad = await herald(['transports', 'push', 'set', 'apns', '--url', app.url, '--api-key', t.serviceKey, '--file', join(dir, 'apns.json'), '--team-id', 'x', '--private-key-file', join(dir, 'AuthKey.p8')]);
+    const bad = await herald([
+      'transports',
+      'push',
+      'set',
+      'apns',
+      '--url',
+      app.url,
+      '--api-key',
+      t.serviceKey,
+      '--file',
+      join(dir, 'apns.json'),
+      '--team-id',
+      'x',
+      '--private-key-file',
+      join(dir, 'AuthKey.p8'),
+    ]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/HTTP 422: body\.team_id/);
     const denied = await herald(['transports', 'push', 'list', '--url', app.url, '--api-key', 'sk_wrong']);
@@ -145,6 +262,7 @@ describe('herald transports push (remote mode)', () => {
   it('never prints a secret', () => {
     const all = outputs.map((o) => o.stdout + o.stderr).join('\n');
     expect(outputs.length).toBeGreaterThanOrEqual(8);
-    for (const secret of [SMTP_PASS, ...apnsKey.split('\n').filter((l) => l.length > 40)]) expect(all).not.toContain(secret);
+    for (const secret of [SMTP_PASS, ...apnsKey.split('\n').filter((l) => l.length > 40)])
+      expect(all).not.toContain(secret);
   });
 });

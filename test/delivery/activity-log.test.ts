@@ -1,7 +1,13 @@
 // GET /v1/notifications: the activity log, newest first, filters, cursor paging, secrets masked.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
-import { insertInboxTemplate, createTenantFixture, insertNotificationType, waitForFinal, type TenantFixture } from '../support/fixtures.ts';
+import {
+  insertInboxTemplate,
+  createTenantFixture,
+  insertNotificationType,
+  waitForFinal,
+  type TenantFixture,
+} from '../support/fixtures.ts';
 
 let app: TestApp;
 let acme: TenantFixture;
@@ -17,7 +23,13 @@ beforeAll(async () => {
     await insertInboxTemplate(app, acme.tenantId, { type: key, title: key, content: 'pin {{ pin }}' });
   }
   await insertNotificationType(app, other.tenantId, { key: 'alpha' });
-  for (const [type, recipient] of [['alpha', 'u1'], ['beta', 'u2'], ['alpha', 'u2'], ['beta', 'u1'], ['alpha', 'u3']] as const) {
+  for (const [type, recipient] of [
+    ['alpha', 'u1'],
+    ['beta', 'u2'],
+    ['alpha', 'u2'],
+    ['beta', 'u1'],
+    ['alpha', 'u3'],
+  ] as const) {
     const res = await app.request('POST', '/v1/notifications', {
       token: acme.serviceKey,
       body: { type, recipients: [recipient], variables: { visible: 'yes' }, secret_variables: { pin: 'pin-9931' } },
@@ -25,7 +37,10 @@ beforeAll(async () => {
     expect(res.status).toBe(202);
     triggered.push(res.body.events[0].event_id);
   }
-  await app.request('POST', '/v1/notifications', { token: other.serviceKey, body: { type: 'alpha', recipients: ['u1'] } });
+  await app.request('POST', '/v1/notifications', {
+    token: other.serviceKey,
+    body: { type: 'alpha', recipients: ['u1'] },
+  });
   await waitForFinal(app, triggered);
 });
 afterAll(async () => {
@@ -51,7 +66,9 @@ describe('GET /v1/notifications', () => {
 
   it('filters by type, status and external_id', async () => {
     expect((await list('?type=alpha')).body.items).toHaveLength(3);
-    expect((await list('?type=beta&external_id=u1')).body.items.map((e: { event_id: string }) => e.event_id)).toEqual([triggered[3]]);
+    expect((await list('?type=beta&external_id=u1')).body.items.map((e: { event_id: string }) => e.event_id)).toEqual([
+      triggered[3],
+    ]);
     expect((await list('?status=delivered')).body.items).toHaveLength(5);
     expect((await list('?status=failed')).body.items).toHaveLength(0);
   });
@@ -62,7 +79,9 @@ describe('GET /v1/notifications', () => {
     const second = await list(`?limit=2&cursor=${first.body.next_cursor}`);
     const third = await list(`?limit=2&cursor=${second.body.next_cursor}`);
     expect(third.body.next_cursor).toBeNull();
-    const all = [...first.body.items, ...second.body.items, ...third.body.items].map((e: { event_id: string }) => e.event_id);
+    const all = [...first.body.items, ...second.body.items, ...third.body.items].map(
+      (e: { event_id: string }) => e.event_id,
+    );
     expect(all).toEqual([...triggered].reverse());
   });
 
@@ -80,9 +99,12 @@ describe('GET /v1/notifications', () => {
     expect((await list('', token)).status).toBe(403);
   });
 
-  it.each([['?limit=0'], ['?limit=500'], ['?status=bogus'], ['?cursor=not-a-cursor'], ['?type=NOT%20A%20KEY']])('answers 422 for %s', async (query) => {
-    const res = await list(query);
-    expect(res.status).toBe(422);
-    expect(res.body.detail[0].loc[0]).toBe('query');
-  });
+  it.each([['?limit=0'], ['?limit=500'], ['?status=bogus'], ['?cursor=not-a-cursor'], ['?type=NOT%20A%20KEY']])(
+    'answers 422 for %s',
+    async (query) => {
+      const res = await list(query);
+      expect(res.status).toBe(422);
+      expect(res.body.detail[0].loc[0]).toBe('query');
+    },
+  );
 });

@@ -17,9 +17,19 @@ import { startApnsPeer, type ApnsPeer } from '../support/apns-peer.ts';
 import { startFcmPeer, type FcmPeer } from '../support/fcm-peer.ts';
 import { startWebPushService, type TestSubscription, type WebPushService } from '../support/web-push-service.ts';
 
-const apnsKey = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-const fcmKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-const apnsSettings = { team_id: 'TEAM123456', key_id: 'KEYID12345', bundle_id: 'com.acme.shop', environment: 'sandbox', private_key: apnsKey };
+const apnsKey = generateKeyPairSync('ec', { namedCurve: 'prime256v1' })
+  .privateKey.export({ type: 'pkcs8', format: 'pem' })
+  .toString();
+const fcmKey = generateKeyPairSync('rsa', { modulusLength: 2048 })
+  .privateKey.export({ type: 'pkcs8', format: 'pem' })
+  .toString();
+const apnsSettings = {
+  team_id: 'TEAM123456',
+  key_id: 'KEYID12345',
+  bundle_id: 'com.acme.shop',
+  environment: 'sandbox',
+  private_key: apnsKey,
+};
 const serviceAccount = {
   type: 'service_account',
   project_id: 'acme-shop',
@@ -49,7 +59,13 @@ async function api(method: string, path: string, body?: unknown, token = acme.se
 
 interface EventView {
   status: string;
-  deliveries: Array<{ channel: string; status: string; reason: string | null; provider: string | null; last_error: string | null }>;
+  deliveries: Array<{
+    channel: string;
+    status: string;
+    reason: string | null;
+    provider: string | null;
+    last_error: string | null;
+  }>;
 }
 
 async function triggerAndWait(body: Record<string, unknown>): Promise<Record<string, EventView>> {
@@ -59,7 +75,8 @@ async function triggerAndWait(body: Record<string, unknown>): Promise<Record<str
     out[e.external_id] = await eventually(
       async () => {
         const view = (await api('GET', `/v1/notifications/${e.event_id}`)) as EventView;
-        if (['queued', 'processing'].includes(view.status)) throw new Error(`event ${e.event_id} not final: ${JSON.stringify(view)}`);
+        if (['queued', 'processing'].includes(view.status))
+          throw new Error(`event ${e.event_id} not final: ${JSON.stringify(view)}`);
         return view;
       },
       { timeoutMs: 30_000 },
@@ -72,9 +89,17 @@ const summary = (view: EventView) =>
   view.deliveries.map((d) => `${d.channel}:${d.status}${d.reason ? `:${d.reason}` : ''}`).sort();
 
 /** Reads a contact's SSE stream until `count` notification events arrived. */
-async function streamNotifications(contactId: string, token: string, count: number, started: (ready: () => void) => void) {
+async function streamNotifications(
+  contactId: string,
+  token: string,
+  count: number,
+  started: (ready: () => void) => void,
+) {
   const controller = new AbortController();
-  const res = await fetch(`${app.url}/v1/contacts/${contactId}/stream`, { headers: { authorization: `Bearer ${token}` }, signal: controller.signal });
+  const res = await fetch(`${app.url}/v1/contacts/${contactId}/stream`, {
+    headers: { authorization: `Bearer ${token}` },
+    signal: controller.signal,
+  });
   expect(res.status).toBe(200);
   const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
   const received: Array<{ event: string; data: any }> = [];
@@ -107,8 +132,17 @@ async function streamNotifications(contactId: string, token: string, count: numb
 beforeAll(async () => {
   smtp = await startSmtpPeer();
   dns = await startDnsServer();
-  apns = await startApnsPeer({ privateKeyPem: apnsKey, teamId: apnsSettings.team_id, keyId: apnsSettings.key_id, bundleId: apnsSettings.bundle_id });
-  fcm = await startFcmPeer({ privateKeyPem: fcmKey, clientEmail: serviceAccount.client_email, projectId: serviceAccount.project_id });
+  apns = await startApnsPeer({
+    privateKeyPem: apnsKey,
+    teamId: apnsSettings.team_id,
+    keyId: apnsSettings.key_id,
+    bundleId: apnsSettings.bundle_id,
+  });
+  fcm = await startFcmPeer({
+    privateKeyPem: fcmKey,
+    clientEmail: serviceAccount.client_email,
+    projectId: serviceAccount.project_id,
+  });
   pushService = await startWebPushService();
   app = await startTestApp({
     config: {
@@ -125,12 +159,25 @@ beforeAll(async () => {
   acme = await createTenantFixture(app, 'Acme');
 
   // Transports, sender domain (verified against the local DNS), brand, type and templates: all over HTTP.
-  await api('PUT', '/v1/email-transport', { host: smtp.host, port: smtp.port, secure: false, from_email: 'robot@acme.test', from_name: 'Acme Robot' });
+  await api('PUT', '/v1/email-transport', {
+    host: smtp.host,
+    port: smtp.port,
+    secure: false,
+    from_email: 'robot@acme.test',
+    from_name: 'Acme Robot',
+  });
   const domain = await api('POST', '/v1/sender-domains', { domain: 'mail.acme.test' });
-  for (const record of domain.dns_records as Array<{ type: string; name: string; value: string }>) if (record.type === 'TXT') dns.publishTxt(record.name, record.value);
+  for (const record of domain.dns_records as Array<{ type: string; name: string; value: string }>)
+    if (record.type === 'TXT') dns.publishTxt(record.name, record.value);
   expect((await api('POST', '/v1/sender-domains/mail.acme.test/refresh')).status).toBe('verified');
-  await api('PUT', '/v1/brandings/default/values', { values: { name: 'Acme Shop', colour: '#ff5500', logo_url: 'https://acme.test/logo.png' } });
-  await api('PUT', '/v1/brandings/default/sender', { from_name: 'Acme Shop', from_email: 'news@mail.acme.test', reply_to: 'help@acme.test' });
+  await api('PUT', '/v1/brandings/default/values', {
+    values: { name: 'Acme Shop', colour: '#ff5500', logo_url: 'https://acme.test/logo.png' },
+  });
+  await api('PUT', '/v1/brandings/default/sender', {
+    from_name: 'Acme Shop',
+    from_email: 'news@mail.acme.test',
+    reply_to: 'help@acme.test',
+  });
   await api('POST', '/v1/notification-types', {
     key: 'order_shipped',
     name: 'Order shipped',
@@ -155,14 +202,23 @@ beforeAll(async () => {
   await api('PUT', '/v1/push-transport/webpush', { subject: 'mailto:ops@acme.test' });
 
   // Three contacts, one device each.
-  for (const [externalId, name] of [['ann', 'Ann'], ['bob', 'Bob'], ['cy', 'Cy']] as const) {
-    contactIds[externalId] = (await api('POST', '/v1/contacts', { external_id: externalId, name, email: `${externalId}@example.test` })).id;
+  for (const [externalId, name] of [
+    ['ann', 'Ann'],
+    ['bob', 'Bob'],
+    ['cy', 'Cy'],
+  ] as const) {
+    contactIds[externalId] = (
+      await api('POST', '/v1/contacts', { external_id: externalId, name, email: `${externalId}@example.test` })
+    ).id;
   }
   await api('POST', `/v1/contacts/${contactIds.ann}/push-subscriptions`, { provider: 'apns', token: annToken });
   await api('POST', `/v1/contacts/${contactIds.bob}/push-subscriptions`, { provider: 'fcm', token: bobToken });
   const { public_key } = await api('GET', '/v1/web-push/public-key');
   cySubscription = await pushService.subscribe(public_key);
-  await api('POST', `/v1/contacts/${contactIds.cy}/push-subscriptions`, { provider: 'webpush', subscription: { endpoint: cySubscription.endpoint, keys: cySubscription.keys } });
+  await api('POST', `/v1/contacts/${contactIds.cy}/push-subscriptions`, {
+    provider: 'webpush',
+    subscription: { endpoint: cySubscription.endpoint, keys: cySubscription.keys },
+  });
 });
 
 afterAll(async () => {
@@ -193,10 +249,29 @@ describe('a trigger for three recipients, over every channel', () => {
 
   it('delivers every channel each contact has a destination for', () => {
     // Skipped deliveries do not count: every attempted one succeeded.
-    expect([events.ann!.status, events.bob!.status, events.cy!.status]).toEqual(['delivered', 'delivered', 'delivered']);
-    expect(summary(events.ann!)).toEqual(['email:sent', 'inbox:delivered', 'push:sent', 'web_push:skipped:no_destination']);
-    expect(summary(events.bob!)).toEqual(['email:sent', 'inbox:delivered', 'push:sent', 'web_push:skipped:no_destination']);
-    expect(summary(events.cy!)).toEqual(['email:sent', 'inbox:delivered', 'push:skipped:no_destination', 'web_push:sent']);
+    expect([events.ann!.status, events.bob!.status, events.cy!.status]).toEqual([
+      'delivered',
+      'delivered',
+      'delivered',
+    ]);
+    expect(summary(events.ann!)).toEqual([
+      'email:sent',
+      'inbox:delivered',
+      'push:sent',
+      'web_push:skipped:no_destination',
+    ]);
+    expect(summary(events.bob!)).toEqual([
+      'email:sent',
+      'inbox:delivered',
+      'push:sent',
+      'web_push:skipped:no_destination',
+    ]);
+    expect(summary(events.cy!)).toEqual([
+      'email:sent',
+      'inbox:delivered',
+      'push:skipped:no_destination',
+      'web_push:sent',
+    ]);
     expect(events.ann!.deliveries.find((d) => d.channel === 'push')!.provider).toBe('apns');
     expect(lastUsed).toEqual({ ann: true, bob: true, cy: true });
     expect(events.bob!.deliveries.find((d) => d.channel === 'push')!.provider).toBe('fcm');
@@ -204,7 +279,11 @@ describe('a trigger for three recipients, over every channel', () => {
 
   it('puts the item in the inbox and on the connected stream', async () => {
     const item = annStream.find((e) => e.event === 'notification')!.data;
-    expect(item).toMatchObject({ type: 'order_shipped', title: 'Order A-100 shipped', action_url: 'https://acme.test/orders/A-100' });
+    expect(item).toMatchObject({
+      type: 'order_shipped',
+      title: 'Order A-100 shipped',
+      action_url: 'https://acme.test/orders/A-100',
+    });
     const token = (await api('POST', '/v1/contacts/tokens', { external_id: 'ann' })).token;
     const inbox = await api('GET', `/v1/contacts/${contactIds.ann}/notifications`, undefined, token);
     expect(inbox.items.map((i: { id: string }) => i.id)).toContain(item.id);
@@ -247,17 +326,31 @@ describe('a trigger for three recipients, over every channel', () => {
 
   it('reaches the web push service, which decrypts the payload (RFC 8291)', async () => {
     const [payload] = await pushService.messages(cySubscription.clientHash);
-    expect(JSON.parse(payload!)).toMatchObject({ title: 'Order A-100 shipped', body: 'Your order A-100 is on its way.', action_url: 'https://acme.test/orders/A-100' });
+    expect(JSON.parse(payload!)).toMatchObject({
+      title: 'Order A-100 shipped',
+      body: 'Your order A-100 is on its way.',
+      action_url: 'https://acme.test/orders/A-100',
+    });
   });
 });
 
 describe('preferences and dead destinations', () => {
   it('an opt-out skips exactly that channel', async () => {
     const bobContactToken = (await api('POST', '/v1/contacts/tokens', { external_id: 'bob' })).token;
-    await api('PUT', `/v1/contacts/${contactIds.bob}/preferences`, { type: 'order_shipped', channel: 'email', enabled: false }, bobContactToken);
+    await api(
+      'PUT',
+      `/v1/contacts/${contactIds.bob}/preferences`,
+      { type: 'order_shipped', channel: 'email', enabled: false },
+      bobContactToken,
+    );
     const before = smtp.messages.length;
     const events = await triggerAndWait({ recipients: ['bob'], variables: { order_id: 'B-200' } });
-    expect(summary(events.bob!)).toEqual(['email:skipped:opted_out', 'inbox:delivered', 'push:sent', 'web_push:skipped:no_destination']);
+    expect(summary(events.bob!)).toEqual([
+      'email:skipped:opted_out',
+      'inbox:delivered',
+      'push:sent',
+      'web_push:skipped:no_destination',
+    ]);
     expect(smtp.messages.slice(before).some((m) => m.envelope.to.includes('bob@example.test'))).toBe(false);
     expect(fcm.received.filter((n) => n.token === bobToken)).toHaveLength(2);
   });
@@ -288,16 +381,27 @@ describe('a type without the inbox', () => {
       channel_defaults: { inbox: false, email: false, push: true, web_push: true },
       variables: [{ name: 'order_id', required: true }],
     });
-    await api('POST', '/v1/inbox-templates', { notification_type_key: 'order_pushed', title: 'Order {{ order_id }}', content: 'On its way.' });
+    await api('POST', '/v1/inbox-templates', {
+      notification_type_key: 'order_pushed',
+      title: 'Order {{ order_id }}',
+      content: 'On its way.',
+    });
     const danToken = 'd4'.repeat(32);
     const dan = (await api('POST', '/v1/contacts', { external_id: 'dan', name: 'Dan' })).id;
     await api('POST', `/v1/contacts/${dan}/push-subscriptions`, { provider: 'apns', token: danToken });
     const eve = (await api('POST', '/v1/contacts', { external_id: 'eve', name: 'Eve' })).id;
     const { public_key } = await api('GET', '/v1/web-push/public-key');
     const eveSubscription = await pushService.subscribe(public_key);
-    await api('POST', `/v1/contacts/${eve}/push-subscriptions`, { provider: 'webpush', subscription: { endpoint: eveSubscription.endpoint, keys: eveSubscription.keys } });
+    await api('POST', `/v1/contacts/${eve}/push-subscriptions`, {
+      provider: 'webpush',
+      subscription: { endpoint: eveSubscription.endpoint, keys: eveSubscription.keys },
+    });
 
-    const events = await triggerAndWait({ type: 'order_pushed', recipients: ['dan', 'eve'], variables: { order_id: 'E-500' } });
+    const events = await triggerAndWait({
+      type: 'order_pushed',
+      recipients: ['dan', 'eve'],
+      variables: { order_id: 'E-500' },
+    });
     expect(summary(events.dan!)).toEqual(['push:sent', 'web_push:skipped:no_destination']);
     expect(summary(events.eve!)).toEqual(['push:skipped:no_destination', 'web_push:sent']);
     expect(apns.received.filter((n) => n.token === danToken)).toHaveLength(1);

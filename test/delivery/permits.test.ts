@@ -46,7 +46,12 @@ describe('Permits', () => {
     const bulk1 = gatedWork(started, 'bulk1');
     const bulk2 = gatedWork(started, 'bulk2');
     const urgent = gatedWork(started, 'urgent');
-    const runs = [permits.run(false, first.work), permits.run(false, bulk1.work), permits.run(false, bulk2.work), permits.run(true, urgent.work)];
+    const runs = [
+      permits.run(false, first.work),
+      permits.run(false, bulk1.work),
+      permits.run(false, bulk2.work),
+      permits.run(true, urgent.work),
+    ];
     await tick();
     first.release();
     await tick();
@@ -67,8 +72,10 @@ describe('Permits', () => {
   });
 
   it('refuses a size that is not a positive integer, and a bulk share outside 1 to the size', () => {
-    for (const size of [0, -1, 1.5, Number.NaN]) expect(() => new Permits(size, { bulkPatienceMs: 1 })).toThrow(/positive integer/);
-    for (const bulkSize of [0, 3, 1.5]) expect(() => new Permits(2, { bulkPatienceMs: 1, bulkSize })).toThrow(/bulkSize/);
+    for (const size of [0, -1, 1.5, Number.NaN])
+      expect(() => new Permits(size, { bulkPatienceMs: 1 })).toThrow(/positive integer/);
+    for (const bulkSize of [0, 3, 1.5])
+      expect(() => new Permits(2, { bulkPatienceMs: 1, bulkSize })).toThrow(/bulkSize/);
   });
 
   it('runs at most bulkSize bulk works at once, keeping the rest for urgent work', async () => {
@@ -103,7 +110,12 @@ describe('Permits', () => {
     const running = gatedWork(started, 'running');
     const bulk = gatedWork(started, 'bulk');
     const urgent = [1, 2, 3].map((n) => gatedWork(started, `urgent${n}`));
-    const runs = [permits.run(true, running.work), permits.run(false, bulk.work), permits.run(true, urgent[0]!.work), permits.run(true, urgent[1]!.work)];
+    const runs = [
+      permits.run(true, running.work),
+      permits.run(false, bulk.work),
+      permits.run(true, urgent[0]!.work),
+      permits.run(true, urgent[1]!.work),
+    ];
     await tick();
     now = 999; // the bulk waiter is still within its patience: urgent work goes first
     running.release();
@@ -129,7 +141,9 @@ describe("a fetched batch's inbox runs", () => {
     const broadcast = (id: string) => ({ data: { event_ids: [id], bulk: true as const } });
     const trigger = { data: { event_ids: ['t'] } };
     const old = { data: { event_id: 'old' } };
-    expect(splitByUrgency([broadcast('b1'), broadcast('b2')])).toEqual([{ urgent: false, jobs: [broadcast('b1'), broadcast('b2')] }]);
+    expect(splitByUrgency([broadcast('b1'), broadcast('b2')])).toEqual([
+      { urgent: false, jobs: [broadcast('b1'), broadcast('b2')] },
+    ]);
     expect(splitByUrgency([trigger, broadcast('b1'), old, broadcast('b2')])).toEqual([
       { urgent: true, jobs: [trigger, old] },
       { urgent: false, jobs: [broadcast('b1'), broadcast('b2')] },

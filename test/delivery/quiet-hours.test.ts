@@ -41,7 +41,9 @@ describe('quietHoursEnd', () => {
 
   it('an end inside the skipped hour falls after the gap', () => {
     // New York skips 02:00-03:00 on 14 March 2027: quiet hours ending at 02:30 end at 03:00 EDT (07:00Z).
-    expect(iso(quietHoursEnd(at('2027-03-14T06:00:00Z'), 'America/New_York', { start: '23:00', end: '02:30' }))).toBe('2027-03-14T07:00:00.000Z');
+    expect(iso(quietHoursEnd(at('2027-03-14T06:00:00Z'), 'America/New_York', { start: '23:00', end: '02:30' }))).toBe(
+      '2027-03-14T07:00:00.000Z',
+    );
   });
 
   it('reads other zones, including half-hour offsets', () => {

@@ -3,7 +3,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { eventually } from '../support/eventually.ts';
-import { createTenantFixture, insertInboxTemplate, insertNotificationType, sqlOne, waitForFinal, type TenantFixture } from '../support/fixtures.ts';
+import {
+  createTenantFixture,
+  insertInboxTemplate,
+  insertNotificationType,
+  sqlOne,
+  waitForFinal,
+  type TenantFixture,
+} from '../support/fixtures.ts';
 
 const SECRET = 'otp-5521-secret-value';
 
@@ -14,12 +21,25 @@ let eventId: string;
 beforeAll(async () => {
   app = await startTestApp();
   acme = await createTenantFixture(app, 'Acme');
-  await insertNotificationType(app, acme.tenantId, { key: 'login_code', channels: { inbox: true }, variables: [{ name: 'code', required: true }] });
-  await insertInboxTemplate(app, acme.tenantId, { type: 'login_code', title: 'Your code', content: 'Code {{ code }} for {{ device }}' });
+  await insertNotificationType(app, acme.tenantId, {
+    key: 'login_code',
+    channels: { inbox: true },
+    variables: [{ name: 'code', required: true }],
+  });
+  await insertInboxTemplate(app, acme.tenantId, {
+    type: 'login_code',
+    title: 'Your code',
+    content: 'Code {{ code }} for {{ device }}',
+  });
   const res = await app.request('POST', '/v1/notifications', {
     token: acme.serviceKey,
     headers: { 'idempotency-key': 'login-code-1' },
-    body: { type: 'login_code', recipients: ['ann'], variables: { device: 'Firefox' }, secret_variables: { code: SECRET } },
+    body: {
+      type: 'login_code',
+      recipients: ['ann'],
+      variables: { device: 'Firefox' },
+      secret_variables: { code: SECRET },
+    },
   });
   expect(res.status).toBe(202);
   eventId = res.body.events[0].event_id;
@@ -39,7 +59,10 @@ describe('secret_variables', () => {
     const event = await app.request('GET', `/v1/notifications/${eventId}`, { token: acme.serviceKey });
     expect(event.body.variables).toEqual({ device: 'Firefox', code: '********' });
     const log = await app.request('GET', '/v1/notifications', { token: acme.serviceKey });
-    expect(log.body.items.find((e: { event_id: string }) => e.event_id === eventId).variables).toEqual({ device: 'Firefox', code: '********' });
+    expect(log.body.items.find((e: { event_id: string }) => e.event_id === eventId).variables).toEqual({
+      device: 'Firefox',
+      code: '********',
+    });
     expect(event.text + log.text).not.toContain(SECRET);
   });
 
@@ -49,10 +72,17 @@ describe('secret_variables', () => {
   });
 
   it('are absent from an export of the tenant', async () => {
-    const filed = await app.request('POST', `/v1/auth/tenants/${acme.tenantId}/data-requests`, { token: acme.ownerToken, body: { kind: 'export' } });
+    const filed = await app.request('POST', `/v1/auth/tenants/${acme.tenantId}/data-requests`, {
+      token: acme.ownerToken,
+      body: { kind: 'export' },
+    });
     expect(filed.status).toBe(202);
     const status = await eventually(async () => {
-      const read = (await app.request('GET', `/v1/auth/tenants/${acme.tenantId}/data-requests/${filed.body.id}`, { token: acme.ownerToken })).body;
+      const read = (
+        await app.request('GET', `/v1/auth/tenants/${acme.tenantId}/data-requests/${filed.body.id}`, {
+          token: acme.ownerToken,
+        })
+      ).body;
       expect(read.status).toBe('completed');
       return read;
     });
@@ -60,7 +90,10 @@ describe('secret_variables', () => {
     expect(download.status).toBe(200);
     expect(download.body.tables.events.map((e: { id: string }) => e.id)).toContain(eventId);
     // The delivered item is exported, with its secret-bearing text masked.
-    expect(download.body.tables.inbox_items.find((i: { event_id: string }) => i.event_id === eventId)).toMatchObject({ title: '********', body: '********' });
+    expect(download.body.tables.inbox_items.find((i: { event_id: string }) => i.event_id === eventId)).toMatchObject({
+      title: '********',
+      body: '********',
+    });
     // The idempotency record is exported without its request hash (which covers the secret values).
     expect(download.body.tables.idempotency_keys).toEqual([expect.objectContaining({ key: 'login-code-1' })]);
     expect(download.body.tables.idempotency_keys[0]).not.toHaveProperty('request_hash');

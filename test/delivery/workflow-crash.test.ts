@@ -9,7 +9,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { HERALD_BIN } from '../support/cli.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
-import { activeJobs, createTenantFixture, sql, sqlOne, untilHandedBack, waitForFinal, type TenantFixture } from '../support/fixtures.ts';
+import {
+  activeJobs,
+  createTenantFixture,
+  sql,
+  sqlOne,
+  untilHandedBack,
+  waitForFinal,
+  type TenantFixture,
+} from '../support/fixtures.ts';
 import { eventually } from '../support/eventually.ts';
 import { startSmtpPeer, type SmtpPeer } from '../support/smtp-peer.ts';
 
@@ -50,14 +58,30 @@ beforeAll(async () => {
   app = await startTestApp({ role: 'api' });
   home = mkdtempSync(join(tmpdir(), 'herald-wf-worker-'));
   acme = await createTenantFixture(app, 'Acme');
-  await api('PUT', '/v1/email-transport', { host: smtp.host, port: smtp.port, secure: false, from_email: 'robot@acme.test', from_name: 'Acme' });
+  await api('PUT', '/v1/email-transport', {
+    host: smtp.host,
+    port: smtp.port,
+    secure: false,
+    from_email: 'robot@acme.test',
+    from_name: 'Acme',
+  });
   await api('POST', '/v1/notification-types', {
     key: 'remind',
     channel_defaults: { inbox: true, email: true },
-    workflow: { steps: [{ kind: 'channel', channel: 'inbox' }, { kind: 'delay', seconds: 2 }, { kind: 'channel', channel: 'email' }] },
+    workflow: {
+      steps: [
+        { kind: 'channel', channel: 'inbox' },
+        { kind: 'delay', seconds: 2 },
+        { kind: 'channel', channel: 'email' },
+      ],
+    },
   });
   await api('POST', '/v1/inbox-templates', { notification_type_key: 'remind', title: 'Reminder', content: 'body' });
-  await api('POST', '/v1/email-templates', { notification_type_key: 'remind', subject: 'Reminder for {{ contact.external_id }}', content: '<p>hi</p>' });
+  await api('POST', '/v1/email-templates', {
+    notification_type_key: 'remind',
+    subject: 'Reminder for {{ contact.external_id }}',
+    content: '<p>hi</p>',
+  });
 });
 
 afterAll(async () => {
@@ -70,11 +94,23 @@ afterAll(async () => {
 describe('a worker killed mid-workflow', () => {
   it('resumes every workflow on another worker with no step run twice', { timeout: 120_000 }, async () => {
     const N = 100;
-    const recipients = Array.from({ length: N }, (_, i) => ({ external_id: `crash_${i}`, email: `crash_${i}@example.test` }));
-    const ids: string[] = (await api('POST', '/v1/notifications', { type: 'remind', recipients })).events.map((e: { event_id: string }) => e.event_id);
-    const items = async () => (await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM inbox_items WHERE event_id = ANY($1::uuid[])`, [ids]))!.n;
+    const recipients = Array.from({ length: N }, (_, i) => ({
+      external_id: `crash_${i}`,
+      email: `crash_${i}@example.test`,
+    }));
+    const ids: string[] = (await api('POST', '/v1/notifications', { type: 'remind', recipients })).events.map(
+      (e: { event_id: string }) => e.event_id,
+    );
+    const items = async () =>
+      (await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM inbox_items WHERE event_id = ANY($1::uuid[])`, [
+        ids,
+      ]))!.n;
     const first = startWorker();
-    await eventually(async () => (await items()) >= 20, { timeoutMs: 60_000, intervalMs: 10, message: 'the first worker delivered nothing' });
+    await eventually(async () => (await items()) >= 20, {
+      timeoutMs: 60_000,
+      intervalMs: 10,
+      message: 'the first worker delivered nothing',
+    });
     first.kill('SIGKILL');
     await once(first, 'exit');
     const held = await activeJobs(app, 'deliver-event');
@@ -84,11 +120,19 @@ describe('a worker killed mid-workflow', () => {
     // Jobs the dead worker held stop heartbeating; the new worker's lost-job check hands them back.
     await untilHandedBack(app, 'deliver-event', held, LOST_WORKER_SECONDS * 1000 + 10_000);
     await waitForFinal(app, ids, 60_000);
-    const views = await sql<{ status: string; steps: Array<{ status: string }> }>(app, `SELECT status, steps FROM events WHERE id = ANY($1::uuid[])`, [ids]);
+    const views = await sql<{ status: string; steps: Array<{ status: string }> }>(
+      app,
+      `SELECT status, steps FROM events WHERE id = ANY($1::uuid[])`,
+      [ids],
+    );
     expect(views.filter((v) => v.status !== 'delivered')).toEqual([]);
     expect(views.every((v) => v.steps.map((s) => s.status).join() === 'done,done,done')).toBe(true);
     // Exactly one inbox item and one email per event.
-    const perEvent = await sql<{ n: number }>(app, `SELECT count(*)::int AS n FROM inbox_items WHERE event_id = ANY($1::uuid[]) GROUP BY event_id`, [ids]);
+    const perEvent = await sql<{ n: number }>(
+      app,
+      `SELECT count(*)::int AS n FROM inbox_items WHERE event_id = ANY($1::uuid[]) GROUP BY event_id`,
+      [ids],
+    );
     expect(perEvent).toHaveLength(N);
     expect(perEvent.every((r) => r.n === 1)).toBe(true);
     for (const r of recipients) await smtp.waitFor((m) => m.envelope.to.includes(r.email), 20_000);

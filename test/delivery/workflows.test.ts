@@ -4,7 +4,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { eventually } from '../support/eventually.ts';
-import { createTenantFixture, expectManagementOnly, expectValidationError, sql, sqlOne, waitForFinal, type TenantFixture } from '../support/fixtures.ts';
+import {
+  createTenantFixture,
+  expectManagementOnly,
+  expectValidationError,
+  sql,
+  sqlOne,
+  waitForFinal,
+  type TenantFixture,
+} from '../support/fixtures.ts';
 import { startSmtpPeer, type SmtpPeer } from '../support/smtp-peer.ts';
 import { EVENT_INBOX_ITEM } from '../../server/delivery/workflow.ts';
 
@@ -22,12 +30,25 @@ async function api(method: string, path: string, body?: unknown, token = acme.se
 /** Creates a type with inbox and email on, an inbox and an email template, and the workflow. */
 async function workflowType(key: string, steps: unknown[], templates: { title?: string; subject?: string } = {}) {
   await api('POST', '/v1/notification-types', { key, channel_defaults: { inbox: true, email: true } });
-  await api('POST', '/v1/inbox-templates', { notification_type_key: key, title: templates.title ?? `${key} {{ n }}`, content: 'body' });
-  await api('POST', '/v1/email-templates', { notification_type_key: key, subject: templates.subject ?? `${key} {{ n }}`, content: '<p>hi</p>' });
+  await api('POST', '/v1/inbox-templates', {
+    notification_type_key: key,
+    title: templates.title ?? `${key} {{ n }}`,
+    content: 'body',
+  });
+  await api('POST', '/v1/email-templates', {
+    notification_type_key: key,
+    subject: templates.subject ?? `${key} {{ n }}`,
+    content: '<p>hi</p>',
+  });
   return api('PUT', `/v1/notification-types/${key}/workflow`, { steps });
 }
 
-async function trigger(type: string, recipient: unknown, variables: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Promise<string> {
+async function trigger(
+  type: string,
+  recipient: unknown,
+  variables: Record<string, unknown> = {},
+  extra: Record<string, unknown> = {},
+): Promise<string> {
   const res = await api('POST', '/v1/notifications', { type, recipients: [recipient], variables, ...extra });
   return res.events[0].event_id;
 }
@@ -36,8 +57,15 @@ async function event(id: string) {
   return api('GET', `/v1/notifications/${id}`);
 }
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined | null | false>, timeoutMs = 20_000): Promise<T> {
-  return (await eventually(async () => (await probe()) || false, { timeoutMs, message: `timed out waiting for ${what}` })) as T;
+async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined | null | false>,
+  timeoutMs = 20_000,
+): Promise<T> {
+  return (await eventually(async () => (await probe()) || false, {
+    timeoutMs,
+    message: `timed out waiting for ${what}`,
+  })) as T;
 }
 
 const stepSummary = (view: { steps: Array<{ kind: string; status: string; reason: string | null }> }) =>
@@ -50,7 +78,13 @@ beforeAll(async () => {
   app = await startTestApp();
   acme = await createTenantFixture(app, 'Acme');
   other = await createTenantFixture(app, 'Other');
-  await api('PUT', '/v1/email-transport', { host: smtp.host, port: smtp.port, secure: false, from_email: 'robot@acme.test', from_name: 'Acme' });
+  await api('PUT', '/v1/email-transport', {
+    host: smtp.host,
+    port: smtp.port,
+    secure: false,
+    from_email: 'robot@acme.test',
+    from_name: 'Acme',
+  });
   await api('PUT', '/v1/brandings/default/values', { values: { name: 'Acme', tier: 'gold' } });
 });
 
@@ -60,63 +94,147 @@ afterAll(async () => {
 });
 
 describe('PUT /v1/notification-types/{key}/workflow', () => {
-  const steps = [{ kind: 'channel', channel: 'inbox' }, { kind: 'delay', seconds: 60 }, { kind: 'channel', channel: 'email', if: 'inbox.read == false' }];
+  const steps = [
+    { kind: 'channel', channel: 'inbox' },
+    { kind: 'delay', seconds: 60 },
+    { kind: 'channel', channel: 'email', if: 'inbox.read == false' },
+  ];
 
   it('sets the workflow and shows it on the type; DELETE goes back to the default', async () => {
     await api('POST', '/v1/notification-types', { key: 'wf_routes' });
-    const res = await app.request('PUT', '/v1/notification-types/wf_routes/workflow', { token: acme.serviceKey, body: { steps } });
+    const res = await app.request('PUT', '/v1/notification-types/wf_routes/workflow', {
+      token: acme.serviceKey,
+      body: { steps },
+    });
     expect(res.status).toBe(200);
     expect(res.body.workflow).toEqual({ steps });
     expect((await api('GET', '/v1/notification-types/wf_routes')).workflow).toEqual({ steps });
-    const removed = await app.request('DELETE', '/v1/notification-types/wf_routes/workflow', { token: acme.serviceKey });
+    const removed = await app.request('DELETE', '/v1/notification-types/wf_routes/workflow', {
+      token: acme.serviceKey,
+    });
     expect(removed.status).toBe(204);
     expect((await api('GET', '/v1/notification-types/wf_routes')).workflow).toBeNull();
   });
 
   it('accepts a console admin, refuses other credentials, and is scoped to the tenant', async () => {
-    const res = await app.request('PUT', '/v1/notification-types/wf_routes/workflow', { token: acme.ownerToken, body: { steps } });
+    const res = await app.request('PUT', '/v1/notification-types/wf_routes/workflow', {
+      token: acme.ownerToken,
+      body: { steps },
+    });
     expect(res.status).toBe(200);
     await expectManagementOnly(app, acme, 'PUT', '/v1/notification-types/wf_routes/workflow', { steps });
     await expectManagementOnly(app, acme, 'DELETE', '/v1/notification-types/wf_routes/workflow');
-    expect((await app.request('PUT', '/v1/notification-types/wf_routes/workflow', { token: other.serviceKey, body: { steps } })).status).toBe(404);
-    expect((await app.request('DELETE', '/v1/notification-types/wf_routes/workflow', { token: other.serviceKey })).status).toBe(404);
-    expect((await app.request('PUT', '/v1/notification-types/nope/workflow', { token: acme.serviceKey, body: { steps } })).status).toBe(404);
+    expect(
+      (
+        await app.request('PUT', '/v1/notification-types/wf_routes/workflow', {
+          token: other.serviceKey,
+          body: { steps },
+        })
+      ).status,
+    ).toBe(404);
+    expect(
+      (await app.request('DELETE', '/v1/notification-types/wf_routes/workflow', { token: other.serviceKey })).status,
+    ).toBe(404);
+    expect(
+      (await app.request('PUT', '/v1/notification-types/nope/workflow', { token: acme.serviceKey, body: { steps } }))
+        .status,
+    ).toBe(404);
   });
 
   it.each([
     ['an unknown kind', [{ kind: 'teleport' }], ['body', 'steps', 0, 'kind']],
     ['21 steps', Array.from({ length: 21 }, () => ({ kind: 'channel', channel: 'inbox' })), ['body', 'steps']],
-    ['negative seconds', [{ kind: 'channel', channel: 'inbox' }, { kind: 'delay', seconds: -5 }], ['body', 'steps', 1, 'seconds']],
-    ['more than 30 days', [{ kind: 'channel', channel: 'inbox' }, { kind: 'delay', seconds: 31 * 86400 }], ['body', 'steps', 1, 'seconds']],
-    ['a delay with neither seconds nor until', [{ kind: 'channel', channel: 'inbox' }, { kind: 'delay' }], ['body', 'steps', 1]],
+    [
+      'negative seconds',
+      [
+        { kind: 'channel', channel: 'inbox' },
+        { kind: 'delay', seconds: -5 },
+      ],
+      ['body', 'steps', 1, 'seconds'],
+    ],
+    [
+      'more than 30 days',
+      [
+        { kind: 'channel', channel: 'inbox' },
+        { kind: 'delay', seconds: 31 * 86400 },
+      ],
+      ['body', 'steps', 1, 'seconds'],
+    ],
+    [
+      'a delay with neither seconds nor until',
+      [{ kind: 'channel', channel: 'inbox' }, { kind: 'delay' }],
+      ['body', 'steps', 1],
+    ],
     ['bad Liquid', [{ kind: 'channel', channel: 'inbox', if: 'inbox.read ==' }], ['body', 'steps', 0, 'if']],
     ['a condition with tags', [{ kind: 'channel', channel: 'inbox', if: 'x %}{% y' }], ['body', 'steps', 0, 'if']],
     ['an unknown channel', [{ kind: 'channel', channel: 'pigeon' }], ['body', 'steps', 0, 'channel']],
-    ['a channel twice', [{ kind: 'channel', channel: 'inbox' }, { kind: 'channel', channel: 'inbox' }], ['body', 'steps', 1, 'channel']],
+    [
+      'a channel twice',
+      [
+        { kind: 'channel', channel: 'inbox' },
+        { kind: 'channel', channel: 'inbox' },
+      ],
+      ['body', 'steps', 1, 'channel'],
+    ],
     ['no channel step', [{ kind: 'delay', seconds: 5 }], ['body', 'steps']],
-    ['a digest key that is not a placeholder', [{ kind: 'digest', window_seconds: 60, key: '{% if %}' }, { kind: 'channel', channel: 'inbox' }], ['body', 'steps', 0, 'key']],
-    ['a throttle without a limit', [{ kind: 'throttle', window_seconds: 60 }, { kind: 'channel', channel: 'inbox' }], ['body', 'steps', 0, 'limit']],
+    [
+      'a digest key that is not a placeholder',
+      [
+        { kind: 'digest', window_seconds: 60, key: '{% if %}' },
+        { kind: 'channel', channel: 'inbox' },
+      ],
+      ['body', 'steps', 0, 'key'],
+    ],
+    [
+      'a throttle without a limit',
+      [
+        { kind: 'throttle', window_seconds: 60 },
+        { kind: 'channel', channel: 'inbox' },
+      ],
+      ['body', 'steps', 0, 'limit'],
+    ],
     ['an unknown field', [{ kind: 'channel', channel: 'inbox', colour: 'red' }], ['body', 'steps', 0]],
   ])('refuses %s with 422 naming the step', async (_name, badSteps, loc) => {
-    const res = await app.request('PUT', '/v1/notification-types/wf_routes/workflow', { token: acme.serviceKey, body: { steps: badSteps } });
+    const res = await app.request('PUT', '/v1/notification-types/wf_routes/workflow', {
+      token: acme.serviceKey,
+      body: { steps: badSteps },
+    });
     expectValidationError(res, loc as Array<string | number>);
   });
 
   it('refuses a malformed body with 422', async () => {
-    expectValidationError(await app.request('PUT', '/v1/notification-types/wf_routes/workflow', { token: acme.serviceKey, body: { steps: 'inbox' } }), ['body', 'steps']);
-    expectValidationError(await app.request('PUT', '/v1/notification-types/wf_routes/workflow', { token: acme.serviceKey, rawBody: '{"steps": [' }), ['body']);
+    expectValidationError(
+      await app.request('PUT', '/v1/notification-types/wf_routes/workflow', {
+        token: acme.serviceKey,
+        body: { steps: 'inbox' },
+      }),
+      ['body', 'steps'],
+    );
+    expectValidationError(
+      await app.request('PUT', '/v1/notification-types/wf_routes/workflow', {
+        token: acme.serviceKey,
+        rawBody: '{"steps": [',
+      }),
+      ['body'],
+    );
   });
 });
 
 describe('channel steps and conditions', () => {
   it('delivers each channel step in order and shows the steps on the event', async () => {
-    await workflowType('wf_two', [{ kind: 'channel', channel: 'inbox' }, { kind: 'channel', channel: 'email' }]);
+    await workflowType('wf_two', [
+      { kind: 'channel', channel: 'inbox' },
+      { kind: 'channel', channel: 'email' },
+    ]);
     const id = await trigger('wf_two', { external_id: 'two_1', email: 'two_1@example.test' }, { n: 1 });
     await waitForFinal(app, [id]);
     const view = await event(id);
     expect(view.status).toBe('delivered');
     expect(stepSummary(view)).toEqual(['channel:done', 'channel:done']);
-    expect(view.deliveries.map((d: { channel: string; status: string }) => `${d.channel}:${d.status}`).sort()).toEqual(['email:sent', 'inbox:delivered']);
+    expect(view.deliveries.map((d: { channel: string; status: string }) => `${d.channel}:${d.status}`).sort()).toEqual([
+      'email:sent',
+      'inbox:delivered',
+    ]);
     await smtp.waitFor((m) => m.envelope.to.includes('two_1@example.test'));
   });
 
@@ -126,9 +244,14 @@ describe('channel steps and conditions', () => {
     ['brand', 'brand.tier == "gold"', null, null],
   ])('evaluates a condition on %s', async (source, condition, passing, failing) => {
     const key = `wf_cond_${source}`;
-    await workflowType(key, [{ kind: 'channel', channel: 'inbox' }, { kind: 'channel', channel: 'email', if: condition }]);
+    await workflowType(key, [
+      { kind: 'channel', channel: 'inbox' },
+      { kind: 'channel', channel: 'email', if: condition },
+    ]);
     const recipient = (tag: unknown) =>
-      source === 'contact' ? { external_id: `${key}_${tag}`, email: `${key}@${tag}.example.test` } : { external_id: `${key}_x`, email: `${key}@example.test` };
+      source === 'contact'
+        ? { external_id: `${key}_${tag}`, email: `${key}@${tag}.example.test` }
+        : { external_id: `${key}_x`, email: `${key}@example.test` };
     const variables = (v: unknown) => (source === 'vars' ? { n: 1, ...(v as object) } : { n: 1 });
     const yes = await trigger(key, recipient(passing), variables(passing));
     await waitForFinal(app, [yes]);
@@ -143,7 +266,8 @@ describe('channel steps and conditions', () => {
     expect(stepSummary(view)).toEqual(['channel:done', 'channel:skipped:condition_false']);
     expect(view.deliveries.map((d: { channel: string }) => d.channel)).toEqual(['inbox']);
     expect(view.status).toBe('delivered');
-    if (source === 'brand') await api('PUT', '/v1/brandings/default/values', { values: { name: 'Acme', tier: 'gold' } });
+    if (source === 'brand')
+      await api('PUT', '/v1/brandings/default/values', { values: { name: 'Acme', tier: 'gold' } });
   });
 
   it('sends the email an interval later only when the inbox item is still unread', async () => {
@@ -153,7 +277,11 @@ describe('channel steps and conditions', () => {
       { kind: 'channel', channel: 'email', if: 'inbox.read == false' },
     ]);
     const reader = await trigger('wf_unread', { external_id: 'unread_reader', email: 'reader@example.test' }, { n: 1 });
-    const ignorer = await trigger('wf_unread', { external_id: 'unread_ignorer', email: 'ignorer@example.test' }, { n: 2 });
+    const ignorer = await trigger(
+      'wf_unread',
+      { external_id: 'unread_ignorer', email: 'ignorer@example.test' },
+      { n: 2 },
+    );
     // Both wait in the delay after their inbox step; the reader reads the item meanwhile.
     const waiting = await waitFor('the delays', async () => {
       const views = await Promise.all([event(reader), event(ignorer)]);
@@ -161,8 +289,15 @@ describe('channel steps and conditions', () => {
     });
     expect(waiting[0].status).toBe('processing');
     expect(Date.parse(waiting[0].steps[1].run_at)).toBeGreaterThan(Date.now());
-    const [item] = await sql<{ id: string; contact_id: string }>(app, `SELECT id::text, contact_id::text FROM inbox_items WHERE event_id = $1`, [reader]);
-    const read = await app.request('PATCH', `/v1/contacts/${item!.contact_id}/notifications/${item!.id}`, { token: acme.tokenFor(item!.contact_id), body: { read: true } });
+    const [item] = await sql<{ id: string; contact_id: string }>(
+      app,
+      `SELECT id::text, contact_id::text FROM inbox_items WHERE event_id = $1`,
+      [reader],
+    );
+    const read = await app.request('PATCH', `/v1/contacts/${item!.contact_id}/notifications/${item!.id}`, {
+      token: acme.tokenFor(item!.contact_id),
+      body: { read: true },
+    });
     expect(read.status).toBe(200);
     await waitForFinal(app, [reader, ignorer]);
     expect(stepSummary(await event(reader))).toEqual(['channel:done', 'delay:done', 'channel:skipped:condition_false']);
@@ -172,15 +307,21 @@ describe('channel steps and conditions', () => {
   });
   it("finds the event's inbox item for a condition by index, not by reading every inbox item", async () => {
     const id = await trigger('wf_unread', { external_id: 'unread_plan', email: 'plan@example.test' }, { n: 3 });
-    const contactId = (await sqlOne<{ contact_id: string }>(app, `SELECT contact_id::text FROM events WHERE id = $1`, [id]))!.contact_id;
+    const contactId = (await sqlOne<{ contact_id: string }>(app, `SELECT contact_id::text FROM events WHERE id = $1`, [
+      id,
+    ]))!.contact_id;
     // Enough items of other events that reading them all costs more than two index probes.
-    await sql(app, `INSERT INTO inbox_items (id, tenant_id, contact_id, type_key, title) SELECT gen_random_uuid(), $1, $2, 'filler', 'filler' FROM generate_series(1, 3000)`, [
-      acme.tenantId,
-      contactId,
-    ]);
+    await sql(
+      app,
+      `INSERT INTO inbox_items (id, tenant_id, contact_id, type_key, title) SELECT gen_random_uuid(), $1, $2, 'filler', 'filler' FROM generate_series(1, 3000)`,
+      [acme.tenantId, contactId],
+    );
     try {
       await sql(app, 'ANALYZE inbox_items');
-      const plan = (await sqlOne<{ 'QUERY PLAN': unknown }>(app, `EXPLAIN (FORMAT JSON) ${EVENT_INBOX_ITEM.replace('$1', `'${id}'::uuid`)}`))!['QUERY PLAN'];
+      const plan = (await sqlOne<{ 'QUERY PLAN': unknown }>(
+        app,
+        `EXPLAIN (FORMAT JSON) ${EVENT_INBOX_ITEM.replace('$1', `'${id}'::uuid`)}`,
+      ))!['QUERY PLAN'];
       const scans = JSON.stringify(plan).match(/"Node Type":"[^"]*Scan","[^}]*?"Relation Name":"inbox_items"/g) ?? [];
       expect(scans.length).toBe(1);
       expect(scans[0]).not.toContain('Seq Scan');
@@ -192,7 +333,10 @@ describe('channel steps and conditions', () => {
 
 describe('delay steps', () => {
   it('waits until a time taken from a variable; a past time goes on at once; an unreadable one fails the step', async () => {
-    await workflowType('wf_until', [{ kind: 'delay', until: '{{ remind_at }}' }, { kind: 'channel', channel: 'inbox' }]);
+    await workflowType('wf_until', [
+      { kind: 'delay', until: '{{ remind_at }}' },
+      { kind: 'channel', channel: 'inbox' },
+    ]);
     const soon = new Date(Date.now() + 1500).toISOString();
     const later = await trigger('wf_until', 'until_1', { n: 1, remind_at: soon });
     const waiting = await waitFor('the wait', async () => {
@@ -214,9 +358,17 @@ describe('delay steps', () => {
 
 describe('digest steps', () => {
   it('gathers the events of a window into the opener; the others end digested and point to it', async () => {
-    await workflowType('wf_digest', [{ kind: 'digest', window_seconds: 2, key: '{{ thread }}', max_events: 2 }, { kind: 'channel', channel: 'inbox' }], {
-      title: '{{ digest.count }} new in {{ thread }} ({{ digest.events.size }} listed, first {{ digest.events.first.variables.n }})',
-    });
+    await workflowType(
+      'wf_digest',
+      [
+        { kind: 'digest', window_seconds: 2, key: '{{ thread }}', max_events: 2 },
+        { kind: 'channel', channel: 'inbox' },
+      ],
+      {
+        title:
+          '{{ digest.count }} new in {{ thread }} ({{ digest.events.size }} listed, first {{ digest.events.first.variables.n }})',
+      },
+    );
     const ids: string[] = [];
     for (let n = 1; n <= 3; n++) ids.push(await trigger('wf_digest', 'digest_reader', { n, thread: 'a' }));
     const otherKey = await trigger('wf_digest', 'digest_reader', { n: 9, thread: 'b' });
@@ -230,8 +382,15 @@ describe('digest steps', () => {
     expect(digested.map((v) => v.digest_event_id)).toEqual([opener.event_id, opener.event_id]);
     for (const view of digested) expect(stepSummary(view)).toEqual(['digest:done:digested', 'channel:canceled']);
     expect(stepSummary(opener)).toEqual(['digest:done', 'channel:done']);
-    const titles = await sql<{ title: string; event_id: string }>(app, `SELECT title, event_id::text FROM inbox_items WHERE event_id = ANY($1::uuid[])`, [[...ids, otherKey]]);
-    expect(titles.map((t) => t.title).sort()).toEqual(['1 new in b (1 listed, first 9)', `3 new in a (2 listed, first ${opener.variables.n})`]);
+    const titles = await sql<{ title: string; event_id: string }>(
+      app,
+      `SELECT title, event_id::text FROM inbox_items WHERE event_id = ANY($1::uuid[])`,
+      [[...ids, otherKey]],
+    );
+    expect(titles.map((t) => t.title).sort()).toEqual([
+      '1 new in b (1 listed, first 9)',
+      `3 new in a (2 listed, first ${opener.variables.n})`,
+    ]);
   });
 
   it('opens a new window for an event after the window has closed', async () => {
@@ -241,16 +400,29 @@ describe('digest steps', () => {
     await waitForFinal(app, [second], 30_000);
     expect((await event(second)).status).toBe('delivered');
     expect((await event(second)).digest_event_id).toBeNull();
-    const titles = await sql<{ title: string }>(app, `SELECT title FROM inbox_items WHERE event_id = ANY($1::uuid[]) ORDER BY created_at`, [[first, second]]);
+    const titles = await sql<{ title: string }>(
+      app,
+      `SELECT title FROM inbox_items WHERE event_id = ANY($1::uuid[]) ORDER BY created_at`,
+      [[first, second]],
+    );
     expect(titles.map((t) => t.title)).toEqual(['1 new in a (1 listed, first 1)', '1 new in a (1 listed, first 2)']);
   });
 });
 
 describe('throttle steps', () => {
   it('lets `limit` events through per window, contact and key; the rest end skipped, throttled', async () => {
-    await workflowType('wf_throttle', [{ kind: 'throttle', limit: 2, window_seconds: 3600, key: '{{ project }}' }, { kind: 'channel', channel: 'inbox' }]);
+    await workflowType('wf_throttle', [
+      { kind: 'throttle', limit: 2, window_seconds: 3600, key: '{{ project }}' },
+      { kind: 'channel', channel: 'inbox' },
+    ]);
     const outcomes: string[] = [];
-    for (const [recipient, project] of [['thr_1', 'p'], ['thr_1', 'p'], ['thr_1', 'p'], ['thr_1', 'q'], ['thr_2', 'p']] as const) {
+    for (const [recipient, project] of [
+      ['thr_1', 'p'],
+      ['thr_1', 'p'],
+      ['thr_1', 'p'],
+      ['thr_1', 'q'],
+      ['thr_2', 'p'],
+    ] as const) {
       const id = await trigger('wf_throttle', recipient, { n: 1, project });
       await waitForFinal(app, [id]);
       const view = await event(id);
@@ -268,7 +440,10 @@ describe('throttle steps', () => {
 
 describe('step keys from contact fields', () => {
   it('a key naming a field the contact does not have is unfilled (the step fails), not an empty key shared by every such contact', async () => {
-    await workflowType('wf_key_contact', [{ kind: 'throttle', limit: 5, window_seconds: 3600, key: '{{ contact.name }}' }, { kind: 'channel', channel: 'inbox' }]);
+    await workflowType('wf_key_contact', [
+      { kind: 'throttle', limit: 5, window_seconds: 3600, key: '{{ contact.name }}' },
+      { kind: 'channel', channel: 'inbox' },
+    ]);
     const named = await trigger('wf_key_contact', { external_id: 'key_named', name: 'Ann' }, { n: 1 });
     const nameless = await trigger('wf_key_contact', 'key_nameless', { n: 1 });
     await waitForFinal(app, [named, nameless]);
@@ -279,7 +454,10 @@ describe('step keys from contact fields', () => {
 
 describe('throttle windows', () => {
   it('lets events through again once the window has passed', async () => {
-    await workflowType('wf_throttle_window', [{ kind: 'throttle', limit: 1, window_seconds: 2 }, { kind: 'channel', channel: 'inbox' }]);
+    await workflowType('wf_throttle_window', [
+      { kind: 'throttle', limit: 1, window_seconds: 2 },
+      { kind: 'channel', channel: 'inbox' },
+    ]);
     const statuses: string[] = [];
     for (const pause of [0, 0, 2100]) {
       await new Promise((r) => setTimeout(r, pause)); // the throttle window passing is what is tested
@@ -295,6 +473,7 @@ describe('the activity log', () => {
   it('shows the steps of each event', async () => {
     const page = await api('GET', '/v1/notifications?type=wf_throttle&limit=5');
     expect(page.items.length).toBeGreaterThan(0);
-    for (const item of page.items) expect(item.steps.map((s: { kind: string }) => s.kind)).toEqual(['throttle', 'channel']);
+    for (const item of page.items)
+      expect(item.steps.map((s: { kind: string }) => s.kind)).toEqual(['throttle', 'channel']);
   });
 });

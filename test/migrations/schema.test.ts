@@ -17,5 +17,8 @@ afterAll(async () => {
 test('a freshly migrated database has the schema of migrations/schema.sql', async () => {
   const actual = await describeSchema(db.url);
   const expected = readFileSync(SCHEMA_FILE, 'utf8');
-  expect(actual, `the migrated schema differs from migrations/schema.sql; if the change is meant, regenerate it: ${REGENERATE_COMMAND}`).toBe(expected);
+  expect(
+    actual,
+    `the migrated schema differs from migrations/schema.sql; if the change is meant, regenerate it: ${REGENERATE_COMMAND}`,
+  ).toBe(expected);
 });

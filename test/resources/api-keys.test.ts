@@ -2,7 +2,13 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
-import { addUser, createTenantFixture, expectManagementOnly, expectValidationError, type TenantFixture } from '../support/fixtures.ts';
+import {
+  addUser,
+  createTenantFixture,
+  expectManagementOnly,
+  expectValidationError,
+  type TenantFixture,
+} from '../support/fixtures.ts';
 import { query } from '../../server/base/db/sql.ts';
 
 let app: TestApp;
@@ -41,7 +47,11 @@ describe('POST /v1/api-keys', () => {
 
   it('stores only the SHA-256 of the key', async () => {
     const res = await app.request('POST', '/v1/api-keys', { token: acme.serviceKey, body: { name: 'hash check' } });
-    const [row] = await query<Record<string, unknown>>(app.runtime.orm.em.fork(), `SELECT * FROM api_keys WHERE id = $1`, [res.body.id]);
+    const [row] = await query<Record<string, unknown>>(
+      app.runtime.orm.em.fork(),
+      `SELECT * FROM api_keys WHERE id = $1`,
+      [res.body.id],
+    );
     expect(row!.key_hash).toEqual(createHash('sha256').update(res.body.key).digest());
     expect(JSON.stringify(row)).not.toContain(res.body.key.slice(12));
   });
@@ -54,10 +64,21 @@ describe('POST /v1/api-keys', () => {
   });
 
   it('answers 422 for a missing, blank or over-long name and a malformed body', async () => {
-    expectValidationError(await app.request('POST', '/v1/api-keys', { token: acme.serviceKey, body: {} }), ['body', 'name']);
-    expectValidationError(await app.request('POST', '/v1/api-keys', { token: acme.serviceKey, body: { name: '   ' } }), ['body', 'name']);
-    expectValidationError(await app.request('POST', '/v1/api-keys', { token: acme.serviceKey, body: { name: 'x'.repeat(101) } }), ['body', 'name']);
-    expectValidationError(await app.request('POST', '/v1/api-keys', { token: acme.serviceKey, rawBody: '{"name":' }), ['body']);
+    expectValidationError(await app.request('POST', '/v1/api-keys', { token: acme.serviceKey, body: {} }), [
+      'body',
+      'name',
+    ]);
+    expectValidationError(
+      await app.request('POST', '/v1/api-keys', { token: acme.serviceKey, body: { name: '   ' } }),
+      ['body', 'name'],
+    );
+    expectValidationError(
+      await app.request('POST', '/v1/api-keys', { token: acme.serviceKey, body: { name: 'x'.repeat(101) } }),
+      ['body', 'name'],
+    );
+    expectValidationError(await app.request('POST', '/v1/api-keys', { token: acme.serviceKey, rawBody: '{"name":' }), [
+      'body',
+    ]);
   });
 
   it('answers 401 without a credential and 403 for a contact token or a non-member', async () => {
@@ -72,7 +93,13 @@ describe('GET /v1/api-keys', () => {
     const res = await app.request('GET', '/v1/api-keys', { token: globexAdmin });
     expect(res.status).toBe(200);
     const listed = res.body.find((k: { id: string }) => k.id === issued.body.id);
-    expect(listed).toEqual({ id: issued.body.id, name: 'listed', prefix: issued.body.prefix, created_at: issued.body.created_at, last_used_at: expect.any(String) });
+    expect(listed).toEqual({
+      id: issued.body.id,
+      name: 'listed',
+      prefix: issued.body.prefix,
+      created_at: issued.body.created_at,
+      last_used_at: expect.any(String),
+    });
     expect(JSON.stringify(res.body)).not.toContain(issued.body.key);
     // Only this tenant's keys.
     const acmeKeys = await app.request('GET', '/v1/api-keys', { token: acme.serviceKey });
@@ -99,17 +126,25 @@ describe('DELETE /v1/api-keys/{api_key_id}', () => {
 
   it('lets a key revoke itself', async () => {
     const issued = await app.request('POST', '/v1/api-keys', { token: acme.serviceKey, body: { name: 'self' } });
-    expect((await app.request('DELETE', `/v1/api-keys/${issued.body.id}`, { token: issued.body.key })).status).toBe(204);
+    expect((await app.request('DELETE', `/v1/api-keys/${issued.body.id}`, { token: issued.body.key })).status).toBe(
+      204,
+    );
     expect((await app.request('GET', '/v1/api-keys', { token: issued.body.key })).status).toBe(401);
   });
 
   it('answers 404 for an unknown or already revoked key', async () => {
-    const unknown = await app.request('DELETE', '/v1/api-keys/0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6', { token: acme.serviceKey });
+    const unknown = await app.request('DELETE', '/v1/api-keys/0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6', {
+      token: acme.serviceKey,
+    });
     expect(unknown.status).toBe(404);
     expect(unknown.body).toEqual({ detail: 'API key not found', code: 'not_found' });
     const issued = await app.request('POST', '/v1/api-keys', { token: acme.serviceKey, body: { name: 'twice' } });
-    expect((await app.request('DELETE', `/v1/api-keys/${issued.body.id}`, { token: acme.serviceKey })).status).toBe(204);
-    expect((await app.request('DELETE', `/v1/api-keys/${issued.body.id}`, { token: acme.serviceKey })).status).toBe(404);
+    expect((await app.request('DELETE', `/v1/api-keys/${issued.body.id}`, { token: acme.serviceKey })).status).toBe(
+      204,
+    );
+    expect((await app.request('DELETE', `/v1/api-keys/${issued.body.id}`, { token: acme.serviceKey })).status).toBe(
+      404,
+    );
   });
 
   it("answers 404 for another tenant's key and leaves it working", async () => {
@@ -119,7 +154,10 @@ describe('DELETE /v1/api-keys/{api_key_id}', () => {
   });
 
   it('answers 422 for an id that is not a UUID', async () => {
-    expectValidationError(await app.request('DELETE', '/v1/api-keys/not-an-id', { token: acme.serviceKey }), ['path', 'api_key_id']);
+    expectValidationError(await app.request('DELETE', '/v1/api-keys/not-an-id', { token: acme.serviceKey }), [
+      'path',
+      'api_key_id',
+    ]);
   });
 
   it('answers 401 without a credential and 403 for a contact token or a non-member', async () => {

@@ -4,7 +4,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { startSmtpPeer, type SmtpPeer } from '../support/smtp-peer.ts';
 import { ManualClock } from '../../server/base/clock.ts';
-import { drainSystemEmails, linkTokenOf, mailsTo, requestAs, signUp, uniqueEmail, waitForMail } from '../support/fixtures.ts';
+import {
+  drainSystemEmails,
+  linkTokenOf,
+  mailsTo,
+  requestAs,
+  signUp,
+  uniqueEmail,
+  waitForMail,
+} from '../support/fixtures.ts';
 
 let app: TestApp;
 let smtp: SmtpPeer;
@@ -96,16 +104,24 @@ describe('POST /v1/auth/password-reset/confirm', () => {
   it('sets the new password once (second use 422); old access tokens stay valid until they expire', async () => {
     const user = await signUp(app);
     const token = await requestReset(user.email);
-    const res = await requestAs(app, 'POST', '/v1/auth/password-reset/confirm', { body: { token, password: NEW_PASSWORD } });
+    const res = await requestAs(app, 'POST', '/v1/auth/password-reset/confirm', {
+      body: { token, password: NEW_PASSWORD },
+    });
     expect(res.status).toBe(204);
-    expect((await requestAs(app, 'POST', '/v1/auth/login', { body: { email: user.email, password: user.password } })).status).toBe(401);
-    expect((await requestAs(app, 'POST', '/v1/auth/login', { body: { email: user.email, password: NEW_PASSWORD } })).status).toBe(200);
+    expect(
+      (await requestAs(app, 'POST', '/v1/auth/login', { body: { email: user.email, password: user.password } })).status,
+    ).toBe(401);
+    expect(
+      (await requestAs(app, 'POST', '/v1/auth/login', { body: { email: user.email, password: NEW_PASSWORD } })).status,
+    ).toBe(200);
     expect((await app.request('GET', '/v1/auth/tenants', { token: user.token })).status).toBe(200);
     // A used link previews exactly like an unknown one.
     const used = await requestAs(app, 'GET', `/v1/auth/password-reset/${token}`);
     expect(used.status).toBe(200);
     expect(used.body).toEqual({ valid: false });
-    const second = await requestAs(app, 'POST', '/v1/auth/password-reset/confirm', { body: { token, password: 'another good passphrase' } });
+    const second = await requestAs(app, 'POST', '/v1/auth/password-reset/confirm', {
+      body: { token, password: 'another good passphrase' },
+    });
     expect(second.status).toBe(422);
     expect(second.body.code).toBe('invalid_link');
   });
@@ -114,7 +130,9 @@ describe('POST /v1/auth/password-reset/confirm', () => {
     const user = await signUp(app);
     const token = await requestReset(user.email);
     clock.advance(3600 * 1000 + 1000);
-    const res = await requestAs(app, 'POST', '/v1/auth/password-reset/confirm', { body: { token, password: NEW_PASSWORD } });
+    const res = await requestAs(app, 'POST', '/v1/auth/password-reset/confirm', {
+      body: { token, password: NEW_PASSWORD },
+    });
     expect(res.status).toBe(422);
     expect(res.body.code).toBe('link_expired');
   });
@@ -123,17 +141,26 @@ describe('POST /v1/auth/password-reset/confirm', () => {
     const user = await signUp(app, { email: `alexandra.${Date.now()}@example.test` });
     const token = await requestReset(user.email);
     const local = user.email.split('@')[0]!;
-    const weak = await requestAs(app, 'POST', '/v1/auth/password-reset/confirm', { body: { token, password: `${local.toUpperCase()}!2026` } });
+    const weak = await requestAs(app, 'POST', '/v1/auth/password-reset/confirm', {
+      body: { token, password: `${local.toUpperCase()}!2026` },
+    });
     expect(weak.status).toBe(422);
     expect(weak.body.code).toBe('weak_password');
-    expect((await requestAs(app, 'POST', '/v1/auth/password-reset/confirm', { body: { token, password: NEW_PASSWORD } })).status).toBe(204);
+    expect(
+      (await requestAs(app, 'POST', '/v1/auth/password-reset/confirm', { body: { token, password: NEW_PASSWORD } }))
+        .status,
+    ).toBe(204);
   });
 
   it('answers 422 for a too-short password, an unknown token and malformed input', async () => {
-    const short = await requestAs(app, 'POST', '/v1/auth/password-reset/confirm', { body: { token: 'C'.repeat(43), password: 'short' } });
+    const short = await requestAs(app, 'POST', '/v1/auth/password-reset/confirm', {
+      body: { token: 'C'.repeat(43), password: 'short' },
+    });
     expect(short.status).toBe(422);
     expect(short.body.detail[0].loc).toEqual(['body', 'password']);
-    const unknown = await requestAs(app, 'POST', '/v1/auth/password-reset/confirm', { body: { token: 'C'.repeat(43), password: NEW_PASSWORD } });
+    const unknown = await requestAs(app, 'POST', '/v1/auth/password-reset/confirm', {
+      body: { token: 'C'.repeat(43), password: NEW_PASSWORD },
+    });
     expect(unknown.status).toBe(422);
     expect(unknown.body.code).toBe('invalid_link');
     expect((await requestAs(app, 'POST', '/v1/auth/password-reset/confirm', { body: [] })).status).toBe(422);
@@ -142,7 +169,9 @@ describe('POST /v1/auth/password-reset/confirm', () => {
   it('a verification link cannot be used as a reset link', async () => {
     const user = await signUp(app);
     const verifyToken = linkTokenOf(await waitForMail(smtp, user.email, /Confirm your email/));
-    const res = await requestAs(app, 'POST', '/v1/auth/password-reset/confirm', { body: { token: verifyToken, password: NEW_PASSWORD } });
+    const res = await requestAs(app, 'POST', '/v1/auth/password-reset/confirm', {
+      body: { token: verifyToken, password: NEW_PASSWORD },
+    });
     expect(res.status).toBe(422);
     expect(res.body.code).toBe('invalid_link');
   });

@@ -4,7 +4,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { startSmtpPeer, type SmtpPeer } from '../support/smtp-peer.ts';
 import { ManualClock } from '../../server/base/clock.ts';
-import { PASSWORD, drainSystemEmails, linkTokenOf, mailsTo, requestAs, signUp, sql, uniqueEmail, waitForMail } from '../support/fixtures.ts';
+import {
+  PASSWORD,
+  drainSystemEmails,
+  linkTokenOf,
+  mailsTo,
+  requestAs,
+  signUp,
+  sql,
+  uniqueEmail,
+  waitForMail,
+} from '../support/fixtures.ts';
 
 let app: TestApp;
 let smtp: SmtpPeer;
@@ -12,7 +22,10 @@ const clock = new ManualClock(Date.parse('2026-03-01T10:00:00Z'));
 
 beforeAll(async () => {
   smtp = await startSmtpPeer();
-  app = await startTestApp({ clock, config: { smtpUrl: smtp.url, trustedProxies: ['127.0.0.1'], publicUrl: 'https://herald.example.test' } });
+  app = await startTestApp({
+    clock,
+    config: { smtpUrl: smtp.url, trustedProxies: ['127.0.0.1'], publicUrl: 'https://herald.example.test' },
+  });
 });
 afterAll(async () => {
   await app?.close();
@@ -26,7 +39,12 @@ describe('POST /v1/auth/register', () => {
     const email = uniqueEmail('Reg');
     const res = await register({ email: email.toUpperCase(), password: PASSWORD, tenant_name: '  Acme Ltd  ' });
     expect(res.status).toBe(201);
-    expect(res.body).toEqual({ id: expect.any(String), email: email.toLowerCase(), email_verified: false, created_at: expect.any(String) });
+    expect(res.body).toEqual({
+      id: expect.any(String),
+      email: email.toLowerCase(),
+      email_verified: false,
+      created_at: expect.any(String),
+    });
     const mail = await waitForMail(smtp, email.toLowerCase(), /Confirm your email/);
     expect(mail.parsed.text).toContain('https://herald.example.test/verify-email?token=');
     expect(typeof mail.parsed.html === 'string' && mail.parsed.html).toContain('Confirm email address');
@@ -34,9 +52,18 @@ describe('POST /v1/auth/register', () => {
     const login = await requestAs(app, 'POST', '/v1/auth/login', { body: { email, password: PASSWORD } });
     const tenants = await app.request('GET', '/v1/auth/tenants', { token: login.body.access_token });
     expect(tenants.body).toEqual([
-      { id: login.body.tenant_id, name: 'Acme Ltd', archived: false, role: 'owner', is_default: true, created_at: expect.any(String) },
+      {
+        id: login.body.tenant_id,
+        name: 'Acme Ltd',
+        archived: false,
+        role: 'owner',
+        is_default: true,
+        created_at: expect.any(String),
+      },
     ]);
-    const brand = await sql(app, `SELECT key, "values", is_default FROM brands WHERE tenant_id = $1`, [login.body.tenant_id]);
+    const brand = await sql(app, `SELECT key, "values", is_default FROM brands WHERE tenant_id = $1`, [
+      login.body.tenant_id,
+    ]);
     expect(brand).toEqual([{ key: 'default', values: { name: 'Acme Ltd' }, is_default: true }]);
   });
 
@@ -52,7 +79,11 @@ describe('POST /v1/auth/register', () => {
     ['a malformed email', { email: 'not-an-email', password: PASSWORD, tenant_name: 'A' }, 'email'],
     ['a too-short password', { email: 'short@example.test', password: 'short', tenant_name: 'A' }, 'password'],
     ['a blank tenant name', { email: 'blank@example.test', password: PASSWORD, tenant_name: '   ' }, 'tenant_name'],
-    ['an over-long tenant name', { email: 'long@example.test', password: PASSWORD, tenant_name: 'x'.repeat(101) }, 'tenant_name'],
+    [
+      'an over-long tenant name',
+      { email: 'long@example.test', password: PASSWORD, tenant_name: 'x'.repeat(101) },
+      'tenant_name',
+    ],
     ['a missing field', { email: 'missing@example.test', password: PASSWORD }, 'tenant_name'],
   ])('answers 422 HTTPValidationError for %s', async (_name, body, field) => {
     const res = await register(body);
@@ -77,14 +108,20 @@ describe('POST /v1/auth/verify-email', () => {
     const second = await requestAs(app, 'POST', '/v1/auth/verify-email', { body: { token } });
     expect(second.status).toBe(422);
     expect(second.body.code).toBe('invalid_link');
-    const row = await sql<{ email_verified_at: Date | null }>(app, `SELECT email_verified_at FROM users WHERE id = $1`, [user.userId]);
+    const row = await sql<{ email_verified_at: Date | null }>(
+      app,
+      `SELECT email_verified_at FROM users WHERE id = $1`,
+      [user.userId],
+    );
     expect(row[0]!.email_verified_at).not.toBeNull();
   });
 
   it('two concurrent uses of one link: exactly one succeeds', async () => {
     const user = await signUp(app);
     const token = linkTokenOf(await waitForMail(smtp, user.email, /Confirm your email/));
-    const results = await Promise.all([1, 2, 3].map(() => requestAs(app, 'POST', '/v1/auth/verify-email', { body: { token } })));
+    const results = await Promise.all(
+      [1, 2, 3].map(() => requestAs(app, 'POST', '/v1/auth/verify-email', { body: { token } })),
+    );
     expect(results.map((r) => r.status).sort()).toEqual([204, 422, 422]);
   });
 
@@ -154,16 +191,27 @@ describe('POST /v1/auth/resend-verification', () => {
 describe('POST /v1/auth/login', () => {
   it('answers an access token for the default tenant, usable on console routes, before verification', async () => {
     const user = await signUp(app);
-    const res = await requestAs(app, 'POST', '/v1/auth/login', { body: { email: user.email.toUpperCase(), password: PASSWORD } });
+    const res = await requestAs(app, 'POST', '/v1/auth/login', {
+      body: { email: user.email.toUpperCase(), password: PASSWORD },
+    });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ access_token: expect.any(String), token_type: 'bearer', expires_in: 12 * 3600, tenant_id: user.tenantId });
+    expect(res.body).toEqual({
+      access_token: expect.any(String),
+      token_type: 'bearer',
+      expires_in: 12 * 3600,
+      tenant_id: user.tenantId,
+    });
     expect((await app.request('GET', '/v1/auth/tenants', { token: res.body.access_token })).status).toBe(200);
   });
 
   it('answers 401 invalid_credentials with the same body for a wrong password and a missing account', async () => {
     const user = await signUp(app);
-    const wrong = await requestAs(app, 'POST', '/v1/auth/login', { body: { email: user.email, password: 'wrong password!' } });
-    const missing = await requestAs(app, 'POST', '/v1/auth/login', { body: { email: uniqueEmail('ghost'), password: 'wrong password!' } });
+    const wrong = await requestAs(app, 'POST', '/v1/auth/login', {
+      body: { email: user.email, password: 'wrong password!' },
+    });
+    const missing = await requestAs(app, 'POST', '/v1/auth/login', {
+      body: { email: uniqueEmail('ghost'), password: 'wrong password!' },
+    });
     expect(wrong.status).toBe(401);
     expect(missing.status).toBe(401);
     expect(wrong.body).toEqual({ detail: 'Invalid email or password', code: 'invalid_credentials' });

@@ -17,7 +17,9 @@ afterAll(async () => {
 
 describe('single-tenant mode', () => {
   it('POST /v1/auth/register answers 409 signup_closed', async () => {
-    const res = await requestAs(app, 'POST', '/v1/auth/register', { body: { email: uniqueEmail(), password: PASSWORD, tenant_name: 'Another' } });
+    const res = await requestAs(app, 'POST', '/v1/auth/register', {
+      body: { email: uniqueEmail(), password: PASSWORD, tenant_name: 'Another' },
+    });
     expect(res.status).toBe(409);
     expect(res.body).toEqual({ detail: expect.any(String), code: 'signup_closed' });
   });
@@ -25,7 +27,10 @@ describe('single-tenant mode', () => {
   it('POST /v1/auth/tenants answers 403 tenant_creation_disabled', async () => {
     const login = await requestAs(app, 'POST', '/v1/auth/login', { body: { email: ownerEmail, password: PASSWORD } });
     expect(login.status).toBe(200);
-    const res = await app.request('POST', '/v1/auth/tenants', { token: login.body.access_token, body: { name: 'Second' } });
+    const res = await app.request('POST', '/v1/auth/tenants', {
+      token: login.body.access_token,
+      body: { name: 'Second' },
+    });
     expect(res.status).toBe(403);
     expect(res.body.code).toBe('tenant_creation_disabled');
     const list = await app.request('GET', '/v1/auth/tenants', { token: login.body.access_token });

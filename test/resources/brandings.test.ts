@@ -1,7 +1,13 @@
 // Brands: the default brand (never deleted), values and sender settings, the plan's brand cap (402).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
-import { addUser, createTenantFixture, expectManagementOnly, expectValidationError, type TenantFixture } from '../support/fixtures.ts';
+import {
+  addUser,
+  createTenantFixture,
+  expectManagementOnly,
+  expectValidationError,
+  type TenantFixture,
+} from '../support/fixtures.ts';
 import { setTenantLimit } from '../../server/resources/tenant-limits.ts';
 import { query } from '../../server/base/db/sql.ts';
 
@@ -34,14 +40,26 @@ describe('POST /v1/brandings', () => {
       token: acmeAdmin,
       body: {
         key: 'premium',
-        values: { name: 'Acme Premium', colour: '#AA3300', logo_url: 'https://cdn.acme.test/premium.png', support_email: 'help@acme.test', tier: 2 },
+        values: {
+          name: 'Acme Premium',
+          colour: '#AA3300',
+          logo_url: 'https://cdn.acme.test/premium.png',
+          support_email: 'help@acme.test',
+          tier: 2,
+        },
         sender: { from_name: 'Acme Premium', from_email: 'Premium@Acme.test', reply_to: 'help@acme.test' },
       },
     });
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
       key: 'premium',
-      values: { name: 'Acme Premium', colour: '#AA3300', logo_url: 'https://cdn.acme.test/premium.png', support_email: 'help@acme.test', tier: 2 },
+      values: {
+        name: 'Acme Premium',
+        colour: '#AA3300',
+        logo_url: 'https://cdn.acme.test/premium.png',
+        support_email: 'help@acme.test',
+        tier: 2,
+      },
       sender: { from_name: 'Acme Premium', from_email: 'premium@acme.test', reply_to: 'help@acme.test' },
       is_default: false,
     });
@@ -50,7 +68,12 @@ describe('POST /v1/brandings', () => {
   it('creates a bare brand with empty values and sender', async () => {
     const res = await app.request('POST', '/v1/brandings', { token: acme.serviceKey, body: { key: 'bare' } });
     expect(res.status).toBe(201);
-    expect(res.body).toEqual({ key: 'bare', values: {}, sender: { from_name: null, from_email: null, reply_to: null }, is_default: false });
+    expect(res.body).toEqual({
+      key: 'bare',
+      values: {},
+      sender: { from_name: null, from_email: null, reply_to: null },
+      is_default: false,
+    });
   });
 
   it('answers 409 for a key the tenant already has (the default brand included)', async () => {
@@ -58,9 +81,13 @@ describe('POST /v1/brandings', () => {
     const dup = await app.request('POST', '/v1/brandings', { token: acme.serviceKey, body: { key: brand.key } });
     expect(dup.status).toBe(409);
     expect(dup.body.code).toBe('already_exists');
-    expect((await app.request('POST', '/v1/brandings', { token: acme.serviceKey, body: { key: 'default' } })).status).toBe(409);
+    expect(
+      (await app.request('POST', '/v1/brandings', { token: acme.serviceKey, body: { key: 'default' } })).status,
+    ).toBe(409);
     // Another tenant may use the same key.
-    expect((await app.request('POST', '/v1/brandings', { token: globex.serviceKey, body: { key: brand.key } })).status).toBe(201);
+    expect(
+      (await app.request('POST', '/v1/brandings', { token: globex.serviceKey, body: { key: brand.key } })).status,
+    ).toBe(201);
   });
 
   it("answers 402 once the plan's cap is reached (the default brand counts), and again after it is raised", async () => {
@@ -73,14 +100,18 @@ describe('POST /v1/brandings', () => {
     expect(over.status).toBe(402);
     expect(over.body).toEqual({ detail: expect.stringContaining('3 brand'), code: 'plan_limit_reached' });
     await setTenantLimit(em, fx.tenantId, 'brands', 4);
-    expect((await app.request('POST', '/v1/brandings', { token: fx.serviceKey, body: { key: 'one-too-many' } })).status).toBe(201);
+    expect(
+      (await app.request('POST', '/v1/brandings', { token: fx.serviceKey, body: { key: 'one-too-many' } })).status,
+    ).toBe(201);
   });
 
   it('keeps to the cap under concurrent creation', async () => {
     const fx = await createTenantFixture(app, 'Racing');
     await setTenantLimit(app.runtime.orm.em.fork(), fx.tenantId, 'brands', 3);
     const results = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => app.request('POST', '/v1/brandings', { token: fx.serviceKey, body: { key: `race-${i}` } })),
+      Array.from({ length: 6 }, (_, i) =>
+        app.request('POST', '/v1/brandings', { token: fx.serviceKey, body: { key: `race-${i}` } }),
+      ),
     );
     expect(results.filter((r) => r.status === 201)).toHaveLength(2);
     expect(results.filter((r) => r.status === 402)).toHaveLength(4);
@@ -89,21 +120,41 @@ describe('POST /v1/brandings', () => {
   it('has a default cap of 10 brands', async () => {
     const fx = await createTenantFixture(app, 'Ten');
     for (let i = 0; i < 9; i++) await createBrand(fx);
-    expect((await app.request('POST', '/v1/brandings', { token: fx.serviceKey, body: { key: 'eleventh' } })).status).toBe(402);
+    expect(
+      (await app.request('POST', '/v1/brandings', { token: fx.serviceKey, body: { key: 'eleventh' } })).status,
+    ).toBe(402);
   });
 
   it('answers 422 for a malformed key, colour, logo URL, value name, sender or body', async () => {
     const post = (body: unknown) => app.request('POST', '/v1/brandings', { token: acme.serviceKey, body });
     expectValidationError(await post({ key: 'Not OK' }), ['body', 'key']);
     expectValidationError(await post({}), ['body', 'key']);
-    expectValidationError(await post({ key: 'x', values: { colour: 'red; background:url(x)' } }), ['body', 'values', 'colour']);
-    expectValidationError(await post({ key: 'x', values: { logo_url: 'javascript:alert(1)' } }), ['body', 'values', 'logo_url']);
+    expectValidationError(await post({ key: 'x', values: { colour: 'red; background:url(x)' } }), [
+      'body',
+      'values',
+      'colour',
+    ]);
+    expectValidationError(await post({ key: 'x', values: { logo_url: 'javascript:alert(1)' } }), [
+      'body',
+      'values',
+      'logo_url',
+    ]);
     expectValidationError(await post({ key: 'x', values: { 'bad-name': 1 } }), ['body', 'values', 'bad-name']);
     expectValidationError(await post({ key: 'x', values: { __secret: 1 } }), ['body', 'values', '__secret']);
     expectValidationError(await post({ key: 'x', values: { contact: 'x' } }), ['body', 'values', 'contact']);
-    expectValidationError(await post({ key: 'x', sender: { from_email: 'not an email' } }), ['body', 'sender', 'from_email']);
-    expectValidationError(await post({ key: 'x', sender: { from_name: 'Evil\r\nBcc: victim@example.test' } }), ['body', 'sender', 'from_name']);
-    expectValidationError(await app.request('POST', '/v1/brandings', { token: acme.serviceKey, rawBody: '[' }), ['body']);
+    expectValidationError(await post({ key: 'x', sender: { from_email: 'not an email' } }), [
+      'body',
+      'sender',
+      'from_email',
+    ]);
+    expectValidationError(await post({ key: 'x', sender: { from_name: 'Evil\r\nBcc: victim@example.test' } }), [
+      'body',
+      'sender',
+      'from_name',
+    ]);
+    expectValidationError(await app.request('POST', '/v1/brandings', { token: acme.serviceKey, rawBody: '[' }), [
+      'body',
+    ]);
   });
 
   it('answers 401 without a credential and 403 for a contact token or a non-member', async () => {
@@ -118,7 +169,12 @@ describe('GET /v1/brandings', () => {
     const res = await app.request('GET', '/v1/brandings', { token: fx.ownerToken });
     expect(res.status).toBe(200);
     expect(res.body).toEqual([
-      { key: 'default', values: { name: 'Listing Co' }, sender: { from_name: null, from_email: null, reply_to: null }, is_default: true },
+      {
+        key: 'default',
+        values: { name: 'Listing Co' },
+        sender: { from_name: null, from_email: null, reply_to: null },
+        is_default: true,
+      },
       brand,
     ]);
   });
@@ -166,7 +222,9 @@ describe('DELETE /v1/brandings/{key}', () => {
     expect(res.status).toBe(204);
     expect(res.text).toBe('');
     expect((await app.request('GET', `/v1/brandings/${brand.key}`, { token: acme.serviceKey })).status).toBe(404);
-    expect((await app.request('GET', `/v1/email-templates/${template.body.id}`, { token: acme.serviceKey })).status).toBe(404);
+    expect(
+      (await app.request('GET', `/v1/email-templates/${template.body.id}`, { token: acme.serviceKey })).status,
+    ).toBe(404);
   });
 
   it('answers 409 default_brand for the default brand, which stays', async () => {
@@ -184,7 +242,10 @@ describe('DELETE /v1/brandings/{key}', () => {
   });
 
   it('answers 422 for a malformed key', async () => {
-    expectValidationError(await app.request('DELETE', '/v1/brandings/UPPER', { token: acme.serviceKey }), ['path', 'key']);
+    expectValidationError(await app.request('DELETE', '/v1/brandings/UPPER', { token: acme.serviceKey }), [
+      'path',
+      'key',
+    ]);
   });
 
   it('answers 401 without a credential and 403 for a contact token or a non-member', async () => {
@@ -203,25 +264,47 @@ describe('PUT /v1/brandings/{key}/values', () => {
     });
     expect(res.status).toBe(200);
     expect(res.body.values).toEqual({ name: 'New', colour: '#123', address: { city: 'Springfield' } });
-    const def = await app.request('PUT', '/v1/brandings/default/values', { token: acme.ownerToken, body: { values: { name: 'Acme Inc' } } });
+    const def = await app.request('PUT', '/v1/brandings/default/values', {
+      token: acme.ownerToken,
+      body: { values: { name: 'Acme Inc' } },
+    });
     expect(def.body).toMatchObject({ key: 'default', is_default: true, values: { name: 'Acme Inc' } });
   });
 
   it("answers 404 for an unknown key and another tenant's brand", async () => {
-    expect((await app.request('PUT', '/v1/brandings/nope/values', { token: acme.serviceKey, body: { values: {} } })).status).toBe(404);
+    expect(
+      (await app.request('PUT', '/v1/brandings/nope/values', { token: acme.serviceKey, body: { values: {} } })).status,
+    ).toBe(404);
     const theirs = await createBrand(globex, { values: { name: 'Theirs' } });
-    expect((await app.request('PUT', `/v1/brandings/${theirs.key}/values`, { token: acme.serviceKey, body: { values: { name: 'Mine' } } })).status).toBe(404);
-    expect((await app.request('GET', `/v1/brandings/${theirs.key}`, { token: globex.serviceKey })).body.values.name).toBe('Theirs');
+    expect(
+      (
+        await app.request('PUT', `/v1/brandings/${theirs.key}/values`, {
+          token: acme.serviceKey,
+          body: { values: { name: 'Mine' } },
+        })
+      ).status,
+    ).toBe(404);
+    expect(
+      (await app.request('GET', `/v1/brandings/${theirs.key}`, { token: globex.serviceKey })).body.values.name,
+    ).toBe('Theirs');
   });
 
   it('answers 422 for malformed values', async () => {
-    expectValidationError(await app.request('PUT', '/v1/brandings/default/values', { token: acme.serviceKey, body: {} }), ['body', 'values']);
-    expectValidationError(await app.request('PUT', '/v1/brandings/default/values', { token: acme.serviceKey, body: { values: { colour: '#12345' } } }), [
-      'body',
-      'values',
-      'colour',
-    ]);
-    expectValidationError(await app.request('PUT', '/v1/brandings/default/values', { token: acme.serviceKey, body: { values: [] } }), ['body', 'values']);
+    expectValidationError(
+      await app.request('PUT', '/v1/brandings/default/values', { token: acme.serviceKey, body: {} }),
+      ['body', 'values'],
+    );
+    expectValidationError(
+      await app.request('PUT', '/v1/brandings/default/values', {
+        token: acme.serviceKey,
+        body: { values: { colour: '#12345' } },
+      }),
+      ['body', 'values', 'colour'],
+    );
+    expectValidationError(
+      await app.request('PUT', '/v1/brandings/default/values', { token: acme.serviceKey, body: { values: [] } }),
+      ['body', 'values'],
+    );
   });
 
   it('answers 401 without a credential and 403 for a contact token or a non-member', async () => {
@@ -231,18 +314,36 @@ describe('PUT /v1/brandings/{key}/values', () => {
 
 describe('PUT /v1/brandings/{key}/sender', () => {
   it('replaces the sender settings', async () => {
-    const brand = await createBrand(acme, { sender: { from_name: 'Old', from_email: 'old@acme.test', reply_to: 'old@acme.test' } });
-    const res = await app.request('PUT', `/v1/brandings/${brand.key}/sender`, { token: acmeAdmin, body: { from_name: 'Acme', from_email: 'news@acme.test' } });
+    const brand = await createBrand(acme, {
+      sender: { from_name: 'Old', from_email: 'old@acme.test', reply_to: 'old@acme.test' },
+    });
+    const res = await app.request('PUT', `/v1/brandings/${brand.key}/sender`, {
+      token: acmeAdmin,
+      body: { from_name: 'Acme', from_email: 'news@acme.test' },
+    });
     expect(res.status).toBe(200);
     expect(res.body.sender).toEqual({ from_name: 'Acme', from_email: 'news@acme.test', reply_to: null });
-    const [row] = await query<{ sender: unknown }>(app.runtime.orm.em.fork(), `SELECT sender FROM brands WHERE tenant_id = $1 AND key = $2`, [acme.tenantId, brand.key]);
+    const [row] = await query<{ sender: unknown }>(
+      app.runtime.orm.em.fork(),
+      `SELECT sender FROM brands WHERE tenant_id = $1 AND key = $2`,
+      [acme.tenantId, brand.key],
+    );
     expect(row!.sender).toEqual({ from_name: 'Acme', from_email: 'news@acme.test', reply_to: null });
   });
 
   it("answers 404 for an unknown key and another tenant's brand", async () => {
-    expect((await app.request('PUT', '/v1/brandings/nope/sender', { token: acme.serviceKey, body: {} })).status).toBe(404);
+    expect((await app.request('PUT', '/v1/brandings/nope/sender', { token: acme.serviceKey, body: {} })).status).toBe(
+      404,
+    );
     const theirs = await createBrand(globex);
-    expect((await app.request('PUT', `/v1/brandings/${theirs.key}/sender`, { token: acme.serviceKey, body: { from_name: 'x' } })).status).toBe(404);
+    expect(
+      (
+        await app.request('PUT', `/v1/brandings/${theirs.key}/sender`, {
+          token: acme.serviceKey,
+          body: { from_name: 'x' },
+        })
+      ).status,
+    ).toBe(404);
   });
 
   it('answers 422 for a malformed address or a header-breaking name', async () => {

@@ -60,9 +60,19 @@ describe('GET /v1/openapi.json (configuration routes)', () => {
       const operation = doc.paths[path]?.[method];
       expect(operation, `${method.toUpperCase()} ${path}`).toBeDefined();
       expect(operation['x-herald-credential']).toBe('management');
-      for (const status of [...statuses, '401', '403']) expect(Object.keys(operation.responses), `${method} ${path} ${status}`).toContain(status);
+      for (const status of [...statuses, '401', '403'])
+        expect(Object.keys(operation.responses), `${method} ${path} ${status}`).toContain(status);
     }
-    for (const name of ['IssuedApiKeyResponse', 'NotificationTypeResponse', 'BrandingResponse', 'SenderDomainResponse', 'EmailTemplateResponse', 'InboxTemplateResponse', 'RenderedEmailResponse', 'AffectedTemplateResponse']) {
+    for (const name of [
+      'IssuedApiKeyResponse',
+      'NotificationTypeResponse',
+      'BrandingResponse',
+      'SenderDomainResponse',
+      'EmailTemplateResponse',
+      'InboxTemplateResponse',
+      'RenderedEmailResponse',
+      'AffectedTemplateResponse',
+    ]) {
       expect(doc.components.schemas[name], name).toBeDefined();
     }
   });

@@ -2,7 +2,13 @@
 // POST /v1/configuration/apply (the plan, applied in one transaction; dry run; prune).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
-import { createTenantFixture, expectManagementOnly, expectValidationError, sqlOne, type TenantFixture } from '../support/fixtures.ts';
+import {
+  createTenantFixture,
+  expectManagementOnly,
+  expectValidationError,
+  sqlOne,
+  type TenantFixture,
+} from '../support/fixtures.ts';
 
 let app: TestApp;
 let acme: TenantFixture;
@@ -36,16 +42,36 @@ const DOCUMENT = {
     { key: 'digest' },
   ],
   brands: [
-    { key: 'default', values: { name: 'Acme', colour: '#112233' }, sender: { from_name: 'Acme', from_email: 'news@acme.example' } },
+    {
+      key: 'default',
+      values: { name: 'Acme', colour: '#112233' },
+      sender: { from_name: 'Acme', from_email: 'news@acme.example' },
+    },
     { key: 'shop', values: { name: 'Acme Shop', support_email: 'help@acme.example' } },
   ],
   email_templates: [
-    { notification_type_key: 'order_shipped', brand_key: 'shop', language: 'en', subject: 'Order {{ order_id }}', content: '<p>Shipped {{ order_id }}</p>' },
+    {
+      notification_type_key: 'order_shipped',
+      brand_key: 'shop',
+      language: 'en',
+      subject: 'Order {{ order_id }}',
+      content: '<p>Shipped {{ order_id }}</p>',
+    },
     { notification_type_key: 'order_shipped', subject: 'Order {{ order_id }}', content: '<p>Default brand</p>' },
   ],
-  inbox_templates: [{ notification_type_key: 'order_shipped', title: 'Order {{ order_id }} shipped', content: 'Track it', action_url: 'https://acme.example/o/{{ order_id }}' }],
+  inbox_templates: [
+    {
+      notification_type_key: 'order_shipped',
+      title: 'Order {{ order_id }} shipped',
+      content: 'Track it',
+      action_url: 'https://acme.example/o/{{ order_id }}',
+    },
+  ],
   sender_domains: [{ domain: 'Mail.Acme.Example' }],
-  topics: [{ key: 'launches', name: 'Product launches' }, { key: 'digest', name: 'Weekly digest' }],
+  topics: [
+    { key: 'launches', name: 'Product launches' },
+    { key: 'digest', name: 'Weekly digest' },
+  ],
 };
 
 const apply = (fx: TenantFixture, document: unknown, options: { dry_run?: boolean; prune?: boolean } = {}) =>
@@ -117,7 +143,10 @@ describe('configuration as code over HTTP', () => {
     changed.inbox_templates[0]!.content = 'Track it now';
     changed.topics[0]!.name = 'Launches';
     // Subscriptions are data: an update keeps them, and the document never shows them.
-    const subscribed = await app.request('POST', '/v1/topics/launches/subscribers', { token: acme.serviceKey, body: { external_ids: ['fan-1', 'fan-2'] } });
+    const subscribed = await app.request('POST', '/v1/topics/launches/subscribers', {
+      token: acme.serviceKey,
+      body: { external_ids: ['fan-1', 'fan-2'] },
+    });
     expect(subscribed.status).toBe(200);
     delete (changed.notification_types[0] as { workflow?: unknown }).workflow;
     const before = await exported(acme);
@@ -137,7 +166,9 @@ describe('configuration as code over HTTP', () => {
     const after = await exported(acme);
     expect(after.notification_types[0].name).toBe('Daily digest');
     expect(after.notification_types[1]).not.toHaveProperty('workflow');
-    expect((await app.request('GET', '/v1/notification-types/order_shipped', { token: acme.serviceKey })).body.workflow).toBeNull();
+    expect(
+      (await app.request('GET', '/v1/notification-types/order_shipped', { token: acme.serviceKey })).body.workflow,
+    ).toBeNull();
     expect(after.inbox_templates[0].content).toBe('Track it now');
     expect(after.topics).toEqual([
       { key: 'digest', name: 'Weekly digest' },
@@ -180,22 +211,54 @@ describe('configuration as code over HTTP', () => {
     (bad.brands[1]!.values as Record<string, unknown>).colour = 'orange';
     expectValidationError(await apply(acme, bad), ['body', 'document', 'brands', 1, 'values', 'colour']);
     expectValidationError(await apply(acme, { ...DOCUMENT, brand: [] }), ['body', 'document']);
-    expectValidationError(await apply(acme, { ...DOCUMENT, notification_types: [{ key: 'x', colour: 'red' }] }), ['body', 'document', 'notification_types', 0]);
-    const badWorkflow = { ...DOCUMENT, notification_types: [{ key: 'w', workflow: { steps: [{ kind: 'delay', seconds: 0 }] } }] };
-    expectValidationError(await apply(acme, badWorkflow), ['body', 'document', 'notification_types', 0, 'workflow', 'steps', 0, 'seconds']);
+    expectValidationError(await apply(acme, { ...DOCUMENT, notification_types: [{ key: 'x', colour: 'red' }] }), [
+      'body',
+      'document',
+      'notification_types',
+      0,
+    ]);
+    const badWorkflow = {
+      ...DOCUMENT,
+      notification_types: [{ key: 'w', workflow: { steps: [{ kind: 'delay', seconds: 0 }] } }],
+    };
+    expectValidationError(await apply(acme, badWorkflow), [
+      'body',
+      'document',
+      'notification_types',
+      0,
+      'workflow',
+      'steps',
+      0,
+      'seconds',
+    ]);
     const twice = { ...DOCUMENT, notification_types: [...DOCUMENT.notification_types, { key: 'digest' }] };
     expectValidationError(await apply(acme, twice), ['body', 'document', 'notification_types', 2]);
     // A write the service refuses (a template of a type the document does not create) names its entry; the
     // types created before it in the same apply are rolled back.
-    const orphan = { ...DOCUMENT, notification_types: [{ key: 'brand_new' }], email_templates: [{ notification_type_key: 'nope', subject: 's', content: 'c' }] };
-    expectValidationError(await apply(acme, orphan), ['body', 'document', 'email_templates', 0, 'notification_type_key']);
-    const syntax = { ...DOCUMENT, inbox_templates: [{ notification_type_key: 'order_shipped', content: '{{ unclosed' }] };
+    const orphan = {
+      ...DOCUMENT,
+      notification_types: [{ key: 'brand_new' }],
+      email_templates: [{ notification_type_key: 'nope', subject: 's', content: 'c' }],
+    };
+    expectValidationError(await apply(acme, orphan), [
+      'body',
+      'document',
+      'email_templates',
+      0,
+      'notification_type_key',
+    ]);
+    const syntax = {
+      ...DOCUMENT,
+      inbox_templates: [{ notification_type_key: 'order_shipped', content: '{{ unclosed' }],
+    };
     expectValidationError(await apply(acme, syntax), ['body', 'document', 'inbox_templates', 0, 'content']);
     expect(await exported(acme)).toEqual(before);
-    expect(await sqlOne(app, `SELECT 1 FROM notification_types WHERE tenant_id = $1 AND key = 'brand_new'`, [acme.tenantId])).toBeUndefined();
+    expect(
+      await sqlOne(app, `SELECT 1 FROM notification_types WHERE tenant_id = $1 AND key = 'brand_new'`, [acme.tenantId]),
+    ).toBeUndefined();
   });
 
-  it("answers 402 past the brand cap and applies nothing", async () => {
+  it('answers 402 past the brand cap and applies nothing', async () => {
     const gamma = await createTenantFixture(app, 'Gamma');
     const brands = Array.from({ length: 11 }, (_, i) => ({ key: `b${i}` }));
     const res = await apply(gamma, { version: 1, notification_types: [{ key: 'one' }], brands });
@@ -209,11 +272,16 @@ describe('configuration as code over HTTP', () => {
     await expectManagementOnly(app, acme, 'POST', '/v1/configuration/apply', { document: {} });
     const owner = await app.request('GET', '/v1/configuration', { token: acme.ownerToken });
     expect(owner.status).toBe(200);
-    expectValidationError(await app.request('POST', '/v1/configuration/apply', { token: acme.serviceKey, rawBody: '{' }), ['body']);
-    expectValidationError(await app.request('POST', '/v1/configuration/apply', { token: acme.serviceKey, body: { document: { version: 2 } } }), [
-      'body',
-      'document',
-      'version',
-    ]);
+    expectValidationError(
+      await app.request('POST', '/v1/configuration/apply', { token: acme.serviceKey, rawBody: '{' }),
+      ['body'],
+    );
+    expectValidationError(
+      await app.request('POST', '/v1/configuration/apply', {
+        token: acme.serviceKey,
+        body: { document: { version: 2 } },
+      }),
+      ['body', 'document', 'version'],
+    );
   });
 });

@@ -19,7 +19,8 @@ afterAll(async () => {
   await app?.close();
 });
 
-const mint = (externalId: unknown, token = acme.serviceKey) => app.request('POST', '/v1/contacts/tokens', { body: { external_id: externalId }, token });
+const mint = (externalId: unknown, token = acme.serviceKey) =>
+  app.request('POST', '/v1/contacts/tokens', { body: { external_id: externalId }, token });
 
 describe('POST /v1/contacts/tokens', () => {
   it('mints a bearer token for the contact with its lifetime', async () => {
@@ -36,7 +37,9 @@ describe('POST /v1/contacts/tokens', () => {
     const first = await mint('new-user');
     expect(first.status).toBe(404);
     expect(first.body.code).toBe('not_found');
-    expect((await app.request('POST', '/v1/contacts', { body: { external_id: 'new-user' }, token: acme.serviceKey })).status).toBe(201);
+    expect(
+      (await app.request('POST', '/v1/contacts', { body: { external_id: 'new-user' }, token: acme.serviceKey })).status,
+    ).toBe(201);
     const second = await mint('new-user');
     expect(second.status).toBe(200);
   });
@@ -82,7 +85,11 @@ describe('what a contact token reaches', () => {
     const me = await acme.contact('scope-me');
     const other = await acme.contact('scope-other');
     const token = acme.tokenFor(me, 120);
-    for (const path of [`/v1/contacts/${other}/preferences`, `/v1/contacts/${other}/push-subscriptions`, `/v1/contacts/${other}/notifications`]) {
+    for (const path of [
+      `/v1/contacts/${other}/preferences`,
+      `/v1/contacts/${other}/push-subscriptions`,
+      `/v1/contacts/${other}/notifications`,
+    ]) {
       expect((await app.request('GET', path, { token })).status).toBe(404);
     }
     expect((await app.request('GET', `/v1/contacts/${me}`, { token })).status).toBe(403);

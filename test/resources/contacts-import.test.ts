@@ -46,10 +46,23 @@ const lines = (...entries: unknown[]) => entries.map((e) => (typeof e === 'strin
 describe('POST /v1/contacts/import', () => {
   it('creates and updates contacts; a field left out keeps its value; blank lines are skipped', async () => {
     await acme.contact('imp-old', { email: 'old@example.test', name: 'Old' });
-    const res = await importText(acme, lines({ external_id: 'imp-a', email: 'A@Example.test', name: 'A' }, '', { external_id: 'imp-old', language: 'de' }, '  ', { external_id: 'imp-b' }) + '\n');
+    const res = await importText(
+      acme,
+      lines(
+        { external_id: 'imp-a', email: 'A@Example.test', name: 'A' },
+        '',
+        { external_id: 'imp-old', language: 'de' },
+        '  ',
+        { external_id: 'imp-b' },
+      ) + '\n',
+    );
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ created: 2, updated: 1, refused: 0, errors: [] });
-    const rows = await sql(app, `SELECT external_id, email, name, language FROM contacts WHERE tenant_id = $1 AND external_id LIKE 'imp-%' ORDER BY external_id`, [acme.tenantId]);
+    const rows = await sql(
+      app,
+      `SELECT external_id, email, name, language FROM contacts WHERE tenant_id = $1 AND external_id LIKE 'imp-%' ORDER BY external_id`,
+      [acme.tenantId],
+    );
     expect(rows).toEqual([
       { external_id: 'imp-a', email: 'a@example.test', name: 'A', language: null },
       { external_id: 'imp-b', email: null, name: null, language: null },
@@ -77,7 +90,11 @@ describe('POST /v1/contacts/import', () => {
     expect(res.body.errors[0].detail).toMatch(/malformed JSON/);
     expect(res.body.errors[1].detail).toMatch(/^email: /);
     expect(res.body.errors[2].detail).toMatch(/^external_id: /);
-    const kept = await sql<{ external_id: string; language: string | null }>(app, `SELECT external_id, language FROM contacts WHERE tenant_id = $1 AND external_id LIKE 'good-%' ORDER BY external_id`, [acme.tenantId]);
+    const kept = await sql<{ external_id: string; language: string | null }>(
+      app,
+      `SELECT external_id, language FROM contacts WHERE tenant_id = $1 AND external_id LIKE 'good-%' ORDER BY external_id`,
+      [acme.tenantId],
+    );
     expect(kept).toEqual([
       { external_id: 'good-1', language: null },
       { external_id: 'good-2', language: 'pt-BR' },
@@ -87,7 +104,10 @@ describe('POST /v1/contacts/import', () => {
 
   it('lists the first 100 errors and counts them all; a line over 64 KiB is refused unread', async () => {
     const bad = Array.from({ length: 150 }, () => 'not json');
-    const res = await importText(acme, lines(...bad, { external_id: 'x'.repeat(70_000) }, { external_id: 'after-many-errors' }));
+    const res = await importText(
+      acme,
+      lines(...bad, { external_id: 'x'.repeat(70_000) }, { external_id: 'after-many-errors' }),
+    );
     expect(res.status).toBe(200);
     expect(res.body.refused).toBe(151);
     expect(res.body.errors).toHaveLength(100);
@@ -97,10 +117,12 @@ describe('POST /v1/contacts/import', () => {
 
   it('writes many lines in batches, streamed in chunks cut anywhere (inside a UTF-8 character too)', async () => {
     const count = 12_345;
-    const text = Array.from({ length: count }, (_, i) => JSON.stringify({ external_id: `bulk-${i}`, name: `Zoë ${i} 日本` })).join('\n');
+    const text = Array.from({ length: count }, (_, i) =>
+      JSON.stringify({ external_id: `bulk-${i}`, name: `Zoë ${i} 日本` }),
+    ).join('\n');
     const bytes = Buffer.from(text, 'utf8');
     const chunks: Uint8Array[] = [];
-    for (let at = 0; at < bytes.length; ) {
+    for (let at = 0; at < bytes.length;) {
       const size = 1 + Math.floor(Math.random() * 9000);
       chunks.push(bytes.subarray(at, at + size));
       at += size;
@@ -115,7 +137,10 @@ describe('POST /v1/contacts/import', () => {
     );
     expect(stored).toEqual({ n: count, bad: 0 });
     // Again: all updates (the same external ids twice in one body count once).
-    const again = await importText(acme, text + '\n' + JSON.stringify({ external_id: 'bulk-0', email: 'z@example.test' }));
+    const again = await importText(
+      acme,
+      text + '\n' + JSON.stringify({ external_id: 'bulk-0', email: 'z@example.test' }),
+    );
     expect(again.body).toMatchObject({ created: 0, refused: 0 });
     expect(again.body.updated).toBeGreaterThanOrEqual(count);
   });
@@ -154,7 +179,11 @@ describe('POST /v1/contacts/import', () => {
     const chunks = [body.subarray(0, body.length - 1000), body.subarray(body.length - 1000)];
     await expect(importContacts(em, acme.tenantId, chunks, body.length - 500)).rejects.toMatchObject({ status: 413 });
     // The first batch of 5,000 was written before the limit was passed.
-    expect(await sqlOne(app, `SELECT count(*)::int AS n FROM contacts WHERE tenant_id = $1 AND external_id LIKE 'limit-%'`, [acme.tenantId])).toEqual({ n: 5000 });
+    expect(
+      await sqlOne(app, `SELECT count(*)::int AS n FROM contacts WHERE tenant_id = $1 AND external_id LIKE 'limit-%'`, [
+        acme.tenantId,
+      ]),
+    ).toEqual({ n: 5000 });
   });
 
   it('numbers lines across chunks and ends with an unterminated last line', async () => {
@@ -168,10 +197,17 @@ describe('POST /v1/contacts/import', () => {
     ]);
   });
 
-  it('shares the bulk route\'s budget of 20 calls a minute per tenant (429 past it)', async () => {
+  it("shares the bulk route's budget of 20 calls a minute per tenant (429 past it)", async () => {
     const tenant = await createTenantFixture(app, 'Busy');
     for (let i = 0; i < 19; i++) expect((await importText(tenant, '')).status).toBe(200);
-    expect((await app.request('POST', '/v1/contacts/bulk', { token: tenant.serviceKey, body: { contacts: [{ external_id: 'b' }] } })).status).toBe(200);
+    expect(
+      (
+        await app.request('POST', '/v1/contacts/bulk', {
+          token: tenant.serviceKey,
+          body: { contacts: [{ external_id: 'b' }] },
+        })
+      ).status,
+    ).toBe(200);
     const refused = await importText(tenant, '{"external_id": "late"}');
     expect(refused.status).toBe(429);
     expect(refused.headers.get('retry-after')).toBeTruthy();
@@ -180,13 +216,21 @@ describe('POST /v1/contacts/import', () => {
   it('takes a service key only (401 without one, 403 for a contact token or a console admin) and writes into its own tenant', async () => {
     const body = lines({ external_id: 'tenant-check', name: 'Acme one' });
     expect((await app.request('POST', '/v1/contacts/import', { rawBody: body, headers: NDJSON })).status).toBe(401);
-    const contact = await app.request('POST', '/v1/contacts/import', { rawBody: body, headers: NDJSON, token: acme.contactToken });
+    const contact = await app.request('POST', '/v1/contacts/import', {
+      rawBody: body,
+      headers: NDJSON,
+      token: acme.contactToken,
+    });
     expect(contact.status).toBe(403);
     const admin = (await addUser(app, acme.tenantId, 'admin', true)).token;
-    expect((await app.request('POST', '/v1/contacts/import', { rawBody: body, headers: NDJSON, token: admin })).status).toBe(403);
+    expect(
+      (await app.request('POST', '/v1/contacts/import', { rawBody: body, headers: NDJSON, token: admin })).status,
+    ).toBe(403);
     await globex.contact('tenant-check', { name: 'Globex one' });
     expect((await importText(acme, body)).body).toMatchObject({ created: 1, updated: 0 });
-    expect(await sql(app, `SELECT tenant_id, name FROM contacts WHERE external_id = 'tenant-check' ORDER BY name`)).toEqual([
+    expect(
+      await sql(app, `SELECT tenant_id, name FROM contacts WHERE external_id = 'tenant-check' ORDER BY name`),
+    ).toEqual([
       { tenant_id: acme.tenantId, name: 'Acme one' },
       { tenant_id: globex.tenantId, name: 'Globex one' },
     ]);

@@ -24,9 +24,23 @@ const create = (body: unknown, token = acme.serviceKey) => app.request('POST', '
 
 describe('POST /v1/contacts', () => {
   it('creates a contact with its fields and answers 201', async () => {
-    const res = await create({ external_id: 'user-1', email: 'Ann@Example.org', name: 'Ann', phone: '+49 30 1234', language: 'de-at', properties: { plan: 'pro' } });
+    const res = await create({
+      external_id: 'user-1',
+      email: 'Ann@Example.org',
+      name: 'Ann',
+      phone: '+49 30 1234',
+      language: 'de-at',
+      properties: { plan: 'pro' },
+    });
     expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ external_id: 'user-1', email: 'ann@example.org', name: 'Ann', phone: '+49 30 1234', language: 'de-AT', properties: { plan: 'pro' } });
+    expect(res.body).toMatchObject({
+      external_id: 'user-1',
+      email: 'ann@example.org',
+      name: 'Ann',
+      phone: '+49 30 1234',
+      language: 'de-AT',
+      properties: { plan: 'pro' },
+    });
     expect(res.body.id).toMatch(/^[0-9a-f-]{36}$/);
   });
 
@@ -92,7 +106,9 @@ describe('GET /v1/contacts/{id}', () => {
 
   it("answers 404 for another tenant's contact and for an unknown id", async () => {
     const created = await create({ external_id: 'get-2' });
-    expect((await app.request('GET', `/v1/contacts/${created.body.id}`, { token: globex.serviceKey })).status).toBe(404);
+    expect((await app.request('GET', `/v1/contacts/${created.body.id}`, { token: globex.serviceKey })).status).toBe(
+      404,
+    );
     expect((await app.request('GET', `/v1/contacts/${newId()}`, { token: acme.serviceKey })).status).toBe(404);
   });
 
@@ -100,7 +116,9 @@ describe('GET /v1/contacts/{id}', () => {
     expect((await app.request('GET', '/v1/contacts/nope', { token: acme.serviceKey })).status).toBe(422);
     const created = await create({ external_id: 'get-3' });
     expect((await app.request('GET', `/v1/contacts/${created.body.id}`)).status).toBe(401);
-    expect((await app.request('GET', `/v1/contacts/${created.body.id}`, { token: acme.tokenFor(created.body.id) })).status).toBe(403);
+    expect(
+      (await app.request('GET', `/v1/contacts/${created.body.id}`, { token: acme.tokenFor(created.body.id) })).status,
+    ).toBe(403);
   });
 });
 
@@ -114,15 +132,21 @@ describe('GET /v1/contacts?external_id=', () => {
 
   it("is readable by a console admin of the tenant, and not of another tenant's", async () => {
     const created = await create({ external_id: 'console-read' });
-    expect((await app.request('GET', '/v1/contacts?external_id=console-read', { token: acme.ownerToken })).body.id).toBe(created.body.id);
+    expect(
+      (await app.request('GET', '/v1/contacts?external_id=console-read', { token: acme.ownerToken })).body.id,
+    ).toBe(created.body.id);
     expect((await app.request('GET', `/v1/contacts/${created.body.id}`, { token: acme.ownerToken })).status).toBe(200);
-    expect((await app.request('GET', `/v1/contacts/${created.body.id}`, { token: globex.ownerToken })).status).toBe(404);
+    expect((await app.request('GET', `/v1/contacts/${created.body.id}`, { token: globex.ownerToken })).status).toBe(
+      404,
+    );
   });
 
   it('answers 404 when none (also for an external_id of another tenant)', async () => {
     await create({ external_id: 'acme-only' });
     expect((await app.request('GET', '/v1/contacts?external_id=nobody', { token: acme.serviceKey })).status).toBe(404);
-    expect((await app.request('GET', '/v1/contacts?external_id=acme-only', { token: globex.serviceKey })).status).toBe(404);
+    expect((await app.request('GET', '/v1/contacts?external_id=acme-only', { token: globex.serviceKey })).status).toBe(
+      404,
+    );
   });
 
   it('answers 422, never a database error, for a field or an external_id holding U+0000', async () => {
@@ -145,7 +169,10 @@ describe('GET /v1/contacts?external_id=', () => {
 describe('PUT /v1/contacts/{id}', () => {
   it('replaces every mutable field: a field left out is cleared', async () => {
     const created = await create({ external_id: 'put-1', email: 'a@example.org', name: 'A', properties: { a: 1 } });
-    const res = await app.request('PUT', `/v1/contacts/${created.body.id}`, { body: { name: 'B', properties: { b: 2 } }, token: acme.serviceKey });
+    const res = await app.request('PUT', `/v1/contacts/${created.body.id}`, {
+      body: { name: 'B', properties: { b: 2 } },
+      token: acme.serviceKey,
+    });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ external_id: 'put-1', email: null, name: 'B', properties: { b: 2 } });
   });
@@ -156,7 +183,9 @@ describe('PUT /v1/contacts/{id}', () => {
     expect((await app.request('PUT', path, { body: { name: 'x' }, token: globex.serviceKey })).status).toBe(404);
     expect((await app.request('PUT', path, { body: { email: 'nope' }, token: acme.serviceKey })).status).toBe(422);
     expect((await app.request('PUT', path, { body: { name: 'x' } })).status).toBe(401);
-    expect((await app.request('PUT', path, { body: { name: 'x' }, token: acme.tokenFor(created.body.id) })).status).toBe(403);
+    expect(
+      (await app.request('PUT', path, { body: { name: 'x' }, token: acme.tokenFor(created.body.id) })).status,
+    ).toBe(403);
   });
 });
 
@@ -203,36 +232,66 @@ describe('POST /v1/contacts/bulk', () => {
     const existing = await app.request('GET', '/v1/contacts?external_id=bulk-existing', { token: acme.serviceKey });
     // A field left out keeps its stored value.
     expect(existing.body).toMatchObject({ name: 'New', email: 'old@example.org' });
-    expect((await app.request('GET', '/v1/contacts?external_id=bulk-bad', { token: acme.serviceKey })).status).toBe(404);
+    expect((await app.request('GET', '/v1/contacts?external_id=bulk-bad', { token: acme.serviceKey })).status).toBe(
+      404,
+    );
   });
 
   it('accepts 500 contacts and refuses 501 or none with 422', async () => {
     const many = (n: number) => Array.from({ length: n }, (_, i) => ({ external_id: `many-${n}-${i}` }));
-    const ok = await app.request('POST', '/v1/contacts/bulk', { token: globex.serviceKey, body: { contacts: many(500) } });
+    const ok = await app.request('POST', '/v1/contacts/bulk', {
+      token: globex.serviceKey,
+      body: { contacts: many(500) },
+    });
     expect(ok.status).toBe(200);
     expect(ok.body).toEqual({ created: 500, updated: 0, errors: [] });
-    const tooMany = await app.request('POST', '/v1/contacts/bulk', { token: globex.serviceKey, body: { contacts: many(501) } });
+    const tooMany = await app.request('POST', '/v1/contacts/bulk', {
+      token: globex.serviceKey,
+      body: { contacts: many(501) },
+    });
     expect(tooMany.status).toBe(422);
     expect(tooMany.body.detail[0].loc).toEqual(['body', 'contacts']);
-    expect((await app.request('POST', '/v1/contacts/bulk', { token: globex.serviceKey, body: { contacts: [] } })).status).toBe(422);
+    expect(
+      (await app.request('POST', '/v1/contacts/bulk', { token: globex.serviceKey, body: { contacts: [] } })).status,
+    ).toBe(422);
   });
 
   it('answers 401 and 403', async () => {
-    expect((await app.request('POST', '/v1/contacts/bulk', { body: { contacts: [{ external_id: 'x' }] } })).status).toBe(401);
+    expect(
+      (await app.request('POST', '/v1/contacts/bulk', { body: { contacts: [{ external_id: 'x' }] } })).status,
+    ).toBe(401);
     const id = await acme.contact('bulk-token-holder');
-    expect((await app.request('POST', '/v1/contacts/bulk', { token: acme.tokenFor(id), body: { contacts: [{ external_id: 'x' }] } })).status).toBe(403);
+    expect(
+      (
+        await app.request('POST', '/v1/contacts/bulk', {
+          token: acme.tokenFor(id),
+          body: { contacts: [{ external_id: 'x' }] },
+        })
+      ).status,
+    ).toBe(403);
   });
 
   it('is rate limited per account: 20 at once, then one every 3 s, and not per key', async () => {
     const tenant = await createTenantFixture(app, 'Bulky');
-    const call = () => app.request('POST', '/v1/contacts/bulk', { token: tenant.serviceKey, body: { contacts: [{ external_id: 'r' }] } });
+    const call = () =>
+      app.request('POST', '/v1/contacts/bulk', {
+        token: tenant.serviceKey,
+        body: { contacts: [{ external_id: 'r' }] },
+      });
     for (let i = 0; i < 20; i++) expect((await call()).status).toBe(200);
     const limited = await call();
     expect(limited.status).toBe(429);
     expect(limited.body.code).toBe('rate_limited');
     expect(Number(limited.headers.get('retry-after'))).toBe(3);
     // Another tenant has its own budget.
-    expect((await app.request('POST', '/v1/contacts/bulk', { token: acme.serviceKey, body: { contacts: [{ external_id: 'r' }] } })).status).toBe(200);
+    expect(
+      (
+        await app.request('POST', '/v1/contacts/bulk', {
+          token: acme.serviceKey,
+          body: { contacts: [{ external_id: 'r' }] },
+        })
+      ).status,
+    ).toBe(200);
     clock.advance(2900);
     expect((await call()).status).toBe(429);
     clock.advance(110); // 3.01 s: one token (20 per minute), with room for float rounding of 1/3 per second
@@ -243,10 +302,16 @@ describe('POST /v1/contacts/bulk', () => {
   it('honours a raised per-tenant limit', async () => {
     const tenant = await createTenantFixture(app, 'Raised');
     const { query } = await import('../../server/base/db/sql.ts');
-    await query(app.runtime.orm.em.fork(), `INSERT INTO tenant_limits (tenant_id, name, value) VALUES ($1, 'rate:contacts_bulk', 60), ($1, 'rate:contacts_bulk:burst', 25)`, [
-      tenant.tenantId,
-    ]);
-    const call = () => app.request('POST', '/v1/contacts/bulk', { token: tenant.serviceKey, body: { contacts: [{ external_id: 'r' }] } });
+    await query(
+      app.runtime.orm.em.fork(),
+      `INSERT INTO tenant_limits (tenant_id, name, value) VALUES ($1, 'rate:contacts_bulk', 60), ($1, 'rate:contacts_bulk:burst', 25)`,
+      [tenant.tenantId],
+    );
+    const call = () =>
+      app.request('POST', '/v1/contacts/bulk', {
+        token: tenant.serviceKey,
+        body: { contacts: [{ external_id: 'r' }] },
+      });
     for (let i = 0; i < 25; i++) expect((await call()).status).toBe(200);
     expect((await call()).status).toBe(429);
   });
@@ -255,10 +320,16 @@ describe('POST /v1/contacts/bulk', () => {
 describe('PUT /v1/contacts/{id}/language', () => {
   it('sets the language with the contact token (canonical BCP 47) and with a service key', async () => {
     const id = await acme.contact('lang-1');
-    const res = await app.request('PUT', `/v1/contacts/${id}/language`, { body: { language: 'PT-br' }, token: acme.tokenFor(id) });
+    const res = await app.request('PUT', `/v1/contacts/${id}/language`, {
+      body: { language: 'PT-br' },
+      token: acme.tokenFor(id),
+    });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ id, language: 'pt-BR' });
-    const bySk = await app.request('PUT', `/v1/contacts/${id}/language`, { body: { language: 'fr' }, token: acme.serviceKey });
+    const bySk = await app.request('PUT', `/v1/contacts/${id}/language`, {
+      body: { language: 'fr' },
+      token: acme.serviceKey,
+    });
     expect(bySk.status).toBe(200);
     expect(bySk.body.language).toBe('fr');
   });
@@ -266,13 +337,26 @@ describe('PUT /v1/contacts/{id}/language', () => {
   it("answers 404 for another contact's token and across tenants", async () => {
     const id = await acme.contact('lang-2');
     const other = await acme.contact('lang-3');
-    expect((await app.request('PUT', `/v1/contacts/${id}/language`, { body: { language: 'de' }, token: acme.tokenFor(other) })).status).toBe(404);
-    expect((await app.request('PUT', `/v1/contacts/${id}/language`, { body: { language: 'de' }, token: globex.serviceKey })).status).toBe(404);
+    expect(
+      (
+        await app.request('PUT', `/v1/contacts/${id}/language`, {
+          body: { language: 'de' },
+          token: acme.tokenFor(other),
+        })
+      ).status,
+    ).toBe(404);
+    expect(
+      (await app.request('PUT', `/v1/contacts/${id}/language`, { body: { language: 'de' }, token: globex.serviceKey }))
+        .status,
+    ).toBe(404);
   });
 
   it('answers 422 for a malformed tag and 401 without credential', async () => {
     const id = await acme.contact('lang-4');
-    const res = await app.request('PUT', `/v1/contacts/${id}/language`, { body: { language: 'x_y_z!' }, token: acme.tokenFor(id) });
+    const res = await app.request('PUT', `/v1/contacts/${id}/language`, {
+      body: { language: 'x_y_z!' },
+      token: acme.tokenFor(id),
+    });
     expect(res.status).toBe(422);
     expect(res.body.detail[0].loc).toEqual(['body', 'language']);
     expect((await app.request('PUT', `/v1/contacts/${id}/language`, { body: { language: 'de' } })).status).toBe(401);
@@ -282,6 +366,8 @@ describe('PUT /v1/contacts/{id}/language', () => {
     const id = await acme.contact('lang-5');
     const token = acme.tokenFor(id, 60);
     clock.advance(61_000);
-    expect((await app.request('PUT', `/v1/contacts/${id}/language`, { body: { language: 'de' }, token })).status).toBe(401);
+    expect((await app.request('PUT', `/v1/contacts/${id}/language`, { body: { language: 'de' }, token })).status).toBe(
+      401,
+    );
   });
 });

@@ -22,7 +22,8 @@ afterAll(async () => {
 });
 
 const path = (tenantId: string) => `/v1/auth/tenants/${tenantId}/data-requests`;
-const file = (tenantId: string, token: string, kind: string) => requestAs(app, 'POST', path(tenantId), { token, body: { kind } });
+const file = (tenantId: string, token: string, kind: string) =>
+  requestAs(app, 'POST', path(tenantId), { token, body: { kind } });
 
 async function waitDone(tenantId: string, token: string, id: string) {
   return eventually(
@@ -37,23 +38,50 @@ async function waitDone(tenantId: string, token: string, id: string) {
 describe('POST /v1/auth/tenants/{tenant_id}/data-requests (export)', () => {
   it('files an export (202) that completes with a downloadable file holding the data but no secrets', async () => {
     const em = app.runtime.orm.em.fork();
-    await query(em, `INSERT INTO api_keys (id, tenant_id, name, prefix, key_hash) VALUES (gen_random_uuid(), $1, 'ci', 'sk_live', $2)`, [owner.tenantId, hashServiceKey('sk_secret_export_key')]);
-    await query(em, `INSERT INTO email_transports (tenant_id, host, port, username, password_ciphertext, from_email) VALUES ($1, 'smtp.example.test', 587, 'mailer', $2, 'a@example.test')`, [
-      owner.tenantId,
-      app.runtime.keyRing.encrypt('smtp-password-secret', `email_transports/${owner.tenantId}/password`),
-    ]);
-    const contact = await queryOne<{ id: string }>(em, `INSERT INTO contacts (id, tenant_id, external_id) VALUES (gen_random_uuid(), $1, 'exported-user') RETURNING id`, [owner.tenantId]);
-    await query(em, `INSERT INTO push_subscriptions (id, tenant_id, contact_id, provider, token, destination_hash) VALUES (gen_random_uuid(), $1, $2, 'fcm', 'fcm-device-token', 'hash-of-the-destination')`, [
-      owner.tenantId,
-      contact!.id,
-    ]);
+    await query(
+      em,
+      `INSERT INTO api_keys (id, tenant_id, name, prefix, key_hash) VALUES (gen_random_uuid(), $1, 'ci', 'sk_live', $2)`,
+      [owner.tenantId, hashServiceKey('sk_secret_export_key')],
+    );
+    await query(
+      em,
+      `INSERT INTO email_transports (tenant_id, host, port, username, password_ciphertext, from_email) VALUES ($1, 'smtp.example.test', 587, 'mailer', $2, 'a@example.test')`,
+      [
+        owner.tenantId,
+        app.runtime.keyRing.encrypt('smtp-password-secret', `email_transports/${owner.tenantId}/password`),
+      ],
+    );
+    const contact = await queryOne<{ id: string }>(
+      em,
+      `INSERT INTO contacts (id, tenant_id, external_id) VALUES (gen_random_uuid(), $1, 'exported-user') RETURNING id`,
+      [owner.tenantId],
+    );
+    await query(
+      em,
+      `INSERT INTO push_subscriptions (id, tenant_id, contact_id, provider, token, destination_hash) VALUES (gen_random_uuid(), $1, $2, 'fcm', 'fcm-device-token', 'hash-of-the-destination')`,
+      [owner.tenantId, contact!.id],
+    );
     const res = await file(owner.tenantId, owner.token, 'export');
     expect(res.status).toBe(202);
-    expect(res.body).toEqual({ id: expect.any(String), kind: 'export', status: 'queued', created_at: expect.any(String), completed_at: null, download_url: null, error: null });
+    expect(res.body).toEqual({
+      id: expect.any(String),
+      kind: 'export',
+      status: 'queued',
+      created_at: expect.any(String),
+      completed_at: null,
+      download_url: null,
+      error: null,
+    });
     const done = await waitDone(owner.tenantId, owner.token, res.body.id);
-    expect(done).toMatchObject({ status: 'completed', completed_at: expect.any(String), download_url: `${path(owner.tenantId)}/${res.body.id}/download` });
+    expect(done).toMatchObject({
+      status: 'completed',
+      completed_at: expect.any(String),
+      download_url: `${path(owner.tenantId)}/${res.body.id}/download`,
+    });
 
-    const row = await queryOne<{ file_path: string }>(em, `SELECT file_path FROM data_requests WHERE id = $1`, [res.body.id]);
+    const row = await queryOne<{ file_path: string }>(em, `SELECT file_path FROM data_requests WHERE id = $1`, [
+      res.body.id,
+    ]);
     expect(row!.file_path.startsWith(`${app.dataDir}/exports/`)).toBe(true);
     expect(statSync(row!.file_path).mode & 0o777).toBe(0o600);
 
@@ -62,7 +90,9 @@ describe('POST /v1/auth/tenants/{tenant_id}/data-requests (export)', () => {
     expect(download.headers.get('content-disposition')).toContain('attachment');
     const doc = download.body;
     expect(doc.tenant).toMatchObject({ id: owner.tenantId, name: 'Exporter' });
-    expect(doc.members).toEqual([expect.objectContaining({ user_id: owner.userId, email: owner.email, role: 'owner' })]);
+    expect(doc.members).toEqual([
+      expect.objectContaining({ user_id: owner.userId, email: owner.email, role: 'owner' }),
+    ]);
     expect(doc.tables.brands).toEqual([expect.objectContaining({ key: 'default' })]);
     expect(doc.tables.api_keys).toEqual([expect.objectContaining({ name: 'ci', prefix: 'sk_live' })]);
     expect(doc.tables.api_keys[0]).not.toHaveProperty('key_hash');
@@ -71,9 +101,13 @@ describe('POST /v1/auth/tenants/{tenant_id}/data-requests (export)', () => {
     expect(download.text).not.toContain('smtp-password-secret');
     expect(download.text).not.toContain('password_hash');
     // Every *_hash column is left out, as docs/tenants-and-console.md says.
-    expect(doc.tables.push_subscriptions).toEqual([expect.objectContaining({ provider: 'fcm', token: 'fcm-device-token' })]);
+    expect(doc.tables.push_subscriptions).toEqual([
+      expect.objectContaining({ provider: 'fcm', token: 'fcm-device-token' }),
+    ]);
     expect(download.text).not.toContain('hash-of-the-destination');
-    const columns = Object.values(doc.tables as Record<string, Array<Record<string, unknown>>>).flatMap((rows) => rows.flatMap((r) => Object.keys(r)));
+    const columns = Object.values(doc.tables as Record<string, Array<Record<string, unknown>>>).flatMap((rows) =>
+      rows.flatMap((r) => Object.keys(r)),
+    );
     expect(columns.filter((c) => c.endsWith('_hash'))).toEqual([]);
   });
 
@@ -93,7 +127,9 @@ describe('POST /v1/auth/tenants/{tenant_id}/data-requests (export)', () => {
 
   it('answers 503 data_request_unavailable when the queue is unavailable, and files nothing', async () => {
     const boss = app.runtime.boss;
-    const before = await query(app.runtime.orm.em.fork(), `SELECT id FROM data_requests WHERE tenant_id = $1`, [owner.tenantId]);
+    const before = await query(app.runtime.orm.em.fork(), `SELECT id FROM data_requests WHERE tenant_id = $1`, [
+      owner.tenantId,
+    ]);
     app.runtime.boss = null;
     try {
       const res = await file(owner.tenantId, owner.token, 'export');
@@ -111,7 +147,9 @@ describe('POST /v1/auth/tenants/{tenant_id}/data-requests (export)', () => {
     } finally {
       app.runtime.boss = boss;
     }
-    const after = await query(app.runtime.orm.em.fork(), `SELECT id FROM data_requests WHERE tenant_id = $1`, [owner.tenantId]);
+    const after = await query(app.runtime.orm.em.fork(), `SELECT id FROM data_requests WHERE tenant_id = $1`, [
+      owner.tenantId,
+    ]);
     expect(after).toHaveLength(before.length);
   });
 });
@@ -121,18 +159,30 @@ describe('GET /v1/auth/tenants/{tenant_id}/data-requests/{id} and /download', ()
     const other = await signUp(app);
     const mine = await file(owner.tenantId, owner.token, 'export');
     await waitDone(owner.tenantId, owner.token, mine.body.id);
-    expect((await app.request('GET', `${path(other.tenantId)}/${mine.body.id}`, { token: other.token })).status).toBe(404);
-    expect((await app.request('GET', `${path(other.tenantId)}/${mine.body.id}/download`, { token: other.token })).status).toBe(404);
+    expect((await app.request('GET', `${path(other.tenantId)}/${mine.body.id}`, { token: other.token })).status).toBe(
+      404,
+    );
+    expect(
+      (await app.request('GET', `${path(other.tenantId)}/${mine.body.id}/download`, { token: other.token })).status,
+    ).toBe(404);
     const admin = await addUser(app, owner.tenantId, 'admin');
-    expect((await app.request('GET', `${path(owner.tenantId)}/${mine.body.id}`, { token: admin.token })).status).toBe(403);
-    expect((await app.request('GET', `${path(owner.tenantId)}/${mine.body.id}/download`, { token: admin.token })).status).toBe(403);
+    expect((await app.request('GET', `${path(owner.tenantId)}/${mine.body.id}`, { token: admin.token })).status).toBe(
+      403,
+    );
+    expect(
+      (await app.request('GET', `${path(owner.tenantId)}/${mine.body.id}/download`, { token: admin.token })).status,
+    ).toBe(403);
     expect((await app.request('GET', `${path(owner.tenantId)}/${mine.body.id}`)).status).toBe(401);
     expect((await app.request('GET', `${path(owner.tenantId)}/nope`, { token: owner.token })).status).toBe(422);
-    expect((await app.request('GET', `${path(owner.tenantId)}/nope/download`, { token: owner.token })).status).toBe(422);
+    expect((await app.request('GET', `${path(owner.tenantId)}/nope/download`, { token: owner.token })).status).toBe(
+      422,
+    );
     expect((await app.request('GET', `${path(owner.tenantId)}/${mine.body.id}/download`)).status).toBe(401);
     const unknown = '00000000-0000-7000-8000-000000000000';
     expect((await app.request('GET', `${path(owner.tenantId)}/${unknown}`, { token: owner.token })).status).toBe(404);
-    expect((await app.request('GET', `${path(owner.tenantId)}/${unknown}/download`, { token: owner.token })).status).toBe(404);
+    expect(
+      (await app.request('GET', `${path(owner.tenantId)}/${unknown}/download`, { token: owner.token })).status,
+    ).toBe(404);
   });
 });
 
@@ -142,18 +192,31 @@ describe('POST /v1/auth/tenants/{tenant_id}/data-requests (delete)', () => {
     const second = await app.request('POST', '/v1/auth/tenants', { token: victim.token, body: { name: 'Survivor' } });
     const exp = await file(victim.tenantId, victim.token, 'export');
     await waitDone(victim.tenantId, victim.token, exp.body.id);
-    const exportPath = (await queryOne<{ file_path: string }>(app.runtime.orm.em.fork(), `SELECT file_path FROM data_requests WHERE id = $1`, [exp.body.id]))!.file_path;
+    const exportPath = (await queryOne<{ file_path: string }>(
+      app.runtime.orm.em.fork(),
+      `SELECT file_path FROM data_requests WHERE id = $1`,
+      [exp.body.id],
+    ))!.file_path;
 
     const res = await file(victim.tenantId, victim.token, 'delete');
     expect(res.status).toBe(202);
     expect(res.body.kind).toBe('delete');
     const em = app.runtime.orm.em.fork();
-    await eventually(async () => expect((await queryOne<{ status: string }>(em, `SELECT status FROM data_requests WHERE id = $1`, [res.body.id]))?.status).toBe('completed'));
+    await eventually(async () =>
+      expect(
+        (await queryOne<{ status: string }>(em, `SELECT status FROM data_requests WHERE id = $1`, [res.body.id]))
+          ?.status,
+      ).toBe('completed'),
+    );
     expect(await queryOne(em, `SELECT 1 FROM tenants WHERE id = $1`, [victim.tenantId])).toBeUndefined();
     expect(await queryOne(em, `SELECT 1 FROM brands WHERE tenant_id = $1`, [victim.tenantId])).toBeUndefined();
     expect(() => statSync(exportPath)).toThrow();
-    const memberships = await query(em, `SELECT tenant_id, is_default FROM memberships WHERE user_id = $1`, [victim.userId]);
+    const memberships = await query(em, `SELECT tenant_id, is_default FROM memberships WHERE user_id = $1`, [
+      victim.userId,
+    ]);
     expect(memberships).toEqual([{ tenant_id: second.body.id, is_default: true }]);
-    expect((await app.request('GET', `${path(victim.tenantId)}/${res.body.id}`, { token: victim.token })).status).toBe(404);
+    expect((await app.request('GET', `${path(victim.tenantId)}/${res.body.id}`, { token: victim.token })).status).toBe(
+      404,
+    );
   });
 });

@@ -2,7 +2,13 @@
 // colour and logo, fallback to the default brand's template) and the variable-change report.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
-import { addUser, createTenantFixture, expectManagementOnly, expectValidationError, type TenantFixture } from '../support/fixtures.ts';
+import {
+  addUser,
+  createTenantFixture,
+  expectManagementOnly,
+  expectValidationError,
+  type TenantFixture,
+} from '../support/fixtures.ts';
 
 let app: TestApp;
 let acme: TenantFixture;
@@ -16,13 +22,24 @@ beforeAll(async () => {
   acmeAdmin = (await addUser(app, acme.tenantId, 'admin', true)).token;
   for (const fx of [acme, globex]) {
     for (const key of ['order_shipped', 'welcome', 'digest']) {
-      const res = await app.request('POST', '/v1/notification-types', { token: fx.serviceKey, body: { key, variables: [{ name: 'name' }, { name: 'order_id' }] } });
+      const res = await app.request('POST', '/v1/notification-types', {
+        token: fx.serviceKey,
+        body: { key, variables: [{ name: 'name' }, { name: 'order_id' }] },
+      });
       expect(res.status).toBe(201);
     }
   }
   const shop = await app.request('POST', '/v1/brandings', {
     token: acme.serviceKey,
-    body: { key: 'shop', values: { name: 'Acme Shop', colour: '#ff6600', logo_url: 'https://cdn.acme.test/shop.png?v=2&size=big', tagline: 'Shop brand tagline' } },
+    body: {
+      key: 'shop',
+      values: {
+        name: 'Acme Shop',
+        colour: '#ff6600',
+        logo_url: 'https://cdn.acme.test/shop.png?v=2&size=big',
+        tagline: 'Shop brand tagline',
+      },
+    },
   });
   expect(shop.status).toBe(201);
   const plain = await app.request('POST', '/v1/brandings', {
@@ -30,7 +47,10 @@ beforeAll(async () => {
     body: { key: 'plain', values: { name: 'Acme Plain', colour: '#00aa55', tagline: 'Plain tagline' } },
   });
   expect(plain.status).toBe(201);
-  await app.request('PUT', '/v1/brandings/default/values', { token: acme.serviceKey, body: { values: { name: 'Acme', colour: '#111111', tagline: 'Default tagline' } } });
+  await app.request('PUT', '/v1/brandings/default/values', {
+    token: acme.serviceKey,
+    body: { values: { name: 'Acme', colour: '#111111', tagline: 'Default tagline' } },
+  });
 });
 afterAll(async () => {
   await app?.close();
@@ -45,7 +65,10 @@ async function newType(fx: TenantFixture, variables: Array<{ name: string }> = [
 }
 
 async function createTemplate(fx: TenantFixture, body: Record<string, unknown>) {
-  const res = await app.request('POST', '/v1/email-templates', { token: fx.serviceKey, body: { subject: 'Subject', content: '<p>Body</p>', ...body } });
+  const res = await app.request('POST', '/v1/email-templates', {
+    token: fx.serviceKey,
+    body: { subject: 'Subject', content: '<p>Body</p>', ...body },
+  });
   expect(res.status).toBe(201);
   return res.body;
 }
@@ -89,11 +112,17 @@ describe('POST /v1/email-templates', () => {
   });
 
   it('answers 422 for a type that is unknown or deleted, and accepts it again once restored', async () => {
-    const unknown = await app.request('POST', '/v1/email-templates', { token: acme.serviceKey, body: { notification_type_key: 'no_such_type', subject: 's', content: 'c' } });
+    const unknown = await app.request('POST', '/v1/email-templates', {
+      token: acme.serviceKey,
+      body: { notification_type_key: 'no_such_type', subject: 's', content: 'c' },
+    });
     expectValidationError(unknown, ['body', 'notification_type_key']);
     const type = await newType(acme);
     await app.request('DELETE', `/v1/notification-types/${type}`, { token: acme.serviceKey });
-    const deleted = await app.request('POST', '/v1/email-templates', { token: acme.serviceKey, body: { notification_type_key: type, subject: 's', content: 'c' } });
+    const deleted = await app.request('POST', '/v1/email-templates', {
+      token: acme.serviceKey,
+      body: { notification_type_key: type, subject: 's', content: 'c' },
+    });
     expectValidationError(deleted, ['body', 'notification_type_key']);
     expect(deleted.body.detail[0].msg).toContain('deleted');
     await app.request('POST', `/v1/notification-types/${type}/restore`, { token: acme.serviceKey });
@@ -112,7 +141,10 @@ describe('POST /v1/email-templates', () => {
 
   it('answers 422 for empty content, a bad subject, template syntax errors and malformed keys', async () => {
     const post = (body: Record<string, unknown>) =>
-      app.request('POST', '/v1/email-templates', { token: acme.serviceKey, body: { notification_type_key: 'welcome', subject: 's', content: 'c', ...body } });
+      app.request('POST', '/v1/email-templates', {
+        token: acme.serviceKey,
+        body: { notification_type_key: 'welcome', subject: 's', content: 'c', ...body },
+      });
     expectValidationError(await post({ content: '' }), ['body', 'content']);
     expectValidationError(await post({ content: '  \n ' }), ['body', 'content']);
     expectValidationError(await post({ subject: '' }), ['body', 'subject']);
@@ -123,11 +155,18 @@ describe('POST /v1/email-templates', () => {
     expectValidationError(await post({ notification_type_key: 'Bad Key' }), ['body', 'notification_type_key']);
     expectValidationError(await post({ brand_key: '-x' }), ['body', 'brand_key']);
     expectValidationError(await post({ language: 'english please' }), ['body', 'language']);
-    expectValidationError(await app.request('POST', '/v1/email-templates', { token: acme.serviceKey, rawBody: '{"a"' }), ['body']);
+    expectValidationError(
+      await app.request('POST', '/v1/email-templates', { token: acme.serviceKey, rawBody: '{"a"' }),
+      ['body'],
+    );
   });
 
   it('answers 401 without a credential and 403 for a contact token or a non-member', async () => {
-    await expectManagementOnly(app, acme, 'POST', '/v1/email-templates', { notification_type_key: 'welcome', subject: 's', content: 'c' });
+    await expectManagementOnly(app, acme, 'POST', '/v1/email-templates', {
+      notification_type_key: 'welcome',
+      subject: 's',
+      content: 'c',
+    });
   });
 });
 
@@ -139,18 +178,27 @@ describe('GET /v1/email-templates', () => {
     const all = await app.request('GET', '/v1/email-templates', { token: acme.ownerToken });
     expect(all.status).toBe(200);
     expect(all.body).toEqual(expect.arrayContaining([a, b]));
-    const byType = await app.request('GET', `/v1/email-templates?notification_type_key=${type}`, { token: acme.serviceKey });
+    const byType = await app.request('GET', `/v1/email-templates?notification_type_key=${type}`, {
+      token: acme.serviceKey,
+    });
     expect(byType.body).toEqual([a, b]);
-    const byBrand = await app.request('GET', `/v1/email-templates?notification_type_key=${type}&brand_key=shop`, { token: acme.serviceKey });
+    const byBrand = await app.request('GET', `/v1/email-templates?notification_type_key=${type}&brand_key=shop`, {
+      token: acme.serviceKey,
+    });
     expect(byBrand.body).toEqual([b]);
-    const byLanguage = await app.request('GET', `/v1/email-templates?notification_type_key=${type}&language=EN`, { token: acme.serviceKey });
+    const byLanguage = await app.request('GET', `/v1/email-templates?notification_type_key=${type}&language=EN`, {
+      token: acme.serviceKey,
+    });
     expect(byLanguage.body).toEqual([a]);
     const theirs = await app.request('GET', '/v1/email-templates', { token: globex.serviceKey });
     expect(theirs.body.map((t: { id: string }) => t.id)).not.toContain(a.id);
   });
 
   it('answers 422 for a malformed filter', async () => {
-    expectValidationError(await app.request('GET', '/v1/email-templates?brand_key=NOPE', { token: acme.serviceKey }), ['query', 'brand_key']);
+    expectValidationError(await app.request('GET', '/v1/email-templates?brand_key=NOPE', { token: acme.serviceKey }), [
+      'query',
+      'brand_key',
+    ]);
   });
 
   it('answers 401 without a credential and 403 for a contact token or a non-member', async () => {
@@ -167,7 +215,9 @@ describe('GET /v1/email-templates/{template_id}', () => {
   });
 
   it("answers 404 for an unknown id and another tenant's template", async () => {
-    expect((await app.request('GET', `/v1/email-templates/${MISSING_ID}`, { token: acme.serviceKey })).status).toBe(404);
+    expect((await app.request('GET', `/v1/email-templates/${MISSING_ID}`, { token: acme.serviceKey })).status).toBe(
+      404,
+    );
     const theirs = await createTemplate(globex, { notification_type_key: await newType(globex) });
     const res = await app.request('GET', `/v1/email-templates/${theirs.id}`, { token: acme.serviceKey });
     expect(res.status).toBe(404);
@@ -175,7 +225,10 @@ describe('GET /v1/email-templates/{template_id}', () => {
   });
 
   it('answers 422 for an id that is not a UUID', async () => {
-    expectValidationError(await app.request('GET', '/v1/email-templates/abc', { token: acme.serviceKey }), ['path', 'template_id']);
+    expectValidationError(await app.request('GET', '/v1/email-templates/abc', { token: acme.serviceKey }), [
+      'path',
+      'template_id',
+    ]);
   });
 
   it('answers 401 without a credential and 403 for a contact token or a non-member', async () => {
@@ -185,17 +238,34 @@ describe('GET /v1/email-templates/{template_id}', () => {
 
 describe('PUT /v1/email-templates/{template_id}', () => {
   it('changes the fields given and keeps the rest', async () => {
-    const template = await createTemplate(acme, { notification_type_key: await newType(acme), subject: 'Old', content: '<p>Old</p>' });
-    const res = await app.request('PUT', `/v1/email-templates/${template.id}`, { token: acmeAdmin, body: { content: '<p>New {{ name }}</p>', language: 'fr' } });
+    const template = await createTemplate(acme, {
+      notification_type_key: await newType(acme),
+      subject: 'Old',
+      content: '<p>Old</p>',
+    });
+    const res = await app.request('PUT', `/v1/email-templates/${template.id}`, {
+      token: acmeAdmin,
+      body: { content: '<p>New {{ name }}</p>', language: 'fr' },
+    });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ ...template, content: '<p>New {{ name }}</p>', language: 'fr', updated_at: expect.any(String) });
-    expect((await app.request('GET', `/v1/email-templates/${template.id}`, { token: acme.serviceKey })).body).toEqual(res.body);
+    expect(res.body).toEqual({
+      ...template,
+      content: '<p>New {{ name }}</p>',
+      language: 'fr',
+      updated_at: expect.any(String),
+    });
+    expect((await app.request('GET', `/v1/email-templates/${template.id}`, { token: acme.serviceKey })).body).toEqual(
+      res.body,
+    );
   });
 
   it('moves a template to a free slot of another live type and brand', async () => {
     const template = await createTemplate(acme, { notification_type_key: await newType(acme) });
     const target = await newType(acme);
-    const res = await app.request('PUT', `/v1/email-templates/${template.id}`, { token: acme.serviceKey, body: { notification_type_key: target, brand_key: 'plain' } });
+    const res = await app.request('PUT', `/v1/email-templates/${template.id}`, {
+      token: acme.serviceKey,
+      body: { notification_type_key: target, brand_key: 'plain' },
+    });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ notification_type_key: target, brand_key: 'plain' });
   });
@@ -204,15 +274,21 @@ describe('PUT /v1/email-templates/{template_id}', () => {
     const type = await newType(acme);
     await createTemplate(acme, { notification_type_key: type, language: 'en' });
     const other = await createTemplate(acme, { notification_type_key: type, language: 'es' });
-    const res = await app.request('PUT', `/v1/email-templates/${other.id}`, { token: acme.serviceKey, body: { language: 'en' } });
+    const res = await app.request('PUT', `/v1/email-templates/${other.id}`, {
+      token: acme.serviceKey,
+      body: { language: 'en' },
+    });
     expect(res.status).toBe(409);
     expect(res.body.code).toBe('already_exists');
-    expect((await app.request('GET', `/v1/email-templates/${other.id}`, { token: acme.serviceKey })).body.language).toBe('es');
+    expect(
+      (await app.request('GET', `/v1/email-templates/${other.id}`, { token: acme.serviceKey })).body.language,
+    ).toBe('es');
   });
 
   it('answers 422 for empty content, a syntax error, a deleted type or a missing brand', async () => {
     const template = await createTemplate(acme, { notification_type_key: await newType(acme) });
-    const put = (body: unknown) => app.request('PUT', `/v1/email-templates/${template.id}`, { token: acme.serviceKey, body });
+    const put = (body: unknown) =>
+      app.request('PUT', `/v1/email-templates/${template.id}`, { token: acme.serviceKey, body });
     expectValidationError(await put({ content: '' }), ['body', 'content']);
     expectValidationError(await put({ content: '{{ oops ' }), ['body', 'content']);
     const deleted = await newType(acme);
@@ -223,14 +299,33 @@ describe('PUT /v1/email-templates/{template_id}', () => {
   });
 
   it("answers 404 for an unknown id and another tenant's template, which stays unchanged", async () => {
-    expect((await app.request('PUT', `/v1/email-templates/${MISSING_ID}`, { token: acme.serviceKey, body: { subject: 'x' } })).status).toBe(404);
+    expect(
+      (
+        await app.request('PUT', `/v1/email-templates/${MISSING_ID}`, {
+          token: acme.serviceKey,
+          body: { subject: 'x' },
+        })
+      ).status,
+    ).toBe(404);
     const theirs = await createTemplate(globex, { notification_type_key: await newType(globex), subject: 'Theirs' });
-    expect((await app.request('PUT', `/v1/email-templates/${theirs.id}`, { token: acme.serviceKey, body: { subject: 'Mine' } })).status).toBe(404);
-    expect((await app.request('GET', `/v1/email-templates/${theirs.id}`, { token: globex.serviceKey })).body.subject).toBe('Theirs');
+    expect(
+      (
+        await app.request('PUT', `/v1/email-templates/${theirs.id}`, {
+          token: acme.serviceKey,
+          body: { subject: 'Mine' },
+        })
+      ).status,
+    ).toBe(404);
+    expect(
+      (await app.request('GET', `/v1/email-templates/${theirs.id}`, { token: globex.serviceKey })).body.subject,
+    ).toBe('Theirs');
   });
 
   it('answers 422 for an id that is not a UUID', async () => {
-    expectValidationError(await app.request('PUT', '/v1/email-templates/1', { token: acme.serviceKey, body: {} }), ['path', 'template_id']);
+    expectValidationError(await app.request('PUT', '/v1/email-templates/1', { token: acme.serviceKey, body: {} }), [
+      'path',
+      'template_id',
+    ]);
   });
 
   it('answers 401 without a credential and 403 for a contact token or a non-member', async () => {
@@ -244,18 +339,29 @@ describe('DELETE /v1/email-templates/{template_id}', () => {
     const res = await app.request('DELETE', `/v1/email-templates/${template.id}`, { token: acme.ownerToken });
     expect(res.status).toBe(204);
     expect(res.text).toBe('');
-    expect((await app.request('GET', `/v1/email-templates/${template.id}`, { token: acme.serviceKey })).status).toBe(404);
+    expect((await app.request('GET', `/v1/email-templates/${template.id}`, { token: acme.serviceKey })).status).toBe(
+      404,
+    );
   });
 
   it("answers 404 for an unknown id and another tenant's template, which stays", async () => {
-    expect((await app.request('DELETE', `/v1/email-templates/${MISSING_ID}`, { token: acme.serviceKey })).status).toBe(404);
+    expect((await app.request('DELETE', `/v1/email-templates/${MISSING_ID}`, { token: acme.serviceKey })).status).toBe(
+      404,
+    );
     const theirs = await createTemplate(globex, { notification_type_key: await newType(globex) });
-    expect((await app.request('DELETE', `/v1/email-templates/${theirs.id}`, { token: acme.serviceKey })).status).toBe(404);
-    expect((await app.request('GET', `/v1/email-templates/${theirs.id}`, { token: globex.serviceKey })).status).toBe(200);
+    expect((await app.request('DELETE', `/v1/email-templates/${theirs.id}`, { token: acme.serviceKey })).status).toBe(
+      404,
+    );
+    expect((await app.request('GET', `/v1/email-templates/${theirs.id}`, { token: globex.serviceKey })).status).toBe(
+      200,
+    );
   });
 
   it('answers 422 for an id that is not a UUID', async () => {
-    expectValidationError(await app.request('DELETE', '/v1/email-templates/x', { token: acme.serviceKey }), ['path', 'template_id']);
+    expectValidationError(await app.request('DELETE', '/v1/email-templates/x', { token: acme.serviceKey }), [
+      'path',
+      'template_id',
+    ]);
   });
 
   it('answers 401 without a credential and 403 for a contact token or a non-member', async () => {
@@ -273,15 +379,27 @@ describe('POST /v1/email-templates/render', () => {
       subject: 'Order {{ order_id }} for {{ name }}',
       content: '<h1>Hello {{ name }}</h1><p>{{ tagline }}</p><p>{{ brand.name }} order {{ order_id }}</p>',
     });
-    await createTemplate(acme, { notification_type_key: type, subject: 'Default: {{ name }}', content: '<p>Default template for {{ name }}; {{ tagline }}</p>' });
-    await createTemplate(acme, { notification_type_key: type, language: 'de', subject: 'Hallo {{ name }}', content: '<p>Deutsch {{ name }}</p>' });
+    await createTemplate(acme, {
+      notification_type_key: type,
+      subject: 'Default: {{ name }}',
+      content: '<p>Default template for {{ name }}; {{ tagline }}</p>',
+    });
+    await createTemplate(acme, {
+      notification_type_key: type,
+      language: 'de',
+      subject: 'Hallo {{ name }}',
+      content: '<p>Deutsch {{ name }}</p>',
+    });
   });
 
   const render = (body: Record<string, unknown>, token = acme.serviceKey) =>
     app.request('POST', '/v1/email-templates/render', { token, body: { notification_type_key: type, ...body } });
 
   it("renders the brand's template in its layout, escaping variables, with the brand's colour and logo", async () => {
-    const res = await render({ brand_key: 'shop', variables: { name: '<script>alert("x")</script>', order_id: 'A-1' } }, acmeAdmin);
+    const res = await render(
+      { brand_key: 'shop', variables: { name: '<script>alert("x")</script>', order_id: 'A-1' } },
+      acmeAdmin,
+    );
     expect(res.status).toBe(200);
     expect(res.body.subject).toBe('Order A-1 for <script>alert("x")</script>');
     const html: string = res.body.html;
@@ -320,7 +438,11 @@ describe('POST /v1/email-templates/render', () => {
 
   it('fills {{ contact.* }} from the sample contact', async () => {
     const contactType = await newType(acme);
-    await createTemplate(acme, { notification_type_key: contactType, subject: 'For {{ contact.name }}', content: '<p>{{ contact.email }}</p>' });
+    await createTemplate(acme, {
+      notification_type_key: contactType,
+      subject: 'For {{ contact.name }}',
+      content: '<p>{{ contact.email }}</p>',
+    });
     const res = await app.request('POST', '/v1/email-templates/render', {
       token: acme.serviceKey,
       body: { notification_type_key: contactType, contact: { name: 'Ann', email: 'ann@example.test' } },
@@ -337,21 +459,30 @@ describe('POST /v1/email-templates/render', () => {
   });
 
   it('answers 422 for a brand that does not exist', async () => {
-    expectValidationError(await render({ brand_key: 'no-such-brand', variables: { name: 'x' } }), ['body', 'brand_key']);
-    expectValidationError(await app.request('POST', '/v1/email-templates/render', { token: globex.serviceKey, body: { notification_type_key: type, brand_key: 'shop' } }), [
+    expectValidationError(await render({ brand_key: 'no-such-brand', variables: { name: 'x' } }), [
       'body',
       'brand_key',
     ]);
+    expectValidationError(
+      await app.request('POST', '/v1/email-templates/render', {
+        token: globex.serviceKey,
+        body: { notification_type_key: type, brand_key: 'shop' },
+      }),
+      ['body', 'brand_key'],
+    );
   });
 
   it('answers 422 when no template resolves', async () => {
     const bare = await newType(acme);
     expectValidationError(await render({ notification_type_key: bare }), ['body', 'notification_type_key']);
     // Another tenant's templates never resolve.
-    expectValidationError(await app.request('POST', '/v1/email-templates/render', { token: globex.serviceKey, body: { notification_type_key: type } }), [
-      'body',
-      'notification_type_key',
-    ]);
+    expectValidationError(
+      await app.request('POST', '/v1/email-templates/render', {
+        token: globex.serviceKey,
+        body: { notification_type_key: type },
+      }),
+      ['body', 'notification_type_key'],
+    );
   });
 
   it('answers 422 for malformed input', async () => {
@@ -361,7 +492,10 @@ describe('POST /v1/email-templates/render', () => {
   });
 
   it('answers 401 without a credential and 403 for a contact token or a non-member', async () => {
-    await expectManagementOnly(app, acme, 'POST', '/v1/email-templates/render', { notification_type_key: type, variables: { name: 'x', order_id: 1 } });
+    await expectManagementOnly(app, acme, 'POST', '/v1/email-templates/render', {
+      notification_type_key: type,
+      variables: { name: 'x', order_id: 1 },
+    });
   });
 });
 
@@ -374,14 +508,28 @@ describe('GET /v1/email-templates/affected-by/{notification_type_key}', () => {
       subject: '{{ order_id }} {{ brand.name }}',
       content: '{{ total }} {{ tagline }} {{ contact.name }} {% for i in (1..2) %}{{ i }}{% endfor %}',
     });
-    const stale = await createTemplate(acme, { notification_type_key: type, subject: '{{ order_id }}', content: '{{ tracking_url }} {{ carrier.name }}' });
+    const stale = await createTemplate(acme, {
+      notification_type_key: type,
+      subject: '{{ order_id }}',
+      content: '{{ tracking_url }} {{ carrier.name }}',
+    });
     const first = await app.request('GET', `/v1/email-templates/affected-by/${type}`, { token: acmeAdmin });
     expect(first.status).toBe(200);
-    expect(first.body).toEqual([{ template_id: stale.id, brand_key: 'default', language: 'en', missing_variables: ['carrier', 'tracking_url'] }]);
-    await app.request('PUT', `/v1/notification-types/${type}/variables`, { token: acme.serviceKey, body: { variables: [{ name: 'total' }] } });
+    expect(first.body).toEqual([
+      { template_id: stale.id, brand_key: 'default', language: 'en', missing_variables: ['carrier', 'tracking_url'] },
+    ]);
+    await app.request('PUT', `/v1/notification-types/${type}/variables`, {
+      token: acme.serviceKey,
+      body: { variables: [{ name: 'total' }] },
+    });
     const after = await app.request('GET', `/v1/email-templates/affected-by/${type}`, { token: acme.serviceKey });
     expect(after.body).toEqual([
-      { template_id: stale.id, brand_key: 'default', language: 'en', missing_variables: ['carrier', 'order_id', 'tracking_url'] },
+      {
+        template_id: stale.id,
+        brand_key: 'default',
+        language: 'en',
+        missing_variables: ['carrier', 'order_id', 'tracking_url'],
+      },
       { template_id: fine.id, brand_key: 'shop', language: 'en', missing_variables: ['order_id'] },
     ]);
   });
@@ -395,13 +543,19 @@ describe('GET /v1/email-templates/affected-by/{notification_type_key}', () => {
   });
 
   it("answers 422 for a key that is malformed or not a notification type (another tenant's included)", async () => {
-    expectValidationError(await app.request('GET', '/v1/email-templates/affected-by/Not-OK', { token: acme.serviceKey }), ['path', 'notification_type_key']);
-    expectValidationError(await app.request('GET', '/v1/email-templates/affected-by/no_such_type', { token: acme.serviceKey }), [
-      'path',
-      'notification_type_key',
-    ]);
+    expectValidationError(
+      await app.request('GET', '/v1/email-templates/affected-by/Not-OK', { token: acme.serviceKey }),
+      ['path', 'notification_type_key'],
+    );
+    expectValidationError(
+      await app.request('GET', '/v1/email-templates/affected-by/no_such_type', { token: acme.serviceKey }),
+      ['path', 'notification_type_key'],
+    );
     const theirs = await newType(globex);
-    expectValidationError(await app.request('GET', `/v1/email-templates/affected-by/${theirs}`, { token: acme.serviceKey }), ['path', 'notification_type_key']);
+    expectValidationError(
+      await app.request('GET', `/v1/email-templates/affected-by/${theirs}`, { token: acme.serviceKey }),
+      ['path', 'notification_type_key'],
+    );
   });
 
   it('answers 401 without a credential and 403 for a contact token or a non-member', async () => {

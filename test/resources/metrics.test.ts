@@ -6,7 +6,13 @@ import { randomBytes } from 'node:crypto';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { eventually } from '../support/eventually.ts';
 import { metricsOf } from '../../server/base/metrics/registry.ts';
-import { createTenantFixture, insertInboxTemplate, insertNotificationType, waitForFinal, type TenantFixture } from '../support/fixtures.ts';
+import {
+  createTenantFixture,
+  insertInboxTemplate,
+  insertNotificationType,
+  waitForFinal,
+  type TenantFixture,
+} from '../support/fixtures.ts';
 import { metricsTokenMatches } from '../../server/resources/metrics.ts';
 import { startMetricsServer } from '../../server/app/metrics-server.ts';
 
@@ -45,7 +51,14 @@ describe('GET /metrics on the API port', () => {
   });
 
   it('answers 401 with WWW-Authenticate without the token, with a wrong one, or with a service key', async () => {
-    for (const authorization of [undefined, `Bearer ${TOKEN}x`, `Bearer ${TOKEN.slice(1)}`, `Bearer ${acme.serviceKey}`, TOKEN, 'Basic abc']) {
+    for (const authorization of [
+      undefined,
+      `Bearer ${TOKEN}x`,
+      `Bearer ${TOKEN.slice(1)}`,
+      `Bearer ${acme.serviceKey}`,
+      TOKEN,
+      'Basic abc',
+    ]) {
       const res = await app.request('GET', '/metrics', { headers: authorization ? { authorization } : {} });
       expect(res.status, String(authorization)).toBe(401);
       expect(res.headers.get('www-authenticate')).toBe('Bearer');
@@ -85,7 +98,12 @@ describe('GET /metrics on the API port', () => {
     // Both processes of the install run workers: either may deliver.
     const delivered = async () => {
       let total = 0;
-      for (const runtime of [app.runtime, plain.runtime]) total += value(await metricsOf(runtime).registry.metrics(), 'herald_deliveries_total{channel="inbox",status="delivered"}') ?? 0;
+      for (const runtime of [app.runtime, plain.runtime])
+        total +=
+          value(
+            await metricsOf(runtime).registry.metrics(),
+            'herald_deliveries_total{channel="inbox",status="delivered"}',
+          ) ?? 0;
       return total;
     };
     const deliveredBefore = await delivered();
@@ -98,9 +116,15 @@ describe('GET /metrics on the API port', () => {
     });
     expect(stream.status).toBe(200);
 
-    const res = await app.request('POST', '/v1/notifications', { token: acme.serviceKey, body: { type: 'ping', recipients: ['metrics-1', 'metrics-2'] } });
+    const res = await app.request('POST', '/v1/notifications', {
+      token: acme.serviceKey,
+      body: { type: 'ping', recipients: ['metrics-1', 'metrics-2'] },
+    });
     expect(res.status).toBe(202);
-    await waitForFinal(app, res.body.events.map((e: { event_id: string }) => e.event_id));
+    await waitForFinal(
+      app,
+      res.body.events.map((e: { event_id: string }) => e.event_id),
+    );
 
     // The database-derived gauges are read at most every 5 s: poll until they show the delivery.
     const text = await eventually(
@@ -113,11 +137,21 @@ describe('GET /metrics on the API port', () => {
     expect(value(text, 'herald_triggers_total')).toBe(triggersBefore + 1);
     expect(value(text, 'herald_trigger_events_total')).toBe(eventsBefore + 2);
     expect(value(text, routeSeries)).toBe(requestsBefore + 1);
-    expect(value(text, 'herald_http_request_duration_seconds_count{method="POST",route="/v1/notifications",status="202"}')).toBe(requestsBefore + 1);
-    expect(value(text, 'herald_http_request_duration_seconds_bucket{le="+Inf",method="POST",route="/v1/notifications",status="202"}')).toBe(requestsBefore + 1);
+    expect(
+      value(text, 'herald_http_request_duration_seconds_count{method="POST",route="/v1/notifications",status="202"}'),
+    ).toBe(requestsBefore + 1);
+    expect(
+      value(
+        text,
+        'herald_http_request_duration_seconds_bucket{le="+Inf",method="POST",route="/v1/notifications",status="202"}',
+      ),
+    ).toBe(requestsBefore + 1);
     expect(value(text, 'herald_recent_events{status="delivered"}')).toBeGreaterThanOrEqual(2);
     expect(value(text, 'herald_recent_deliveries{channel="inbox",status="delivered"}')).toBeGreaterThanOrEqual(2);
-    const p50 = value(text, 'herald_recent_delivery_latency_seconds{channel="inbox",status="delivered",quantile="0.5"}');
+    const p50 = value(
+      text,
+      'herald_recent_delivery_latency_seconds{channel="inbox",status="delivered",quantile="0.5"}',
+    );
     expect(p50).toBeGreaterThanOrEqual(0);
     expect(p50).toBeLessThan(60);
     expect(value(text, 'herald_stream_connections')).toBe(1);
@@ -143,13 +177,19 @@ describe('request statistics', () => {
     const metrics = new HeraldMetrics();
     for (const seconds of [0.0005, 0.001, 0.003, 20]) metrics.observeRequest('GET', '/v1/brandings', 200, seconds);
     const text = await metrics.registry.metrics();
-    const bucket = (le: string) => value(text, `herald_http_request_duration_seconds_bucket{le="${le}",method="GET",route="/v1/brandings",status="200"}`);
+    const bucket = (le: string) =>
+      value(
+        text,
+        `herald_http_request_duration_seconds_bucket{le="${le}",method="GET",route="/v1/brandings",status="200"}`,
+      );
     expect(bucket('0.001')).toBe(2);
     expect(bucket('0.0025')).toBe(2);
     expect(bucket('0.005')).toBe(3);
     expect(bucket('10')).toBe(3);
     expect(bucket('+Inf')).toBe(4);
-    expect(value(text, 'herald_http_request_duration_seconds_sum{method="GET",route="/v1/brandings",status="200"}')).toBeCloseTo(20.0045);
+    expect(
+      value(text, 'herald_http_request_duration_seconds_sum{method="GET",route="/v1/brandings",status="200"}'),
+    ).toBeCloseTo(20.0045);
     expect(value(text, 'herald_http_requests_total{method="GET",route="/v1/brandings",status="200"}')).toBe(4);
   });
 });

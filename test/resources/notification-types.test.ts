@@ -1,7 +1,13 @@
 // Notification types: create, list (include_deleted), get, soft delete, restore, and the setters.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
-import { addUser, createTenantFixture, expectManagementOnly, expectValidationError, type TenantFixture } from '../support/fixtures.ts';
+import {
+  addUser,
+  createTenantFixture,
+  expectManagementOnly,
+  expectValidationError,
+  type TenantFixture,
+} from '../support/fixtures.ts';
 
 let app: TestApp;
 let acme: TenantFixture;
@@ -23,7 +29,10 @@ let counter = 0;
 const uniqueKey = (base = 'type') => `${base}_${++counter}`;
 
 async function createType(fx: TenantFixture, body: Record<string, unknown> = {}) {
-  const res = await app.request('POST', '/v1/notification-types', { token: fx.serviceKey, body: { key: uniqueKey(), ...body } });
+  const res = await app.request('POST', '/v1/notification-types', {
+    token: fx.serviceKey,
+    body: { key: uniqueKey(), ...body },
+  });
   expect(res.status).toBe(201);
   return res.body;
 }
@@ -61,7 +70,10 @@ describe('POST /v1/notification-types', () => {
   });
 
   it('fills defaults: name from the key, inbox and email on, opt-out on, no variables', async () => {
-    const res = await app.request('POST', '/v1/notification-types', { token: acme.serviceKey, body: { key: 'welcome', channel_defaults: { push: true } } });
+    const res = await app.request('POST', '/v1/notification-types', {
+      token: acme.serviceKey,
+      body: { key: 'welcome', channel_defaults: { push: true } },
+    });
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({
       key: 'welcome',
@@ -75,16 +87,26 @@ describe('POST /v1/notification-types', () => {
 
   it('answers 409 when a live type has the key, and lets another tenant use it', async () => {
     const type = await createType(acme);
-    const dup = await app.request('POST', '/v1/notification-types', { token: acme.serviceKey, body: { key: type.key } });
+    const dup = await app.request('POST', '/v1/notification-types', {
+      token: acme.serviceKey,
+      body: { key: type.key },
+    });
     expect(dup.status).toBe(409);
     expect(dup.body.code).toBe('already_exists');
-    expect((await app.request('POST', '/v1/notification-types', { token: globex.serviceKey, body: { key: type.key } })).status).toBe(201);
+    expect(
+      (await app.request('POST', '/v1/notification-types', { token: globex.serviceKey, body: { key: type.key } }))
+        .status,
+    ).toBe(201);
   });
 
   it('allows a deleted key to be created again', async () => {
     const type = await createType(acme);
-    expect((await app.request('DELETE', `/v1/notification-types/${type.key}`, { token: acme.serviceKey })).status).toBe(204);
-    expect((await app.request('POST', '/v1/notification-types', { token: acme.serviceKey, body: { key: type.key } })).status).toBe(201);
+    expect((await app.request('DELETE', `/v1/notification-types/${type.key}`, { token: acme.serviceKey })).status).toBe(
+      204,
+    );
+    expect(
+      (await app.request('POST', '/v1/notification-types', { token: acme.serviceKey, body: { key: type.key } })).status,
+    ).toBe(201);
   });
 
   it('answers 422 for a malformed key, channel, variable or body', async () => {
@@ -92,13 +114,30 @@ describe('POST /v1/notification-types', () => {
     expectValidationError(await post({ key: 'Bad Key' }), ['body', 'key']);
     expectValidationError(await post({}), ['body', 'key']);
     expectValidationError(await post({ key: 'x', channel_defaults: { sms: true } }), ['body', 'channel_defaults']);
-    expectValidationError(await post({ key: 'x', channel_defaults: { email: 'yes' } }), ['body', 'channel_defaults', 'email']);
+    expectValidationError(await post({ key: 'x', channel_defaults: { email: 'yes' } }), [
+      'body',
+      'channel_defaults',
+      'email',
+    ]);
     expectValidationError(await post({ key: 'x', opt_out: 'no' }), ['body', 'opt_out']);
     expectValidationError(await post({ key: 'x', variables: [{ name: '1st' }] }), ['body', 'variables', 0, 'name']);
     expectValidationError(await post({ key: 'x', variables: [{ name: 'contact' }] }), ['body', 'variables', 0, 'name']);
-    expectValidationError(await post({ key: 'x', variables: [{ name: '__proto__' }] }), ['body', 'variables', 0, 'name']);
-    expectValidationError(await post({ key: 'x', variables: [{ name: 'a' }, { name: 'a' }] }), ['body', 'variables', 1, 'name']);
-    expectValidationError(await app.request('POST', '/v1/notification-types', { token: acme.serviceKey, rawBody: 'nope' }), ['body']);
+    expectValidationError(await post({ key: 'x', variables: [{ name: '__proto__' }] }), [
+      'body',
+      'variables',
+      0,
+      'name',
+    ]);
+    expectValidationError(await post({ key: 'x', variables: [{ name: 'a' }, { name: 'a' }] }), [
+      'body',
+      'variables',
+      1,
+      'name',
+    ]);
+    expectValidationError(
+      await app.request('POST', '/v1/notification-types', { token: acme.serviceKey, rawBody: 'nope' }),
+      ['body'],
+    );
   });
 
   it('answers 401 without a credential and 403 for a contact token or a non-member', async () => {
@@ -119,18 +158,25 @@ describe('GET /v1/notification-types', () => {
     const all = await app.request('GET', '/v1/notification-types?include_deleted=true', { token: globex.serviceKey });
     expect(all.body.find((t: { key: string }) => t.key === gone.key)).toMatchObject({ deleted: true });
     expect(all.body.find((t: { key: string }) => t.key === live.key)).toMatchObject({ deleted: false });
-    const explicitFalse = await app.request('GET', '/v1/notification-types?include_deleted=false', { token: globex.serviceKey });
+    const explicitFalse = await app.request('GET', '/v1/notification-types?include_deleted=false', {
+      token: globex.serviceKey,
+    });
     expect(explicitFalse.body.map((t: { key: string }) => t.key)).not.toContain(gone.key);
   });
 
   it("never lists another tenant's types", async () => {
     const mine = await createType(acme);
-    const theirs = await app.request('GET', '/v1/notification-types?include_deleted=true', { token: globex.serviceKey });
+    const theirs = await app.request('GET', '/v1/notification-types?include_deleted=true', {
+      token: globex.serviceKey,
+    });
     expect(theirs.body.map((t: { key: string }) => t.key)).not.toContain(mine.key);
   });
 
   it('answers 422 for a malformed include_deleted', async () => {
-    expectValidationError(await app.request('GET', '/v1/notification-types?include_deleted=maybe', { token: acme.serviceKey }), ['query', 'include_deleted']);
+    expectValidationError(
+      await app.request('GET', '/v1/notification-types?include_deleted=maybe', { token: acme.serviceKey }),
+      ['query', 'include_deleted'],
+    );
   });
 
   it('answers 401 without a credential and 403 for a contact token or a non-member', async () => {
@@ -159,7 +205,10 @@ describe('GET /v1/notification-types/{key}', () => {
   });
 
   it('answers 422 for a malformed key', async () => {
-    expectValidationError(await app.request('GET', '/v1/notification-types/NOT%20OK', { token: acme.serviceKey }), ['path', 'key']);
+    expectValidationError(await app.request('GET', '/v1/notification-types/NOT%20OK', { token: acme.serviceKey }), [
+      'path',
+      'key',
+    ]);
   });
 
   it('answers 401 without a credential and 403 for a contact token or a non-member', async () => {
@@ -181,20 +230,31 @@ describe('DELETE /v1/notification-types/{key}', () => {
     expect((await app.request('DELETE', '/v1/notification-types/nope', { token: acme.serviceKey })).status).toBe(404);
     const type = await createType(acme);
     await app.request('DELETE', `/v1/notification-types/${type.key}`, { token: acme.serviceKey });
-    expect((await app.request('DELETE', `/v1/notification-types/${type.key}`, { token: acme.serviceKey })).status).toBe(404);
+    expect((await app.request('DELETE', `/v1/notification-types/${type.key}`, { token: acme.serviceKey })).status).toBe(
+      404,
+    );
     const theirs = await createType(globex);
-    expect((await app.request('DELETE', `/v1/notification-types/${theirs.key}`, { token: acme.serviceKey })).status).toBe(404);
-    expect((await app.request('GET', `/v1/notification-types/${theirs.key}`, { token: globex.serviceKey })).body.deleted).toBe(false);
+    expect(
+      (await app.request('DELETE', `/v1/notification-types/${theirs.key}`, { token: acme.serviceKey })).status,
+    ).toBe(404);
+    expect(
+      (await app.request('GET', `/v1/notification-types/${theirs.key}`, { token: globex.serviceKey })).body.deleted,
+    ).toBe(false);
   });
 
   it('answers 422 for a malformed key', async () => {
-    expectValidationError(await app.request('DELETE', '/v1/notification-types/-bad', { token: acme.serviceKey }), ['path', 'key']);
+    expectValidationError(await app.request('DELETE', '/v1/notification-types/-bad', { token: acme.serviceKey }), [
+      'path',
+      'key',
+    ]);
   });
 
   it('answers 401 without a credential and 403 for a contact token or a non-member', async () => {
     const type = await createType(acme);
     await expectManagementOnly(app, acme, 'DELETE', `/v1/notification-types/${type.key}`);
-    expect((await app.request('GET', `/v1/notification-types/${type.key}`, { token: acme.serviceKey })).body.deleted).toBe(false);
+    expect(
+      (await app.request('GET', `/v1/notification-types/${type.key}`, { token: acme.serviceKey })).body.deleted,
+    ).toBe(false);
   });
 });
 
@@ -224,13 +284,24 @@ describe('PATCH /v1/notification-types/{key}/channel-defaults', () => {
   it('answers 422 for an unknown channel or a non-boolean', async () => {
     const type = await createType(acme);
     const path = `/v1/notification-types/${type.key}/channel-defaults`;
-    expectValidationError(await app.request('PATCH', path, { token: acme.serviceKey, body: { channel_defaults: { fax: true } } }), ['body', 'channel_defaults']);
-    expectValidationError(await app.request('PATCH', path, { token: acme.serviceKey, body: { channel_defaults: { push: 1 } } }), ['body', 'channel_defaults', 'push']);
-    expectValidationError(await app.request('PATCH', path, { token: acme.serviceKey, body: {} }), ['body', 'channel_defaults']);
+    expectValidationError(
+      await app.request('PATCH', path, { token: acme.serviceKey, body: { channel_defaults: { fax: true } } }),
+      ['body', 'channel_defaults'],
+    );
+    expectValidationError(
+      await app.request('PATCH', path, { token: acme.serviceKey, body: { channel_defaults: { push: 1 } } }),
+      ['body', 'channel_defaults', 'push'],
+    );
+    expectValidationError(await app.request('PATCH', path, { token: acme.serviceKey, body: {} }), [
+      'body',
+      'channel_defaults',
+    ]);
   });
 
   it('answers 401 without a credential and 403 for a contact token or a non-member', async () => {
-    await expectManagementOnly(app, acme, 'PATCH', '/v1/notification-types/welcome/channel-defaults', { channel_defaults: { push: true } });
+    await expectManagementOnly(app, acme, 'PATCH', '/v1/notification-types/welcome/channel-defaults', {
+      channel_defaults: { push: true },
+    });
   });
 });
 
@@ -246,9 +317,19 @@ describe('PATCH /v1/notification-types/{key}/opt-out-policy', () => {
   });
 
   it("answers 404 for an unknown or another tenant's type", async () => {
-    expect((await app.request('PATCH', '/v1/notification-types/nope/opt-out-policy', { token: acme.serviceKey, body: { opt_out: false } })).status).toBe(404);
+    expect(
+      (
+        await app.request('PATCH', '/v1/notification-types/nope/opt-out-policy', {
+          token: acme.serviceKey,
+          body: { opt_out: false },
+        })
+      ).status,
+    ).toBe(404);
     const theirs = await createType(globex);
-    const res = await app.request('PATCH', `/v1/notification-types/${theirs.key}/opt-out-policy`, { token: acme.serviceKey, body: { opt_out: false } });
+    const res = await app.request('PATCH', `/v1/notification-types/${theirs.key}/opt-out-policy`, {
+      token: acme.serviceKey,
+      body: { opt_out: false },
+    });
     expect(res.status).toBe(404);
   });
 
@@ -256,7 +337,10 @@ describe('PATCH /v1/notification-types/{key}/opt-out-policy', () => {
     const type = await createType(acme);
     const path = `/v1/notification-types/${type.key}/opt-out-policy`;
     expectValidationError(await app.request('PATCH', path, { token: acme.serviceKey, body: {} }), ['body', 'opt_out']);
-    expectValidationError(await app.request('PATCH', path, { token: acme.serviceKey, body: { opt_out: 'off' } }), ['body', 'opt_out']);
+    expectValidationError(await app.request('PATCH', path, { token: acme.serviceKey, body: { opt_out: 'off' } }), [
+      'body',
+      'opt_out',
+    ]);
   });
 
   it('answers 401 without a credential and 403 for a contact token or a non-member', async () => {
@@ -269,38 +353,61 @@ describe('PUT /v1/notification-types/{key}/variables', () => {
     const type = await createType(acme, { variables: [{ name: 'old' }] });
     const res = await app.request('PUT', `/v1/notification-types/${type.key}/variables`, {
       token: acme.serviceKey,
-      body: { variables: [{ name: 'order_id', required: true }, { name: 'total', description: 'in cents' }] },
+      body: {
+        variables: [
+          { name: 'order_id', required: true },
+          { name: 'total', description: 'in cents' },
+        ],
+      },
     });
     expect(res.status).toBe(200);
     expect(res.body.variables).toEqual([
       { name: 'order_id', required: true, description: '' },
       { name: 'total', required: false, description: 'in cents' },
     ]);
-    const cleared = await app.request('PUT', `/v1/notification-types/${type.key}/variables`, { token: acme.serviceKey, body: { variables: [] } });
+    const cleared = await app.request('PUT', `/v1/notification-types/${type.key}/variables`, {
+      token: acme.serviceKey,
+      body: { variables: [] },
+    });
     expect(cleared.body.variables).toEqual([]);
   });
 
   it("answers 404 for an unknown or another tenant's type", async () => {
-    expect((await app.request('PUT', '/v1/notification-types/nope/variables', { token: acme.serviceKey, body: { variables: [] } })).status).toBe(404);
+    expect(
+      (
+        await app.request('PUT', '/v1/notification-types/nope/variables', {
+          token: acme.serviceKey,
+          body: { variables: [] },
+        })
+      ).status,
+    ).toBe(404);
     const theirs = await createType(globex);
-    expect((await app.request('PUT', `/v1/notification-types/${theirs.key}/variables`, { token: acme.serviceKey, body: { variables: [] } })).status).toBe(404);
+    expect(
+      (
+        await app.request('PUT', `/v1/notification-types/${theirs.key}/variables`, {
+          token: acme.serviceKey,
+          body: { variables: [] },
+        })
+      ).status,
+    ).toBe(404);
   });
 
   it('answers 422 for malformed or duplicate variables', async () => {
     const type = await createType(acme);
     const path = `/v1/notification-types/${type.key}/variables`;
     expectValidationError(await app.request('PUT', path, { token: acme.serviceKey, body: {} }), ['body', 'variables']);
-    expectValidationError(await app.request('PUT', path, { token: acme.serviceKey, body: { variables: [{ name: 'a-b' }] } }), ['body', 'variables', 0, 'name']);
+    expectValidationError(
+      await app.request('PUT', path, { token: acme.serviceKey, body: { variables: [{ name: 'a-b' }] } }),
+      ['body', 'variables', 0, 'name'],
+    );
     expectValidationError(
       await app.request('PUT', path, { token: acme.serviceKey, body: { variables: [{ name: 'x' }, { name: 'x' }] } }),
       ['body', 'variables', 1, 'name'],
     );
-    expectValidationError(await app.request('PUT', path, { token: acme.serviceKey, body: { variables: [{ name: 'x', required: 'yes' }] } }), [
-      'body',
-      'variables',
-      0,
-      'required',
-    ]);
+    expectValidationError(
+      await app.request('PUT', path, { token: acme.serviceKey, body: { variables: [{ name: 'x', required: 'yes' }] } }),
+      ['body', 'variables', 0, 'required'],
+    );
   });
 
   it('answers 401 without a credential and 403 for a contact token or a non-member', async () => {
@@ -314,7 +421,12 @@ describe('POST /v1/notification-types/{key}/restore', () => {
     await app.request('DELETE', `/v1/notification-types/${type.key}`, { token: acme.serviceKey });
     const res = await app.request('POST', `/v1/notification-types/${type.key}/restore`, { token: acmeAdmin });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ key: type.key, deleted: false, opt_out: false, variables: [{ name: 'kept', required: false, description: '' }] });
+    expect(res.body).toMatchObject({
+      key: type.key,
+      deleted: false,
+      opt_out: false,
+      variables: [{ name: 'kept', required: false, description: '' }],
+    });
     const list = await app.request('GET', '/v1/notification-types', { token: acme.serviceKey });
     expect(list.body.map((t: { key: string }) => t.key)).toContain(type.key);
   });
@@ -329,23 +441,37 @@ describe('POST /v1/notification-types/{key}/restore', () => {
   it('answers 409 when another live type took the key after the deletion', async () => {
     const type = await createType(acme, { name: 'first' });
     await app.request('DELETE', `/v1/notification-types/${type.key}`, { token: acme.serviceKey });
-    await app.request('POST', '/v1/notification-types', { token: acme.serviceKey, body: { key: type.key, name: 'second' } });
+    await app.request('POST', '/v1/notification-types', {
+      token: acme.serviceKey,
+      body: { key: type.key, name: 'second' },
+    });
     const res = await app.request('POST', `/v1/notification-types/${type.key}/restore`, { token: acme.serviceKey });
     expect(res.status).toBe(409);
     expect(res.body.code).toBe('already_exists');
-    expect((await app.request('GET', `/v1/notification-types/${type.key}`, { token: acme.serviceKey })).body.name).toBe('second');
+    expect((await app.request('GET', `/v1/notification-types/${type.key}`, { token: acme.serviceKey })).body.name).toBe(
+      'second',
+    );
   });
 
   it("answers 404 for an unknown or another tenant's type", async () => {
-    expect((await app.request('POST', '/v1/notification-types/nope/restore', { token: acme.serviceKey })).status).toBe(404);
+    expect((await app.request('POST', '/v1/notification-types/nope/restore', { token: acme.serviceKey })).status).toBe(
+      404,
+    );
     const theirs = await createType(globex);
     await app.request('DELETE', `/v1/notification-types/${theirs.key}`, { token: globex.serviceKey });
-    expect((await app.request('POST', `/v1/notification-types/${theirs.key}/restore`, { token: acme.serviceKey })).status).toBe(404);
-    expect((await app.request('GET', `/v1/notification-types/${theirs.key}`, { token: globex.serviceKey })).body.deleted).toBe(true);
+    expect(
+      (await app.request('POST', `/v1/notification-types/${theirs.key}/restore`, { token: acme.serviceKey })).status,
+    ).toBe(404);
+    expect(
+      (await app.request('GET', `/v1/notification-types/${theirs.key}`, { token: globex.serviceKey })).body.deleted,
+    ).toBe(true);
   });
 
   it('answers 422 for a malformed key', async () => {
-    expectValidationError(await app.request('POST', '/v1/notification-types/Caps/restore', { token: acme.serviceKey }), ['path', 'key']);
+    expectValidationError(
+      await app.request('POST', '/v1/notification-types/Caps/restore', { token: acme.serviceKey }),
+      ['path', 'key'],
+    );
   });
 
   it('answers 401 without a credential and 403 for a contact token or a non-member', async () => {

@@ -36,7 +36,15 @@ async function startOidcProvider(redirectUri: string): Promise<{ issuer: string;
   const server = createServer();
   const issuer = await listen(server);
   const provider = new Provider(issuer, {
-    clients: [{ client_id: 'herald', client_secret: OIDC_SECRET, redirect_uris: [redirectUri], grant_types: ['authorization_code'], response_types: ['code'] }],
+    clients: [
+      {
+        client_id: 'herald',
+        client_secret: OIDC_SECRET,
+        redirect_uris: [redirectUri],
+        grant_types: ['authorization_code'],
+        response_types: ['code'],
+      },
+    ],
     claims: { openid: ['sub'], email: ['email', 'email_verified'] },
     cookies: { keys: [randomBytes(16).toString('hex')] },
     features: { devInteractions: { enabled: true } },
@@ -85,18 +93,24 @@ async function startGitHubPeer(): Promise<GitHubPeer> {
       const verifier = body.get('code_verifier') ?? '';
       const pkceOk = grant && createHash('sha256').update(verifier).digest('base64url') === grant.challenge;
       if (basic !== `gh-client:${GITHUB_SECRET}` || !grant || !pkceOk || body.get('redirect_uri') !== grant.redirect) {
-        res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ error: 'bad_verification_code' }));
+        res
+          .writeHead(200, { 'Content-Type': 'application/json' })
+          .end(JSON.stringify({ error: 'bad_verification_code' }));
         return;
       }
       const token = randomBytes(12).toString('hex');
       tokens.set(token, grant.email);
-      res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ access_token: token, token_type: 'bearer', scope: 'read:user,user:email' }));
+      res
+        .writeHead(200, { 'Content-Type': 'application/json' })
+        .end(JSON.stringify({ access_token: token, token_type: 'bearer', scope: 'read:user,user:email' }));
       return;
     }
     if (url.pathname === '/api/user/emails') {
       const who = tokens.get((req.headers.authorization ?? '').replace(/^Bearer /, ''));
       if (!who) return void res.writeHead(401).end();
-      res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify([{ email: who.email, primary: true, verified: who.verified, visibility: 'private' }]));
+      res
+        .writeHead(200, { 'Content-Type': 'application/json' })
+        .end(JSON.stringify([{ email: who.email, primary: true, verified: who.verified, visibility: 'private' }]));
       return;
     }
     res.writeHead(404).end();
@@ -112,7 +126,12 @@ describe.skipIf(!chromiumAvailable)('SSO sign-in', { timeout: 60_000 }, () => {
   let oidc: Awaited<ReturnType<typeof startOidcProvider>>;
   let github: GitHubPeer;
   let browser: ChromiumSession;
-  const env = () => ({ HERALD_HOME: app.dataDir, DATABASE_URL: app.database.url, HERALD_ENCRYPTION_KEYS: app.config.encryptionKeys!, HERALD_LOG_LEVEL: 'error' });
+  const env = () => ({
+    HERALD_HOME: app.dataDir,
+    DATABASE_URL: app.database.url,
+    HERALD_ENCRYPTION_KEYS: app.config.encryptionKeys!,
+    HERALD_LOG_LEVEL: 'error',
+  });
 
   beforeAll(async () => {
     // The redirect URI names the public URL, so the port is chosen before Herald starts.
@@ -123,12 +142,45 @@ describe.skipIf(!chromiumAvailable)('SSO sign-in', { timeout: 60_000 }, () => {
     app = await startTestApp({ port, config: { publicUrl } });
     acme = await createTenantFixture(app, 'Acme');
     const added = await runCli(
-      ['sso', 'add', 'corp', '--kind', 'oidc', '--name', 'Corp SSO', '--issuer', oidc.issuer, '--client-id', 'herald', '--client-secret-env', 'SSO_SECRET', '--allowed-domains', 'corp.example', '--tenant', acme.tenantId],
+      [
+        'sso',
+        'add',
+        'corp',
+        '--kind',
+        'oidc',
+        '--name',
+        'Corp SSO',
+        '--issuer',
+        oidc.issuer,
+        '--client-id',
+        'herald',
+        '--client-secret-env',
+        'SSO_SECRET',
+        '--allowed-domains',
+        'corp.example',
+        '--tenant',
+        acme.tenantId,
+      ],
       { env: { ...env(), SSO_SECRET: OIDC_SECRET } },
     );
     expect(added.code, added.stderr).toBe(0);
     const gh = await runCli(
-      ['sso', 'add', 'github', '--kind', 'github', '--base-url', github.url, '--api-url', `${github.url}/api`, '--client-id', 'gh-client', '--client-secret-env', 'SSO_SECRET', '--json'],
+      [
+        'sso',
+        'add',
+        'github',
+        '--kind',
+        'github',
+        '--base-url',
+        github.url,
+        '--api-url',
+        `${github.url}/api`,
+        '--client-id',
+        'gh-client',
+        '--client-secret-env',
+        'SSO_SECRET',
+        '--json',
+      ],
       { env: { ...env(), SSO_SECRET: GITHUB_SECRET } },
     );
     expect(gh.code, gh.stderr).toBe(0);
@@ -173,7 +225,9 @@ describe.skipIf(!chromiumAvailable)('SSO sign-in', { timeout: 60_000 }, () => {
     expect(location.searchParams.get('code_challenge')).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(location.searchParams.get('redirect_uri')).toBe(`${app.config.publicUrl}/v1/auth/sso/corp/callback`);
     expect(location.searchParams.get('scope')).toBe('openid email profile');
-    expect(start.headers.get('set-cookie')).toMatch(/^herald_sso=[A-Za-z0-9_-]{40,}; Path=\/v1\/auth\/sso; Max-Age=600; HttpOnly; SameSite=Lax$/);
+    expect(start.headers.get('set-cookie')).toMatch(
+      /^herald_sso=[A-Za-z0-9_-]{40,}; Path=\/v1\/auth\/sso; Max-Age=600; HttpOnly; SameSite=Lax$/,
+    );
     expect((await fetch(`${app.url}/v1/auth/sso/nobody/start`, { redirect: 'manual' })).status).toBe(404);
     expect((await fetch(`${app.url}/v1/auth/sso/Not_A_Slug!/start`, { redirect: 'manual' })).status).toBe(422);
   });
@@ -202,7 +256,11 @@ describe.skipIf(!chromiumAvailable)('SSO sign-in', { timeout: 60_000 }, () => {
     await ssoFromLogin(page, 'Continue with Corp SSO');
     await oidcLogin(page, newcomer);
     await page.waitForURL(/\/console\//);
-    const member = await queryOne<{ role: string }>(app.runtime.orm.em.fork(), `SELECT m.role FROM memberships m JOIN users u ON u.id = m.user_id WHERE u.email = $1 AND m.tenant_id = $2`, [newcomer, acme.tenantId]);
+    const member = await queryOne<{ role: string }>(
+      app.runtime.orm.em.fork(),
+      `SELECT m.role FROM memberships m JOIN users u ON u.id = m.user_id WHERE u.email = $1 AND m.tenant_id = $2`,
+      [newcomer, acme.tenantId],
+    );
     expect(member?.role).toBe('admin');
     await page.close();
 
@@ -210,7 +268,9 @@ describe.skipIf(!chromiumAvailable)('SSO sign-in', { timeout: 60_000 }, () => {
     await ssoFromLogin(outsider, 'Continue with Corp SSO');
     await oidcLogin(outsider, `someone@elsewhere.example`);
     await outsider.getByText(/its domain may not join through this provider/).waitFor();
-    expect(await queryOne(app.runtime.orm.em.fork(), `SELECT 1 FROM users WHERE email = 'someone@elsewhere.example'`)).toBeUndefined();
+    expect(
+      await queryOne(app.runtime.orm.em.fork(), `SELECT 1 FROM users WHERE email = 'someone@elsewhere.example'`),
+    ).toBeUndefined();
     await outsider.screenshot({ path: new URL('../.tmp/screenshots/16-sso-refused.png', import.meta.url).pathname });
 
     await ssoFromLogin(outsider, 'Continue with Corp SSO');
@@ -259,7 +319,10 @@ describe.skipIf(!chromiumAvailable)('SSO sign-in', { timeout: 60_000 }, () => {
   });
 
   it('keeps client secrets sealed, lists without them, removes a provider, and audits the changes', async () => {
-    const rows = await query<{ client_secret_ciphertext: string }>(app.runtime.orm.em.fork(), `SELECT client_secret_ciphertext FROM sso_providers`);
+    const rows = await query<{ client_secret_ciphertext: string }>(
+      app.runtime.orm.em.fork(),
+      `SELECT client_secret_ciphertext FROM sso_providers`,
+    );
     for (const row of rows) {
       expect(row.client_secret_ciphertext).not.toContain(OIDC_SECRET);
       expect(row.client_secret_ciphertext).not.toContain(GITHUB_SECRET);
@@ -272,10 +335,14 @@ describe.skipIf(!chromiumAvailable)('SSO sign-in', { timeout: 60_000 }, () => {
     expect(noConfirm.code).toBe(2);
     const removed = await runCli(['sso', 'remove', 'github', '--yes'], { env: env() });
     expect(removed.code, removed.stderr).toBe(0);
-    expect((await requestAs(app, 'GET', '/v1/auth/sso/providers')).body.map((p: { slug: string }) => p.slug)).toEqual(['corp']);
+    expect((await requestAs(app, 'GET', '/v1/auth/sso/providers')).body.map((p: { slug: string }) => p.slug)).toEqual([
+      'corp',
+    ]);
     const missing = await runCli(['sso', 'remove', 'github', '--yes'], { env: env() });
     expect(missing.code).toBe(1);
-    const bad = await runCli(['sso', 'add', 'x', '--kind', 'okta', '--client-id', 'a', '--client-secret', 'b'], { env: env() });
+    const bad = await runCli(['sso', 'add', 'x', '--kind', 'okta', '--client-id', 'a', '--client-secret', 'b'], {
+      env: env(),
+    });
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('issuer');
     const audit = await runCli(['audit', '--action', 'sso_provider.*', '--json'], { env: env() });
@@ -285,9 +352,24 @@ describe.skipIf(!chromiumAvailable)('SSO sign-in', { timeout: 60_000 }, () => {
   });
 
   it('sends a person back to the sign-in page when the provider cannot be reached', async () => {
-    const added = await runCli(['sso', 'add', 'down', '--kind', 'keycloak', '--issuer', 'http://127.0.0.1:9/realms/x', '--client-id', 'a', '--client-secret-env', 'SSO_SECRET'], {
-      env: { ...env(), SSO_SECRET: 'unused-secret' },
-    });
+    const added = await runCli(
+      [
+        'sso',
+        'add',
+        'down',
+        '--kind',
+        'keycloak',
+        '--issuer',
+        'http://127.0.0.1:9/realms/x',
+        '--client-id',
+        'a',
+        '--client-secret-env',
+        'SSO_SECRET',
+      ],
+      {
+        env: { ...env(), SSO_SECRET: 'unused-secret' },
+      },
+    );
     expect(added.code, added.stderr).toBe(0);
     const start = await fetch(`${app.url}/v1/auth/sso/down/start`, { redirect: 'manual' });
     expect(start.status).toBe(302);

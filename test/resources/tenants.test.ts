@@ -45,7 +45,9 @@ describe('GET /v1/auth/tenants', () => {
 
   it('answers 401 without a credential and 422 for a malformed query', async () => {
     expect((await app.request('GET', '/v1/auth/tenants')).status).toBe(401);
-    expect((await app.request('GET', '/v1/auth/tenants?include_archived=maybe', { token: owner.token })).status).toBe(422);
+    expect((await app.request('GET', '/v1/auth/tenants?include_archived=maybe', { token: owner.token })).status).toBe(
+      422,
+    );
   });
 });
 
@@ -53,10 +55,22 @@ describe('POST /v1/auth/tenants', () => {
   it('creates the tenant, an owner membership that is not the default, and the default brand', async () => {
     const res = await app.request('POST', '/v1/auth/tenants', { token: owner.token, body: { name: '  Second  ' } });
     expect(res.status).toBe(201);
-    expect(res.body).toEqual({ id: expect.any(String), name: 'Second', archived: false, role: 'owner', is_default: false, created_at: expect.any(String) });
-    const brand = await queryOne(app.runtime.orm.em.fork(), `SELECT key, is_default FROM brands WHERE tenant_id = $1`, [res.body.id]);
+    expect(res.body).toEqual({
+      id: expect.any(String),
+      name: 'Second',
+      archived: false,
+      role: 'owner',
+      is_default: false,
+      created_at: expect.any(String),
+    });
+    const brand = await queryOne(app.runtime.orm.em.fork(), `SELECT key, is_default FROM brands WHERE tenant_id = $1`, [
+      res.body.id,
+    ]);
     expect(brand).toEqual({ key: 'default', is_default: true });
-    const login = await app.request('POST', '/v1/auth/login', { body: { email: owner.email, password: owner.password }, headers: { 'x-forwarded-for': '10.9.9.1' } });
+    const login = await app.request('POST', '/v1/auth/login', {
+      body: { email: owner.email, password: owner.password },
+      headers: { 'x-forwarded-for': '10.9.9.1' },
+    });
     expect(login.body.tenant_id).toBe(owner.tenantId);
   });
 
@@ -73,7 +87,10 @@ describe('POST /v1/auth/tenants', () => {
 describe('PATCH /v1/auth/tenants/{tenant_id}', () => {
   it('renames a tenant the caller owns, even when the token is scoped to another tenant', async () => {
     const second = await createTenant(owner.token, 'Old name');
-    const res = await app.request('PATCH', `/v1/auth/tenants/${second.id}`, { token: owner.token, body: { name: 'New name' } });
+    const res = await app.request('PATCH', `/v1/auth/tenants/${second.id}`, {
+      token: owner.token,
+      body: { name: 'New name' },
+    });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ id: second.id, name: 'New name', role: 'owner' });
   });
@@ -81,22 +98,36 @@ describe('PATCH /v1/auth/tenants/{tenant_id}', () => {
   it('answers 403 for an admin (not owner) and for a non-member, 404 for no such tenant', async () => {
     const admin = await addUser(app, owner.tenantId, 'admin');
     const stranger = await signUp(app);
-    const asAdmin = await app.request('PATCH', `/v1/auth/tenants/${owner.tenantId}`, { token: admin.token, body: { name: 'Nope' } });
+    const asAdmin = await app.request('PATCH', `/v1/auth/tenants/${owner.tenantId}`, {
+      token: admin.token,
+      body: { name: 'Nope' },
+    });
     expect(asAdmin.status).toBe(403);
     expect(asAdmin.body.code).toBe('insufficient_role');
-    const asStranger = await app.request('PATCH', `/v1/auth/tenants/${owner.tenantId}`, { token: stranger.token, body: { name: 'Nope' } });
+    const asStranger = await app.request('PATCH', `/v1/auth/tenants/${owner.tenantId}`, {
+      token: stranger.token,
+      body: { name: 'Nope' },
+    });
     expect(asStranger.status).toBe(403);
     expect(asStranger.body.code).toBe('not_a_member');
-    const missing = await app.request('PATCH', `/v1/auth/tenants/${NO_SUCH_TENANT}`, { token: owner.token, body: { name: 'Nope' } });
+    const missing = await app.request('PATCH', `/v1/auth/tenants/${NO_SUCH_TENANT}`, {
+      token: owner.token,
+      body: { name: 'Nope' },
+    });
     expect(missing.status).toBe(404);
   });
 
   it('answers 422 for a blank name or a malformed tenant id, 401 without a credential', async () => {
-    expect((await app.request('PATCH', `/v1/auth/tenants/${owner.tenantId}`, { token: owner.token, body: { name: ' ' } })).status).toBe(422);
+    expect(
+      (await app.request('PATCH', `/v1/auth/tenants/${owner.tenantId}`, { token: owner.token, body: { name: ' ' } }))
+        .status,
+    ).toBe(422);
     const bad = await app.request('PATCH', `/v1/auth/tenants/not-a-uuid`, { token: owner.token, body: { name: 'A' } });
     expect(bad.status).toBe(422);
     expect(bad.body.detail[0].loc).toEqual(['path', 'tenant_id']);
-    expect((await app.request('PATCH', `/v1/auth/tenants/${owner.tenantId}`, { body: { name: 'A' } })).status).toBe(401);
+    expect((await app.request('PATCH', `/v1/auth/tenants/${owner.tenantId}`, { body: { name: 'A' } })).status).toBe(
+      401,
+    );
   });
 });
 
@@ -110,25 +141,38 @@ describe('POST /v1/auth/tenants/{tenant_id}/archive and /unarchive', () => {
     expect(switcher.body.map((x: any) => x.id)).not.toContain(t.id);
     const all = await app.request('GET', '/v1/auth/tenants?include_archived=true', { token: owner.token });
     expect(all.body.find((x: any) => x.id === t.id)).toMatchObject({ archived: true });
-    expect(await queryOne(app.runtime.orm.em.fork(), `SELECT 1 AS one FROM brands WHERE tenant_id = $1`, [t.id])).toEqual({ one: 1 });
+    expect(
+      await queryOne(app.runtime.orm.em.fork(), `SELECT 1 AS one FROM brands WHERE tenant_id = $1`, [t.id]),
+    ).toEqual({ one: 1 });
     const again = await app.request('POST', `/v1/auth/tenants/${t.id}/archive`, { token: owner.token });
     expect(again.status).toBe(200);
     const back = await app.request('POST', `/v1/auth/tenants/${t.id}/unarchive`, { token: owner.token });
     expect(back.status).toBe(200);
     expect(back.body.archived).toBe(false);
-    expect((await app.request('GET', '/v1/auth/tenants', { token: owner.token })).body.map((x: any) => x.id)).toContain(t.id);
+    expect((await app.request('GET', '/v1/auth/tenants', { token: owner.token })).body.map((x: any) => x.id)).toContain(
+      t.id,
+    );
   });
 
-  it.each(['archive', 'unarchive'])('%s answers 403 for an admin and a stranger, 404 for no such tenant, 401 without a credential', async (action) => {
-    const admin = await addUser(app, owner.tenantId, 'admin');
-    const stranger = await addUser(app, null);
-    const strangerToken = app.runtime.tokens.sign('access', stranger.userId, NO_SUCH_TENANT, 600, Date.now());
-    expect((await app.request('POST', `/v1/auth/tenants/${owner.tenantId}/${action}`, { token: admin.token })).status).toBe(403);
-    expect((await app.request('POST', `/v1/auth/tenants/${owner.tenantId}/${action}`, { token: strangerToken })).status).toBe(403);
-    expect((await app.request('POST', `/v1/auth/tenants/${NO_SUCH_TENANT}/${action}`, { token: owner.token })).status).toBe(404);
-    expect((await app.request('POST', `/v1/auth/tenants/${owner.tenantId}/${action}`)).status).toBe(401);
-    expect((await app.request('POST', `/v1/auth/tenants/nope/${action}`, { token: owner.token })).status).toBe(422);
-  });
+  it.each(['archive', 'unarchive'])(
+    '%s answers 403 for an admin and a stranger, 404 for no such tenant, 401 without a credential',
+    async (action) => {
+      const admin = await addUser(app, owner.tenantId, 'admin');
+      const stranger = await addUser(app, null);
+      const strangerToken = app.runtime.tokens.sign('access', stranger.userId, NO_SUCH_TENANT, 600, Date.now());
+      expect(
+        (await app.request('POST', `/v1/auth/tenants/${owner.tenantId}/${action}`, { token: admin.token })).status,
+      ).toBe(403);
+      expect(
+        (await app.request('POST', `/v1/auth/tenants/${owner.tenantId}/${action}`, { token: strangerToken })).status,
+      ).toBe(403);
+      expect(
+        (await app.request('POST', `/v1/auth/tenants/${NO_SUCH_TENANT}/${action}`, { token: owner.token })).status,
+      ).toBe(404);
+      expect((await app.request('POST', `/v1/auth/tenants/${owner.tenantId}/${action}`)).status).toBe(401);
+      expect((await app.request('POST', `/v1/auth/tenants/nope/${action}`, { token: owner.token })).status).toBe(422);
+    },
+  );
 });
 
 describe('POST /v1/auth/session', () => {
@@ -142,28 +186,52 @@ describe('POST /v1/auth/session', () => {
     let list = await app.request('GET', '/v1/auth/tenants', { token: owner.token });
     expect(list.body.find((x: any) => x.id === t.id).is_default).toBe(false);
 
-    const remembered = await app.request('POST', '/v1/auth/session', { token: owner.token, body: { tenant_id: t.id, remember: true } });
+    const remembered = await app.request('POST', '/v1/auth/session', {
+      token: owner.token,
+      body: { tenant_id: t.id, remember: true },
+    });
     expect(remembered.status).toBe(200);
     list = await app.request('GET', '/v1/auth/tenants', { token: owner.token });
     expect(list.body.filter((x: any) => x.is_default).map((x: any) => x.id)).toEqual([t.id]);
-    const login = await app.request('POST', '/v1/auth/login', { body: { email: owner.email, password: owner.password }, headers: { 'x-forwarded-for': '10.9.9.2' } });
+    const login = await app.request('POST', '/v1/auth/login', {
+      body: { email: owner.email, password: owner.password },
+      headers: { 'x-forwarded-for': '10.9.9.2' },
+    });
     expect(login.body.tenant_id).toBe(t.id);
     // back to the first tenant as default, for the other tests
-    await app.request('POST', '/v1/auth/session', { token: owner.token, body: { tenant_id: owner.tenantId, remember: true } });
+    await app.request('POST', '/v1/auth/session', {
+      token: owner.token,
+      body: { tenant_id: owner.tenantId, remember: true },
+    });
   });
 
   it('answers 403 for a tenant the user is not a member of (existing or not)', async () => {
     const stranger = await signUp(app);
-    const res = await app.request('POST', '/v1/auth/session', { token: stranger.token, body: { tenant_id: owner.tenantId } });
+    const res = await app.request('POST', '/v1/auth/session', {
+      token: stranger.token,
+      body: { tenant_id: owner.tenantId },
+    });
     expect(res.status).toBe(403);
     expect(res.body.code).toBe('not_a_member');
-    expect((await app.request('POST', '/v1/auth/session', { token: stranger.token, body: { tenant_id: NO_SUCH_TENANT } })).status).toBe(403);
+    expect(
+      (await app.request('POST', '/v1/auth/session', { token: stranger.token, body: { tenant_id: NO_SUCH_TENANT } }))
+        .status,
+    ).toBe(403);
   });
 
   it('answers 401 without a credential and 422 for malformed input', async () => {
     expect((await app.request('POST', '/v1/auth/session', { body: { tenant_id: owner.tenantId } })).status).toBe(401);
-    expect((await app.request('POST', '/v1/auth/session', { token: owner.token, body: { tenant_id: 'x' } })).status).toBe(422);
-    expect((await app.request('POST', '/v1/auth/session', { token: owner.token, body: { tenant_id: owner.tenantId, remember: 'yes' } })).status).toBe(422);
+    expect(
+      (await app.request('POST', '/v1/auth/session', { token: owner.token, body: { tenant_id: 'x' } })).status,
+    ).toBe(422);
+    expect(
+      (
+        await app.request('POST', '/v1/auth/session', {
+          token: owner.token,
+          body: { tenant_id: owner.tenantId, remember: 'yes' },
+        })
+      ).status,
+    ).toBe(422);
   });
 
   it('refuses a service key on console routes with 403', async () => {
@@ -177,7 +245,9 @@ describe('POST /v1/auth/session', () => {
 describe('system emails without an install SMTP', () => {
   it('logs a warning (never the link) and completes the job', async () => {
     await signUp(app);
-    const line = await eventually(() => app.logs.find((l) => l.includes('system email not sent')) ?? false, { timeoutMs: 5000 });
+    const line = await eventually(() => app.logs.find((l) => l.includes('system email not sent')) ?? false, {
+      timeoutMs: 5000,
+    });
     expect(JSON.parse(line!)).toMatchObject({ level: 'warn', kind: 'verify' });
     expect(line).not.toMatch(/token=|[A-Za-z0-9_-]{43}/);
   });

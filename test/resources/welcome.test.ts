@@ -25,7 +25,14 @@ beforeAll(async () => {
   database = await createTestDatabase();
   dataDir = mkdtempSync(join(tmpdir(), 'herald-welcome-'));
   chmodSync(dataDir, 0o711);
-  env = { HERALD_HOME: dataDir, DATABASE_URL: database.url, HERALD_ENCRYPTION_KEYS: undefined, HERALD_URL: undefined, HERALD_API_KEY: undefined, HERALD_LOG_LEVEL: 'warn' };
+  env = {
+    HERALD_HOME: dataDir,
+    DATABASE_URL: database.url,
+    HERALD_ENCRYPTION_KEYS: undefined,
+    HERALD_URL: undefined,
+    HERALD_API_KEY: undefined,
+    HERALD_LOG_LEVEL: 'warn',
+  };
 }, CLI_TIMEOUT);
 afterAll(async () => {
   if (server && server.exitCode === null) {
@@ -36,11 +43,15 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-const herald = (args: string[], extra: Record<string, string> = {}) => runCli(args, { env: { ...env, ...extra }, timeoutMs: CLI_TIMEOUT });
+const herald = (args: string[], extra: Record<string, string> = {}) =>
+  runCli(args, { env: { ...env, ...extra }, timeoutMs: CLI_TIMEOUT });
 
 function startServer(): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(HERALD_BIN, ['start', '--port', '0'], { env: { ...process.env, ...env, HERALD_ENCRYPTION_KEYS: '' } as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(HERALD_BIN, ['start', '--port', '0'], {
+      env: { ...process.env, ...env, HERALD_ENCRYPTION_KEYS: '' } as NodeJS.ProcessEnv,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     server = child;
     let out = '';
     let err = '';
@@ -60,7 +71,18 @@ function startServer(): Promise<string> {
 
 describe('the first notification after herald init', () => {
   it('init seeds welcome; the quick start commands deliver it to the inbox; the demo page example works', async () => {
-    const init = await herald(['init', '--yes', '--mode', 'single', '--database-url', database.url, '--tenant', 'Acme', '--owner-email', 'owner@acme.test']);
+    const init = await herald([
+      'init',
+      '--yes',
+      '--mode',
+      'single',
+      '--database-url',
+      database.url,
+      '--tenant',
+      'Acme',
+      '--owner-email',
+      'owner@acme.test',
+    ]);
     expect(init.code, init.stderr).toBe(0);
     expect(JSON.parse(readFileSync(join(dataDir, 'herald.json'), 'utf8')).databaseUrl).toBe(database.url);
 
@@ -75,28 +97,51 @@ describe('the first notification after herald init', () => {
     const withKey = { ...remote, HERALD_API_KEY: key };
 
     const types = await herald(['types', 'get', 'welcome', '--json'], withKey);
-    expect(JSON.parse(types.stdout)).toMatchObject({ key: 'welcome', channel_defaults: { inbox: true, email: true }, variables: [{ name: 'name', required: true }] });
+    expect(JSON.parse(types.stdout)).toMatchObject({
+      key: 'welcome',
+      channel_defaults: { inbox: true, email: true },
+      variables: [{ name: 'name', required: true }],
+    });
     const templates = JSON.parse((await herald(['templates', 'list', '--type', 'welcome', '--json'], withKey)).stdout);
-    expect(templates.map((t: { kind: string; brand_key: string }) => `${t.kind}:${t.brand_key}`)).toEqual(['email:default', 'inbox:default']);
+    expect(templates.map((t: { kind: string; brand_key: string }) => `${t.kind}:${t.brand_key}`)).toEqual([
+      'email:default',
+      'inbox:default',
+    ]);
 
     // 2. create a contact, 3. send
     const created = await herald(['contacts', 'create', 'demo-user', '--email', 'demo@example.com'], withKey);
     expect(created.code, created.stderr).toBe(0);
-    const sent = await herald(['send', '--type', 'welcome', '--to', 'demo-user', '--var', 'name=Ann', '--wait', '--json'], withKey);
+    const sent = await herald(
+      ['send', '--type', 'welcome', '--to', 'demo-user', '--var', 'name=Ann', '--wait', '--json'],
+      withKey,
+    );
     expect(sent.code, sent.stderr + sent.stdout).toBe(0);
 
     // The demo page's example: a contact token, then the inbox the widget reads.
     const token = await herald(['contacts', 'token', 'demo-user', '--json'], withKey);
     expect(token.code, token.stderr).toBe(0);
     const minted = JSON.parse(token.stdout) as { token: string; contact_id: string };
-    const inbox = await fetch(`${url}/v1/contacts/${minted.contact_id}/notifications`, { headers: { authorization: `Bearer ${minted.token}` } });
-    const body = (await inbox.json()) as { items: Array<{ type: string; title: string; body: string }>; unread_count: number };
+    const inbox = await fetch(`${url}/v1/contacts/${minted.contact_id}/notifications`, {
+      headers: { authorization: `Bearer ${minted.token}` },
+    });
+    const body = (await inbox.json()) as {
+      items: Array<{ type: string; title: string; body: string }>;
+      unread_count: number;
+    };
     expect(body.unread_count).toBe(1);
-    expect(body.items[0]).toMatchObject({ type: 'welcome', title: 'Welcome, Ann!', body: 'This is your first notification from Acme, delivered by Herald.' });
+    expect(body.items[0]).toMatchObject({
+      type: 'welcome',
+      title: 'Welcome, Ann!',
+      body: 'This is your first notification from Acme, delivered by Herald.',
+    });
     const demo = await fetch(`${url}/demo`);
     expect(demo.status).toBe(200);
     const page = await demo.text();
-    for (const command of ['herald contacts create demo-user', 'herald contacts token demo-user', 'herald send --type welcome --to demo-user --var name=Ann']) {
+    for (const command of [
+      'herald contacts create demo-user',
+      'herald contacts token demo-user',
+      'herald send --type welcome --to demo-user --var name=Ann',
+    ]) {
       expect(page).toContain(command);
     }
   });

@@ -4,7 +4,13 @@
 // A connection verifies each distinct JWT once, as a provider's server can: a client reuses its token
 // for most of an hour, and an ES256 verification per request would make this peer, not the client
 // under test, the busiest process of a benchmark.
-import { createSecureServer, constants, type Http2SecureServer, type Http2Session, type ServerHttp2Session } from 'node:http2';
+import {
+  createSecureServer,
+  constants,
+  type Http2SecureServer,
+  type Http2Session,
+  type ServerHttp2Session,
+} from 'node:http2';
 import { createPublicKey, randomUUID, verify, type KeyObject } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { testCertificate } from './tls.ts';
@@ -33,11 +39,21 @@ function verifyJwt(jwt: string, publicKey: KeyObject, expect: { teamId: string; 
   const claims = JSON.parse(Buffer.from(p, 'base64url').toString()) as { iss?: string; iat?: number };
   if (header.alg !== 'ES256' || header.kid !== expect.keyId) return 'InvalidProviderToken';
   if (claims.iss !== expect.teamId || typeof claims.iat !== 'number') return 'InvalidProviderToken';
-  const ok = verify('sha256', Buffer.from(`${h}.${p}`), { key: publicKey, dsaEncoding: 'ieee-p1363' }, Buffer.from(s, 'base64url'));
+  const ok = verify(
+    'sha256',
+    Buffer.from(`${h}.${p}`),
+    { key: publicKey, dsaEncoding: 'ieee-p1363' },
+    Buffer.from(s, 'base64url'),
+  );
   return ok ? null : 'InvalidProviderToken';
 }
 
-export async function startApnsPeer(options: { privateKeyPem: string; teamId: string; keyId: string; bundleId: string }): Promise<ApnsPeer> {
+export async function startApnsPeer(options: {
+  privateKeyPem: string;
+  teamId: string;
+  keyId: string;
+  bundleId: string;
+}): Promise<ApnsPeer> {
   const { cert, key } = testCertificate();
   const publicKey = createPublicKey(options.privateKeyPem);
   const peer: ApnsPeer = { url: '', received: [], unregistered: new Set(), sessions: 0, close: async () => undefined };
@@ -52,7 +68,11 @@ export async function startApnsPeer(options: { privateKeyPem: string; teamId: st
     stream.on('data', (c: Buffer) => chunks.push(c));
     stream.on('end', () => {
       const answer = (status: number, reason?: string) => {
-        stream.respond({ [constants.HTTP2_HEADER_STATUS]: status, 'apns-id': randomUUID(), 'content-type': 'application/json' });
+        stream.respond({
+          [constants.HTTP2_HEADER_STATUS]: status,
+          'apns-id': randomUUID(),
+          'content-type': 'application/json',
+        });
         stream.end(reason ? JSON.stringify({ reason }) : undefined);
       };
       const path = String(headers[constants.HTTP2_HEADER_PATH]);
@@ -69,7 +89,12 @@ export async function startApnsPeer(options: { privateKeyPem: string; teamId: st
       const token = match[1]!;
       if (peer.unregistered.has(token)) return answer(410, 'Unregistered');
       if (!/^[0-9a-f]{64}$/.test(token)) return answer(400, 'BadDeviceToken');
-      peer.received.push({ token, topic: String(headers['apns-topic']), payload: JSON.parse(Buffer.concat(chunks).toString()), jwt });
+      peer.received.push({
+        token,
+        topic: String(headers['apns-topic']),
+        payload: JSON.parse(Buffer.concat(chunks).toString()),
+        jwt,
+      });
       answer(200);
     });
   });

@@ -104,7 +104,8 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       let body: string | undefined;
       if (opts.rawBody !== undefined) body = opts.rawBody;
       else if (opts.body !== undefined) body = JSON.stringify(opts.body);
-      if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
+      if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type'))
+        headers['content-type'] = 'application/json';
       const response = await fetch(url + path, { method, headers, body });
       const text = await response.text();
       let parsed: unknown = text;

@@ -10,7 +10,10 @@ import { Command, type Option } from 'commander';
 export async function loadProgram(): Promise<Command> {
   const main = readFileSync(new URL('../../cli/main.ts', import.meta.url), 'utf8');
   // Each entry of COMMAND_GROUPS: (await import('./<file>.ts')).<register function>
-  const groups = [...main.matchAll(/import\('\.\/([a-z-]+)\.ts'\)\)\.(register\w+)/g)].map((m) => ({ file: m[1]!, register: m[2]! }));
+  const groups = [...main.matchAll(/import\('\.\/([a-z-]+)\.ts'\)\)\.(register\w+)/g)].map((m) => ({
+    file: m[1]!,
+    register: m[2]!,
+  }));
   const program = new Command('herald');
   for (const { file, register } of groups) {
     const module = (await import(`../../cli/${file}.ts`)) as Record<string, unknown>;
@@ -37,7 +40,10 @@ export function commandNames(program: Command): string[] {
 
 function optionRow(option: Option): string {
   const fallback = option.defaultValue;
-  const shown = fallback !== undefined && fallback !== false && !(Array.isArray(fallback) && fallback.length === 0) ? ` (default: ${JSON.stringify(fallback)})` : '';
+  const shown =
+    fallback !== undefined && fallback !== false && !(Array.isArray(fallback) && fallback.length === 0)
+      ? ` (default: ${JSON.stringify(fallback)})`
+      : '';
   const choices = option.argChoices ? ` (${option.argChoices.join(', ')})` : '';
   return `| \`${option.flags}\` | ${option.description.replace(/\|/g, '\\|')}${shown}${choices} |`;
 }
@@ -51,7 +57,8 @@ export function referenceMarkdown(program: Command): string {
       const args = sub.registeredArguments.map((a) => (a.required ? `<${a.name()}>` : `[${a.name()}]`)).join(' ');
       out.push(`${'#'.repeat(depth)} \`${name}${args ? ` ${args}` : ''}\``, '', sub.description(), '');
       const options = sub.options.filter((o) => o.long !== '--help');
-      if (sub.commands.length === 0 && options.length > 0) out.push('| option | meaning |', '|---|---|', ...options.map(optionRow), '');
+      if (sub.commands.length === 0 && options.length > 0)
+        out.push('| option | meaning |', '|---|---|', ...options.map(optionRow), '');
       walk(sub, name, depth + 1);
     }
   };

@@ -10,7 +10,9 @@ export interface TrackedConnections {
 }
 
 /** Tracks the connections of a server (anything that emits 'connection' with a socket). */
-export function trackConnections(server: { on(event: 'connection', listener: (socket: Socket) => void): unknown }): TrackedConnections {
+export function trackConnections(server: {
+  on(event: 'connection', listener: (socket: Socket) => void): unknown;
+}): TrackedConnections {
   const open = new Set<Socket>();
   let accepted = 0;
   server.on('connection', (socket: Socket) => {

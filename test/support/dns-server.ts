@@ -39,7 +39,14 @@ export async function startDnsServer(): Promise<DnsServer> {
       } else if (!txt.has(name)) {
         response.header.rcode = 3; // NXDOMAIN
       } else if (question.type === Packet.TYPE.TXT) {
-        for (const data of txt.get(name)!) response.answers.push({ name: question.name, type: Packet.TYPE.TXT, class: Packet.CLASS.IN, ttl: 60, data } as never);
+        for (const data of txt.get(name)!)
+          response.answers.push({
+            name: question.name,
+            type: Packet.TYPE.TXT,
+            class: Packet.CLASS.IN,
+            ttl: 60,
+            data,
+          } as never);
       }
     }
     void send(response);
@@ -47,7 +54,11 @@ export async function startDnsServer(): Promise<DnsServer> {
   // Bind UDP on a random port, then TCP on the same port (c-ares retries over TCP after a truncated answer).
   for (let attempt = 0; ; attempt++) {
     const server = dns2.createServer({ udp: true, tcp: true, handle });
-    const udp = (server as unknown as { servers: { udp: { listen(port: number, address: string): Promise<void>; address(): { port: number } } } }).servers.udp;
+    const udp = (
+      server as unknown as {
+        servers: { udp: { listen(port: number, address: string): Promise<void>; address(): { port: number } } };
+      }
+    ).servers.udp;
     await udp.listen(0, '127.0.0.1');
     const port = udp.address().port;
     const tcp = (server as unknown as { servers: { tcp: NetServer } }).servers.tcp;
@@ -79,7 +90,9 @@ export async function startDnsServer(): Promise<DnsServer> {
       resolve: (name, rrtype) => resolver.resolve(name, rrtype as 'TXT') as Promise<unknown>,
       close: async () => {
         await new Promise<void>((resolve) => tcp.close(() => resolve()));
-        await new Promise<void>((resolve) => (udp as unknown as { close(cb: () => void): void }).close(() => resolve()));
+        await new Promise<void>((resolve) =>
+          (udp as unknown as { close(cb: () => void): void }).close(() => resolve()),
+        );
       },
     };
   }

@@ -19,12 +19,19 @@ describe('eventually', () => {
 
   it('fails with the last error the check threw, prefixed by the message', async () => {
     let n = 0;
-    const failure = eventually(() => { throw new Error(`attempt ${++n}`); }, { timeoutMs: 30, intervalMs: 5, message: 'never ready' });
+    const failure = eventually(
+      () => {
+        throw new Error(`attempt ${++n}`);
+      },
+      { timeoutMs: 30, intervalMs: 5, message: 'never ready' },
+    );
     await expect(failure).rejects.toThrow(/^never ready: attempt \d+$/);
     expect(n).toBeGreaterThan(1);
   });
 
   it('fails with the message when the condition stays false', async () => {
-    await expect(eventually(() => false, { timeoutMs: 20, intervalMs: 5, message: 'still false' })).rejects.toThrow('still false');
+    await expect(eventually(() => false, { timeoutMs: 20, intervalMs: 5, message: 'still false' })).rejects.toThrow(
+      'still false',
+    );
   });
 });

@@ -16,7 +16,10 @@ export interface EventuallyOptions {
  * passes) or a lookup returning the value the test wants. Past the timeout it fails with the last error
  * the check threw, or with `message`.
  */
-export async function eventually<T>(check: () => T | Promise<T>, options: EventuallyOptions = {}): Promise<Exclude<T, false>> {
+export async function eventually<T>(
+  check: () => T | Promise<T>,
+  options: EventuallyOptions = {},
+): Promise<Exclude<T, false>> {
   const { timeoutMs = 10_000, intervalMs = 50, message } = options;
   const deadline = Date.now() + timeoutMs;
   for (;;) {

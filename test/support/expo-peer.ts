@@ -21,15 +21,22 @@ export async function startExpoPeer(options: { accessToken?: string } = {}): Pro
         res.writeHead(status, { 'content-type': 'application/json' });
         res.end(JSON.stringify(value));
       };
-      if (req.method !== 'POST' || req.url !== '/--/api/v2/push/send') return json(404, { errors: [{ code: 'NOT_FOUND' }] });
+      if (req.method !== 'POST' || req.url !== '/--/api/v2/push/send')
+        return json(404, { errors: [{ code: 'NOT_FOUND' }] });
       if (options.accessToken && req.headers.authorization !== `Bearer ${options.accessToken}`) {
         return json(401, { errors: [{ code: 'UNAUTHORIZED', message: 'insufficient permissions' }] });
       }
       const messages = JSON.parse(Buffer.concat(chunks).toString()) as ExpoPeer['received'];
       json(200, {
         data: messages.map((m) => {
-          if (!/^ExponentPushToken\[.+\]$/.test(m.to)) return { status: 'error', message: `"${m.to}" is not a valid Expo push token`, details: { error: 'DeviceNotRegistered' } };
-          if (peer.deadTokens.has(m.to)) return { status: 'error', message: 'not registered', details: { error: 'DeviceNotRegistered' } };
+          if (!/^ExponentPushToken\[.+\]$/.test(m.to))
+            return {
+              status: 'error',
+              message: `"${m.to}" is not a valid Expo push token`,
+              details: { error: 'DeviceNotRegistered' },
+            };
+          if (peer.deadTokens.has(m.to))
+            return { status: 'error', message: 'not registered', details: { error: 'DeviceNotRegistered' } };
           peer.received.push(m);
           return { status: 'ok', id: randomUUID() };
         }),

@@ -30,7 +30,12 @@ const readBody = (req: IncomingMessage | Http2ServerRequest) =>
     req.on('end', () => resolve(Buffer.concat(chunks).toString()));
   });
 
-export async function startFcmPeer(options: { privateKeyPem: string; clientEmail: string; projectId: string; tls?: boolean }): Promise<FcmPeer> {
+export async function startFcmPeer(options: {
+  privateKeyPem: string;
+  clientEmail: string;
+  projectId: string;
+  tls?: boolean;
+}): Promise<FcmPeer> {
   const publicKey = createPublicKey(options.privateKeyPem);
   const issued = new Set<string>();
   const handle = async (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse) => {
@@ -44,12 +49,25 @@ export async function startFcmPeer(options: { privateKeyPem: string; clientEmail
       const form = new URLSearchParams(body);
       const assertion = form.get('assertion') ?? '';
       const [h, p, s] = assertion.split('.');
-      if (form.get('grant_type') !== 'urn:ietf:params:oauth:grant-type:jwt-bearer' || !h || !p || !s) return json(400, { error: 'invalid_grant' });
+      if (form.get('grant_type') !== 'urn:ietf:params:oauth:grant-type:jwt-bearer' || !h || !p || !s)
+        return json(400, { error: 'invalid_grant' });
       const header = JSON.parse(Buffer.from(h, 'base64url').toString()) as { alg?: string };
-      const claims = JSON.parse(Buffer.from(p, 'base64url').toString()) as { iss?: string; aud?: string; scope?: string; exp?: number; iat?: number };
+      const claims = JSON.parse(Buffer.from(p, 'base64url').toString()) as {
+        iss?: string;
+        aud?: string;
+        scope?: string;
+        exp?: number;
+        iat?: number;
+      };
       const signed = verify('sha256', Buffer.from(`${h}.${p}`), publicKey, Buffer.from(s, 'base64url'));
-      if (header.alg !== 'RS256' || !signed || claims.iss !== options.clientEmail || claims.aud !== peer.tokenUrl) return json(400, { error: 'invalid_grant' });
-      if (claims.scope !== 'https://www.googleapis.com/auth/firebase.messaging' || !claims.exp || !claims.iat || claims.exp - claims.iat > 3600) {
+      if (header.alg !== 'RS256' || !signed || claims.iss !== options.clientEmail || claims.aud !== peer.tokenUrl)
+        return json(400, { error: 'invalid_grant' });
+      if (
+        claims.scope !== 'https://www.googleapis.com/auth/firebase.messaging' ||
+        !claims.exp ||
+        !claims.iat ||
+        claims.exp - claims.iat > 3600
+      ) {
         return json(400, { error: 'invalid_scope' });
       }
       peer.tokenExchanges++;
@@ -64,14 +82,22 @@ export async function startFcmPeer(options: { privateKeyPem: string; clientEmail
       if (send[1] !== options.projectId) return json(403, { error: { code: 403, status: 'PERMISSION_DENIED' } });
       const { message } = JSON.parse(body) as { message: FcmPeer['received'][number] };
       if (peer.deadTokens.has(message.token)) {
-        return json(404, { error: { code: 404, status: 'NOT_FOUND', details: [{ '@type': 'type.googleapis.com/google.firebase.fcm.v1.FcmError', errorCode: 'UNREGISTERED' }] } });
+        return json(404, {
+          error: {
+            code: 404,
+            status: 'NOT_FOUND',
+            details: [{ '@type': 'type.googleapis.com/google.firebase.fcm.v1.FcmError', errorCode: 'UNREGISTERED' }],
+          },
+        });
       }
       peer.received.push(message);
       return json(200, { name: `projects/${options.projectId}/messages/${randomBytes(8).toString('hex')}` });
     }
     json(404, { error: 'not found' });
   };
-  const server = options.tls ? createSecureServer({ cert: testCertificate().cert, key: testCertificate().key, allowHTTP1: true }, handle) : createServer(handle);
+  const server = options.tls
+    ? createSecureServer({ cert: testCertificate().cert, key: testCertificate().key, allowHTTP1: true }, handle)
+    : createServer(handle);
   const tracked = trackConnections(server);
   const peer: FcmPeer = {
     url: '',

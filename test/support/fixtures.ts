@@ -56,7 +56,8 @@ export async function createTenantFixture(app: TestApp, name = 'Acme'): Promise<
   const owner = await createUser(em, { email: ownerEmail, password: PASSWORD, verified: true });
   const tenant = await createTenant(em, { name, ownerUserId: owner.id, makeDefault: true });
   const issued = await issueApiKey(em, tenant.id, 'fixture');
-  const sign = (kind: 'access' | 'contact', subjectId: string, ttlSeconds = 3600) => runtime.tokens.sign(kind, subjectId, tenant.id, ttlSeconds, runtime.clock.now());
+  const sign = (kind: 'access' | 'contact', subjectId: string, ttlSeconds = 3600) =>
+    runtime.tokens.sign(kind, subjectId, tenant.id, ttlSeconds, runtime.clock.now());
   return {
     tenantId: tenant.id,
     ownerId: owner.id,
@@ -86,12 +87,27 @@ export interface SignedUp {
 }
 
 /** Adds an existing user to a tenant. */
-export async function addMembership(app: TestApp, userId: string, tenantId: string, role: 'owner' | 'admin' = 'admin', isDefault = false): Promise<void> {
-  await execute(app.runtime.orm.em.fork(), `INSERT INTO memberships (user_id, tenant_id, role, is_default) VALUES ($1, $2, $3, $4)`, [userId, tenantId, role, isDefault]);
+export async function addMembership(
+  app: TestApp,
+  userId: string,
+  tenantId: string,
+  role: 'owner' | 'admin' = 'admin',
+  isDefault = false,
+): Promise<void> {
+  await execute(
+    app.runtime.orm.em.fork(),
+    `INSERT INTO memberships (user_id, tenant_id, role, is_default) VALUES ($1, $2, $3, $4)`,
+    [userId, tenantId, role, isDefault],
+  );
 }
 
 /** A user created directly (verified, no membership) and, if given, added to a tenant with a role and signed in to it. */
-export async function addUser(app: TestApp, tenantId: string | null, role: 'owner' | 'admin' = 'admin', isDefault = false): Promise<SignedUp> {
+export async function addUser(
+  app: TestApp,
+  tenantId: string | null,
+  role: 'owner' | 'admin' = 'admin',
+  isDefault = false,
+): Promise<SignedUp> {
   const email = uniqueEmail('member');
   const user = await createUser(app.runtime.orm.em.fork(), { email, password: PASSWORD, verified: true });
   if (tenantId) await addMembership(app, user.id, tenantId, role, isDefault);
@@ -109,15 +125,26 @@ export function freshIp(): string {
 }
 
 /** A request from a fresh client address (rate limits per IP do not carry over). */
-export function requestAs(app: TestApp, method: string, path: string, options: RequestOptions = {}, ip = freshIp()): Promise<TestResponse> {
+export function requestAs(
+  app: TestApp,
+  method: string,
+  path: string,
+  options: RequestOptions = {},
+  ip = freshIp(),
+): Promise<TestResponse> {
   return app.request(method, path, { ...options, headers: { ...options.headers, 'x-forwarded-for': ip } });
 }
 
 /** Registers through the API (multi mode) and signs in. */
-export async function signUp(app: TestApp, options: { email?: string; password?: string; tenantName?: string } = {}): Promise<SignedUp> {
+export async function signUp(
+  app: TestApp,
+  options: { email?: string; password?: string; tenantName?: string } = {},
+): Promise<SignedUp> {
   const email = options.email ?? uniqueEmail();
   const password = options.password ?? PASSWORD;
-  const reg = await requestAs(app, 'POST', '/v1/auth/register', { body: { email, password, tenant_name: options.tenantName ?? 'Acme' } });
+  const reg = await requestAs(app, 'POST', '/v1/auth/register', {
+    body: { email, password, tenant_name: options.tenantName ?? 'Acme' },
+  });
   expect(reg.status).toBe(201);
   const login = await requestAs(app, 'POST', '/v1/auth/login', { body: { email, password } });
   expect(login.status).toBe(200);
@@ -137,14 +164,19 @@ export function mailsTo(smtp: SmtpPeer, to: string, subject?: RegExp): ReceivedM
 }
 
 export function waitForMail(smtp: SmtpPeer, to: string, subject: RegExp, after = 0): Promise<ReceivedMail> {
-  return smtp.waitFor((m) => m.envelope.to.includes(to) && subject.test(m.parsed.subject ?? '') && smtp.messages.indexOf(m) >= after);
+  return smtp.waitFor(
+    (m) => m.envelope.to.includes(to) && subject.test(m.parsed.subject ?? '') && smtp.messages.indexOf(m) >= after,
+  );
 }
 
 /** Waits until the queue has no pending email-link or system-email jobs (so "no mail was sent" can be asserted). */
 export async function drainSystemEmails(app: TestApp): Promise<void> {
   await eventually(
     async () => {
-      const row = await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM pgboss.job WHERE name IN ('email-link-request', 'system-email') AND state IN ('created', 'retry', 'active')`);
+      const row = await sqlOne<{ n: number }>(
+        app,
+        `SELECT count(*)::int AS n FROM pgboss.job WHERE name IN ('email-link-request', 'system-email') AND state IN ('created', 'retry', 'active')`,
+      );
       return row!.n === 0;
     },
     { message: 'system emails did not drain' },
@@ -166,7 +198,13 @@ export async function setTriggerLimit(app: TestApp, tenantId: string, perMinute:
 export async function insertNotificationType(
   app: TestApp,
   tenantId: string,
-  input: { key: string; channels?: Record<string, boolean>; optOut?: boolean; variables?: Array<{ name: string; required: boolean }>; deleted?: boolean },
+  input: {
+    key: string;
+    channels?: Record<string, boolean>;
+    optOut?: boolean;
+    variables?: Array<{ name: string; required: boolean }>;
+    deleted?: boolean;
+  },
 ): Promise<void> {
   await execute(
     app.runtime.orm.em.fork(),
@@ -194,7 +232,16 @@ export async function insertInboxTemplate(
     app.runtime.orm.em.fork(),
     `INSERT INTO inbox_templates (id, tenant_id, notification_type_key, brand_key, language, title, content, action_url)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-    [newId(), tenantId, input.type, input.brand ?? 'default', input.language ?? 'en', input.title, input.content, input.actionUrl ?? null],
+    [
+      newId(),
+      tenantId,
+      input.type,
+      input.brand ?? 'default',
+      input.language ?? 'en',
+      input.title,
+      input.content,
+      input.actionUrl ?? null,
+    ],
   );
 }
 
@@ -224,7 +271,10 @@ export async function deliverInboxItem(
 }
 
 /** The delivery jobs carrying any of the events (in job id order), with the events each carries. */
-export function deliveryJobsOf(app: TestApp, eventIds: string[]): Promise<Array<{ id: string; state: string; retry_count: number; event_ids: string[] }>> {
+export function deliveryJobsOf(
+  app: TestApp,
+  eventIds: string[],
+): Promise<Array<{ id: string; state: string; retry_count: number; event_ids: string[] }>> {
   return sql(
     app,
     `SELECT id::text, state, retry_count,
@@ -237,11 +287,20 @@ export function deliveryJobsOf(app: TestApp, eventIds: string[]): Promise<Array<
 }
 
 /** Polls until every given event has a final status (the workers run in the test app or a subprocess). */
-export async function waitForFinal(app: TestApp, eventIds: string[], timeoutMs = 20_000): Promise<Array<{ id: string; status: string }>> {
+export async function waitForFinal(
+  app: TestApp,
+  eventIds: string[],
+  timeoutMs = 20_000,
+): Promise<Array<{ id: string; status: string }>> {
   return eventually(
     async () => {
-      const rows = await sql<{ id: string; status: string }>(app, `SELECT id::text, status FROM events WHERE id = ANY($1::uuid[])`, [eventIds]);
-      const pending = eventIds.length - rows.filter((r) => !['scheduled', 'queued', 'processing'].includes(r.status)).length;
+      const rows = await sql<{ id: string; status: string }>(
+        app,
+        `SELECT id::text, status FROM events WHERE id = ANY($1::uuid[])`,
+        [eventIds],
+      );
+      const pending =
+        eventIds.length - rows.filter((r) => !['scheduled', 'queued', 'processing'].includes(r.status)).length;
       if (pending > 0) throw new Error(`${pending} pending`);
       return rows;
     },
@@ -255,7 +314,12 @@ export async function activeJobs(app: TestApp, queue: string): Promise<Array<{ i
 }
 
 /** Waits until none of `jobs` is still active in the attempt it was in: the lost-job check handed it back. */
-export async function untilHandedBack(app: TestApp, queue: string, jobs: Array<{ id: string; retry_count: number }>, timeoutMs = 20_000): Promise<void> {
+export async function untilHandedBack(
+  app: TestApp,
+  queue: string,
+  jobs: Array<{ id: string; retry_count: number }>,
+  timeoutMs = 20_000,
+): Promise<void> {
   await eventually(
     async () => {
       const still = await sql(
@@ -266,17 +330,29 @@ export async function untilHandedBack(app: TestApp, queue: string, jobs: Array<{
       );
       return still.length === 0;
     },
-    { timeoutMs, intervalMs: 100, message: `the dead worker's ${queue} jobs were not handed back within ${timeoutMs} ms` },
+    {
+      timeoutMs,
+      intervalMs: 100,
+      message: `the dead worker's ${queue} jobs were not handed back within ${timeoutMs} ms`,
+    },
   );
 }
 
 /* ---------------------------------------------------------------- SQL */
 
-export async function sql<T = Record<string, unknown>>(app: TestApp, text: string, params: unknown[] = []): Promise<T[]> {
+export async function sql<T = Record<string, unknown>>(
+  app: TestApp,
+  text: string,
+  params: unknown[] = [],
+): Promise<T[]> {
   return query<T>(app.runtime.orm.em.fork(), text, params);
 }
 
-export async function sqlOne<T = Record<string, unknown>>(app: TestApp, text: string, params: unknown[] = []): Promise<T | undefined> {
+export async function sqlOne<T = Record<string, unknown>>(
+  app: TestApp,
+  text: string,
+  params: unknown[] = [],
+): Promise<T | undefined> {
   return queryOne<T>(app.runtime.orm.em.fork(), text, params);
 }
 
@@ -284,7 +360,10 @@ export async function sqlOne<T = Record<string, unknown>>(app: TestApp, text: st
 export async function untilLockWait(app: TestApp, timeoutMs = 30_000): Promise<void> {
   await eventually(
     async () => {
-      const waiting = await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`);
+      const waiting = await sqlOne<{ n: number }>(
+        app,
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`,
+      );
       return waiting!.n > 0;
     },
     { timeoutMs, intervalMs: 10, message: `no session waited on a lock within ${timeoutMs} ms` },
@@ -294,7 +373,13 @@ export async function untilLockWait(app: TestApp, timeoutMs = 30_000): Promise<v
 /* ---------------------------------------------------------------- shared assertions */
 
 /** A management route refuses a missing credential (401), a contact token and a non-member's token (403). */
-export async function expectManagementOnly(app: TestApp, fx: TenantFixture, method: string, path: string, body?: unknown): Promise<void> {
+export async function expectManagementOnly(
+  app: TestApp,
+  fx: TenantFixture,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<void> {
   const none = await app.request(method, path, { body });
   expect(none.status).toBe(401);
   expect(none.body.code).toBe('unauthorized');
@@ -320,5 +405,6 @@ export function expectValidationError(res: { status: number; body: any }, loc: A
   expect(Array.isArray(res.body.detail)).toBe(true);
   const locs = res.body.detail.map((d: { loc: unknown[] }) => JSON.stringify(d.loc));
   expect(locs).toContain(JSON.stringify(loc));
-  for (const entry of res.body.detail) expect(entry).toEqual({ loc: expect.any(Array), msg: expect.any(String), type: expect.any(String) });
+  for (const entry of res.body.detail)
+    expect(entry).toEqual({ loc: expect.any(Array), msg: expect.any(String), type: expect.any(String) });
 }

@@ -6,7 +6,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
-import { freePort, openChoosingPortAgain, startEmbeddedPostgres, type EmbeddedDatabase } from '../../server/base/db/embedded-postgres.ts';
+import {
+  freePort,
+  openChoosingPortAgain,
+  startEmbeddedPostgres,
+  type EmbeddedDatabase,
+} from '../../server/base/db/embedded-postgres.ts';
 import { initOrm, applyMigrations } from '../../server/base/db/orm.ts';
 import { PgBoss } from 'pg-boss';
 import { BOSS_SCHEMA } from '../../server/base/queue.ts';
@@ -51,7 +56,13 @@ export async function setup(project: TestProject): Promise<void> {
   await applyMigrations(orm);
   await orm.close(true);
   // pg-boss creates its own schema on first start; do it once here so clones start fast.
-  const boss = new PgBoss({ connectionString: templateUrl, schema: BOSS_SCHEMA, supervise: false, schedule: false, max: 2 });
+  const boss = new PgBoss({
+    connectionString: templateUrl,
+    schema: BOSS_SCHEMA,
+    supervise: false,
+    schedule: false,
+    max: 2,
+  });
   await boss.start();
   await boss.stop({ graceful: false, close: true });
   project.provide('adminUrl', adminUrl);
@@ -59,7 +70,8 @@ export async function setup(project: TestProject): Promise<void> {
 }
 
 export async function teardown(): Promise<void> {
-  if (adminUrl && templateDatabase) await admin(adminUrl, `DROP DATABASE IF EXISTS "${templateDatabase}" WITH (FORCE)`).catch(() => undefined);
+  if (adminUrl && templateDatabase)
+    await admin(adminUrl, `DROP DATABASE IF EXISTS "${templateDatabase}" WITH (FORCE)`).catch(() => undefined);
   await embedded?.stop();
   if (workDir) rmSync(workDir, { recursive: true, force: true });
   if (tempRoot) rmSync(tempRoot, { recursive: true, force: true });

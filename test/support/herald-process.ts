@@ -15,10 +15,17 @@ export interface HeraldProcess {
 }
 
 /** Starts `herald start ...args`; resolves once it listens (or, for `--role worker`, once it logs that it started). */
-export async function startHerald(args: string[], env: Record<string, string | undefined>, timeoutMs = 60_000): Promise<HeraldProcess> {
+export async function startHerald(
+  args: string[],
+  env: Record<string, string | undefined>,
+  timeoutMs = 60_000,
+): Promise<HeraldProcess> {
   const merged: Record<string, string | undefined> = { ...process.env, ...env };
   for (const [k, v] of Object.entries(merged)) if (v === undefined) delete merged[k];
-  const child = spawn(HERALD_BIN, ['start', ...args], { env: merged as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(HERALD_BIN, ['start', ...args], {
+    env: merged as NodeJS.ProcessEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const workerOnly = args.join(' ').includes('--role worker');

@@ -14,6 +14,8 @@ registerHooks({
   },
 });
 process.on('exit', () => {
-  const builtins = (process as unknown as { moduleLoadList: string[] }).moduleLoadList.filter((m) => m.startsWith('NativeModule ')).map((m) => `builtin:${m.slice('NativeModule '.length)}`);
+  const builtins = (process as unknown as { moduleLoadList: string[] }).moduleLoadList
+    .filter((m) => m.startsWith('NativeModule '))
+    .map((m) => `builtin:${m.slice('NativeModule '.length)}`);
   writeFileSync(process.env.HERALD_MODULE_TRACE!, [...loaded, ...builtins].join('\n'));
 });

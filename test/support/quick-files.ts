@@ -9,7 +9,12 @@ import { fileURLToPath } from 'node:url';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
 /** Helpers that open PostgreSQL: a test database, a whole Herald, or the global setup's server. */
-export const DATABASE_HELPERS = ['test/support/database.ts', 'test/support/app.ts', 'test/support/herald-process.ts', 'test/support/global-setup.ts'];
+export const DATABASE_HELPERS = [
+  'test/support/database.ts',
+  'test/support/app.ts',
+  'test/support/herald-process.ts',
+  'test/support/global-setup.ts',
+];
 /** Text in a test file that reaches PostgreSQL without those helpers. */
 const DATABASE_USES = [/\binject\(\s*'(adminUrl|templateDatabase)'/, /\bstartEmbeddedPostgres\(/, /\bDATABASE_URL\b/];
 
@@ -24,8 +29,12 @@ function testFiles(dir: string): string[] {
 /** The test/ modules a file loads when it runs (type-only imports load nothing). */
 function runtimeImports(file: string): string[] {
   const text = readFileSync(file, 'utf8');
-  const specifiers = [...text.matchAll(/^\s*import\s+(?!type\s)(?:[^'";]*?\s+from\s+)?'(\.[^']+)'|\bimport\(\s*'(\.[^']+)'\s*\)/gm)].map((m) => m[1] ?? m[2]!);
-  return specifiers.map((s) => resolve(dirname(file), s)).filter((path) => path.startsWith(join(ROOT, 'test')) && existsSync(path));
+  const specifiers = [
+    ...text.matchAll(/^\s*import\s+(?!type\s)(?:[^'";]*?\s+from\s+)?'(\.[^']+)'|\bimport\(\s*'(\.[^']+)'\s*\)/gm),
+  ].map((m) => m[1] ?? m[2]!);
+  return specifiers
+    .map((s) => resolve(dirname(file), s))
+    .filter((path) => path.startsWith(join(ROOT, 'test')) && existsSync(path));
 }
 
 /** Whether the test file at this absolute path needs PostgreSQL. */

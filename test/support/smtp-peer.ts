@@ -45,7 +45,14 @@ export interface SmtpPeer {
  * server answers it, as when a connection breaks at the worst moment.
  */
 export async function startSmtpPeer(
-  options: { auth?: { user: string; pass: string }; rejectRecipients?: string[]; deferRecipients?: Set<string>; holdRecipients?: Map<string, Promise<void>>; dropAfterData?: Set<string>; starttls?: boolean } = {},
+  options: {
+    auth?: { user: string; pass: string };
+    rejectRecipients?: string[];
+    deferRecipients?: Set<string>;
+    holdRecipients?: Map<string, Promise<void>>;
+    dropAfterData?: Set<string>;
+    starttls?: boolean;
+  } = {},
 ): Promise<SmtpPeer> {
   const messages: ReceivedMail[] = [];
   const waiters: Array<{ predicate: (m: ReceivedMail) => boolean; resolve: (m: ReceivedMail) => void }> = [];
@@ -60,13 +67,15 @@ export async function startSmtpPeer(
     logger: false,
     onAuth(auth, _session, callback) {
       peer.authAttempts++;
-      if (options.auth && auth.username === options.auth.user && auth.password === options.auth.pass) return callback(null, { user: auth.username });
+      if (options.auth && auth.username === options.auth.user && auth.password === options.auth.pass)
+        return callback(null, { user: auth.username });
       return callback(new Error('Invalid username or password'));
     },
     async onRcptTo(address, _session, callback) {
       await options.holdRecipients?.get(address.address);
       if (options.rejectRecipients?.includes(address.address)) return callback(new Error('Mailbox unavailable'));
-      if (options.deferRecipients?.has(address.address)) return callback(Object.assign(new Error('Try again later'), { responseCode: 451 }));
+      if (options.deferRecipients?.has(address.address))
+        return callback(Object.assign(new Error('Try again later'), { responseCode: 451 }));
       callback();
     },
     onData(stream, session, callback) {

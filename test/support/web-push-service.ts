@@ -40,7 +40,9 @@ export async function startWebPushService(): Promise<WebPushService> {
   const log = console.log;
   console.log = () => undefined; // the package announces itself on stdout
   service.startServer();
-  await new Promise<void>((resolve) => (service._server.listening ? resolve() : service._server.once('listening', resolve)));
+  await new Promise<void>((resolve) =>
+    service._server.listening ? resolve() : service._server.once('listening', resolve),
+  );
   console.log = log;
   const backend = `http://localhost:${port}`;
 
@@ -61,7 +63,11 @@ export async function startWebPushService(): Promise<WebPushService> {
   const frontUrl = `https://localhost:${(front.address() as AddressInfo).port}`;
 
   const call = async (path: string, body?: unknown) => {
-    const res = await fetch(`${backend}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body ?? {}) });
+    const res = await fetch(`${backend}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body ?? {}),
+    });
     const text = await res.text();
     if (!res.ok) throw new Error(`web-push-testing ${path}: ${res.status} ${text}`);
     return text ? (JSON.parse(text) as { data: any }) : { data: null };
@@ -70,7 +76,11 @@ export async function startWebPushService(): Promise<WebPushService> {
   return {
     async subscribe(applicationServerKey) {
       const { data } = await call('/subscribe', { userVisibleOnly: 'true', applicationServerKey });
-      return { endpoint: String(data.endpoint).replace(backend, frontUrl), keys: data.keys, clientHash: data.clientHash };
+      return {
+        endpoint: String(data.endpoint).replace(backend, frontUrl),
+        keys: data.keys,
+        clientHash: data.clientHash,
+      };
     },
     async messages(clientHash) {
       const { data } = await call('/get-notifications', { clientHash });

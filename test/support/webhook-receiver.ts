@@ -23,7 +23,11 @@ export interface WebhookReceiver {
   /** Answers every request held by 'hang' with 200. */
   release(): void;
   waitFor(predicate: (r: ReceivedWebhook) => boolean, timeoutMs?: number): Promise<ReceivedWebhook>;
-  waitForCount(predicate: (r: ReceivedWebhook) => boolean, count: number, timeoutMs?: number): Promise<ReceivedWebhook[]>;
+  waitForCount(
+    predicate: (r: ReceivedWebhook) => boolean,
+    count: number,
+    timeoutMs?: number,
+  ): Promise<ReceivedWebhook[]>;
   close(): Promise<void>;
 }
 
@@ -40,7 +44,12 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
     req.on('end', () => {
       const headers: Record<string, string> = {};
       for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers[k] = v;
-      const request: ReceivedWebhook = { path: req.url ?? '/', headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
+      const request: ReceivedWebhook = {
+        path: req.url ?? '/',
+        headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+        at: Date.now(),
+      };
       receiver.received.push(request);
       for (const w of [...waiters]) w();
       const answer = receiver.answer(request);
@@ -64,7 +73,11 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
       };
       const timer = setTimeout(() => {
         waiters.splice(waiters.indexOf(check), 1);
-        reject(new Error(`received ${receiver.received.filter(predicate).length} of ${count} matching webhooks within ${timeoutMs} ms`));
+        reject(
+          new Error(
+            `received ${receiver.received.filter(predicate).length} of ${count} matching webhooks within ${timeoutMs} ms`,
+          ),
+        );
       }, timeoutMs);
       waiters.push(check);
       check();
@@ -76,7 +89,8 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
       for (const res of held.splice(0)) if (!res.writableEnded) res.writeHead(200).end();
     },
     waitForCount,
-    waitFor: async (predicate: (r: ReceivedWebhook) => boolean, timeoutMs?: number) => (await waitForCount(predicate, 1, timeoutMs))[0]!,
+    waitFor: async (predicate: (r: ReceivedWebhook) => boolean, timeoutMs?: number) =>
+      (await waitForCount(predicate, 1, timeoutMs))[0]!,
     close: () =>
       new Promise<void>((resolve) => {
         for (const res of held.splice(0)) res.destroy();

@@ -3,7 +3,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { HERALD_BIN } from './cli.ts';
 
 export function startWorkerProcess(env: Record<string, string | undefined>): ChildProcess {
-  const child = spawn(HERALD_BIN, ['start', '--role', 'worker'], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(HERALD_BIN, ['start', '--role', 'worker'], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   child.stderr!.on('data', () => undefined);
   return child;
 }

@@ -9,7 +9,10 @@ type InboxList = components['schemas']['InboxListResponse'];
 
 // A response lists every field as present, those that have a default in a request included.
 type Present<T> = undefined extends T ? false : true;
-export const responsesComplete: Array<Present<components['schemas']['EventResponse']['variables']> | Present<components['schemas']['NotificationTypeResponse']['opt_out']>> = [true];
+export const responsesComplete: Array<
+  | Present<components['schemas']['EventResponse']['variables']>
+  | Present<components['schemas']['NotificationTypeResponse']['opt_out']>
+> = [true];
 
 export interface ClientRun {
   eventId: string;
@@ -23,7 +26,9 @@ export async function run(baseUrl: string, serviceKey: string, externalId: strin
   const herald = createClient<paths>({ baseUrl, headers: { authorization: `Bearer ${serviceKey}` } });
 
   // Fields with a default (description, opt_out, variables, ...) are left out: optional in requests.
-  const type = await herald.POST('/v1/notification-types', { body: { key: 'order_shipped', channel_defaults: { email: false } } });
+  const type = await herald.POST('/v1/notification-types', {
+    body: { key: 'order_shipped', channel_defaults: { email: false } },
+  });
   if (type.error) throw new Error(`create type: ${JSON.stringify(type.error)}`);
   const template = await herald.POST('/v1/inbox-templates', {
     body: { notification_type_key: type.data.key, title: 'Order {{ order_id }} shipped', content: 'On its way' },
@@ -32,7 +37,11 @@ export async function run(baseUrl: string, serviceKey: string, externalId: strin
 
   // The trigger: no secret_variables (they default to {}).
   const triggered = await herald.POST('/v1/notifications', {
-    body: { type: 'order_shipped', recipients: [{ external_id: externalId, name: 'Ann' }], variables: { order_id: 'A-1001' } },
+    body: {
+      type: 'order_shipped',
+      recipients: [{ external_id: externalId, name: 'Ann' }],
+      variables: { order_id: 'A-1001' },
+    },
   });
   if (triggered.error) throw new Error(`trigger: ${JSON.stringify(triggered.error)}`);
   const event = triggered.data.events[0];

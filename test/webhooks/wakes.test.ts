@@ -36,7 +36,10 @@ async function pollsDuringWakes(): Promise<{ polls: number; idleAtMost: number }
   }
   const elapsed = performance.now() - started;
   // The first loop polls every POLL_MS, the second every 5 x POLL_MS; one more of each at the edges.
-  return { polls: (await counter.get()).values[0]!.value - before, idleAtMost: Math.ceil(elapsed / POLL_MS) + Math.ceil(elapsed / (5 * POLL_MS)) + 2 };
+  return {
+    polls: (await counter.get()).values[0]!.value - before,
+    idleAtMost: Math.ceil(elapsed / POLL_MS) + Math.ceil(elapsed / (5 * POLL_MS)) + 2,
+  };
 }
 
 it('polls quickly after a wake only while some endpoint is enabled', async () => {
@@ -44,7 +47,10 @@ it('polls quickly after a wake only while some endpoint is enabled', async () =>
   const without = await pollsDuringWakes();
   expect(without.polls).toBeLessThanOrEqual(without.idleAtMost);
 
-  const created = await app.request('POST', '/v1/webhooks', { token: t.serviceKey, body: { url: `${receiver.url}/wakes`, event_types: ['delivery.sent'] } });
+  const created = await app.request('POST', '/v1/webhooks', {
+    token: t.serviceKey,
+    body: { url: `${receiver.url}/wakes`, event_types: ['delivery.sent'] },
+  });
   expect(created.status).toBe(201);
   await sleep(3 * POLL_MS); // an idle poll has found it
   // Polls every 5 ms in each of two loops (without the wakes, idle polling alone).

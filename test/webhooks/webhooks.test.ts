@@ -49,26 +49,47 @@ afterAll(async () => {
   await app?.close();
 });
 
-const api = (method: string, path: string, body?: unknown, token = t.serviceKey) => app.request(method, path, { token, body });
+const api = (method: string, path: string, body?: unknown, token = t.serviceKey) =>
+  app.request(method, path, { token, body });
 
 async function endpoint(path: string, eventTypes: string[]): Promise<{ id: string; secret: string }> {
-  const res = await api('POST', '/v1/webhooks', { url: `${receiver.url}${path}`, event_types: eventTypes, description: path });
+  const res = await api('POST', '/v1/webhooks', {
+    url: `${receiver.url}${path}`,
+    event_types: eventTypes,
+    description: path,
+  });
   expect(res.status).toBe(201);
   return res.body;
 }
 
-function verify(secret: string, request: { headers: Record<string, string>; body: string }): { type: string; timestamp: string; data: Record<string, unknown> } {
+function verify(
+  secret: string,
+  request: { headers: Record<string, string>; body: string },
+): { type: string; timestamp: string; data: Record<string, unknown> } {
   return new Webhook(secret).verify(request.body, request.headers) as never;
 }
 
 describe('endpoints', () => {
   it('creates with a secret shown once, lists, gets, updates, rotates and deletes', async () => {
-    const created = await api('POST', '/v1/webhooks', { url: `${receiver.url}/crud`, event_types: ['delivery.sent', 'delivery.sent'], description: 'crud' });
+    const created = await api('POST', '/v1/webhooks', {
+      url: `${receiver.url}/crud`,
+      event_types: ['delivery.sent', 'delivery.sent'],
+      description: 'crud',
+    });
     expect(created.status).toBe(201);
     expect(created.body.secret).toMatch(/^whsec_[A-Za-z0-9+/]{32}$/);
-    expect(created.body).toMatchObject({ url: `${receiver.url}/crud`, event_types: ['delivery.sent'], enabled: true, disabled_reason: null });
+    expect(created.body).toMatchObject({
+      url: `${receiver.url}/crud`,
+      event_types: ['delivery.sent'],
+      enabled: true,
+      disabled_reason: null,
+    });
     const id = created.body.id;
-    const stored = await sqlOne<{ secret_ciphertext: string }>(app, `SELECT secret_ciphertext FROM webhook_endpoints WHERE id = $1`, [id]);
+    const stored = await sqlOne<{ secret_ciphertext: string }>(
+      app,
+      `SELECT secret_ciphertext FROM webhook_endpoints WHERE id = $1`,
+      [id],
+    );
     expect(stored!.secret_ciphertext).not.toContain(created.body.secret.slice(6));
 
     const listed = await api('GET', '/v1/webhooks');
@@ -79,8 +100,15 @@ describe('endpoints', () => {
 
     const patched = await api('PATCH', `/v1/webhooks/${id}`, { event_types: ['event.completed'], enabled: false });
     expect(patched.status).toBe(200);
-    expect(patched.body).toMatchObject({ event_types: ['event.completed'], enabled: false, disabled_reason: 'disabled' });
-    expect((await api('PATCH', `/v1/webhooks/${id}`, { enabled: true })).body).toMatchObject({ enabled: true, disabled_reason: null });
+    expect(patched.body).toMatchObject({
+      event_types: ['event.completed'],
+      enabled: false,
+      disabled_reason: 'disabled',
+    });
+    expect((await api('PATCH', `/v1/webhooks/${id}`, { enabled: true })).body).toMatchObject({
+      enabled: true,
+      disabled_reason: null,
+    });
 
     const rotated = await api('POST', `/v1/webhooks/${id}/rotate-secret`);
     expect(rotated.status).toBe(200);
@@ -113,12 +141,26 @@ describe('endpoints', () => {
       ['POST', `/v1/webhooks/${id}/test`],
       ['GET', `/v1/webhooks/${id}/deliveries`],
     ] as const) {
-      expect((await api(method, path, method === 'PATCH' ? { description: 'x' } : undefined, other.serviceKey)).status).toBe(404);
+      expect(
+        (await api(method, path, method === 'PATCH' ? { description: 'x' } : undefined, other.serviceKey)).status,
+      ).toBe(404);
     }
-    expectValidationError(await api('POST', '/v1/webhooks', { url: 'ftp://example.com/x', event_types: ['delivery.sent'] }), ['body', 'url']);
-    expectValidationError(await api('POST', '/v1/webhooks', { url: `${receiver.url}/x`, event_types: [] }), ['body', 'event_types']);
-    expectValidationError(await api('POST', '/v1/webhooks', { url: `${receiver.url}/x`, event_types: ['nope'] }), ['body', 'event_types', 0]);
-    expectValidationError(await app.request('POST', '/v1/webhooks', { token: t.serviceKey, rawBody: '{"url":' }), ['body']);
+    expectValidationError(
+      await api('POST', '/v1/webhooks', { url: 'ftp://example.com/x', event_types: ['delivery.sent'] }),
+      ['body', 'url'],
+    );
+    expectValidationError(await api('POST', '/v1/webhooks', { url: `${receiver.url}/x`, event_types: [] }), [
+      'body',
+      'event_types',
+    ]);
+    expectValidationError(await api('POST', '/v1/webhooks', { url: `${receiver.url}/x`, event_types: ['nope'] }), [
+      'body',
+      'event_types',
+      0,
+    ]);
+    expectValidationError(await app.request('POST', '/v1/webhooks', { token: t.serviceKey, rawBody: '{"url":' }), [
+      'body',
+    ]);
     expectValidationError(await api('GET', `/v1/webhooks/${id}/deliveries?status=lost`), ['query', 'status']);
     expectValidationError(await api('GET', `/v1/webhooks/${id}/deliveries?cursor=abc`), ['query', 'cursor']);
     expect((await api('GET', '/v1/webhooks/not-a-uuid')).status).toBe(404);
@@ -126,10 +168,23 @@ describe('endpoints', () => {
   });
 
   it('refuses a private address unless the install allows it, at creation and at send time', async () => {
-    const strict = await startTestApp({ database: app.database, config: { allowPrivateWebhookUrls: false, encryptionKeys: app.config.encryptionKeys }, role: 'api' });
+    const strict = await startTestApp({
+      database: app.database,
+      config: { allowPrivateWebhookUrls: false, encryptionKeys: app.config.encryptionKeys },
+      role: 'api',
+    });
     try {
-      for (const url of ['http://127.0.0.1:9/x', 'http://10.0.0.8/x', 'http://localhost/x', 'http://[::1]/x', 'http://169.254.169.254/latest']) {
-        const res = await strict.request('POST', '/v1/webhooks', { token: t.serviceKey, body: { url, event_types: ['webhook.test'] } });
+      for (const url of [
+        'http://127.0.0.1:9/x',
+        'http://10.0.0.8/x',
+        'http://localhost/x',
+        'http://[::1]/x',
+        'http://169.254.169.254/latest',
+      ]) {
+        const res = await strict.request('POST', '/v1/webhooks', {
+          token: t.serviceKey,
+          body: { url, event_types: ['webhook.test'] },
+        });
         expectValidationError(res, ['body', 'url']);
       }
       // At send time too (a row whose URL was allowed once): nothing reaches the receiver.
@@ -144,7 +199,7 @@ describe('endpoints', () => {
 });
 
 describe('delivery', () => {
-  it('reports a trigger\'s deliveries and the event\'s completion, signed, from the changing transactions', async () => {
+  it("reports a trigger's deliveries and the event's completion, signed, from the changing transactions", async () => {
     const { id, secret } = await endpoint('/events', ['delivery.sent', 'event.completed']);
     const res = await api('POST', '/v1/notifications', { type: 'plain', recipients: ['w1', 'w2'] });
     expect(res.status).toBe(202);
@@ -164,7 +219,12 @@ describe('delivery', () => {
       expect(read.body.items).toHaveLength(4);
       return read;
     });
-    expect(log.body.items[0]).toMatchObject({ status: 'succeeded', attempts: 1, last_status_code: 200, next_attempt_at: null });
+    expect(log.body.items[0]).toMatchObject({
+      status: 'succeeded',
+      attempts: 1,
+      last_status_code: 200,
+      next_attempt_at: null,
+    });
     await api('PATCH', `/v1/webhooks/${id}`, { enabled: false });
   });
 
@@ -216,13 +276,23 @@ describe('delivery', () => {
     try {
       const ping = await api('POST', `/v1/webhooks/${id}/test`);
       const failed = await waitForDelivery(id, ping.body.id, (d) => d.status === 'failed');
-      expect(failed).toMatchObject({ attempts: 4, last_status_code: 500, last_error: 'HTTP 500', next_attempt_at: null });
+      expect(failed).toMatchObject({
+        attempts: 4,
+        last_status_code: 500,
+        last_error: 'HTTP 500',
+        next_attempt_at: null,
+      });
       receiver.answer = () => 200;
       const retried = await api('POST', `/v1/webhooks/${id}/deliveries/${ping.body.id}/retry`);
       expect(retried.status).toBe(202);
       expect(retried.body.status).toBe('pending');
-      expect(await waitForDelivery(id, ping.body.id, (d) => d.status === 'succeeded')).toMatchObject({ attempts: 5, last_status_code: 200 });
-      expect((await api('POST', `/v1/webhooks/${id}/deliveries/${ping.body.id}/retry`, undefined, other.serviceKey)).status).toBe(404);
+      expect(await waitForDelivery(id, ping.body.id, (d) => d.status === 'succeeded')).toMatchObject({
+        attempts: 5,
+        last_status_code: 200,
+      });
+      expect(
+        (await api('POST', `/v1/webhooks/${id}/deliveries/${ping.body.id}/retry`, undefined, other.serviceKey)).status,
+      ).toBe(404);
     } finally {
       receiver.answer = () => 200;
     }
@@ -233,7 +303,10 @@ describe('delivery', () => {
     receiver.answer = (r) => (r.path === '/gone' ? 410 : 200);
     try {
       const ping = await api('POST', `/v1/webhooks/${id}/test`);
-      expect(await waitForDelivery(id, ping.body.id, (d) => d.status === 'failed')).toMatchObject({ attempts: 1, last_status_code: 410 });
+      expect(await waitForDelivery(id, ping.body.id, (d) => d.status === 'failed')).toMatchObject({
+        attempts: 1,
+        last_status_code: 410,
+      });
       const hook = (await api('GET', `/v1/webhooks/${id}`)).body;
       expect(hook).toMatchObject({ enabled: false, disabled_reason: expect.stringContaining('410') });
       // A disabled endpoint gets nothing more; deliveries wait until it is enabled again.
@@ -247,12 +320,19 @@ describe('delivery', () => {
 
   it('disables an endpoint failing for three days', async () => {
     const { id } = await endpoint('/failing', ['webhook.test']);
-    await execute(app.runtime.orm.em.fork(), `UPDATE webhook_endpoints SET failing_since = now() - interval '3 days 1 minute' WHERE id = $1`, [id]);
+    await execute(
+      app.runtime.orm.em.fork(),
+      `UPDATE webhook_endpoints SET failing_since = now() - interval '3 days 1 minute' WHERE id = $1`,
+      [id],
+    );
     receiver.answer = (r) => (r.path === '/failing' ? 502 : 200);
     try {
       const ping = await api('POST', `/v1/webhooks/${id}/test`);
       await waitForDelivery(id, ping.body.id, (d) => d.attempts >= 1);
-      expect((await api('GET', `/v1/webhooks/${id}`)).body).toMatchObject({ enabled: false, disabled_reason: expect.stringContaining('three days') });
+      expect((await api('GET', `/v1/webhooks/${id}`)).body).toMatchObject({
+        enabled: false,
+        disabled_reason: expect.stringContaining('three days'),
+      });
     } finally {
       receiver.answer = () => 200;
     }
@@ -264,7 +344,10 @@ describe('delivery', () => {
     try {
       const ping = await api('POST', `/v1/webhooks/${id}/test`);
       const row = await waitForDelivery(id, ping.body.id, (d) => d.attempts >= 1);
-      expect(row).toMatchObject({ last_status_code: 302, last_error: expect.stringContaining('redirects are not followed') });
+      expect(row).toMatchObject({
+        last_status_code: 302,
+        last_error: expect.stringContaining('redirects are not followed'),
+      });
       await new Promise((r) => setTimeout(r, 200)); // an absence: a followed redirect would have arrived by now
       expect(receiver.received.filter((r) => r.path === '/target')).toHaveLength(0);
     } finally {
@@ -274,7 +357,12 @@ describe('delivery', () => {
   });
 });
 
-async function waitForDelivery(endpointId: string, deliveryId: string, done: (d: any) => boolean, timeoutMs = 15_000): Promise<any> {
+async function waitForDelivery(
+  endpointId: string,
+  deliveryId: string,
+  done: (d: any) => boolean,
+  timeoutMs = 15_000,
+): Promise<any> {
   return eventually(
     async () => {
       const res = await api('GET', `/v1/webhooks/${endpointId}/deliveries`);
@@ -294,7 +382,10 @@ describe('a killed webhook worker', () => {
     let child: ChildProcess | null = null;
     try {
       const fx = await createTenantFixture(api2, 'Crash');
-      const created = await api2.request('POST', '/v1/webhooks', { token: fx.serviceKey, body: { url: `${sink.url}/k`, event_types: ['contact.unsubscribed'] } });
+      const created = await api2.request('POST', '/v1/webhooks', {
+        token: fx.serviceKey,
+        body: { url: `${sink.url}/k`, event_types: ['contact.unsubscribed'] },
+      });
       const TOTAL = 400;
       const em = api2.runtime.orm.em.fork();
       await em.transactional(async (tx) => {
@@ -315,16 +406,27 @@ describe('a killed webhook worker', () => {
       await sink.waitForCount(() => true, 60, 45_000);
       child.kill('SIGKILL');
       await once(child, 'exit');
-      const pending = await sqlOne<{ n: number }>(api2, `SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'pending'`);
+      const pending = await sqlOne<{ n: number }>(
+        api2,
+        `SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'pending'`,
+      );
       expect(pending!.n).toBeGreaterThan(0);
       // The dead worker's leases (2 minutes) are made to run out now rather than waited for.
       await execute(em, `UPDATE webhook_deliveries SET next_attempt_at = now() WHERE status = 'pending'`);
       sink.answer = () => 200;
-      const worker = await startTestApp({ database: api2.database, role: 'worker', http: false, config: { allowPrivateWebhookUrls: true, encryptionKeys: api2.config.encryptionKeys } });
+      const worker = await startTestApp({
+        database: api2.database,
+        role: 'worker',
+        http: false,
+        config: { allowPrivateWebhookUrls: true, encryptionKeys: api2.config.encryptionKeys },
+      });
       try {
         await eventually(
           async () => {
-            const left = await sqlOne<{ n: number }>(api2, `SELECT count(*)::int AS n FROM webhook_deliveries WHERE status <> 'succeeded'`);
+            const left = await sqlOne<{ n: number }>(
+              api2,
+              `SELECT count(*)::int AS n FROM webhook_deliveries WHERE status <> 'succeeded'`,
+            );
             if (left!.n > 0) throw new Error(`${left!.n} webhook deliveries not sent`);
           },
           { timeoutMs: 30_000, intervalMs: 100 },

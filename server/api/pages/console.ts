@@ -29,7 +29,9 @@ function page(path: string, summary: string, params?: z.ZodObject): RouteDefinit
 // Any name: the page itself sends an unknown section to the first one.
 const ConsoleSectionParams = z.object({ section: z.string().min(1).max(60) });
 const InvitationPageParams = z.object({ token: z.string().min(1).max(256) });
-const ConsoleAssetParams = z.object({ file: z.string().regex(/^[a-z0-9-]{1,60}\.(js|css|svg)$/, 'must be a console file name') });
+const ConsoleAssetParams = z.object({
+  file: z.string().regex(/^[a-z0-9-]{1,60}\.(js|css|svg)$/, 'must be a console file name'),
+});
 
 export const consoleAsset = defineRoute({
   method: 'GET',
@@ -66,7 +68,11 @@ export const routes: RouteDefinition<any, any, any>[] = [
   page('/forgot-password', 'Page to ask for a password reset link'),
   page('/reset-password', 'Page of the emailed password reset link (?token=)'),
   page('/verify-email', 'Page of the emailed verification link (?token=)'),
-  page('/invitations/:token', 'Page of the emailed invitation link: join with a new password, or as the signed-in user', InvitationPageParams),
+  page(
+    '/invitations/:token',
+    'Page of the emailed invitation link: join with a new password, or as the signed-in user',
+    InvitationPageParams,
+  ),
   page('/console', 'The console for tenant admins and owners'),
   page('/console/:section', 'A section of the console', ConsoleSectionParams),
   previewFrame,

@@ -66,7 +66,11 @@ export const SDK_ASSETS = {
 } satisfies Record<string, StaticAsset>;
 
 export const DEMO_ASSETS = {
-  page: { file: 'demo/index.html', contentType: 'text/html; charset=utf-8', headers: { 'Cache-Control': 'no-cache', 'Content-Security-Policy': DEMO_CSP } },
+  page: {
+    file: 'demo/index.html',
+    contentType: 'text/html; charset=utf-8',
+    headers: { 'Cache-Control': 'no-cache', 'Content-Security-Policy': DEMO_CSP },
+  },
   script: { file: 'demo/demo.js', contentType: JS, headers: { 'Cache-Control': 'no-cache' } },
   styles: { file: 'demo/demo.css', contentType: 'text/css; charset=utf-8', headers: { 'Cache-Control': 'no-cache' } },
 } satisfies Record<string, StaticAsset>;
@@ -117,7 +121,14 @@ const CONSOLE_TYPES: Record<string, string> = { js: JS, css: 'text/css; charset=
 export const CONSOLE_ASSETS: ReadonlyMap<string, StaticAsset> = new Map(
   readdirSync(new URL('console/', STATIC_DIR))
     .filter((name) => name !== 'index.html' && name.split('.').pop()! in CONSOLE_TYPES)
-    .map((name) => [name, { file: `console/${name}`, contentType: CONSOLE_TYPES[name.split('.').pop()!]!, headers: { 'Cache-Control': 'no-cache' } }]),
+    .map((name) => [
+      name,
+      {
+        file: `console/${name}`,
+        contentType: CONSOLE_TYPES[name.split('.').pop()!]!,
+        headers: { 'Cache-Control': 'no-cache' },
+      },
+    ]),
 );
 
 // The email preview frame (framed only by the console, sandboxed to an opaque origin): the email's

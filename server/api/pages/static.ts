@@ -7,7 +7,12 @@ import { DEMO_ASSETS, SDK_ASSETS, assetResponse, demoEnabled, type StaticAsset }
 
 const FileBody = z.string().meta({ description: 'The file' });
 
-function fileRoute(path: string, summary: string, asset: StaticAsset, options: { demo?: boolean } = {}): RouteDefinition {
+function fileRoute(
+  path: string,
+  summary: string,
+  asset: StaticAsset,
+  options: { demo?: boolean } = {},
+): RouteDefinition {
   return defineRoute({
     method: 'GET',
     path,
@@ -27,10 +32,31 @@ function fileRoute(path: string, summary: string, asset: StaticAsset, options: {
   });
 }
 
-export const sdkClient = fileRoute('/sdk/herald.js', 'Browser client (ES module): inbox, preferences, web push, live stream', SDK_ASSETS.client);
-export const sdkWidget = fileRoute('/sdk/herald-inbox.js', 'Inbox widget (ES module defining <herald-inbox>)', SDK_ASSETS.widget);
-export const sdkServiceWorker = fileRoute('/sdk/herald-sw.js', 'Web push service worker (import it from your own worker)', SDK_ASSETS.serviceWorker);
-export const sdkTypes = fileRoute('/sdk/herald.d.ts', 'TypeScript declarations of the browser client', SDK_ASSETS.types);
-export const demoPage = fileRoute('/demo', 'Demo page: paste a contact token and watch notifications arrive', DEMO_ASSETS.page, { demo: true });
+export const sdkClient = fileRoute(
+  '/sdk/herald.js',
+  'Browser client (ES module): inbox, preferences, web push, live stream',
+  SDK_ASSETS.client,
+);
+export const sdkWidget = fileRoute(
+  '/sdk/herald-inbox.js',
+  'Inbox widget (ES module defining <herald-inbox>)',
+  SDK_ASSETS.widget,
+);
+export const sdkServiceWorker = fileRoute(
+  '/sdk/herald-sw.js',
+  'Web push service worker (import it from your own worker)',
+  SDK_ASSETS.serviceWorker,
+);
+export const sdkTypes = fileRoute(
+  '/sdk/herald.d.ts',
+  'TypeScript declarations of the browser client',
+  SDK_ASSETS.types,
+);
+export const demoPage = fileRoute(
+  '/demo',
+  'Demo page: paste a contact token and watch notifications arrive',
+  DEMO_ASSETS.page,
+  { demo: true },
+);
 export const demoScript = fileRoute('/demo/demo.js', 'Script of the demo page', DEMO_ASSETS.script, { demo: true });
 export const demoStyles = fileRoute('/demo/demo.css', 'Styles of the demo page', DEMO_ASSETS.styles, { demo: true });

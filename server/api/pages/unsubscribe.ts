@@ -37,7 +37,8 @@ export const unsubscribePage = defineRoute({
 export const unsubscribeOneClick = defineRoute({
   method: 'POST',
   path: '/u/:token',
-  summary: "One-click unsubscribe (RFC 8058): the body List-Unsubscribe=One-Click opts the contact out of the type's email",
+  summary:
+    "One-click unsubscribe (RFC 8058): the body List-Unsubscribe=One-Click opts the contact out of the type's email",
   tag,
   auth: 'public',
   params: TokenParams,
@@ -48,7 +49,8 @@ export const unsubscribeOneClick = defineRoute({
     const target = await resolveContactLink(runtime, em, params.token, 'unsubscribe');
     if (!target) return invalidLinkPage();
     const form = await readFormBody(event.req, FORM_BYTES);
-    if (form.get('List-Unsubscribe') !== 'One-Click') throw invalidField(['body', 'List-Unsubscribe'], 'must be One-Click (RFC 8058)');
+    if (form.get('List-Unsubscribe') !== 'One-Click')
+      throw invalidField(['body', 'List-Unsubscribe'], 'must be One-Click (RFC 8058)');
     return applyOneClickUnsubscribe(em, target);
   },
 });
@@ -83,7 +85,7 @@ export const preferencesSave = defineRoute({
     const target = await resolveContactLink(runtime, em, params.token, 'preferences');
     if (!target) return invalidLinkPage();
     const form = await readFormBody(event.req, FORM_BYTES);
-    if (form.get('save') !== '1') throw invalidField(['body', 'save'], 'must be 1 (submit the page\'s form)');
+    if (form.get('save') !== '1') throw invalidField(['body', 'save'], "must be 1 (submit the page's form)");
     return savePreferencePage(em, target, form);
   },
 });

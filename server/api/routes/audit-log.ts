@@ -15,7 +15,8 @@ export const listAuditLog = defineRoute({
   responses: { 200: AuditPage },
   errors: [403],
   handler: ({ em, auth, query }) => {
-    if (auth?.kind !== 'user') throw new AppError('wrong_credential_kind', 'The audit log is for console admins and owners');
+    if (auth?.kind !== 'user')
+      throw new AppError('wrong_credential_kind', 'The audit log is for console admins and owners');
     requireTenantRole(auth, 'admin');
     return listAudit(em, auth.tenantId, query);
   },

@@ -28,7 +28,8 @@ export const register = defineRoute({
   responses: { 201: UserResponse },
   errors: [409],
   rateLimit: ({ ip }) => [{ policy: RATE_POLICIES.register, subject: ip }],
-  handler: ({ runtime, em, body }) => auth.register(runtime, em, { email: body.email, password: body.password, tenantName: body.tenant_name }),
+  handler: ({ runtime, em, body }) =>
+    auth.register(runtime, em, { email: body.email, password: body.password, tenantName: body.tenant_name }),
 });
 
 export const login = defineRoute({

@@ -1,8 +1,22 @@
 // Brands (management): create (plan cap), list, get, delete (never the default), values, sender.
 import { z } from 'zod';
 import { defineRoute } from '../route.ts';
-import { BrandingParams, BrandingResponse, CreateBrandingRequest, SetBrandingSenderRequest, SetBrandingValuesRequest } from '../../schemas/brandings.ts';
-import { createBrand, deleteBrand, getBrand, listBrands, setBrandSender, setBrandValues, toBrandingResponse } from '../../resources/brandings.ts';
+import {
+  BrandingParams,
+  BrandingResponse,
+  CreateBrandingRequest,
+  SetBrandingSenderRequest,
+  SetBrandingValuesRequest,
+} from '../../schemas/brandings.ts';
+import {
+  createBrand,
+  deleteBrand,
+  getBrand,
+  listBrands,
+  setBrandSender,
+  setBrandValues,
+  toBrandingResponse,
+} from '../../resources/brandings.ts';
 
 const tag = 'brands';
 
@@ -64,7 +78,8 @@ export const values = defineRoute({
   body: SetBrandingValuesRequest,
   responses: { 200: BrandingResponse },
   errors: [404],
-  handler: async ({ em, auth, params, body }) => toBrandingResponse(await setBrandValues(em, auth!.tenantId, params.key, body.values)),
+  handler: async ({ em, auth, params, body }) =>
+    toBrandingResponse(await setBrandValues(em, auth!.tenantId, params.key, body.values)),
 });
 
 export const sender = defineRoute({
@@ -77,5 +92,6 @@ export const sender = defineRoute({
   body: SetBrandingSenderRequest,
   responses: { 200: BrandingResponse },
   errors: [404],
-  handler: async ({ em, auth, params, body }) => toBrandingResponse(await setBrandSender(em, auth!.tenantId, params.key, body)),
+  handler: async ({ em, auth, params, body }) =>
+    toBrandingResponse(await setBrandSender(em, auth!.tenantId, params.key, body)),
 });

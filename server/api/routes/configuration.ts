@@ -1,7 +1,11 @@
 // Configuration as code (management): the tenant's types, brands, templates and sender domains as one
 // document, and a document applied as a plan in one transaction (herald export / herald apply).
 import { defineRoute } from '../route.ts';
-import { ApplyConfigurationRequest, ConfigurationDocument, ConfigurationPlanResponse } from '../../schemas/configuration.ts';
+import {
+  ApplyConfigurationRequest,
+  ConfigurationDocument,
+  ConfigurationPlanResponse,
+} from '../../schemas/configuration.ts';
 import { applyConfiguration, exportConfiguration } from '../../resources/configuration.ts';
 
 const tag = 'configuration';
@@ -19,7 +23,8 @@ export const exportDocument = defineRoute({
 export const apply = defineRoute({
   method: 'POST',
   path: '/v1/configuration/apply',
-  summary: 'Make a document the configuration: the plan (create, update, and with prune delete), applied in one transaction',
+  summary:
+    'Make a document the configuration: the plan (create, update, and with prune delete), applied in one transaction',
   tag,
   auth: 'management',
   body: ApplyConfigurationRequest,

@@ -56,7 +56,8 @@ export const find = defineRoute({
   query: FindContactQuery,
   responses: { 200: ContactResponse },
   errors: [404],
-  handler: async ({ em, auth, query }) => toContactResponse(await findContactByExternalId(em, auth!.tenantId, query.external_id)),
+  handler: async ({ em, auth, query }) =>
+    toContactResponse(await findContactByExternalId(em, auth!.tenantId, query.external_id)),
 });
 
 export const get = defineRoute({
@@ -81,7 +82,8 @@ export const replace = defineRoute({
   body: ReplaceContactRequest,
   responses: { 200: ContactResponse },
   errors: [404],
-  handler: async ({ em, auth, params, body }) => toContactResponse(await replaceContact(em, auth!.tenantId, params.id, body)),
+  handler: async ({ em, auth, params, body }) =>
+    toContactResponse(await replaceContact(em, auth!.tenantId, params.id, body)),
 });
 
 export const remove = defineRoute({
@@ -101,7 +103,11 @@ export const remove = defineRoute({
 
 /** 20 calls a minute per tenant, shared by bulk writes and imports. */
 const bulkWriteBudget = async ({ em, auth }: RouteContext): Promise<RateCheck[]> => [
-  { policy: RATE_POLICIES.contactsBulk, subject: auth!.tenantId, override: await tenantOverride(em, auth!.tenantId, RATE_POLICIES.contactsBulk) },
+  {
+    policy: RATE_POLICIES.contactsBulk,
+    subject: auth!.tenantId,
+    override: await tenantOverride(em, auth!.tenantId, RATE_POLICIES.contactsBulk),
+  },
 ];
 
 export const bulk = defineRoute({
@@ -121,25 +127,37 @@ const NDJSON = /^application\/(x-)?ndjson\s*(;|$)/i;
 export const importNdjson = defineRoute({
   method: 'POST',
   path: '/v1/contacts/import',
-  summary: 'Create or update contacts from NDJSON (one contact a line, up to 100 MB, streamed); refused lines are reported by number, the others kept',
+  summary:
+    'Create or update contacts from NDJSON (one contact a line, up to 100 MB, streamed); refused lines are reported by number, the others kept',
   tag: TAG,
   auth: 'service',
   streamedBody: {
     contentType: 'application/x-ndjson',
     itemSchema: CreateContactRequest,
-    description: 'One CreateContactRequest object a line; contacts are matched by external_id, a field left out keeps its stored value',
+    description:
+      'One CreateContactRequest object a line; contacts are matched by external_id, a field left out keeps its stored value',
   },
   responses: { 200: ContactImportResponse },
   errors: [413, 415],
-  audit: { exempt: 'a streamed bulk load whose batches commit one by one (the lines before a broken stream are kept): it cannot share one transaction with an audit row' },
+  audit: {
+    exempt:
+      'a streamed bulk load whose batches commit one by one (the lines before a broken stream are kept): it cannot share one transaction with an audit row',
+  },
   // The bulk route's budget: an import call writes up to a million contacts.
   rateLimit: bulkWriteBudget,
   handler: async ({ em, auth, event }) => {
     if (!NDJSON.test(event.req.headers.get('content-type') ?? '')) {
-      throw new AppError('unsupported_media_type', 'An import is NDJSON: send it with Content-Type: application/x-ndjson');
+      throw new AppError(
+        'unsupported_media_type',
+        'An import is NDJSON: send it with Content-Type: application/x-ndjson',
+      );
     }
     const declared = Number(event.req.headers.get('content-length') ?? NaN);
-    if (declared > CONTACT_IMPORT_MAX_BYTES) throw new AppError('payload_too_large', `An import is at most ${CONTACT_IMPORT_MAX_BYTES} bytes; nothing was imported`);
+    if (declared > CONTACT_IMPORT_MAX_BYTES)
+      throw new AppError(
+        'payload_too_large',
+        `An import is at most ${CONTACT_IMPORT_MAX_BYTES} bytes; nothing was imported`,
+      );
     return importContacts(em, auth!.tenantId, requestBodyChunks(event.req) ?? [], CONTACT_IMPORT_MAX_BYTES);
   },
 });
@@ -154,7 +172,11 @@ export const token = defineRoute({
   responses: { 200: ContactTokenResponse },
   errors: [404],
   rateLimit: async ({ em, auth }) => [
-    { policy: RATE_POLICIES.contactTokens, subject: auth!.tenantId, override: await tenantOverride(em, auth!.tenantId, RATE_POLICIES.contactTokens) },
+    {
+      policy: RATE_POLICIES.contactTokens,
+      subject: auth!.tenantId,
+      override: await tenantOverride(em, auth!.tenantId, RATE_POLICIES.contactTokens),
+    },
   ],
   audit: { exempt: 'mints a short-lived contact token and changes nothing' },
   handler: async ({ runtime, em, auth, body }) => mintContactToken(runtime, em, auth!.tenantId, body.external_id),
@@ -176,11 +198,11 @@ export const language = defineRoute({
   },
 });
 
-
 export const quietHours = defineRoute({
   method: 'PUT',
   path: '/v1/contacts/:id/quiet-hours',
-  summary: "Set the contact's time zone and quiet hours: email, push and web push wait for their end; the inbox never does",
+  summary:
+    "Set the contact's time zone and quiet hours: email, push and web push wait for their end; the inbox never does",
   tag: TAG,
   auth: 'either',
   params: ContactIdParams,

@@ -19,7 +19,8 @@ export const fileDataRequest = defineRoute({
   errors: [403, 404, 503],
   // Shares the per-IP account-recovery budget with password-reset and resend-verification.
   rateLimit: ({ ip }) => [{ policy: RATE_POLICIES.accountRecovery, subject: ip }],
-  handler: ({ runtime, em, auth, params, body }) => dataRequests.fileDataRequest(runtime, em, userIdOf(auth), params.tenant_id, body.kind),
+  handler: ({ runtime, em, auth, params, body }) =>
+    dataRequests.fileDataRequest(runtime, em, userIdOf(auth), params.tenant_id, body.kind),
 });
 
 export const getDataRequest = defineRoute({

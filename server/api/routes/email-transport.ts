@@ -1,7 +1,17 @@
 // The tenant's email transport: read, replace, remove, and a test send.
 import { defineRoute, reply } from '../route.ts';
-import { EmailTransportRequest, EmailTransportResponse, SendTestEmailRequest, SendTestEmailResponse } from '../../schemas/transports.ts';
-import { deleteEmailTransport, getEmailTransport, putEmailTransport, testEmailTransport } from '../../channels/email/email-transport.ts';
+import {
+  EmailTransportRequest,
+  EmailTransportResponse,
+  SendTestEmailRequest,
+  SendTestEmailResponse,
+} from '../../schemas/transports.ts';
+import {
+  deleteEmailTransport,
+  getEmailTransport,
+  putEmailTransport,
+  testEmailTransport,
+} from '../../channels/email/email-transport.ts';
 
 const tag = 'transports';
 

@@ -1,5 +1,9 @@
 // Inbox templates (management): CRUD, like email templates.
-import { CreateInboxTemplateRequest, InboxTemplateResponse, UpdateInboxTemplateRequest } from '../../schemas/templates.ts';
+import {
+  CreateInboxTemplateRequest,
+  InboxTemplateResponse,
+  UpdateInboxTemplateRequest,
+} from '../../schemas/templates.ts';
 import { templateCrudRoutes } from './templates.ts';
 
 export const { create, list, get, update, remove } = templateCrudRoutes('inbox', {

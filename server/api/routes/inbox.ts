@@ -2,7 +2,14 @@
 // credential column says: a backend that needs to act on an inbox mints a token for that contact.
 import { defineRoute } from '../route.ts';
 import { ContactIdParams } from '../../schemas/contacts.ts';
-import { InboxItemParams, InboxItemResponse, InboxListQuery, InboxListResponse, ReadAllResponse, UpdateInboxItemRequest } from '../../schemas/inbox.ts';
+import {
+  InboxItemParams,
+  InboxItemResponse,
+  InboxListQuery,
+  InboxListResponse,
+  ReadAllResponse,
+  UpdateInboxItemRequest,
+} from '../../schemas/inbox.ts';
 import { contactInScope } from '../../resources/contacts.ts';
 import { listInbox, readAllInbox, updateInboxItem } from '../../channels/inbox/inbox.ts';
 

@@ -1,7 +1,13 @@
 // Invitations (admin or higher in the tenant of the path) and invitation links (the emailed token).
 import { z } from 'zod';
 import { defineRoute, reply } from '../route.ts';
-import { AcceptInvitationRequest, InvitationParams, InvitationPreviewResponse, InvitationResponse, InviteMemberRequest } from '../../schemas/invitations.ts';
+import {
+  AcceptInvitationRequest,
+  InvitationParams,
+  InvitationPreviewResponse,
+  InvitationResponse,
+  InviteMemberRequest,
+} from '../../schemas/invitations.ts';
 import { TenantParams } from '../../schemas/tenants.ts';
 import { AccessTokenResponse, TokenParams } from '../../schemas/auth.ts';
 import * as invitations from '../../resources/invitations.ts';
@@ -18,7 +24,8 @@ export const inviteMember = defineRoute({
   body: InviteMemberRequest,
   responses: { 201: InvitationResponse },
   errors: [403, 404, 409],
-  handler: ({ runtime, em, auth, params, body }) => invitations.inviteMember(runtime, em, userIdOf(auth), params.tenant_id, body),
+  handler: ({ runtime, em, auth, params, body }) =>
+    invitations.inviteMember(runtime, em, userIdOf(auth), params.tenant_id, body),
 });
 
 export const listInvitations = defineRoute({
@@ -63,7 +70,8 @@ export const previewInvitation = defineRoute({
 export const acceptInvitation = defineRoute({
   method: 'POST',
   path: '/v1/auth/invitations/:token/accept',
-  summary: "Accepts an invitation as a new user: creates the verified user and membership (their default) and signs them in",
+  summary:
+    'Accepts an invitation as a new user: creates the verified user and membership (their default) and signs them in',
   tag: TAG,
   auth: 'public',
   params: TokenParams,
@@ -83,6 +91,11 @@ export const acceptInvitationExisting = defineRoute({
   responses: { 200: AccessTokenResponse },
   errors: [403, 404, 409],
   // The path's last parameter is the emailed token: it is never recorded.
-  audit: { action: 'invitation.accept', id: () => null, tenant: (_ctx, result) => (result as { tenant_id: string }).tenant_id },
-  handler: ({ runtime, em, auth, params }) => invitations.acceptInvitationAsUser(runtime, em, userIdOf(auth), params.token),
+  audit: {
+    action: 'invitation.accept',
+    id: () => null,
+    tenant: (_ctx, result) => (result as { tenant_id: string }).tenant_id,
+  },
+  handler: ({ runtime, em, auth, params }) =>
+    invitations.acceptInvitationAsUser(runtime, em, userIdOf(auth), params.token),
 });

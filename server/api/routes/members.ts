@@ -29,13 +29,15 @@ export const changeMemberRole = defineRoute({
   body: ChangeMemberRoleRequest,
   responses: { 200: MemberResponse },
   errors: [403, 404, 409],
-  handler: ({ em, auth, params, body }) => members.changeMemberRole(em, userIdOf(auth), params.tenant_id, params.user_id, body.role),
+  handler: ({ em, auth, params, body }) =>
+    members.changeMemberRole(em, userIdOf(auth), params.tenant_id, params.user_id, body.role),
 });
 
 export const removeMember = defineRoute({
   method: 'DELETE',
   path: '/v1/auth/tenants/:tenant_id/members/:user_id',
-  summary: 'Removes a member (admin or higher; owners only by owners; never yourself); a removed default tenant is replaced',
+  summary:
+    'Removes a member (admin or higher; owners only by owners; never yourself); a removed default tenant is replaced',
   tag: TAG,
   auth: 'user',
   params: MemberParams,

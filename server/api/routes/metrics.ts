@@ -11,7 +11,13 @@ export const scrape = defineRoute({
   tag: 'system',
   auth: 'public',
   produces: 'text/plain',
-  headers: [{ name: 'Authorization', description: 'Bearer <metricsToken> (the install\'s metrics token, not a service key)', required: true }],
+  headers: [
+    {
+      name: 'Authorization',
+      description: "Bearer <metricsToken> (the install's metrics token, not a service key)",
+      required: true,
+    },
+  ],
   responses: { 200: z.string().meta({ description: 'Prometheus text exposition format 0.0.4' }) },
   errors: [401, 404],
   handler: async ({ runtime, event }) => {

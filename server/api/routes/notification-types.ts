@@ -37,7 +37,8 @@ export const create = defineRoute({
   body: CreateNotificationTypeRequest,
   responses: { 201: NotificationTypeResponse },
   errors: [409],
-  handler: async ({ em, auth, body }) => toNotificationTypeResponse(await createNotificationType(em, auth!.tenantId, body)),
+  handler: async ({ em, auth, body }) =>
+    toNotificationTypeResponse(await createNotificationType(em, auth!.tenantId, body)),
 });
 
 export const list = defineRoute({
@@ -48,7 +49,8 @@ export const list = defineRoute({
   auth: 'management',
   query: NotificationTypeListQuery,
   responses: { 200: z.array(NotificationTypeResponse) },
-  handler: async ({ em, auth, query }) => (await listNotificationTypes(em, auth!.tenantId, query.include_deleted)).map(toNotificationTypeResponse),
+  handler: async ({ em, auth, query }) =>
+    (await listNotificationTypes(em, auth!.tenantId, query.include_deleted)).map(toNotificationTypeResponse),
 });
 
 export const get = defineRoute({
@@ -60,7 +62,8 @@ export const get = defineRoute({
   params: NotificationTypeParams,
   responses: { 200: NotificationTypeResponse },
   errors: [404],
-  handler: async ({ em, auth, params }) => toNotificationTypeResponse(await getNotificationType(em, auth!.tenantId, params.key)),
+  handler: async ({ em, auth, params }) =>
+    toNotificationTypeResponse(await getNotificationType(em, auth!.tenantId, params.key)),
 });
 
 export const remove = defineRoute({
@@ -101,7 +104,8 @@ export const optOutPolicy = defineRoute({
   body: SetOptOutPolicyRequest,
   responses: { 200: NotificationTypeResponse },
   errors: [404],
-  handler: async ({ em, auth, params, body }) => toNotificationTypeResponse(await setOptOutPolicy(em, auth!.tenantId, params.key, body.opt_out)),
+  handler: async ({ em, auth, params, body }) =>
+    toNotificationTypeResponse(await setOptOutPolicy(em, auth!.tenantId, params.key, body.opt_out)),
 });
 
 export const variables = defineRoute({
@@ -114,7 +118,8 @@ export const variables = defineRoute({
   body: SetVariablesRequest,
   responses: { 200: NotificationTypeResponse },
   errors: [404],
-  handler: async ({ em, auth, params, body }) => toNotificationTypeResponse(await setVariables(em, auth!.tenantId, params.key, body.variables)),
+  handler: async ({ em, auth, params, body }) =>
+    toNotificationTypeResponse(await setVariables(em, auth!.tenantId, params.key, body.variables)),
 });
 
 export const restore = defineRoute({
@@ -126,7 +131,8 @@ export const restore = defineRoute({
   params: NotificationTypeParams,
   responses: { 200: NotificationTypeResponse },
   errors: [404, 409],
-  handler: async ({ em, auth, params }) => toNotificationTypeResponse(await restoreNotificationType(em, auth!.tenantId, params.key)),
+  handler: async ({ em, auth, params }) =>
+    toNotificationTypeResponse(await restoreNotificationType(em, auth!.tenantId, params.key)),
 });
 
 export const putWorkflow = defineRoute({
@@ -139,7 +145,8 @@ export const putWorkflow = defineRoute({
   body: Workflow,
   responses: { 200: NotificationTypeResponse },
   errors: [404],
-  handler: async ({ em, auth, params, body }) => toNotificationTypeResponse(await setWorkflow(em, auth!.tenantId, params.key, body)),
+  handler: async ({ em, auth, params, body }) =>
+    toNotificationTypeResponse(await setWorkflow(em, auth!.tenantId, params.key, body)),
 });
 
 export const deleteWorkflow = defineRoute({
@@ -166,5 +173,6 @@ export const quietHoursBypass = defineRoute({
   body: SetQuietHoursBypassRequest,
   responses: { 200: NotificationTypeResponse },
   errors: [404],
-  handler: async ({ em, auth, params, body }) => toNotificationTypeResponse(await setQuietHoursBypass(em, auth!.tenantId, params.key, body.bypass_quiet_hours)),
+  handler: async ({ em, auth, params, body }) =>
+    toNotificationTypeResponse(await setQuietHoursBypass(em, auth!.tenantId, params.key, body.bypass_quiet_hours)),
 });

@@ -3,7 +3,14 @@
 import { defineRoute, reply } from '../route.ts';
 import { metricsOf } from '../../base/metrics/registry.ts';
 import { idempotencyKeyOf } from '../../delivery/trigger/idempotency.ts';
-import { cancelNotification, cancelNotifications, getEvent, listEvents, triggerNotifications, triggerRateChecks } from '../../delivery/trigger/notifications.ts';
+import {
+  cancelNotification,
+  cancelNotifications,
+  getEvent,
+  listEvents,
+  triggerNotifications,
+  triggerRateChecks,
+} from '../../delivery/trigger/notifications.ts';
 import {
   CancelRequest,
   CancelResponse,

@@ -3,16 +3,25 @@
 import { z } from 'zod';
 import { defineRoute, reply } from '../route.ts';
 import { ContactIdParams } from '../../schemas/contacts.ts';
-import { CreatePushSubscriptionRequest, PushSubscriptionParams, PushSubscriptionResponse } from '../../schemas/push-subscriptions.ts';
+import {
+  CreatePushSubscriptionRequest,
+  PushSubscriptionParams,
+  PushSubscriptionResponse,
+} from '../../schemas/push-subscriptions.ts';
 import { contactInScope } from '../../resources/contacts.ts';
-import { deletePushSubscription, listPushSubscriptions, registerPushSubscription } from '../../channels/push/push-subscriptions.ts';
+import {
+  deletePushSubscription,
+  listPushSubscriptions,
+  registerPushSubscription,
+} from '../../channels/push/push-subscriptions.ts';
 
 const TAG = 'push-subscriptions';
 
 export const create = defineRoute({
   method: 'POST',
   path: '/v1/contacts/:id/push-subscriptions',
-  summary: 'Register a push destination (201; 200 when this contact already has it; moved from another contact of the tenant)',
+  summary:
+    'Register a push destination (201; 200 when this contact already has it; moved from another contact of the tenant)',
   tag: TAG,
   auth: 'either',
   params: ContactIdParams,

@@ -1,7 +1,18 @@
 // The tenant's push transports (one per provider): list, replace, remove, test send.
 import { defineRoute, reply } from '../route.ts';
-import { PushProviderParams, PushTransportRequest, PushTransportResponse, SendTestPushRequest, SendTestPushResponse } from '../../schemas/transports.ts';
-import { deletePushTransport, listPushTransports, putPushTransport, testPushTransport } from '../../channels/push/push-transports.ts';
+import {
+  PushProviderParams,
+  PushTransportRequest,
+  PushTransportResponse,
+  SendTestPushRequest,
+  SendTestPushResponse,
+} from '../../schemas/transports.ts';
+import {
+  deletePushTransport,
+  listPushTransports,
+  putPushTransport,
+  testPushTransport,
+} from '../../channels/push/push-transports.ts';
 import { z } from 'zod';
 
 const tag = 'transports';
@@ -26,7 +37,8 @@ export const putPushTransportRoute = defineRoute({
   body: PushTransportRequest,
   responses: { 200: PushTransportResponse },
   errors: [422],
-  handler: ({ runtime, em, auth, params, body }) => putPushTransport(runtime, em, auth!.tenantId, params.provider, body),
+  handler: ({ runtime, em, auth, params, body }) =>
+    putPushTransport(runtime, em, auth!.tenantId, params.provider, body),
 });
 
 export const deletePushTransportRoute = defineRoute({
@@ -55,5 +67,6 @@ export const testPushTransportRoute = defineRoute({
   responses: { 200: SendTestPushResponse },
   errors: [422],
   audit: { exempt: 'a test send: changes nothing' },
-  handler: ({ runtime, em, auth, params, body }) => testPushTransport(runtime, em, auth!.tenantId, params.provider, body),
+  handler: ({ runtime, em, auth, params, body }) =>
+    testPushTransport(runtime, em, auth!.tenantId, params.provider, body),
 });

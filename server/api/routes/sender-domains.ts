@@ -22,7 +22,8 @@ export const register = defineRoute({
   body: RegisterSenderDomainRequest,
   responses: { 201: SenderDomainResponse },
   errors: [409],
-  handler: async ({ runtime, em, auth, body }) => toSenderDomainResponse(await registerSenderDomain(runtime, em, auth!.tenantId, body.domain)),
+  handler: async ({ runtime, em, auth, body }) =>
+    toSenderDomainResponse(await registerSenderDomain(runtime, em, auth!.tenantId, body.domain)),
 });
 
 export const list = defineRoute({
@@ -44,7 +45,8 @@ export const get = defineRoute({
   params: SenderDomainParams,
   responses: { 200: SenderDomainResponse },
   errors: [404],
-  handler: async ({ em, auth, params }) => toSenderDomainResponse(await getSenderDomain(em, auth!.tenantId, params.domain)),
+  handler: async ({ em, auth, params }) =>
+    toSenderDomainResponse(await getSenderDomain(em, auth!.tenantId, params.domain)),
 });
 
 export const remove = defineRoute({
@@ -70,5 +72,6 @@ export const refresh = defineRoute({
   params: SenderDomainParams,
   responses: { 200: SenderDomainResponse },
   errors: [404],
-  handler: async ({ runtime, em, auth, params }) => toSenderDomainResponse(await refreshSenderDomain(runtime, em, auth!.tenantId, params.domain)),
+  handler: async ({ runtime, em, auth, params }) =>
+    toSenderDomainResponse(await refreshSenderDomain(runtime, em, auth!.tenantId, params.domain)),
 });

@@ -54,12 +54,22 @@ export const callback = defineRoute({
   handler: async ({ runtime, em, params, query, event }) => {
     let fragment: string;
     try {
-      const token = await finishSso(runtime, em, params.provider, { ...query, cookie: event.req.headers.get('cookie') });
-      fragment = new URLSearchParams({ sso_token: token.access_token, expires_in: String(token.expires_in), tenant_id: token.tenant_id }).toString();
+      const token = await finishSso(runtime, em, params.provider, {
+        ...query,
+        cookie: event.req.headers.get('cookie'),
+      });
+      fragment = new URLSearchParams({
+        sso_token: token.access_token,
+        expires_in: String(token.expires_in),
+        tenant_id: token.tenant_id,
+      }).toString();
     } catch (error) {
       if (!(error instanceof SsoFailure)) throw error;
       fragment = new URLSearchParams({ sso_error: error.reason }).toString();
     }
-    return new Response(null, { status: 302, headers: { Location: `/login#${fragment}`, 'Set-Cookie': clearSsoCookie() } });
+    return new Response(null, {
+      status: 302,
+      headers: { Location: `/login#${fragment}`, 'Set-Cookie': clearSsoCookie() },
+    });
   },
 });

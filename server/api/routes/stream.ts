@@ -16,7 +16,9 @@ export const open = defineRoute({
   auth: 'contact',
   params: ContactIdParams,
   produces: 'text/event-stream',
-  headers: [{ name: 'Last-Event-ID', description: 'Replay the events that followed this id (sent by reconnecting clients)' }],
+  headers: [
+    { name: 'Last-Event-ID', description: 'Replay the events that followed this id (sent by reconnecting clients)' },
+  ],
   responses: {
     200: z
       .string()
@@ -28,13 +30,25 @@ export const open = defineRoute({
   handler: async ({ runtime, em, auth, params, event }) => {
     const contact = await contactInScope(em, auth!, params.id);
     const hub = runtime.streamHub;
-    if (!hub || !hub.accepting) throw new AppError('service_unavailable', 'This process does not serve streams now; retry');
+    if (!hub || !hub.accepting)
+      throw new AppError('service_unavailable', 'This process does not serve streams now; retry');
     if (hub.streamsOf(contact.id) >= MAX_STREAMS_PER_CONTACT) {
-      throw new AppError('rate_limited', `At most ${MAX_STREAMS_PER_CONTACT} open streams per contact; close one and retry`, { headers: { 'Retry-After': '30' } });
+      throw new AppError(
+        'rate_limited',
+        `At most ${MAX_STREAMS_PER_CONTACT} open streams per contact; close one and retry`,
+        { headers: { 'Retry-After': '30' } },
+      );
     }
     // The stream ends when the token expires: the client renews it with its backend and reconnects.
-    const claims = runtime.tokens.verify(bearerToken(event.req.headers.get('authorization')) ?? '', runtime.clock.now());
+    const claims = runtime.tokens.verify(
+      bearerToken(event.req.headers.get('authorization')) ?? '',
+      runtime.clock.now(),
+    );
     const closeAfterMs = claims ? claims.exp * 1000 - runtime.clock.now() : 0;
-    return openSseStream(hub, { contactId: contact.id, lastEventId: parseLastEventId(event.req.headers.get('last-event-id')), closeAfterMs });
+    return openSseStream(hub, {
+      contactId: contact.id,
+      lastEventId: parseLastEventId(event.req.headers.get('last-event-id')),
+      closeAfterMs,
+    });
   },
 });

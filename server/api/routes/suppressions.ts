@@ -1,6 +1,12 @@
 // /v1/suppressions: the tenant's email suppression list.
 import { defineRoute, reply } from '../route.ts';
-import { AddSuppressionRequest, SuppressionListQuery, SuppressionListResponse, SuppressionParams, SuppressionResponse } from '../../schemas/suppressions.ts';
+import {
+  AddSuppressionRequest,
+  SuppressionListQuery,
+  SuppressionListResponse,
+  SuppressionParams,
+  SuppressionResponse,
+} from '../../schemas/suppressions.ts';
 import { listSuppressions, removeSuppression, suppressAddress } from '../../channels/email/suppressions.ts';
 
 const tag = 'suppressions';

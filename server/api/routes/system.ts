@@ -7,7 +7,9 @@ import { query } from '../../base/db/sql.ts';
 import { BOSS_SCHEMA } from '../../base/queue.ts';
 
 const Health = z.object({ status: z.literal('ok') }).meta({ id: 'HealthResponse' });
-const Unhealthy = z.object({ status: z.literal('unavailable'), database: z.literal(false) }).meta({ id: 'UnhealthyResponse' });
+const Unhealthy = z
+  .object({ status: z.literal('unavailable'), database: z.literal(false) })
+  .meta({ id: 'UnhealthyResponse' });
 const Readiness = z
   .object({ status: z.enum(['ready', 'unavailable']), database: z.boolean(), queue: z.boolean() })
   .meta({ id: 'ReadinessResponse' });
@@ -15,7 +17,8 @@ const Readiness = z
 export const healthz = defineRoute({
   method: 'GET',
   path: '/healthz',
-  summary: 'Liveness: the process is up and its database answers (503 during an outage or while the embedded database restarts)',
+  summary:
+    'Liveness: the process is up and its database answers (503 during an outage or while the embedded database restarts)',
   tag: 'system',
   auth: 'public',
   responses: { 200: Health, 503: Unhealthy },

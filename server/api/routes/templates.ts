@@ -3,7 +3,14 @@
 import { z } from 'zod';
 import { defineRoute } from '../route.ts';
 import { TemplateListQuery, TemplateParams } from '../../schemas/templates.ts';
-import { createTemplate, deleteTemplate, getTemplate, listTemplates, updateTemplate, type TemplateKind } from '../../resources/templates.ts';
+import {
+  createTemplate,
+  deleteTemplate,
+  getTemplate,
+  listTemplates,
+  updateTemplate,
+  type TemplateKind,
+} from '../../resources/templates.ts';
 
 interface TemplateSchemas {
   create: z.ZodType<{ notification_type_key: string } & Record<string, unknown>>;

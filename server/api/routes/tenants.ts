@@ -1,7 +1,14 @@
 // Tenants and sessions of the signed-in console user. Owner-only actions are judged by the caller's
 // membership in the tenant of the path, not by the tenant their token is scoped to.
 import { defineRoute } from '../route.ts';
-import { CreateTenantRequest, ListTenantsQuery, RenameTenantRequest, SessionRequest, TenantParams, TenantResponse } from '../../schemas/tenants.ts';
+import {
+  CreateTenantRequest,
+  ListTenantsQuery,
+  RenameTenantRequest,
+  SessionRequest,
+  TenantParams,
+  TenantResponse,
+} from '../../schemas/tenants.ts';
 import { AccessTokenResponse } from '../../schemas/auth.ts';
 import { z } from 'zod';
 import * as tenants from '../../resources/tenants.ts';
@@ -12,7 +19,7 @@ const TAG = 'tenants';
 export const listTenants = defineRoute({
   method: 'GET',
   path: '/v1/auth/tenants',
-  summary: "The tenants the user belongs to (the tenant switcher); archived ones only with include_archived=true",
+  summary: 'The tenants the user belongs to (the tenant switcher); archived ones only with include_archived=true',
   tag: TAG,
   auth: 'user',
   query: ListTenantsQuery,
@@ -23,7 +30,8 @@ export const listTenants = defineRoute({
 export const createTenant = defineRoute({
   method: 'POST',
   path: '/v1/auth/tenants',
-  summary: 'Creates a tenant owned by the caller (not made their default) with its default brand; multi-tenant installs only',
+  summary:
+    'Creates a tenant owned by the caller (not made their default) with its default brand; multi-tenant installs only',
   tag: TAG,
   auth: 'user',
   body: CreateTenantRequest,
@@ -55,7 +63,8 @@ export const archiveTenant = defineRoute({
   params: TenantParams,
   responses: { 200: TenantResponse },
   errors: [403, 404],
-  handler: ({ runtime, em, auth, params }) => tenants.setTenantArchived(em, userIdOf(auth), params.tenant_id, true, runtime.clock.now()),
+  handler: ({ runtime, em, auth, params }) =>
+    tenants.setTenantArchived(em, userIdOf(auth), params.tenant_id, true, runtime.clock.now()),
 });
 
 export const unarchiveTenant = defineRoute({
@@ -67,13 +76,15 @@ export const unarchiveTenant = defineRoute({
   params: TenantParams,
   responses: { 200: TenantResponse },
   errors: [403, 404],
-  handler: ({ runtime, em, auth, params }) => tenants.setTenantArchived(em, userIdOf(auth), params.tenant_id, false, runtime.clock.now()),
+  handler: ({ runtime, em, auth, params }) =>
+    tenants.setTenantArchived(em, userIdOf(auth), params.tenant_id, false, runtime.clock.now()),
 });
 
 export const switchSession = defineRoute({
   method: 'POST',
   path: '/v1/auth/session',
-  summary: 'Switches tenant: an access token scoped to a tenant the user belongs to; remember=true makes it the default',
+  summary:
+    'Switches tenant: an access token scoped to a tenant the user belongs to; remember=true makes it the default',
   tag: TAG,
   auth: 'user',
   body: SessionRequest,

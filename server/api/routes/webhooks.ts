@@ -137,5 +137,6 @@ export const retry = defineRoute({
   responses: { 202: WebhookDeliveryResponse },
   errors: [404],
   audit: { action: 'webhook_delivery.retry', target: 'webhook_delivery' },
-  handler: async ({ em, auth, params }) => reply(202, await retryWebhookDelivery(em, auth!.tenantId, params.id, params.delivery_id)),
+  handler: async ({ em, auth, params }) =>
+    reply(202, await retryWebhookDelivery(em, auth!.tenantId, params.id, params.delivery_id)),
 });

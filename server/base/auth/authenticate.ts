@@ -4,7 +4,15 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { queryOne } from '../db/sql.ts';
 import type { Context } from '../context.ts';
-import { HOST_TOKEN_PREFIX, SERVICE_KEY_PREFIX, bearerToken, hashServiceKey, hostCredentialOf, unauthorized, type Credential } from './credentials.ts';
+import {
+  HOST_TOKEN_PREFIX,
+  SERVICE_KEY_PREFIX,
+  bearerToken,
+  hashServiceKey,
+  hostCredentialOf,
+  unauthorized,
+  type Credential,
+} from './credentials.ts';
 
 /**
  * Finds an unrevoked service key by hash and records its use (at most once a minute, same round trip).
@@ -35,12 +43,20 @@ async function resolveServiceKey(runtime: Context, em: EntityManager, key: strin
 }
 
 async function membershipRole(em: EntityManager, userId: string, tenantId: string): Promise<'owner' | 'admin' | null> {
-  const row = await queryOne<{ role: 'owner' | 'admin' }>(em, `SELECT role FROM memberships WHERE user_id = $1 AND tenant_id = $2`, [userId, tenantId]);
+  const row = await queryOne<{ role: 'owner' | 'admin' }>(
+    em,
+    `SELECT role FROM memberships WHERE user_id = $1 AND tenant_id = $2`,
+    [userId, tenantId],
+  );
   return row?.role ?? null;
 }
 
 /** Verifies the request's bearer credential; throws 401 when it is missing or invalid. */
-export async function authenticate(runtime: Context, em: EntityManager, authorization: string | null): Promise<Credential> {
+export async function authenticate(
+  runtime: Context,
+  em: EntityManager,
+  authorization: string | null,
+): Promise<Credential> {
   const token = bearerToken(authorization);
   if (!token) throw unauthorized();
   if (token.startsWith(SERVICE_KEY_PREFIX)) {
@@ -56,5 +72,10 @@ export async function authenticate(runtime: Context, em: EntityManager, authoriz
   const claims = runtime.tokens.verify(token, runtime.clock.now());
   if (!claims) throw unauthorized('The token is invalid or expired', true);
   if (claims.typ === 'contact') return { kind: 'contact', tenantId: claims.tid, contactId: claims.sub };
-  return { kind: 'user', tenantId: claims.tid, userId: claims.sub, role: await membershipRole(em, claims.sub, claims.tid) };
+  return {
+    kind: 'user',
+    tenantId: claims.tid,
+    userId: claims.sub,
+    role: await membershipRole(em, claims.sub, claims.tid),
+  };
 }

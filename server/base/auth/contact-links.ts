@@ -27,7 +27,10 @@ function mac(tokens: TokenSigner, message: string): Buffer {
 }
 
 export function signContactLink(tokens: TokenSigner, link: ContactLink): string {
-  const fields = link.kind === 'unsubscribe' ? ['u', link.tenantId, link.contactId, link.typeKey] : ['p', link.tenantId, link.contactId];
+  const fields =
+    link.kind === 'unsubscribe'
+      ? ['u', link.tenantId, link.contactId, link.typeKey]
+      : ['p', link.tenantId, link.contactId];
   const payload = Buffer.from(fields.join('\n'), 'utf8').toString('base64url');
   return `${payload}.${mac(tokens, payload).toString('base64url')}`;
 }

@@ -31,7 +31,13 @@ export class TokenSigner {
 
   sign(kind: TokenKind, subject: string, tenantId: string, ttlSeconds: number, nowMs: number): string {
     const iat = Math.floor(nowMs / 1000);
-    const payload = JSON.stringify({ typ: kind, sub: subject, tid: tenantId, iat, exp: iat + ttlSeconds } satisfies TokenClaims);
+    const payload = JSON.stringify({
+      typ: kind,
+      sub: subject,
+      tid: tenantId,
+      iat,
+      exp: iat + ttlSeconds,
+    } satisfies TokenClaims);
     const signature = createHmac('sha256', this.#key).update(createJWTSignatureMessage(HEADER, payload)).digest();
     return encodeJWT(HEADER, payload, signature);
   }
@@ -57,7 +63,12 @@ export class TokenSigner {
     const expected = createHmac('sha256', this.#key).update(message).digest();
     if (signature.length !== expected.length || !timingSafeEqual(signature, expected)) return null;
     const claims = payload as Partial<TokenClaims>;
-    if ((claims.typ !== 'access' && claims.typ !== 'contact') || typeof claims.sub !== 'string' || typeof claims.tid !== 'string') return null;
+    if (
+      (claims.typ !== 'access' && claims.typ !== 'contact') ||
+      typeof claims.sub !== 'string' ||
+      typeof claims.tid !== 'string'
+    )
+      return null;
     if (typeof claims.exp !== 'number' || claims.exp * 1000 <= nowMs) return null;
     return claims as TokenClaims;
   }
@@ -70,6 +81,8 @@ export async function loadTokenSigner(em: EntityManager, keyRing: KeyRing): Prom
     SIGNING_SECRET,
     keyRing.encrypt(randomBytes(32).toString('base64'), aad),
   ]);
-  const row = await queryOne<{ ciphertext: string }>(em, `SELECT ciphertext FROM install_secrets WHERE name = $1`, [SIGNING_SECRET]);
+  const row = await queryOne<{ ciphertext: string }>(em, `SELECT ciphertext FROM install_secrets WHERE name = $1`, [
+    SIGNING_SECRET,
+  ]);
   return new TokenSigner(Buffer.from(keyRing.decrypt(row!.ciphertext, aad), 'base64'));
 }

@@ -14,7 +14,8 @@ export const dkimKeyAad = (senderDomainId: string) => `sender_domains/${senderDo
 export const emailTransportPasswordAad = (tenantId: string) => `email_transports/${tenantId}/password`;
 
 /** The secret fields of a tenant's push transport for one provider. */
-export const pushTransportSecretsAad = (tenantId: string, provider: string) => `push_transports/${tenantId}/${provider}/secrets`;
+export const pushTransportSecretsAad = (tenantId: string, provider: string) =>
+  `push_transports/${tenantId}/${provider}/secrets`;
 
 /** An event's secret variables, until it is final. */
 export const secretVariablesAad = (eventId: string) => `events/${eventId}/secret_variables`;

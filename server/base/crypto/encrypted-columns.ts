@@ -31,14 +31,24 @@ export interface EncryptedColumn {
 }
 
 export const encryptedColumns: EncryptedColumn[] = [
-  { table: 'install_secrets', column: 'ciphertext', keyColumns: ['name'], aad: (r) => installSecretAad(String(r.name)) },
+  {
+    table: 'install_secrets',
+    column: 'ciphertext',
+    keyColumns: ['name'],
+    aad: (r) => installSecretAad(String(r.name)),
+  },
   {
     table: 'sender_domains',
     column: 'dkim_private_key_ciphertext',
     keyColumns: ['id'],
     aad: (r) => dkimKeyAad(String(r.id)),
   },
-  { table: 'email_transports', column: 'password_ciphertext', keyColumns: ['tenant_id'], aad: (r) => emailTransportPasswordAad(String(r.tenant_id)) },
+  {
+    table: 'email_transports',
+    column: 'password_ciphertext',
+    keyColumns: ['tenant_id'],
+    aad: (r) => emailTransportPasswordAad(String(r.tenant_id)),
+  },
   {
     table: 'push_transports',
     column: 'secrets_ciphertext',
@@ -51,8 +61,18 @@ export const encryptedColumns: EncryptedColumn[] = [
     keyColumns: ['id'],
     aad: (r) => secretVariablesAad(String(r.id)),
   },
-  { table: 'webhook_endpoints', column: 'secret_ciphertext', keyColumns: ['id'], aad: (r) => webhookSecretAad(String(r.id)) },
-  { table: 'sso_providers', column: 'client_secret_ciphertext', keyColumns: ['id'], aad: (r) => ssoClientSecretAad(String(r.id)) },
+  {
+    table: 'webhook_endpoints',
+    column: 'secret_ciphertext',
+    keyColumns: ['id'],
+    aad: (r) => webhookSecretAad(String(r.id)),
+  },
+  {
+    table: 'sso_providers',
+    column: 'client_secret_ciphertext',
+    keyColumns: ['id'],
+    aad: (r) => ssoClientSecretAad(String(r.id)),
+  },
   {
     // Until the fan-out has copied them into every event (and the broadcast is final).
     table: 'broadcasts',

@@ -197,7 +197,10 @@ export function generateKey(): string {
 export function parseKeyList(value: string): KeyFile {
   const keys: Record<string, string> = {};
   let active = '';
-  for (const entry of value.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const entry of value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const at = entry.indexOf(':');
     if (at <= 0) throw new Error('HERALD_ENCRYPTION_KEYS entries must look like id:base64key');
     const id = entry.slice(0, at);
@@ -212,7 +215,8 @@ export function readKeyFile(dataDir: string): KeyFile | null {
   const path = keyFilePath(dataDir);
   if (!existsSync(path)) return null;
   const parsed = JSON.parse(readFileSync(path, 'utf8')) as KeyFile;
-  if (!parsed || typeof parsed.active !== 'string' || typeof parsed.keys !== 'object') throw new Error(`${path} is not a Herald key file`);
+  if (!parsed || typeof parsed.active !== 'string' || typeof parsed.keys !== 'object')
+    throw new Error(`${path} is not a Herald key file`);
   return parsed;
 }
 
@@ -229,7 +233,11 @@ export function writeKeyFile(dataDir: string, file: KeyFile): void {
  * The install's key ring: HERALD_ENCRYPTION_KEYS when set, else the data directory's key file,
  * created with a fresh key when `create` is true (herald init, first start).
  */
-export function loadKeyRing(options: { dataDir: string; encryptionKeys?: string | undefined; create?: boolean }): KeyRing {
+export function loadKeyRing(options: {
+  dataDir: string;
+  encryptionKeys?: string | undefined;
+  create?: boolean;
+}): KeyRing {
   if (options.encryptionKeys) return new KeyRing(parseKeyList(options.encryptionKeys));
   let file = readKeyFile(options.dataDir);
   if (!file) {

@@ -9,7 +9,17 @@ export const OUTAGE_RETRY_AFTER_SECONDS = 5;
 
 // Connection-level failures: the server is gone, refuses, restarts or shuts down. Anything else (a
 // constraint, a syntax error) is a bug or bad input, not an outage.
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EPIPE', 'ENOENT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOENT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+]);
 const SQLSTATE_CLASSES = ['08', '57P'];
 const MESSAGES = [
   'Connection terminated',
@@ -25,7 +35,11 @@ const MESSAGES = [
 
 /** True when `error` (or what it wraps) says the database cannot be reached right now. */
 export function isDatabaseUnavailable(error: unknown): boolean {
-  for (let e = error as { code?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 6; e = e.cause as typeof e, depth++) {
+  for (
+    let e = error as { code?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0;
+    e && depth < 6;
+    e = e.cause as typeof e, depth++
+  ) {
     const code = typeof e.code === 'string' ? e.code : '';
     if (NETWORK_CODES.has(code) || SQLSTATE_CLASSES.some((c) => code.startsWith(c))) return true;
     const message = typeof e.message === 'string' ? e.message : '';

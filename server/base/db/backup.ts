@@ -80,7 +80,9 @@ export async function writeBackup(
   let rowCount = 0;
   try {
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-    const migrations = (await client.query<{ name: string }>('SELECT name FROM herald_migrations ORDER BY id')).rows.map((r) => r.name);
+    const migrations = (
+      await client.query<{ name: string }>('SELECT name FROM herald_migrations ORDER BY id')
+    ).rows.map((r) => r.name);
     const full: BackupHeader = {
       format: BACKUP_FORMAT,
       version: BACKUP_VERSION,
@@ -94,7 +96,9 @@ export async function writeBackup(
     for (const table of tables) {
       await write(gzip, JSON.stringify({ table: table.name, columns: table.columns }) + '\n');
       // A query, not the table: COPY TO refuses a partitioned table (the queue's jobs), a query reads all its partitions.
-      const stream = client.query(copyTo(`COPY (SELECT ${table.columns.map(quoteIdent).join(', ')} FROM ${qualified(table.name)}) TO STDOUT`));
+      const stream = client.query(
+        copyTo(`COPY (SELECT ${table.columns.map(quoteIdent).join(', ')} FROM ${qualified(table.name)}) TO STDOUT`),
+      );
       for await (const chunk of stream) {
         rowCount += countLines(chunk as Buffer);
         await write(gzip, chunk as Buffer);
@@ -137,7 +141,8 @@ export async function readBackupHeader(file: string): Promise<BackupHeader> {
     for await (const line of lines) {
       const header = JSON.parse(line) as BackupHeader;
       if (header.format !== BACKUP_FORMAT) throw new Error('not a Herald backup');
-      if (header.version !== BACKUP_VERSION) throw new Error(`backup format version ${header.version} is not supported`);
+      if (header.version !== BACKUP_VERSION)
+        throw new Error(`backup format version ${header.version} is not supported`);
       return header;
     }
   } catch (error) {
@@ -179,8 +184,13 @@ export async function restoreBackup(url: string, file: string): Promise<{ tables
       }
       if (!copy) {
         const { table, columns } = JSON.parse(line) as { table: string; columns: string[] };
-        if (!present.has(table)) throw new Error(`the backup holds table ${table}, which this database does not have (restore with the Herald version that wrote it)`);
-        const stream = client.query(copyFrom(`COPY ${qualified(table)} (${columns.map(quoteIdent).join(', ')}) FROM STDIN`));
+        if (!present.has(table))
+          throw new Error(
+            `the backup holds table ${table}, which this database does not have (restore with the Herald version that wrote it)`,
+          );
+        const stream = client.query(
+          copyFrom(`COPY ${qualified(table)} (${columns.map(quoteIdent).join(', ')}) FROM STDIN`),
+        );
         copy = stream;
         copyDone = pipelineEnd(stream);
         tables++;
@@ -199,7 +209,8 @@ export async function restoreBackup(url: string, file: string): Promise<{ tables
     }
     if (copy) throw new Error('the backup ends in the middle of a table (truncated file)');
     for (const sequence of header?.sequences ?? []) {
-      if (sequence.value !== null) await client.query('SELECT setval($1::regclass, $2::bigint)', [sequence.name, sequence.value]);
+      if (sequence.value !== null)
+        await client.query('SELECT setval($1::regclass, $2::bigint)', [sequence.name, sequence.value]);
     }
     await client.query('COMMIT');
     return { tables, rows: rowCount };

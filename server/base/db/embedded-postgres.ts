@@ -10,7 +10,17 @@
 // As root the binaries run as the `postgres` system user (embedded-postgres-host.ts).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -53,7 +63,8 @@ export interface EmbeddedSecret {
 export function readSecret(file: string): EmbeddedSecret | null {
   if (!existsSync(file)) return null;
   const parsed = JSON.parse(readFileSync(file, 'utf8')) as EmbeddedSecret;
-  if (typeof parsed.password !== 'string' || parsed.password.length < 16) throw new EmbeddedPostgresError(`${file} holds no valid password`);
+  if (typeof parsed.password !== 'string' || parsed.password.length < 16)
+    throw new EmbeddedPostgresError(`${file} holds no valid password`);
   return parsed;
 }
 
@@ -102,7 +113,9 @@ export function freePort(): Promise<number> {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no free port'))));
+      server.close(() =>
+        typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no free port')),
+      );
     });
   });
 }
@@ -113,7 +126,10 @@ export function freePort(): Promise<number> {
  * seconds), it chooses another, has `usePort` record it, and runs `open` again, up to three times. A
  * port the operator gave is never changed: pass null.
  */
-export async function openChoosingPortAgain<T>(open: () => Promise<T>, usePort: ((port: number) => void) | null): Promise<T> {
+export async function openChoosingPortAgain<T>(
+  open: () => Promise<T>,
+  usePort: ((port: number) => void) | null,
+): Promise<T> {
   for (let retries = 0; ; retries++) {
     try {
       return await open();
@@ -166,7 +182,9 @@ export async function startEmbeddedPostgres(options: StartOptions): Promise<Embe
     throw new EmbeddedPostgresError(`no embedded PostgreSQL cluster in ${dir}: run 'herald init' first`);
   }
   if (initialised && !secret) {
-    throw new EmbeddedPostgresError(`the embedded PostgreSQL in ${dir} has no password file (${options.secretFile}); it was not created by this Herald`);
+    throw new EmbeddedPostgresError(
+      `the embedded PostgreSQL in ${dir} has no password file (${options.secretFile}); it was not created by this Herald`,
+    );
   }
   if (runAs && !enterable(dir, runAs)) {
     throw new EmbeddedPostgresError(
@@ -200,7 +218,10 @@ export async function startEmbeddedPostgres(options: StartOptions): Promise<Embe
   if (existing.kind === 'orphaned') {
     options.onNotice?.(`stopping the orphaned postmaster ${existing.pid} of ${dir} (its Herald process is gone)`);
     await stopPostmaster(existing.pid);
-    if (await portInUse(options.port)) throw new EmbeddedPortInUseError(`port ${options.port} on 127.0.0.1 is still in use after stopping the orphaned PostgreSQL of ${dir}`);
+    if (await portInUse(options.port))
+      throw new EmbeddedPortInUseError(
+        `port ${options.port} on 127.0.0.1 is still in use after stopping the orphaned PostgreSQL of ${dir}`,
+      );
   }
   const supervisor = new Postmaster(bins, dir, options.port, runAs, options);
   await supervisor.start();
@@ -221,7 +242,13 @@ export async function startEmbeddedPostgres(options: StartOptions): Promise<Embe
   };
 }
 
-async function initdb(bins: Binaries, dir: string, password: string, runAs: RunAs | null, onLog?: (line: string) => void): Promise<void> {
+async function initdb(
+  bins: Binaries,
+  dir: string,
+  password: string,
+  runAs: RunAs | null,
+  onLog?: (line: string) => void,
+): Promise<void> {
   // Missing parents are made traversable (0711): as root, the postgres user must pass through them.
   if (!existsSync(dirname(dir))) mkdirSync(dirname(dir), { recursive: true, mode: 0o711 });
   mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -235,11 +262,21 @@ async function initdb(bins: Binaries, dir: string, password: string, runAs: RunA
   try {
     const result = spawnSync(
       bins.initdb,
-      [`--pgdata=${dir}`, '--auth=scram-sha-256', `--username=${EMBEDDED_USER}`, `--pwfile=${pwFile}`, '--encoding=UTF8', '--locale=C', '--lc-messages=C'],
+      [
+        `--pgdata=${dir}`,
+        '--auth=scram-sha-256',
+        `--username=${EMBEDDED_USER}`,
+        `--pwfile=${pwFile}`,
+        '--encoding=UTF8',
+        '--locale=C',
+        '--lc-messages=C',
+      ],
       { ...(runAs ?? {}), encoding: 'utf8', env: { ...process.env, LC_MESSAGES: 'C' } },
     );
     if (result.error || result.status !== 0) {
-      throw new EmbeddedPostgresError(`initdb failed in ${dir}: ${result.error?.message ?? result.stderr.trim().split('\n').slice(-5).join(' ')}`);
+      throw new EmbeddedPostgresError(
+        `initdb failed in ${dir}: ${result.error?.message ?? result.stderr.trim().split('\n').slice(-5).join(' ')}`,
+      );
     }
     onLog?.(result.stdout);
   } finally {
@@ -253,7 +290,10 @@ async function assertIdentity(adminUrl: string, dir: string): Promise<void> {
   try {
     await client.connect();
     const { rows } = await client.query<{ data_directory: string }>('SHOW data_directory');
-    if (!sameDir(rows[0]!.data_directory, dir)) throw new EmbeddedPostgresError(`the PostgreSQL answering for ${dir} runs another cluster (${rows[0]!.data_directory})`);
+    if (!sameDir(rows[0]!.data_directory, dir))
+      throw new EmbeddedPostgresError(
+        `the PostgreSQL answering for ${dir} runs another cluster (${rows[0]!.data_directory})`,
+      );
   } finally {
     await client.end().catch(() => undefined);
   }
@@ -305,7 +345,12 @@ class Postmaster {
         ...['-c', `unix_socket_directories=${socketDir ?? ''}`, '-c', 'unix_socket_permissions=0700'],
       ],
       // Its own process group: a terminal's Ctrl-C reaches Herald, which drains before stopping it.
-      { ...(this.#runAs ?? {}), detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_MESSAGES: 'C' } },
+      {
+        ...(this.#runAs ?? {}),
+        detached: true,
+        stdio: ['ignore', 'ignore', 'pipe'],
+        env: { ...process.env, LC_MESSAGES: 'C' },
+      },
     );
     await new Promise<void>((resolveStart, reject) => {
       const onData = (chunk: Buffer) => {
@@ -316,12 +361,24 @@ class Postmaster {
         if (text.includes('database system is ready to accept connections')) resolveStart();
       };
       child.stderr!.on('data', onData);
-      child.once('error', (error) => reject(new EmbeddedPostgresError(`embedded PostgreSQL could not be started from ${this.#bins.postgres}: ${error.message}`)));
+      child.once('error', (error) =>
+        reject(
+          new EmbeddedPostgresError(
+            `embedded PostgreSQL could not be started from ${this.#bins.postgres}: ${error.message}`,
+          ),
+        ),
+      );
       child.once('exit', (code, signal) => {
         const log = logs.join('');
         // Another program bound the port after the check before initdb (lc_messages=C: the words are fixed).
-        const Failure = /could not bind .*Address already in use/.test(log) ? EmbeddedPortInUseError : EmbeddedPostgresError;
-        reject(new Failure(`embedded PostgreSQL in ${this.#dir} on port ${this.#port} exited while starting (${signal ?? code}):\n${log.trim().split('\n').slice(-8).join('\n')}`));
+        const Failure = /could not bind .*Address already in use/.test(log)
+          ? EmbeddedPortInUseError
+          : EmbeddedPostgresError;
+        reject(
+          new Failure(
+            `embedded PostgreSQL in ${this.#dir} on port ${this.#port} exited while starting (${signal ?? code}):\n${log.trim().split('\n').slice(-8).join('\n')}`,
+          ),
+        );
       });
     });
     writeFileSync(join(this.#dir, OWNER_FILE), `${process.pid}\n`);
@@ -333,7 +390,10 @@ class Postmaster {
       this.#child = null;
       if (this.#stopping) return;
       this.state = 'restarting';
-      this.#options.onStateChange?.('restarting', `the embedded PostgreSQL exited (${signal ?? `code ${code}`}); restarting it`);
+      this.#options.onStateChange?.(
+        'restarting',
+        `the embedded PostgreSQL exited (${signal ?? `code ${code}`}); restarting it`,
+      );
       this.#restarting = this.#restartLoop();
     });
   }
@@ -349,7 +409,8 @@ class Postmaster {
         this.#options.onStateChange?.('running', 'the embedded PostgreSQL is running again');
         return;
       } catch (error) {
-        if (attempt % 10 === 0) this.#options.onNotice?.(`embedded PostgreSQL restart failed: ${(error as Error).message}`);
+        if (attempt % 10 === 0)
+          this.#options.onNotice?.(`embedded PostgreSQL restart failed: ${(error as Error).message}`);
       }
     }
   }

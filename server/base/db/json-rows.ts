@@ -9,7 +9,9 @@
  * A FROM item's columns, named as the rows' properties (R), each with its PostgreSQL type (`jsonb` for
  * a JSON value, `text[]` for a JSON array of strings).
  */
-export type JsonRowColumns<R extends object = Record<string, unknown>> = ReadonlyArray<readonly [name: keyof R & string, type: string]>;
+export type JsonRowColumns<R extends object = Record<string, unknown>> = ReadonlyArray<
+  readonly [name: keyof R & string, type: string]
+>;
 
 /**
  * Each row's values in the columns' order, a missing one as null, without its trailing nulls (a
@@ -43,6 +45,7 @@ export function jsonRowsSql<R extends object>(parameter: string, columns: JsonRo
 
 function columnSql(value: string, text: string, type: string): string {
   if (type === 'jsonb') return `nullif(${value}, 'null'::jsonb)`;
-  if (type.endsWith('[]')) return `CASE WHEN jsonb_typeof(${value}) = 'array' THEN ARRAY(SELECT jsonb_array_elements_text(${value}))::${type} END`;
+  if (type.endsWith('[]'))
+    return `CASE WHEN jsonb_typeof(${value}) = 'array' THEN ARRAY(SELECT jsonb_array_elements_text(${value}))::${type} END`;
   return `(${text})::${type}`;
 }

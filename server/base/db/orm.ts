@@ -6,7 +6,13 @@ import { Migrator, type Migration } from '@mikro-orm/migrations';
 import type { Config } from '../config.ts';
 import type pg from 'pg';
 import { prepareStatementsOf } from './prepared.ts';
-import { clusterDirOf, secretFileOf, startEmbeddedPostgres, type EmbeddedDatabase, type EmbeddedState } from './embedded-postgres.ts';
+import {
+  clusterDirOf,
+  secretFileOf,
+  startEmbeddedPostgres,
+  type EmbeddedDatabase,
+  type EmbeddedState,
+} from './embedded-postgres.ts';
 import { migrations } from '../../../migrations/index.ts';
 
 export type { EntityManager };

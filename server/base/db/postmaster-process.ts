@@ -113,7 +113,7 @@ export async function stopPostmaster(pid: number, timeoutMs = 30_000): Promise<v
     } catch {
       return;
     }
-    for (const deadline = Date.now() + wait; Date.now() < deadline; ) {
+    for (const deadline = Date.now() + wait; Date.now() < deadline;) {
       if (!alive(pid)) return;
       await sleep(100);
     }

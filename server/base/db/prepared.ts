@@ -44,7 +44,8 @@ export function prepareStatementsOf(client: pg.Client): void {
   const names = new Map<string, string>();
   (client as unknown as { query: QueryFn }).query = (...args: unknown[]) => {
     const [text, values, callback] = args;
-    if (typeof text !== 'string' || !Array.isArray(values) || values.length === 0 || plannedEachCall.has(text)) return send(...args);
+    if (typeof text !== 'string' || !Array.isArray(values) || values.length === 0 || plannedEachCall.has(text))
+      return send(...args);
     let name = names.get(text);
     if (name === undefined) {
       if (names.size >= MAX_PREPARED_PER_CONNECTION) return send(...args);

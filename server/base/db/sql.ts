@@ -13,12 +13,20 @@ function runnerOf(em: EntityManager): QueryRunner {
   return tx ?? (em.getConnection().getClient() as unknown as QueryRunner);
 }
 
-export async function query<T = Record<string, unknown>>(em: EntityManager, text: string, params: readonly unknown[] = []): Promise<T[]> {
+export async function query<T = Record<string, unknown>>(
+  em: EntityManager,
+  text: string,
+  params: readonly unknown[] = [],
+): Promise<T[]> {
   const result = await runnerOf(em).executeQuery(CompiledQuery.raw(text, params as unknown[]));
   return result.rows as T[];
 }
 
-export async function queryOne<T = Record<string, unknown>>(em: EntityManager, text: string, params: readonly unknown[] = []): Promise<T | undefined> {
+export async function queryOne<T = Record<string, unknown>>(
+  em: EntityManager,
+  text: string,
+  params: readonly unknown[] = [],
+): Promise<T | undefined> {
   const rows = await query<T>(em, text, params);
   return rows[0];
 }
@@ -40,7 +48,11 @@ export function bossDb(em: EntityManager): { executeSql(text: string, values?: u
 
 /** True for PostgreSQL's unique_violation (23505), however the driver wrapped it. */
 export function isUniqueViolation(error: unknown): boolean {
-  for (let e = error as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+  for (
+    let e = error as { code?: unknown; cause?: unknown } | undefined, depth = 0;
+    e && depth < 5;
+    e = e.cause as typeof e, depth++
+  ) {
     if (e.code === '23505') return true;
   }
   return false;

@@ -33,13 +33,18 @@ export class HeraldMetrics {
   readonly recentDeliveryLatency: Gauge<'channel' | 'status' | 'quantile'>;
   readonly databaseReadErrors: Counter;
   readonly #jobChildren = new Map<string, { inc(n?: number): void }>();
-  readonly #deliveryChildren = new Map<string, { count: { inc(n?: number): void }; latency: { observe(v: number): void } }>();
+  readonly #deliveryChildren = new Map<
+    string,
+    { count: { inc(n?: number): void }; latency: { observe(v: number): void } }
+  >();
 
   constructor() {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
-    const counter = <L extends string>(name: string, help: string, labelNames: L[] = []) => new Counter<L>({ name, help, labelNames, registers });
-    const gauge = <L extends string>(name: string, help: string, labelNames: L[] = []) => new Gauge<L>({ name, help, labelNames, registers });
+    const counter = <L extends string>(name: string, help: string, labelNames: L[] = []) =>
+      new Counter<L>({ name, help, labelNames, registers });
+    const gauge = <L extends string>(name: string, help: string, labelNames: L[] = []) =>
+      new Gauge<L>({ name, help, labelNames, registers });
     const histogram = <L extends string>(name: string, help: string, labelNames: L[], buckets: number[]) =>
       new Histogram<L>({ name, help, labelNames, buckets, registers });
     this.requests = new RequestStats(
@@ -47,30 +52,55 @@ export class HeraldMetrics {
       { counter: 'herald_http_requests_total', histogram: 'herald_http_request_duration_seconds' },
       {
         counter: 'HTTP requests answered, by method, route pattern and status',
-        histogram: 'Time to answer an HTTP request (to the response head; streams count until they open), by method, route pattern and status',
+        histogram:
+          'Time to answer an HTTP request (to the response head; streams count until they open), by method, route pattern and status',
       },
       HTTP_BUCKETS,
     );
-    this.triggers = counter('herald_triggers_total', 'Triggers answered 202 (POST /v1/notifications; Idempotency-Key replays included)');
+    this.triggers = counter(
+      'herald_triggers_total',
+      'Triggers answered 202 (POST /v1/notifications; Idempotency-Key replays included)',
+    );
     this.triggerEvents = counter('herald_trigger_events_total', 'Events (one per recipient) in accepted triggers');
-    this.deliveries = counter('herald_deliveries_total', 'Deliveries that reached a final status in this process, by channel and status', ['channel', 'status']);
+    this.deliveries = counter(
+      'herald_deliveries_total',
+      'Deliveries that reached a final status in this process, by channel and status',
+      ['channel', 'status'],
+    );
     this.deliveryLatency = histogram(
       'herald_delivery_latency_seconds',
       "Seconds from the trigger to a delivery's final status, in this process, by channel and status",
       ['channel', 'status'],
       DELIVERY_BUCKETS,
     );
-    this.jobsHandled = counter('herald_jobs_handled_total', 'Queue jobs this process fetched and ran (retries included), by queue', ['queue']);
-    this.webhookPolls = counter('herald_webhook_polls_total', "Polls of the webhook outbox by this process's dispatcher (claims of due rows, found or not)");
+    this.jobsHandled = counter(
+      'herald_jobs_handled_total',
+      'Queue jobs this process fetched and ran (retries included), by queue',
+      ['queue'],
+    );
+    this.webhookPolls = counter(
+      'herald_webhook_polls_total',
+      "Polls of the webhook outbox by this process's dispatcher (claims of due rows, found or not)",
+    );
     this.streamConnections = gauge('herald_stream_connections', 'Real-time streams open on this process');
     this.poolConnections = gauge(
       'herald_db_pool_connections',
       'PostgreSQL connections of this process by pool (app, queue) and state (total, idle, waiting: requests queued for a connection)',
       ['pool', 'state'],
     );
-    this.queueDepth = gauge('herald_queue_depth', 'Jobs waiting in each queue: ready (due now) or deferred (a retry backoff or a later start)', ['queue', 'state']);
-    this.queueOldestAge = gauge('herald_queue_oldest_job_age_seconds', 'Age of the oldest job due and not yet started in each queue (0 when none waits)', ['queue']);
-    this.eventsInProgress = gauge('herald_events_in_progress', 'Events not final yet, by status (install-wide)', ['status']);
+    this.queueDepth = gauge(
+      'herald_queue_depth',
+      'Jobs waiting in each queue: ready (due now) or deferred (a retry backoff or a later start)',
+      ['queue', 'state'],
+    );
+    this.queueOldestAge = gauge(
+      'herald_queue_oldest_job_age_seconds',
+      'Age of the oldest job due and not yet started in each queue (0 when none waits)',
+      ['queue'],
+    );
+    this.eventsInProgress = gauge('herald_events_in_progress', 'Events not final yet, by status (install-wide)', [
+      'status',
+    ]);
     this.recentEvents = gauge(
       'herald_recent_events',
       'Events created in the last 60 s by their current status (install-wide; the newest 20,000 at most)',
@@ -86,7 +116,10 @@ export class HeraldMetrics {
       'Seconds from the trigger to a final delivery status, quantiles over the deliveries of the events created in the last 60 s',
       ['channel', 'status', 'quantile'],
     );
-    this.databaseReadErrors = counter('herald_metrics_database_errors_total', 'Scrapes whose database-derived gauges could not be read (they are left out of that scrape)');
+    this.databaseReadErrors = counter(
+      'herald_metrics_database_errors_total',
+      'Scrapes whose database-derived gauges could not be read (they are left out of that scrape)',
+    );
   }
 
   /** Counts one answered request; `route` is the route pattern (never the path: paths can carry tokens). */
@@ -118,13 +151,15 @@ export class HeraldMetrics {
   }
 
   /** Sets the pool gauges from a pg.Pool's own counters. */
-  observePool(pool: string, stats: Pick<pg.Pool, 'totalCount' | 'idleCount' | 'waitingCount'> | null | undefined): void {
+  observePool(
+    pool: string,
+    stats: Pick<pg.Pool, 'totalCount' | 'idleCount' | 'waitingCount'> | null | undefined,
+  ): void {
     if (!stats) return;
     this.poolConnections.set({ pool, state: 'total' }, stats.totalCount);
     this.poolConnections.set({ pool, state: 'idle' }, stats.idleCount);
     this.poolConnections.set({ pool, state: 'waiting' }, stats.waitingCount);
   }
-
 }
 
 const byRuntime = new WeakMap<Context, HeraldMetrics>();
@@ -143,6 +178,12 @@ export function metricsOf(runtime: Context): HeraldMetrics {
  * The hook of the delivery path: call it when deliveries reach a final status (sent, delivered,
  * failed, skipped), with the seconds since their event was triggered when known. In-memory only.
  */
-export function recordDeliveries(runtime: Context, channel: string, status: string, secondsSinceTrigger: number | null, count = 1): void {
+export function recordDeliveries(
+  runtime: Context,
+  channel: string,
+  status: string,
+  secondsSinceTrigger: number | null,
+  count = 1,
+): void {
   metricsOf(runtime).observeDelivery(channel, status, secondsSinceTrigger, count);
 }

@@ -21,7 +21,12 @@ export class RequestStats {
   readonly #bounds: number[];
   readonly #cells = new Map<string, Map<string, Map<number, Cell>>>();
 
-  constructor(registry: Registry, names: { counter: string; histogram: string }, help: { counter: string; histogram: string }, bounds: number[]) {
+  constructor(
+    registry: Registry,
+    names: { counter: string; histogram: string },
+    help: { counter: string; histogram: string },
+    bounds: number[],
+  ) {
     this.#bounds = bounds;
     const metric = (name: string, helpText: string, type: 'counter' | 'histogram', values: () => MetricValue[]) => ({
       name,
@@ -31,7 +36,9 @@ export class RequestStats {
       get: async () => ({ name, help: helpText, type, aggregator: 'sum' as const, values: values() }),
     });
     registry.registerMetric(metric(names.counter, help.counter, 'counter', () => this.#counts()) as never);
-    registry.registerMetric(metric(names.histogram, help.histogram, 'histogram', () => this.#histogram(names.histogram)) as never);
+    registry.registerMetric(
+      metric(names.histogram, help.histogram, 'histogram', () => this.#histogram(names.histogram)) as never,
+    );
   }
 
   observe(method: string, route: string, status: number, seconds: number): void {
@@ -50,7 +57,8 @@ export class RequestStats {
 
   *#each(): Generator<[Record<string, string>, Cell]> {
     for (const [route, byMethod] of this.#cells) {
-      for (const [method, byStatus] of byMethod) for (const [status, cell] of byStatus) yield [{ method, route, status: String(status) }, cell];
+      for (const [method, byStatus] of byMethod)
+        for (const [status, cell] of byStatus) yield [{ method, route, status: String(status) }, cell];
     }
   }
 

@@ -48,7 +48,7 @@ export function isNonPublicAddress(ip: string): boolean {
   const family = isIP(ip);
   if (family === 4) {
     const n = v4ToInt(ip);
-    return V4_BLOCKED.some(([base, bits]) => (n >>> (32 - bits)) === (base >>> (32 - bits)));
+    return V4_BLOCKED.some(([base, bits]) => n >>> (32 - bits) === base >>> (32 - bits));
   }
   if (family === 6) {
     const g = ipv6Groups(ip);
@@ -82,20 +82,30 @@ export class NonPublicAddressError extends Error {
 export function assertPublicHost(url: URL): void {
   const host = url.hostname.replace(/^\[|\]$/g, '');
   if (isIP(host) && isNonPublicAddress(host)) throw new NonPublicAddressError(`${host} is not a public address`);
-  if (host === 'localhost' || host.endsWith('.localhost')) throw new NonPublicAddressError(`${host} is not a public address`);
+  if (host === 'localhost' || host.endsWith('.localhost'))
+    throw new NonPublicAddressError(`${host} is not a public address`);
 }
 
 type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
 /** A `lookup` for http(s).request that only ever connects to public addresses. */
-export function publicOnlyLookup(hostname: string, options: { all?: boolean; family?: number | string }, callback: LookupCallback): void {
-  dnsLookup(hostname, { ...options, all: true } as never, (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => {
-    if (error) return callback(error, []);
-    const allowed = addresses.filter((a) => !isNonPublicAddress(a.address));
-    if (allowed.length === 0) return callback(new NonPublicAddressError(`${hostname} resolves only to non-public addresses`), []);
-    if (options.all) return callback(null, allowed);
-    callback(null, allowed[0]!.address, allowed[0]!.family);
-  });
+export function publicOnlyLookup(
+  hostname: string,
+  options: { all?: boolean; family?: number | string },
+  callback: LookupCallback,
+): void {
+  dnsLookup(
+    hostname,
+    { ...options, all: true } as never,
+    (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => {
+      if (error) return callback(error, []);
+      const allowed = addresses.filter((a) => !isNonPublicAddress(a.address));
+      if (allowed.length === 0)
+        return callback(new NonPublicAddressError(`${hostname} resolves only to non-public addresses`), []);
+      if (options.all) return callback(null, allowed);
+      callback(null, allowed[0]!.address, allowed[0]!.family);
+    },
+  );
 }
 
 /**

@@ -15,24 +15,46 @@ export const emailChannel: ChannelSender = {
   async deliver({ runtime, em, delivery, event, contact, renderVariables, templates, lookups }) {
     const key = { tenantId: event.tenant_id, typeKey: event.type_key, to: delivery.destination };
     const flags = await lookupOnce(lookups, flagsLookupKey(key), async () => (await emailFlagsOf(em, [key]))[0]!);
-    const links = emailLinksFor(runtime, { id: delivery.id, tenantId: event.tenant_id, contactId: contact.id, typeKey: event.type_key }, flags);
+    const links = emailLinksFor(
+      runtime,
+      { id: delivery.id, tenantId: event.tenant_id, contactId: contact.id, typeKey: event.type_key },
+      flags,
+    );
     if (links.suppressed) return { status: 'skipped', reason: 'suppressed' };
-    const rendered = await renderEmailDelivery(em, event, contact, { ...renderVariables, ...links.variables }, templates);
+    const rendered = await renderEmailDelivery(
+      em,
+      event,
+      contact,
+      { ...renderVariables, ...links.variables },
+      templates,
+    );
     if (!rendered) return { status: 'skipped', reason: 'no_template' };
     const { email, brand } = rendered;
     const sender = brand.sender ?? {};
-    const result = await sendTenantEmail(runtime, em, event.tenant_id, {
-      to: delivery.destination,
-      subject: email.subject,
-      html: email.html,
-      text: email.text,
-      fromName: sender.from_name ?? null,
-      fromEmail: sender.from_email ?? null,
-      replyTo: sender.reply_to ?? null,
-      sign: (fromEmail) => lookupOnce(lookups, `dkim:${event.tenant_id}:${fromEmail}`, () => dkimSigningFor(runtime, em, event.tenant_id, fromEmail)),
-      headers: links.headers,
-      envelopeFrom: links.envelopeFrom,
-    }, () => lookupOnce(lookups, `email-transport:${event.tenant_id}`, () => loadEmailTransport(runtime, em, event.tenant_id)));
+    const result = await sendTenantEmail(
+      runtime,
+      em,
+      event.tenant_id,
+      {
+        to: delivery.destination,
+        subject: email.subject,
+        html: email.html,
+        text: email.text,
+        fromName: sender.from_name ?? null,
+        fromEmail: sender.from_email ?? null,
+        replyTo: sender.reply_to ?? null,
+        sign: (fromEmail) =>
+          lookupOnce(lookups, `dkim:${event.tenant_id}:${fromEmail}`, () =>
+            dkimSigningFor(runtime, em, event.tenant_id, fromEmail),
+          ),
+        headers: links.headers,
+        envelopeFrom: links.envelopeFrom,
+      },
+      () =>
+        lookupOnce(lookups, `email-transport:${event.tenant_id}`, () =>
+          loadEmailTransport(runtime, em, event.tenant_id),
+        ),
+    );
     return emailOutcome(result);
   },
   async preload(em, deliveries, lookups) {

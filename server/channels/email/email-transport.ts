@@ -27,7 +27,11 @@ function toEmailTransportResponse(row: EmailTransportRow, unreadable: boolean): 
   };
 }
 
-export async function getEmailTransport(runtime: Context, em: EntityManager, tenantId: string): Promise<EmailTransportResponse> {
+export async function getEmailTransport(
+  runtime: Context,
+  em: EntityManager,
+  tenantId: string,
+): Promise<EmailTransportResponse> {
   const loaded = await loadEmailTransport(runtime, em, tenantId);
   if (!loaded) return { configured: false };
   return toEmailTransportResponse(loaded.row, loaded.state === 'unreadable');
@@ -37,21 +41,39 @@ export async function getEmailTransport(runtime: Context, em: EntityManager, ten
  * Creates or replaces the tenant's transport. An omitted password keeps the stored one (clients
  * cannot read it back to resend it); null removes it.
  */
-export async function putEmailTransport(runtime: Context, em: EntityManager, tenantId: string, input: EmailTransportRequest): Promise<EmailTransportResponse> {
+export async function putEmailTransport(
+  runtime: Context,
+  em: EntityManager,
+  tenantId: string,
+  input: EmailTransportRequest,
+): Promise<EmailTransportResponse> {
   if (!(await smtpHostAllowed(runtime, input.host))) {
     throw invalidField(['body', 'host'], 'must resolve to a public address', 'host_not_allowed');
   }
-  const ciphertext = input.password ? runtime.keyRing.encrypt(input.password, emailTransportPasswordAad(tenantId)) : null;
+  const ciphertext = input.password
+    ? runtime.keyRing.encrypt(input.password, emailTransportPasswordAad(tenantId))
+    : null;
   const keepPassword = input.password === undefined;
   if (keepPassword) {
     // The stored password stays bound to the server it was given for: pointing the transport elsewhere
     // (or dropping TLS) without resending it would hand it to that server at the next send.
-    const stored = await queryOne<{ host: string; port: number; secure: boolean; username: string | null; has_password: boolean }>(
+    const stored = await queryOne<{
+      host: string;
+      port: number;
+      secure: boolean;
+      username: string | null;
+      has_password: boolean;
+    }>(
       em,
       `SELECT host, port, secure, username, password_ciphertext IS NOT NULL AS has_password FROM email_transports WHERE tenant_id = $1`,
       [tenantId],
     );
-    const moved = stored && (stored.host !== input.host || stored.port !== input.port || stored.secure !== input.secure || stored.username !== (input.username ?? null));
+    const moved =
+      stored &&
+      (stored.host !== input.host ||
+        stored.port !== input.port ||
+        stored.secure !== input.secure ||
+        stored.username !== (input.username ?? null));
     if (stored?.has_password && moved) {
       throw invalidField(['body', 'password'], 'required when host, port, secure or username change', 'missing');
     }
@@ -64,7 +86,17 @@ export async function putEmailTransport(runtime: Context, em: EntityManager, ten
        username = EXCLUDED.username, from_email = EXCLUDED.from_email, from_name = EXCLUDED.from_name,
        password_ciphertext = CASE WHEN $9 THEN email_transports.password_ciphertext ELSE EXCLUDED.password_ciphertext END,
        updated_at = now()`,
-    [tenantId, input.host, input.port, input.secure, input.username ?? null, ciphertext, input.from_email, input.from_name ?? null, keepPassword],
+    [
+      tenantId,
+      input.host,
+      input.port,
+      input.secure,
+      input.username ?? null,
+      ciphertext,
+      input.from_email,
+      input.from_name ?? null,
+      keepPassword,
+    ],
   );
   return getEmailTransport(runtime, em, tenantId);
 }
@@ -74,18 +106,39 @@ export async function deleteEmailTransport(em: EntityManager, tenantId: string):
 }
 
 /** Sends a test email through the tenant's own transport and reports the SMTP server's answer. */
-export async function testEmailTransport(runtime: ChannelContext, em: EntityManager, tenantId: string, to: string): Promise<SendTestResult> {
+export async function testEmailTransport(
+  runtime: ChannelContext,
+  em: EntityManager,
+  tenantId: string,
+  to: string,
+): Promise<SendTestResult> {
   const loaded = await loadEmailTransport(runtime, em, tenantId);
   if (!loaded) throw new AppError('not_configured', 'No email transport is configured for this tenant');
   if (loaded.state === 'unreadable') {
-    return { ok: false, error: 'credentials_unreadable: the password was encrypted with a key that is no longer in the key ring; set it again' };
+    return {
+      ok: false,
+      error:
+        'credentials_unreadable: the password was encrypted with a key that is no longer in the key ring; set it again',
+    };
   }
   if (!(await smtpHostAllowed(runtime, loaded.settings.host))) return { ok: false, error: SMTP_HOST_REFUSED };
-  return sendTestEmail(runtime, loaded.settings, formatFrom(loaded.fromEmail, loaded.fromName), to, 'your email transport works');
+  return sendTestEmail(
+    runtime,
+    loaded.settings,
+    formatFrom(loaded.fromEmail, loaded.fromName),
+    to,
+    'your email transport works',
+  );
 }
 
 /** Sends the test email and reports the SMTP server's answer. */
-async function sendTestEmail(runtime: ChannelContext, settings: SmtpSettings, from: string, to: string, works: string): Promise<SendTestResult> {
+async function sendTestEmail(
+  runtime: ChannelContext,
+  settings: SmtpSettings,
+  from: string,
+  to: string,
+  works: string,
+): Promise<SendTestResult> {
   const outcome = await deliverEmail(runtime, settings, {
     from,
     to,
@@ -111,23 +164,53 @@ export async function setDefaultSmtp(runtime: Context, em: EntityManager, input:
     password: input.password ?? null,
     ...(input.from ? { from: input.from } : {}),
   });
-  await storeInstallSecret(em, DEFAULT_SMTP_SECRET, runtime.keyRing.encrypt(value, installSecretAad(DEFAULT_SMTP_SECRET)));
+  await storeInstallSecret(
+    em,
+    DEFAULT_SMTP_SECRET,
+    runtime.keyRing.encrypt(value, installSecretAad(DEFAULT_SMTP_SECRET)),
+  );
 }
 
 /** The stored default SMTP without its password, for display. */
 export async function describeDefaultSmtp(
   runtime: Context,
   em: EntityManager,
-): Promise<{ source: 'config' | 'stored' | 'none'; host?: string; port?: number; secure?: boolean; username?: string | null; from?: string; credentials_unreadable?: boolean }> {
+): Promise<{
+  source: 'config' | 'stored' | 'none';
+  host?: string;
+  port?: number;
+  secure?: boolean;
+  username?: string | null;
+  from?: string;
+  credentials_unreadable?: boolean;
+}> {
   if (runtime.config.smtpUrl) {
     const u = new URL(runtime.config.smtpUrl);
-    return { source: 'config', host: u.hostname, port: Number(u.port) || undefined, secure: u.protocol === 'smtps:', username: u.username || null, from: runtime.config.mailFrom };
+    return {
+      source: 'config',
+      host: u.hostname,
+      port: Number(u.port) || undefined,
+      secure: u.protocol === 'smtps:',
+      username: u.username || null,
+      from: runtime.config.mailFrom,
+    };
   }
-  const row = await queryOne<{ ciphertext: string }>(em, `SELECT ciphertext FROM install_secrets WHERE name = $1`, [DEFAULT_SMTP_SECRET]);
+  const row = await queryOne<{ ciphertext: string }>(em, `SELECT ciphertext FROM install_secrets WHERE name = $1`, [
+    DEFAULT_SMTP_SECRET,
+  ]);
   if (!row) return { source: 'none' };
   try {
-    const stored = JSON.parse(runtime.keyRing.decrypt(row.ciphertext, installSecretAad(DEFAULT_SMTP_SECRET))) as DefaultSmtpInput;
-    return { source: 'stored', host: stored.host, port: stored.port, secure: stored.secure, username: stored.username ?? null, from: stored.from ?? runtime.config.mailFrom };
+    const stored = JSON.parse(
+      runtime.keyRing.decrypt(row.ciphertext, installSecretAad(DEFAULT_SMTP_SECRET)),
+    ) as DefaultSmtpInput;
+    return {
+      source: 'stored',
+      host: stored.host,
+      port: stored.port,
+      secure: stored.secure,
+      username: stored.username ?? null,
+      from: stored.from ?? runtime.config.mailFrom,
+    };
   } catch (error) {
     if (isUnreadable(error)) return { source: 'stored', credentials_unreadable: true };
     throw error;
@@ -147,10 +230,18 @@ export async function testInstallSmtp(runtime: ChannelContext, em: EntityManager
   try {
     install = await installSmtp(runtime, em);
   } catch (error) {
-    if (isUnreadable(error)) return { ok: false, error: 'credentials_unreadable: the stored default SMTP was encrypted with a key that is no longer in the key ring; set it again' };
+    if (isUnreadable(error))
+      return {
+        ok: false,
+        error:
+          'credentials_unreadable: the stored default SMTP was encrypted with a key that is no longer in the key ring; set it again',
+      };
     throw error;
   }
-  if (!install) throw new AppError('not_configured', 'The install has no SMTP: set smtpUrl (herald init --smtp-url) or herald transports email set-default');
+  if (!install)
+    throw new AppError(
+      'not_configured',
+      'The install has no SMTP: set smtpUrl (herald init --smtp-url) or herald transports email set-default',
+    );
   return sendTestEmail(runtime, install.settings, install.from, to, "the install's own SMTP works");
 }
-

@@ -59,7 +59,11 @@ export function readFeedbackReport(text: string): MailReport | null {
   const fields = fieldBlocks(text)[0];
   const feedbackType = fields?.get('feedback-type');
   if (!fields || !feedbackType) return null;
-  return { kind: 'complaint', feedbackType: feedbackType.toLowerCase().slice(0, 64), recipient: addressField(fields.get('original-rcpt-to')) };
+  return {
+    kind: 'complaint',
+    feedbackType: feedbackType.toLowerCase().slice(0, 64),
+    recipient: addressField(fields.get('original-rcpt-to')),
+  };
 }
 
 /** The report a raw message carries, or null when it is not a DSN or an ARF report. */
@@ -68,7 +72,8 @@ export async function readReport(raw: Buffer): Promise<MailReport | null> {
   const type = parsed.headers.get('content-type') as { value?: string; params?: Record<string, string> } | undefined;
   if (type?.value?.toLowerCase() !== 'multipart/report') return null;
   const reportType = (type.params?.['report-type'] ?? '').toLowerCase();
-  const part = (contentType: string) => parsed.attachments.find((a) => a.contentType.toLowerCase() === contentType)?.content.toString('utf8');
+  const part = (contentType: string) =>
+    parsed.attachments.find((a) => a.contentType.toLowerCase() === contentType)?.content.toString('utf8');
   if (reportType === 'delivery-status') {
     const text = part('message/delivery-status') ?? part('message/global-delivery-status');
     return text ? readDeliveryStatus(text) : null;

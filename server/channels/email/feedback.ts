@@ -19,7 +19,11 @@ export interface FeedbackInput {
 }
 
 /** Applies a report to a delivery; false when the delivery is not an email delivery (any more). */
-export async function recordEmailFeedback(em: EntityManager, deliveryId: string, input: FeedbackInput): Promise<boolean> {
+export async function recordEmailFeedback(
+  em: EntityManager,
+  deliveryId: string,
+  input: FeedbackInput,
+): Promise<boolean> {
   return em.transactional(async (tx) => {
     const delivery = await queryOne<{ tenant_id: string; event_id: string; destination: string }>(
       tx,
@@ -32,15 +36,16 @@ export async function recordEmailFeedback(em: EntityManager, deliveryId: string,
     await query(tx, `UPDATE deliveries SET status = $2, last_error = $3, updated_at = now() WHERE id = $1`, [
       deliveryId,
       complaint ? 'complained' : 'bounced',
-      `${complaint ? 'complaint' : input.kind === 'hard_bounce' ? 'hard bounce' : 'soft bounce'} ${input.code}${input.detail ? `: ${input.detail}` : ''}`.slice(0, 500),
+      `${complaint ? 'complaint' : input.kind === 'hard_bounce' ? 'hard bounce' : 'soft bounce'} ${input.code}${input.detail ? `: ${input.detail}` : ''}`.slice(
+        0,
+        500,
+      ),
     ]);
-    await query(tx, `INSERT INTO email_feedback (tenant_id, delivery_id, email, kind, detail) VALUES ($1, $2, $3, $4, $5)`, [
-      delivery.tenant_id,
-      deliveryId,
-      email,
-      input.kind,
-      input.detail,
-    ]);
+    await query(
+      tx,
+      `INSERT INTO email_feedback (tenant_id, delivery_id, email, kind, detail) VALUES ($1, $2, $3, $4, $5)`,
+      [delivery.tenant_id, deliveryId, email, input.kind, input.detail],
+    );
     let reason: 'hard_bounce' | 'complaint' | 'soft_bounces' | null = input.kind === 'soft_bounce' ? null : input.kind;
     if (input.kind === 'soft_bounce') {
       const recent = await queryOne<{ n: number }>(
@@ -52,8 +57,15 @@ export async function recordEmailFeedback(em: EntityManager, deliveryId: string,
     }
     const suppressed = reason ? (await suppressAddress(tx, delivery.tenant_id, email, reason), true) : false;
     const data = { delivery_id: deliveryId, event_id: delivery.event_id, email, suppressed };
-    if (complaint) await emitWebhookEvent(tx, delivery.tenant_id, 'email.complained', { ...data, feedback_type: input.code });
-    else await emitWebhookEvent(tx, delivery.tenant_id, 'email.bounced', { ...data, bounce_type: input.kind === 'hard_bounce' ? 'hard' : 'soft', status: input.code, diagnostic: input.detail });
+    if (complaint)
+      await emitWebhookEvent(tx, delivery.tenant_id, 'email.complained', { ...data, feedback_type: input.code });
+    else
+      await emitWebhookEvent(tx, delivery.tenant_id, 'email.bounced', {
+        ...data,
+        bounce_type: input.kind === 'hard_bounce' ? 'hard' : 'soft',
+        status: input.code,
+        diagnostic: input.detail,
+      });
     return true;
   });
 }

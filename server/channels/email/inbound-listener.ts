@@ -53,7 +53,8 @@ export async function startInboundSmtp(runtime: Context): Promise<InboundSmtpLis
     onRcptTo(address, session, callback) {
       if (session.envelope.rcptTo.length >= MAX_RECIPIENTS) return callback(smtpError(452, 'Too many recipients'));
       const addr = address.address ?? '';
-      if (!addr.toLowerCase().endsWith(`@${domain}`)) return callback(smtpError(550, `Relay denied: this server accepts mail for ${domain} only`));
+      if (!addr.toLowerCase().endsWith(`@${domain}`))
+        return callback(smtpError(550, `Relay denied: this server accepts mail for ${domain} only`));
       if (!deliveryOf(addr)) return callback(smtpError(550, 'No such bounce address'));
       callback();
     },
@@ -66,8 +67,11 @@ export async function startInboundSmtp(runtime: Context): Promise<InboundSmtpLis
       });
       stream.on('error', () => callback(smtpError(451, 'Message could not be read')));
       stream.on('end', () => {
-        if (stream.sizeExceeded || size > INBOUND_MAX_BYTES) return callback(smtpError(552, `Message exceeds ${INBOUND_MAX_BYTES} bytes`));
-        const deliveries = session.envelope.rcptTo.map((r) => deliveryOf(r.address)).filter((id): id is string => id !== null);
+        if (stream.sizeExceeded || size > INBOUND_MAX_BYTES)
+          return callback(smtpError(552, `Message exceeds ${INBOUND_MAX_BYTES} bytes`));
+        const deliveries = session.envelope.rcptTo
+          .map((r) => deliveryOf(r.address))
+          .filter((id): id is string => id !== null);
         handleMessage(Buffer.concat(chunks), deliveries).then(
           (answer) => (answer ? callback(smtpError(answer.code, answer.message)) : callback()),
           (error: unknown) => {
@@ -80,21 +84,29 @@ export async function startInboundSmtp(runtime: Context): Promise<InboundSmtpLis
   });
 
   /** null: accepted; otherwise the refusal. */
-  const handleMessage = async (raw: Buffer, deliveries: string[]): Promise<{ code: number; message: string } | null> => {
+  const handleMessage = async (
+    raw: Buffer,
+    deliveries: string[],
+  ): Promise<{ code: number; message: string } | null> => {
     let report;
     try {
       report = await readReport(raw);
     } catch {
       report = null;
     }
-    if (!report) return { code: 554, message: 'Not a delivery status notification (RFC 3464) or feedback report (RFC 5965)' };
+    if (!report)
+      return { code: 554, message: 'Not a delivery status notification (RFC 3464) or feedback report (RFC 5965)' };
     if (report.kind === 'delay') return null;
     const em = runtime.orm.em.fork();
     for (const deliveryId of deliveries) {
       const applied =
         report.kind === 'complaint'
           ? await recordEmailFeedback(em, deliveryId, { kind: 'complaint', code: report.feedbackType, detail: null })
-          : await recordEmailFeedback(em, deliveryId, { kind: report.hard ? 'hard_bounce' : 'soft_bounce', code: report.status, detail: report.diagnostic });
+          : await recordEmailFeedback(em, deliveryId, {
+              kind: report.hard ? 'hard_bounce' : 'soft_bounce',
+              code: report.status,
+              detail: report.diagnostic,
+            });
       logger.info('inbound report', { kind: report.kind, delivery_id: deliveryId, applied });
     }
     return null;

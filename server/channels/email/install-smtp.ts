@@ -15,9 +15,14 @@ export interface InstallSmtp {
 }
 
 export async function installSmtp(runtime: Context, em: EntityManager): Promise<InstallSmtp | null> {
-  if (runtime.config.smtpUrl) return { settings: smtpSettingsFromUrl(runtime.config.smtpUrl), from: runtime.config.mailFrom };
-  const row = await queryOne<{ ciphertext: string }>(em, `SELECT ciphertext FROM install_secrets WHERE name = $1`, [DEFAULT_SMTP_SECRET]);
+  if (runtime.config.smtpUrl)
+    return { settings: smtpSettingsFromUrl(runtime.config.smtpUrl), from: runtime.config.mailFrom };
+  const row = await queryOne<{ ciphertext: string }>(em, `SELECT ciphertext FROM install_secrets WHERE name = $1`, [
+    DEFAULT_SMTP_SECRET,
+  ]);
   if (!row) return null;
-  const stored = JSON.parse(runtime.keyRing.decrypt(row.ciphertext, installSecretAad(DEFAULT_SMTP_SECRET))) as SmtpSettings & { from?: string };
+  const stored = JSON.parse(
+    runtime.keyRing.decrypt(row.ciphertext, installSecretAad(DEFAULT_SMTP_SECRET)),
+  ) as SmtpSettings & { from?: string };
   return { settings: stored, from: stored.from ?? runtime.config.mailFrom };
 }

@@ -36,7 +36,8 @@ export interface EmailFlagsKey {
   to: string;
 }
 
-const EMAIL_FLAGS = planEachCall(`SELECT (SELECT t.opt_out FROM notification_types t WHERE t.tenant_id = x.tenant_id AND t.key = x.type_key) AS opt_out,
+const EMAIL_FLAGS =
+  planEachCall(`SELECT (SELECT t.opt_out FROM notification_types t WHERE t.tenant_id = x.tenant_id AND t.key = x.type_key) AS opt_out,
             EXISTS (SELECT 1 FROM email_suppressions s WHERE s.tenant_id = x.tenant_id AND s.email = lower(x.email)) AS suppressed
        FROM unnest($1::uuid[], $2::text[], $3::text[]) WITH ORDINALITY AS x(tenant_id, type_key, email, n)
       ORDER BY x.n`);
@@ -44,15 +45,19 @@ const EMAIL_FLAGS = planEachCall(`SELECT (SELECT t.opt_out FROM notification_typ
 /** The flags of each (tenant, type, address), in order, in one statement however many. */
 export async function emailFlagsOf(em: EntityManager, keys: EmailFlagsKey[]): Promise<EmailFlags[]> {
   if (keys.length === 0) return [];
-  const rows = await query<{ opt_out: boolean | null; suppressed: boolean }>(
-    em,
-    EMAIL_FLAGS,
-    [keys.map((k) => k.tenantId), keys.map((k) => k.typeKey), keys.map((k) => k.to)],
-  );
+  const rows = await query<{ opt_out: boolean | null; suppressed: boolean }>(em, EMAIL_FLAGS, [
+    keys.map((k) => k.tenantId),
+    keys.map((k) => k.typeKey),
+    keys.map((k) => k.to),
+  ]);
   return rows.map((row) => ({ optOut: row.opt_out === true, suppressed: row.suppressed }));
 }
 
-export function emailLinksFor(runtime: Context, delivery: { id: string; tenantId: string; contactId: string; typeKey: string }, flags: EmailFlags): EmailLinks {
+export function emailLinksFor(
+  runtime: Context,
+  delivery: { id: string; tenantId: string; contactId: string; typeKey: string },
+  flags: EmailFlags,
+): EmailLinks {
   const unsubscribe = unsubscribeUrl(runtime, delivery.tenantId, delivery.contactId, delivery.typeKey);
   const headers: Record<string, string> = flags.optOut
     ? { 'List-Unsubscribe': `<${unsubscribe}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' }
@@ -61,7 +66,10 @@ export function emailLinksFor(runtime: Context, delivery: { id: string; tenantId
   return {
     suppressed: flags.suppressed,
     headers,
-    variables: { unsubscribe_url: unsubscribe, preferences_url: preferencesUrl(runtime, delivery.tenantId, delivery.contactId) },
+    variables: {
+      unsubscribe_url: unsubscribe,
+      preferences_url: preferencesUrl(runtime, delivery.tenantId, delivery.contactId),
+    },
     envelopeFrom: domain ? `bounce+${bounceToken(runtime.tokens, delivery.id)}@${domain}` : null,
   };
 }

@@ -33,7 +33,9 @@ const LINE_LENGTH = 76;
 export function composeMail(mail: OutgoingMail): ComposedMail {
   const messageId = `<${randomUUID()}@${senderDomain(mail)}>`;
   const baseBoundary = randomUUID().replaceAll('-', '');
-  const composed = writesDirectly(mail) ? writeDirectly(mail, messageId, baseBoundary) : writeWithMailComposer(mail, messageId, baseBoundary);
+  const composed = writesDirectly(mail)
+    ? writeDirectly(mail, messageId, baseBoundary)
+    : writeWithMailComposer(mail, messageId, baseBoundary);
   return { ...composed, messageId };
 }
 
@@ -61,12 +63,20 @@ export function writesDirectly(mail: OutgoingMail): mail is OutgoingMail & { to:
   if (!mail.html && !mail.text) return false;
   if (mail.envelope) {
     const { from, to } = mail.envelope;
-    if (!isPlainAddress(from) || !(typeof to === 'string' ? isPlainAddress(to) : to.length > 0 && to.every(isPlainAddress))) return false;
+    if (
+      !isPlainAddress(from) ||
+      !(typeof to === 'string' ? isPlainAddress(to) : to.length > 0 && to.every(isPlainAddress))
+    )
+      return false;
   }
   return Object.keys(mail.headers ?? {}).every((key) => PLAIN_HEADERS.has(key));
 }
 
-function writeDirectly(mail: OutgoingMail & { to: string }, messageId: string, baseBoundary: string): Omit<ComposedMail, 'messageId'> {
+function writeDirectly(
+  mail: OutgoingMail & { to: string },
+  messageId: string,
+  baseBoundary: string,
+): Omit<ComposedMail, 'messageId'> {
   const from = addressHeader('From', mail.from);
   const headers: string[] = [];
   for (const [key, value] of Object.entries(mail.headers ?? {})) headerLine(headers, key, textHeaderValue(value));
@@ -76,7 +86,10 @@ function writeDirectly(mail: OutgoingMail & { to: string }, messageId: string, b
   if (mail.subject) headerLine(headers, 'Subject', textHeaderValue(mail.subject));
   headerLine(headers, 'Message-ID', messageId);
 
-  const parts = [mail.text ? textPart(PLAIN_TEXT, mail.text) : null, mail.html ? textPart(HTML_TEXT, mail.html) : null].filter((part) => part !== null);
+  const parts = [
+    mail.text ? textPart(PLAIN_TEXT, mail.text) : null,
+    mail.html ? textPart(HTML_TEXT, mail.html) : null,
+  ].filter((part) => part !== null);
   let message: string;
   if (parts.length === 1) {
     const [part] = parts as [TextPart];
@@ -85,7 +98,11 @@ function writeDirectly(mail: OutgoingMail & { to: string }, messageId: string, b
     message = `${headers.join('\r\n')}\r\n\r\n${part.body}`;
   } else {
     const boundary = `--_NmP-${baseBoundary}-Part_1`;
-    headers.push(dateLine(), MIME_VERSION, foldedLine('Content-Type', mimeFuncs.buildHeaderValue({ value: 'multipart/alternative', params: { boundary } })));
+    headers.push(
+      dateLine(),
+      MIME_VERSION,
+      foldedLine('Content-Type', mimeFuncs.buildHeaderValue({ value: 'multipart/alternative', params: { boundary } })),
+    );
     message = `${headers.join('\r\n')}\r\n\r\n`;
     parts.forEach((part, i) => {
       message += `${i > 0 ? '\r\n' : ''}--${boundary}\r\n${part.contentTypeLine}\r\nContent-Transfer-Encoding: ${part.encoding}\r\n\r\n${part.body}`;
@@ -94,7 +111,10 @@ function writeDirectly(mail: OutgoingMail & { to: string }, messageId: string, b
   }
   if (!message.endsWith('\n')) message += '\r\n'; // as nodemailer ends a message
   const envelope = mail.envelope
-    ? { from: mail.envelope.from, to: [...new Set(typeof mail.envelope.to === 'string' ? [mail.envelope.to] : mail.envelope.to)] }
+    ? {
+        from: mail.envelope.from,
+        to: [...new Set(typeof mail.envelope.to === 'string' ? [mail.envelope.to] : mail.envelope.to)],
+      }
     : { from: from.address, to: [mail.to] };
   return { message: Buffer.from(message, 'utf8'), envelope };
 }
@@ -178,7 +198,11 @@ function textPart(contentTypeLine: string, content: string): TextPart {
 }
 
 /** Any mail: nodemailer's MIME tree, serialised in one pass. */
-function writeWithMailComposer(mail: OutgoingMail, messageId: string, baseBoundary: string): Omit<ComposedMail, 'messageId'> {
+function writeWithMailComposer(
+  mail: OutgoingMail,
+  messageId: string,
+  baseBoundary: string,
+): Omit<ComposedMail, 'messageId'> {
   const root = new MailComposer({
     messageId,
     baseBoundary,

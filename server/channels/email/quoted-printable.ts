@@ -26,20 +26,29 @@ function encodeCharacter(character: string): string {
 
 /** The text quoted-printable encoded and wrapped in lines of `lineLength` at most (soft breaks `=\r\n`). */
 export function quotedPrintable(text: string, lineLength: number): string {
-  const encoded = NEEDS_ENCODING_BUT_EQUALS.test(text) ? text.replace(NEEDS_ENCODING, encodeCharacter) : text.replaceAll('=', '=3D');
+  const encoded = NEEDS_ENCODING_BUT_EQUALS.test(text)
+    ? text.replace(NEEDS_ENCODING, encodeCharacter)
+    : text.replaceAll('=', '=3D');
   return wrap(encoded, lineLength);
 }
 
-const isHex = (code: number) => (code >= 0x30 && code <= 0x39) || (code >= 0x41 && code <= 0x46) || (code >= 0x61 && code <= 0x66);
+const isHex = (code: number) =>
+  (code >= 0x30 && code <= 0x39) || (code >= 0x41 && code <= 0x46) || (code >= 0x61 && code <= 0x66);
 /** Where a line is best cut when it has no line break near its end: after the last of these. */
-const isBreak = (code: number) => code === 0x20 || code === 0x09 || code === 0x2e || code === 0x2c || code === 0x21 || code === 0x3f;
+const isBreak = (code: number) =>
+  code === 0x20 || code === 0x09 || code === 0x2e || code === 0x2c || code === 0x21 || code === 0x3f;
 /** Whether `line` ends with an escape sequence (=XX). */
-const endsWithEscape = (line: string) => line.length >= 3 && line.charCodeAt(line.length - 3) === 0x3d && isHex(line.charCodeAt(line.length - 2)) && isHex(line.charCodeAt(line.length - 1));
+const endsWithEscape = (line: string) =>
+  line.length >= 3 &&
+  line.charCodeAt(line.length - 3) === 0x3d &&
+  isHex(line.charCodeAt(line.length - 2)) &&
+  isHex(line.charCodeAt(line.length - 1));
 
 /** Whether the line is nothing but one to four escape sequences (the bytes of one character at most). */
 function isOneCharacter(line: string): boolean {
   if (line.length < 3 || line.length > 12 || line.length % 3 !== 0) return false;
-  for (let i = 0; i < line.length; i += 3) if (line.charCodeAt(i) !== 0x3d || !isHex(line.charCodeAt(i + 1)) || !isHex(line.charCodeAt(i + 2))) return false;
+  for (let i = 0; i < line.length; i += 3)
+    if (line.charCodeAt(i) !== 0x3d || !isHex(line.charCodeAt(i + 1)) || !isHex(line.charCodeAt(i + 2))) return false;
   return true;
 }
 
@@ -74,13 +83,15 @@ function wrap(text: string, lineLength: number): string {
       continue;
     }
     let lastBreak = -1;
-    if (line.length > lineLength - margin) for (let i = tail.length - 1; i >= 0 && lastBreak < 0; i--) if (isBreak(tail.charCodeAt(i))) lastBreak = i;
+    if (line.length > lineLength - margin)
+      for (let i = tail.length - 1; i >= 0 && lastBreak < 0; i--) if (isBreak(tail.charCodeAt(i))) lastBreak = i;
     if (lastBreak >= 0) {
       line = line.slice(0, line.length - (tail.length - lastBreak - 1));
     } else if (endsWithPartialOrWholeEscape(line)) {
       // An escape sequence cut short goes to the next line whole.
       if (line.charCodeAt(line.length - 1) === 0x3d) line = line.slice(0, -1);
-      else if (line.length >= 2 && line.charCodeAt(line.length - 2) === 0x3d && isHex(line.charCodeAt(line.length - 1))) line = line.slice(0, -2);
+      else if (line.length >= 2 && line.charCodeAt(line.length - 2) === 0x3d && isHex(line.charCodeAt(line.length - 1)))
+        line = line.slice(0, -2);
       // So do the bytes of a character cut short: back to the byte that starts it.
       while (line.length > 3 && line.length < length - pos && !isOneCharacter(line) && endsWithEscape(line)) {
         const code = parseInt(line.slice(-2), 16);

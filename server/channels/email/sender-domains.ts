@@ -31,7 +31,6 @@ const COLUMNS = 'id, domain, status, dkim_selector, dkim_public_key, last_checke
 const DNS_TIMEOUT_MS = 3000;
 const generateRsaKeyPair = promisify(generateKeyPair);
 
-
 export function dkimRecordName(selector: string, domain: string): string {
   return `${selector}._domainkey.${domain}`;
 }
@@ -42,7 +41,9 @@ export function dkimRecordValue(publicKey: string): string {
 }
 
 function dnsRecords(row: SenderDomainRow): DnsRecord[] {
-  return [{ type: 'TXT', name: dkimRecordName(row.dkim_selector, row.domain), value: dkimRecordValue(row.dkim_public_key) }];
+  return [
+    { type: 'TXT', name: dkimRecordName(row.dkim_selector, row.domain), value: dkimRecordValue(row.dkim_public_key) },
+  ];
 }
 
 export function toSenderDomainResponse(row: SenderDomainRow): SenderDomainResponse {
@@ -63,7 +64,12 @@ function newSelector(): string {
   return `herald${randomBytes(4).toString('hex')}`;
 }
 
-export async function registerSenderDomain(runtime: Context, em: EntityManager, tenantId: string, domain: string): Promise<SenderDomainRow> {
+export async function registerSenderDomain(
+  runtime: Context,
+  em: EntityManager,
+  tenantId: string,
+  domain: string,
+): Promise<SenderDomainRow> {
   // Asynchronous: RSA key generation takes tens of milliseconds that the event loop should not wait.
   const { publicKey, privateKey } = await generateRsaKeyPair('rsa', {
     modulusLength: 2048,
@@ -76,24 +82,40 @@ export async function registerSenderDomain(runtime: Context, em: EntityManager, 
     `INSERT INTO sender_domains (id, tenant_id, domain, dkim_selector, dkim_public_key, dkim_private_key_ciphertext)
      VALUES ($1, $2, $3, $4, $5, $6)
      ON CONFLICT (tenant_id, domain) DO NOTHING RETURNING ${COLUMNS}`,
-    [id, tenantId, domain, newSelector(), publicKey.toString('base64'), runtime.keyRing.encrypt(privateKey, dkimKeyAad(id))],
+    [
+      id,
+      tenantId,
+      domain,
+      newSelector(),
+      publicKey.toString('base64'),
+      runtime.keyRing.encrypt(privateKey, dkimKeyAad(id)),
+    ],
   );
   if (!row) throw new AppError('already_exists', `The sender domain ${domain} is already registered`);
   return row;
 }
 
 export async function listSenderDomains(em: EntityManager, tenantId: string): Promise<SenderDomainRow[]> {
-  return query<SenderDomainRow>(em, `SELECT ${COLUMNS} FROM sender_domains WHERE tenant_id = $1 ORDER BY domain`, [tenantId]);
+  return query<SenderDomainRow>(em, `SELECT ${COLUMNS} FROM sender_domains WHERE tenant_id = $1 ORDER BY domain`, [
+    tenantId,
+  ]);
 }
 
 export async function getSenderDomain(em: EntityManager, tenantId: string, domain: string): Promise<SenderDomainRow> {
-  const row = await queryOne<SenderDomainRow>(em, `SELECT ${COLUMNS} FROM sender_domains WHERE tenant_id = $1 AND domain = $2`, [tenantId, domain]);
+  const row = await queryOne<SenderDomainRow>(
+    em,
+    `SELECT ${COLUMNS} FROM sender_domains WHERE tenant_id = $1 AND domain = $2`,
+    [tenantId, domain],
+  );
   if (!row) throw notFound('Sender domain');
   return row;
 }
 
 export async function deleteSenderDomain(em: EntityManager, tenantId: string, domain: string): Promise<void> {
-  const changed = await execute(em, `DELETE FROM sender_domains WHERE tenant_id = $1 AND domain = $2`, [tenantId, domain]);
+  const changed = await execute(em, `DELETE FROM sender_domains WHERE tenant_id = $1 AND domain = $2`, [
+    tenantId,
+    domain,
+  ]);
   if (changed === 0) throw notFound('Sender domain');
 }
 
@@ -131,9 +153,13 @@ async function checkDkimRecord(runtime: Context, row: SenderDomainRow): Promise<
   }
   // A TXT record longer than 255 characters arrives as several strings: they concatenate (RFC 6376 3.6.2.2).
   const keys = records.map((chunks) => dkimTags(chunks.join(''))).filter((tags) => tags.has('p'));
-  if (keys.length === 0) return { ok: false, transient: false, error: `The TXT record at ${name} is not a DKIM key record (no p= tag)` };
-  const matches = keys.some((tags) => tags.get('p') === row.dkim_public_key && (tags.get('k') ?? 'rsa').toLowerCase() === 'rsa');
-  if (!matches) return { ok: false, transient: false, error: `The DKIM record at ${name} does not hold this domain's public key` };
+  if (keys.length === 0)
+    return { ok: false, transient: false, error: `The TXT record at ${name} is not a DKIM key record (no p= tag)` };
+  const matches = keys.some(
+    (tags) => tags.get('p') === row.dkim_public_key && (tags.get('k') ?? 'rsa').toLowerCase() === 'rsa',
+  );
+  if (!matches)
+    return { ok: false, transient: false, error: `The DKIM record at ${name} does not hold this domain's public key` };
   return { ok: true };
 }
 
@@ -142,10 +168,19 @@ async function checkDkimRecord(runtime: Context, row: SenderDomainRow): Promise<
  * with the reason in last_error. A lookup that fails for another reason (timeout, SERVFAIL) fails a
  * pending domain but leaves a verified one verified, so a DNS hiccup never stops signing.
  */
-export async function refreshSenderDomain(runtime: Context, em: EntityManager, tenantId: string, domain: string): Promise<SenderDomainRow> {
+export async function refreshSenderDomain(
+  runtime: Context,
+  em: EntityManager,
+  tenantId: string,
+  domain: string,
+): Promise<SenderDomainRow> {
   const row = await getSenderDomain(em, tenantId, domain);
   const check = await checkDkimRecord(runtime, row);
-  const status: SenderDomainStatus = check.ok ? 'verified' : check.transient && row.status === 'verified' ? 'verified' : 'failed';
+  const status: SenderDomainStatus = check.ok
+    ? 'verified'
+    : check.transient && row.status === 'verified'
+      ? 'verified'
+      : 'failed';
   const updated = await queryOne<SenderDomainRow>(
     em,
     `UPDATE sender_domains SET status = $3, last_error = $4, last_checked_at = $5, updated_at = now()
@@ -162,7 +197,11 @@ export async function refreshSenderDomain(runtime: Context, em: EntityManager, t
  * (yet) there stays pending, and so does every domain's status on a DNS failure that says nothing
  * about the record. Returns how many domains changed status, each change logged.
  */
-export async function recheckSenderDomains(runtime: Context, em: EntityManager, options: { staleMs: number; limit: number }): Promise<{ checked: number; changed: number }> {
+export async function recheckSenderDomains(
+  runtime: Context,
+  em: EntityManager,
+  options: { staleMs: number; limit: number },
+): Promise<{ checked: number; changed: number }> {
   const rows = await query<SenderDomainRow & { tenant_id: string }>(
     em,
     `SELECT tenant_id, ${COLUMNS} FROM sender_domains
@@ -173,7 +212,11 @@ export async function recheckSenderDomains(runtime: Context, em: EntityManager, 
   let changed = 0;
   for (const row of rows) {
     const check = await checkDkimRecord(runtime, row);
-    const status: SenderDomainStatus = check.ok ? 'verified' : check.transient || row.status === 'pending' ? row.status : 'failed';
+    const status: SenderDomainStatus = check.ok
+      ? 'verified'
+      : check.transient || row.status === 'pending'
+        ? row.status
+        : 'failed';
     // Only if the status is still the one read: a refresh meanwhile has the newer answer.
     const updated = await execute(
       em,
@@ -182,7 +225,13 @@ export async function recheckSenderDomains(runtime: Context, em: EntityManager, 
     );
     if (updated > 0 && status !== row.status) {
       changed++;
-      runtime.logger.info('sender domain re-checked', { tenant_id: row.tenant_id, domain: row.domain, from: row.status, to: status, error: check.ok ? null : check.error });
+      runtime.logger.info('sender domain re-checked', {
+        tenant_id: row.tenant_id,
+        domain: row.domain,
+        from: row.status,
+        to: status,
+        error: check.ok ? null : check.error,
+      });
     }
   }
   return { checked: rows.length, changed };
@@ -193,14 +242,28 @@ export async function recheckSenderDomains(runtime: Context, em: EntityManager, 
  * is a verified sender domain of the tenant. null otherwise, and when the private key cannot be
  * decrypted (its key-ring key is gone): the mail then goes out unsigned, and a warning is logged.
  */
-export async function dkimSigningFor(runtime: Context, em: EntityManager, tenantId: string, fromEmail: string): Promise<DkimSigning | null> {
+export async function dkimSigningFor(
+  runtime: Context,
+  em: EntityManager,
+  tenantId: string,
+  fromEmail: string,
+): Promise<DkimSigning | null> {
   const at = fromEmail.lastIndexOf('@');
   if (at < 0) return null;
-  const domain = fromEmail.slice(at + 1).replace(/[>\s]+$/, '').replace(/\.$/, '').toLowerCase();
+  const domain = fromEmail
+    .slice(at + 1)
+    .replace(/[>\s]+$/, '')
+    .replace(/\.$/, '')
+    .toLowerCase();
   const labels = domain.split('.');
   const candidates = labels.slice(0, -1).map((_, i) => labels.slice(i).join('.'));
   if (candidates.length === 0) return null;
-  const row = await queryOne<{ id: string; domain: string; dkim_selector: string; dkim_private_key_ciphertext: string }>(
+  const row = await queryOne<{
+    id: string;
+    domain: string;
+    dkim_selector: string;
+    dkim_private_key_ciphertext: string;
+  }>(
     em,
     `SELECT id, domain, dkim_selector, dkim_private_key_ciphertext FROM sender_domains
       WHERE tenant_id = $1 AND status = 'verified' AND domain = ANY($2::text[])

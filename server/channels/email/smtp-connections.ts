@@ -72,14 +72,24 @@ export class SmtpServerConnections {
       const body = new MessageBody(message);
       try {
         const reply = await new Promise<ServerReply>((resolve, reject) => {
-          connection.smtp.send(envelope, body, (error, sent) => (error ? reject(error) : resolve({ accepted: sent!.accepted, rejected: sent!.rejected, response: sent!.response })));
+          connection.smtp.send(envelope, body, (error, sent) =>
+            error
+              ? reject(error)
+              : resolve({ accepted: sent!.accepted, rejected: sent!.rejected, response: sent!.response }),
+          );
         });
         connection.messages++;
         this.#release(connection);
         return reply;
       } catch (error) {
         await this.#afterFailure(connection, error);
-        if (attempt === 1 && reused && !body.readableDidRead && BROKEN_CONNECTION.has((error as { code?: string }).code ?? '')) continue;
+        if (
+          attempt === 1 &&
+          reused &&
+          !body.readableDidRead &&
+          BROKEN_CONNECTION.has((error as { code?: string }).code ?? '')
+        )
+          continue;
         throw error;
       }
     }
@@ -168,7 +178,9 @@ export class SmtpServerConnections {
   async #afterFailure(connection: Connection, error: unknown): Promise<void> {
     const { code, responseCode } = error as { code?: string; responseCode?: number };
     if ((code === 'EENVELOPE' || code === 'EMESSAGE') && responseCode !== 421 && !connection.smtp.destroyed) {
-      const reset = await new Promise<boolean>((resolve) => connection.smtp.reset((resetError) => resolve(!resetError)));
+      const reset = await new Promise<boolean>((resolve) =>
+        connection.smtp.reset((resetError) => resolve(!resetError)),
+      );
       if (reset) return this.#release(connection);
     }
     connection.smtp.close();

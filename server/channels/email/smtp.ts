@@ -49,7 +49,8 @@ export interface SentMail extends ServerReply {
 /** smtp://user:pass@host:587 or smtps://user:pass@host:465 -> settings. */
 export function smtpSettingsFromUrl(url: string): SmtpSettings {
   const u = new URL(url);
-  if (u.protocol !== 'smtp:' && u.protocol !== 'smtps:') throw new Error('SMTP URL must start with smtp:// or smtps://');
+  if (u.protocol !== 'smtp:' && u.protocol !== 'smtps:')
+    throw new Error('SMTP URL must start with smtp:// or smtps://');
   const secure = u.protocol === 'smtps:';
   return {
     host: u.hostname,
@@ -113,7 +114,9 @@ export class SmtpPool {
   #acquire(settings: SmtpSettings): PooledTransport {
     let id = this.#ids.get(settings);
     if (id === undefined) {
-      id = createHash('sha256').update(JSON.stringify([settings.host, settings.port, settings.secure, settings.username, settings.password])).digest('hex');
+      id = createHash('sha256')
+        .update(JSON.stringify([settings.host, settings.port, settings.secure, settings.username, settings.password]))
+        .digest('hex');
       this.#ids.set(settings, id);
     }
     const now = this.#now();

@@ -16,11 +16,16 @@ function toSuppressionResponse(row: SuppressionRow): SuppressionResponse {
   return { email: row.email, reason: row.reason, created_at: toIsoTimestamp(row.created_at) };
 }
 
-export async function listSuppressions(em: EntityManager, tenantId: string, filter: SuppressionListQuery): Promise<{ items: SuppressionResponse[]; next_cursor: string | null }> {
+export async function listSuppressions(
+  em: EntityManager,
+  tenantId: string,
+  filter: SuppressionListQuery,
+): Promise<{ items: SuppressionResponse[]; next_cursor: string | null }> {
   let after: string | null = null;
   if (filter.cursor !== undefined) {
     after = Buffer.from(filter.cursor, 'base64url').toString('utf8');
-    if (!after.includes('@') || Buffer.from(after, 'utf8').toString('base64url') !== filter.cursor) throw invalidField(['query', 'cursor'], 'must be a cursor from next_cursor');
+    if (!after.includes('@') || Buffer.from(after, 'utf8').toString('base64url') !== filter.cursor)
+      throw invalidField(['query', 'cursor'], 'must be a cursor from next_cursor');
   }
   const rows = await query<SuppressionRow>(
     em,
@@ -30,11 +35,20 @@ export async function listSuppressions(em: EntityManager, tenantId: string, filt
     [tenantId, filter.email ?? null, after, filter.limit + 1],
   );
   const page = rows.slice(0, filter.limit);
-  return { items: page.map(toSuppressionResponse), next_cursor: rows.length > filter.limit ? Buffer.from(page[page.length - 1]!.email, 'utf8').toString('base64url') : null };
+  return {
+    items: page.map(toSuppressionResponse),
+    next_cursor:
+      rows.length > filter.limit ? Buffer.from(page[page.length - 1]!.email, 'utf8').toString('base64url') : null,
+  };
 }
 
 /** Adds an address (kept with its first reason when already there); answers the entry and whether it is new. */
-export async function suppressAddress(em: EntityManager, tenantId: string, email: string, reason: SuppressionReason): Promise<{ entry: SuppressionResponse; created: boolean }> {
+export async function suppressAddress(
+  em: EntityManager,
+  tenantId: string,
+  email: string,
+  reason: SuppressionReason,
+): Promise<{ entry: SuppressionResponse; created: boolean }> {
   const inserted = await queryOne<SuppressionRow>(
     em,
     `INSERT INTO email_suppressions (tenant_id, email, reason) VALUES ($1, $2, $3)
@@ -42,11 +56,18 @@ export async function suppressAddress(em: EntityManager, tenantId: string, email
     [tenantId, email.toLowerCase(), reason],
   );
   if (inserted) return { entry: toSuppressionResponse(inserted), created: true };
-  const existing = await queryOne<SuppressionRow>(em, `SELECT email, reason, created_at FROM email_suppressions WHERE tenant_id = $1 AND email = $2`, [tenantId, email.toLowerCase()]);
+  const existing = await queryOne<SuppressionRow>(
+    em,
+    `SELECT email, reason, created_at FROM email_suppressions WHERE tenant_id = $1 AND email = $2`,
+    [tenantId, email.toLowerCase()],
+  );
   return { entry: toSuppressionResponse(existing!), created: false };
 }
 
 export async function removeSuppression(em: EntityManager, tenantId: string, email: string): Promise<void> {
-  const removed = await execute(em, `DELETE FROM email_suppressions WHERE tenant_id = $1 AND email = $2`, [tenantId, email.toLowerCase()]);
+  const removed = await execute(em, `DELETE FROM email_suppressions WHERE tenant_id = $1 AND email = $2`, [
+    tenantId,
+    email.toLowerCase(),
+  ]);
   if (removed === 0) throw notFound('Suppression');
 }

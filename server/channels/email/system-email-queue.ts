@@ -18,6 +18,10 @@ export async function enqueueSystemEmail(runtime: Context, tx: EntityManager, em
   if (!runtime.boss) throw new Error('the job queue is not running');
   const { token, ...rest } = email;
   const sealId = randomUUID();
-  const data = { ...rest, seal_id: sealId, sealed_token: runtime.keyRing.encrypt(token, systemEmailAad(sealId)) } as SealedSystemEmail;
+  const data = {
+    ...rest,
+    seal_id: sealId,
+    sealed_token: runtime.keyRing.encrypt(token, systemEmailAad(sealId)),
+  } as SealedSystemEmail;
   await runtime.boss.send(SYSTEM_EMAIL_JOB, data, { db: bossDb(tx) });
 }

@@ -32,7 +32,11 @@ export function systemEmailLink(config: Config, email: Pick<SystemEmail, 'kind' 
 export async function renderSystemEmail(config: Config, email: SystemEmail): Promise<RenderedSystemEmail> {
   const url = systemEmailLink(config, email);
   // react-email and the templates load with the first system email (most processes never send one).
-  const [{ VerifyEmail, verifyEmailSubject }, { ResetPassword, resetPasswordSubject }, { Invitation, invitationSubject }] = await Promise.all([
+  const [
+    { VerifyEmail, verifyEmailSubject },
+    { ResetPassword, resetPasswordSubject },
+    { Invitation, invitationSubject },
+  ] = await Promise.all([
     import('../../../templates/emails/verify-email.ts'),
     import('../../../templates/emails/reset-password.ts'),
     import('../../../templates/emails/invitation.ts'),

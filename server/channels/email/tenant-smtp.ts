@@ -33,7 +33,11 @@ async function findRow(em: EntityManager, tenantId: string): Promise<EmailTransp
 }
 
 /** The tenant's transport with its password decrypted; null when the tenant has none. */
-export async function loadEmailTransport(runtime: Context, em: EntityManager, tenantId: string): Promise<LoadedEmailTransport | null> {
+export async function loadEmailTransport(
+  runtime: Context,
+  em: EntityManager,
+  tenantId: string,
+): Promise<LoadedEmailTransport | null> {
   const row = await findRow(em, tenantId);
   if (!row) return null;
   let password: string | null = null;

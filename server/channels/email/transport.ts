@@ -50,17 +50,24 @@ interface SmtpErrorLike {
 
 export function classifySmtpError(error: unknown): { error: string; retryable: boolean } {
   const e = (error ?? {}) as SmtpErrorLike;
-  const message = String(e.message ?? error).replace(/\s+/g, ' ').slice(0, 500);
+  const message = String(e.message ?? error)
+    .replace(/\s+/g, ' ')
+    .slice(0, 500);
   if (typeof e.responseCode === 'number') return { error: message, retryable: e.responseCode < 500 };
   // No SMTP answer at all: connection refused, DNS, TLS, timeouts. Auth failures carry a 535 above.
   return { error: message, retryable: e.code !== 'EAUTH' && e.code !== 'EENVELOPE' && e.code !== 'EMESSAGE' };
 }
 
 /** Sends one mail with the given SMTP settings through the runtime's pooled transports. */
-export async function deliverEmail(runtime: ChannelContext, settings: SmtpSettings, mail: OutgoingMail): Promise<EmailOutcome> {
+export async function deliverEmail(
+  runtime: ChannelContext,
+  settings: SmtpSettings,
+  mail: OutgoingMail,
+): Promise<EmailOutcome> {
   try {
     const sent = await runtime.smtp.send(settings, mail);
-    if (sent.accepted.length === 0 && sent.rejected.length > 0) return { status: 'failed', error: `recipient rejected: ${sent.response}`, retryable: false };
+    if (sent.accepted.length === 0 && sent.rejected.length > 0)
+      return { status: 'failed', error: `recipient rejected: ${sent.response}`, retryable: false };
     return { status: 'sent', messageId: sent.messageId };
   } catch (error) {
     return { status: 'failed', ...classifySmtpError(error) };
@@ -82,7 +89,8 @@ export async function sendTenantEmail(
   const own = await loadTransport();
   if (own?.state === 'unreadable') return { status: 'skipped', reason: 'credentials_unreadable' };
   if (own) {
-    if (!(await smtpHostAllowed(runtime, own.settings.host))) return { status: 'failed', error: SMTP_HOST_REFUSED, retryable: false };
+    if (!(await smtpHostAllowed(runtime, own.settings.host)))
+      return { status: 'failed', error: SMTP_HOST_REFUSED, retryable: false };
     settings = own.settings;
     defaultFrom = { email: own.fromEmail, name: own.fromName };
   } else {
@@ -105,7 +113,9 @@ export async function sendTenantEmail(
     }
   }
   const finalFrom = fromEmail ?? defaultFrom.email;
-  const from = fromEmail ? formatFrom(fromEmail, mail.fromName) : formatFrom(defaultFrom.email, mail.fromName ?? defaultFrom.name);
+  const from = fromEmail
+    ? formatFrom(fromEmail, mail.fromName)
+    : formatFrom(defaultFrom.email, mail.fromName ?? defaultFrom.name);
   const dkim = mail.sign ? await mail.sign(finalFrom) : null;
   return deliverEmail(runtime, settings, {
     from,

@@ -72,7 +72,10 @@ export async function inboxItemFor(
  */
 export async function storeInboxItem(
   em: EntityManager,
-  item: Pick<InboxItemRow, 'id' | 'tenant_id' | 'contact_id' | 'event_id' | 'type_key' | 'title' | 'body' | 'action_url' | 'data'> & { delivery_id: string | null },
+  item: Pick<
+    InboxItemRow,
+    'id' | 'tenant_id' | 'contact_id' | 'event_id' | 'type_key' | 'title' | 'body' | 'action_url' | 'data'
+  > & { delivery_id: string | null },
 ): Promise<InboxItemRow | undefined> {
   // The INSERT reads its row from the lock CTE, so the lock is held before the stream id is drawn.
   return queryOne<InboxItemRow>(
@@ -86,6 +89,17 @@ export async function storeInboxItem(
        RETURNING ${INBOX_COLUMNS}
      )
      SELECT stored.*, ${streamNoticesSql('SELECT contact_id FROM stored')} AS notices FROM stored`,
-    [item.id, item.tenant_id, item.contact_id, item.event_id, item.delivery_id, item.type_key, item.title, item.body, item.action_url, JSON.stringify(item.data)],
+    [
+      item.id,
+      item.tenant_id,
+      item.contact_id,
+      item.event_id,
+      item.delivery_id,
+      item.type_key,
+      item.title,
+      item.body,
+      item.action_url,
+      JSON.stringify(item.data),
+    ],
   );
 }

@@ -82,7 +82,8 @@ export class StreamHub {
   async connect(): Promise<void> {
     const client = new pg.Client({ connectionString: this.#runtime.db.url, application_name: 'herald-stream' });
     client.on('notification', (message) => {
-      if (message.channel === API_KEYS_CHANNEL && message.payload) return this.#runtime.serviceKeys.evict(message.payload);
+      if (message.channel === API_KEYS_CHANNEL && message.payload)
+        return this.#runtime.serviceKeys.evict(message.payload);
       if (message.channel !== STREAM_CHANNEL || !message.payload) return;
       try {
         const notice = JSON.parse(message.payload) as StreamNotice;
@@ -97,7 +98,9 @@ export class StreamHub {
       this.#runtime.serviceKeys.setListening(false);
       client.end().catch(() => undefined);
       if (this.#stopping) return;
-      this.#runtime.logger.warn('stream listener lost; reconnecting', { error: error instanceof Error ? error.message : undefined });
+      this.#runtime.logger.warn('stream listener lost; reconnecting', {
+        error: error instanceof Error ? error.message : undefined,
+      });
       this.#scheduleReconnect();
     };
     client.on('error', lost);
@@ -209,7 +212,8 @@ export class StreamHub {
         if (owingCounts.size > 0) {
           const counts = await inboxCounts(em, contactId);
           for (const s of owingCounts) {
-            if (streams.subscriptions.has(s)) s.sink.send({ id: s.lastId.toString(), kind: 'counts', payload: { ...counts } });
+            if (streams.subscriptions.has(s))
+              s.sink.send({ id: s.lastId.toString(), kind: 'counts', payload: { ...counts } });
           }
         }
       }
@@ -224,8 +228,7 @@ export class StreamHub {
       streams.draining = false;
       if (streams.subscriptions.size === 0) {
         if (this.#contacts.get(contactId) === streams) this.#contacts.delete(contactId);
-      }
-      else if (streams.dirty) this.#wake(contactId);
+      } else if (streams.dirty) this.#wake(contactId);
     }
   }
 

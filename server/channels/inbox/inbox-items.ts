@@ -22,7 +22,8 @@ export interface InboxItemRow {
   archived_at: Date | string | null;
 }
 
-export const INBOX_COLUMNS = 'id, tenant_id, contact_id, event_id, type_key, title, body, action_url, data, created_at, seen_at, read_at, archived_at';
+export const INBOX_COLUMNS =
+  'id, tenant_id, contact_id, event_id, type_key, title, body, action_url, data, created_at, seen_at, read_at, archived_at';
 
 /** The item as the inbox list, PATCH and the stream's `notification`/`updated` events show it. */
 export function toInboxItemResponse(row: InboxItemRow): InboxItemResponse {

@@ -14,7 +14,6 @@ import { INBOX_COLUMNS, inboxCounts, toInboxItemResponse, type InboxItemRow } fr
 // server/channels/inbox/channel.ts stores items with the columns and row shape it imports from here.
 export { INBOX_COLUMNS, type InboxItemRow };
 
-
 export async function listInbox(
   em: EntityManager,
   contactId: string,
@@ -66,7 +65,9 @@ export async function updateInboxItem(
          archived_at = ${mark(changes.archived, 'i.archived_at')}
          FROM before b
         WHERE i.id = b.id
-        RETURNING ${INBOX_COLUMNS.split(', ').map((c) => `i.${c}`).join(', ')},
+        RETURNING ${INBOX_COLUMNS.split(', ')
+          .map((c) => `i.${c}`)
+          .join(', ')},
           (i.read_at, i.seen_at, i.archived_at) IS DISTINCT FROM (b.read_at, b.seen_at, b.archived_at) AS changed,
           b.read_at IS NULL AND i.read_at IS NOT NULL AS became_read,
           b.archived_at IS NULL AND i.archived_at IS NOT NULL AS became_archived`,
@@ -83,7 +84,11 @@ export async function updateInboxItem(
 }
 
 /** Marks every unread item read (archived ones too); appends one 'counts' event when any changed. */
-export async function readAllInbox(em: EntityManager, tenantId: string, contactId: string): Promise<{ updated: number }> {
+export async function readAllInbox(
+  em: EntityManager,
+  tenantId: string,
+  contactId: string,
+): Promise<{ updated: number }> {
   return em.transactional(async (tx) => {
     const row = await queryOne<{ updated: number }>(
       tx,

@@ -23,8 +23,18 @@ export interface StreamMessage {
 }
 
 /** The contact's log after `after`, oldest first, at most `limit` events. */
-export async function readStreamLog(em: EntityManager, contactId: string, after: bigint, limit: number): Promise<StreamMessage[]> {
-  const rows = await query<{ id: string; kind: StreamEventKind; payload: Record<string, unknown> | null; item: InboxItemRow | null }>(
+export async function readStreamLog(
+  em: EntityManager,
+  contactId: string,
+  after: bigint,
+  limit: number,
+): Promise<StreamMessage[]> {
+  const rows = await query<{
+    id: string;
+    kind: StreamEventKind;
+    payload: Record<string, unknown> | null;
+    item: InboxItemRow | null;
+  }>(
     em,
     `SELECT id::text AS id, kind, payload, item FROM (
        SELECT id, kind, payload, NULL::jsonb AS item FROM stream_events WHERE contact_id = $1 AND id > $2::bigint
@@ -35,7 +45,11 @@ export async function readStreamLog(em: EntityManager, contactId: string, after:
      ORDER BY log.id LIMIT $3`,
     [contactId, after.toString(), limit, STREAM_RETENTION_DAYS],
   );
-  return rows.map((row) => ({ id: row.id, kind: row.kind, payload: row.item ? { ...toInboxItemResponse(row.item) } : row.payload! }));
+  return rows.map((row) => ({
+    id: row.id,
+    kind: row.kind,
+    payload: row.item ? { ...toInboxItemResponse(row.item) } : row.payload!,
+  }));
 }
 
 /** The id of the contact's last stream event (0 when there is none): where a stream without Last-Event-ID starts. */
@@ -52,6 +66,9 @@ export async function streamLogEnd(em: EntityManager, contactId: string): Promis
 
 /** The last stream id drawn by anyone (committed or not): no Last-Event-ID can be beyond it. */
 export async function lastStreamIdDrawn(em: EntityManager): Promise<bigint> {
-  const row = await queryOne<{ last: string }>(em, `SELECT (CASE WHEN is_called THEN last_value ELSE last_value - 1 END)::text AS last FROM ${STREAM_ID_SEQUENCE}`);
+  const row = await queryOne<{ last: string }>(
+    em,
+    `SELECT (CASE WHEN is_called THEN last_value ELSE last_value - 1 END)::text AS last FROM ${STREAM_ID_SEQUENCE}`,
+  );
   return BigInt(row?.last ?? '0');
 }

@@ -37,10 +37,16 @@ export function apnsPayload(message: PushMessage): string {
   });
 }
 
-export async function sendApns(runtime: Context, creds: ApnsCredentials, token: string, message: PushMessage): Promise<PushOutcome> {
+export async function sendApns(
+  runtime: Context,
+  creds: ApnsCredentials,
+  token: string,
+  message: PushMessage,
+): Promise<PushOutcome> {
   if (!/^[0-9A-Fa-f]{32,200}$/.test(token)) return { status: 'dead', error: 'not an APNs device token' };
   const providers = runtime.config.providers;
-  const origin = new URL(creds.environment === 'sandbox' ? providers.apnsSandboxUrl : providers.apnsProductionUrl).origin;
+  const origin = new URL(creds.environment === 'sandbox' ? providers.apnsSandboxUrl : providers.apnsProductionUrl)
+    .origin;
   const body = apnsPayload(message);
   for (let attempt = 0; attempt < 2; attempt++) {
     let jwt: string;
@@ -70,7 +76,13 @@ export async function sendApns(runtime: Context, creds: ApnsCredentials, token: 
     }
     const reason = providerCodes(answer.text)[0] ?? '';
     const error = `APNs ${answer.status}${reason ? ` ${reason}` : ''}`;
-    if (answer.status === 410 || reason === 'Unregistered' || reason === 'BadDeviceToken' || reason === 'DeviceTokenNotForTopic') return { status: 'dead', error };
+    if (
+      answer.status === 410 ||
+      reason === 'Unregistered' ||
+      reason === 'BadDeviceToken' ||
+      reason === 'DeviceTokenNotForTopic'
+    )
+      return { status: 'dead', error };
     // A token Apple considers expired is signed again once, right away.
     if (answer.status === 403 && reason === 'ExpiredProviderToken' && attempt === 0) continue;
     return { status: 'failed', error, retryable: answer.status === 429 || answer.status >= 500 };

@@ -34,7 +34,10 @@ export type SendPush = (
 ) => Promise<PushOutcome>;
 
 function providerDestination(row: SubscriptionRow): PushDestination | null {
-  if (row.provider === 'webpush') return row.endpoint && row.keys ? { provider: 'webpush', subscription: { endpoint: row.endpoint, keys: row.keys } } : null;
+  if (row.provider === 'webpush')
+    return row.endpoint && row.keys
+      ? { provider: 'webpush', subscription: { endpoint: row.endpoint, keys: row.keys } }
+      : null;
   return row.token ? { provider: row.provider, token: row.token } : null;
 }
 
@@ -44,19 +47,36 @@ export function subscriptionChannel(channel: Extract<Channel, 'push' | 'web_push
     channel,
     async deliver({ runtime, em, delivery, event, contact, renderVariables, templates, lookups }) {
       const subscriptionKey = subscriptionLookupKey(contact.id, delivery.destination);
-      const subscription = await lookupOnce(lookups, subscriptionKey, async () =>
-        (await queryOne<SubscriptionRow>(em, `SELECT ${SUBSCRIPTION_COLUMNS} FROM push_subscriptions WHERE id = $1 AND contact_id = $2`, [delivery.destination, contact.id])) ?? null,
+      const subscription = await lookupOnce(
+        lookups,
+        subscriptionKey,
+        async () =>
+          (await queryOne<SubscriptionRow>(
+            em,
+            `SELECT ${SUBSCRIPTION_COLUMNS} FROM push_subscriptions WHERE id = $1 AND contact_id = $2`,
+            [delivery.destination, contact.id],
+          )) ?? null,
       );
       const destination = subscription ? providerDestination(subscription) : null;
       if (!subscription || !destination) return { status: 'skipped', reason: 'no_destination' };
       const rendered = await renderInboxDelivery(em, event, contact, renderVariables, templates);
       if (!rendered) return { status: 'skipped', reason: 'no_template' };
-      const result = await sendPush(runtime, em, event.tenant_id, destination, {
-        title: rendered.title,
-        body: rendered.body,
-        action_url: rendered.action_url,
-        data: { event_id: event.id, type: event.type_key, ...event.variables },
-      }, (provider) => lookupOnce(lookups, `push-transport:${event.tenant_id}:${provider}`, () => loadPushTransport(runtime, em, event.tenant_id, provider)));
+      const result = await sendPush(
+        runtime,
+        em,
+        event.tenant_id,
+        destination,
+        {
+          title: rendered.title,
+          body: rendered.body,
+          action_url: rendered.action_url,
+          data: { event_id: event.id, type: event.type_key, ...event.variables },
+        },
+        (provider) =>
+          lookupOnce(lookups, `push-transport:${event.tenant_id}:${provider}`, () =>
+            loadPushTransport(runtime, em, event.tenant_id, provider),
+          ),
+      );
       if (result.status === 'dead') {
         lookups?.set(subscriptionKey, Promise.resolve(null));
         // The deletion and its webhook commit together (a savepoint when the caller's transaction holds em).
@@ -75,23 +95,27 @@ export function subscriptionChannel(channel: Extract<Channel, 'push' | 'web_push
       return pushOutcome(result);
     },
     async preload(em, deliveries, lookups) {
-      const rows = await query<SubscriptionRow & { contact_id: string }>(
-        em,
-        SUBSCRIPTIONS_BY_ID,
-        [deliveries.map((d) => d.delivery.destination)],
-      );
+      const rows = await query<SubscriptionRow & { contact_id: string }>(em, SUBSCRIPTIONS_BY_ID, [
+        deliveries.map((d) => d.delivery.destination),
+      ]);
       const byId = new Map(rows.map(({ contact_id: contactId, ...row }) => [row.id, { contactId, row }]));
       for (const { delivery, contact } of deliveries) {
         const found = byId.get(delivery.destination);
-        lookups.set(subscriptionLookupKey(contact.id, delivery.destination), Promise.resolve(found?.contactId === contact.id ? found.row : null));
+        lookups.set(
+          subscriptionLookupKey(contact.id, delivery.destination),
+          Promise.resolve(found?.contactId === contact.id ? found.row : null),
+        );
       }
     },
   };
 }
 
 const SUBSCRIPTION_COLUMNS = 'id, provider, token, endpoint, keys';
-const SUBSCRIPTIONS_BY_ID = planEachCall(`SELECT ${SUBSCRIPTION_COLUMNS}, contact_id FROM push_subscriptions WHERE id = ANY($1::uuid[])`);
-const subscriptionLookupKey = (contactId: string, subscriptionId: string) => `push-subscription:${contactId}:${subscriptionId}`;
+const SUBSCRIPTIONS_BY_ID = planEachCall(
+  `SELECT ${SUBSCRIPTION_COLUMNS}, contact_id FROM push_subscriptions WHERE id = ANY($1::uuid[])`,
+);
+const subscriptionLookupKey = (contactId: string, subscriptionId: string) =>
+  `push-subscription:${contactId}:${subscriptionId}`;
 
 export function pushOutcome(result: PushOutcome): DeliveryOutcome {
   switch (result.status) {

@@ -15,7 +15,12 @@ interface ExpoTicket {
   details?: { error?: string };
 }
 
-export async function sendExpo(runtime: Context, creds: ExpoCredentials, token: string, message: PushMessage): Promise<PushOutcome> {
+export async function sendExpo(
+  runtime: Context,
+  creds: ExpoCredentials,
+  token: string,
+  message: PushMessage,
+): Promise<PushOutcome> {
   const url = `${runtime.config.providers.expoUrl.replace(/\/+$/, '')}/--/api/v2/push/send`;
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
   if (creds.access_token) headers.authorization = `Bearer ${creds.access_token}`;
@@ -24,13 +29,23 @@ export async function sendExpo(runtime: Context, creds: ExpoCredentials, token: 
     answer = await providerRequest(runtime, url, {
       headers,
       body: JSON.stringify([
-        { to: token, title: message.title, body: message.body, data: { ...message.data, ...(message.action_url ? { action_url: message.action_url } : {}) } },
+        {
+          to: token,
+          title: message.title,
+          body: message.body,
+          data: { ...message.data, ...(message.action_url ? { action_url: message.action_url } : {}) },
+        },
       ]),
     });
   } catch (error) {
     return { status: 'failed', error: `Expo unreachable: ${(error as Error).message}`, retryable: true };
   }
-  if (answer.status !== 200) return { status: 'failed', error: `Expo ${describeAnswer(answer)}`, retryable: answer.status === 429 || answer.status >= 500 };
+  if (answer.status !== 200)
+    return {
+      status: 'failed',
+      error: `Expo ${describeAnswer(answer)}`,
+      retryable: answer.status === 429 || answer.status >= 500,
+    };
   let ticket: ExpoTicket | undefined;
   try {
     const parsed = JSON.parse(answer.text) as { data?: ExpoTicket[] | ExpoTicket };

@@ -26,7 +26,8 @@ class TokenExchangeError extends Error {
 }
 
 /** Where the service account's access token is cached, by a fingerprint that does not reveal the key. */
-const tokenCacheKey = (creds: FcmCredentials) => `fcm:${credentialsFingerprint(creds, () => [creds.client_email, creds.private_key])}`;
+const tokenCacheKey = (creds: FcmCredentials) =>
+  `fcm:${credentialsFingerprint(creds, () => [creds.client_email, creds.private_key])}`;
 
 /**
  * The cached access token, or one exchange for a new one shared by every send that asks meanwhile: a
@@ -52,7 +53,12 @@ async function exchangeToken(runtime: Context, creds: FcmCredentials, cacheKey: 
   if (!key) throw new TokenExchangeError('the service account private key is not an RSA key', false);
   const tokenUrl = runtime.config.providers.fcmTokenUrl ?? creds.token_uri ?? DEFAULT_TOKEN_URI;
   const iat = Math.floor(now / 1000);
-  const assertion = signJwt('RS256', {}, { iss: creds.client_email, scope: SCOPE, aud: tokenUrl, iat, exp: iat + 3600 }, key);
+  const assertion = signJwt(
+    'RS256',
+    {},
+    { iss: creds.client_email, scope: SCOPE, aud: tokenUrl, iat, exp: iat + 3600 },
+    key,
+  );
   let answer;
   try {
     answer = await providerRequest(runtime, tokenUrl, {
@@ -62,7 +68,11 @@ async function exchangeToken(runtime: Context, creds: FcmCredentials, cacheKey: 
   } catch (error) {
     throw new TokenExchangeError(`token endpoint unreachable: ${(error as Error).message}`, true);
   }
-  if (answer.status !== 200) throw new TokenExchangeError(`token endpoint: ${describeAnswer(answer)}`, answer.status === 429 || answer.status >= 500);
+  if (answer.status !== 200)
+    throw new TokenExchangeError(
+      `token endpoint: ${describeAnswer(answer)}`,
+      answer.status === 429 || answer.status >= 500,
+    );
   const parsed = JSON.parse(answer.text) as { access_token?: string; expires_in?: number };
   if (!parsed.access_token) throw new TokenExchangeError('token endpoint answered without an access token', true);
   const lifetime = Math.max(60, Number(parsed.expires_in ?? 3600));
@@ -78,12 +88,18 @@ function stringData(message: PushMessage): Record<string, string> {
   return out;
 }
 
-export async function sendFcm(runtime: Context, creds: FcmCredentials, token: string, message: PushMessage): Promise<PushOutcome> {
+export async function sendFcm(
+  runtime: Context,
+  creds: FcmCredentials,
+  token: string,
+  message: PushMessage,
+): Promise<PushOutcome> {
   let bearer: string;
   try {
     bearer = await accessToken(runtime, creds);
   } catch (error) {
-    if (error instanceof TokenExchangeError) return { status: 'failed', error: `FCM ${error.message}`, retryable: error.retryable };
+    if (error instanceof TokenExchangeError)
+      return { status: 'failed', error: `FCM ${error.message}`, retryable: error.retryable };
     return { status: 'failed', error: `FCM token endpoint: ${(error as Error).message}`, retryable: true };
   }
   const url = `${runtime.config.providers.fcmUrl.replace(/\/+$/, '')}/v1/projects/${encodeURIComponent(creds.project_id)}/messages:send`;
@@ -91,10 +107,13 @@ export async function sendFcm(runtime: Context, creds: FcmCredentials, token: st
   try {
     answer = await providerRequest(runtime, url, {
       headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ message: { token, notification: { title: message.title, body: message.body }, data: stringData(message) } }),
+      body: JSON.stringify({
+        message: { token, notification: { title: message.title, body: message.body }, data: stringData(message) },
+      }),
     });
   } catch (error) {
-    if (error instanceof ProviderUnreachableError) return { status: 'failed', error: `FCM unreachable: ${error.message}`, retryable: true };
+    if (error instanceof ProviderUnreachableError)
+      return { status: 'failed', error: `FCM unreachable: ${error.message}`, retryable: true };
     throw error;
   }
   if (answer.status === 200) {

@@ -4,7 +4,12 @@ import { createHash, createPrivateKey, sign, type KeyObject } from 'node:crypto'
 
 const b64url = (value: string | Buffer) => Buffer.from(value).toString('base64url');
 
-export function signJwt(alg: 'ES256' | 'RS256', header: Record<string, unknown>, claims: Record<string, unknown>, key: KeyObject): string {
+export function signJwt(
+  alg: 'ES256' | 'RS256',
+  header: Record<string, unknown>,
+  claims: Record<string, unknown>,
+  key: KeyObject,
+): string {
   const input = `${b64url(JSON.stringify({ alg, typ: 'JWT', ...header }))}.${b64url(JSON.stringify(claims))}`;
   const signature = sign('sha256', Buffer.from(input), alg === 'ES256' ? { key, dsaEncoding: 'ieee-p1363' } : key);
   return `${input}.${b64url(signature)}`;

@@ -4,7 +4,8 @@ export interface WebPushSubscription {
   keys: { p256dh: string; auth: string };
 }
 
-export type PushDestination = { provider: 'apns' | 'fcm' | 'expo'; token: string } | { provider: 'webpush'; subscription: WebPushSubscription };
+export type PushDestination =
+  { provider: 'apns' | 'fcm' | 'expo'; token: string } | { provider: 'webpush'; subscription: WebPushSubscription };
 
 export type PushMessage = { title: string; body: string; data?: Record<string, unknown>; action_url?: string | null };
 

@@ -8,7 +8,13 @@ import { createSecureContext } from 'node:tls';
 import type { Context } from '../../base/context.ts';
 import { NonPublicAddressError, assertPublicHost, publicOnlyLookup } from '../../base/net/public-address.ts';
 import { trustedCas } from '../../base/net/trusted-cas.ts';
-import { Http2Origins, http2Request, MAX_ANSWER_BYTES, type ProviderResponse, type RequestOptions } from './provider-http2.ts';
+import {
+  Http2Origins,
+  http2Request,
+  MAX_ANSWER_BYTES,
+  type ProviderResponse,
+  type RequestOptions,
+} from './provider-http2.ts';
 
 export type { ProviderResponse };
 
@@ -46,7 +52,11 @@ export function providerState(runtime: Context): ProviderState {
       http2: new Http2Origins(secureContext),
       agents: {
         http: new HttpAgent({ keepAlive: true, maxSockets: SOCKETS_PER_ORIGIN }),
-        https: new HttpsAgent({ keepAlive: true, maxSockets: SOCKETS_PER_ORIGIN, ...(secureContext ? { secureContext } : {}) }),
+        https: new HttpsAgent({
+          keepAlive: true,
+          maxSockets: SOCKETS_PER_ORIGIN,
+          ...(secureContext ? { secureContext } : {}),
+        }),
       },
     };
     state = created;
@@ -78,19 +88,35 @@ export async function providerRequest(
   },
 ): Promise<ProviderResponse> {
   const target = new URL(url);
-  if (target.protocol !== 'https:' && target.protocol !== 'http:') throw new ProviderUnreachableError(`unsupported URL scheme ${target.protocol}`);
+  if (target.protocol !== 'https:' && target.protocol !== 'http:')
+    throw new ProviderUnreachableError(`unsupported URL scheme ${target.protocol}`);
   if (options.publicOnly) assertPublicHost(target);
-  const request: RequestOptions = { method: options.method ?? 'POST', headers: options.headers, body: options.body, timeoutMs: options.timeoutMs ?? 15_000 };
+  const request: RequestOptions = {
+    method: options.method ?? 'POST',
+    headers: options.headers,
+    body: options.body,
+    timeoutMs: options.timeoutMs ?? 15_000,
+  };
   try {
-    const session = target.protocol === 'https:' ? await providerState(runtime).http2.session(target, options.publicOnly ?? false, request.timeoutMs) : null;
-    return await (session ? http2Request(session, target, request) : http1Request(runtime, target, request, options.publicOnly ?? false));
+    const session =
+      target.protocol === 'https:'
+        ? await providerState(runtime).http2.session(target, options.publicOnly ?? false, request.timeoutMs)
+        : null;
+    return await (session
+      ? http2Request(session, target, request)
+      : http1Request(runtime, target, request, options.publicOnly ?? false));
   } catch (error) {
     if (error instanceof NonPublicAddressError) throw error;
     throw new ProviderUnreachableError(`${target.origin}: ${(error as Error).message}`);
   }
 }
 
-function http1Request(runtime: Context, target: URL, options: RequestOptions, publicOnly: boolean): Promise<ProviderResponse> {
+function http1Request(
+  runtime: Context,
+  target: URL,
+  options: RequestOptions,
+  publicOnly: boolean,
+): Promise<ProviderResponse> {
   const { agents } = providerState(runtime);
   const https = target.protocol === 'https:';
   return new Promise((resolve, reject) => {
@@ -110,7 +136,9 @@ function http1Request(runtime: Context, target: URL, options: RequestOptions, pu
           size += chunk.length;
           if (size <= MAX_ANSWER_BYTES) chunks.push(chunk);
         });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }),
+        );
         res.on('error', reject);
       },
     );
@@ -150,7 +178,10 @@ export function providerCodes(text: string): string[] {
   const found: unknown[] = [b.reason];
   if (b.error && typeof b.error === 'object') {
     const e = b.error as { status?: unknown; details?: unknown };
-    found.push(e.status, ...(Array.isArray(e.details) ? e.details.map((d) => (d as { errorCode?: unknown } | null)?.errorCode) : []));
+    found.push(
+      e.status,
+      ...(Array.isArray(e.details) ? e.details.map((d) => (d as { errorCode?: unknown } | null)?.errorCode) : []),
+    );
   } else found.push(b.error);
   if (Array.isArray(b.errors)) found.push(...b.errors.map((e) => (e as { code?: unknown } | null)?.code));
   if (typeof b.errno === 'number') found.push(`errno-${b.errno}`);

@@ -79,7 +79,11 @@ export class Http2Origins {
   }
 
   close(): void {
-    for (const connecting of this.#sessions.values()) connecting.then((session) => session?.destroy(), () => undefined);
+    for (const connecting of this.#sessions.values())
+      connecting.then(
+        (session) => session?.destroy(),
+        () => undefined,
+      );
     this.#sessions.clear();
     this.#http1Until.clear();
   }
@@ -147,12 +151,22 @@ const inFlight = new WeakMap<ClientHttp2Session, number>();
 const REFUSED_STREAM_RETRIES = 2;
 
 /** One request on a session; rejects when the stream fails or times out (the caller tells it apart from an answer). */
-export async function http2Request(session: ClientHttp2Session, target: URL, options: RequestOptions): Promise<ProviderResponse> {
+export async function http2Request(
+  session: ClientHttp2Session,
+  target: URL,
+  options: RequestOptions,
+): Promise<ProviderResponse> {
   for (let retry = 0; ; retry++) {
     try {
       return await streamRequest(session, target, options);
     } catch (error) {
-      if (!(error instanceof RefusedStreamError) || retry >= REFUSED_STREAM_RETRIES || session.closed || session.destroyed) throw error;
+      if (
+        !(error instanceof RefusedStreamError) ||
+        retry >= REFUSED_STREAM_RETRIES ||
+        session.closed ||
+        session.destroyed
+      )
+        throw error;
     }
   }
 }
@@ -204,7 +218,12 @@ function streamRequest(session: ClientHttp2Session, target: URL, options: Reques
       resolve({ status: Number(status ?? 0), headers: rest, text: Buffer.concat(chunks).toString('utf8') });
     });
     stream.on('error', (error) => {
-      if (settle()) reject(stream.rstCode === constants.NGHTTP2_REFUSED_STREAM && !headers ? new RefusedStreamError(error.message) : error);
+      if (settle())
+        reject(
+          stream.rstCode === constants.NGHTTP2_REFUSED_STREAM && !headers
+            ? new RefusedStreamError(error.message)
+            : error,
+        );
     });
     stream.on('close', () => {
       if (settle()) reject(new Error('the stream closed without a response'));

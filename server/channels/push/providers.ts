@@ -13,7 +13,12 @@ import type { PushDestination, PushMessage, PushOutcome } from './messages.ts';
 
 export type { ProviderCredentials };
 
-export async function sendPushWith(runtime: Context, credentials: ProviderCredentials, destination: PushDestination, message: PushMessage): Promise<PushOutcome> {
+export async function sendPushWith(
+  runtime: Context,
+  credentials: ProviderCredentials,
+  destination: PushDestination,
+  message: PushMessage,
+): Promise<PushOutcome> {
   try {
     if (destination.provider === 'webpush') {
       if (credentials.provider !== 'webpush') return { status: 'skipped', reason: 'no_transport' };
@@ -43,7 +48,8 @@ export async function sendPush(
   tenantId: string,
   destination: PushDestination,
   message: PushMessage,
-  loadTransport: (provider: PushDestination['provider']) => Promise<LoadedPushTransport | null> = (provider) => loadPushTransport(runtime, em, tenantId, provider),
+  loadTransport: (provider: PushDestination['provider']) => Promise<LoadedPushTransport | null> = (provider) =>
+    loadPushTransport(runtime, em, tenantId, provider),
 ): Promise<PushOutcome> {
   const loaded = await loadTransport(destination.provider);
   if (!loaded) return { status: 'skipped', reason: 'no_transport' };

@@ -72,11 +72,22 @@ export async function registerPushSubscription(
 }
 
 export async function listPushSubscriptions(em: EntityManager, contactId: string): Promise<PushSubscriptionResponse[]> {
-  const rows = await query<PushSubscriptionRow>(em, `SELECT ${COLUMNS} FROM push_subscriptions WHERE contact_id = $1 ORDER BY id`, [contactId]);
+  const rows = await query<PushSubscriptionRow>(
+    em,
+    `SELECT ${COLUMNS} FROM push_subscriptions WHERE contact_id = $1 ORDER BY id`,
+    [contactId],
+  );
   return rows.map(toPushSubscriptionResponse);
 }
 
-export async function deletePushSubscription(em: EntityManager, contactId: string, subscriptionId: string): Promise<void> {
-  const deleted = await execute(em, `DELETE FROM push_subscriptions WHERE id = $1 AND contact_id = $2`, [subscriptionId, contactId]);
+export async function deletePushSubscription(
+  em: EntityManager,
+  contactId: string,
+  subscriptionId: string,
+): Promise<void> {
+  const deleted = await execute(em, `DELETE FROM push_subscriptions WHERE id = $1 AND contact_id = $2`, [
+    subscriptionId,
+    contactId,
+  ]);
   if (deleted === 0) throw notFound('Push subscription');
 }

@@ -12,21 +12,38 @@ import { PushSettingsByProvider, type PushTransportResponse, type SendTestResult
 import { parsePrivateKey } from './jwt.ts';
 import { sendPushWith } from './providers.ts';
 import type { PushDestination } from './messages.ts';
-import { decryptPushSecrets, findPushTransportRows, loadPushTransport, type PushTransportRow } from './tenant-credentials.ts';
+import {
+  decryptPushSecrets,
+  findPushTransportRows,
+  loadPushTransport,
+  type PushTransportRow,
+} from './tenant-credentials.ts';
 import { generateVapidKeys, vapidPublicKeyOf } from '../web-push/provider.ts';
 import { pushTransportSecretsAad } from '../../base/crypto/aad.ts';
 import { toIsoTimestamp } from '../../base/timestamps.ts';
 
 function toPushTransportResponse(row: PushTransportRow, unreadable: boolean): PushTransportResponse {
-  return { provider: row.provider, settings: row.settings, credentials_unreadable: unreadable, updated_at: toIsoTimestamp(row.updated_at) };
+  return {
+    provider: row.provider,
+    settings: row.settings,
+    credentials_unreadable: unreadable,
+    updated_at: toIsoTimestamp(row.updated_at),
+  };
 }
 
-export async function listPushTransports(runtime: Context, em: EntityManager, tenantId: string): Promise<PushTransportResponse[]> {
+export async function listPushTransports(
+  runtime: Context,
+  em: EntityManager,
+  tenantId: string,
+): Promise<PushTransportResponse[]> {
   const rows = await findPushTransportRows(em, tenantId);
   return rows.map((row) => toPushTransportResponse(row, decryptPushSecrets(runtime, tenantId, row) === 'unreadable'));
 }
 
-function parseSettings<P extends PushProvider>(provider: P, body: unknown): z.infer<(typeof PushSettingsByProvider)[P]> {
+function parseSettings<P extends PushProvider>(
+  provider: P,
+  body: unknown,
+): z.infer<(typeof PushSettingsByProvider)[P]> {
   const result = PushSettingsByProvider[provider].safeParse(body);
   if (!result.success) throw new ValidationFailure(issuesOf('body', result.error));
   return result.data as z.infer<(typeof PushSettingsByProvider)[P]>;
@@ -43,14 +60,27 @@ async function splitSettings(
   switch (provider) {
     case 'apns': {
       const s = parseSettings('apns', body);
-      if (!parsePrivateKey(s.private_key, 'ec-p256')) throw invalidField(['body', 'private_key'], 'must be the PEM of an APNs .p8 key (P-256)');
-      return { settings: { team_id: s.team_id, key_id: s.key_id, bundle_id: s.bundle_id, environment: s.environment }, secrets: { private_key: s.private_key } };
+      if (!parsePrivateKey(s.private_key, 'ec-p256'))
+        throw invalidField(['body', 'private_key'], 'must be the PEM of an APNs .p8 key (P-256)');
+      return {
+        settings: { team_id: s.team_id, key_id: s.key_id, bundle_id: s.bundle_id, environment: s.environment },
+        secrets: { private_key: s.private_key },
+      };
     }
     case 'fcm': {
       const { service_account: sa } = parseSettings('fcm', body);
-      if (!parsePrivateKey(sa.private_key, 'rsa')) throw invalidField(['body', 'service_account', 'private_key'], 'must be the PEM of the service account RSA key');
+      if (!parsePrivateKey(sa.private_key, 'rsa'))
+        throw invalidField(
+          ['body', 'service_account', 'private_key'],
+          'must be the PEM of the service account RSA key',
+        );
       return {
-        settings: { project_id: sa.project_id, client_email: sa.client_email, private_key_id: sa.private_key_id ?? null, token_uri: sa.token_uri ?? null },
+        settings: {
+          project_id: sa.project_id,
+          client_email: sa.client_email,
+          private_key_id: sa.private_key_id ?? null,
+          token_uri: sa.token_uri ?? null,
+        },
         secrets: { private_key: sa.private_key },
       };
     }
@@ -65,7 +95,8 @@ async function splitSettings(
       if (privateKey) {
         const derived = vapidPublicKeyOf(privateKey);
         if (!derived) throw invalidField(['body', 'private_key'], 'must be a base64url P-256 private key');
-        if (publicKey && publicKey.replace(/=+$/, '') !== derived) throw invalidField(['body', 'public_key'], 'does not match private_key');
+        if (publicKey && publicKey.replace(/=+$/, '') !== derived)
+          throw invalidField(['body', 'public_key'], 'does not match private_key');
         publicKey = derived;
       } else if (publicKey) {
         throw invalidField(['body', 'private_key'], 'is required when public_key is given');
@@ -87,9 +118,17 @@ async function splitSettings(
   }
 }
 
-export async function putPushTransport(runtime: Context, em: EntityManager, tenantId: string, provider: PushProvider, body: unknown): Promise<PushTransportResponse> {
+export async function putPushTransport(
+  runtime: Context,
+  em: EntityManager,
+  tenantId: string,
+  provider: PushProvider,
+  body: unknown,
+): Promise<PushTransportResponse> {
   const { settings, secrets } = await splitSettings(runtime, em, tenantId, provider, body);
-  const ciphertext = secrets ? runtime.keyRing.encrypt(JSON.stringify(secrets), pushTransportSecretsAad(tenantId, provider)) : null;
+  const ciphertext = secrets
+    ? runtime.keyRing.encrypt(JSON.stringify(secrets), pushTransportSecretsAad(tenantId, provider))
+    : null;
   const row = await queryOne<PushTransportRow>(
     em,
     `INSERT INTO push_transports (tenant_id, provider, settings, secrets_ciphertext) VALUES ($1, $2, $3::jsonb, $4)
@@ -121,11 +160,17 @@ export async function testPushTransport(
   em: EntityManager,
   tenantId: string,
   provider: PushProvider,
-  input: { token?: string; subscription?: { endpoint: string; keys: { p256dh: string; auth: string } }; title?: string; body?: string },
+  input: {
+    token?: string;
+    subscription?: { endpoint: string; keys: { p256dh: string; auth: string } };
+    title?: string;
+    body?: string;
+  },
 ): Promise<SendTestResult> {
   let destination: PushDestination;
   if (provider === 'webpush') {
-    if (!input.subscription) throw invalidField(['body', 'subscription'], 'a web push test needs a browser subscription');
+    if (!input.subscription)
+      throw invalidField(['body', 'subscription'], 'a web push test needs a browser subscription');
     destination = { provider, subscription: input.subscription };
   } else {
     if (!input.token) throw invalidField(['body', 'token'], `a ${provider} test needs a device token`);
@@ -134,7 +179,11 @@ export async function testPushTransport(
   const loaded = await loadPushTransport(runtime, em, tenantId, provider);
   if (!loaded) throw new AppError('not_configured', `No ${provider} push transport is configured for this tenant`);
   if (loaded.state === 'unreadable') {
-    return { ok: false, error: 'credentials_unreadable: the secrets were encrypted with a key that is no longer in the key ring; set them again' };
+    return {
+      ok: false,
+      error:
+        'credentials_unreadable: the secrets were encrypted with a key that is no longer in the key ring; set them again',
+    };
   }
   const outcome = await sendPushWith(runtime, loaded.credentials, destination, {
     title: input.title ?? 'Herald test notification',

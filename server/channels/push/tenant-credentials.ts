@@ -28,17 +28,27 @@ export interface PushTransportRow {
 
 export type LoadedPushTransport = { state: 'ready'; credentials: ProviderCredentials } | { state: 'unreadable' };
 
-export function decryptPushSecrets(runtime: Context, tenantId: string, row: PushTransportRow): Record<string, unknown> | 'unreadable' {
+export function decryptPushSecrets(
+  runtime: Context,
+  tenantId: string,
+  row: PushTransportRow,
+): Record<string, unknown> | 'unreadable' {
   if (!row.secrets_ciphertext) return {};
   try {
-    return JSON.parse(runtime.keyRing.decrypt(row.secrets_ciphertext, pushTransportSecretsAad(tenantId, row.provider))) as Record<string, unknown>;
+    return JSON.parse(
+      runtime.keyRing.decrypt(row.secrets_ciphertext, pushTransportSecretsAad(tenantId, row.provider)),
+    ) as Record<string, unknown>;
   } catch (error) {
     if (isUnreadable(error)) return 'unreadable';
     throw error;
   }
 }
 
-export async function findPushTransportRows(em: EntityManager, tenantId: string, provider?: PushProvider): Promise<PushTransportRow[]> {
+export async function findPushTransportRows(
+  em: EntityManager,
+  tenantId: string,
+  provider?: PushProvider,
+): Promise<PushTransportRow[]> {
   return query<PushTransportRow>(
     em,
     `SELECT provider, settings, secrets_ciphertext, updated_at FROM push_transports
@@ -48,7 +58,12 @@ export async function findPushTransportRows(em: EntityManager, tenantId: string,
 }
 
 /** The provider's credentials (settings + decrypted secrets); null when the tenant has no such transport. */
-export async function loadPushTransport(runtime: Context, em: EntityManager, tenantId: string, provider: PushProvider): Promise<LoadedPushTransport | null> {
+export async function loadPushTransport(
+  runtime: Context,
+  em: EntityManager,
+  tenantId: string,
+  provider: PushProvider,
+): Promise<LoadedPushTransport | null> {
   const [row] = await findPushTransportRows(em, tenantId, provider);
   if (!row) return null;
   const secrets = decryptPushSecrets(runtime, tenantId, row);

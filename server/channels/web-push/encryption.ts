@@ -28,8 +28,13 @@ export interface WebPushKeys {
  * Throws on keys a browser would not give (wrong lengths, a point off the curve). `fixed` sets the
  * salt and our key pair, for the RFC's test vector only: both must be new for every message.
  */
-export function encryptWebPushPayload(keys: WebPushKeys, payload: string | Buffer, fixed?: { salt: Buffer; senderKey: ECDH }): Buffer {
-  if (typeof keys?.p256dh !== 'string' || typeof keys.auth !== 'string') throw new Error('the subscription has no p256dh key or auth secret');
+export function encryptWebPushPayload(
+  keys: WebPushKeys,
+  payload: string | Buffer,
+  fixed?: { salt: Buffer; senderKey: ECDH },
+): Buffer {
+  if (typeof keys?.p256dh !== 'string' || typeof keys.auth !== 'string')
+    throw new Error('the subscription has no p256dh key or auth secret');
   const uaPublic = Buffer.from(keys.p256dh, 'base64url');
   if (uaPublic.length !== 65) throw new Error('the subscription p256dh key is not 65 octets');
   const authSecret = Buffer.from(keys.auth, 'base64url');
@@ -61,7 +66,14 @@ export function encryptWebPushPayload(keys: WebPushKeys, payload: string | Buffe
   header.writeUInt32BE(recordSize, 16);
   header[20] = asPublic.length;
   const cipher = createCipheriv('aes-128-gcm', cek, nonce);
-  return Buffer.concat([header, asPublic, cipher.update(plaintext), cipher.update(LAST_RECORD), cipher.final(), cipher.getAuthTag()]);
+  return Buffer.concat([
+    header,
+    asPublic,
+    cipher.update(plaintext),
+    cipher.update(LAST_RECORD),
+    cipher.final(),
+    cipher.getAuthTag(),
+  ]);
 }
 
 function hmac(key: Buffer, ...parts: Buffer[]): Buffer {

@@ -37,7 +37,12 @@ export function vapidPublicKeyOf(privateKey: string): string | null {
 }
 
 export function webPushPayload(message: PushMessage): string {
-  return JSON.stringify({ title: message.title, body: message.body, data: message.data ?? {}, action_url: message.action_url ?? null });
+  return JSON.stringify({
+    title: message.title,
+    body: message.body,
+    data: message.data ?? {},
+    action_url: message.action_url ?? null,
+  });
 }
 
 /** A VAPID token is valid this long; web-push's own default. */
@@ -59,13 +64,25 @@ export function vapidAuthorization(creds: WebPushCredentials, origin: string, no
   const cached = vapidTokens.get(key);
   if (cached && cached.expiresAt - VAPID_RENEW_BEFORE_SECONDS > now) return cached.authorization;
   const expiresAt = now + VAPID_TOKEN_SECONDS;
-  const { Authorization: authorization } = webpush.getVapidHeaders(origin, creds.subject, creds.public_key, creds.private_key, 'aes128gcm', expiresAt);
+  const { Authorization: authorization } = webpush.getVapidHeaders(
+    origin,
+    creds.subject,
+    creds.public_key,
+    creds.private_key,
+    'aes128gcm',
+    expiresAt,
+  );
   if (vapidTokens.size >= VAPID_CACHE_MAX) vapidTokens.clear();
   vapidTokens.set(key, { authorization, expiresAt });
   return authorization;
 }
 
-export async function sendWebPush(runtime: Context, creds: WebPushCredentials, subscription: WebPushSubscription, message: PushMessage): Promise<PushOutcome> {
+export async function sendWebPush(
+  runtime: Context,
+  creds: WebPushCredentials,
+  subscription: WebPushSubscription,
+  message: PushMessage,
+): Promise<PushOutcome> {
   let endpoint: URL;
   try {
     endpoint = new URL(subscription.endpoint);
@@ -104,7 +121,8 @@ export async function sendWebPush(runtime: Context, creds: WebPushCredentials, s
       publicOnly: !runtime.config.allowPrivatePushEndpoints,
     });
   } catch (error) {
-    if (error instanceof NonPublicAddressError) return { status: 'dead', error: `web push endpoint refused: ${error.message}` };
+    if (error instanceof NonPublicAddressError)
+      return { status: 'dead', error: `web push endpoint refused: ${error.message}` };
     return { status: 'failed', error: `web push service unreachable: ${(error as Error).message}`, retryable: true };
   }
   if (answer.status >= 200 && answer.status < 300) {

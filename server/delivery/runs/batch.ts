@@ -40,7 +40,10 @@ export interface InboxBatchResult {
  * Delivers what it can of a batch of delivery jobs, completing the jobs whose events it settled all of
  * in the statement that stores them. The caller runs the other runs for every event not settled.
  */
-export async function deliverInboxBatch(runtime: ChannelContext, jobs: Array<FetchedJob & { data: DeliverEventJob }>): Promise<InboxBatchResult> {
+export async function deliverInboxBatch(
+  runtime: ChannelContext,
+  jobs: Array<FetchedJob & { data: DeliverEventJob }>,
+): Promise<InboxBatchResult> {
   const boss = runtime.boss;
   if (!boss) throw new Error('the batched run needs the job queue');
   const eventIds = [...new Set(jobs.flatMap((j) => eventIdsOf(j.data)))];
@@ -76,7 +79,13 @@ export async function deliverInboxBatch(runtime: ChannelContext, jobs: Array<Fet
         continue;
       }
       const outcome = await inboxOutcome(runtime, em, event, id, templates);
-      deliveries.push({ ...row, status: outcome.status, reason: outcome.reason, last_error: outcome.lastError, attempts: 1 });
+      deliveries.push({
+        ...row,
+        status: outcome.status,
+        reason: outcome.reason,
+        last_error: outcome.lastError,
+        attempts: 1,
+      });
       if (outcome.item) items.push(outcome.item);
     }
   }
@@ -85,7 +94,10 @@ export async function deliverInboxBatch(runtime: ChannelContext, jobs: Array<Fet
   const done = jobs.filter((j) => eventIdsOf(j.data).every((id) => settled.has(id)));
   await storeBatch(em, boss, { deliveries, items, eventIds: stored, jobs: done });
   const createdAt = new Map(local.map(({ event }) => [event.id, event.created_at]));
-  countStored(runtime, deliveries.map((d) => ({ channel: d.channel, status: d.status, created_at: createdAt.get(d.event_id)! })));
+  countStored(
+    runtime,
+    deliveries.map((d) => ({ channel: d.channel, status: d.status, created_at: createdAt.get(d.event_id)! })),
+  );
   wakeWebhookDispatch(runtime);
   return { settled, left };
 }

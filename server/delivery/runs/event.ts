@@ -47,7 +47,11 @@ export interface Round {
  * Processes one event. Throws RetryableDeliveryError when a delivery failed in a way worth retrying
  * (the job is retried with backoff); `finalAttempt` turns such failures into final 'failed' statuses.
  */
-export async function deliverEvent(runtime: ChannelContext, eventId: string, options: { finalAttempt: boolean }): Promise<void> {
+export async function deliverEvent(
+  runtime: ChannelContext,
+  eventId: string,
+  options: { finalAttempt: boolean },
+): Promise<void> {
   const em = runtime.orm.em.fork();
   const templates = newTemplateCache();
   const retryErrors: string[] = [];
@@ -56,7 +60,12 @@ export async function deliverEvent(runtime: ChannelContext, eventId: string, opt
     const done = await em.transactional((tx) => runRound(runtime, tx, eventId, templates, options.finalAttempt));
     if (!done) break;
     retryErrors.push(...done.retryErrors);
-    if (done.held.length > 0 && runtime.boss) wakeWhenDue(runtime.boss, runtime.logger, done.held.map((h) => h.runAt));
+    if (done.held.length > 0 && runtime.boss)
+      wakeWhenDue(
+        runtime.boss,
+        runtime.logger,
+        done.held.map((h) => h.runAt),
+      );
     for (const delivery of done.remote) {
       const outcome = await sendRemote(em, {
         runtime,
@@ -77,7 +86,13 @@ export async function deliverEvent(runtime: ChannelContext, eventId: string, opt
   if (retryErrors.length > 0) throw new RetryableDeliveryError(retryErrors.join('; '));
 }
 
-async function runRound(runtime: ChannelContext, tx: EntityManager, eventId: string, templates: TemplateCache, finalAttempt: boolean): Promise<Round | null> {
+async function runRound(
+  runtime: ChannelContext,
+  tx: EntityManager,
+  eventId: string,
+  templates: TemplateCache,
+  finalAttempt: boolean,
+): Promise<Round | null> {
   const event = await loadEventLocked(tx, eventId);
   if (!event || FINAL_EVENT_STATUSES.has(event.status)) return null;
   const variables = readVariables(runtime, event);
@@ -124,6 +139,12 @@ async function runRound(runtime: ChannelContext, tx: EntityManager, eventId: str
   }
   if (held.length > 0) await scheduleRuns(tx, runtime.boss!, held);
   if (!final) await rollupEvent(tx, event.id);
-  return { event, variables: 'values' in context.variables ? context.variables.values : null, remote, again, held, retryErrors: context.retryErrors };
+  return {
+    event,
+    variables: 'values' in context.variables ? context.variables.values : null,
+    remote,
+    again,
+    held,
+    retryErrors: context.retryErrors,
+  };
 }
-

@@ -27,7 +27,11 @@ import { isLocalChannel } from '../../channels/registry.ts';
 import type { DeliveryOutcome, DeliveryRow, RunLookups, ChannelContext } from '../../channels/types.ts';
 import { countOutcome, countSkipped } from '../metrics.ts';
 import { noteRetry, quietHoldUntil, settleLocal } from './round.ts';
-import { claimLoadedNewEventsWithoutWorkflow, claimNewEventsWithoutWorkflow, type LoadedEvent } from '../stages/load.ts';
+import {
+  claimLoadedNewEventsWithoutWorkflow,
+  claimNewEventsWithoutWorkflow,
+  type LoadedEvent,
+} from '../stages/load.ts';
 import { planEvent, type PlannedDelivery } from '../stages/plan.ts';
 import { newTemplateCache, readVariables, type TemplateCache } from '../../channels/render-delivery.ts';
 import { rollupEvents } from '../stages/rollup.ts';
@@ -92,7 +96,8 @@ export async function deliverRemoteBatch(
         if ('error' in variables) continue;
         const plan = planEvent(event);
         // Only events with a remote delivery to send: inbox-only ones stay with the runs made for them.
-        if (plan.some((d) => d.status === 'pending' && !isLocal(d))) takes.push({ event, values: variables.values, plan });
+        if (plan.some((d) => d.status === 'pending' && !isLocal(d)))
+          takes.push({ event, values: variables.values, plan });
       }
       if (takes.length === 0) return;
       for (const { event, plan } of takes) countSkipped(runtime, event, plan);
@@ -185,7 +190,13 @@ async function sendAndStore(
   const toSend: RemoteSend[] = [];
   for (const { event, values, plan } of takes) {
     for (const planned of plan) {
-      const delivery: DeliveryRow = { id: newId(now), channel: planned.channel, destination: planned.destination, provider: planned.provider, attempts: 0 };
+      const delivery: DeliveryRow = {
+        id: newId(now),
+        channel: planned.channel,
+        destination: planned.destination,
+        provider: planned.provider,
+        attempts: 0,
+      };
       if (planned.status === 'skipped') {
         deliveries.push(storedSkip(storedRow(event, delivery.id, planned), planned.reason));
       } else {
@@ -199,7 +210,11 @@ async function sendAndStore(
   );
   const sent: SentRemote[] = toSend.map((s, i) => ({ ...s, outcome: outcomes[i]! }));
   onSent(sent);
-  for (const { event, input, outcome } of sent) deliveries.push({ ...storedRow(event, input.delivery.id, input.delivery), ...storedAttempt(outcome, input.finalAttempt) });
+  for (const { event, input, outcome } of sent)
+    deliveries.push({
+      ...storedRow(event, input.delivery.id, input.delivery),
+      ...storedAttempt(outcome, input.finalAttempt),
+    });
   await storeBatch(tx, runtime.boss!, { deliveries, items: [], eventIds: takes.map((t) => t.event.id), jobs: [] });
 }
 
@@ -254,5 +269,17 @@ function remoteSend(
   delivery: DeliveryRow,
   finalAttempt: boolean,
 ): RemoteSend {
-  return { event, input: { runtime, delivery, event, contact: event.contact!, renderVariables: values, templates, finalAttempt, lookups } };
+  return {
+    event,
+    input: {
+      runtime,
+      delivery,
+      event,
+      contact: event.contact!,
+      renderVariables: values,
+      templates,
+      finalAttempt,
+      lookups,
+    },
+  };
 }

@@ -25,8 +25,14 @@ export interface RoundContext {
   retryErrors: string[];
 }
 
-export function noteRetry(errors: string[], delivery: DeliveryRow, outcome: DeliveryOutcome | null, finalAttempt: boolean): void {
-  if (outcome?.status === 'failed' && outcome.retryable && !finalAttempt) errors.push(`${delivery.channel}: ${outcome.error}`);
+export function noteRetry(
+  errors: string[],
+  delivery: DeliveryRow,
+  outcome: DeliveryOutcome | null,
+  finalAttempt: boolean,
+): void {
+  if (outcome?.status === 'failed' && outcome.retryable && !finalAttempt)
+    errors.push(`${delivery.channel}: ${outcome.error}`);
 }
 
 /**
@@ -42,7 +48,9 @@ export async function settleLocal(context: RoundContext, deliveries: DeliveryRow
     if (!sender) continue; // unreachable: only registered channels are planned
     if (!contact || 'error' in variables) {
       const outcome: DeliveryOutcome =
-        'error' in variables ? { status: 'failed', error: variables.error, retryable: false } : { status: 'skipped', reason: 'no_destination' };
+        'error' in variables
+          ? { status: 'failed', error: variables.error, retryable: false }
+          : { status: 'skipped', reason: 'no_destination' };
       await recordOutcome(tx, delivery.id, outcome, context.finalAttempt);
       countOutcome(runtime, event, delivery.channel, outcome, context.finalAttempt);
     } else if (sender.local) {

@@ -93,12 +93,17 @@ export async function claimNewEventsWithoutWorkflow(em: EntityManager, eventIds:
  * as they were loaded. What a contact or type changed in between is as if it had changed just after
  * the lock.
  */
-export async function claimLoadedNewEventsWithoutWorkflow(em: EntityManager, eventIds: string[], loaded: ReadonlyMap<string, LoadedEvent>): Promise<LoadedEvent[]> {
+export async function claimLoadedNewEventsWithoutWorkflow(
+  em: EntityManager,
+  eventIds: string[],
+  loaded: ReadonlyMap<string, LoadedEvent>,
+): Promise<LoadedEvent[]> {
   const locked = await query<{ id: string }>(em, LOCK_NEW_WITHOUT_WORKFLOW, [eventIds]);
   return locked.map(({ id }) => loaded.get(id)!);
 }
 
-const EVENT_COLUMNS = 'id, tenant_id, type_key, brand_key, external_id, variables, status, channels, contact_id, secret_variables_ciphertext, steps, broadcast_id, created_at';
+const EVENT_COLUMNS =
+  'id, tenant_id, type_key, brand_key, external_id, variables, status, channels, contact_id, secret_variables_ciphertext, steps, broadcast_id, created_at';
 
 /**
  * What depends only on an event's (tenant, type, brand), its kind. The load statement answers them on
@@ -134,8 +139,10 @@ function withKindColumns(events: LoadedEvent[]): LoadedEvent[] {
   return events;
 }
 
-const sameKind = (a: LoadedEvent, b: LoadedEvent) => a.tenant_id === b.tenant_id && a.type_key === b.type_key && a.brand_key === b.brand_key;
-const kindKey = (event: LoadedEvent) => `${event.tenant_id}\n${event.type_key}\n${event.brand_key === null ? '' : `=${event.brand_key}`}`;
+const sameKind = (a: LoadedEvent, b: LoadedEvent) =>
+  a.tenant_id === b.tenant_id && a.type_key === b.type_key && a.brand_key === b.brand_key;
+const kindKey = (event: LoadedEvent) =>
+  `${event.tenant_id}\n${event.type_key}\n${event.brand_key === null ? '' : `=${event.brand_key}`}`;
 
 const loadStatement = (events: string) =>
   `WITH ev AS MATERIALIZED (
@@ -177,5 +184,13 @@ const newWithoutWorkflow = (columns: string) =>
      FROM events e ${eventTypeJoin('e')}
     WHERE e.id = ANY($1::uuid[]) AND e.status IN ('queued', 'scheduled') AND e.steps IS NULL AND nt.workflow IS NULL
     ORDER BY e.id FOR UPDATE OF e SKIP LOCKED`;
-const CLAIM_NEW_WITHOUT_WORKFLOW = planEachCall(loadStatement(newWithoutWorkflow(EVENT_COLUMNS.split(', ').map((c) => `e.${c}`).join(', '))));
+const CLAIM_NEW_WITHOUT_WORKFLOW = planEachCall(
+  loadStatement(
+    newWithoutWorkflow(
+      EVENT_COLUMNS.split(', ')
+        .map((c) => `e.${c}`)
+        .join(', '),
+    ),
+  ),
+);
 const LOCK_NEW_WITHOUT_WORKFLOW = planEachCall(newWithoutWorkflow('e.id'));

@@ -16,7 +16,6 @@ import { LOCAL_CHANNELS_SQL, registeredChannels } from '../../channels/registry.
 import type { LoadedEvent } from './load.ts';
 import { EVENTS_PER_DELIVERY_JOB, REMOTE_EVENTS_PER_DELIVERY_JOB } from '../queues.ts';
 
-
 export interface PlanInput {
   channelDefaults: Partial<Record<Channel, boolean>>;
   requestedChannels: Channel[] | null;
@@ -43,7 +42,8 @@ const MOBILE_PROVIDERS = new Set(['apns', 'fcm', 'expo']);
 
 export function planDeliveries(input: PlanInput): PlannedDelivery[] {
   const out: PlannedDelivery[] = [];
-  const skip = (channel: Channel, reason: SkipReason) => out.push({ channel, destination: '', provider: null, status: 'skipped', reason });
+  const skip = (channel: Channel, reason: SkipReason) =>
+    out.push({ channel, destination: '', provider: null, status: 'skipped', reason });
   for (const channel of CHANNELS) {
     if (!input.registered.has(channel)) continue;
     const onByDefault = input.channelDefaults[channel] === true;
@@ -66,7 +66,8 @@ export function planDeliveries(input: PlanInput): PlannedDelivery[] {
       skip(channel, 'no_destination');
       continue;
     }
-    for (const d of destinations) out.push({ channel, destination: d.destination, provider: d.provider, status: 'pending', reason: null });
+    for (const d of destinations)
+      out.push({ channel, destination: d.destination, provider: d.provider, status: 'pending', reason: null });
   }
   return out;
 }
@@ -79,9 +80,13 @@ function destinationsFor(channel: Channel, input: PlanInput): Array<{ destinatio
     case 'email':
       return input.contactEmail ? [{ destination: input.contactEmail, provider: null }] : [];
     case 'push':
-      return input.subscriptions.filter((s) => MOBILE_PROVIDERS.has(s.provider)).map((s) => ({ destination: s.id, provider: s.provider }));
+      return input.subscriptions
+        .filter((s) => MOBILE_PROVIDERS.has(s.provider))
+        .map((s) => ({ destination: s.id, provider: s.provider }));
     case 'web_push':
-      return input.subscriptions.filter((s) => s.provider === 'webpush').map((s) => ({ destination: s.id, provider: s.provider }));
+      return input.subscriptions
+        .filter((s) => s.provider === 'webpush')
+        .map((s) => ({ destination: s.id, provider: s.provider }));
   }
 }
 
@@ -91,7 +96,9 @@ function destinationsFor(channel: Channel, input: PlanInput): Array<{ destinatio
  */
 export function planEvent(event: LoadedEvent, only?: Channel): PlannedDelivery[] {
   const contact = event.contact;
-  const preferences = Object.fromEntries((contact?.preferences ?? []).filter((p) => p.type_key === event.type_key).map((p) => [p.channel, p.enabled]));
+  const preferences = Object.fromEntries(
+    (contact?.preferences ?? []).filter((p) => p.type_key === event.type_key).map((p) => [p.channel, p.enabled]),
+  );
   const requested = only ? (event.channels === null || event.channels.includes(only) ? [only] : []) : event.channels;
   return planDeliveries({
     channelDefaults: event.channel_defaults ?? {},

@@ -10,7 +10,13 @@ import { planEachCall } from '../../base/db/prepared.ts';
 import type { ContactRow } from '../../base/db/contacts.ts';
 import { TemplateError, UnfilledSlotError } from '../../base/template-engine.ts';
 import { channelRegistry } from '../../channels/registry.ts';
-import type { DeliveryOutcome, DeliveryRow, EventForDelivery, RunLookups, ChannelContext } from '../../channels/types.ts';
+import type {
+  DeliveryOutcome,
+  DeliveryRow,
+  EventForDelivery,
+  RunLookups,
+  ChannelContext,
+} from '../../channels/types.ts';
 import type { TemplateCache } from '../../channels/render-delivery.ts';
 import { recordOutcome, recordOutcomes } from './store.ts';
 
@@ -45,7 +51,11 @@ export async function sendLocal(tx: EntityManager, input: SendInput): Promise<De
 export async function sendRemote(em: EntityManager, input: SendInput): Promise<DeliveryOutcome | null> {
   try {
     return await em.transactional(async (tx) => {
-      const locked = await queryOne(tx, `SELECT id FROM deliveries WHERE id = $1 AND status = 'pending' FOR UPDATE SKIP LOCKED`, [input.delivery.id]);
+      const locked = await queryOne(
+        tx,
+        `SELECT id FROM deliveries WHERE id = $1 AND status = 'pending' FOR UPDATE SKIP LOCKED`,
+        [input.delivery.id],
+      );
       if (!locked) return null;
       const outcome = await attempt(tx, input);
       await recordOutcome(tx, input.delivery.id, outcome, input.finalAttempt);
@@ -58,7 +68,9 @@ export async function sendRemote(em: EntityManager, input: SendInput): Promise<D
   }
 }
 
-const CLAIM_PENDING = planEachCall(`SELECT id FROM deliveries WHERE id = ANY($1::uuid[]) AND status = 'pending' ORDER BY id FOR UPDATE SKIP LOCKED`);
+const CLAIM_PENDING = planEachCall(
+  `SELECT id FROM deliveries WHERE id = ANY($1::uuid[]) AND status = 'pending' ORDER BY id FOR UPDATE SKIP LOCKED`,
+);
 
 /**
  * Sends remote deliveries side by side under their row locks, taken together (SKIP LOCKED) and held
@@ -68,21 +80,25 @@ const CLAIM_PENDING = planEachCall(`SELECT id FROM deliveries WHERE id = ANY($1:
  * statement never waits for another's. Throws only when the claim or the record fails: then nothing
  * of the batch is recorded, and its deliveries, still pending, are for the job's retry.
  */
-export async function sendRemoteBatch(runtime: ChannelContext, inputs: SendInput[]): Promise<Array<DeliveryOutcome | null>> {
+export async function sendRemoteBatch(
+  runtime: ChannelContext,
+  inputs: SendInput[],
+): Promise<Array<DeliveryOutcome | null>> {
   if (inputs.length === 0) return [];
   return runtime.orm.em.fork().transactional(async (tx) => {
-    const claimed = await query<{ id: string }>(
-      tx,
-      CLAIM_PENDING,
-      [inputs.map((i) => i.delivery.id)],
-    );
+    const claimed = await query<{ id: string }>(tx, CLAIM_PENDING, [inputs.map((i) => i.delivery.id)]);
     const mine = new Set(claimed.map((c) => c.id));
-    const sent = await sendSideBySide(runtime, inputs.filter((input) => mine.has(input.delivery.id)));
+    const sent = await sendSideBySide(
+      runtime,
+      inputs.filter((input) => mine.has(input.delivery.id)),
+    );
     let next = 0;
     const outcomes = inputs.map((input) => (mine.has(input.delivery.id) ? sent[next++]! : null));
     await recordOutcomes(
       tx,
-      inputs.flatMap((input, i) => (outcomes[i] ? [{ deliveryId: input.delivery.id, outcome: outcomes[i], finalAttempt: input.finalAttempt }] : [])),
+      inputs.flatMap((input, i) =>
+        outcomes[i] ? [{ deliveryId: input.delivery.id, outcome: outcomes[i], finalAttempt: input.finalAttempt }] : [],
+      ),
     );
     return outcomes;
   });
@@ -131,7 +147,10 @@ async function preloadLookups(runtime: ChannelContext, em: EntityManager, inputs
       try {
         await sender.preload(em, group, group[0]!.lookups!);
       } catch (error) {
-        runtime.logger.warn('delivery lookups could not be preloaded', { channel, error: error instanceof Error ? error.message : String(error) });
+        runtime.logger.warn('delivery lookups could not be preloaded', {
+          channel,
+          error: error instanceof Error ? error.message : String(error),
+        });
       }
     }),
   );

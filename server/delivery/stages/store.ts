@@ -40,8 +40,19 @@ export type StoredItem = NewInboxItem;
 export type StoredRow = Pick<StoredDelivery, 'id' | 'event_id' | 'tenant_id' | 'channel' | 'destination' | 'provider'>;
 
 /** A planned delivery's row for storeBatch, with its id; a skipped one is stored as planned, never attempted. */
-export function storedRow(event: { id: string; tenant_id: string }, id: string, planned: Pick<PlannedDelivery, 'channel' | 'destination' | 'provider'>): StoredRow {
-  return { id, event_id: event.id, tenant_id: event.tenant_id, channel: planned.channel, destination: planned.destination, provider: planned.provider };
+export function storedRow(
+  event: { id: string; tenant_id: string },
+  id: string,
+  planned: Pick<PlannedDelivery, 'channel' | 'destination' | 'provider'>,
+): StoredRow {
+  return {
+    id,
+    event_id: event.id,
+    tenant_id: event.tenant_id,
+    channel: planned.channel,
+    destination: planned.destination,
+    provider: planned.provider,
+  };
 }
 
 /** A planned delivery stored as skipped, with the plan's reason. */
@@ -83,18 +94,35 @@ export async function storeBatch(
 }
 
 /** The statement per queue instance: it embeds the delivery queue's table name, read from pg-boss once. */
-const storeStatement = statementPerQueue((boss) => deliveryJobsCompletionCte(boss, 4).then((cte) => planEachCall(buildStoreStatement(cte))));
+const storeStatement = statementPerQueue((boss) =>
+  deliveryJobsCompletionCte(boss, 4).then((cte) => planEachCall(buildStoreStatement(cte))),
+);
 
 /**
  * The columns of a StoredDelivery and of a StoredItem, as storeBatch gives them to its statement; the
  * mostly null ones last, where JSON rows leave them out. An item's tenant and event are its delivery's.
  */
 const DELIVERY_COLUMNS = [
-  ['id', 'uuid'], ['event_id', 'uuid'], ['tenant_id', 'uuid'], ['channel', 'text'], ['destination', 'text'], ['status', 'text'],
-  ['attempts', 'int'], ['provider', 'text'], ['reason', 'text'], ['last_error', 'text'], ['provider_message_id', 'text'],
+  ['id', 'uuid'],
+  ['event_id', 'uuid'],
+  ['tenant_id', 'uuid'],
+  ['channel', 'text'],
+  ['destination', 'text'],
+  ['status', 'text'],
+  ['attempts', 'int'],
+  ['provider', 'text'],
+  ['reason', 'text'],
+  ['last_error', 'text'],
+  ['provider_message_id', 'text'],
 ] as const satisfies JsonRowColumns<StoredDelivery>;
 const ITEM_COLUMNS = [
-  ['id', 'uuid'], ['delivery_id', 'uuid'], ['contact_id', 'uuid'], ['type_key', 'text'], ['title', 'text'], ['body', 'text'], ['data', 'jsonb'],
+  ['id', 'uuid'],
+  ['delivery_id', 'uuid'],
+  ['contact_id', 'uuid'],
+  ['type_key', 'text'],
+  ['title', 'text'],
+  ['body', 'text'],
+  ['data', 'jsonb'],
   ['action_url', 'text'],
 ] as const satisfies JsonRowColumns<StoredItem>;
 
@@ -146,11 +174,17 @@ function buildStoreStatement(completedJobsCte: string): string {
  * the mostly null ones last, where JSON rows leave them out.
  */
 const PLANNED_COLUMNS = [
-  ['channel', 'text'], ['destination', 'text'], ['status', 'text'], ['provider', 'text'], ['reason', 'text'],
+  ['channel', 'text'],
+  ['destination', 'text'],
+  ['status', 'text'],
+  ['provider', 'text'],
+  ['reason', 'text'],
 ] as const satisfies JsonRowColumns<PlannedDelivery>;
-const EVENT_PLANNED_COLUMNS = [['event_id', 'uuid'], ['tenant_id', 'uuid'], ...PLANNED_COLUMNS] as const satisfies JsonRowColumns<
-  PlannedDelivery & { event_id: string; tenant_id: string }
->;
+const EVENT_PLANNED_COLUMNS = [
+  ['event_id', 'uuid'],
+  ['tenant_id', 'uuid'],
+  ...PLANNED_COLUMNS,
+] as const satisfies JsonRowColumns<PlannedDelivery & { event_id: string; tenant_id: string }>;
 
 /**
  * Stores an event's plan (the per-event run, inside the transaction holding the event); returns the
@@ -183,7 +217,9 @@ export async function storePlans(
   em: EntityManager,
   plans: Array<{ event: { id: string; tenant_id: string }; plan: PlannedDelivery[] }>,
 ): Promise<Array<DeliveryRow & { event_id: string }>> {
-  const rows = plans.flatMap(({ event, plan }) => plan.map((d) => ({ ...d, event_id: event.id, tenant_id: event.tenant_id })));
+  const rows = plans.flatMap(({ event, plan }) =>
+    plan.map((d) => ({ ...d, event_id: event.id, tenant_id: event.tenant_id })),
+  );
   if (rows.length === 0) return [];
   const inserted = await query<DeliveryRow & { event_id: string; status: string }>(
     em,
@@ -198,7 +234,10 @@ export async function storePlans(
 }
 
 /** What a delivery's attempt stores (storeBatch): its outcome's columns, attempted once. */
-export function storedAttempt(outcome: DeliveryOutcome, finalAttempt: boolean): Pick<StoredDelivery, 'status' | 'reason' | 'last_error' | 'provider_message_id' | 'attempts'> {
+export function storedAttempt(
+  outcome: DeliveryOutcome,
+  finalAttempt: boolean,
+): Pick<StoredDelivery, 'status' | 'reason' | 'last_error' | 'provider_message_id' | 'attempts'> {
   const { status, reason, error, messageId } = outcomeColumns(outcome, finalAttempt);
   return { status, reason, last_error: error, provider_message_id: messageId, attempts: 1 };
 }
@@ -213,7 +252,12 @@ export async function pendingDeliveries(em: EntityManager, eventId: string): Pro
 }
 
 /** Stores an attempt's outcome on a still-pending delivery; a retryable failure stays pending unless it was the last attempt. */
-export async function recordOutcome(em: EntityManager, deliveryId: string, outcome: DeliveryOutcome, finalAttempt: boolean): Promise<void> {
+export async function recordOutcome(
+  em: EntityManager,
+  deliveryId: string,
+  outcome: DeliveryOutcome,
+  finalAttempt: boolean,
+): Promise<void> {
   const { status, reason, error, messageId } = outcomeColumns(outcome, finalAttempt);
   await execute(
     em,
@@ -240,15 +284,25 @@ const touchSentSubscriptions = (recorded: string) => `UPDATE push_subscriptions 
      AND (s.last_used_at IS NULL OR s.last_used_at < now() - interval '60 seconds')`;
 
 /** recordOutcome for many deliveries in one statement (the batched remote run). */
-export async function recordOutcomes(em: EntityManager, outcomes: Array<{ deliveryId: string; outcome: DeliveryOutcome; finalAttempt: boolean }>): Promise<void> {
+export async function recordOutcomes(
+  em: EntityManager,
+  outcomes: Array<{ deliveryId: string; outcome: DeliveryOutcome; finalAttempt: boolean }>,
+): Promise<void> {
   if (outcomes.length === 0) return;
-  const rows = outcomes.map(({ deliveryId, outcome, finalAttempt }) => ({ id: deliveryId, ...outcomeColumns(outcome, finalAttempt) }));
+  const rows = outcomes.map(({ deliveryId, outcome, finalAttempt }) => ({
+    id: deliveryId,
+    ...outcomeColumns(outcome, finalAttempt),
+  }));
   await execute(em, RECORD_OUTCOMES, [jsonRowsParameter(rows, OUTCOME_COLUMNS)]);
 }
 
 /** An attempt's outcome, as recordOutcomes gives it to its statement. */
 const OUTCOME_COLUMNS = [
-  ['id', 'uuid'], ['status', 'text'], ['reason', 'text'], ['error', 'text'], ['messageId', 'text'],
+  ['id', 'uuid'],
+  ['status', 'text'],
+  ['reason', 'text'],
+  ['error', 'text'],
+  ['messageId', 'text'],
 ] as const satisfies JsonRowColumns<{ id: string } & ReturnType<typeof outcomeColumns>>;
 
 const RECORD_OUTCOMES = planEachCall(`WITH recorded AS (
@@ -261,9 +315,18 @@ const RECORD_OUTCOMES = planEachCall(`WITH recorded AS (
      ${touchSentSubscriptions('recorded')}`);
 
 /** What an outcome stores: a retryable failure stays pending unless it was the last attempt. */
-function outcomeColumns(outcome: DeliveryOutcome, finalAttempt: boolean): { status: StoredDelivery['status']; reason: string | null; error: string | null; messageId: string | null } {
+function outcomeColumns(
+  outcome: DeliveryOutcome,
+  finalAttempt: boolean,
+): { status: StoredDelivery['status']; reason: string | null; error: string | null; messageId: string | null } {
   if (outcome.status === 'skipped') return { status: 'skipped', reason: outcome.reason, error: null, messageId: null };
-  if (outcome.status === 'failed') return { status: outcome.retryable && !finalAttempt ? 'pending' : 'failed', reason: null, error: truncate(outcome.error), messageId: null };
+  if (outcome.status === 'failed')
+    return {
+      status: outcome.retryable && !finalAttempt ? 'pending' : 'failed',
+      reason: null,
+      error: truncate(outcome.error),
+      messageId: null,
+    };
   return { status: outcome.status, reason: null, error: null, messageId: outcome.providerMessageId ?? null };
 }
 

@@ -19,7 +19,12 @@ import { statementPerQueue } from '../../base/queue.ts';
 import { deliveryJobsCte } from '../enqueue.ts';
 import { eventsPerJobSql } from '../stages/plan.ts';
 import { jsonRows, jsonRowsParameter, jsonRowsSql, type JsonRowColumns } from '../../base/db/json-rows.ts';
-import { CONTACT_INPUT_COLUMNS, contactUpsertStatement, isBareContact, type ContactUpsertInput } from '../../resources/contact-upsert.ts';
+import {
+  CONTACT_INPUT_COLUMNS,
+  contactUpsertStatement,
+  isBareContact,
+  type ContactUpsertInput,
+} from '../../resources/contact-upsert.ts';
 
 /** One trigger, ready to write. */
 export interface TriggerInput {
@@ -65,10 +70,23 @@ const triggerStatement = statementPerQueue((boss) => deliveryJobsCte(boss, 'to_e
 
 /** A trigger's columns, and its events', as JSON rows (db/json-rows.ts); its contacts are CONTACT_INPUT_COLUMNS rows. */
 const TRIGGER_COLUMNS = [
-  ['tenant_id', 'uuid'], ['type', 'text'], ['brand', 'text'], ['channels', 'text[]'], ['variables', 'jsonb'], ['names', 'text[]'],
-  ['secret_keys', 'text[]'], ['contacts', 'jsonb'], ['events', 'jsonb'], ['send_at', 'timestamptz'], ['cancellation_key', 'text'],
+  ['tenant_id', 'uuid'],
+  ['type', 'text'],
+  ['brand', 'text'],
+  ['channels', 'text[]'],
+  ['variables', 'jsonb'],
+  ['names', 'text[]'],
+  ['secret_keys', 'text[]'],
+  ['contacts', 'jsonb'],
+  ['events', 'jsonb'],
+  ['send_at', 'timestamptz'],
+  ['cancellation_key', 'text'],
 ] as const satisfies JsonRowColumns<TriggerInput>;
-const EVENT_COLUMNS = [['id', 'uuid'], ['external_id', 'text'], ['ciphertext', 'text']] as const satisfies JsonRowColumns<TriggerInput['events'][number]>;
+const EVENT_COLUMNS = [
+  ['id', 'uuid'],
+  ['external_id', 'text'],
+  ['ciphertext', 'text'],
+] as const satisfies JsonRowColumns<TriggerInput['events'][number]>;
 
 /**
  * $1 is the triggers, JSON rows of TriggerInput (writeTriggers), `n` their positions. The statement's
@@ -163,18 +181,28 @@ const buildTriggerStatement = (jobsCte: string) => `
  * Runs the triggers in one statement (inside `em`'s transaction if it has one); one outcome per
  * trigger, in order.
  */
-export async function writeTriggers(em: EntityManager, boss: PgBoss, triggers: TriggerInput[]): Promise<TriggerOutcome[]> {
+export async function writeTriggers(
+  em: EntityManager,
+  boss: PgBoss,
+  triggers: TriggerInput[],
+): Promise<TriggerOutcome[]> {
   const statement = await triggerStatement(boss);
   const rows = await query<TriggerOutcome & { inserted: number; enqueued: number }>(em, statement, [
     jsonRowsParameter(
-      triggers.map((t) => ({ ...t, contacts: jsonRows(t.contacts, CONTACT_INPUT_COLUMNS), events: jsonRows(t.events, EVENT_COLUMNS) })),
+      triggers.map((t) => ({
+        ...t,
+        contacts: jsonRows(t.contacts, CONTACT_INPUT_COLUMNS),
+        events: jsonRows(t.events, EVENT_COLUMNS),
+      })),
       TRIGGER_COLUMNS,
     ),
   ]);
   const expected = triggers.reduce((sum, t, n) => sum + (rows[n]?.accepted ? t.events.length : 0), 0);
   // Unreachable unless the statement is broken; if so, better a 500 than a lost notification.
   if (rows.length !== triggers.length || rows[0]!.inserted !== expected || rows[0]!.enqueued !== expected) {
-    throw new Error(`trigger statement answered ${rows.length} rows for ${triggers.length} triggers, ${rows[0]?.inserted} events and ${rows[0]?.enqueued} enqueued for ${expected}`);
+    throw new Error(
+      `trigger statement answered ${rows.length} rows for ${triggers.length} triggers, ${rows[0]?.inserted} events and ${rows[0]?.enqueued} enqueued for ${expected}`,
+    );
   }
   return rows.map(({ inserted: _inserted, enqueued: _enqueued, ...outcome }) => outcome);
 }
@@ -220,7 +248,12 @@ export class TriggerBatcher {
   private readonly heldUpAfterMs: number;
 
   /** `afterCommit` runs once per committed statement (it wakes the delivery workers). */
-  constructor(write: (triggers: TriggerInput[]) => Promise<TriggerOutcome[]>, lanes: number, afterCommit: () => void, heldUpAfterMs = HELD_UP_AFTER_MS) {
+  constructor(
+    write: (triggers: TriggerInput[]) => Promise<TriggerOutcome[]>,
+    lanes: number,
+    afterCommit: () => void,
+    heldUpAfterMs = HELD_UP_AFTER_MS,
+  ) {
     this.write = write;
     this.lanes = lanes;
     this.afterCommit = afterCommit;
@@ -308,8 +341,11 @@ export class TriggerBatcher {
     let events = 0;
     for (const p of this.queue) {
       const { trigger } = p;
-      const fielded = trigger.contacts.filter((c) => !isBareContact(c)).map((c) => `${trigger.tenant_id}/${c.external_id}`);
-      const full = batch.length >= MAX_BATCH_TRIGGERS || (batch.length > 0 && events + trigger.events.length > MAX_BATCH_EVENTS);
+      const fielded = trigger.contacts
+        .filter((c) => !isBareContact(c))
+        .map((c) => `${trigger.tenant_id}/${c.external_id}`);
+      const full =
+        batch.length >= MAX_BATCH_TRIGGERS || (batch.length > 0 && events + trigger.events.length > MAX_BATCH_EVENTS);
       if (full || fielded.some((key) => withFields.has(key) || deferred.has(key))) {
         kept.push(p);
         for (const key of fielded) deferred.add(key);

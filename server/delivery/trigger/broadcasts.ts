@@ -96,7 +96,9 @@ export async function createBroadcast(
   idempotencyKey: string | null,
 ): Promise<{ status: number; body: BroadcastAccepted }> {
   checkVariableNames(request);
-  return withIdempotencyKey(runtime, em, tenantId, idempotencyKey, request, (claim) => acceptBroadcast(runtime, em, tenantId, request, claim));
+  return withIdempotencyKey(runtime, em, tenantId, idempotencyKey, request, (claim) =>
+    acceptBroadcast(runtime, em, tenantId, request, claim),
+  );
 }
 
 interface BroadcastCheck {
@@ -131,19 +133,44 @@ async function acceptBroadcast(
   const secretKeys = Object.keys(request.secret_variables);
   const id = newId(runtime.clock.now());
   return em.transactional(async (tx) => {
-    const check = (await queryOne<BroadcastCheck>(tx, CHECK, [tenantId, request.type, request.brand ?? null, [...Object.keys(request.variables), ...secretKeys], topicKey]))!;
+    const check = (await queryOne<BroadcastCheck>(tx, CHECK, [
+      tenantId,
+      request.type,
+      request.brand ?? null,
+      [...Object.keys(request.variables), ...secretKeys],
+      topicKey,
+    ]))!;
     refuseUnlessAccepted(check, request, topicKey);
-    const ciphertext = secretKeys.length > 0 ? runtime.keyRing.encrypt(JSON.stringify(request.secret_variables), broadcastSecretAad(id)) : null;
+    const ciphertext =
+      secretKeys.length > 0
+        ? runtime.keyRing.encrypt(JSON.stringify(request.secret_variables), broadcastSecretAad(id))
+        : null;
     await execute(
       tx,
       `INSERT INTO broadcasts (id, tenant_id, type_key, audience, topic_id, brand_key, channels, variables, secret_variables_ciphertext, secret_keys, send_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-      [id, tenantId, request.type, JSON.stringify(request.audience), check.topic_id, request.brand ?? null, request.channels ?? null, JSON.stringify(request.variables), ciphertext, secretKeys, request.send_at ?? null],
+      [
+        id,
+        tenantId,
+        request.type,
+        JSON.stringify(request.audience),
+        check.topic_id,
+        request.brand ?? null,
+        request.channels ?? null,
+        JSON.stringify(request.variables),
+        ciphertext,
+        secretKeys,
+        request.send_at ?? null,
+      ],
     );
     // The job's id is the broadcast's: the fan-out can never be enqueued twice.
     const startAfter = request.send_at ? new Date(request.send_at) : undefined;
     // The dead letter queue is named on the job too: a queue created before it had one keeps its settings.
-    await boss.send(BROADCAST_FAN_OUT_QUEUE, { broadcast_id: id }, { db: bossDb(tx), id, startAfter, deadLetter: BROADCAST_FAN_OUT_DEAD_QUEUE });
+    await boss.send(
+      BROADCAST_FAN_OUT_QUEUE,
+      { broadcast_id: id },
+      { db: bossDb(tx), id, startAfter, deadLetter: BROADCAST_FAN_OUT_DEAD_QUEUE },
+    );
     const body: BroadcastAccepted = { broadcast_id: id, status: 'queued' };
     if (claim) await completeIdempotencyKey(tx, claim, 202, body);
     return body;
@@ -154,31 +181,53 @@ function refuseUnlessAccepted(check: BroadcastCheck, request: BroadcastRequest, 
   if (!check.tenant_found) throw unauthorized('The credential belongs to no tenant', true);
   if (check.archived) throw new AppError('tenant_archived', 'This tenant is archived and cannot send notifications');
   const issues: ValidationIssue[] = [];
-  if (!check.type_found) issues.push({ loc: ['body', 'type'], msg: `no live notification type "${request.type}"`, type: 'value_error' });
-  if (!check.brand_found) issues.push({ loc: ['body', 'brand'], msg: `no brand "${request.brand}"`, type: 'value_error' });
-  if (topicKey !== null && !check.topic_id) issues.push({ loc: ['body', 'audience', 'topic'], msg: `no topic "${topicKey}"`, type: 'value_error' });
-  for (const name of check.missing) issues.push({ loc: ['body', 'variables', name], msg: `the type requires the variable "${name}"`, type: 'missing' });
+  if (!check.type_found)
+    issues.push({ loc: ['body', 'type'], msg: `no live notification type "${request.type}"`, type: 'value_error' });
+  if (!check.brand_found)
+    issues.push({ loc: ['body', 'brand'], msg: `no brand "${request.brand}"`, type: 'value_error' });
+  if (topicKey !== null && !check.topic_id)
+    issues.push({ loc: ['body', 'audience', 'topic'], msg: `no topic "${topicKey}"`, type: 'value_error' });
+  for (const name of check.missing)
+    issues.push({ loc: ['body', 'variables', name], msg: `the type requires the variable "${name}"`, type: 'missing' });
   if (issues.length > 0) throw new ValidationFailure(issues);
 }
 
 async function countedRow(em: EntityManager, tenantId: string, id: string): Promise<CountedRow> {
   if (!isUuid(id)) throw notFound('Broadcast');
-  const row = await queryOne<CountedRow>(em, `SELECT ${BROADCAST_COLUMNS}, ${COUNTS_SQL} AS counts FROM broadcasts b WHERE id = $1 AND tenant_id = $2`, [id, tenantId]);
+  const row = await queryOne<CountedRow>(
+    em,
+    `SELECT ${BROADCAST_COLUMNS}, ${COUNTS_SQL} AS counts FROM broadcasts b WHERE id = $1 AND tenant_id = $2`,
+    [id, tenantId],
+  );
   if (!row) throw notFound('Broadcast');
   return row;
 }
 
 /** The broadcast with live counts; a fanned-out broadcast whose events are all final is completed on the way. */
-export async function getBroadcast(runtime: Context, em: EntityManager, tenantId: string, id: string): Promise<BroadcastResponse> {
+export async function getBroadcast(
+  runtime: Context,
+  em: EntityManager,
+  tenantId: string,
+  id: string,
+): Promise<BroadcastResponse> {
   const row = await countedRow(em, tenantId, id);
-  if (row.status === 'running' && row.fanned_out_at !== null && row.counts.pending === 0 && (await completeBroadcastIfDone(runtime, em, id))) {
+  if (
+    row.status === 'running' &&
+    row.fanned_out_at !== null &&
+    row.counts.pending === 0 &&
+    (await completeBroadcastIfDone(runtime, em, id))
+  ) {
     return toBroadcastResponse(await countedRow(em, tenantId, id));
   }
   return toBroadcastResponse(row);
 }
 
 /** The tenant's broadcasts, newest first, paged by an opaque cursor. */
-export async function listBroadcasts(em: EntityManager, tenantId: string, filter: BroadcastListQuery): Promise<BroadcastPage> {
+export async function listBroadcasts(
+  em: EntityManager,
+  tenantId: string,
+  filter: BroadcastListQuery,
+): Promise<BroadcastPage> {
   const after = filter.cursor ? decodeCursor(filter.cursor) : null;
   const rows = await query<CountedRow>(
     em,
@@ -188,7 +237,10 @@ export async function listBroadcasts(em: EntityManager, tenantId: string, filter
     [tenantId, filter.status ?? null, after, filter.limit + 1],
   );
   const items = rows.slice(0, filter.limit).map(toBroadcastResponse);
-  return { items, next_cursor: rows.length > filter.limit ? encodeCursor(items[items.length - 1]!.broadcast_id) : null };
+  return {
+    items,
+    next_cursor: rows.length > filter.limit ? encodeCursor(items[items.length - 1]!.broadcast_id) : null,
+  };
 }
 
 /**
@@ -218,30 +270,38 @@ const cancelJobsStatement = statementPerQueue(async (boss) => {
  * and cancels the events not yet fetched for delivery. 409 for a completed broadcast; cancelling a
  * canceled one changes nothing.
  */
-export async function cancelBroadcast(runtime: Context, em: EntityManager, tenantId: string, id: string): Promise<BroadcastResponse> {
+export async function cancelBroadcast(
+  runtime: Context,
+  em: EntityManager,
+  tenantId: string,
+  id: string,
+): Promise<BroadcastResponse> {
   const current = await countedRow(em, tenantId, id);
-  if (current.status === 'completed' || current.status === 'failed') throw new AppError('conflict', `This broadcast is ${current.status} and cannot be canceled`);
+  if (current.status === 'completed' || current.status === 'failed')
+    throw new AppError('conflict', `This broadcast is ${current.status} and cannot be canceled`);
   if (current.status === 'canceled') return toBroadcastResponse(current);
   const boss = runtime.boss;
   if (!boss) throw new AppError('service_unavailable', 'The job queue is not running; retry shortly');
   const statement = await cancelJobsStatement(boss);
   // Its statements lock many of the broadcast's events while the workers store theirs in another
   // order: PostgreSQL may break a deadlock by failing the cancel, which then runs again (it is idempotent).
-  await retryOnDeadlock(() => em.transactional(async (tx) => {
-    const canceled = await execute(
-      tx,
-      `UPDATE broadcasts SET status = 'canceled', secret_variables_ciphertext = NULL, completed_at = now(), updated_at = now()
+  await retryOnDeadlock(() =>
+    em.transactional(async (tx) => {
+      const canceled = await execute(
+        tx,
+        `UPDATE broadcasts SET status = 'canceled', secret_variables_ciphertext = NULL, completed_at = now(), updated_at = now()
         WHERE id = $1 AND tenant_id = $2 AND status IN ('queued', 'running')`,
-      [id, tenantId],
-    );
-    if (canceled === 0) return; // completed or canceled meanwhile: the re-read below tells which
-    await execute(tx, statement, [id]);
-    // The rest, not final yet: held, waiting in a workflow, or in a job a worker holds (its run finds
-    // them canceled when it locks them).
-    await cancelByBroadcast(tx, tenantId, id);
-    // A fan-out that has not started yet never will.
-    await boss.cancel(BROADCAST_FAN_OUT_QUEUE, id, { db: bossDb(tx) });
-  }));
+        [id, tenantId],
+      );
+      if (canceled === 0) return; // completed or canceled meanwhile: the re-read below tells which
+      await execute(tx, statement, [id]);
+      // The rest, not final yet: held, waiting in a workflow, or in a job a worker holds (its run finds
+      // them canceled when it locks them).
+      await cancelByBroadcast(tx, tenantId, id);
+      // A fan-out that has not started yet never will.
+      await boss.cancel(BROADCAST_FAN_OUT_QUEUE, id, { db: bossDb(tx) });
+    }),
+  );
   return toBroadcastResponse(await countedRow(em, tenantId, id));
 }
 
@@ -259,7 +319,11 @@ async function retryOnDeadlock(run: () => Promise<void>): Promise<void> {
 
 /** True when PostgreSQL failed the statement with this SQLSTATE, however the driver wrapped the error. */
 export function hasSqlState(error: unknown, code: string): boolean {
-  for (let e = error as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+  for (
+    let e = error as { code?: unknown; cause?: unknown } | undefined, depth = 0;
+    e && depth < 5;
+    e = e.cause as typeof e, depth++
+  ) {
     if (e.code === code) return true;
   }
   return false;
@@ -278,7 +342,9 @@ export async function completeBroadcastIfDone(runtime: Context, em: EntityManage
        UPDATE broadcasts b SET status = 'completed', final_counts = c.counts, secret_variables_ciphertext = NULL, completed_at = now(), updated_at = now()
          FROM c
         WHERE b.id = $1 AND b.status = 'running' AND b.fanned_out_at IS NOT NULL AND (c.counts->>'pending')::int = 0
-        RETURNING ${BROADCAST_COLUMNS.split(', ').map((c) => `b.${c.trim()}`).join(', ')}, c.counts`,
+        RETURNING ${BROADCAST_COLUMNS.split(', ')
+          .map((c) => `b.${c.trim()}`)
+          .join(', ')}, c.counts`,
       [id],
     );
     if (!row) return null;
@@ -302,7 +368,11 @@ export async function completeBroadcastIfDone(runtime: Context, em: EntityManage
  * that completes it: the `broadcast.completed` webhook event (the broadcast as GET /v1/broadcasts/{id}
  * shows it) for the tenant's endpoints that listen for it. Called once per broadcast.
  */
-export async function recordBroadcastCompleted(em: EntityManager, tenantId: string, broadcast: BroadcastResponse): Promise<void> {
+export async function recordBroadcastCompleted(
+  em: EntityManager,
+  tenantId: string,
+  broadcast: BroadcastResponse,
+): Promise<void> {
   await emitWebhookEvent(em, tenantId, 'broadcast.completed', broadcast);
 }
 
@@ -318,7 +388,9 @@ export async function failBroadcast(runtime: Context, broadcastId: string, reaso
       tx,
       `UPDATE broadcasts b SET status = 'failed', failure_reason = $2, secret_variables_ciphertext = NULL, completed_at = now(), updated_at = now()
         WHERE id = $1 AND status IN ('queued', 'running')
-        RETURNING ${BROADCAST_COLUMNS.split(', ').map((c) => `b.${c.trim()}`).join(', ')}, ${COUNTS_SQL} AS counts`,
+        RETURNING ${BROADCAST_COLUMNS.split(', ')
+          .map((c) => `b.${c.trim()}`)
+          .join(', ')}, ${COUNTS_SQL} AS counts`,
       [broadcastId, reason],
     );
     if (!row) return null;
@@ -326,13 +398,23 @@ export async function failBroadcast(runtime: Context, broadcastId: string, reaso
     await recordBroadcastCompleted(tx, row.tenant_id, view);
     return { tenantId: row.tenant_id, view };
   });
-  if (failed) runtime.logger.warn('broadcast.failed', { tenant_id: failed.tenantId, broadcast_id: broadcastId, events_created: failed.view.events_created, reason });
+  if (failed)
+    runtime.logger.warn('broadcast.failed', {
+      tenant_id: failed.tenantId,
+      broadcast_id: broadcastId,
+      events_created: failed.view.events_created,
+      reason,
+    });
 }
 
 /** Checks a fanned-out broadcast for completion now, then again later until it completes or is canceled. */
 export async function scheduleCompletionCheck(runtime: Context, broadcastId: string, checks: number): Promise<void> {
   const delaySeconds = Math.min(30, 1 + checks);
-  await runtime.boss!.send(BROADCAST_COMPLETION_QUEUE, { broadcast_id: broadcastId, checks }, { startAfter: delaySeconds });
+  await runtime.boss!.send(
+    BROADCAST_COMPLETION_QUEUE,
+    { broadcast_id: broadcastId, checks },
+    { startAfter: delaySeconds },
+  );
 }
 
 /** The completion job's work: complete the broadcast, or look again later while it still runs. */

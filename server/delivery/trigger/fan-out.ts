@@ -84,7 +84,12 @@ export const fanOutStatement = statementPerQueue(async (boss) => {
 });
 
 /** The next page of the audience after `cursor`: a topic's subscribers by contact id, or all contacts by external id. */
-async function audiencePage(em: EntityManager, broadcast: BroadcastRow, cursor: string | null, size: number): Promise<AudienceMember[]> {
+async function audiencePage(
+  em: EntityManager,
+  broadcast: BroadcastRow,
+  cursor: string | null,
+  size: number,
+): Promise<AudienceMember[]> {
   if ('all_contacts' in broadcast.audience) {
     return query<AudienceMember>(
       em,
@@ -114,7 +119,10 @@ async function startFanOut(em: EntityManager, broadcastId: string): Promise<Broa
       WHERE id = $1 AND status = 'queued'`,
     [broadcastId],
   );
-  return (await queryOne<BroadcastRow>(em, `SELECT ${BROADCAST_COLUMNS} FROM broadcasts WHERE id = $1`, [broadcastId])) ?? null;
+  return (
+    (await queryOne<BroadcastRow>(em, `SELECT ${BROADCAST_COLUMNS} FROM broadcasts WHERE id = $1`, [broadcastId])) ??
+    null
+  );
 }
 
 interface PageWritten {
@@ -133,7 +141,11 @@ export interface FanOutOptions {
  * Runs (or resumes) a broadcast's fan-out to its end, or until the broadcast is canceled, then has its
  * completion checked. The fan-out job calls it; running it twice at once writes no event twice.
  */
-export async function fanOutBroadcast(runtime: Context, broadcastId: string, options: FanOutOptions = {}): Promise<void> {
+export async function fanOutBroadcast(
+  runtime: Context,
+  broadcastId: string,
+  options: FanOutOptions = {},
+): Promise<void> {
   const boss = runtime.boss;
   if (!boss) throw new Error('the fan-out needs the job queue');
   const pageSize = options.pageSize ?? FAN_OUT_PAGE_SIZE;
@@ -141,7 +153,9 @@ export async function fanOutBroadcast(runtime: Context, broadcastId: string, opt
   const broadcast = await startFanOut(em, broadcastId);
   if (!broadcast || broadcast.status !== 'running') return;
   if (broadcast.fanned_out_at === null) {
-    const secrets = broadcast.secret_variables_ciphertext ? runtime.keyRing.decrypt(broadcast.secret_variables_ciphertext, broadcastSecretAad(broadcast.id)) : null;
+    const secrets = broadcast.secret_variables_ciphertext
+      ? runtime.keyRing.decrypt(broadcast.secret_variables_ciphertext, broadcastSecretAad(broadcast.id))
+      : null;
     const statement = await fanOutStatement(boss);
     // The next page is read while the current one is written: the read is an index range scan from
     // the current page's last key, known before its write commits.
@@ -149,21 +163,33 @@ export async function fanOutBroadcast(runtime: Context, broadcastId: string, opt
     while (page.length > 0) {
       const now = runtime.clock.now();
       const eventIds = page.map(() => newId(now));
-      const ciphertexts = eventIds.map((id) => (secrets === null ? null : runtime.keyRing.encrypt(secrets, secretVariablesAad(id))));
+      const ciphertexts = eventIds.map((id) =>
+        secrets === null ? null : runtime.keyRing.encrypt(secrets, secretVariablesAad(id)),
+      );
       const last = page[page.length - 1]!.key;
-      const writing = query<PageWritten>(em, statement, [broadcast.id, eventIds, page.map((m) => m.contact_id), page.map((m) => m.external_id), ciphertexts, last]);
+      const writing = query<PageWritten>(em, statement, [
+        broadcast.id,
+        eventIds,
+        page.map((m) => m.contact_id),
+        page.map((m) => m.external_id),
+        ciphertexts,
+        last,
+      ]);
       const next = page.length < pageSize ? Promise.resolve([]) : audiencePage(em, broadcast, last, pageSize);
       next.catch(() => undefined); // awaited below; meanwhile a failure is not unhandled
       const [written] = (await writing) as [PageWritten];
       if (written.running === 0) return; // canceled
-      if (written.enqueued !== written.inserted) throw new Error(`fan-out page wrote ${written.inserted} events but enqueued ${written.enqueued}`);
+      if (written.enqueued !== written.inserted)
+        throw new Error(`fan-out page wrote ${written.inserted} events but enqueued ${written.enqueued}`);
       if (written.inserted > 0) wakeDeliveryWorkers(boss, runtime.logger);
       page = await next;
       if (options.pauseMs && page.length > 0) await new Promise((resolve) => setTimeout(resolve, options.pauseMs));
     }
-    const ended = await execute(em, `UPDATE broadcasts SET fanned_out_at = now(), updated_at = now() WHERE id = $1 AND status = 'running' AND fanned_out_at IS NULL`, [
-      broadcast.id,
-    ]);
+    const ended = await execute(
+      em,
+      `UPDATE broadcasts SET fanned_out_at = now(), updated_at = now() WHERE id = $1 AND status = 'running' AND fanned_out_at IS NULL`,
+      [broadcast.id],
+    );
     if (ended === 0) return; // canceled at the last moment
   }
   await scheduleCompletionCheck(runtime, broadcast.id, 0);

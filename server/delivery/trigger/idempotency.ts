@@ -19,7 +19,8 @@ export interface IdempotencyClaim {
   requestHash: string;
 }
 
-export type ClaimResult = { kind: 'claimed'; claim: IdempotencyClaim } | { kind: 'replay'; status: number; body: unknown };
+export type ClaimResult =
+  { kind: 'claimed'; claim: IdempotencyClaim } | { kind: 'replay'; status: number; body: unknown };
 
 /** The Idempotency-Key header, checked; null when the request has none. */
 export function idempotencyKeyOf(header: string | null): string | null {
@@ -53,7 +54,11 @@ function canonicalJson(value: unknown): string {
  * body), 422 idempotency_key_reused (another body), 409 idempotency_in_flight (still running).
  * An expired record or a stale claim is taken over.
  */
-export async function claimIdempotencyKey(em: EntityManager, claim: IdempotencyClaim, now: number): Promise<ClaimResult> {
+export async function claimIdempotencyKey(
+  em: EntityManager,
+  claim: IdempotencyClaim,
+  now: number,
+): Promise<ClaimResult> {
   const claimed = await queryOne<{ key: string }>(
     em,
     `INSERT INTO idempotency_keys AS k (tenant_id, key, request_hash, state, created_at, expires_at)
@@ -67,7 +72,12 @@ export async function claimIdempotencyKey(em: EntityManager, claim: IdempotencyC
     [claim.tenantId, claim.key, claim.requestHash, now, now + IDEMPOTENCY_TTL_MS, now - IDEMPOTENCY_STALE_MS],
   );
   if (claimed) return { kind: 'claimed', claim };
-  const existing = await queryOne<{ request_hash: string; state: string; response_status: number | null; response_body: unknown }>(
+  const existing = await queryOne<{
+    request_hash: string;
+    state: string;
+    response_status: number | null;
+    response_body: unknown;
+  }>(
     em,
     `SELECT request_hash, state, response_status, response_body FROM idempotency_keys WHERE tenant_id = $1 AND key = $2`,
     [claim.tenantId, claim.key],
@@ -76,13 +86,21 @@ export async function claimIdempotencyKey(em: EntityManager, claim: IdempotencyC
     throw new AppError('idempotency_key_reused', 'This Idempotency-Key was used with a different request body');
   }
   if (!existing || existing.state === 'in_flight' || existing.response_status === null) {
-    throw new AppError('idempotency_in_flight', 'A request with this Idempotency-Key is still being processed; retry shortly');
+    throw new AppError(
+      'idempotency_in_flight',
+      'A request with this Idempotency-Key is still being processed; retry shortly',
+    );
   }
   return { kind: 'replay', status: existing.response_status, body: existing.response_body };
 }
 
 /** Records the response; call it inside the transaction that does the request's work. */
-export async function completeIdempotencyKey(em: EntityManager, claim: IdempotencyClaim, status: number, body: unknown): Promise<void> {
+export async function completeIdempotencyKey(
+  em: EntityManager,
+  claim: IdempotencyClaim,
+  status: number,
+  body: unknown,
+): Promise<void> {
   await execute(
     em,
     `UPDATE idempotency_keys SET state = 'done', response_status = $3, response_body = $4
@@ -93,11 +111,11 @@ export async function completeIdempotencyKey(em: EntityManager, claim: Idempoten
 
 /** Releases the claim of a request that failed, so the client can retry with the same key. */
 export async function releaseIdempotencyKey(em: EntityManager, claim: IdempotencyClaim): Promise<void> {
-  await execute(em, `DELETE FROM idempotency_keys WHERE tenant_id = $1 AND key = $2 AND request_hash = $3 AND state = 'in_flight'`, [
-    claim.tenantId,
-    claim.key,
-    claim.requestHash,
-  ]);
+  await execute(
+    em,
+    `DELETE FROM idempotency_keys WHERE tenant_id = $1 AND key = $2 AND request_hash = $3 AND state = 'in_flight'`,
+    [claim.tenantId, claim.key, claim.requestHash],
+  );
 }
 
 /**
@@ -115,13 +133,19 @@ export async function withIdempotencyKey<T>(
   status = 202,
 ): Promise<{ status: number; body: T }> {
   if (!key) return { status, body: await accept(null) };
-  const claim: IdempotencyClaim = { tenantId, key, requestHash: requestHash(request, runtime.tokens.derive('idempotency')) };
+  const claim: IdempotencyClaim = {
+    tenantId,
+    key,
+    requestHash: requestHash(request, runtime.tokens.derive('idempotency')),
+  };
   const claimed = await claimIdempotencyKey(em, claim, runtime.clock.now());
   if (claimed.kind === 'replay') return { status: claimed.status, body: claimed.body as T };
   try {
     return { status, body: await accept(claim) };
   } catch (error) {
-    await releaseIdempotencyKey(em, claim).catch((e) => runtime.logger.warn('idempotency release failed', { error: e }));
+    await releaseIdempotencyKey(em, claim).catch((e) =>
+      runtime.logger.warn('idempotency release failed', { error: e }),
+    );
     throw error;
   }
 }

@@ -23,7 +23,13 @@ import {
   requestHash,
   type IdempotencyClaim,
 } from './idempotency.ts';
-import type { EventListQuery, EventPage, EventResponse, TriggerRequest, TriggerResponse } from '../../schemas/notifications.ts';
+import type {
+  EventListQuery,
+  EventPage,
+  EventResponse,
+  TriggerRequest,
+  TriggerResponse,
+} from '../../schemas/notifications.ts';
 import type { StepState } from '../../schemas/workflows.ts';
 import { wakeDeliveryWorkers } from '../enqueue.ts';
 import { toIsoTimestamp, toIsoTimestampOrNull } from '../../base/timestamps.ts';
@@ -68,13 +74,19 @@ export async function triggerNotifications(
   idempotencyKey: string | null,
 ): Promise<TriggerResult> {
   if (!idempotencyKey) return { status: 202, body: await acceptTrigger(runtime, em, tenantId, request, null) };
-  const claim: IdempotencyClaim = { tenantId, key: idempotencyKey, requestHash: requestHash(request, runtime.tokens.derive('idempotency')) };
+  const claim: IdempotencyClaim = {
+    tenantId,
+    key: idempotencyKey,
+    requestHash: requestHash(request, runtime.tokens.derive('idempotency')),
+  };
   const claimed = await claimIdempotencyKey(em, claim, runtime.clock.now());
   if (claimed.kind === 'replay') return { status: claimed.status, body: claimed.body as TriggerResponse };
   try {
     return { status: 202, body: await acceptTrigger(runtime, em, tenantId, request, claim) };
   } catch (error) {
-    await releaseIdempotencyKey(em, claim).catch((e) => runtime.logger.warn('idempotency release failed', { error: e }));
+    await releaseIdempotencyKey(em, claim).catch((e) =>
+      runtime.logger.warn('idempotency release failed', { error: e }),
+    );
     throw error;
   }
 }
@@ -93,8 +105,10 @@ function batcherOf(runtime: Context): TriggerBatcher {
   let batcher = batchers.get(runtime);
   if (!batcher) {
     const em = runtime.orm.em.fork();
-    batcher = new TriggerBatcher((triggers) => writeTriggers(em, runtime.boss!, triggers), TRIGGER_LANES, () =>
-      wakeDeliveryWorkers(runtime.boss!, runtime.logger),
+    batcher = new TriggerBatcher(
+      (triggers) => writeTriggers(em, runtime.boss!, triggers),
+      TRIGGER_LANES,
+      () => wakeDeliveryWorkers(runtime.boss!, runtime.logger),
     );
     batchers.set(runtime, batcher);
   }
@@ -142,15 +156,28 @@ async function acceptTrigger(
   };
   const answer = (outcome: TriggerOutcome): TriggerResponse => {
     if (!outcome.tenant_found) throw unauthorized('The credential belongs to no tenant', true);
-    if (outcome.archived) throw new AppError('tenant_archived', 'This tenant is archived and cannot send notifications');
+    if (outcome.archived)
+      throw new AppError('tenant_archived', 'This tenant is archived and cannot send notifications');
     const issues: ValidationIssue[] = [];
-    if (!outcome.type_found) issues.push({ loc: ['body', 'type'], msg: `no live notification type "${request.type}"`, type: 'value_error' });
-    if (!outcome.brand_found) issues.push({ loc: ['body', 'brand'], msg: `no brand "${request.brand}"`, type: 'value_error' });
-    for (const name of outcome.missing) issues.push({ loc: ['body', 'variables', name], msg: `the type requires the variable "${name}"`, type: 'missing' });
+    if (!outcome.type_found)
+      issues.push({ loc: ['body', 'type'], msg: `no live notification type "${request.type}"`, type: 'value_error' });
+    if (!outcome.brand_found)
+      issues.push({ loc: ['body', 'brand'], msg: `no brand "${request.brand}"`, type: 'value_error' });
+    for (const name of outcome.missing)
+      issues.push({
+        loc: ['body', 'variables', name],
+        msg: `the type requires the variable "${name}"`,
+        type: 'missing',
+      });
     if (issues.length > 0) throw new ValidationFailure(issues);
     if (!outcome.accepted) throw new Error('trigger statement refused a trigger that passed every check');
     return {
-      events: events.map((e) => ({ event_id: e.id, external_id: e.external_id, contact_id: outcome.contact_ids[e.external_id]!, status })),
+      events: events.map((e) => ({
+        event_id: e.id,
+        external_id: e.external_id,
+        contact_id: outcome.contact_ids[e.external_id]!,
+        status,
+      })),
     };
   };
   if (!claim) {
@@ -183,7 +210,11 @@ function scheduledTime(sendAt: string | undefined, now: number): number | null {
 }
 
 /** Cancels the events with the key that are not final yet (POST /v1/notifications/cancel). */
-export async function cancelNotifications(em: EntityManager, tenantId: string, key: string): Promise<{ canceled: number }> {
+export async function cancelNotifications(
+  em: EntityManager,
+  tenantId: string,
+  key: string,
+): Promise<{ canceled: number }> {
   return { canceled: await cancelByKey(em, tenantId, key) };
 }
 
@@ -191,7 +222,10 @@ export async function cancelNotifications(em: EntityManager, tenantId: string, k
 export async function cancelNotification(em: EntityManager, tenantId: string, eventId: string): Promise<void> {
   if (!isUuid(eventId)) throw notFoundEvent();
   if (await cancelById(em, tenantId, eventId)) return;
-  const row = await queryOne<{ status: string }>(em, `SELECT status FROM events WHERE id = $1 AND tenant_id = $2`, [eventId, tenantId]);
+  const row = await queryOne<{ status: string }>(em, `SELECT status FROM events WHERE id = $1 AND tenant_id = $2`, [
+    eventId,
+    tenantId,
+  ]);
   if (!row) throw notFoundEvent();
   throw new AppError('event_final', `The event is ${row.status} already and cannot be canceled`);
 }
@@ -205,7 +239,11 @@ export function checkVariableNames(request: Pick<TriggerRequest, 'variables' | '
   const both = Object.keys(request.secret_variables).filter((k) => Object.hasOwn(request.variables, k));
   if (both.length > 0) {
     throw new ValidationFailure(
-      both.map((k) => ({ loc: ['body', 'secret_variables', k], msg: `"${k}" is also given in variables`, type: 'value_error' })),
+      both.map((k) => ({
+        loc: ['body', 'secret_variables', k],
+        msg: `"${k}" is also given in variables`,
+        type: 'value_error',
+      })),
     );
   }
 }
@@ -254,7 +292,10 @@ const EVENT_COLUMNS = `id, type_key, external_id, contact_id, broadcast_id, stat
 /** The event's status with its deliveries; 404 for an unknown id or another tenant's event. */
 export async function getEvent(em: EntityManager, tenantId: string, eventId: string): Promise<EventResponse> {
   if (!isUuid(eventId)) throw notFoundEvent();
-  const row = await queryOne<EventRow>(em, `SELECT ${EVENT_COLUMNS} FROM events WHERE id = $1 AND tenant_id = $2`, [eventId, tenantId]);
+  const row = await queryOne<EventRow>(em, `SELECT ${EVENT_COLUMNS} FROM events WHERE id = $1 AND tenant_id = $2`, [
+    eventId,
+    tenantId,
+  ]);
   if (!row) throw notFoundEvent();
   return toEventResponse(row);
 }
@@ -277,7 +318,15 @@ export async function listEvents(em: EntityManager, tenantId: string, filter: Ev
         AND ($7::uuid IS NULL OR broadcast_id = $7::uuid)
       ORDER BY id DESC
       LIMIT $6`,
-    [tenantId, filter.type ?? null, filter.status ?? null, filter.external_id ?? null, after, filter.limit + 1, filter.broadcast_id ?? null],
+    [
+      tenantId,
+      filter.type ?? null,
+      filter.status ?? null,
+      filter.external_id ?? null,
+      after,
+      filter.limit + 1,
+      filter.broadcast_id ?? null,
+    ],
   );
   const page = rows.slice(0, filter.limit);
   const next = rows.length > filter.limit ? encodeCursor(page[page.length - 1]!.id) : null;
@@ -307,7 +356,13 @@ function toEventResponse(row: EventRow): EventResponse {
     send_at: row.send_at === null ? null : toIsoTimestamp(row.send_at),
     cancellation_key: row.cancellation_key,
     digest_event_id: row.digest_event_id,
-    steps: (row.steps ?? []).map(({ index, kind, status, run_at, reason }) => ({ index, kind, status, run_at, reason })),
+    steps: (row.steps ?? []).map(({ index, kind, status, run_at, reason }) => ({
+      index,
+      kind,
+      status,
+      run_at,
+      reason,
+    })),
   };
 }
 

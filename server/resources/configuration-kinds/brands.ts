@@ -1,6 +1,13 @@
 // Brands in configuration as code: values and sender; the default brand is updated, never pruned.
 import type { BrandValues } from '../../schemas/brandings.ts';
-import { createBrand, deleteBrand, listBrands, setBrandSender, setBrandValues, toBrandingResponse } from '../brandings.ts';
+import {
+  createBrand,
+  deleteBrand,
+  listBrands,
+  setBrandSender,
+  setBrandValues,
+  toBrandingResponse,
+} from '../brandings.ts';
 import type { ConfigurationKind } from './types.ts';
 
 const senderOf = (sender: { from_name?: string | null; from_email?: string | null; reply_to?: string | null }) => ({

@@ -7,4 +7,11 @@ import { emailTemplatesKind, inboxTemplatesKind } from './templates.ts';
 import { senderDomainsKind } from './sender-domains.ts';
 import { topicsKind } from './topics.ts';
 
-export const configurationKinds: ConfigurationKind<any>[] = [notificationTypesKind, brandsKind, emailTemplatesKind, inboxTemplatesKind, senderDomainsKind, topicsKind];
+export const configurationKinds: ConfigurationKind<any>[] = [
+  notificationTypesKind,
+  brandsKind,
+  emailTemplatesKind,
+  inboxTemplatesKind,
+  senderDomainsKind,
+  topicsKind,
+];

@@ -42,13 +42,18 @@ export const notificationTypesKind: ConfigurationKind<'notification_types'> = {
   },
   async update({ tx, tenantId }, _current, desired, fields) {
     if (fields.includes('name') || fields.includes('description')) {
-      await setTypeDetails(tx, tenantId, desired.key, { name: desired.name ?? desired.key, description: desired.description });
+      await setTypeDetails(tx, tenantId, desired.key, {
+        name: desired.name ?? desired.key,
+        description: desired.description,
+      });
     }
-    if (fields.includes('channel_defaults')) await updateChannelDefaults(tx, tenantId, desired.key, desired.channel_defaults);
+    if (fields.includes('channel_defaults'))
+      await updateChannelDefaults(tx, tenantId, desired.key, desired.channel_defaults);
     if (fields.includes('opt_out')) await setOptOutPolicy(tx, tenantId, desired.key, desired.opt_out);
     if (fields.includes('variables')) await setVariables(tx, tenantId, desired.key, desired.variables);
     if (fields.includes('workflow')) await setWorkflow(tx, tenantId, desired.key, desired.workflow ?? null);
-    if (fields.includes('bypass_quiet_hours')) await setQuietHoursBypass(tx, tenantId, desired.key, desired.bypass_quiet_hours);
+    if (fields.includes('bypass_quiet_hours'))
+      await setQuietHoursBypass(tx, tenantId, desired.key, desired.bypass_quiet_hours);
   },
   async remove({ tx, tenantId }, current) {
     await deleteNotificationType(tx, tenantId, current.key);

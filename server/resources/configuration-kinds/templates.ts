@@ -14,7 +14,11 @@ interface Slot {
 const slotId = (entry: Slot) => `${entry.notification_type_key}/${entry.brand_key}/${entry.language}`;
 
 async function liveTypeKeys({ tx, tenantId }: KindContext): Promise<Set<string>> {
-  const rows = await query<{ key: string }>(tx, `SELECT key FROM notification_types WHERE tenant_id = $1 AND deleted_at IS NULL`, [tenantId]);
+  const rows = await query<{ key: string }>(
+    tx,
+    `SELECT key FROM notification_types WHERE tenant_id = $1 AND deleted_at IS NULL`,
+    [tenantId],
+  );
   return new Set(rows.map((r) => r.key));
 }
 
@@ -25,7 +29,8 @@ function templateKind<N extends ConfigurationKindName & `${TemplateKind}_templat
   fields: ReadonlyArray<keyof Entry<N> & string>,
   defaults: Partial<Record<string, unknown>> = {},
 ): ConfigurationKind<N> {
-  const own = (source: Record<string, unknown>) => Object.fromEntries(fields.map((f) => [f, source[f] ?? defaults[f] ?? null]));
+  const own = (source: Record<string, unknown>) =>
+    Object.fromEntries(fields.map((f) => [f, source[f] ?? defaults[f] ?? null]));
   const templateIdOf = async (ctx: KindContext, slot: Slot): Promise<string> => {
     const [found] = await listTemplates(ctx.tx, ctx.tenantId, kind, slot);
     if (!found) throw new Error(`${kind} template ${slotId(slot)} vanished during the apply`);
@@ -45,7 +50,15 @@ function templateKind<N extends ConfigurationKindName & `${TemplateKind}_templat
       const live = await liveTypeKeys(ctx);
       return (await listTemplates(ctx.tx, ctx.tenantId, kind, {}))
         .filter((t) => live.has(t.notification_type_key))
-        .map((t) => ({ notification_type_key: t.notification_type_key, brand_key: t.brand_key, language: t.language, ...own(t) }) as Entry<N>);
+        .map(
+          (t) =>
+            ({
+              notification_type_key: t.notification_type_key,
+              brand_key: t.brand_key,
+              language: t.language,
+              ...own(t),
+            }) as Entry<N>,
+        );
     },
     async create(ctx, entry) {
       await createTemplate(ctx.tx, ctx.tenantId, kind, entry);
@@ -60,4 +73,6 @@ function templateKind<N extends ConfigurationKindName & `${TemplateKind}_templat
 }
 
 export const emailTemplatesKind = templateKind('email_templates', 'email', ['subject', 'content']);
-export const inboxTemplatesKind = templateKind('inbox_templates', 'inbox', ['title', 'content', 'action_url'], { title: '' });
+export const inboxTemplatesKind = templateKind('inbox_templates', 'inbox', ['title', 'content', 'action_url'], {
+  title: '',
+});

@@ -12,7 +12,9 @@ function declared(text: string, name: string): string[] {
   const match = new RegExp(`const ${name} = ([\\[{][^\\]}]*[\\]}])`).exec(text);
   if (!match) throw new Error(`${name} not found`);
   const literal = match[1]!;
-  return literal.startsWith('[') ? [...literal.matchAll(/'([a-z_]+)'/g)].map((m) => m[1]!) : [...literal.matchAll(/([a-z_]+):/g)].map((m) => m[1]!);
+  return literal.startsWith('[')
+    ? [...literal.matchAll(/'([a-z_]+)'/g)].map((m) => m[1]!)
+    : [...literal.matchAll(/([a-z_]+):/g)].map((m) => m[1]!);
 }
 
 describe('the browser files follow the server channel list', () => {

@@ -7,7 +7,8 @@ import { clientSuite } from '../../browser/client.ts';
 import { inboxWidgetSuite } from '../../browser/inbox-widget.ts';
 import { serviceWorkerSuite } from '../../browser/service-worker.ts';
 
-if (!chromiumAvailable) console.warn('browser tests skipped: /usr/bin/chromium is absent (apt-get install -y chromium)');
+if (!chromiumAvailable)
+  console.warn('browser tests skipped: /usr/bin/chromium is absent (apt-get install -y chromium)');
 
 describe.skipIf(!chromiumAvailable)('browser SDK in Chromium', () => {
   clientSuite();

@@ -13,34 +13,53 @@ afterAll(async () => {
 });
 
 describe('console pages', () => {
-  it.each(['/login', '/forgot-password', '/reset-password?token=abc', '/verify-email?token=abc', '/invitations/some-token', '/console', '/console/activity', '/console/Unknown'])(
-    '%s answers the console page under a strict policy',
-    async (path) => {
-      const res = await fetch(app.url + path);
-      expect(res.status).toBe(200);
-      expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
-      const csp = res.headers.get('content-security-policy')!;
-      expect(csp).toContain("default-src 'none'");
-      expect(csp).toContain("script-src 'self';");
-      expect(csp).toContain("style-src 'self';");
-      expect(csp).toContain("frame-ancestors 'none'");
-      expect(csp).not.toContain('unsafe');
-      expect(res.headers.get('x-frame-options')).toBe('DENY');
-      expect(res.headers.get('set-cookie')).toBeNull();
-      const html = await res.text();
-      expect(html).toContain('<script type="module" src="/console/assets/app.js"></script>');
-      expect(html).not.toMatch(/<script>|\sstyle=|\son[a-z]+=/);
-    },
-  );
+  it.each([
+    '/login',
+    '/forgot-password',
+    '/reset-password?token=abc',
+    '/verify-email?token=abc',
+    '/invitations/some-token',
+    '/console',
+    '/console/activity',
+    '/console/Unknown',
+  ])('%s answers the console page under a strict policy', async (path) => {
+    const res = await fetch(app.url + path);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    const csp = res.headers.get('content-security-policy')!;
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain("script-src 'self';");
+    expect(csp).toContain("style-src 'self';");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).not.toContain('unsafe');
+    expect(res.headers.get('x-frame-options')).toBe('DENY');
+    expect(res.headers.get('set-cookie')).toBeNull();
+    const html = await res.text();
+    expect(html).toContain('<script type="module" src="/console/assets/app.js"></script>');
+    expect(html).not.toMatch(/<script>|\sstyle=|\son[a-z]+=/);
+  });
 
   it('serves the scripts and styles with an ETag, and 304 when current', async () => {
-    for (const file of ['app.js', 'api.js', 'dom.js', 'auth-pages.js', 'sections.js', 'console.css', 'logo.svg', 'preview-frame.js']) {
+    for (const file of [
+      'app.js',
+      'api.js',
+      'dom.js',
+      'auth-pages.js',
+      'sections.js',
+      'console.css',
+      'logo.svg',
+      'preview-frame.js',
+    ]) {
       const res = await fetch(`${app.url}/console/assets/${file}`);
       expect(res.status, file).toBe(200);
       const etag = res.headers.get('etag')!;
-      expect((await fetch(`${app.url}/console/assets/${file}`, { headers: { 'If-None-Match': etag } })).status).toBe(304);
+      expect((await fetch(`${app.url}/console/assets/${file}`, { headers: { 'If-None-Match': etag } })).status).toBe(
+        304,
+      );
     }
-    expect((await fetch(`${app.url}/console/assets/app.js`)).headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    expect((await fetch(`${app.url}/console/assets/app.js`)).headers.get('content-type')).toBe(
+      'text/javascript; charset=utf-8',
+    );
   });
 
   it("answers 404 for a file that is not the console's, and 422 for a name that is not a file name", async () => {

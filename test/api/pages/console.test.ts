@@ -12,7 +12,15 @@ import { startSmtpPeer, type SmtpPeer } from '../../support/smtp-peer.ts';
 import { chromiumAvailable, launchChromium, type ChromiumSession } from '../../support/browser.ts';
 import { runCli } from '../../support/cli.ts';
 import { ManualClock } from '../../../server/base/clock.ts';
-import { PASSWORD, addUser, createTenantFixture, requestAs, uniqueEmail, waitForMail, type TenantFixture } from '../../support/fixtures.ts';
+import {
+  PASSWORD,
+  addUser,
+  createTenantFixture,
+  requestAs,
+  uniqueEmail,
+  waitForMail,
+  type TenantFixture,
+} from '../../support/fixtures.ts';
 import type { ReceivedMail } from '../../support/smtp-peer.ts';
 
 const SHOTS = new URL('../.tmp/screenshots/', import.meta.url).pathname;
@@ -122,7 +130,10 @@ describe.skipIf(!chromiumAvailable)('console in Chromium', { timeout: 60_000 }, 
       const other = await createTenantFixture(app, 'Globex');
       const existing = await addUser(app, other.tenantId, 'admin', true);
       const before = smtp.messages.length;
-      const invited = await requestAs(app, 'POST', `/v1/auth/tenants/${acme.tenantId}/invitations`, { token: acme.ownerToken, body: { email: existing.email, role: 'admin' } });
+      const invited = await requestAs(app, 'POST', `/v1/auth/tenants/${acme.tenantId}/invitations`, {
+        token: acme.ownerToken,
+        body: { email: existing.email, role: 'admin' },
+      });
       expect(invited.status).toBe(201);
       const link = linkPathOf(await waitForMail(smtp, existing.email, /invit/i, before));
 
@@ -150,7 +161,14 @@ describe.skipIf(!chromiumAvailable)('console in Chromium', { timeout: 60_000 }, 
     it('says an expired invitation no longer works', async () => {
       const email = uniqueEmail('late');
       const before = smtp.messages.length;
-      expect((await requestAs(app, 'POST', `/v1/auth/tenants/${acme.tenantId}/invitations`, { token: acme.ownerToken, body: { email, role: 'admin' } })).status).toBe(201);
+      expect(
+        (
+          await requestAs(app, 'POST', `/v1/auth/tenants/${acme.tenantId}/invitations`, {
+            token: acme.ownerToken,
+            body: { email, role: 'admin' },
+          })
+        ).status,
+      ).toBe(201);
       const link = linkPathOf(await waitForMail(smtp, email, /invit/i, before));
       clock.advance(8 * 24 * 3600 * 1000);
       const page = await newPage();
@@ -200,7 +218,9 @@ describe.skipIf(!chromiumAvailable)('console in Chromium', { timeout: 60_000 }, 
     it('says an expired reset link has expired', async () => {
       const user = await addUser(app, acme.tenantId, 'admin');
       const before = smtp.messages.length;
-      expect((await requestAs(app, 'POST', '/v1/auth/password-reset', { body: { email: user.email } })).status).toBe(202);
+      expect((await requestAs(app, 'POST', '/v1/auth/password-reset', { body: { email: user.email } })).status).toBe(
+        202,
+      );
       const link = linkPathOf(await waitForMail(smtp, user.email, /Reset your password/, before));
       clock.advance(2 * 3600 * 1000);
       const page = await newPage();
@@ -212,7 +232,13 @@ describe.skipIf(!chromiumAvailable)('console in Chromium', { timeout: 60_000 }, 
     it('verifies an email address; the link then says it was used; an expired one says so', async () => {
       const email = uniqueEmail('verify');
       let before = smtp.messages.length;
-      expect((await requestAs(app, 'POST', '/v1/auth/register', { body: { email, password: PASSWORD, tenant_name: 'Initech' } })).status).toBe(201);
+      expect(
+        (
+          await requestAs(app, 'POST', '/v1/auth/register', {
+            body: { email, password: PASSWORD, tenant_name: 'Initech' },
+          })
+        ).status,
+      ).toBe(201);
       const link = linkPathOf(await waitForMail(smtp, email, /onfirm|erif/i, before));
       const page = await newPage();
       await page.goto(`${app.url}${link}`);
@@ -223,7 +249,13 @@ describe.skipIf(!chromiumAvailable)('console in Chromium', { timeout: 60_000 }, 
 
       const late = uniqueEmail('verify-late');
       before = smtp.messages.length;
-      expect((await requestAs(app, 'POST', '/v1/auth/register', { body: { email: late, password: PASSWORD, tenant_name: 'Hooli' } })).status).toBe(201);
+      expect(
+        (
+          await requestAs(app, 'POST', '/v1/auth/register', {
+            body: { email: late, password: PASSWORD, tenant_name: 'Hooli' },
+          })
+        ).status,
+      ).toBe(201);
       const lateLink = linkPathOf(await waitForMail(smtp, late, /onfirm|erif/i, before));
       clock.advance(49 * 3600 * 1000);
       await page.goto(`${app.url}${lateLink}`);
@@ -235,14 +267,35 @@ describe.skipIf(!chromiumAvailable)('console in Chromium', { timeout: 60_000 }, 
 
   describe('console', () => {
     let templateId: string;
-    const api = (method: string, path: string, body?: unknown) => requestAs(app, method, path, { token: acme.serviceKey, body });
+    const api = (method: string, path: string, body?: unknown) =>
+      requestAs(app, method, path, { token: acme.serviceKey, body });
 
     beforeAll(async () => {
-      expect((await api('POST', '/v1/notification-types', { key: 'order_shipped', name: 'Order shipped', variables: [{ name: 'order_id', required: true, description: 'Order number' }] })).status).toBe(201);
-      const created = await api('POST', '/v1/email-templates', { notification_type_key: 'order_shipped', subject: 'Order {{ order_id }} shipped', content: '<h1>Your order {{ order_id }} is on its way</h1>' });
+      expect(
+        (
+          await api('POST', '/v1/notification-types', {
+            key: 'order_shipped',
+            name: 'Order shipped',
+            variables: [{ name: 'order_id', required: true, description: 'Order number' }],
+          })
+        ).status,
+      ).toBe(201);
+      const created = await api('POST', '/v1/email-templates', {
+        notification_type_key: 'order_shipped',
+        subject: 'Order {{ order_id }} shipped',
+        content: '<h1>Your order {{ order_id }} is on its way</h1>',
+      });
       expect(created.status).toBe(201);
       templateId = created.body.id;
-      expect((await api('POST', '/v1/inbox-templates', { notification_type_key: 'order_shipped', title: 'Order {{ order_id }} shipped', content: 'It is on its way.' })).status).toBe(201);
+      expect(
+        (
+          await api('POST', '/v1/inbox-templates', {
+            notification_type_key: 'order_shipped',
+            title: 'Order {{ order_id }} shipped',
+            content: 'It is on its way.',
+          })
+        ).status,
+      ).toBe(201);
     });
 
     it('edits a template and the sandboxed preview shows the change', async () => {
@@ -251,14 +304,20 @@ describe.skipIf(!chromiumAvailable)('console in Chromium', { timeout: 60_000 }, 
       await page.goto(`${app.url}/console/templates?email=${templateId}`);
       const frame = page.frameLocator('iframe.preview');
       await frame.getByText('Your order Sample order_id is on its way').waitFor();
-      await page.getByLabel('Content (HTML with {{ placeholders }})').fill('<h1>Packed and sent: {{ order_id }}</h1><p style="color:#4338ca">Thanks!</p>');
+      await page
+        .getByLabel('Content (HTML with {{ placeholders }})')
+        .fill('<h1>Packed and sent: {{ order_id }}</h1><p style="color:#4338ca">Thanks!</p>');
       await page.getByLabel('Sample variables (JSON)').fill('{"order_id": "A-1001"}');
       await page.getByRole('button', { name: 'Save and preview' }).click();
       await frame.getByText('Packed and sent: A-1001').waitFor();
       await expect(page.locator('.preview-subject').textContent()).resolves.toContain('Order A-1001 shipped');
       // The email's own inline styles apply inside the frame (polled: a preview that is still being
       // replaced answers an empty style for the element it drops).
-      await expect.poll(() => frame.locator('p', { hasText: 'Thanks!' }).evaluate((el) => getComputedStyle(el).color), { timeout: 10_000 }).toBe('rgb(67, 56, 202)');
+      await expect
+        .poll(() => frame.locator('p', { hasText: 'Thanks!' }).evaluate((el) => getComputedStyle(el).color), {
+          timeout: 10_000,
+        })
+        .toBe('rgb(67, 56, 202)');
       const stored = await api('GET', `/v1/email-templates/${templateId}`);
       expect(stored.body.content).toContain('Packed and sent');
       await shot(page, '10-templates');
@@ -274,7 +333,7 @@ describe.skipIf(!chromiumAvailable)('console in Chromium', { timeout: 60_000 }, 
         '<img src="x" onerror="parent.postMessage(\'pwned-onerror\', \'*\')">' +
         '<svg><animate onbegin="parent.postMessage(\'pwned-svg\', \'*\')" attributeName="x" dur="1s"/></svg>' +
         '<a id="js" href="javascript:parent.postMessage(\'pwned-href\', \'*\')">click</a>' +
-        '<iframe srcdoc="<script>parent.parent.postMessage(\'pwned-nested\', \'*\')</script>"></iframe>';
+        "<iframe srcdoc=\"<script>parent.parent.postMessage('pwned-nested', '*')</script>\"></iframe>";
       expect((await api('PUT', `/v1/email-templates/${templateId}`, { content: hostile })).status).toBe(200);
       await page.goto(`${app.url}/console/templates?email=${templateId}`);
       await page.evaluate(() => {
@@ -285,7 +344,10 @@ describe.skipIf(!chromiumAvailable)('console in Chromium', { timeout: 60_000 }, 
       });
       const frame = page.frameLocator('iframe.preview');
       await frame.getByText('hostile preview').waitFor();
-      await frame.locator('#js').click().catch(() => undefined);
+      await frame
+        .locator('#js')
+        .click()
+        .catch(() => undefined);
       await page.waitForTimeout(800);
       expect(await page.evaluate(() => (window as unknown as { received: string[] }).received)).toEqual([]);
       // The frame is sandboxed to an opaque origin: even a script that ran could not reach the console's token.
@@ -301,9 +363,24 @@ describe.skipIf(!chromiumAvailable)('console in Chromium', { timeout: 60_000 }, 
     });
 
     it('shows an event triggered by the CLI, with its deliveries, in the activity log', async () => {
-      const sent = await runCli(['send', '--type', 'order_shipped', '--to', 'cli-customer', '--var', 'order_id=B-7', '--channel', 'inbox', '--wait', '--json'], {
-        env: { HERALD_URL: app.url, HERALD_API_KEY: acme.serviceKey },
-      });
+      const sent = await runCli(
+        [
+          'send',
+          '--type',
+          'order_shipped',
+          '--to',
+          'cli-customer',
+          '--var',
+          'order_id=B-7',
+          '--channel',
+          'inbox',
+          '--wait',
+          '--json',
+        ],
+        {
+          env: { HERALD_URL: app.url, HERALD_API_KEY: acme.serviceKey },
+        },
+      );
       expect(sent.code, sent.stderr).toBe(0);
       const eventId = JSON.parse(sent.stdout).events[0].event_id as string;
       const page = await newPage();

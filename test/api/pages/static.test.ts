@@ -97,7 +97,10 @@ describe('GET /demo', () => {
 
 describe('demo switch', () => {
   it('answers 404 for the demo when config demo is false, while /sdk stays served', async () => {
-    const off = await startTestApp({ config: { demo: false, encryptionKeys: app.config.encryptionKeys }, database: app.database });
+    const off = await startTestApp({
+      config: { demo: false, encryptionKeys: app.config.encryptionKeys },
+      database: app.database,
+    });
     try {
       for (const path of ['/demo', '/demo/demo.js', '/demo/demo.css']) {
         const res = await off.request('GET', path);

@@ -60,17 +60,26 @@ describe('service keys cached by a running server', () => {
     await app?.close();
   });
 
-  const issue = async (name: string) => (await app.request('POST', '/v1/api-keys', { token: acme.serviceKey, body: { name } })).body as { id: string; key: string };
+  const issue = async (name: string) =>
+    (await app.request('POST', '/v1/api-keys', { token: acme.serviceKey, body: { name } })).body as {
+      id: string;
+      key: string;
+    };
   const hashOf = (key: string) => createHash('sha256').update(key).digest('hex');
   /** Polls until the key is refused; the change notice arrives within milliseconds. */
   const refusedWithin = async (key: string, ms: number) => {
-    return eventually(async () => (await app.request('GET', '/v1/api-keys', { token: key })).status === 401, { timeoutMs: ms, intervalMs: 10 }).catch(() => false);
+    return eventually(async () => (await app.request('GET', '/v1/api-keys', { token: key })).status === 401, {
+      timeoutMs: ms,
+      intervalMs: 10,
+    }).catch(() => false);
   };
 
   it('keeps a verified key, and drops it when another process revokes it', async () => {
     const issued = await issue('revoked elsewhere');
     expect((await app.request('GET', '/v1/api-keys', { token: issued.key })).status).toBe(200);
-    expect(app.runtime.serviceKeys.get(hashOf(issued.key), app.runtime.clock.now())).toMatchObject({ apiKeyId: issued.id });
+    expect(app.runtime.serviceKeys.get(hashOf(issued.key), app.runtime.clock.now())).toMatchObject({
+      apiKeyId: issued.id,
+    });
     await sql.query(`UPDATE api_keys SET revoked_at = now() WHERE id = $1`, [issued.id]);
     expect(await refusedWithin(issued.key, 2000)).toBe(true);
   });

@@ -25,7 +25,9 @@ describe('TokenSigner', () => {
 
   it('rejects a token whose payload was altered', () => {
     const [h, , s] = signer.sign('contact', 'c1', 't1', 60, now).split('.');
-    const forged = Buffer.from(JSON.stringify({ typ: 'access', sub: 'c1', tid: 't1', iat: 0, exp: 9e9 })).toString('base64url');
+    const forged = Buffer.from(JSON.stringify({ typ: 'access', sub: 'c1', tid: 't1', iat: 0, exp: 9e9 })).toString(
+      'base64url',
+    );
     expect(signer.verify(`${h}.${forged}.${s}`, now)).toBeNull();
   });
 

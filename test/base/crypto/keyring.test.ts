@@ -14,7 +14,8 @@ import {
 } from '../../../server/base/crypto/keyring.ts';
 import { testTempDir } from '../../support/tmp.ts';
 
-const ring = (active: string, ...ids: string[]) => new KeyRing({ active, keys: Object.fromEntries(ids.map((id) => [id, keys[id]!])) });
+const ring = (active: string, ...ids: string[]) =>
+  new KeyRing({ active, keys: Object.fromEntries(ids.map((id) => [id, keys[id]!])) });
 const keys: Record<string, string> = { a: generateKey(), b: generateKey() };
 
 describe('KeyRing', () => {

@@ -16,7 +16,13 @@ afterAll(async () => {
   for (const c of cleanups.reverse()) await c();
 });
 
-const ENV = { DATABASE_URL: undefined, HERALD_DATABASE_URL: undefined, HERALD_EMBEDDED_POSTGRES_PORT: undefined, HERALD_HOME: undefined, HERALD_ENCRYPTION_KEYS: undefined };
+const ENV = {
+  DATABASE_URL: undefined,
+  HERALD_DATABASE_URL: undefined,
+  HERALD_EMBEDDED_POSTGRES_PORT: undefined,
+  HERALD_HOME: undefined,
+  HERALD_ENCRYPTION_KEYS: undefined,
+};
 
 function tempRoot(): string {
   const dir = mkdtempSync(join(tmpdir(), 'herald-backup-'));
@@ -35,10 +41,15 @@ describe('backup and restore', { timeout: 300_000 }, () => {
   it('an online backup restores into a fresh data dir that serves the same data; keys only with --include-keys', async () => {
     const root = tempRoot();
     const source = join(root, 'source');
-    const init = await runCli(['init', '--yes', '--data-dir', source, '--tenant', 'Acme', '--owner-email', 'owner@acme.test', '--json'], { env: ENV });
+    const init = await runCli(
+      ['init', '--yes', '--data-dir', source, '--tenant', 'Acme', '--owner-email', 'owner@acme.test', '--json'],
+      { env: ENV },
+    );
     expect(init.code, init.stderr).toBe(0);
     const tenantId = JSON.parse(init.stdout).tenant_id as string;
-    const issued = await runCli(['api-keys', 'issue', '--tenant', tenantId, '--data-dir', source, '--json'], { env: ENV });
+    const issued = await runCli(['api-keys', 'issue', '--tenant', tenantId, '--data-dir', source, '--json'], {
+      env: ENV,
+    });
     expect(issued.code, issued.stderr).toBe(0);
     const key = JSON.parse(issued.stdout).key as string;
 
@@ -51,28 +62,63 @@ describe('backup and restore', { timeout: 300_000 }, () => {
       });
       return { status: res.status, body: (await res.json().catch(() => null)) as any };
     };
-    expect((await call(herald.url, 'POST', '/v1/notification-types', { key: 'ping', name: 'Ping', channel_defaults: { inbox: true, email: false, push: false, web_push: false }, opt_out: true, variables: [] })).status).toBe(201);
-    expect((await call(herald.url, 'POST', '/v1/inbox-templates', { notification_type_key: 'ping', title: 'Ping {{ n }}', content: 'ping' })).status).toBe(201);
-    const contact = await call(herald.url, 'POST', '/v1/contacts', { external_id: 'ann', name: 'Ann', email: 'ann@example.test' });
+    expect(
+      (
+        await call(herald.url, 'POST', '/v1/notification-types', {
+          key: 'ping',
+          name: 'Ping',
+          channel_defaults: { inbox: true, email: false, push: false, web_push: false },
+          opt_out: true,
+          variables: [],
+        })
+      ).status,
+    ).toBe(201);
+    expect(
+      (
+        await call(herald.url, 'POST', '/v1/inbox-templates', {
+          notification_type_key: 'ping',
+          title: 'Ping {{ n }}',
+          content: 'ping',
+        })
+      ).status,
+    ).toBe(201);
+    const contact = await call(herald.url, 'POST', '/v1/contacts', {
+      external_id: 'ann',
+      name: 'Ann',
+      email: 'ann@example.test',
+    });
     expect(contact.status).toBe(201);
-    const triggered = await call(herald.url, 'POST', '/v1/notifications', { type: 'ping', recipients: ['ann'], variables: { n: 1 } });
+    const triggered = await call(herald.url, 'POST', '/v1/notifications', {
+      type: 'ping',
+      recipients: ['ann'],
+      variables: { n: 1 },
+    });
     expect(triggered.status).toBe(202);
     const eventId = triggered.body.events[0].event_id as string;
-    await eventually(async () => (await call(herald.url, 'GET', `/v1/notifications/${eventId}`)).body.status === 'delivered', { timeoutMs: 30_000 });
+    await eventually(
+      async () => (await call(herald.url, 'GET', `/v1/notifications/${eventId}`)).body.status === 'delivered',
+      { timeoutMs: 30_000 },
+    );
     const original = (await call(herald.url, 'GET', `/v1/notifications/${eventId}`)).body;
 
     // Online, while Herald runs: without the keys, then with them.
     const plain = join(root, 'plain.herald.gz');
     const backup = await runCli(['backup', '--data-dir', source, '--out', plain, '--json'], { env: ENV });
     expect(backup.code, backup.stderr).toBe(0);
-    expect(JSON.parse(backup.stdout)).toMatchObject({ keys_included: false, tables: expect.any(Number), rows: expect.any(Number) });
+    expect(JSON.parse(backup.stdout)).toMatchObject({
+      keys_included: false,
+      tables: expect.any(Number),
+      rows: expect.any(Number),
+    });
     expect(statSync(plain).mode & 0o777).toBe(0o600);
     const keyFile = readFileSync(join(source, 'keys.json'), 'utf8');
     const ring = JSON.parse(keyFile) as { active: string; keys: Record<string, string> };
     const activeKey = ring.keys[ring.active]!;
     expect(gunzipSync(readFileSync(plain)).toString('utf8')).not.toContain(activeKey);
     const full = join(root, 'full.herald.gz');
-    expect((await runCli(['backup', '--data-dir', source, '--out', full, '--include-keys'], { env: ENV })).code).toBe(0);
+    expect((await runCli(['backup', '--data-dir', source, '--out', full, '--include-keys'], { env: ENV })).code).toBe(
+      0,
+    );
     expect(gunzipSync(readFileSync(full)).toString('utf8')).toContain(activeKey);
 
     // Restore into a fresh directory, on a port of its own, while the source still runs.
@@ -80,15 +126,25 @@ describe('backup and restore', { timeout: 300_000 }, () => {
     const restore = await runCli(['restore', full, '--data-dir', restored, '--json'], { env: ENV });
     expect(restore.code, restore.stderr).toBe(0);
     expect(JSON.parse(restore.stdout)).toMatchObject({ keys_restored: true });
-    expect(JSON.parse(readFileSync(join(restored, 'herald.json'), 'utf8')).embeddedPostgresPort).not.toBe(JSON.parse(readFileSync(join(source, 'herald.json'), 'utf8')).embeddedPostgresPort);
+    expect(JSON.parse(readFileSync(join(restored, 'herald.json'), 'utf8')).embeddedPostgresPort).not.toBe(
+      JSON.parse(readFileSync(join(source, 'herald.json'), 'utf8')).embeddedPostgresPort,
+    );
     const copy = await start(restored);
     expect((await fetch(`${copy.url}/readyz`)).status).toBe(200);
     expect((await call(copy.url, 'GET', `/v1/notifications/${eventId}`)).body).toEqual(original);
     expect((await call(copy.url, 'GET', `/v1/contacts/${contact.body.id}`)).body).toEqual(contact.body);
     // The restored install works, not just reads: a new trigger is delivered there.
-    const again = await call(copy.url, 'POST', '/v1/notifications', { type: 'ping', recipients: ['ann'], variables: { n: 2 } });
+    const again = await call(copy.url, 'POST', '/v1/notifications', {
+      type: 'ping',
+      recipients: ['ann'],
+      variables: { n: 2 },
+    });
     expect(again.status).toBe(202);
-    await eventually(async () => (await call(copy.url, 'GET', `/v1/notifications/${again.body.events[0].event_id}`)).body.status === 'delivered', { timeoutMs: 30_000 });
+    await eventually(
+      async () =>
+        (await call(copy.url, 'GET', `/v1/notifications/${again.body.events[0].event_id}`)).body.status === 'delivered',
+      { timeoutMs: 30_000 },
+    );
     expect(await copy.stop()).toBe(0);
     expect(await herald.stop()).toBe(0);
     expect(postgresProcessesFor(restored)).toEqual([]);
@@ -124,10 +180,27 @@ describe('backup and restore on an external database', { timeout: 300_000 }, () 
     const root = tempRoot();
     const source = join(root, 'source');
     const env = { ...ENV, HERALD_EMBEDDED_POSTGRES_PORT: undefined };
-    const init = await runCli(['init', '--yes', '--data-dir', source, '--database-url', await emptyDatabase(), '--tenant', 'Ext', '--owner-email', 'owner@ext.test', '--json'], { env });
+    const init = await runCli(
+      [
+        'init',
+        '--yes',
+        '--data-dir',
+        source,
+        '--database-url',
+        await emptyDatabase(),
+        '--tenant',
+        'Ext',
+        '--owner-email',
+        'owner@ext.test',
+        '--json',
+      ],
+      { env },
+    );
     expect(init.code, init.stderr).toBe(0);
     const tenantId = JSON.parse(init.stdout).tenant_id as string;
-    expect((await runCli(['api-keys', 'issue', '--tenant', tenantId, '--name', 'ci', '--data-dir', source], { env })).code).toBe(0);
+    expect(
+      (await runCli(['api-keys', 'issue', '--tenant', tenantId, '--name', 'ci', '--data-dir', source], { env })).code,
+    ).toBe(0);
     const file = join(root, 'ext.herald.gz');
     const backup = await runCli(['backup', '--data-dir', source, '--out', file, '--include-keys'], { env });
     expect(backup.code, backup.stderr).toBe(0);
@@ -135,7 +208,10 @@ describe('backup and restore on an external database', { timeout: 300_000 }, () 
     expect(gunzipSync(readFileSync(file)).toString('utf8')).not.toMatch(/databaseUrl/);
 
     const target = join(root, 'target');
-    const restore = await runCli(['restore', file, '--data-dir', target, '--database-url', await emptyDatabase(), '--json'], { env });
+    const restore = await runCli(
+      ['restore', file, '--data-dir', target, '--database-url', await emptyDatabase(), '--json'],
+      { env },
+    );
     expect(restore.code, restore.stderr).toBe(0);
     const read = async (dataDir: string, args: string[]) => {
       const r = await runCli([...args, '--json', '--data-dir', dataDir], { env });
@@ -143,6 +219,8 @@ describe('backup and restore on an external database', { timeout: 300_000 }, () 
       return JSON.parse(r.stdout);
     };
     expect(await read(target, ['tenants', 'list'])).toEqual(await read(source, ['tenants', 'list']));
-    expect(await read(target, ['api-keys', 'list', '--tenant', tenantId])).toEqual(await read(source, ['api-keys', 'list', '--tenant', tenantId]));
+    expect(await read(target, ['api-keys', 'list', '--tenant', tenantId])).toEqual(
+      await read(source, ['api-keys', 'list', '--tenant', tenantId]),
+    );
   });
 });

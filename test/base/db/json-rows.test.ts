@@ -29,28 +29,71 @@ interface Row {
 }
 
 const COLUMNS = [
-  ['id', 'uuid'], ['count', 'int'], ['tags', 'text[]'], ['data', 'jsonb'], ['at', 'timestamptz'], ['messageId', 'text'],
+  ['id', 'uuid'],
+  ['count', 'int'],
+  ['tags', 'text[]'],
+  ['data', 'jsonb'],
+  ['at', 'timestamptz'],
+  ['messageId', 'text'],
 ] as const satisfies JsonRowColumns<Row>;
 
 const read = async (parameter: string) =>
-  (await client.query(`SELECT id::text, count, tags, data, data IS NULL AS data_null, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI') AS at, "messageId", n::int FROM ${jsonRowsSql('$1', COLUMNS)} AS x ORDER BY n`, [parameter]))
-    .rows;
+  (
+    await client.query(
+      `SELECT id::text, count, tags, data, data IS NULL AS data_null, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI') AS at, "messageId", n::int FROM ${jsonRowsSql('$1', COLUMNS)} AS x ORDER BY n`,
+      [parameter],
+    )
+  ).rows;
 
 describe('JSON rows', () => {
   it('reads each row back with its columns typed, in order, numbered from 1', async () => {
     const rows: Row[] = [
-      { id: '0190a000-0000-7000-8000-000000000001', count: 3, tags: ['a', 'b "quoted"', 'c\\d'], data: { nested: [1, { x: null }] }, at: '2026-11-28T10:00:00Z', messageId: 'm-1' },
-      { id: '0190a000-0000-7000-8000-000000000002', count: 0, tags: [], data: {}, at: '2026-11-28T11:30:00+01:00', messageId: 'Ünïcode ✓' },
+      {
+        id: '0190a000-0000-7000-8000-000000000001',
+        count: 3,
+        tags: ['a', 'b "quoted"', 'c\\d'],
+        data: { nested: [1, { x: null }] },
+        at: '2026-11-28T10:00:00Z',
+        messageId: 'm-1',
+      },
+      {
+        id: '0190a000-0000-7000-8000-000000000002',
+        count: 0,
+        tags: [],
+        data: {},
+        at: '2026-11-28T11:30:00+01:00',
+        messageId: 'Ünïcode ✓',
+      },
     ];
     expect(await read(jsonRowsParameter(rows, COLUMNS))).toEqual([
-      { id: rows[0]!.id, count: 3, tags: ['a', 'b "quoted"', 'c\\d'], data: { nested: [1, { x: null }] }, data_null: false, at: '2026-11-28 10:00', messageId: 'm-1', n: 1 },
-      { id: rows[1]!.id, count: 0, tags: [], data: {}, data_null: false, at: '2026-11-28 10:30', messageId: 'Ünïcode ✓', n: 2 },
+      {
+        id: rows[0]!.id,
+        count: 3,
+        tags: ['a', 'b "quoted"', 'c\\d'],
+        data: { nested: [1, { x: null }] },
+        data_null: false,
+        at: '2026-11-28 10:00',
+        messageId: 'm-1',
+        n: 1,
+      },
+      {
+        id: rows[1]!.id,
+        count: 0,
+        tags: [],
+        data: {},
+        data_null: false,
+        at: '2026-11-28 10:30',
+        messageId: 'Ünïcode ✓',
+        n: 2,
+      },
     ]);
   });
 
   it('reads a null or missing value as NULL, whatever its type', async () => {
     const row: Row = { id: '0190a000-0000-7000-8000-000000000003', count: null, tags: null, data: null, at: null };
-    expect(await read(jsonRowsParameter([row], COLUMNS))).toEqual([{ id: row.id, count: null, tags: null, data: null, data_null: true, at: null, messageId: null, n: 1 }]);
+    expect(await read(jsonRowsParameter([row], COLUMNS))).toEqual([
+      { id: row.id, count: null, tags: null, data: null, data_null: true, at: null, messageId: null, n: 1 },
+    ]);
   });
 
   it('leaves out trailing nulls only, and reads the positions past a row as NULL', async () => {
@@ -70,9 +113,15 @@ describe('JSON rows', () => {
   });
 
   it('reads rows nested in a column of another row', async () => {
-    const inner = [['id', 'uuid'], ['count', 'int']] as const satisfies JsonRowColumns<Row>;
+    const inner = [
+      ['id', 'uuid'],
+      ['count', 'int'],
+    ] as const satisfies JsonRowColumns<Row>;
     const outer = [['data', 'jsonb']] as const satisfies JsonRowColumns<{ data: unknown }>;
-    const parameter = jsonRowsParameter([{ data: jsonRows([{ id: '0190a000-0000-7000-8000-000000000004', count: 7 }], inner) }], outer);
+    const parameter = jsonRowsParameter(
+      [{ data: jsonRows([{ id: '0190a000-0000-7000-8000-000000000004', count: 7 }], inner) }],
+      outer,
+    );
     const { rows } = await client.query(
       `SELECT o.n AS outer_n, i.id::text, i.count, i.n AS inner_n FROM ${jsonRowsSql('$1', outer)} AS o CROSS JOIN LATERAL ${jsonRowsSql('o.data', inner)} AS i`,
       [parameter],

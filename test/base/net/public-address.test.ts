@@ -13,17 +13,39 @@ import { createTenantFixture, sql } from '../../support/fixtures.ts';
 
 describe('isNonPublicAddress', () => {
   it.each([
-    '127.0.0.1', '10.1.2.3', '172.20.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1',
-    '::1', '::', 'fd00::1', 'fe80::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1',
+    '127.0.0.1',
+    '10.1.2.3',
+    '172.20.0.1',
+    '192.168.1.1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '0.0.0.0',
+    '224.0.0.1',
+    '::1',
+    '::',
+    'fd00::1',
+    'fe80::1',
+    '::ffff:127.0.0.1',
+    '::ffff:10.0.0.1',
     // The same addresses as a URL normalises them (hex), and the other IPv6 forms that embed IPv4.
-    '::ffff:7f00:1', '::ffff:a9fe:a9fe', '::7f00:1', '64:ff9b::7f00:1', '64:ff9b::a9fe:a9fe', '2002:7f00:1::1', '0:0:0:0:0:ffff:7f00:0001',
-  ])(
-    '%s is not public',
-    (ip) => expect(isNonPublicAddress(ip)).toBe(true),
-  );
-  it.each(['8.8.8.8', '1.1.1.1', '172.32.0.1', '100.128.0.1', '2001:4860:4860::8888', '::ffff:8.8.8.8', '::ffff:808:808', '2002:808:808::1'])('%s is public', (ip) =>
-    expect(isNonPublicAddress(ip)).toBe(false),
-  );
+    '::ffff:7f00:1',
+    '::ffff:a9fe:a9fe',
+    '::7f00:1',
+    '64:ff9b::7f00:1',
+    '64:ff9b::a9fe:a9fe',
+    '2002:7f00:1::1',
+    '0:0:0:0:0:ffff:7f00:0001',
+  ])('%s is not public', (ip) => expect(isNonPublicAddress(ip)).toBe(true));
+  it.each([
+    '8.8.8.8',
+    '1.1.1.1',
+    '172.32.0.1',
+    '100.128.0.1',
+    '2001:4860:4860::8888',
+    '::ffff:8.8.8.8',
+    '::ffff:808:808',
+    '2002:808:808::1',
+  ])('%s is public', (ip) => expect(isNonPublicAddress(ip)).toBe(false));
 });
 
 describe('publicOnlyLookup', () => {
@@ -49,7 +71,9 @@ describe('sending web push with allowPrivatePushEndpoints off (the production de
     target.on('connection', () => connections++);
     await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
     port = (target.address() as AddressInfo).port;
-    app = await startTestApp({ config: { allowPrivatePushEndpoints: false, allowPrivateSmtpHosts: false, providers: { caFile } as never } });
+    app = await startTestApp({
+      config: { allowPrivatePushEndpoints: false, allowPrivateSmtpHosts: false, providers: { caFile } as never },
+    });
   });
   afterAll(async () => {
     await app?.close();
@@ -63,18 +87,46 @@ describe('sending web push with allowPrivatePushEndpoints off (the production de
     const vapid = webpush.generateVAPIDKeys();
     await em.transactional(async (tx) => {
       const { putPushTransport } = await import('../../../server/channels/push/push-transports.ts');
-      await putPushTransport(app.runtime, tx, tenant.id, 'webpush', { subject: 'mailto:ops@ssrf.test', public_key: vapid.publicKey, private_key: vapid.privateKey });
+      await putPushTransport(app.runtime, tx, tenant.id, 'webpush', {
+        subject: 'mailto:ops@ssrf.test',
+        public_key: vapid.publicKey,
+        private_key: vapid.privateKey,
+      });
     });
     // A browser-like subscription (valid keys) whose endpoint points at Herald's own network.
     const browser = webpush.generateVAPIDKeys();
-    const subscription = { endpoint: `https://127.0.0.1:${port}/push/abc`, keys: { p256dh: browser.publicKey, auth: Buffer.alloc(16, 1).toString('base64url') } };
-    const outcome = await sendPush(app.runtime, app.runtime.orm.em.fork(), tenant.id, { provider: 'webpush', subscription }, { title: 't', body: 'b' });
+    const subscription = {
+      endpoint: `https://127.0.0.1:${port}/push/abc`,
+      keys: { p256dh: browser.publicKey, auth: Buffer.alloc(16, 1).toString('base64url') },
+    };
+    const outcome = await sendPush(
+      app.runtime,
+      app.runtime.orm.em.fork(),
+      tenant.id,
+      { provider: 'webpush', subscription },
+      { title: 't', body: 'b' },
+    );
     expect(outcome).toMatchObject({ status: 'dead' });
     expect((outcome as { error: string }).error).toMatch(/not a public address/);
-    const byName = await sendPush(app.runtime, app.runtime.orm.em.fork(), tenant.id, { provider: 'webpush', subscription: { ...subscription, endpoint: `https://localhost:${port}/push/abc` } }, { title: 't', body: 'b' });
+    const byName = await sendPush(
+      app.runtime,
+      app.runtime.orm.em.fork(),
+      tenant.id,
+      { provider: 'webpush', subscription: { ...subscription, endpoint: `https://localhost:${port}/push/abc` } },
+      { title: 't', body: 'b' },
+    );
     expect(byName).toMatchObject({ status: 'dead' });
     // IPv4-mapped IPv6 literals, which URL parsing turns into hex (https://[::ffff:7f00:1]/), are refused too.
-    const mapped = await sendPush(app.runtime, app.runtime.orm.em.fork(), tenant.id, { provider: 'webpush', subscription: { ...subscription, endpoint: `https://[::ffff:127.0.0.1]:${port}/push/abc` } }, { title: 't', body: 'b' });
+    const mapped = await sendPush(
+      app.runtime,
+      app.runtime.orm.em.fork(),
+      tenant.id,
+      {
+        provider: 'webpush',
+        subscription: { ...subscription, endpoint: `https://[::ffff:127.0.0.1]:${port}/push/abc` },
+      },
+      { title: 't', body: 'b' },
+    );
     expect(mapped).toMatchObject({ status: 'dead' });
     // Not even a connection: neither the HTTP/2 handshake nor HTTP/1.1 reached the address.
     expect(hits).toBe(0);
@@ -104,18 +156,32 @@ describe('tenant SMTP hosts with allowPrivateSmtpHosts off (the production defau
     const fx = await createTenantFixture(app, 'Prober');
     const port = (target.address() as AddressInfo).port;
     for (const host of ['127.0.0.1', 'localhost', '10.0.0.8', '[::ffff:7f00:1]']) {
-      const res = await app.request('PUT', '/v1/email-transport', { token: fx.serviceKey, body: { host, port, secure: false, from_email: 'a@prober.test' } });
+      const res = await app.request('PUT', '/v1/email-transport', {
+        token: fx.serviceKey,
+        body: { host, port, secure: false, from_email: 'a@prober.test' },
+      });
       expect(res.status).toBe(422);
       expect(res.body.detail[0]).toMatchObject({ loc: ['body', 'host'], type: 'host_not_allowed' });
     }
     // A row stored before the setting was turned off (or by DNS changing later): checked again at send time.
-    await sql(app, `INSERT INTO email_transports (tenant_id, host, port, secure, from_email) VALUES ($1, '127.0.0.1', $2, false, 'a@prober.test')`, [fx.tenantId, port]);
-    const test = await app.request('POST', '/v1/email-transport/test', { token: fx.serviceKey, body: { to: 'x@example.test' } });
+    await sql(
+      app,
+      `INSERT INTO email_transports (tenant_id, host, port, secure, from_email) VALUES ($1, '127.0.0.1', $2, false, 'a@prober.test')`,
+      [fx.tenantId, port],
+    );
+    const test = await app.request('POST', '/v1/email-transport/test', {
+      token: fx.serviceKey,
+      body: { to: 'x@example.test' },
+    });
     expect(test.body).toEqual({ ok: false, error: expect.stringMatching(/public address/) });
     const { sendTenantEmail } = await import('../../../server/channels/email/transport.ts');
-    const sent = await sendTenantEmail(app.runtime, app.runtime.orm.em.fork(), fx.tenantId, { to: 'x@example.test', subject: 's', html: '<p>b</p>', text: 'b' });
+    const sent = await sendTenantEmail(app.runtime, app.runtime.orm.em.fork(), fx.tenantId, {
+      to: 'x@example.test',
+      subject: 's',
+      html: '<p>b</p>',
+      text: 'b',
+    });
     expect(sent).toMatchObject({ status: 'failed', retryable: false });
     expect(connections).toBe(0);
   });
 });
-

@@ -60,34 +60,69 @@ describe('PUT /v1/email-transport', () => {
   });
 
   it('encrypts the password at rest, bound to the tenant', async () => {
-    const row = await queryOne<{ password_ciphertext: string }>(app.runtime.orm.em.fork(), `SELECT password_ciphertext FROM email_transports WHERE tenant_id = $1`, [a.tenantId]);
+    const row = await queryOne<{ password_ciphertext: string }>(
+      app.runtime.orm.em.fork(),
+      `SELECT password_ciphertext FROM email_transports WHERE tenant_id = $1`,
+      [a.tenantId],
+    );
     expect(row!.password_ciphertext).toMatch(/^hv1\.test1\./);
     expect(row!.password_ciphertext).not.toContain(SMTP_PASS);
-    expect(app.runtime.keyRing.decrypt(row!.password_ciphertext, `email_transports/${a.tenantId}/password`)).toBe(SMTP_PASS);
-    expect(() => app.runtime.keyRing.decrypt(row!.password_ciphertext, `email_transports/${b.tenantId}/password`)).toThrow();
+    expect(app.runtime.keyRing.decrypt(row!.password_ciphertext, `email_transports/${a.tenantId}/password`)).toBe(
+      SMTP_PASS,
+    );
+    expect(() =>
+      app.runtime.keyRing.decrypt(row!.password_ciphertext, `email_transports/${b.tenantId}/password`),
+    ).toThrow();
   });
 
   it('keeps the stored password when a replacement omits it', async () => {
     const { password: _omit, ...withoutPassword } = transport();
-    const res = await app.request('PUT', '/v1/email-transport', { token: a.ownerToken, body: { ...withoutPassword, from_name: 'Acme Ops' } });
+    const res = await app.request('PUT', '/v1/email-transport', {
+      token: a.ownerToken,
+      body: { ...withoutPassword, from_name: 'Acme Ops' },
+    });
     expect(res.status).toBe(200);
     expect(res.body.from_name).toBe('Acme Ops');
-    const test = await app.request('POST', '/v1/email-transport/test', { token: a.serviceKey, body: { to: 'ops@example.test' } });
+    const test = await app.request('POST', '/v1/email-transport/test', {
+      token: a.serviceKey,
+      body: { to: 'ops@example.test' },
+    });
     expect(test.body.ok).toBe(true);
   });
 
   it('refuses to keep the stored password for another server: moving host, port, TLS or username needs it again', async () => {
     const { password: _omit, ...withoutPassword } = transport();
-    for (const moved of [{ host: 'localhost' }, { port: smtp.port + 1 }, { secure: true }, { username: 'someone-else' }]) {
-      const res = await app.request('PUT', '/v1/email-transport', { token: a.serviceKey, body: { ...withoutPassword, ...moved } });
+    for (const moved of [
+      { host: 'localhost' },
+      { port: smtp.port + 1 },
+      { secure: true },
+      { username: 'someone-else' },
+    ]) {
+      const res = await app.request('PUT', '/v1/email-transport', {
+        token: a.serviceKey,
+        body: { ...withoutPassword, ...moved },
+      });
       expect(res.status).toBe(422);
       expect(res.body.detail[0].loc).toEqual(['body', 'password']);
     }
     // Unchanged: still the original server.
-    expect((await app.request('GET', '/v1/email-transport', { token: a.serviceKey })).body).toMatchObject({ host: '127.0.0.1', port: smtp.port });
-    const withPassword = await app.request('PUT', '/v1/email-transport', { token: a.serviceKey, body: { ...transport(), host: 'localhost' } });
+    expect((await app.request('GET', '/v1/email-transport', { token: a.serviceKey })).body).toMatchObject({
+      host: '127.0.0.1',
+      port: smtp.port,
+    });
+    const withPassword = await app.request('PUT', '/v1/email-transport', {
+      token: a.serviceKey,
+      body: { ...transport(), host: 'localhost' },
+    });
     expect(withPassword.status).toBe(200);
-    expect((await app.request('PUT', '/v1/email-transport', { token: a.serviceKey, body: { ...transport(), from_name: 'Acme Ops' } })).status).toBe(200);
+    expect(
+      (
+        await app.request('PUT', '/v1/email-transport', {
+          token: a.serviceKey,
+          body: { ...transport(), from_name: 'Acme Ops' },
+        })
+      ).status,
+    ).toBe(200);
   });
 
   it('answers 422 HTTPValidationError for malformed settings', async () => {
@@ -140,7 +175,10 @@ describe('GET /v1/email-transport', () => {
 
 describe('POST /v1/email-transport/test', () => {
   it('sends through the tenant transport (authenticated) and answers the message id', async () => {
-    const res = await app.request('POST', '/v1/email-transport/test', { token: a.serviceKey, body: { to: 'Ops@Example.test' } });
+    const res = await app.request('POST', '/v1/email-transport/test', {
+      token: a.serviceKey,
+      body: { to: 'Ops@Example.test' },
+    });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ ok: true, message_id: expect.any(String) });
     const mail = await smtp.waitFor((m) => m.parsed.messageId === res.body.message_id);
@@ -151,7 +189,10 @@ describe('POST /v1/email-transport/test', () => {
   });
 
   it("answers ok: false with the server's error when the SMTP server refuses", async () => {
-    const res = await app.request('POST', '/v1/email-transport/test', { token: a.serviceKey, body: { to: 'bounce@example.test' } });
+    const res = await app.request('POST', '/v1/email-transport/test', {
+      token: a.serviceKey,
+      body: { to: 'bounce@example.test' },
+    });
     expect(res.status).toBe(200);
     expect(res.body.ok).toBe(false);
     expect(res.body.error).toMatch(/Mailbox unavailable|rejected/);
@@ -162,9 +203,15 @@ describe('POST /v1/email-transport/test', () => {
     const plain = await startSmtpPeer({ auth: { user: SMTP_USER, pass: SMTP_PASS }, starttls: false });
     peers.push(plain);
     const t = await createTenantFixture(app, 'Plaintext');
-    const put = await app.request('PUT', '/v1/email-transport', { token: t.serviceKey, body: { ...transport(), port: plain.port } });
+    const put = await app.request('PUT', '/v1/email-transport', {
+      token: t.serviceKey,
+      body: { ...transport(), port: plain.port },
+    });
     expect(put.status).toBe(200);
-    const res = await app.request('POST', '/v1/email-transport/test', { token: t.serviceKey, body: { to: 'ops@example.test' } });
+    const res = await app.request('POST', '/v1/email-transport/test', {
+      token: t.serviceKey,
+      body: { to: 'ops@example.test' },
+    });
     expect(res.status).toBe(200);
     expect(res.body.ok).toBe(false);
     expect(res.body.error).toMatch(/STARTTLS/i);
@@ -178,9 +225,15 @@ describe('POST /v1/email-transport/test', () => {
     peers.push(relay);
     const t = await createTenantFixture(app, 'Relay');
     const { username: _u, password: _p, ...open } = transport();
-    const put = await app.request('PUT', '/v1/email-transport', { token: t.serviceKey, body: { ...open, port: relay.port } });
+    const put = await app.request('PUT', '/v1/email-transport', {
+      token: t.serviceKey,
+      body: { ...open, port: relay.port },
+    });
     expect(put.status).toBe(200);
-    const res = await app.request('POST', '/v1/email-transport/test', { token: t.serviceKey, body: { to: 'ops@example.test' } });
+    const res = await app.request('POST', '/v1/email-transport/test', {
+      token: t.serviceKey,
+      body: { to: 'ops@example.test' },
+    });
     expect(res.body).toEqual({ ok: true, message_id: expect.any(String) });
     const mail = await relay.waitFor((m) => m.parsed.messageId === res.body.message_id);
     expect(mail.secure).toBe(false);
@@ -188,7 +241,10 @@ describe('POST /v1/email-transport/test', () => {
   });
 
   it('answers 422 not_configured for a tenant without a transport', async () => {
-    const res = await app.request('POST', '/v1/email-transport/test', { token: b.serviceKey, body: { to: 'ops@example.test' } });
+    const res = await app.request('POST', '/v1/email-transport/test', {
+      token: b.serviceKey,
+      body: { to: 'ops@example.test' },
+    });
     expect(res.status).toBe(422);
     expect(res.body.code).toBe('not_configured');
   });
@@ -197,13 +253,27 @@ describe('POST /v1/email-transport/test', () => {
     const bad = await app.request('POST', '/v1/email-transport/test', { token: a.serviceKey, body: { to: 'nope' } });
     expect(bad.status).toBe(422);
     expect(bad.body.detail[0].loc).toEqual(['body', 'to']);
-    expect((await app.request('POST', '/v1/email-transport/test', { body: { to: 'ops@example.test' } })).status).toBe(401);
-    expect((await app.request('POST', '/v1/email-transport/test', { token: a.contactToken, body: { to: 'ops@example.test' } })).status).toBe(403);
+    expect((await app.request('POST', '/v1/email-transport/test', { body: { to: 'ops@example.test' } })).status).toBe(
+      401,
+    );
+    expect(
+      (
+        await app.request('POST', '/v1/email-transport/test', {
+          token: a.contactToken,
+          body: { to: 'ops@example.test' },
+        })
+      ).status,
+    ).toBe(403);
   });
 });
 
 describe('sendTenantEmail', () => {
-  const mail = { to: 'ann@example.test', subject: 'Shipped', html: '<p>Your order shipped</p>', text: 'Your order shipped' };
+  const mail = {
+    to: 'ann@example.test',
+    subject: 'Shipped',
+    html: '<p>Your order shipped</p>',
+    text: 'Your order shipped',
+  };
 
   it("uses the tenant's transport and its From, or the brand's sender when given", async () => {
     const em = app.runtime.orm.em.fork();
@@ -211,7 +281,12 @@ describe('sendTenantEmail', () => {
     expect(own).toEqual({ status: 'sent', messageId: expect.any(String) });
     const first = await smtp.waitFor((m) => m.parsed.messageId === (own as { messageId: string }).messageId);
     expect(first.parsed.from?.value[0]?.address).toBe('noreply@acme.test');
-    const branded = await sendTenantEmail(app.runtime, em, a.tenantId, { ...mail, fromEmail: 'hello@brand.test', fromName: 'Brand "Quoted"', replyTo: 'support@brand.test' });
+    const branded = await sendTenantEmail(app.runtime, em, a.tenantId, {
+      ...mail,
+      fromEmail: 'hello@brand.test',
+      fromName: 'Brand "Quoted"',
+      replyTo: 'support@brand.test',
+    });
     expect(branded.status).toBe('sent');
     const second = await smtp.waitFor((m) => m.parsed.messageId === (branded as { messageId: string }).messageId);
     expect(second.parsed.from?.value[0]).toMatchObject({ address: 'hello@brand.test', name: 'Brand "Quoted"' });
@@ -221,15 +296,30 @@ describe('sendTenantEmail', () => {
 
   it('falls back to the install default SMTP, else skips with no_transport', async () => {
     const em = app.runtime.orm.em.fork();
-    expect(await sendTenantEmail(app.runtime, em, b.tenantId, mail)).toEqual({ status: 'skipped', reason: 'no_transport' });
-    await setDefaultSmtp(app.runtime, em, { host: '127.0.0.1', port: smtp.port, secure: false, username: SMTP_USER, password: SMTP_PASS, from: 'Herald <herald@install.test>' });
+    expect(await sendTenantEmail(app.runtime, em, b.tenantId, mail)).toEqual({
+      status: 'skipped',
+      reason: 'no_transport',
+    });
+    await setDefaultSmtp(app.runtime, em, {
+      host: '127.0.0.1',
+      port: smtp.port,
+      secure: false,
+      username: SMTP_USER,
+      password: SMTP_PASS,
+      from: 'Herald <herald@install.test>',
+    });
     const sent = await sendTenantEmail(app.runtime, em, b.tenantId, mail);
     expect(sent.status).toBe('sent');
     const received = await smtp.waitFor((m) => m.parsed.messageId === (sent as { messageId: string }).messageId);
     expect(received.parsed.from?.value[0]).toMatchObject({ address: 'herald@install.test', name: 'Herald' });
     // On the shared install SMTP a brand cannot claim an address outside its verified sender domains:
     // the mail comes from the install, with the brand's address as Reply-To.
-    const branded = await sendTenantEmail(app.runtime, em, b.tenantId, { ...mail, fromEmail: 'ceo@other-company.test', fromName: 'Brand', sign: async () => null });
+    const branded = await sendTenantEmail(app.runtime, em, b.tenantId, {
+      ...mail,
+      fromEmail: 'ceo@other-company.test',
+      fromName: 'Brand',
+      sign: async () => null,
+    });
     const spoofAttempt = await smtp.waitFor((m) => m.parsed.messageId === (branded as { messageId: string }).messageId);
     expect(spoofAttempt.parsed.from?.value[0]).toMatchObject({ address: 'herald@install.test', name: 'Brand' });
     expect(spoofAttempt.parsed.replyTo?.value[0]?.address).toBe('ceo@other-company.test');
@@ -241,7 +331,10 @@ describe('sendTenantEmail', () => {
     const rejected = await sendTenantEmail(app.runtime, em, a.tenantId, { ...mail, to: 'bounce@example.test' });
     expect(rejected).toMatchObject({ status: 'failed', retryable: false });
     const tenant = await createTenantFixture(app, 'Down');
-    const put = await app.request('PUT', '/v1/email-transport', { token: tenant.serviceKey, body: { ...transport(), port: 1 } });
+    const put = await app.request('PUT', '/v1/email-transport', {
+      token: tenant.serviceKey,
+      body: { ...transport(), port: 1 },
+    });
     expect(put.status).toBe(200);
     const refused = await sendTenantEmail(app.runtime, em, tenant.tenantId, mail);
     expect(refused).toMatchObject({ status: 'failed', retryable: true });
@@ -249,7 +342,10 @@ describe('sendTenantEmail', () => {
   });
 
   it('skips an unknown tenant with no_transport', async () => {
-    expect(await sendTenantEmail(app.runtime, app.runtime.orm.em.fork(), newId(), mail)).toEqual({ status: 'skipped', reason: 'no_transport' });
+    expect(await sendTenantEmail(app.runtime, app.runtime.orm.em.fork(), newId(), mail)).toEqual({
+      status: 'skipped',
+      reason: 'no_transport',
+    });
   });
 });
 
@@ -265,7 +361,9 @@ describe('DELETE /v1/email-transport', () => {
     const res = await app.request('DELETE', '/v1/email-transport', { token: a.serviceKey });
     expect(res.status).toBe(204);
     expect(res.text).toBe('');
-    expect((await app.request('GET', '/v1/email-transport', { token: a.serviceKey })).body).toEqual({ configured: false });
+    expect((await app.request('GET', '/v1/email-transport', { token: a.serviceKey })).body).toEqual({
+      configured: false,
+    });
     expect((await app.request('GET', '/v1/email-transport', { token: other.serviceKey })).body.configured).toBe(true);
     expect((await app.request('DELETE', '/v1/email-transport', { token: a.serviceKey })).status).toBe(204);
   });

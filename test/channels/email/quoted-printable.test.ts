@@ -17,7 +17,35 @@ function random(seed: number): () => number {
 
 // Letters and hex digits, the break characters, "=", line breaks alone and as pairs, whitespace,
 // control characters, two- three- and four-byte characters, and a lone surrogate.
-const PIECES = ['a', 'Z', 'f', 'F', '0', '9', 'x', ' ', '\t', '.', ',', '!', '?', '=', '=3D', '\r', '\n', '\r\n', '\x00', '\x7f', '\x0b', 'é', '€', '🎉', '\ud800', '<p class="x">', ' \n'];
+const PIECES = [
+  'a',
+  'Z',
+  'f',
+  'F',
+  '0',
+  '9',
+  'x',
+  ' ',
+  '\t',
+  '.',
+  ',',
+  '!',
+  '?',
+  '=',
+  '=3D',
+  '\r',
+  '\n',
+  '\r\n',
+  '\x00',
+  '\x7f',
+  '\x0b',
+  'é',
+  '€',
+  '🎉',
+  '\ud800',
+  '<p class="x">',
+  ' \n',
+];
 
 function randomText(next: () => number): string {
   const length = Math.floor(next() * 300);
@@ -37,14 +65,20 @@ describe('quotedPrintable', () => {
     for (let i = 0; i < 20_000; i++) {
       const text = randomText(next);
       const lineLength = [76, 20, 7][i % 3]!;
-      if (quotedPrintable(text, lineLength) !== qp.wrap(qp.encode(text), lineLength)) differing.push(JSON.stringify([text, lineLength]));
+      if (quotedPrintable(text, lineLength) !== qp.wrap(qp.encode(text), lineLength))
+        differing.push(JSON.stringify([text, lineLength]));
     }
     expect(differing.slice(0, 5)).toEqual([]);
   });
 
   it("gives nodemailer's output for an email's HTML part and text part", async () => {
     const email = await renderEmail(
-      { id: 't', subject: 'Order {{ order }}', content: '<p>Hello {{ contact.name }}, order <b>{{ order }}</b> is on its way. Ça arrive 🎉</p>', language: 'en' } as never,
+      {
+        id: 't',
+        subject: 'Order {{ order }}',
+        content: '<p>Hello {{ contact.name }}, order <b>{{ order }}</b> is on its way. Ça arrive 🎉</p>',
+        language: 'en',
+      } as never,
       { id: 'b', key: 'default', values: { name: 'Acme' }, sender: null, is_default: true } as never,
       { order: 'A-1', contact: { name: 'Zoë' } },
     );

@@ -6,7 +6,13 @@ import { authenticate } from 'mailauth';
 import { startTestApp, type TestApp } from '../../support/app.ts';
 import { startDnsServer, type DnsServer } from '../../support/dns-server.ts';
 import { startSmtpPeer, type SmtpPeer } from '../../support/smtp-peer.ts';
-import { addUser, createTenantFixture, expectManagementOnly, expectValidationError, type TenantFixture } from '../../support/fixtures.ts';
+import {
+  addUser,
+  createTenantFixture,
+  expectManagementOnly,
+  expectValidationError,
+  type TenantFixture,
+} from '../../support/fixtures.ts';
 import { query, queryOne } from '../../../server/base/db/sql.ts';
 import { KeyRing } from '../../../server/base/crypto/keyring.ts';
 import { generateKey } from '../../../server/base/crypto/keyring.ts';
@@ -51,12 +57,21 @@ function publish(domain: { dns_records: Array<{ name: string; value: string }> }
 
 describe('POST /v1/sender-domains', () => {
   it('generates an RSA-2048 DKIM key and answers the TXT record to publish', async () => {
-    const res = await app.request('POST', '/v1/sender-domains', { token: acmeAdmin, body: { domain: 'news.acme.test' } });
+    const res = await app.request('POST', '/v1/sender-domains', {
+      token: acmeAdmin,
+      body: { domain: 'news.acme.test' },
+    });
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
       domain: 'news.acme.test',
       status: 'pending',
-      dns_records: [{ type: 'TXT', name: expect.stringMatching(/^herald[0-9a-f]{8}\._domainkey\.news\.acme\.test$/), value: expect.stringMatching(/^v=DKIM1; k=rsa; p=[A-Za-z0-9+/=]+$/) }],
+      dns_records: [
+        {
+          type: 'TXT',
+          name: expect.stringMatching(/^herald[0-9a-f]{8}\._domainkey\.news\.acme\.test$/),
+          value: expect.stringMatching(/^v=DKIM1; k=rsa; p=[A-Za-z0-9+/=]+$/),
+        },
+      ],
       last_checked_at: null,
       last_error: null,
     });
@@ -87,7 +102,10 @@ describe('POST /v1/sender-domains', () => {
 
   it('answers 409 for a domain the tenant already registered, and lets another tenant register it', async () => {
     const domain = await register(acme);
-    const dup = await app.request('POST', '/v1/sender-domains', { token: acme.serviceKey, body: { domain: domain.domain.toUpperCase() } });
+    const dup = await app.request('POST', '/v1/sender-domains', {
+      token: acme.serviceKey,
+      body: { domain: domain.domain.toUpperCase() },
+    });
     expect(dup.status).toBe(409);
     expect(dup.body.code).toBe('already_exists');
     const other = await register(globex, domain.domain);
@@ -95,11 +113,29 @@ describe('POST /v1/sender-domains', () => {
   });
 
   it('answers 422 for something that is not a domain name', async () => {
-    for (const domain of ['localhost', 'not a domain', '-bad.acme.test', 'bad-.acme.test', '10.0.0.1', 'a..b', `${'x'.repeat(64)}.test`, '', 42]) {
-      expectValidationError(await app.request('POST', '/v1/sender-domains', { token: acme.serviceKey, body: { domain } }), ['body', 'domain']);
+    for (const domain of [
+      'localhost',
+      'not a domain',
+      '-bad.acme.test',
+      'bad-.acme.test',
+      '10.0.0.1',
+      'a..b',
+      `${'x'.repeat(64)}.test`,
+      '',
+      42,
+    ]) {
+      expectValidationError(
+        await app.request('POST', '/v1/sender-domains', { token: acme.serviceKey, body: { domain } }),
+        ['body', 'domain'],
+      );
     }
-    expectValidationError(await app.request('POST', '/v1/sender-domains', { token: acme.serviceKey, body: {} }), ['body', 'domain']);
-    expectValidationError(await app.request('POST', '/v1/sender-domains', { token: acme.serviceKey, rawBody: '{' }), ['body']);
+    expectValidationError(await app.request('POST', '/v1/sender-domains', { token: acme.serviceKey, body: {} }), [
+      'body',
+      'domain',
+    ]);
+    expectValidationError(await app.request('POST', '/v1/sender-domains', { token: acme.serviceKey, rawBody: '{' }), [
+      'body',
+    ]);
   });
 
   it('answers 401 without a credential and 403 for a contact token or a non-member', async () => {
@@ -125,13 +161,17 @@ describe('GET /v1/sender-domains', () => {
 describe('GET /v1/sender-domains/{domain}', () => {
   it('answers the domain with its records', async () => {
     const domain = await register(acme);
-    const res = await app.request('GET', `/v1/sender-domains/${domain.domain.toUpperCase()}`, { token: acme.serviceKey });
+    const res = await app.request('GET', `/v1/sender-domains/${domain.domain.toUpperCase()}`, {
+      token: acme.serviceKey,
+    });
     expect(res.status).toBe(200);
     expect(res.body).toEqual(domain);
   });
 
   it("answers 404 for an unknown and another tenant's domain", async () => {
-    expect((await app.request('GET', '/v1/sender-domains/unknown.acme.test', { token: acme.serviceKey })).status).toBe(404);
+    expect((await app.request('GET', '/v1/sender-domains/unknown.acme.test', { token: acme.serviceKey })).status).toBe(
+      404,
+    );
     const theirs = await register(globex, 'only.globex.test');
     const res = await app.request('GET', `/v1/sender-domains/${theirs.domain}`, { token: acme.serviceKey });
     expect(res.status).toBe(404);
@@ -139,7 +179,10 @@ describe('GET /v1/sender-domains/{domain}', () => {
   });
 
   it('answers 422 for a malformed domain', async () => {
-    expectValidationError(await app.request('GET', '/v1/sender-domains/no_dots', { token: acme.serviceKey }), ['path', 'domain']);
+    expectValidationError(await app.request('GET', '/v1/sender-domains/no_dots', { token: acme.serviceKey }), [
+      'path',
+      'domain',
+    ]);
   });
 
   it('answers 401 without a credential and 403 for a contact token or a non-member', async () => {
@@ -153,18 +196,29 @@ describe('DELETE /v1/sender-domains/{domain}', () => {
     const res = await app.request('DELETE', `/v1/sender-domains/${domain.domain}`, { token: acmeAdmin });
     expect(res.status).toBe(204);
     expect(res.text).toBe('');
-    expect((await app.request('GET', `/v1/sender-domains/${domain.domain}`, { token: acme.serviceKey })).status).toBe(404);
+    expect((await app.request('GET', `/v1/sender-domains/${domain.domain}`, { token: acme.serviceKey })).status).toBe(
+      404,
+    );
   });
 
   it("answers 404 for an unknown and another tenant's domain, which stays", async () => {
-    expect((await app.request('DELETE', '/v1/sender-domains/unknown.acme.test', { token: acme.serviceKey })).status).toBe(404);
+    expect(
+      (await app.request('DELETE', '/v1/sender-domains/unknown.acme.test', { token: acme.serviceKey })).status,
+    ).toBe(404);
     const theirs = await register(globex);
-    expect((await app.request('DELETE', `/v1/sender-domains/${theirs.domain}`, { token: acme.serviceKey })).status).toBe(404);
-    expect((await app.request('GET', `/v1/sender-domains/${theirs.domain}`, { token: globex.serviceKey })).status).toBe(200);
+    expect(
+      (await app.request('DELETE', `/v1/sender-domains/${theirs.domain}`, { token: acme.serviceKey })).status,
+    ).toBe(404);
+    expect((await app.request('GET', `/v1/sender-domains/${theirs.domain}`, { token: globex.serviceKey })).status).toBe(
+      200,
+    );
   });
 
   it('answers 422 for a malformed domain', async () => {
-    expectValidationError(await app.request('DELETE', '/v1/sender-domains/%20', { token: acme.serviceKey }), ['path', 'domain']);
+    expectValidationError(await app.request('DELETE', '/v1/sender-domains/%20', { token: acme.serviceKey }), [
+      'path',
+      'domain',
+    ]);
   });
 
   it('answers 401 without a credential and 403 for a contact token or a non-member', async () => {
@@ -178,25 +232,42 @@ describe('POST /v1/sender-domains/{domain}/refresh', () => {
     publish(domain);
     const res = await app.request('POST', `/v1/sender-domains/${domain.domain}/refresh`, { token: acme.serviceKey });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ domain: domain.domain, status: 'verified', last_error: null, last_checked_at: expect.any(String) });
-    expect((await app.request('GET', `/v1/sender-domains/${domain.domain}`, { token: acme.serviceKey })).body.status).toBe('verified');
+    expect(res.body).toMatchObject({
+      domain: domain.domain,
+      status: 'verified',
+      last_error: null,
+      last_checked_at: expect.any(String),
+    });
+    expect(
+      (await app.request('GET', `/v1/sender-domains/${domain.domain}`, { token: acme.serviceKey })).body.status,
+    ).toBe('verified');
   });
 
   it('moves the domain to failed while the record is missing, with the reason', async () => {
     const domain = await register(acme);
     const res = await app.request('POST', `/v1/sender-domains/${domain.domain}/refresh`, { token: acmeAdmin });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ status: 'failed', last_error: expect.stringContaining('No TXT record found'), last_checked_at: expect.any(String) });
+    expect(res.body).toMatchObject({
+      status: 'failed',
+      last_error: expect.stringContaining('No TXT record found'),
+      last_checked_at: expect.any(String),
+    });
   });
 
   it('fails a record that holds another key, and a verified domain whose record was replaced', async () => {
     const domain = await register(acme);
     publish(domain);
-    expect((await app.request('POST', `/v1/sender-domains/${domain.domain}/refresh`, { token: acme.serviceKey })).body.status).toBe('verified');
+    expect(
+      (await app.request('POST', `/v1/sender-domains/${domain.domain}/refresh`, { token: acme.serviceKey })).body
+        .status,
+    ).toBe('verified');
     const other = await register(globex);
     dnsServer.publishTxt(domain.dns_records[0].name, other.dns_records[0].value);
     const res = await app.request('POST', `/v1/sender-domains/${domain.domain}/refresh`, { token: acme.serviceKey });
-    expect(res.body).toMatchObject({ status: 'failed', last_error: expect.stringContaining("does not hold this domain's public key") });
+    expect(res.body).toMatchObject({
+      status: 'failed',
+      last_error: expect.stringContaining("does not hold this domain's public key"),
+    });
   });
 
   it('keeps a verified domain verified through a DNS server failure, and fails a pending one', async () => {
@@ -208,19 +279,31 @@ describe('POST /v1/sender-domains/{domain}/refresh', () => {
     expect(kept.body).toMatchObject({ status: 'verified', last_error: expect.stringContaining('DNS lookup') });
     const pending = await register(acme);
     dnsServer.failing.add(pending.dns_records[0].name);
-    const failed = await app.request('POST', `/v1/sender-domains/${pending.domain}/refresh`, { token: acme.serviceKey });
+    const failed = await app.request('POST', `/v1/sender-domains/${pending.domain}/refresh`, {
+      token: acme.serviceKey,
+    });
     expect(failed.body).toMatchObject({ status: 'failed', last_error: expect.stringContaining('DNS lookup') });
   });
 
   it("answers 404 for an unknown and another tenant's domain", async () => {
-    expect((await app.request('POST', '/v1/sender-domains/unknown.acme.test/refresh', { token: acme.serviceKey })).status).toBe(404);
+    expect(
+      (await app.request('POST', '/v1/sender-domains/unknown.acme.test/refresh', { token: acme.serviceKey })).status,
+    ).toBe(404);
     const theirs = await register(globex);
-    expect((await app.request('POST', `/v1/sender-domains/${theirs.domain}/refresh`, { token: acme.serviceKey })).status).toBe(404);
-    expect((await app.request('GET', `/v1/sender-domains/${theirs.domain}`, { token: globex.serviceKey })).body.last_checked_at).toBeNull();
+    expect(
+      (await app.request('POST', `/v1/sender-domains/${theirs.domain}/refresh`, { token: acme.serviceKey })).status,
+    ).toBe(404);
+    expect(
+      (await app.request('GET', `/v1/sender-domains/${theirs.domain}`, { token: globex.serviceKey })).body
+        .last_checked_at,
+    ).toBeNull();
   });
 
   it('answers 422 for a malformed domain', async () => {
-    expectValidationError(await app.request('POST', '/v1/sender-domains/bad!.test/refresh', { token: acme.serviceKey }), ['path', 'domain']);
+    expectValidationError(
+      await app.request('POST', '/v1/sender-domains/bad!.test/refresh', { token: acme.serviceKey }),
+      ['path', 'domain'],
+    );
   });
 
   it('answers 401 without a credential and 403 for a contact token or a non-member', async () => {
@@ -252,10 +335,20 @@ describe('DKIM signing (dkimSigningFor)', () => {
 
   it('signs mail from a verified domain so that an independent verifier passes it against the published record', async () => {
     const dkim = await dkimSigningFor(app.runtime, app.runtime.orm.em.fork(), acme.tenantId, 'news@signed.acme.test');
-    expect(dkim).toMatchObject({ domainName: 'signed.acme.test', keySelector: verified.dns_records[0]!.name.split('.')[0] });
+    expect(dkim).toMatchObject({
+      domainName: 'signed.acme.test',
+      keySelector: verified.dns_records[0]!.name.split('.')[0],
+    });
     await app.runtime.smtp.send(
       { host: smtp.host, port: smtp.port, secure: false },
-      { from: 'Acme <news@signed.acme.test>', to: 'reader@example.test', subject: 'Signed', text: 'Hello', html: '<p>Hello</p>', dkim: dkim! },
+      {
+        from: 'Acme <news@signed.acme.test>',
+        to: 'reader@example.test',
+        subject: 'Signed',
+        text: 'Hello',
+        html: '<p>Hello</p>',
+        dkim: dkim!,
+      },
     );
     const mail = await smtp.waitFor((m) => m.parsed.subject === 'Signed');
     expect(mail.raw).toMatch(/^DKIM-Signature: /m);
@@ -269,7 +362,12 @@ describe('DKIM signing (dkimSigningFor)', () => {
   });
 
   it('signs mail from a subdomain of a verified domain with the parent domain', async () => {
-    const dkim = await dkimSigningFor(app.runtime, app.runtime.orm.em.fork(), acme.tenantId, 'alerts@eu.signed.acme.test');
+    const dkim = await dkimSigningFor(
+      app.runtime,
+      app.runtime.orm.em.fork(),
+      acme.tenantId,
+      'alerts@eu.signed.acme.test',
+    );
     expect(dkim?.domainName).toBe('signed.acme.test');
   });
 
@@ -287,9 +385,16 @@ describe('DKIM signing (dkimSigningFor)', () => {
     const domain = await register(acme, 'lost-key.acme.test');
     publish(domain);
     await app.request('POST', '/v1/sender-domains/lost-key.acme.test/refresh', { token: acme.serviceKey });
-    const [row] = await query<{ id: string }>(em, `SELECT id FROM sender_domains WHERE tenant_id = $1 AND domain = $2`, [acme.tenantId, 'lost-key.acme.test']);
+    const [row] = await query<{ id: string }>(
+      em,
+      `SELECT id FROM sender_domains WHERE tenant_id = $1 AND domain = $2`,
+      [acme.tenantId, 'lost-key.acme.test'],
+    );
     const gone = new KeyRing({ active: 'gone', keys: { gone: generateKey() } });
-    await query(em, `UPDATE sender_domains SET dkim_private_key_ciphertext = $2 WHERE id = $1`, [row!.id, gone.encrypt('-----BEGIN PRIVATE KEY-----', dkimKeyAad(row!.id))]);
+    await query(em, `UPDATE sender_domains SET dkim_private_key_ciphertext = $2 WHERE id = $1`, [
+      row!.id,
+      gone.encrypt('-----BEGIN PRIVATE KEY-----', dkimKeyAad(row!.id)),
+    ]);
     expect(await dkimSigningFor(app.runtime, em, acme.tenantId, 'x@lost-key.acme.test')).toBeNull();
     const warning = app.logs.find((l) => l.includes('DKIM key of a sender domain is unreadable'));
     expect(warning).toContain('lost-key.acme.test');
@@ -309,11 +414,19 @@ describe('the scheduled re-check (jobs/sender-domains-recheck.ts)', () => {
   it('leaves a pending domain pending until its record appears, then verifies it by itself', async () => {
     const domain = await register(acme);
     await recheckAll();
-    expect(await statusOf(domain.domain)).toMatchObject({ status: 'pending', last_error: expect.stringContaining('No TXT record'), last_checked_at: expect.anything() });
+    expect(await statusOf(domain.domain)).toMatchObject({
+      status: 'pending',
+      last_error: expect.stringContaining('No TXT record'),
+      last_checked_at: expect.anything(),
+    });
     publish(domain);
     await recheckAll();
     expect(await statusOf(domain.domain)).toMatchObject({ status: 'verified', last_error: null });
-    expect(app.logs.some((l) => l.includes('sender domain re-checked') && l.includes(domain.domain) && l.includes('"to":"verified"'))).toBe(true);
+    expect(
+      app.logs.some(
+        (l) => l.includes('sender domain re-checked') && l.includes(domain.domain) && l.includes('"to":"verified"'),
+      ),
+    ).toBe(true);
   });
 
   it('keeps a verified domain through a DNS failure, and fails it once its record is gone (signing stops)', async () => {
@@ -324,21 +437,32 @@ describe('the scheduled re-check (jobs/sender-domains-recheck.ts)', () => {
     dnsServer.failing.add(name);
     try {
       await recheckAll();
-      expect(await statusOf(domain.domain)).toMatchObject({ status: 'verified', last_error: expect.stringContaining('failed') });
+      expect(await statusOf(domain.domain)).toMatchObject({
+        status: 'verified',
+        last_error: expect.stringContaining('failed'),
+      });
     } finally {
       dnsServer.failing.delete(name);
     }
     dnsServer.txt.delete(name);
     await recheckAll();
-    expect(await statusOf(domain.domain)).toMatchObject({ status: 'failed', last_error: expect.stringContaining('No TXT record') });
-    expect(await dkimSigningFor(app.runtime, app.runtime.orm.em.fork(), acme.tenantId, `news@${domain.domain}`)).toBeNull();
+    expect(await statusOf(domain.domain)).toMatchObject({
+      status: 'failed',
+      last_error: expect.stringContaining('No TXT record'),
+    });
+    expect(
+      await dkimSigningFor(app.runtime, app.runtime.orm.em.fork(), acme.tenantId, `news@${domain.domain}`),
+    ).toBeNull();
   });
 
   it('looks again only at domains not checked for a day, the least recently checked first, and runs every hour', async () => {
     const domain = await register(acme);
     await recheckAll();
     const checkedAt = (await statusOf(domain.domain)).last_checked_at;
-    const recent = await recheckSenderDomains(app.runtime, app.runtime.orm.em.fork(), { staleMs: SENDER_DOMAIN_RECHECK_MS, limit: 10_000 });
+    const recent = await recheckSenderDomains(app.runtime, app.runtime.orm.em.fork(), {
+      staleMs: SENDER_DOMAIN_RECHECK_MS,
+      limit: 10_000,
+    });
     expect(recent.checked).toBe(0);
     expect((await statusOf(domain.domain)).last_checked_at).toEqual(checkedAt);
     expect(senderDomainsRecheckJob.schedule).toBe('41 * * * *');

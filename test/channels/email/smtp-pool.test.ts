@@ -74,7 +74,9 @@ describe('SmtpPool', () => {
     const peer = await startSmtpPeer({ holdRecipients });
     const pool = new SmtpPool({ maxConnections: 2 });
     try {
-      const sends = [...holdRecipients.keys()].map((to, i) => pool.send(settingsOf(peer), { ...mail(`held-${i}`), to }));
+      const sends = [...holdRecipients.keys()].map((to, i) =>
+        pool.send(settingsOf(peer), { ...mail(`held-${i}`), to }),
+      );
       await vi.waitFor(() => expect(peer.openConnections).toBe(2));
       await new Promise((resolve) => setTimeout(resolve, 200)); // a third connection would have opened by now
       expect(peer.openConnections).toBe(2);
@@ -106,11 +108,15 @@ describe('SmtpPool', () => {
     const peer = await startSmtpPeer({ rejectRecipients: ['nobody@example.org'] });
     const pool = new SmtpPool();
     try {
-      const refused = await pool.send(settingsOf(peer), { ...mail('refused'), to: 'nobody@example.org' }).catch((error: unknown) => error);
+      const refused = await pool
+        .send(settingsOf(peer), { ...mail('refused'), to: 'nobody@example.org' })
+        .catch((error: unknown) => error);
       expect(refused).toMatchObject({ code: 'EENVELOPE', responseCode: 550 });
       expect(classifySmtpError(refused).retryable).toBe(false);
       await pool.send(settingsOf(peer), mail('after-refusal'));
-      expect((await peer.waitFor((m) => m.parsed.subject === 'after-refusal')).envelope.to).toEqual(['reader@example.org']);
+      expect((await peer.waitFor((m) => m.parsed.subject === 'after-refusal')).envelope.to).toEqual([
+        'reader@example.org',
+      ]);
       expect(peer.connectionsOpened).toBe(1);
     } finally {
       pool.close();
@@ -159,7 +165,9 @@ describe('SmtpPool', () => {
     const pool = new SmtpPool();
     try {
       await pool.send(settingsOf(peer), mail('first'));
-      const failure = await pool.send(settingsOf(peer), { ...mail('cut'), to: 'cut@example.org' }).catch((error: unknown) => error);
+      const failure = await pool
+        .send(settingsOf(peer), { ...mail('cut'), to: 'cut@example.org' })
+        .catch((error: unknown) => error);
       expect(failure).toMatchObject({ code: 'ECONNECTION' });
       expect(classifySmtpError(failure).retryable).toBe(true); // the delivery's own retry decides, not the pool
       await pool.send(settingsOf(peer), mail('next'));
@@ -178,7 +186,9 @@ describe('SmtpPool', () => {
     const pool = new SmtpPool({ maxConnections: 2 });
     try {
       const unreachable = { host: '127.0.0.1', port, secure: false };
-      const failures = await Promise.all([1, 2, 3].map((i) => pool.send(unreachable, mail(`unreachable-${i}`)).catch((error: unknown) => error)));
+      const failures = await Promise.all(
+        [1, 2, 3].map((i) => pool.send(unreachable, mail(`unreachable-${i}`)).catch((error: unknown) => error)),
+      );
       for (const failure of failures) {
         expect(failure).toMatchObject({ code: 'ESOCKET' });
         expect(classifySmtpError(failure).retryable).toBe(true);

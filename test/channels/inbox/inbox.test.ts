@@ -31,7 +31,15 @@ describe('GET /v1/contacts/{id}/notifications', () => {
     expect(res.status).toBe(200);
     const expected = [first, second].sort((a, b) => (a.id < b.id ? 1 : -1));
     expect(res.body).toEqual({ items: expected, next_cursor: null, unread_count: 2 });
-    expect(first).toMatchObject({ type: 'order_shipped', title: 'One', body: 'Your order shipped', data: { order: 1 }, read_at: null, seen_at: null, archived_at: null });
+    expect(first).toMatchObject({
+      type: 'order_shipped',
+      title: 'One',
+      body: 'Your order shipped',
+      data: { order: 1 },
+      read_at: null,
+      seen_at: null,
+      archived_at: null,
+    });
   });
 
   it('pages with a cursor over every item exactly once', async () => {
@@ -64,7 +72,9 @@ describe('GET /v1/contacts/{id}/notifications', () => {
     await app.request('PATCH', `/v1/contacts/${id}/notifications/${read.id}`, { token, body: { read: true } });
     await app.request('PATCH', `/v1/contacts/${id}/notifications/${archived.id}`, { token, body: { archived: true } });
     const titles = async (qs: string) =>
-      (await app.request('GET', `/v1/contacts/${id}/notifications?${qs}`, { token })).body.items.map((i: { title: string }) => i.title).sort();
+      (await app.request('GET', `/v1/contacts/${id}/notifications?${qs}`, { token })).body.items
+        .map((i: { title: string }) => i.title)
+        .sort();
     expect(await titles('')).toEqual(['read', 'unread']);
     expect(await titles('status=unread')).toEqual(['unread']);
     expect(await titles('status=read')).toEqual(['read']);
@@ -89,10 +99,16 @@ describe('GET /v1/contacts/{id}/notifications', () => {
     const id = await acme.contact('inbox-scope');
     const other = await acme.contact('inbox-scope-2');
     const foreign = await globex.contact('inbox-scope-g');
-    expect((await app.request('GET', `/v1/contacts/${id}/notifications`, { token: acme.tokenFor(other) })).status).toBe(404);
-    expect((await app.request('GET', `/v1/contacts/${id}/notifications`, { token: globex.tokenFor(foreign) })).status).toBe(404);
+    expect((await app.request('GET', `/v1/contacts/${id}/notifications`, { token: acme.tokenFor(other) })).status).toBe(
+      404,
+    );
+    expect(
+      (await app.request('GET', `/v1/contacts/${id}/notifications`, { token: globex.tokenFor(foreign) })).status,
+    ).toBe(404);
     // A token claiming a contact id of another tenant finds nothing either.
-    expect((await app.request('GET', `/v1/contacts/${id}/notifications`, { token: globex.tokenFor(id) })).status).toBe(404);
+    expect((await app.request('GET', `/v1/contacts/${id}/notifications`, { token: globex.tokenFor(id) })).status).toBe(
+      404,
+    );
     expect((await app.request('GET', `/v1/contacts/${id}/notifications`)).status).toBe(401);
   });
 
@@ -108,7 +124,10 @@ describe('PATCH /v1/contacts/{id}/notifications/{notification_id}', () => {
     const token = acme.tokenFor(id);
     const item = await deliverInboxItem(app, acme.tenantId, id);
     const before = (await streamLog(id)).length;
-    const res = await app.request('PATCH', `/v1/contacts/${id}/notifications/${item.id}`, { token, body: { read: true } });
+    const res = await app.request('PATCH', `/v1/contacts/${id}/notifications/${item.id}`, {
+      token,
+      body: { read: true },
+    });
     expect(res.status).toBe(200);
     expect(res.body.read_at).toEqual(expect.any(String));
     expect(res.body.seen_at).toEqual(expect.any(String));
@@ -117,17 +136,26 @@ describe('PATCH /v1/contacts/{id}/notifications/{notification_id}', () => {
     expect(log.map((e) => e.kind)).toEqual(['updated']);
     expect(log[0]!.payload).toEqual(res.body);
     // Marking read again changes nothing and appends nothing.
-    const again = await app.request('PATCH', `/v1/contacts/${id}/notifications/${item.id}`, { token, body: { read: true } });
+    const again = await app.request('PATCH', `/v1/contacts/${id}/notifications/${item.id}`, {
+      token,
+      body: { read: true },
+    });
     expect(again.body.read_at).toBe(res.body.read_at);
     expect((await streamLog(id)).length).toBe(before + 1);
-    const unread = await app.request('PATCH', `/v1/contacts/${id}/notifications/${item.id}`, { token, body: { read: false, archived: true } });
+    const unread = await app.request('PATCH', `/v1/contacts/${id}/notifications/${item.id}`, {
+      token,
+      body: { read: false, archived: true },
+    });
     expect(unread.body).toMatchObject({ read_at: null, archived_at: expect.any(String) });
   });
 
   it('marks seen without reading', async () => {
     const id = await acme.contact('patch-2');
     const item = await deliverInboxItem(app, acme.tenantId, id);
-    const res = await app.request('PATCH', `/v1/contacts/${id}/notifications/${item.id}`, { token: acme.tokenFor(id), body: { seen: true } });
+    const res = await app.request('PATCH', `/v1/contacts/${id}/notifications/${item.id}`, {
+      token: acme.tokenFor(id),
+      body: { seen: true },
+    });
     expect(res.body).toMatchObject({ seen_at: expect.any(String), read_at: null });
   });
 
@@ -135,14 +163,45 @@ describe('PATCH /v1/contacts/{id}/notifications/{notification_id}', () => {
     const id = await acme.contact('patch-3');
     const other = await acme.contact('patch-4');
     const item = await deliverInboxItem(app, acme.tenantId, other);
-    expect((await app.request('PATCH', `/v1/contacts/${id}/notifications/${newId()}`, { token: acme.tokenFor(id), body: { read: true } })).status).toBe(404);
-    expect((await app.request('PATCH', `/v1/contacts/${id}/notifications/${item.id}`, { token: acme.tokenFor(id), body: { read: true } })).status).toBe(404);
-    expect((await app.request('PATCH', `/v1/contacts/${other}/notifications/${item.id}`, { token: acme.tokenFor(id), body: { read: true } })).status).toBe(404);
+    expect(
+      (
+        await app.request('PATCH', `/v1/contacts/${id}/notifications/${newId()}`, {
+          token: acme.tokenFor(id),
+          body: { read: true },
+        })
+      ).status,
+    ).toBe(404);
+    expect(
+      (
+        await app.request('PATCH', `/v1/contacts/${id}/notifications/${item.id}`, {
+          token: acme.tokenFor(id),
+          body: { read: true },
+        })
+      ).status,
+    ).toBe(404);
+    expect(
+      (
+        await app.request('PATCH', `/v1/contacts/${other}/notifications/${item.id}`, {
+          token: acme.tokenFor(id),
+          body: { read: true },
+        })
+      ).status,
+    ).toBe(404);
     const foreign = await globex.contact('patch-g');
-    expect((await app.request('PATCH', `/v1/contacts/${other}/notifications/${item.id}`, { token: globex.tokenFor(foreign), body: { read: true } })).status).toBe(404);
+    expect(
+      (
+        await app.request('PATCH', `/v1/contacts/${other}/notifications/${item.id}`, {
+          token: globex.tokenFor(foreign),
+          body: { read: true },
+        })
+      ).status,
+    ).toBe(404);
     // None of the refused calls touched the item.
     const owned = await app.request('GET', `/v1/contacts/${other}/notifications`, { token: acme.tokenFor(other) });
-    expect(owned.body.items.find((i: { id: string }) => i.id === item.id)).toMatchObject({ read_at: null, seen_at: null });
+    expect(owned.body.items.find((i: { id: string }) => i.id === item.id)).toMatchObject({
+      read_at: null,
+      seen_at: null,
+    });
   });
 
   it('answers 422 for an empty or malformed body, 401 without credential, 403 for a service key', async () => {
@@ -169,7 +228,9 @@ describe('POST /v1/contacts/{id}/notifications/read-all', () => {
     expect(log).toEqual([expect.objectContaining({ kind: 'counts', payload: { unread_count: 0, unseen_count: 0 } })]);
     const list = await app.request('GET', `/v1/contacts/${id}/notifications`, { token });
     expect(list.body.unread_count).toBe(0);
-    expect((await app.request('POST', `/v1/contacts/${id}/notifications/read-all`, { token })).body).toEqual({ updated: 0 });
+    expect((await app.request('POST', `/v1/contacts/${id}/notifications/read-all`, { token })).body).toEqual({
+      updated: 0,
+    });
     expect((await streamLog(id)).length).toBe(before + 1);
   });
 
@@ -182,11 +243,15 @@ describe('POST /v1/contacts/{id}/notifications/read-all', () => {
     expect((await app.request('POST', path, { token: globex.tokenFor(id) })).status).toBe(404);
     expect((await app.request('POST', path)).status).toBe(401);
     expect((await app.request('POST', path, { token: acme.serviceKey })).status).toBe(403);
-    expect((await app.request('GET', `/v1/contacts/${id}/notifications`, { token: acme.tokenFor(id) })).body.unread_count).toBe(1);
+    expect(
+      (await app.request('GET', `/v1/contacts/${id}/notifications`, { token: acme.tokenFor(id) })).body.unread_count,
+    ).toBe(1);
   });
 
   it('answers 422 for a malformed contact id', async () => {
     const id = await acme.contact('readall-4');
-    expect((await app.request('POST', `/v1/contacts/nope/notifications/read-all`, { token: acme.tokenFor(id) })).status).toBe(422);
+    expect(
+      (await app.request('POST', `/v1/contacts/nope/notifications/read-all`, { token: acme.tokenFor(id) })).status,
+    ).toBe(422);
   });
 });

@@ -20,7 +20,8 @@ describe('createSseParser', () => {
   });
 
   it('gives the same events whatever the chunk boundaries, including a CRLF split in two', () => {
-    const stream = 'id: 1\r\nevent: notification\r\ndata: {"a":1}\r\n\r\nid: 2\revent: updated\rdata: x\r\rdata: line one\ndata: line two\n\n';
+    const stream =
+      'id: 1\r\nevent: notification\r\ndata: {"a":1}\r\n\r\nid: 2\revent: updated\rdata: x\r\rdata: line one\ndata: line two\n\n';
     const whole = parseAll([stream]);
     expect(whole).toEqual([
       { event: 'notification', data: '{"a":1}', id: '1', retry: null },
@@ -34,7 +35,9 @@ describe('createSseParser', () => {
   });
 
   it('ignores unknown fields, a retry that is not a number and an id containing NUL', () => {
-    expect(parseAll(['foo: bar\nretry: soon\nid: a\u0000b\ndata:no-space\n\n'])).toEqual([{ event: 'message', data: 'no-space', id: null, retry: null }]);
+    expect(parseAll(['foo: bar\nretry: soon\nid: a\u0000b\ndata:no-space\n\n'])).toEqual([
+      { event: 'message', data: 'no-space', id: null, retry: null },
+    ]);
   });
 
   it('dispatches nothing for an unterminated event', () => {

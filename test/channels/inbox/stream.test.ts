@@ -139,7 +139,10 @@ describe('GET /v1/contacts/{id}/stream', () => {
       const ids = client.events.map((e) => BigInt(e.id!));
       expect(ids[1]! > ids[0]! && ids[2] === ids[1]).toBe(true);
       // Marking it read reaches the stream as updated + counts.
-      await app.request('PATCH', `/v1/contacts/${id}/notifications/${item.id}`, { token: acme.tokenFor(id), body: { read: true } });
+      await app.request('PATCH', `/v1/contacts/${id}/notifications/${item.id}`, {
+        token: acme.tokenFor(id),
+        body: { read: true },
+      });
       await client.until((c) => c.ofKind('updated').length === 1 && c.ofKind('counts').length === 3);
       expect(client.ofKind('updated')[0]!.data).toMatchObject({ id: item.id, read_at: expect.any(String) });
       expect(client.ofKind('counts')[2]!.data).toEqual({ unread_count: 1, unseen_count: 1 });
@@ -169,8 +172,12 @@ describe('GET /v1/contacts/{id}/stream', () => {
       expect((await app.request('POST', `/v1/contacts/${id}/notifications/read-all`, { token })).status).toBe(200);
       await client.until((c) => c.events.at(-1)!.data.unread_count === 0);
       const after = await deliverInboxItem(app, acme.tenantId, id, { title: 'after read-all' });
-      await client.until((c) => c.ofKind('notification').some((e) => e.data.id === after.id) && c.events.at(-1)!.event === 'counts');
-      const tail = client.events.slice(client.events.findIndex((e) => e.event === 'counts' && e.data.unread_count === 0));
+      await client.until(
+        (c) => c.ofKind('notification').some((e) => e.data.id === after.id) && c.events.at(-1)!.event === 'counts',
+      );
+      const tail = client.events.slice(
+        client.events.findIndex((e) => e.event === 'counts' && e.data.unread_count === 0),
+      );
       expect(tail.map((e) => [e.event, e.event === 'counts' ? e.data : e.data.title])).toEqual([
         ['counts', { unread_count: 0, unseen_count: 0 }],
         ['notification', 'after read-all'],
@@ -324,7 +331,10 @@ describe('GET /v1/contacts/{id}/stream', () => {
 describe('across processes', () => {
   it('a client connected to one process receives what another process delivers, and streams end at shutdown', async () => {
     // Same database and key ring: another Herald process of the same install.
-    const second = await startTestApp({ database: app.database, config: { streamHeartbeatMs: 100, encryptionKeys: app.config.encryptionKeys } });
+    const second = await startTestApp({
+      database: app.database,
+      config: { streamHeartbeatMs: 100, encryptionKeys: app.config.encryptionKeys },
+    });
     const id = await acme.contact('cross-1');
     const token = acme.tokenFor(id);
     const onFirst = await StreamClient.open(streamUrl(app.url, id), token);
@@ -336,7 +346,10 @@ describe('across processes', () => {
       await onFirst.until((c) => c.ofKind('notification').length === 1 && c.ofKind('counts').length === 2);
       expect(onFirst.ofKind('notification')[0]!.data).toEqual(item);
       // A change made through the other process's HTTP API reaches this one too.
-      const patched = await second.request('PATCH', `/v1/contacts/${id}/notifications/${item.id}`, { token, body: { archived: true } });
+      const patched = await second.request('PATCH', `/v1/contacts/${id}/notifications/${item.id}`, {
+        token,
+        body: { archived: true },
+      });
       expect(patched.status).toBe(200);
       await onFirst.until((c) => c.ofKind('updated').length === 1);
       expect(onFirst.ofKind('updated')[0]!.data).toEqual(patched.body);
@@ -362,17 +375,31 @@ describe('stream log appends', () => {
     const aHasAppended = signal();
     let released = false;
     const a = app.runtime.orm.em.fork().transactional(async (tx) => {
-      const appended = await appendStreamEvent(tx, { tenantId: acme.tenantId, contactId: id, kind: 'counts', payload: { n: 'a' } });
+      const appended = await appendStreamEvent(tx, {
+        tenantId: acme.tenantId,
+        contactId: id,
+        kind: 'counts',
+        payload: { n: 'a' },
+      });
       aHasAppended.raise();
       await aMayCommit.raised;
       return appended;
     });
     await aHasAppended.raised;
     // Another contact is not held up.
-    await app.runtime.orm.em.fork().transactional((tx) => appendStreamEvent(tx, { tenantId: acme.tenantId, contactId: other, kind: 'counts', payload: {} }));
+    await app.runtime.orm.em
+      .fork()
+      .transactional((tx) =>
+        appendStreamEvent(tx, { tenantId: acme.tenantId, contactId: other, kind: 'counts', payload: {} }),
+      );
     let bAppendedWhileAOpen = false;
     const b = app.runtime.orm.em.fork().transactional(async (tx) => {
-      const appended = await appendStreamEvent(tx, { tenantId: acme.tenantId, contactId: id, kind: 'counts', payload: { n: 'b' } });
+      const appended = await appendStreamEvent(tx, {
+        tenantId: acme.tenantId,
+        contactId: id,
+        kind: 'counts',
+        payload: { n: 'b' },
+      });
       bAppendedWhileAOpen = !released;
       return appended;
     });
@@ -428,11 +455,18 @@ describe('stream log retention', () => {
     const { streamPrune } = await import('../../../server/jobs/stream-prune.ts');
     const { readStreamLog } = await import('../../../server/channels/inbox/log.ts');
     const em = app.runtime.orm.em.fork();
-    const schedules = await query<{ name: string; cron: string }>(em, `SELECT name, cron FROM pgboss.schedule WHERE name = $1`, [streamPrune.name]);
+    const schedules = await query<{ name: string; cron: string }>(
+      em,
+      `SELECT name, cron FROM pgboss.schedule WHERE name = $1`,
+      [streamPrune.name],
+    );
     expect(schedules).toEqual([{ name: 'stream-events-prune', cron: streamPrune.schedule }]);
     const id = await acme.contact('retention-1');
     const old = await deliverInboxItem(app, acme.tenantId, id, { title: 'old' });
-    const marked = await app.request('PATCH', `/v1/contacts/${id}/notifications/${old.id}`, { token: acme.tokenFor(id), body: { read: true } });
+    const marked = await app.request('PATCH', `/v1/contacts/${id}/notifications/${old.id}`, {
+      token: acme.tokenFor(id),
+      body: { read: true },
+    });
     expect(marked.status).toBe(200);
     await query(em, `UPDATE stream_events SET created_at = now() - interval '8 days' WHERE contact_id = $1`, [id]);
     await query(em, `UPDATE inbox_items SET created_at = now() - interval '8 days' WHERE contact_id = $1`, [id]);
@@ -457,7 +491,10 @@ describe('stream log retention', () => {
     await appendStreamEvent(em, { tenantId: acme.tenantId, contactId: id, kind: 'notification', payload: { ...item } });
     await deliverInboxItem(app, acme.tenantId, id, { title: 'new' });
     const log = await readStreamLog(em, id, 0n, 100);
-    expect(log.map((r) => [r.kind, r.payload.title])).toEqual([['notification', 'legacy'], ['notification', 'new']]);
+    expect(log.map((r) => [r.kind, r.payload.title])).toEqual([
+      ['notification', 'legacy'],
+      ['notification', 'new'],
+    ]);
     expect(log[0]!.payload).toEqual(item);
     expect(Number(log[0]!.id)).toBeLessThan(Number(log[1]!.id));
     expect(await query(em, `SELECT 1 FROM stream_events WHERE contact_id = $1`, [id])).toHaveLength(1);

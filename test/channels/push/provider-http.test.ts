@@ -4,7 +4,12 @@
 // deadline; a session the server closes, replaced by the next send; and a server that allows only a
 // few streams at once.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createSecureServer, type Http2ServerRequest, type Http2ServerResponse, type ServerHttp2Session } from 'node:http2';
+import {
+  createSecureServer,
+  type Http2ServerRequest,
+  type Http2ServerResponse,
+  type ServerHttp2Session,
+} from 'node:http2';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -28,7 +33,10 @@ interface Origin {
   close(): Promise<void>;
 }
 
-async function startOrigin(kind: 'h2' | 'http1', options: { maxConcurrentStreams?: number; answerAfterMs?: number } = {}): Promise<Origin> {
+async function startOrigin(
+  kind: 'h2' | 'http1',
+  options: { maxConcurrentStreams?: number; answerAfterMs?: number } = {},
+): Promise<Origin> {
   const { cert, key } = testCertificate();
   // Requests to /stall are never answered.
   const handle = (req: Http2ServerRequest | IncomingMessage, res: Http2ServerResponse | ServerResponse) => {
@@ -37,11 +45,20 @@ async function startOrigin(kind: 'h2' | 'http1', options: { maxConcurrentStreams
     origin.mostActive = Math.max(origin.mostActive, ++origin.active);
     setTimeout(() => {
       origin.active--;
-      (res as ServerResponse).writeHead(201, { 'content-type': 'application/json', location: `/m/${origin.versions.length}` });
+      (res as ServerResponse).writeHead(201, {
+        'content-type': 'application/json',
+        location: `/m/${origin.versions.length}`,
+      });
       res.end(JSON.stringify({ ok: true }));
     }, options.answerAfterMs ?? 0);
   };
-  const server = kind === 'h2' ? createSecureServer({ cert, key, allowHTTP1: true, settings: { maxConcurrentStreams: options.maxConcurrentStreams } }, handle) : createHttpsServer({ cert, key }, handle);
+  const server =
+    kind === 'h2'
+      ? createSecureServer(
+          { cert, key, allowHTTP1: true, settings: { maxConcurrentStreams: options.maxConcurrentStreams } },
+          handle,
+        )
+      : createHttpsServer({ cert, key }, handle);
   const tracked = trackConnections(server);
   const origin: Origin = {
     url: '',
@@ -60,7 +77,9 @@ async function startOrigin(kind: 'h2' | 'http1', options: { maxConcurrentStreams
     session.once('close', () => sessions.delete(session));
   });
   origin.closeSessions = () =>
-    Promise.all([...sessions].map((session) => new Promise<void>((resolve) => session.close(() => resolve())))).then(() => undefined);
+    Promise.all([...sessions].map((session) => new Promise<void>((resolve) => session.close(() => resolve())))).then(
+      () => undefined,
+    );
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   origin.url = `https://localhost:${(server.address() as AddressInfo).port}`;
   origin.close = () =>
@@ -73,7 +92,10 @@ async function startOrigin(kind: 'h2' | 'http1', options: { maxConcurrentStreams
 
 /** A runtime as the provider client uses it: the configuration (the test CA) and the cleanups that close its connections. */
 function providerRuntime(): Runtime & { stop(): Promise<void> } {
-  const config = loadConfig({ dataDir: runTempDir('herald-provider-http-'), providers: { caFile: testCertificate().caFile } } as never, {});
+  const config = loadConfig(
+    { dataDir: runTempDir('herald-provider-http-'), providers: { caFile: testCertificate().caFile } } as never,
+    {},
+  );
   const runtime = { config, cleanups: [] as Array<() => Promise<void> | void> };
   return Object.assign(runtime as unknown as Runtime, {
     stop: async () => {
@@ -100,8 +122,12 @@ describe('providerRequest', () => {
   it('sends over HTTP/2 to an origin that offers it, every request of a burst on one connection', async () => {
     runtime = providerRuntime();
     const before = h2.connections;
-    const answers = await Promise.all(Array.from({ length: 40 }, () => providerRequest(runtime, `${h2.url}/send`, { body: '{}' })));
-    expect(answers.every((a) => a.status === 201 && a.text === '{"ok":true}' && typeof a.headers.location === 'string')).toBe(true);
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, () => providerRequest(runtime, `${h2.url}/send`, { body: '{}' })),
+    );
+    expect(
+      answers.every((a) => a.status === 201 && a.text === '{"ok":true}' && typeof a.headers.location === 'string'),
+    ).toBe(true);
     expect(h2.connections - before).toBe(1);
     expect(new Set(h2.versions.slice(-40))).toEqual(new Set(['2.0']));
   });
@@ -109,7 +135,8 @@ describe('providerRequest', () => {
   it('falls back to keep-alive HTTP/1.1 for an origin that offers only that, and remembers it', async () => {
     runtime = providerRuntime();
     const before = http1.connections;
-    for (let i = 0; i < 5; i++) expect((await providerRequest(runtime, `${http1.url}/send`, { body: '{}' })).status).toBe(201);
+    for (let i = 0; i < 5; i++)
+      expect((await providerRequest(runtime, `${http1.url}/send`, { body: '{}' })).status).toBe(201);
     expect(new Set(http1.versions.slice(-5))).toEqual(new Set(['1.1']));
     // One connection that offered HTTP/2 and was answered HTTP/1.1, then one kept alive for the five.
     expect(http1.connections - before).toBe(2);
@@ -138,7 +165,9 @@ describe('providerRequest', () => {
     runtime = providerRuntime();
     const narrow = await startOrigin('h2', { maxConcurrentStreams: 5, answerAfterMs: 20 });
     try {
-      const answers = await Promise.all(Array.from({ length: 40 }, () => providerRequest(runtime, `${narrow.url}/send`, { body: '{}' })));
+      const answers = await Promise.all(
+        Array.from({ length: 40 }, () => providerRequest(runtime, `${narrow.url}/send`, { body: '{}' })),
+      );
       expect(answers.filter((a) => a.status === 201)).toHaveLength(40);
       expect(narrow.mostActive).toBe(5);
       expect(narrow.connections).toBe(1);
@@ -150,6 +179,8 @@ describe('providerRequest', () => {
 
   it('answers a connection refused as unreachable (retryable), never as an answer', async () => {
     runtime = providerRuntime();
-    await expect(providerRequest(runtime, 'https://localhost:1/send', { body: '{}' })).rejects.toBeInstanceOf(ProviderUnreachableError);
+    await expect(providerRequest(runtime, 'https://localhost:1/send', { body: '{}' })).rejects.toBeInstanceOf(
+      ProviderUnreachableError,
+    );
   });
 });

@@ -25,7 +25,8 @@ const webpush = (endpoint = `https://push.example.net/send/${randomBytes(8).toSt
   provider: 'webpush',
   subscription: { endpoint, keys: { p256dh: p256dh(), auth: auth() } },
 });
-const register = (contactId: string, body: unknown, token: string) => app.request('POST', `/v1/contacts/${contactId}/push-subscriptions`, { body, token });
+const register = (contactId: string, body: unknown, token: string) =>
+  app.request('POST', `/v1/contacts/${contactId}/push-subscriptions`, { body, token });
 
 describe('POST /v1/contacts/{id}/push-subscriptions', () => {
   it('registers a device token (201) and answers 200 for the same token again', async () => {
@@ -65,12 +66,18 @@ describe('POST /v1/contacts/{id}/push-subscriptions', () => {
     const moved = await register(b, { provider: 'fcm', token: 'shared-device' }, acme.tokenFor(b));
     expect(moved.status).toBe(201);
     expect(moved.body.id).toBe(first.body.id);
-    expect((await app.request('GET', `/v1/contacts/${a}/push-subscriptions`, { token: acme.tokenFor(a) })).body).toEqual([]);
-    expect((await app.request('GET', `/v1/contacts/${b}/push-subscriptions`, { token: acme.tokenFor(b) })).body).toHaveLength(1);
+    expect(
+      (await app.request('GET', `/v1/contacts/${a}/push-subscriptions`, { token: acme.tokenFor(a) })).body,
+    ).toEqual([]);
+    expect(
+      (await app.request('GET', `/v1/contacts/${b}/push-subscriptions`, { token: acme.tokenFor(b) })).body,
+    ).toHaveLength(1);
     // The same token in another tenant is another subscription, untouched.
     const g = await globex.contact('push-4g');
     expect((await register(g, { provider: 'fcm', token: 'shared-device' }, globex.serviceKey)).status).toBe(201);
-    expect((await app.request('GET', `/v1/contacts/${b}/push-subscriptions`, { token: acme.tokenFor(b) })).body).toHaveLength(1);
+    expect(
+      (await app.request('GET', `/v1/contacts/${b}/push-subscriptions`, { token: acme.tokenFor(b) })).body,
+    ).toHaveLength(1);
   });
 
   it('answers 422 for an unknown provider, a missing token, a non-https endpoint or malformed keys', async () => {
@@ -81,7 +88,14 @@ describe('POST /v1/contacts/{id}/push-subscriptions', () => {
     expect((await register(id, { provider: 'expo' }, token)).status).toBe(422);
     expect((await register(id, { provider: 'webpush', token: 'x' }, token)).status).toBe(422);
     expect((await register(id, webpush('ftp://push.example.net/x'), token)).status).toBe(422);
-    const badKeys = await register(id, { provider: 'webpush', subscription: { endpoint: 'https://push.example.net/x', keys: { p256dh: 'short', auth: auth() } } }, token);
+    const badKeys = await register(
+      id,
+      {
+        provider: 'webpush',
+        subscription: { endpoint: 'https://push.example.net/x', keys: { p256dh: 'short', auth: auth() } },
+      },
+      token,
+    );
     expect(badKeys.status).toBe(422);
     expect(badKeys.body.detail[0].loc).toEqual(['body', 'subscription', 'keys', 'p256dh']);
   });
@@ -109,8 +123,12 @@ describe('GET /v1/contacts/{id}/push-subscriptions', () => {
   it('answers 404 across contacts and tenants, 401 without credential', async () => {
     const id = await acme.contact('push-list-2');
     const other = await acme.contact('push-list-3');
-    expect((await app.request('GET', `/v1/contacts/${id}/push-subscriptions`, { token: acme.tokenFor(other) })).status).toBe(404);
-    expect((await app.request('GET', `/v1/contacts/${id}/push-subscriptions`, { token: globex.serviceKey })).status).toBe(404);
+    expect(
+      (await app.request('GET', `/v1/contacts/${id}/push-subscriptions`, { token: acme.tokenFor(other) })).status,
+    ).toBe(404);
+    expect(
+      (await app.request('GET', `/v1/contacts/${id}/push-subscriptions`, { token: globex.serviceKey })).status,
+    ).toBe(404);
     expect((await app.request('GET', `/v1/contacts/${id}/push-subscriptions`)).status).toBe(401);
   });
 });
@@ -130,16 +148,32 @@ describe('DELETE /v1/contacts/{id}/push-subscriptions/{subscription_id}', () => 
     const b = await acme.contact('push-del-b');
     const sub = await register(a, { provider: 'apns', token: 'del-2' }, acme.tokenFor(a));
     // b's own path with a's subscription id: not b's subscription.
-    expect((await app.request('DELETE', `/v1/contacts/${b}/push-subscriptions/${sub.body.id}`, { token: acme.tokenFor(b) })).status).toBe(404);
-    expect((await app.request('DELETE', `/v1/contacts/${a}/push-subscriptions/${sub.body.id}`, { token: acme.tokenFor(b) })).status).toBe(404);
-    expect((await app.request('DELETE', `/v1/contacts/${a}/push-subscriptions/${sub.body.id}`, { token: globex.serviceKey })).status).toBe(404);
-    expect((await app.request('DELETE', `/v1/contacts/${a}/push-subscriptions/${newId()}`, { token: acme.tokenFor(a) })).status).toBe(404);
-    expect((await app.request('GET', `/v1/contacts/${a}/push-subscriptions`, { token: acme.tokenFor(a) })).body).toHaveLength(1);
+    expect(
+      (await app.request('DELETE', `/v1/contacts/${b}/push-subscriptions/${sub.body.id}`, { token: acme.tokenFor(b) }))
+        .status,
+    ).toBe(404);
+    expect(
+      (await app.request('DELETE', `/v1/contacts/${a}/push-subscriptions/${sub.body.id}`, { token: acme.tokenFor(b) }))
+        .status,
+    ).toBe(404);
+    expect(
+      (await app.request('DELETE', `/v1/contacts/${a}/push-subscriptions/${sub.body.id}`, { token: globex.serviceKey }))
+        .status,
+    ).toBe(404);
+    expect(
+      (await app.request('DELETE', `/v1/contacts/${a}/push-subscriptions/${newId()}`, { token: acme.tokenFor(a) }))
+        .status,
+    ).toBe(404);
+    expect(
+      (await app.request('GET', `/v1/contacts/${a}/push-subscriptions`, { token: acme.tokenFor(a) })).body,
+    ).toHaveLength(1);
   });
 
   it('answers 422 for a malformed id and 401 without credential', async () => {
     const id = await acme.contact('push-del-c');
-    expect((await app.request('DELETE', `/v1/contacts/${id}/push-subscriptions/xyz`, { token: acme.tokenFor(id) })).status).toBe(422);
+    expect(
+      (await app.request('DELETE', `/v1/contacts/${id}/push-subscriptions/xyz`, { token: acme.tokenFor(id) })).status,
+    ).toBe(422);
     expect((await app.request('DELETE', `/v1/contacts/${id}/push-subscriptions/${newId()}`)).status).toBe(401);
   });
 });

@@ -34,7 +34,10 @@ describe('GET /v1/web-push/public-key', () => {
   });
 
   it('answers the generated VAPID public key to a contact token, a service key and a console user', async () => {
-    const put = await app.request('PUT', '/v1/push-transport/webpush', { token: a.serviceKey, body: { subject: 'mailto:ops@acme.test' } });
+    const put = await app.request('PUT', '/v1/push-transport/webpush', {
+      token: a.serviceKey,
+      body: { subject: 'mailto:ops@acme.test' },
+    });
     expect(put.status).toBe(200);
     const publicKey = put.body.settings.public_key as string;
     expect(Buffer.from(publicKey, 'base64url')).toHaveLength(65);
@@ -48,19 +51,30 @@ describe('GET /v1/web-push/public-key', () => {
 
   it("keeps the key pair when only the subject changes, and never answers another tenant's key", async () => {
     const before = (await app.request('GET', '/v1/web-push/public-key', { token: a.serviceKey })).body.public_key;
-    const put = await app.request('PUT', '/v1/push-transport/webpush', { token: a.serviceKey, body: { subject: 'https://acme.test/contact' } });
+    const put = await app.request('PUT', '/v1/push-transport/webpush', {
+      token: a.serviceKey,
+      body: { subject: 'https://acme.test/contact' },
+    });
     expect(put.body.settings.public_key).toBe(before);
     expect((await app.request('GET', '/v1/web-push/public-key', { token: b.contactToken })).status).toBe(404);
   });
 
   it('accepts a given key pair and checks it matches', async () => {
     const keys = webpush.generateVAPIDKeys();
-    const ok = await app.request('PUT', '/v1/push-transport/webpush', { token: b.serviceKey, body: { subject: 'mailto:ops@globex.test', public_key: keys.publicKey, private_key: keys.privateKey } });
+    const ok = await app.request('PUT', '/v1/push-transport/webpush', {
+      token: b.serviceKey,
+      body: { subject: 'mailto:ops@globex.test', public_key: keys.publicKey, private_key: keys.privateKey },
+    });
     expect(ok.status).toBe(200);
     expect(ok.text).not.toContain(keys.privateKey);
-    expect((await app.request('GET', '/v1/web-push/public-key', { token: b.contactToken })).body.public_key).toBe(keys.publicKey);
+    expect((await app.request('GET', '/v1/web-push/public-key', { token: b.contactToken })).body.public_key).toBe(
+      keys.publicKey,
+    );
     const other = webpush.generateVAPIDKeys();
-    const mismatch = await app.request('PUT', '/v1/push-transport/webpush', { token: b.serviceKey, body: { subject: 'mailto:ops@globex.test', public_key: other.publicKey, private_key: keys.privateKey } });
+    const mismatch = await app.request('PUT', '/v1/push-transport/webpush', {
+      token: b.serviceKey,
+      body: { subject: 'mailto:ops@globex.test', public_key: other.publicKey, private_key: keys.privateKey },
+    });
     expect(mismatch.status).toBe(422);
     expect(mismatch.body.detail[0].loc).toEqual(['body', 'public_key']);
     expect(vapidPublicKeyOf(keys.privateKey)).toBe(keys.publicKey);
@@ -86,24 +100,43 @@ describe('web push delivery through an independent push service', () => {
     expect(res.body.ok).toBe(true);
     const messages = await service.messages(sub.clientHash);
     expect(messages).toHaveLength(1);
-    expect(JSON.parse(messages[0]!)).toEqual({ title: 'Hello', body: 'From Herald', data: { herald_test: true }, action_url: null });
+    expect(JSON.parse(messages[0]!)).toEqual({
+      title: 'Hello',
+      body: 'From Herald',
+      data: { herald_test: true },
+      action_url: null,
+    });
   });
 
   it('sendPush delivers the message and reports an expired subscription as dead', async () => {
     const publicKey = (await app.request('GET', '/v1/web-push/public-key', { token: a.contactToken })).body.public_key;
     const sub = await service.subscribe(publicKey);
     const destination = { provider: 'webpush' as const, subscription: { endpoint: sub.endpoint, keys: sub.keys } };
-    const message = { title: 'Order shipped', body: 'On its way', data: { order: 7 }, action_url: 'https://acme.test/o/7' };
+    const message = {
+      title: 'Order shipped',
+      body: 'On its way',
+      data: { order: 7 },
+      action_url: 'https://acme.test/o/7',
+    };
     const em = app.runtime.orm.em.fork();
     expect(await sendPush(app.runtime, em, a.tenantId, destination, message)).toMatchObject({ status: 'sent' });
     expect(JSON.parse((await service.messages(sub.clientHash))[0]!)).toEqual({ ...message });
     await service.expire(sub.clientHash);
-    expect(await sendPush(app.runtime, em, a.tenantId, destination, message)).toMatchObject({ status: 'dead', error: expect.stringContaining('410') });
+    expect(await sendPush(app.runtime, em, a.tenantId, destination, message)).toMatchObject({
+      status: 'dead',
+      error: expect.stringContaining('410'),
+    });
   });
 
   it('the push service refuses a message signed with another VAPID key (our VAPID header is really checked)', async () => {
     const sub = await service.subscribe(webpush.generateVAPIDKeys().publicKey);
-    const outcome = await sendPush(app.runtime, app.runtime.orm.em.fork(), a.tenantId, { provider: 'webpush', subscription: { endpoint: sub.endpoint, keys: sub.keys } }, { title: 't', body: 'b' });
+    const outcome = await sendPush(
+      app.runtime,
+      app.runtime.orm.em.fork(),
+      a.tenantId,
+      { provider: 'webpush', subscription: { endpoint: sub.endpoint, keys: sub.keys } },
+      { title: 't', body: 'b' },
+    );
     expect(outcome).toMatchObject({ status: 'failed', retryable: false });
     expect(await service.messages(sub.clientHash)).toEqual([]);
   });
@@ -113,15 +146,26 @@ describe('web push delivery through an independent push service', () => {
     const creds = { subject: 'mailto:ops@acme.test', public_key: keys.publicKey, private_key: keys.privateKey };
     // web-push refuses an expiry more than 24 h past the wall clock: the times start now.
     const t0 = Math.floor(Date.now() / 1000) * 1000;
-    const claims = (authorization: string) => JSON.parse(Buffer.from(/^vapid t=([^,]+),/.exec(authorization)![1]!.split('.')[1]!, 'base64url').toString());
+    const claims = (authorization: string) =>
+      JSON.parse(Buffer.from(/^vapid t=([^,]+),/.exec(authorization)![1]!.split('.')[1]!, 'base64url').toString());
     const first = vapidAuthorization(creds, 'https://push.one.test', t0);
-    expect(claims(first)).toEqual({ aud: 'https://push.one.test', exp: t0 / 1000 + 12 * 3600, sub: 'mailto:ops@acme.test' });
+    expect(claims(first)).toEqual({
+      aud: 'https://push.one.test',
+      exp: t0 / 1000 + 12 * 3600,
+      sub: 'mailto:ops@acme.test',
+    });
     expect(first).toContain(`k=${keys.publicKey}`);
     expect(vapidAuthorization(creds, 'https://push.one.test', t0 + 10 * 3600_000)).toBe(first);
     // Another service, another key pair: their own tokens.
     expect(claims(vapidAuthorization(creds, 'https://push.two.test', t0)).aud).toBe('https://push.two.test');
     const other = webpush.generateVAPIDKeys();
-    expect(vapidAuthorization({ ...creds, public_key: other.publicKey, private_key: other.privateKey }, 'https://push.one.test', t0)).toContain(`k=${other.publicKey}`);
+    expect(
+      vapidAuthorization(
+        { ...creds, public_key: other.publicKey, private_key: other.privateKey },
+        'https://push.one.test',
+        t0,
+      ),
+    ).toContain(`k=${other.publicKey}`);
     // Within the last hour of its life a token is replaced.
     const renewed = vapidAuthorization(creds, 'https://push.one.test', t0 + 11.5 * 3600_000);
     expect(renewed).not.toBe(first);
@@ -129,18 +173,35 @@ describe('web push delivery through an independent push service', () => {
   });
 
   it('answers 422 for a test without a subscription or with a non-https endpoint', async () => {
-    const missing = await app.request('POST', '/v1/push-transport/webpush/test', { token: a.serviceKey, body: { token: 'x' } });
+    const missing = await app.request('POST', '/v1/push-transport/webpush/test', {
+      token: a.serviceKey,
+      body: { token: 'x' },
+    });
     expect(missing.status).toBe(422);
     expect(missing.body.detail[0].loc).toEqual(['body', 'subscription']);
     const http = await app.request('POST', '/v1/push-transport/webpush/test', {
       token: a.serviceKey,
-      body: { subscription: { endpoint: 'http://169.254.169.254/latest', keys: { p256dh: 'B'.repeat(87), auth: 'A'.repeat(22) } } },
+      body: {
+        subscription: {
+          endpoint: 'http://169.254.169.254/latest',
+          keys: { p256dh: 'B'.repeat(87), auth: 'A'.repeat(22) },
+        },
+      },
     });
     expect(http.status).toBe(422);
   });
 
   it('sendPush never calls a non-https endpoint (the subscription is marked dead)', async () => {
-    const outcome = await sendPush(app.runtime, app.runtime.orm.em.fork(), a.tenantId, { provider: 'webpush', subscription: { endpoint: 'http://127.0.0.1:9/x', keys: { p256dh: 'B'.repeat(87), auth: 'A'.repeat(22) } } }, { title: 't', body: 'b' });
+    const outcome = await sendPush(
+      app.runtime,
+      app.runtime.orm.em.fork(),
+      a.tenantId,
+      {
+        provider: 'webpush',
+        subscription: { endpoint: 'http://127.0.0.1:9/x', keys: { p256dh: 'B'.repeat(87), auth: 'A'.repeat(22) } },
+      },
+      { title: 't', body: 'b' },
+    );
     expect(outcome).toEqual({ status: 'dead', error: 'the subscription endpoint is not https' });
   });
 });
@@ -190,10 +251,13 @@ describe('RFC 8291 Appendix A test vector', () => {
     expect(rfc8291Decrypt(b64(v.message), b64(v.uaPrivate), b64(v.authSecret))).toBe(v.plaintext);
   });
 
-  it('our encryption, given the RFC\'s keys and salt, produces exactly the RFC message', () => {
+  it("our encryption, given the RFC's keys and salt, produces exactly the RFC message", () => {
     const sender = createECDH('prime256v1');
     sender.setPrivateKey(b64(v.asPrivate));
-    const out = encryptWebPushPayload({ p256dh: v.uaPublic, auth: v.authSecret }, v.plaintext, { salt: b64(v.salt), senderKey: sender });
+    const out = encryptWebPushPayload({ p256dh: v.uaPublic, auth: v.authSecret }, v.plaintext, {
+      salt: b64(v.salt),
+      senderKey: sender,
+    });
     expect(out.toString('base64url')).toBe(v.message);
   });
 
@@ -215,10 +279,14 @@ describe('RFC 8291 Appendix A test vector', () => {
   });
 
   it('refuses keys a browser would not give: a short key, a point off the curve, a short auth secret', () => {
-    expect(() => encryptWebPushPayload({ p256dh: b64(v.uaPublic).subarray(0, 64).toString('base64url'), auth: v.authSecret }, 'x')).toThrow(/65 octets/);
+    expect(() =>
+      encryptWebPushPayload({ p256dh: b64(v.uaPublic).subarray(0, 64).toString('base64url'), auth: v.authSecret }, 'x'),
+    ).toThrow(/65 octets/);
     const offCurve = Buffer.from(b64(v.uaPublic));
     offCurve[64] = offCurve[64]! ^ 1;
     expect(() => encryptWebPushPayload({ p256dh: offCurve.toString('base64url'), auth: v.authSecret }, 'x')).toThrow();
-    expect(() => encryptWebPushPayload({ p256dh: v.uaPublic, auth: b64(v.authSecret).subarray(0, 15).toString('base64url') }, 'x')).toThrow(/16 octets/);
+    expect(() =>
+      encryptWebPushPayload({ p256dh: v.uaPublic, auth: b64(v.authSecret).subarray(0, 15).toString('base64url') }, 'x'),
+    ).toThrow(/16 octets/);
   });
 });

@@ -11,7 +11,19 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { HERALD_BIN } from '../../support/cli.ts';
 import { startTestApp, type TestApp } from '../../support/app.ts';
 import { eventually } from '../../support/eventually.ts';
-import { activeJobs, insertInboxTemplate, createTenantFixture, insertNotificationType, sql, sqlOne, untilHandedBack, untilLockWait, waitForFinal, deliveryJobsOf, type TenantFixture } from '../../support/fixtures.ts';
+import {
+  activeJobs,
+  insertInboxTemplate,
+  createTenantFixture,
+  insertNotificationType,
+  sql,
+  sqlOne,
+  untilHandedBack,
+  untilLockWait,
+  waitForFinal,
+  deliveryJobsOf,
+  type TenantFixture,
+} from '../../support/fixtures.ts';
 import { signal } from '../../support/signal.ts';
 import { execute, queryOne } from '../../../server/base/db/sql.ts';
 import { deliverEvent } from '../../../server/delivery/runs/event.ts';
@@ -20,10 +32,20 @@ import { storeInboxItem } from '../../../server/channels/inbox/channel.ts';
 import { deliverInboxBatch } from '../../../server/delivery/runs/batch.ts';
 import { loadEventLocked, loadEvents } from '../../../server/delivery/stages/load.ts';
 import { planDeliveries, type PlanInput } from '../../../server/delivery/stages/plan.ts';
-import { newTemplateCache, renderEmailDelivery, renderInboxDelivery } from '../../../server/channels/render-delivery.ts';
+import {
+  newTemplateCache,
+  renderEmailDelivery,
+  renderInboxDelivery,
+} from '../../../server/channels/render-delivery.ts';
 import { UnfilledSlotError } from '../../../server/base/template-engine.ts';
 import { findBrand } from '../../../server/channels/resolve.ts';
-import { DELIVER_EVENT_DEAD_QUEUE, DELIVER_EVENT_QUEUE, eventIdsOf, REMOTE_EVENTS_PER_DELIVERY_JOB, type DeliverEventJob } from '../../../server/delivery/queues.ts';
+import {
+  DELIVER_EVENT_DEAD_QUEUE,
+  DELIVER_EVENT_QUEUE,
+  eventIdsOf,
+  REMOTE_EVENTS_PER_DELIVERY_JOB,
+  type DeliverEventJob,
+} from '../../../server/delivery/queues.ts';
 import { deliverEventJob } from '../../../server/jobs/deliver-event.ts';
 import type { Channel } from '../../../server/schemas/common.ts';
 import { pushChannel, pushOutcome } from '../../../server/channels/push/channel.ts';
@@ -42,7 +64,12 @@ beforeAll(async () => {
   api = await startTestApp({ role: 'api' });
   acme = await createTenantFixture(api, 'Acme');
   await insertNotificationType(api, acme.tenantId, { key: 'plain' });
-  await insertInboxTemplate(api, acme.tenantId, { type: 'plain', title: 'Hi {{ contact.external_id }}', content: 'Hello from {{ name }}', actionUrl: 'https://app.test/{{ contact.external_id }}' });
+  await insertInboxTemplate(api, acme.tenantId, {
+    type: 'plain',
+    title: 'Hi {{ contact.external_id }}',
+    content: 'Hello from {{ name }}',
+    actionUrl: 'https://app.test/{{ contact.external_id }}',
+  });
 });
 afterAll(async () => {
   await worker?.close();
@@ -50,7 +77,10 @@ afterAll(async () => {
 });
 
 async function trigger(body: Record<string, unknown>): Promise<string[]> {
-  const res = await api.request('POST', '/v1/notifications', { token: acme.serviceKey, body: { type: 'plain', ...body } });
+  const res = await api.request('POST', '/v1/notifications', {
+    token: acme.serviceKey,
+    body: { type: 'plain', ...body },
+  });
   expect(res.status).toBe(202);
   return res.body.events.map((e: { event_id: string }) => e.event_id);
 }
@@ -68,7 +98,11 @@ const streamLogOf = (contactId: string) => readStreamLog(api.runtime.orm.em.fork
 // Before any worker process starts (the next describe starts one): these tests fetch the jobs themselves.
 describe('batch fast path: job completion', () => {
   const jobStates = (ids: string[]) =>
-    sql<{ id: string; state: string; retry_count: number }>(api, `SELECT id::text, state, retry_count FROM pgboss.job WHERE name = $1 AND id = ANY($2::uuid[]) ORDER BY id`, [DELIVER_EVENT_QUEUE, ids]);
+    sql<{ id: string; state: string; retry_count: number }>(
+      api,
+      `SELECT id::text, state, retry_count FROM pgboss.job WHERE name = $1 AND id = ANY($2::uuid[]) ORDER BY id`,
+      [DELIVER_EVENT_QUEUE, ids],
+    );
 
   it('completes the jobs of the events it stores in the transaction that stores them', async () => {
     const ids = await trigger({ recipients: ['done_1', 'done_2'], variables: { name: 'x' } });
@@ -89,7 +123,10 @@ describe('batch fast path: job completion', () => {
     const locked = signal();
     const release = signal();
     const holder = api.runtime.orm.em.fork().transactional(async (tx) => {
-      await execute(tx, `UPDATE pgboss.job SET heartbeat_on = now() WHERE name = $1 AND id = $2`, [DELIVER_EVENT_QUEUE, held]);
+      await execute(tx, `UPDATE pgboss.job SET heartbeat_on = now() WHERE name = $1 AND id = $2`, [
+        DELIVER_EVENT_QUEUE,
+        held,
+      ]);
       locked.raise();
       await release.raised;
     });
@@ -100,7 +137,10 @@ describe('batch fast path: job completion', () => {
       release.raise();
       await holder;
     }
-    expect(Object.fromEntries((await jobStates([held!, free!])).map((j) => [j.id, j.state]))).toEqual({ [held!]: 'active', [free!]: 'completed' });
+    expect(Object.fromEntries((await jobStates([held!, free!])).map((j) => [j.id, j.state]))).toEqual({
+      [held!]: 'active',
+      [free!]: 'completed',
+    });
     expect((await waitForFinal(api, [held!, free!])).map((e) => e.status)).toEqual(['delivered', 'delivered']);
     // pg-boss's own completion, once the handler returns, settles the one left.
     await api.runtime.boss!.complete(DELIVER_EVENT_QUEUE, { id: held!, retryCount: 0 });
@@ -112,7 +152,11 @@ describe('batch fast path: job completion', () => {
     const jobs = await api.runtime.boss!.fetch<DeliverEventJob>(DELIVER_EVENT_QUEUE, { batchSize: 10 });
     expect(jobs.map((j) => j.id)).toEqual([id]);
     // As if this attempt expired and another worker fetched the job again.
-    await execute(api.runtime.orm.em.fork(), `UPDATE pgboss.job SET retry_count = retry_count + 1 WHERE name = $1 AND id = $2`, [DELIVER_EVENT_QUEUE, id]);
+    await execute(
+      api.runtime.orm.em.fork(),
+      `UPDATE pgboss.job SET retry_count = retry_count + 1 WHERE name = $1 AND id = $2`,
+      [DELIVER_EVENT_QUEUE, id],
+    );
     expect((await deliverInboxBatch(api.runtime, jobs)).settled).toEqual(new Set([id]));
     expect(await jobStates([id!])).toEqual([{ id, state: 'active', retry_count: 1 }]);
     expect(await sql(api, `SELECT 1 FROM inbox_items WHERE event_id = $1`, [id])).toHaveLength(1);
@@ -155,26 +199,49 @@ describe('batch fast path: job completion', () => {
     // Nothing of the batch stayed: no delivery, item or stream event, the event as the other left it, the job still active.
     expect(await deliveriesOf(id!)).toEqual([]);
     expect(await sql(api, `SELECT 1 FROM inbox_items WHERE event_id = $1`, [id])).toHaveLength(0);
-    const { contact_id: contactId } = (await sqlOne<{ contact_id: string }>(api, `SELECT contact_id::text FROM events WHERE id = $1`, [id]))!;
+    const { contact_id: contactId } = (await sqlOne<{ contact_id: string }>(
+      api,
+      `SELECT contact_id::text FROM events WHERE id = $1`,
+      [id],
+    ))!;
     expect(await streamLogOf(contactId)).toEqual([]);
-    expect((await sqlOne<{ status: string }>(api, `SELECT status FROM events WHERE id = $1`, [id]))!.status).toBe('failed');
+    expect((await sqlOne<{ status: string }>(api, `SELECT status FROM events WHERE id = $1`, [id]))!.status).toBe(
+      'failed',
+    );
     expect(await jobStates([id!])).toEqual([{ id, state: 'active', retry_count: 0 }]);
     await api.runtime.boss!.complete(DELIVER_EVENT_QUEUE, { id: id!, retryCount: 0 });
   });
 
   it("loads a batch of interleaved kinds (type, brand) with each event's own type and brand, as it loads them one by one", async () => {
-    await insertNotificationType(api, acme.tenantId, { key: 'kinds_other', channels: { inbox: true, email: true }, optOut: false });
-    const branded = await api.request('POST', '/v1/brandings', { token: acme.serviceKey, body: { key: 'kinds-red', values: { colour: '#aa0000' } } });
+    await insertNotificationType(api, acme.tenantId, {
+      key: 'kinds_other',
+      channels: { inbox: true, email: true },
+      optOut: false,
+    });
+    const branded = await api.request('POST', '/v1/brandings', {
+      token: acme.serviceKey,
+      body: { key: 'kinds-red', values: { colour: '#aa0000' } },
+    });
     expect(branded.status).toBe(201);
     // One event per trigger, so that their ids (in trigger order) interleave the kinds.
-    const kinds = [{}, { type: 'kinds_other' }, { brand: 'kinds-red' }, {}, { type: 'kinds_other', brand: 'kinds-red' }, { brand: 'kinds-red' }, { type: 'kinds_other' }, {}];
+    const kinds = [
+      {},
+      { type: 'kinds_other' },
+      { brand: 'kinds-red' },
+      {},
+      { type: 'kinds_other', brand: 'kinds-red' },
+      { brand: 'kinds-red' },
+      { type: 'kinds_other' },
+      {},
+    ];
     const ids: string[] = [];
-    for (const [i, kind] of kinds.entries()) ids.push(...(await trigger({ recipients: [`kinds_${i}`], variables: { name: 'x' }, ...kind })));
+    for (const [i, kind] of kinds.entries())
+      ids.push(...(await trigger({ recipients: [`kinds_${i}`], variables: { name: 'x' }, ...kind })));
     const em = api.runtime.orm.em.fork();
     const batch = await loadEvents(em, ids);
-    expect(batch.map((event) => [event.type_key, event.brand?.key, event.opt_out, event.channel_defaults?.email ?? false])).toEqual(
-      kinds.map((kind) => [kind.type ?? 'plain', kind.brand ?? 'default', !kind.type, Boolean(kind.type)]),
-    );
+    expect(
+      batch.map((event) => [event.type_key, event.brand?.key, event.opt_out, event.channel_defaults?.email ?? false]),
+    ).toEqual(kinds.map((kind) => [kind.type ?? 'plain', kind.brand ?? 'default', !kind.type, Boolean(kind.type)]));
     const oneByOne = await em.transactional(async (tx) => Promise.all(ids.map((id) => loadEventLocked(tx, id))));
     expect(batch).toEqual(oneByOne);
     // And delivers them, leaving no job for the tests after this one to fetch. The other type has no
@@ -188,7 +255,11 @@ describe('batch fast path: job completion', () => {
 
   it('delivers a job of the shape enqueued before jobs carried several events ({ event_id })', async () => {
     const [id] = await trigger({ recipients: ['legacy_1'], variables: { name: 'x' } });
-    await execute(api.runtime.orm.em.fork(), `UPDATE pgboss.job SET data = jsonb_build_object('event_id', id::text) WHERE name = $1 AND id = $2`, [DELIVER_EVENT_QUEUE, id]);
+    await execute(
+      api.runtime.orm.em.fork(),
+      `UPDATE pgboss.job SET data = jsonb_build_object('event_id', id::text) WHERE name = $1 AND id = $2`,
+      [DELIVER_EVENT_QUEUE, id],
+    );
     const jobs = await api.runtime.boss!.fetch<DeliverEventJob>(DELIVER_EVENT_QUEUE, { batchSize: 10 });
     expect(jobs.map((j) => j.data)).toEqual([{ event_id: id }]);
     await deliverEventJob.handler(jobs, api.runtime);
@@ -203,21 +274,34 @@ describe('archived tenant (fan-out skips it)', () => {
     const t = await createTenantFixture(api, 'Soon archived');
     await insertNotificationType(api, t.tenantId, { key: 'plain' });
     await insertInboxTemplate(api, t.tenantId, { type: 'plain', title: 'x', content: 'y' });
-    const res = await api.request('POST', '/v1/notifications', { token: t.serviceKey, body: { type: 'plain', recipients: ['a', 'b'] } });
+    const res = await api.request('POST', '/v1/notifications', {
+      token: t.serviceKey,
+      body: { type: 'plain', recipients: ['a', 'b'] },
+    });
     expect(res.status).toBe(202);
     await execute(api.runtime.orm.em.fork(), `UPDATE tenants SET archived_at = now() WHERE id = $1`, [t.tenantId]);
     const ids = res.body.events.map((e: { event_id: string }) => e.event_id);
-    worker = await startTestApp({ role: 'worker', http: false, database: api.database, config: { encryptionKeys: api.config.encryptionKeys } });
+    worker = await startTestApp({
+      role: 'worker',
+      http: false,
+      database: api.database,
+      config: { encryptionKeys: api.config.encryptionKeys },
+    });
     const final = await waitForFinal(api, ids);
     expect(final.map((e) => e.status)).toEqual(['skipped', 'skipped']);
-    expect(await deliveriesOf(ids[0])).toEqual([{ channel: 'inbox', status: 'skipped', reason: 'tenant_archived', attempts: 0, last_error: null }]);
+    expect(await deliveriesOf(ids[0])).toEqual([
+      { channel: 'inbox', status: 'skipped', reason: 'tenant_archived', attempts: 0, last_error: null },
+    ]);
     expect(await sql(api, `SELECT 1 FROM inbox_items WHERE tenant_id = $1`, [t.tenantId])).toHaveLength(0);
   });
 });
 
 describe('inbox delivery', () => {
   it('delivers a trigger for three recipients to their inboxes and streams', async () => {
-    const ids = await trigger({ recipients: ['in_1', 'in_2', { external_id: 'in_3', name: 'Three' }], variables: { name: 'Acme' } });
+    const ids = await trigger({
+      recipients: ['in_1', 'in_2', { external_id: 'in_3', name: 'Three' }],
+      variables: { name: 'Acme' },
+    });
     const final = await waitForFinal(api, ids);
     expect(final.every((e) => e.status === 'delivered')).toBe(true);
     const items = await sql<{ title: string; body: string; action_url: string; event_id: string; contact_id: string }>(
@@ -234,9 +318,18 @@ describe('inbox delivery', () => {
       const stream = await streamLogOf(item.contact_id);
       // The counts are derived by the stream hub for open streams, not stored (stream.test.ts).
       expect(stream.map((s) => s.kind)).toEqual(['notification']);
-      expect(stream[0]!.payload).toMatchObject({ event_id: item.event_id, type: 'plain', title: item.title, body: item.body, read_at: null });
+      expect(stream[0]!.payload).toMatchObject({
+        event_id: item.event_id,
+        type: 'plain',
+        title: item.title,
+        body: item.body,
+        read_at: null,
+      });
     }
-    for (const id of ids) expect(await deliveriesOf(id)).toEqual([{ channel: 'inbox', status: 'delivered', reason: null, attempts: 1, last_error: null }]);
+    for (const id of ids)
+      expect(await deliveriesOf(id)).toEqual([
+        { channel: 'inbox', status: 'delivered', reason: null, attempts: 1, last_error: null },
+      ]);
     // Delivered by the batch fast path, not the per-event fallback.
     expect(worker!.logs.filter((l) => l.includes('fell back'))).toEqual([]);
   });
@@ -244,20 +337,54 @@ describe('inbox delivery', () => {
   it('refuses to store a batch over an event already delivered, and stores none of it', async () => {
     const [id] = await trigger({ recipients: ['again_1'], variables: { name: 'x' } });
     await waitForFinal(api, [id!]);
-    const event = (await sqlOne<{ tenant_id: string; contact_id: string; status: string }>(api, `SELECT tenant_id::text, contact_id::text, status FROM events WHERE id = $1`, [id]))!;
-    const delivery = (await sqlOne<{ channel: string; destination: string }>(api, `SELECT channel, destination FROM deliveries WHERE event_id = $1`, [id]))!;
+    const event = (await sqlOne<{ tenant_id: string; contact_id: string; status: string }>(
+      api,
+      `SELECT tenant_id::text, contact_id::text, status FROM events WHERE id = $1`,
+      [id],
+    ))!;
+    const delivery = (await sqlOne<{ channel: string; destination: string }>(
+      api,
+      `SELECT channel, destination FROM deliveries WHERE event_id = $1`,
+      [id],
+    ))!;
     const deliveryId = newId();
-    const item = { id: newId(), tenant_id: event.tenant_id, contact_id: event.contact_id, event_id: id!, delivery_id: deliveryId, type_key: 'plain', title: 't', body: 'b', action_url: null, data: {} };
+    const item = {
+      id: newId(),
+      tenant_id: event.tenant_id,
+      contact_id: event.contact_id,
+      event_id: id!,
+      delivery_id: deliveryId,
+      type_key: 'plain',
+      title: 't',
+      body: 'b',
+      action_url: null,
+      data: {},
+    };
     // No transaction around it: the statement is all or nothing on its own.
     const store = storeBatch(api.runtime.orm.em.fork(), api.runtime.boss!, {
-      deliveries: [{ id: deliveryId, event_id: id!, tenant_id: event.tenant_id, channel: delivery.channel, destination: delivery.destination, provider: null, status: 'delivered', reason: null, last_error: null, attempts: 1 }],
+      deliveries: [
+        {
+          id: deliveryId,
+          event_id: id!,
+          tenant_id: event.tenant_id,
+          channel: delivery.channel,
+          destination: delivery.destination,
+          provider: null,
+          status: 'delivered',
+          reason: null,
+          last_error: null,
+          attempts: 1,
+        },
+      ],
       items: [item],
       eventIds: [id!],
       jobs: [],
     });
     // Refused by whichever check the statement reaches first: the unique key of the delivery already
     // stored, or the assertion that every event of the batch was still queued.
-    await expect(store).rejects.toThrow(/deliveries_event_id_channel_destination_key|an event of the batch has started elsewhere/);
+    await expect(store).rejects.toThrow(
+      /deliveries_event_id_channel_destination_key|an event of the batch has started elsewhere/,
+    );
     expect(await sql(api, `SELECT 1 FROM deliveries WHERE event_id = $1`, [id])).toHaveLength(1);
     expect(await sql(api, `SELECT 1 FROM inbox_items WHERE event_id = $1`, [id])).toHaveLength(1);
     expect(await streamLogOf(event.contact_id)).toHaveLength(1);
@@ -265,10 +392,26 @@ describe('inbox delivery', () => {
 
   // Two more inbox items for the contact, stored in two transactions as the batch path (storeBatch)
   // or the per-event inbox channel (storeInboxItem) stores them.
-  type Store = (tx: EntityManager, item: Parameters<typeof storeInboxItem>[1] & { event_id: string; delivery_id: string }) => Promise<unknown>;
+  type Store = (
+    tx: EntityManager,
+    item: Parameters<typeof storeInboxItem>[1] & { event_id: string; delivery_id: string },
+  ) => Promise<unknown>;
   const viaBatch: Store = (tx, item) =>
     storeBatch(tx, api.runtime.boss!, {
-      deliveries: [{ id: item.delivery_id, event_id: item.event_id, tenant_id: item.tenant_id, channel: 'inbox', destination: `lock-${item.title}`, provider: null, status: 'delivered', reason: null, last_error: null, attempts: 1 }],
+      deliveries: [
+        {
+          id: item.delivery_id,
+          event_id: item.event_id,
+          tenant_id: item.tenant_id,
+          channel: 'inbox',
+          destination: `lock-${item.title}`,
+          provider: null,
+          status: 'delivered',
+          reason: null,
+          last_error: null,
+          attempts: 1,
+        },
+      ],
       items: [item],
       eventIds: [],
       jobs: [],
@@ -277,59 +420,93 @@ describe('inbox delivery', () => {
   it.each([
     ['the batch path', 'lock_1', viaBatch],
     ['the per-event path', 'lock_2', viaChannel],
-  ])("takes a contact's stream lock before drawing its stream ids and holds it until commit (%s)", async (_path, recipient, store) => {
-    const [eventId] = await trigger({ recipients: [recipient], variables: { name: 'x' } });
-    await waitForFinal(api, [eventId!]);
-    const event = (await sqlOne<{ tenant_id: string; contact_id: string }>(api, `SELECT tenant_id::text, contact_id::text FROM events WHERE id = $1`, [eventId]))!;
-    const itemOf = (title: string) => ({ id: newId(), tenant_id: event.tenant_id, contact_id: event.contact_id, event_id: eventId!, delivery_id: newId(), type_key: 'plain', title, body: 'b', action_url: null, data: {} });
-    const aMayCommit = signal();
-    const aHasStored = signal();
-    let released = false;
-    const a = api.runtime.orm.em.fork().transactional(async (tx) => {
-      await store(tx, itemOf('a'));
-      aHasStored.raise();
-      await aMayCommit.raised;
-    });
-    await aHasStored.raised;
-    let bStoredWhileAOpen = false;
-    const b = api.runtime.orm.em.fork().transactional(async (tx) => {
-      await store(tx, itemOf('b'));
-      bStoredWhileAOpen = !released;
-    });
-    await untilLockWait(api); // b waits for a's lock: a b that does not wait ends this test by the timeout
-    released = true;
-    aMayCommit.raise();
-    await Promise.all([a, b]);
-    // B waited for A's commit before drawing its id, so the contact's ids became visible in order.
-    expect(bStoredWhileAOpen).toBe(false);
-    const stream = await streamLogOf(event.contact_id);
-    expect(stream.map((s) => s.payload.title)).toEqual([`Hi ${recipient}`, 'a', 'b']);
-  });
+  ])(
+    "takes a contact's stream lock before drawing its stream ids and holds it until commit (%s)",
+    async (_path, recipient, store) => {
+      const [eventId] = await trigger({ recipients: [recipient], variables: { name: 'x' } });
+      await waitForFinal(api, [eventId!]);
+      const event = (await sqlOne<{ tenant_id: string; contact_id: string }>(
+        api,
+        `SELECT tenant_id::text, contact_id::text FROM events WHERE id = $1`,
+        [eventId],
+      ))!;
+      const itemOf = (title: string) => ({
+        id: newId(),
+        tenant_id: event.tenant_id,
+        contact_id: event.contact_id,
+        event_id: eventId!,
+        delivery_id: newId(),
+        type_key: 'plain',
+        title,
+        body: 'b',
+        action_url: null,
+        data: {},
+      });
+      const aMayCommit = signal();
+      const aHasStored = signal();
+      let released = false;
+      const a = api.runtime.orm.em.fork().transactional(async (tx) => {
+        await store(tx, itemOf('a'));
+        aHasStored.raise();
+        await aMayCommit.raised;
+      });
+      await aHasStored.raised;
+      let bStoredWhileAOpen = false;
+      const b = api.runtime.orm.em.fork().transactional(async (tx) => {
+        await store(tx, itemOf('b'));
+        bStoredWhileAOpen = !released;
+      });
+      await untilLockWait(api); // b waits for a's lock: a b that does not wait ends this test by the timeout
+      released = true;
+      aMayCommit.raise();
+      await Promise.all([a, b]);
+      // B waited for A's commit before drawing its id, so the contact's ids became visible in order.
+      expect(bStoredWhileAOpen).toBe(false);
+      const stream = await streamLogOf(event.contact_id);
+      expect(stream.map((s) => s.payload.title)).toEqual([`Hi ${recipient}`, 'a', 'b']);
+    },
+  );
 
   it('skips the inbox for a contact who opted out, only while the type opt-out policy is on', async () => {
     await insertNotificationType(api, acme.tenantId, { key: 'optable', optOut: true });
     await insertInboxTemplate(api, acme.tenantId, { type: 'optable', title: 't', content: 'c' });
     const [warm] = await trigger({ type: 'optable', recipients: ['opt_1', 'opt_2'] });
     await waitForFinal(api, [warm!]);
-    const contact = await sqlOne<{ id: string }>(api, `SELECT id FROM contacts WHERE tenant_id = $1 AND external_id = 'opt_1'`, [acme.tenantId]);
-    await execute(api.runtime.orm.em.fork(), `INSERT INTO contact_preferences (contact_id, tenant_id, type_key, channel, enabled) VALUES ($1, $2, 'optable', 'inbox', false)`, [contact!.id, acme.tenantId]);
+    const contact = await sqlOne<{ id: string }>(
+      api,
+      `SELECT id FROM contacts WHERE tenant_id = $1 AND external_id = 'opt_1'`,
+      [acme.tenantId],
+    );
+    await execute(
+      api.runtime.orm.em.fork(),
+      `INSERT INTO contact_preferences (contact_id, tenant_id, type_key, channel, enabled) VALUES ($1, $2, 'optable', 'inbox', false)`,
+      [contact!.id, acme.tenantId],
+    );
     const [optedOut, notOptedOut] = await trigger({ type: 'optable', recipients: ['opt_1', 'opt_2'] });
     await waitForFinal(api, [optedOut!, notOptedOut!]);
-    expect(await deliveriesOf(optedOut!)).toEqual([{ channel: 'inbox', status: 'skipped', reason: 'opted_out', attempts: 0, last_error: null }]);
+    expect(await deliveriesOf(optedOut!)).toEqual([
+      { channel: 'inbox', status: 'skipped', reason: 'opted_out', attempts: 0, last_error: null },
+    ]);
     expect((await deliveriesOf(notOptedOut!))[0]!.status).toBe('delivered');
     // Policy off: the stored choice is dormant.
-    await execute(api.runtime.orm.em.fork(), `UPDATE notification_types SET opt_out = false WHERE tenant_id = $1 AND key = 'optable'`, [acme.tenantId]);
+    await execute(
+      api.runtime.orm.em.fork(),
+      `UPDATE notification_types SET opt_out = false WHERE tenant_id = $1 AND key = 'optable'`,
+      [acme.tenantId],
+    );
     const [dormant] = await trigger({ type: 'optable', recipients: ['opt_1'] });
     await waitForFinal(api, [dormant!]);
     expect((await deliveriesOf(dormant!))[0]!.status).toBe('delivered');
   });
 
-  it("records channel_disabled for a requested channel the type has off", async () => {
+  it('records channel_disabled for a requested channel the type has off', async () => {
     await insertNotificationType(api, acme.tenantId, { key: 'no_inbox', channels: { inbox: false, email: true } });
     const [id] = await trigger({ type: 'no_inbox', recipients: ['cd_1'], channels: ['inbox'] });
     const [event] = await waitForFinal(api, [id!]);
     expect(event!.status).toBe('skipped');
-    expect(await deliveriesOf(id!)).toEqual([{ channel: 'inbox', status: 'skipped', reason: 'channel_disabled', attempts: 0, last_error: null }]);
+    expect(await deliveriesOf(id!)).toEqual([
+      { channel: 'inbox', status: 'skipped', reason: 'channel_disabled', attempts: 0, last_error: null },
+    ]);
   });
 
   it('skips with no_template when no inbox template resolves', async () => {
@@ -337,7 +514,9 @@ describe('inbox delivery', () => {
     const [id] = await trigger({ type: 'untemplated', recipients: ['nt_1'] });
     const [event] = await waitForFinal(api, [id!]);
     expect(event!.status).toBe('skipped');
-    expect(await deliveriesOf(id!)).toEqual([{ channel: 'inbox', status: 'skipped', reason: 'no_template', attempts: 1, last_error: null }]);
+    expect(await deliveriesOf(id!)).toEqual([
+      { channel: 'inbox', status: 'skipped', reason: 'no_template', attempts: 1, last_error: null },
+    ]);
   });
 
   it('fails a delivery whose template has an unfilled slot, naming the slot, without retrying', async () => {
@@ -355,24 +534,45 @@ describe('inbox delivery', () => {
     await insertNotificationType(api, acme.tenantId, { key: 'localised' });
     await insertInboxTemplate(api, acme.tenantId, { type: 'localised', title: 'Hello', content: 'en' });
     await insertInboxTemplate(api, acme.tenantId, { type: 'localised', title: 'Hallo', content: 'de', language: 'de' });
-    const ids = await trigger({ type: 'localised', recipients: [{ external_id: 'lang_de', language: 'de-AT' }, { external_id: 'lang_fr', language: 'fr' }] });
+    const ids = await trigger({
+      type: 'localised',
+      recipients: [
+        { external_id: 'lang_de', language: 'de-AT' },
+        { external_id: 'lang_fr', language: 'fr' },
+      ],
+    });
     await waitForFinal(api, ids);
-    const titles = await sql<{ title: string }>(api, `SELECT title FROM inbox_items WHERE event_id = ANY($1::uuid[]) ORDER BY title`, [ids]);
+    const titles = await sql<{ title: string }>(
+      api,
+      `SELECT title FROM inbox_items WHERE event_id = ANY($1::uuid[]) ORDER BY title`,
+      [ids],
+    );
     expect(titles.map((t) => t.title)).toEqual(['Hallo', 'Hello']);
   });
 
   it('retries a failed attempt with backoff, counting attempts and keeping the last error', async () => {
     const em = api.runtime.orm.em.fork();
-    await execute(em, `CREATE OR REPLACE FUNCTION test_inbox_refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'inbox store unavailable'; END $$ LANGUAGE plpgsql`);
-    await execute(em, `CREATE TRIGGER test_inbox_refuse BEFORE INSERT ON inbox_items FOR EACH ROW WHEN (NEW.title = 'Hi retry_1') EXECUTE FUNCTION test_inbox_refuse()`);
+    await execute(
+      em,
+      `CREATE OR REPLACE FUNCTION test_inbox_refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'inbox store unavailable'; END $$ LANGUAGE plpgsql`,
+    );
+    await execute(
+      em,
+      `CREATE TRIGGER test_inbox_refuse BEFORE INSERT ON inbox_items FOR EACH ROW WHEN (NEW.title = 'Hi retry_1') EXECUTE FUNCTION test_inbox_refuse()`,
+    );
     const [id] = await trigger({ recipients: ['retry_1'], variables: { name: 'x' } });
-    const first = await eventually(async () => {
-      const rows = await deliveriesOf(id!);
-      return !!rows[0]?.attempts && rows;
-    }, { message: 'no attempt recorded' });
+    const first = await eventually(
+      async () => {
+        const rows = await deliveriesOf(id!);
+        return !!rows[0]?.attempts && rows;
+      },
+      { message: 'no attempt recorded' },
+    );
     expect(first[0]).toMatchObject({ status: 'pending', attempts: 1 });
     expect(first[0]!.last_error).toContain('inbox store unavailable');
-    expect((await sqlOne<{ status: string }>(api, `SELECT status FROM events WHERE id = $1`, [id]))!.status).toBe('processing');
+    expect((await sqlOne<{ status: string }>(api, `SELECT status FROM events WHERE id = $1`, [id]))!.status).toBe(
+      'processing',
+    );
     await execute(em, `DROP TRIGGER test_inbox_refuse ON inbox_items`);
     const [event] = await waitForFinal(api, [id!]);
     expect(event!.status).toBe('delivered');
@@ -383,19 +583,35 @@ describe('inbox delivery', () => {
 
   it('a shared job with a failing event is retried for it alone: its other events are delivered once', async () => {
     const em = api.runtime.orm.em.fork();
-    await execute(em, `CREATE OR REPLACE FUNCTION test_inbox_refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'inbox store unavailable'; END $$ LANGUAGE plpgsql`);
-    await execute(em, `CREATE TRIGGER test_inbox_refuse4 BEFORE INSERT ON inbox_items FOR EACH ROW WHEN (NEW.title = 'Hi mixed_fail') EXECUTE FUNCTION test_inbox_refuse()`);
+    await execute(
+      em,
+      `CREATE OR REPLACE FUNCTION test_inbox_refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'inbox store unavailable'; END $$ LANGUAGE plpgsql`,
+    );
+    await execute(
+      em,
+      `CREATE TRIGGER test_inbox_refuse4 BEFORE INSERT ON inbox_items FOR EACH ROW WHEN (NEW.title = 'Hi mixed_fail') EXECUTE FUNCTION test_inbox_refuse()`,
+    );
     const ids = await trigger({ recipients: ['mixed_ok1', 'mixed_fail', 'mixed_ok2'], variables: { name: 'x' } });
     const [shared] = await deliveryJobsOf(api, ids);
     expect(shared!.event_ids.sort()).toEqual([...ids].sort());
     try {
-      const jobOf = () => sqlOne<{ state: string; retry_count: number }>(api, `SELECT state, retry_count FROM pgboss.job WHERE id = $1`, [shared!.id]);
+      const jobOf = () =>
+        sqlOne<{ state: string; retry_count: number }>(api, `SELECT state, retry_count FROM pgboss.job WHERE id = $1`, [
+          shared!.id,
+        ]);
       // The job is retried (its retry count goes up), with the failing event's error as its output.
-      await eventually(async () => ((await jobOf())?.retry_count ?? 0) >= 2, { message: 'the shared job was not retried twice' });
-      const failedAttempts = await sql<{ output: { message: string } }>(api, `SELECT output FROM pgboss.job WHERE id = $1 AND output IS NOT NULL`, [shared!.id]);
+      await eventually(async () => ((await jobOf())?.retry_count ?? 0) >= 2, {
+        message: 'the shared job was not retried twice',
+      });
+      const failedAttempts = await sql<{ output: { message: string } }>(
+        api,
+        `SELECT output FROM pgboss.job WHERE id = $1 AND output IS NOT NULL`,
+        [shared!.id],
+      );
       expect(JSON.stringify(failedAttempts)).toContain(`${ids[1]}: inbox: inbox store unavailable`);
       // The others were delivered on the first attempt and left alone by the retries.
-      for (const id of [ids[0]!, ids[2]!]) expect(await deliveriesOf(id)).toMatchObject([{ channel: 'inbox', status: 'delivered', attempts: 1 }]);
+      for (const id of [ids[0]!, ids[2]!])
+        expect(await deliveriesOf(id)).toMatchObject([{ channel: 'inbox', status: 'delivered', attempts: 1 }]);
       expect((await deliveriesOf(ids[1]!))[0]).toMatchObject({ status: 'pending' });
       expect((await deliveriesOf(ids[1]!))[0]!.attempts).toBeGreaterThanOrEqual(2);
     } finally {
@@ -406,18 +622,31 @@ describe('inbox delivery', () => {
     expect(await sql(api, `SELECT event_id FROM inbox_items WHERE event_id = ANY($1::uuid[])`, [ids])).toHaveLength(3);
   });
 
-  it('inbox-only events of a trigger share jobs of up to 25; events with a remote channel, smaller ones; a workflow\'s, none', async () => {
+  it("inbox-only events of a trigger share jobs of up to 25; events with a remote channel, smaller ones; a workflow's, none", async () => {
     await insertNotificationType(api, acme.tenantId, { key: 'mailed', channels: { inbox: true, email: true } });
-    const many = await trigger({ recipients: Array.from({ length: 30 }, (_, i) => `share_${i}`), variables: { name: 'x' } });
+    const many = await trigger({
+      recipients: Array.from({ length: 30 }, (_, i) => `share_${i}`),
+      variables: { name: 'x' },
+    });
     const shared = await deliveryJobsOf(api, many);
     const sorted = [...many].sort();
     expect(shared.map((j) => j.event_ids)).toEqual([sorted.slice(0, 25), sorted.slice(25)]);
     for (const j of shared) expect(j.id).toBe(j.event_ids[0]);
-    const mailed = await trigger({ type: 'mailed', recipients: Array.from({ length: REMOTE_EVENTS_PER_DELIVERY_JOB + 1 }, (_, i) => `own_${i}`) });
+    const mailed = await trigger({
+      type: 'mailed',
+      recipients: Array.from({ length: REMOTE_EVENTS_PER_DELIVERY_JOB + 1 }, (_, i) => `own_${i}`),
+    });
     const mailedSorted = [...mailed].sort();
-    expect((await deliveryJobsOf(api, mailed)).map((j) => j.event_ids)).toEqual([mailedSorted.slice(0, REMOTE_EVENTS_PER_DELIVERY_JOB), mailedSorted.slice(REMOTE_EVENTS_PER_DELIVERY_JOB)]);
+    expect((await deliveryJobsOf(api, mailed)).map((j) => j.event_ids)).toEqual([
+      mailedSorted.slice(0, REMOTE_EVENTS_PER_DELIVERY_JOB),
+      mailedSorted.slice(REMOTE_EVENTS_PER_DELIVERY_JOB),
+    ]);
     // Asked for the inbox only, the same type's events share one.
-    const inboxOnly = await trigger({ type: 'mailed', channels: ['inbox'], recipients: ['inbox_only_1', 'inbox_only_2'] });
+    const inboxOnly = await trigger({
+      type: 'mailed',
+      channels: ['inbox'],
+      recipients: ['inbox_only_1', 'inbox_only_2'],
+    });
     expect((await deliveryJobsOf(api, inboxOnly)).map((j) => j.event_ids)).toEqual([[...inboxOnly].sort()]);
     // A workflow's events run one by one (the per-event run): a job each, so a batch of them runs side by side.
     await insertNotificationType(api, acme.tenantId, { key: 'flowed', channels: { inbox: true } });
@@ -440,14 +669,21 @@ describe('inbox delivery', () => {
     await execute(api.runtime.orm.em.fork(), `UPDATE events SET status = 'processing' WHERE id = $1`, [id]);
     await deliverEvent(api.runtime, id!, { finalAttempt: false });
     expect(await sql(api, `SELECT 1 FROM inbox_items WHERE event_id = $1`, [id])).toHaveLength(1);
-    expect((await sqlOne<{ status: string }>(api, `SELECT status FROM events WHERE id = $1`, [id]))!.status).toBe('delivered');
+    expect((await sqlOne<{ status: string }>(api, `SELECT status FROM events WHERE id = $1`, [id]))!.status).toBe(
+      'delivered',
+    );
   });
 
   it('the dead-letter worker fails what is still pending when retries are exhausted', async () => {
     const em = api.runtime.orm.em.fork();
-    await execute(em, `CREATE TRIGGER test_inbox_refuse2 BEFORE INSERT ON inbox_items FOR EACH ROW WHEN (NEW.title LIKE 'Hi dead_%') EXECUTE FUNCTION test_inbox_refuse()`);
+    await execute(
+      em,
+      `CREATE TRIGGER test_inbox_refuse2 BEFORE INSERT ON inbox_items FOR EACH ROW WHEN (NEW.title LIKE 'Hi dead_%') EXECUTE FUNCTION test_inbox_refuse()`,
+    );
     const ids = await trigger({ recipients: ['dead_1', 'dead_2'], variables: { name: 'x' } });
-    await eventually(async () => (await Promise.all(ids.map(deliveriesOf))).every((d) => d[0]?.attempts === 1), { message: 'no attempt recorded' });
+    await eventually(async () => (await Promise.all(ids.map(deliveriesOf))).every((d) => d[0]?.attempts === 1), {
+      message: 'no attempt recorded',
+    });
     // Dead jobs of both shapes: several events, and one (as enqueued before jobs carried several).
     await api.runtime.boss!.send(DELIVER_EVENT_DEAD_QUEUE, { event_ids: [ids[0]!] });
     await api.runtime.boss!.send(DELIVER_EVENT_DEAD_QUEUE, { event_id: ids[1]! });
@@ -462,13 +698,18 @@ describe('inbox delivery', () => {
 
   it('the last attempt records a final failure instead of retrying', async () => {
     const em = api.runtime.orm.em.fork();
-    await execute(em, `CREATE TRIGGER test_inbox_refuse3 BEFORE INSERT ON inbox_items FOR EACH ROW WHEN (NEW.title LIKE 'Hi last_%') EXECUTE FUNCTION test_inbox_refuse()`);
+    await execute(
+      em,
+      `CREATE TRIGGER test_inbox_refuse3 BEFORE INSERT ON inbox_items FOR EACH ROW WHEN (NEW.title LIKE 'Hi last_%') EXECUTE FUNCTION test_inbox_refuse()`,
+    );
     await worker!.runtime.boss!.offWork('deliver-event');
     const [id] = await trigger({ recipients: ['last_1'], variables: { name: 'x' } });
     await deliverEvent(api.runtime, id!, { finalAttempt: true });
     const [delivery] = await deliveriesOf(id!);
     expect(delivery).toMatchObject({ status: 'failed', attempts: 1 });
-    expect((await sqlOne<{ status: string }>(api, `SELECT status FROM events WHERE id = $1`, [id]))!.status).toBe('failed');
+    expect((await sqlOne<{ status: string }>(api, `SELECT status FROM events WHERE id = $1`, [id]))!.status).toBe(
+      'failed',
+    );
     await execute(em, `DROP TRIGGER test_inbox_refuse3 ON inbox_items`);
   });
 });
@@ -489,23 +730,44 @@ describe('channel decision (planner)', () => {
     ],
     registered: new Set<Channel>(['inbox', 'email', 'push', 'web_push']),
   };
-  const summary = (input: Partial<PlanInput>) => planDeliveries({ ...base, ...input }).map((d) => `${d.channel}:${d.destination}:${d.status}:${d.reason ?? ''}`);
+  const summary = (input: Partial<PlanInput>) =>
+    planDeliveries({ ...base, ...input }).map((d) => `${d.channel}:${d.destination}:${d.status}:${d.reason ?? ''}`);
 
   it('one delivery per channel and destination', () => {
-    expect(summary({})).toEqual(['inbox::pending:', 'email:a@example.org:pending:', 'push:s1:pending:', 'push:s2:pending:', 'web_push:s3:pending:']);
+    expect(summary({})).toEqual([
+      'inbox::pending:',
+      'email:a@example.org:pending:',
+      'push:s1:pending:',
+      'push:s2:pending:',
+      'web_push:s3:pending:',
+    ]);
   });
 
   it('an opt-out skips exactly that channel, only while the policy is on', () => {
-    expect(summary({ preferences: { email: false } })).toEqual(['inbox::pending:', 'email::skipped:opted_out', 'push:s1:pending:', 'push:s2:pending:', 'web_push:s3:pending:']);
+    expect(summary({ preferences: { email: false } })).toEqual([
+      'inbox::pending:',
+      'email::skipped:opted_out',
+      'push:s1:pending:',
+      'push:s2:pending:',
+      'web_push:s3:pending:',
+    ]);
     expect(summary({ preferences: { email: false }, optOutPolicy: false })).toContain('email:a@example.org:pending:');
   });
 
   it('no destination: no email address, no subscriptions', () => {
-    expect(summary({ contactEmail: null, subscriptions: [] })).toEqual(['inbox::pending:', 'email::skipped:no_destination', 'push::skipped:no_destination', 'web_push::skipped:no_destination']);
+    expect(summary({ contactEmail: null, subscriptions: [] })).toEqual([
+      'inbox::pending:',
+      'email::skipped:no_destination',
+      'push::skipped:no_destination',
+      'web_push::skipped:no_destination',
+    ]);
   });
 
   it('requested channels narrow the defaults; a requested channel off by default is channel_disabled', () => {
-    expect(summary({ channelDefaults: { inbox: true, email: false }, requestedChannels: ['email', 'inbox'] })).toEqual(['inbox::pending:', 'email::skipped:channel_disabled']);
+    expect(summary({ channelDefaults: { inbox: true, email: false }, requestedChannels: ['email', 'inbox'] })).toEqual([
+      'inbox::pending:',
+      'email::skipped:channel_disabled',
+    ]);
   });
 
   it('leaves out channels without a registered sender', () => {
@@ -513,7 +775,9 @@ describe('channel decision (planner)', () => {
   });
 
   it('skips every attempted channel of an archived tenant', () => {
-    expect(summary({ tenantArchived: true, channelDefaults: { inbox: true } })).toEqual(['inbox::skipped:tenant_archived']);
+    expect(summary({ tenantArchived: true, channelDefaults: { inbox: true } })).toEqual([
+      'inbox::skipped:tenant_archived',
+    ]);
   });
 });
 
@@ -553,11 +817,25 @@ describe('a killed worker process', () => {
       });
       await held.raised;
       // A killed worker's jobs come back after this long without a heartbeat (5 s in production).
-      const env = { DATABASE_URL: app.database.url, HERALD_HOME: home, HERALD_ENCRYPTION_KEYS: app.config.encryptionKeys, HERALD_LOG_LEVEL: 'warn', HERALD_LOST_WORKER_SECONDS: '3' };
+      const env = {
+        DATABASE_URL: app.database.url,
+        HERALD_HOME: home,
+        HERALD_ENCRYPTION_KEYS: app.config.encryptionKeys,
+        HERALD_LOG_LEVEL: 'warn',
+        HERALD_LOST_WORKER_SECONDS: '3',
+      };
       const first = startWorkerProcess(env);
       children.push(first);
-      const count = async () => (await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM inbox_items WHERE tenant_id = $1`, [t.tenantId]))!.n;
-      const waiting = async () => (await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, [holderPid]))!.n;
+      const count = async () =>
+        (await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM inbox_items WHERE tenant_id = $1`, [
+          t.tenantId,
+        ]))!.n;
+      const waiting = async () =>
+        (await sqlOne<{ n: number }>(
+          app,
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`,
+          [holderPid],
+        ))!.n;
       await eventually(async () => (await count()) >= 20 && (await waiting()) > 0, {
         timeoutMs: 30_000,
         intervalMs: 20,
@@ -566,10 +844,17 @@ describe('a killed worker process', () => {
       first.kill('SIGKILL');
       await once(first, 'exit');
       // Its waiting statements end as PostgreSQL ends a dead client's work once it notices (here: at once).
-      await execute(app.runtime.orm.em.fork(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, [holderPid]);
+      await execute(
+        app.runtime.orm.em.fork(),
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`,
+        [holderPid],
+      );
       mayRelease.raise();
       await holding;
-      const active = await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'deliver-event' AND state = 'active'`);
+      const active = await sqlOne<{ n: number }>(
+        app,
+        `SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'deliver-event' AND state = 'active'`,
+      );
       expect(active!.n).toBeGreaterThan(0); // it died holding jobs
       const deadWorkersJobs = await activeJobs(app, 'deliver-event');
       expect(await count()).toBeLessThan(TRIGGERS * 100);
@@ -596,7 +881,10 @@ describe('a killed worker process', () => {
 });
 
 function startWorkerProcess(env: Record<string, string | undefined>): ChildProcess {
-  const child = spawn(HERALD_BIN, ['start', '--role', 'worker'], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(HERALD_BIN, ['start', '--role', 'worker'], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   child.stderr!.on('data', () => undefined);
   return child;
 }
@@ -604,11 +892,19 @@ function startWorkerProcess(env: Record<string, string | undefined>): ChildProce
 describe('push and email channels (their senders are injected until the transport branches merge)', () => {
   it('deletes a dead push destination and fails the delivery without retry; recording a sent one records its use', async () => {
     const [eventId] = await trigger({ recipients: ['push_1'], variables: { name: 'x' } });
-    const contact = (await sqlOne<ContactRow>(api, `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE tenant_id = $1 AND external_id = 'push_1'`, [acme.tenantId]))!;
+    const contact = (await sqlOne<ContactRow>(
+      api,
+      `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE tenant_id = $1 AND external_id = 'push_1'`,
+      [acme.tenantId],
+    ))!;
     const em = api.runtime.orm.em.fork();
     const subscription = async (token: string) => {
       const id = newId();
-      await execute(em, `INSERT INTO push_subscriptions (id, tenant_id, contact_id, provider, token, destination_hash) VALUES ($1, $2, $3, 'apns', $4, $4)`, [id, acme.tenantId, contact.id, token]);
+      await execute(
+        em,
+        `INSERT INTO push_subscriptions (id, tenant_id, contact_id, provider, token, destination_hash) VALUES ($1, $2, $3, 'apns', $4, $4)`,
+        [id, acme.tenantId, contact.id, token],
+      );
       return id;
     };
     const brand = (await findBrand(em, acme.tenantId, null))!;
@@ -629,20 +925,45 @@ describe('push and email channels (their senders are injected until the transpor
         pushChannel(async (_rt, _em, _tenant, dest, message) => {
           messages.push({ token: 'token' in dest ? dest.token : null, message });
           return result;
-        }).deliver({ runtime: api.runtime, em: tx, delivery: { id: newId(), channel: 'push', destination, provider: 'apns', attempts: 0 }, event, contact, renderVariables: { name: 'Secret Name' }, templates: newTemplateCache() }),
+        }).deliver({
+          runtime: api.runtime,
+          em: tx,
+          delivery: { id: newId(), channel: 'push', destination, provider: 'apns', attempts: 0 },
+          event,
+          contact,
+          renderVariables: { name: 'Secret Name' },
+          templates: newTemplateCache(),
+        }),
       );
     const dead = await subscription('token-dead');
-    expect(await run({ status: 'dead', error: '410 Unregistered' }, dead)).toEqual({ status: 'failed', error: 'destination removed: 410 Unregistered', retryable: false });
+    expect(await run({ status: 'dead', error: '410 Unregistered' }, dead)).toEqual({
+      status: 'failed',
+      error: 'destination removed: 410 Unregistered',
+      retryable: false,
+    });
     expect(await sql(api, `SELECT 1 FROM push_subscriptions WHERE id = $1`, [dead])).toHaveLength(0);
-    expect(messages[0]).toMatchObject({ token: 'token-dead', message: { title: 'Hi push_1', body: 'Hello from Secret Name', action_url: 'https://app.test/push_1' } });
+    expect(messages[0]).toMatchObject({
+      token: 'token-dead',
+      message: { title: 'Hi push_1', body: 'Hello from Secret Name', action_url: 'https://app.test/push_1' },
+    });
     const live = await subscription('token-live');
-    expect(await run({ status: 'sent', providerMessageId: 'apns-1' }, live)).toEqual({ status: 'sent', providerMessageId: 'apns-1' });
+    expect(await run({ status: 'sent', providerMessageId: 'apns-1' }, live)).toEqual({
+      status: 'sent',
+      providerMessageId: 'apns-1',
+    });
     // The channel leaves the subscription's use to the recording of the outcome, one or many at a time.
-    const lastUsed = async (id: string) => (await sqlOne<{ last_used_at: Date | null }>(api, `SELECT last_used_at FROM push_subscriptions WHERE id = $1`, [id]))!.last_used_at;
+    const lastUsed = async (id: string) =>
+      (await sqlOne<{ last_used_at: Date | null }>(api, `SELECT last_used_at FROM push_subscriptions WHERE id = $1`, [
+        id,
+      ]))!.last_used_at;
     expect(await lastUsed(live)).toBeNull();
     const pushDelivery = async (destination: string) => {
       const id = newId();
-      await execute(em, `INSERT INTO deliveries (id, event_id, tenant_id, channel, destination, provider, status) VALUES ($1, $2, $3, 'push', $4, 'apns', 'pending')`, [id, eventId, acme.tenantId, destination]);
+      await execute(
+        em,
+        `INSERT INTO deliveries (id, event_id, tenant_id, channel, destination, provider, status) VALUES ($1, $2, $3, 'push', $4, 'apns', 'pending')`,
+        [id, eventId, acme.tenantId, destination],
+      );
       return id;
     };
     const [failed, other] = [await subscription('token-failed'), await subscription('token-other')];
@@ -650,11 +971,17 @@ describe('push and email channels (their senders are injected until the transpor
     await recordOutcome(em, await pushDelivery(live), { status: 'sent' }, false);
     expect(await lastUsed(live)).not.toBeNull();
     expect(await lastUsed(failed)).toBeNull();
-    await recordOutcomes(em, [{ deliveryId: await pushDelivery(other), outcome: { status: 'sent' }, finalAttempt: false }]);
+    await recordOutcomes(em, [
+      { deliveryId: await pushDelivery(other), outcome: { status: 'sent' }, finalAttempt: false },
+    ]);
     expect(await lastUsed(other)).not.toBeNull();
     // To the minute: a use within a minute of the last one writes nothing, a later one moves it on.
     const usedAgo = async (id: string, seconds: number) => {
-      await execute(em, `UPDATE push_subscriptions SET last_used_at = now() - make_interval(secs => $2) WHERE id = $1`, [id, seconds]);
+      await execute(
+        em,
+        `UPDATE push_subscriptions SET last_used_at = now() - make_interval(secs => $2) WHERE id = $1`,
+        [id, seconds],
+      );
       return new Date((await lastUsed(id))!).getTime();
     };
     const [recentlyUsed, longAgoUsed] = [await subscription('token-recent'), await subscription('token-long-ago')];
@@ -672,14 +999,26 @@ describe('push and email channels (their senders are injected until the transpor
 
   it('records the use of many subscriptions packed in pages, many of them without new index entries (HOT updates)', async () => {
     const [eventId] = await trigger({ recipients: ['push_hot'], variables: { name: 'x' } });
-    const { contact_id: contactId } = (await sqlOne<{ contact_id: string }>(api, `SELECT contact_id::text FROM events WHERE id = $1`, [eventId]))!;
+    const { contact_id: contactId } = (await sqlOne<{ contact_id: string }>(
+      api,
+      `SELECT contact_id::text FROM events WHERE id = $1`,
+      [eventId],
+    ))!;
     const em = api.runtime.orm.em.fork();
     const outcomes: Array<{ deliveryId: string; outcome: { status: 'sent' }; finalAttempt: boolean }> = [];
     for (let i = 0; i < 200; i++) {
       const [subscriptionId, deliveryId] = [newId(), newId()];
       const token = `token-hot-${String(i).padStart(3, '0')}`;
-      await execute(em, `INSERT INTO push_subscriptions (id, tenant_id, contact_id, provider, token, destination_hash) VALUES ($1, $2, $3, 'apns', $4, $4)`, [subscriptionId, acme.tenantId, contactId, token]);
-      await execute(em, `INSERT INTO deliveries (id, event_id, tenant_id, channel, destination, provider, status) VALUES ($1, $2, $3, 'push', $4, 'apns', 'pending')`, [deliveryId, eventId, acme.tenantId, subscriptionId]);
+      await execute(
+        em,
+        `INSERT INTO push_subscriptions (id, tenant_id, contact_id, provider, token, destination_hash) VALUES ($1, $2, $3, 'apns', $4, $4)`,
+        [subscriptionId, acme.tenantId, contactId, token],
+      );
+      await execute(
+        em,
+        `INSERT INTO deliveries (id, event_id, tenant_id, channel, destination, provider, status) VALUES ($1, $2, $3, 'push', $4, 'apns', 'pending')`,
+        [deliveryId, eventId, acme.tenantId, subscriptionId],
+      );
       outcomes.push({ deliveryId, outcome: { status: 'sent' as const }, finalAttempt: false });
     }
     // This connection's counts not yet reported, read before and after, inside one transaction.
@@ -699,18 +1038,46 @@ describe('push and email channels (their senders are injected until the transpor
     expect(counts.hot).toBeGreaterThan(60);
   });
 
-  it('renders an inbox template\'s strings once per distinct values they read within a run, telling a missing variable from a null one', async () => {
+  it("renders an inbox template's strings once per distinct values they read within a run, telling a missing variable from a null one", async () => {
     const em = api.runtime.orm.em.fork();
     await insertNotificationType(api, acme.tenantId, { key: 'memo' });
-    await insertInboxTemplate(api, acme.tenantId, { type: 'memo', title: 'Order {{ order }}', content: 'For {{ contact.name | default: "you" }}' });
+    await insertInboxTemplate(api, acme.tenantId, {
+      type: 'memo',
+      title: 'Order {{ order }}',
+      content: 'For {{ contact.name | default: "you" }}',
+    });
     await insertNotificationType(api, acme.tenantId, { key: 'memo_lookup' });
     await insertInboxTemplate(api, acme.tenantId, { type: 'memo_lookup', title: '{{ [field] }}', content: 'x' });
     const brand = (await findBrand(em, acme.tenantId, null))!;
-    const contactOf = (name: string | null) => ({ id: newId(), tenant_id: acme.tenantId, external_id: `memo_${name}`, email: null, phone: null, name, language: null, properties: {}, timezone: null, quiet_hours: null, created_at: new Date(), updated_at: new Date() });
+    const contactOf = (name: string | null) => ({
+      id: newId(),
+      tenant_id: acme.tenantId,
+      external_id: `memo_${name}`,
+      email: null,
+      phone: null,
+      name,
+      language: null,
+      properties: {},
+      timezone: null,
+      quiet_hours: null,
+      created_at: new Date(),
+      updated_at: new Date(),
+    });
     const [ann, bob] = [contactOf('Ann'), contactOf('Bob')];
-    const event = (type: string) => ({ id: newId(), tenant_id: acme.tenantId, type_key: type, brand_key: null, external_id: 'x', variables: {}, brand, default_brand_key: brand.key, default_language: 'en' });
+    const event = (type: string) => ({
+      id: newId(),
+      tenant_id: acme.tenantId,
+      type_key: type,
+      brand_key: null,
+      external_id: 'x',
+      variables: {},
+      brand,
+      default_brand_key: brand.key,
+      default_language: 'en',
+    });
     const templates = newTemplateCache();
-    const render = (contact: ContactRow, variables: Record<string, unknown>, type = 'memo') => renderInboxDelivery(em, event(type), contact, variables, templates);
+    const render = (contact: ContactRow, variables: Record<string, unknown>, type = 'memo') =>
+      renderInboxDelivery(em, event(type), contact, variables, templates);
 
     const first = await render(ann, { order: 1 });
     expect(first).toEqual({ title: 'Order 1', body: 'For Ann', action_url: null });
@@ -722,7 +1089,11 @@ describe('push and email channels (their senders are injected until the transpor
     await expect(render(ann, {})).rejects.toThrow(UnfilledSlotError);
     // A name every object inherits is no variable either, whatever was rendered before.
     await insertNotificationType(api, acme.tenantId, { key: 'memo_inherited' });
-    await insertInboxTemplate(api, acme.tenantId, { type: 'memo_inherited', title: 'Made by {{ constructor }}', content: 'x' });
+    await insertInboxTemplate(api, acme.tenantId, {
+      type: 'memo_inherited',
+      title: 'Made by {{ constructor }}',
+      content: 'x',
+    });
     expect((await render(ann, { constructor: null }, 'memo_inherited'))!.title).toBe('Made by ');
     await expect(render(ann, {}, 'memo_inherited')).rejects.toThrow(UnfilledSlotError);
     // A bracket lookup reads a variable named by a value: rendered every time.
@@ -730,7 +1101,7 @@ describe('push and email channels (their senders are injected until the transpor
     expect((await render(ann, { field: 'a', a: 'two' }, 'memo_lookup'))!.title).toBe('two');
   });
 
-  it("renders an email once per distinct values its subject and content read within a run, layout and text part included", async () => {
+  it('renders an email once per distinct values its subject and content read within a run, layout and text part included', async () => {
     const em = api.runtime.orm.em.fork();
     const emailTemplate = async (type: string, subject: string, content: string) => {
       await insertNotificationType(api, acme.tenantId, { key: type });
@@ -744,11 +1115,35 @@ describe('push and email channels (their senders are injected until the transpor
     await emailTemplate('memo_mail_lookup', 'x', '<p>{{ [field] }}</p>');
     await emailTemplate('memo_mail_static', 'Static', '<p>{% if true %}{{ "same" }}{% endif %}</p>');
     const brand = (await findBrand(em, acme.tenantId, null))!;
-    const contactOf = (name: string | null) => ({ id: newId(), tenant_id: acme.tenantId, external_id: `mail_${name}`, email: null, phone: null, name, language: null, properties: {}, timezone: null, quiet_hours: null, created_at: new Date(), updated_at: new Date() });
+    const contactOf = (name: string | null) => ({
+      id: newId(),
+      tenant_id: acme.tenantId,
+      external_id: `mail_${name}`,
+      email: null,
+      phone: null,
+      name,
+      language: null,
+      properties: {},
+      timezone: null,
+      quiet_hours: null,
+      created_at: new Date(),
+      updated_at: new Date(),
+    });
     const [ann, bob] = [contactOf('Ann'), contactOf('Bob')];
-    const event = (type: string) => ({ id: newId(), tenant_id: acme.tenantId, type_key: type, brand_key: null, external_id: 'x', variables: {}, brand, default_brand_key: brand.key, default_language: 'en' });
+    const event = (type: string) => ({
+      id: newId(),
+      tenant_id: acme.tenantId,
+      type_key: type,
+      brand_key: null,
+      external_id: 'x',
+      variables: {},
+      brand,
+      default_brand_key: brand.key,
+      default_language: 'en',
+    });
     const templates = newTemplateCache();
-    const render = async (contact: ContactRow, variables: Record<string, unknown>, type = 'memo_mail') => (await renderEmailDelivery(em, event(type), contact, variables, templates))!.email;
+    const render = async (contact: ContactRow, variables: Record<string, unknown>, type = 'memo_mail') =>
+      (await renderEmailDelivery(em, event(type), contact, variables, templates))!.email;
 
     const first = await render(ann, { order: 1, unsubscribe_url: 'https://u.test/ann' });
     expect(first).toMatchObject({ subject: 'Order 1', text: expect.stringContaining('For Ann') });
@@ -774,11 +1169,28 @@ describe('push and email channels (their senders are injected until the transpor
   });
 
   it('classifies sender results: retryable failures retry, others are final', () => {
-    expect(pushOutcome({ status: 'failed', error: '503', retryable: true })).toEqual({ status: 'failed', error: '503', retryable: true });
-    expect(pushOutcome({ status: 'skipped', reason: 'no_transport' })).toEqual({ status: 'skipped', reason: 'no_transport' });
-    expect(emailOutcome({ status: 'sent', messageId: '<m@x>' })).toEqual({ status: 'sent', providerMessageId: '<m@x>' });
-    expect(emailOutcome({ status: 'failed', error: '550 no such user', retryable: false })).toEqual({ status: 'failed', error: '550 no such user', retryable: false });
-    expect(emailOutcome({ status: 'skipped', reason: 'credentials_unreadable' })).toEqual({ status: 'skipped', reason: 'credentials_unreadable' });
+    expect(pushOutcome({ status: 'failed', error: '503', retryable: true })).toEqual({
+      status: 'failed',
+      error: '503',
+      retryable: true,
+    });
+    expect(pushOutcome({ status: 'skipped', reason: 'no_transport' })).toEqual({
+      status: 'skipped',
+      reason: 'no_transport',
+    });
+    expect(emailOutcome({ status: 'sent', messageId: '<m@x>' })).toEqual({
+      status: 'sent',
+      providerMessageId: '<m@x>',
+    });
+    expect(emailOutcome({ status: 'failed', error: '550 no such user', retryable: false })).toEqual({
+      status: 'failed',
+      error: '550 no such user',
+      retryable: false,
+    });
+    expect(emailOutcome({ status: 'skipped', reason: 'credentials_unreadable' })).toEqual({
+      status: 'skipped',
+      reason: 'credentials_unreadable',
+    });
   });
 });
 

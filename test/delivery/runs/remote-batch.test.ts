@@ -11,7 +11,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { startTestApp, type TestApp } from '../../support/app.ts';
 import { eventually } from '../../support/eventually.ts';
-import { createTenantFixture, deliveryJobsOf, insertInboxTemplate, insertNotificationType, sql, waitForFinal, type TenantFixture } from '../../support/fixtures.ts';
+import {
+  createTenantFixture,
+  deliveryJobsOf,
+  insertInboxTemplate,
+  insertNotificationType,
+  sql,
+  waitForFinal,
+  type TenantFixture,
+} from '../../support/fixtures.ts';
 import { startSmtpPeer, type SmtpPeer } from '../../support/smtp-peer.ts';
 import { deliverRemoteBatch } from '../../../server/delivery/runs/remote.ts';
 import { loadEvents, type LoadedEvent } from '../../../server/delivery/stages/load.ts';
@@ -31,7 +39,10 @@ beforeAll(async () => {
   // The API role runs no workers: the tests run the batch themselves.
   app = await startTestApp({ role: 'api' });
   acme = await createTenantFixture(app, 'Acme');
-  const res = await app.request('PUT', '/v1/email-transport', { token: acme.serviceKey, body: { host: smtp.host, port: smtp.port, secure: false, from_email: 'robot@acme.test' } });
+  const res = await app.request('PUT', '/v1/email-transport', {
+    token: acme.serviceKey,
+    body: { host: smtp.host, port: smtp.port, secure: false, from_email: 'robot@acme.test' },
+  });
   expect(res.status).toBe(200);
   await insertNotificationType(app, acme.tenantId, { key: 'mail', channels: { email: true } });
   await execute(
@@ -56,13 +67,21 @@ afterAll(async () => {
 async function trigger(recipients: string[], order: string, type = 'mail'): Promise<string[]> {
   const res = await app.request('POST', '/v1/notifications', {
     token: acme.serviceKey,
-    body: { type, recipients: recipients.map((r) => ({ external_id: r, email: `${r}@example.test` })), variables: { order } },
+    body: {
+      type,
+      recipients: recipients.map((r) => ({ external_id: r, email: `${r}@example.test` })),
+      variables: { order },
+    },
   });
   expect(res.status).toBe(202);
   return res.body.events.map((e: { event_id: string }) => e.event_id);
 }
 
-const received = (order: string) => smtp.messages.filter((m) => m.parsed.subject === `Order ${order}`).map((m) => m.envelope.to.join()).sort();
+const received = (order: string) =>
+  smtp.messages
+    .filter((m) => m.parsed.subject === `Order ${order}`)
+    .map((m) => m.envelope.to.join())
+    .sort();
 
 /** The events as the batched inbox run leaves them to this run: loaded without a lock. */
 async function loadedWithoutLock(ids: string[]): Promise<Map<string, LoadedEvent>> {
@@ -88,10 +107,17 @@ describe('the batched remote run', () => {
   it('sends each delivery once when two runs take the same events at once', async () => {
     const ids = await trigger(['ann', 'bob', 'cy'], 'A-1');
     const events = ids.map((id) => ({ id, finalAttempt: false }));
-    const [first, second] = await Promise.all([deliverRemoteBatch(app.runtime, events), deliverRemoteBatch(app.runtime, events)]);
+    const [first, second] = await Promise.all([
+      deliverRemoteBatch(app.runtime, events),
+      deliverRemoteBatch(app.runtime, events),
+    ]);
     expect(new Set([...first.settled, ...second.settled])).toEqual(new Set(ids));
     expect(received('A-1')).toEqual(['ann@example.test', 'bob@example.test', 'cy@example.test']);
-    const rows = await sql<{ status: string; attempts: number }>(app, `SELECT status, attempts FROM deliveries WHERE event_id = ANY($1::uuid[])`, [ids]);
+    const rows = await sql<{ status: string; attempts: number }>(
+      app,
+      `SELECT status, attempts FROM deliveries WHERE event_id = ANY($1::uuid[])`,
+      [ids],
+    );
     expect(rows).toEqual(Array.from({ length: 3 }, () => ({ status: 'sent', attempts: 1 })));
     const statuses = await sql<{ status: string }>(app, `SELECT status FROM events WHERE id = ANY($1::uuid[])`, [ids]);
     expect(statuses.map((s) => s.status)).toEqual(['delivered', 'delivered', 'delivered']);
@@ -104,7 +130,12 @@ describe('the batched remote run', () => {
 
   it('leaves an event another run holds to the per-event run, and delivers the rest without waiting for it', async () => {
     const ids = await trigger(['eve', 'fay'], 'A-3');
-    const result = await whileHeld(ids[0]!, () => deliverRemoteBatch(app.runtime, ids.map((id) => ({ id, finalAttempt: false }))));
+    const result = await whileHeld(ids[0]!, () =>
+      deliverRemoteBatch(
+        app.runtime,
+        ids.map((id) => ({ id, finalAttempt: false })),
+      ),
+    );
     expect(result.settled).toEqual(new Set([ids[1]]));
     expect(received('A-3')).toEqual(['fay@example.test']);
   });
@@ -128,7 +159,13 @@ describe('the batched remote run', () => {
     const loaded = await loadedWithoutLock(ids);
     // After the load: another run starts the first event, and holds the second.
     await execute(app.runtime.orm.em.fork(), `UPDATE events SET status = 'processing' WHERE id = $1`, [ids[0]]);
-    const result = await whileHeld(ids[1]!, () => deliverRemoteBatch(app.runtime, ids.map((id) => ({ id, finalAttempt: false })), loaded));
+    const result = await whileHeld(ids[1]!, () =>
+      deliverRemoteBatch(
+        app.runtime,
+        ids.map((id) => ({ id, finalAttempt: false })),
+        loaded,
+      ),
+    );
     expect(result.settled).toEqual(new Set([ids[2]]));
     expect(received('A-5')).toEqual(['kim@example.test']);
     expect(await sql(app, `SELECT 1 FROM deliveries WHERE event_id = ANY($1::uuid[])`, [[ids[0], ids[1]]])).toEqual([]);
@@ -138,7 +175,10 @@ describe('the batched remote run', () => {
     deferred.add('max@example.test');
     try {
       const ids = await trigger(['lee', 'max'], 'A-6');
-      const result = await deliverRemoteBatch(app.runtime, ids.map((id) => ({ id, finalAttempt: false })));
+      const result = await deliverRemoteBatch(
+        app.runtime,
+        ids.map((id) => ({ id, finalAttempt: false })),
+      );
       expect(result.settled).toEqual(new Set(ids));
       expect([...result.retryErrors.keys()]).toEqual([ids[1]]);
       expect(received('A-6')).toEqual(['lee@example.test']);
@@ -151,9 +191,25 @@ describe('the batched remote run', () => {
         [ids],
       );
       expect(rows).toEqual([
-        { destination: 'lee@example.test', status: 'sent', attempts: 1, has_error: false, has_provider_id: true, written_with_event: true, event_status: 'delivered' },
+        {
+          destination: 'lee@example.test',
+          status: 'sent',
+          attempts: 1,
+          has_error: false,
+          has_provider_id: true,
+          written_with_event: true,
+          event_status: 'delivered',
+        },
         // Turned away for now: pending, for the job's retry.
-        { destination: 'max@example.test', status: 'pending', attempts: 1, has_error: true, has_provider_id: false, written_with_event: true, event_status: 'processing' },
+        {
+          destination: 'max@example.test',
+          status: 'pending',
+          attempts: 1,
+          has_error: true,
+          has_provider_id: false,
+          written_with_event: true,
+          event_status: 'processing',
+        },
       ]);
     } finally {
       deferred.clear();
@@ -165,7 +221,10 @@ describe('the batched remote run', () => {
     held.set('nia@example.test', new Promise<void>((resolve) => (release = resolve)));
     try {
       const ids = await trigger(['nia'], 'A-7', 'mixed');
-      const run = deliverRemoteBatch(app.runtime, ids.map((id) => ({ id, finalAttempt: false })));
+      const run = deliverRemoteBatch(
+        app.runtime,
+        ids.map((id) => ({ id, finalAttempt: false })),
+      );
       // The email waits at the SMTP peer; the item is in the inbox meanwhile.
       await eventually(async () => (await sql(app, `SELECT 1 FROM inbox_items WHERE event_id = $1`, ids)).length > 0, {
         intervalMs: 20,
@@ -175,26 +234,39 @@ describe('the batched remote run', () => {
       release();
       expect((await run).settled).toEqual(new Set(ids));
       expect(received('A-7')).toEqual(['nia@example.test']);
-      expect((await sql<{ status: string }>(app, `SELECT status FROM events WHERE id = $1`, ids))[0]!.status).toBe('delivered');
+      expect((await sql<{ status: string }>(app, `SELECT status FROM events WHERE id = $1`, ids))[0]!.status).toBe(
+        'delivered',
+      );
     } finally {
       release();
       held.clear();
     }
   });
 
-  it('when storing fails after the sends, leaves the events to their jobs\' retries, not to the per-event run now', async () => {
+  it("when storing fails after the sends, leaves the events to their jobs' retries, not to the per-event run now", async () => {
     const ids = await trigger(['ole'], 'A-8');
     const em = app.runtime.orm.em.fork();
-    await execute(em, `CREATE FUNCTION test_refuse_delivery() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$`);
-    await execute(em, `CREATE TRIGGER test_refuse_delivery BEFORE INSERT ON deliveries FOR EACH ROW WHEN (NEW.destination = 'ole@example.test') EXECUTE FUNCTION test_refuse_delivery()`);
+    await execute(
+      em,
+      `CREATE FUNCTION test_refuse_delivery() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$`,
+    );
+    await execute(
+      em,
+      `CREATE TRIGGER test_refuse_delivery BEFORE INSERT ON deliveries FOR EACH ROW WHEN (NEW.destination = 'ole@example.test') EXECUTE FUNCTION test_refuse_delivery()`,
+    );
     try {
-      const result = await deliverRemoteBatch(app.runtime, ids.map((id) => ({ id, finalAttempt: false })));
+      const result = await deliverRemoteBatch(
+        app.runtime,
+        ids.map((id) => ({ id, finalAttempt: false })),
+      );
       expect(result.settled).toEqual(new Set(ids));
       expect(result.retryErrors.get(ids[0]!)?.join()).toContain('refused by the test');
       expect(received('A-8')).toEqual(['ole@example.test']);
       // Nothing of the transaction stayed: the retry starts the event afresh.
       expect(await sql(app, `SELECT 1 FROM deliveries WHERE event_id = $1`, ids)).toEqual([]);
-      expect((await sql<{ status: string }>(app, `SELECT status FROM events WHERE id = $1`, ids))[0]!.status).toBe('queued');
+      expect((await sql<{ status: string }>(app, `SELECT status FROM events WHERE id = $1`, ids))[0]!.status).toBe(
+        'queued',
+      );
     } finally {
       await execute(em, `DROP TRIGGER test_refuse_delivery ON deliveries`);
       await execute(em, `DROP FUNCTION test_refuse_delivery()`);
@@ -211,34 +283,56 @@ describe('the batched remote run', () => {
       const ids = await trigger(['dee'], 'A-2');
       const loaded = await loadedWithoutLock(ids);
       for (const given of [new Map(), loaded]) {
-        const result = await deliverRemoteBatch(app.runtime, ids.map((id) => ({ id, finalAttempt: false })), given);
+        const result = await deliverRemoteBatch(
+          app.runtime,
+          ids.map((id) => ({ id, finalAttempt: false })),
+          given,
+        );
         expect(result.settled).toEqual(new Set());
       }
       expect(await sql(app, `SELECT 1 FROM deliveries WHERE event_id = ANY($1::uuid[])`, [ids])).toEqual([]);
       expect(received('A-2')).toEqual([]);
     } finally {
-      await execute(app.runtime.orm.em.fork(), `UPDATE notification_types SET workflow = NULL WHERE tenant_id = $1 AND key = 'mail'`, [acme.tenantId]);
+      await execute(
+        app.runtime.orm.em.fork(),
+        `UPDATE notification_types SET workflow = NULL WHERE tenant_id = $1 AND key = 'mail'`,
+        [acme.tenantId],
+      );
     }
   });
 });
 
 describe('delivery jobs of remote events, run by a worker', () => {
   it('share a job; a deferred address retries the job, and its other events are not sent again', async () => {
-    const worker = await startTestApp({ role: 'worker', http: false, database: app.database, config: { encryptionKeys: app.config.encryptionKeys } });
+    const worker = await startTestApp({
+      role: 'worker',
+      http: false,
+      database: app.database,
+      config: { encryptionKeys: app.config.encryptionKeys },
+    });
     deferred.add('gus@example.test');
     try {
       const ids = await trigger(['gil', 'gus', 'guy'], 'B-1');
       const [job, ...others] = await deliveryJobsOf(app, ids);
       expect(others).toEqual([]);
       expect(job!.event_ids).toEqual([...ids].sort());
-      const retryCount = async () => (await sql<{ retry_count: number }>(app, `SELECT retry_count FROM pgboss.job WHERE id = $1`, [job!.id]))[0]?.retry_count ?? 0;
-      await eventually(async () => (await retryCount()) >= 1, { timeoutMs: 15_000, message: 'the job was not retried' });
+      const retryCount = async () =>
+        (await sql<{ retry_count: number }>(app, `SELECT retry_count FROM pgboss.job WHERE id = $1`, [job!.id]))[0]
+          ?.retry_count ?? 0;
+      await eventually(async () => (await retryCount()) >= 1, {
+        timeoutMs: 15_000,
+        message: 'the job was not retried',
+      });
       expect(received('B-1')).toEqual(['gil@example.test', 'guy@example.test']);
       deferred.delete('gus@example.test');
       expect((await waitForFinal(app, ids)).map((e) => e.status)).toEqual(['delivered', 'delivered', 'delivered']);
       // Each address got its message once: the retries passed over the events already final.
       expect(received('B-1')).toEqual(['gil@example.test', 'gus@example.test', 'guy@example.test']);
-      const rows = await sql<{ status: string; attempts: number }>(app, `SELECT status, attempts FROM deliveries WHERE event_id = ANY($1::uuid[]) ORDER BY destination`, [ids]);
+      const rows = await sql<{ status: string; attempts: number }>(
+        app,
+        `SELECT status, attempts FROM deliveries WHERE event_id = ANY($1::uuid[]) ORDER BY destination`,
+        [ids],
+      );
       expect(rows.map((r) => r.status)).toEqual(['sent', 'sent', 'sent']);
       expect(rows[0]!.attempts).toBe(1);
       expect(rows[1]!.attempts).toBeGreaterThanOrEqual(2);

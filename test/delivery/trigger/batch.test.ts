@@ -4,8 +4,22 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import pg from 'pg';
 import { startTestApp, type TestApp } from '../../support/app.ts';
-import { createTenantFixture, insertInboxTemplate, insertNotificationType, sql, sqlOne, untilLockWait, deliveryJobsOf, type TenantFixture } from '../../support/fixtures.ts';
-import { TriggerBatcher, writeTriggers, type TriggerInput, type TriggerOutcome } from '../../../server/delivery/trigger/batch.ts';
+import {
+  createTenantFixture,
+  insertInboxTemplate,
+  insertNotificationType,
+  sql,
+  sqlOne,
+  untilLockWait,
+  deliveryJobsOf,
+  type TenantFixture,
+} from '../../support/fixtures.ts';
+import {
+  TriggerBatcher,
+  writeTriggers,
+  type TriggerInput,
+  type TriggerOutcome,
+} from '../../../server/delivery/trigger/batch.ts';
 import { contactUpsertInput } from '../../../server/resources/contact-upsert.ts';
 import type { ContactFields } from '../../../server/schemas/contacts.ts';
 import { newId } from '../../../server/base/ids.ts';
@@ -27,13 +41,21 @@ beforeAll(async () => {
     await insertNotificationType(app, tenant.tenantId, { key: 'plain' });
     await insertInboxTemplate(app, tenant.tenantId, { type: 'plain', title: 'Hi', content: 'Hello' });
   }
-  await insertNotificationType(app, acme.tenantId, { key: 'needs_order', variables: [{ name: 'order_id', required: true }] });
+  await insertNotificationType(app, acme.tenantId, {
+    key: 'needs_order',
+    variables: [{ name: 'order_id', required: true }],
+  });
 });
 afterAll(async () => {
   await app?.close();
 });
 
-function triggerInput(tenantId: string, type: string, recipients: Array<string | ContactFields>, variables: Record<string, unknown> = {}): TriggerInput {
+function triggerInput(
+  tenantId: string,
+  type: string,
+  recipients: Array<string | ContactFields>,
+  variables: Record<string, unknown> = {},
+): TriggerInput {
   const contacts = contactUpsertInput(recipients.map((r) => (typeof r === 'string' ? { external_id: r } : r)));
   return {
     tenant_id: tenantId,
@@ -55,7 +77,10 @@ describe('the trigger statement, several triggers at once', () => {
     const triggers = [
       triggerInput(acme.tenantId, 'plain', ['mix_1', { external_id: 'mix_2', name: 'Bee' }]),
       triggerInput(acme.tenantId, 'no_such_type', ['mix_3']),
-      triggerInput(acme.tenantId, 'plain', ['mix_2', { external_id: 'mix_1', name: 'One', properties: { plan: 'pro' } }]),
+      triggerInput(acme.tenantId, 'plain', [
+        'mix_2',
+        { external_id: 'mix_1', name: 'One', properties: { plan: 'pro' } },
+      ]),
       triggerInput(other.tenantId, 'plain', ['mix_1']),
       triggerInput(acme.tenantId, 'needs_order', ['mix_4']),
       triggerInput(newId(), 'plain', ['mix_5']),
@@ -64,7 +89,15 @@ describe('the trigger statement, several triggers at once', () => {
 
     expect(outcomes.map((o) => o.accepted)).toEqual([true, false, true, true, false, false]);
     // The outcome says what TriggerOutcome says, nothing of the statement's workings.
-    expect(Object.keys(outcomes[0]!).sort()).toEqual(['accepted', 'archived', 'brand_found', 'contact_ids', 'missing', 'tenant_found', 'type_found']);
+    expect(Object.keys(outcomes[0]!).sort()).toEqual([
+      'accepted',
+      'archived',
+      'brand_found',
+      'contact_ids',
+      'missing',
+      'tenant_found',
+      'type_found',
+    ]);
     expect(outcomes[1]).toMatchObject({ tenant_found: true, type_found: false, contact_ids: {} });
     expect(outcomes[4]).toMatchObject({ type_found: true, missing: ['order_id'], contact_ids: {} });
     expect(outcomes[5]).toMatchObject({ tenant_found: false });
@@ -82,23 +115,39 @@ describe('the trigger statement, several triggers at once', () => {
     const idOf = Object.fromEntries(acmeContacts.map((c) => [c.external_id, c.id]));
     expect(outcomes[0]!.contact_ids).toEqual(idOf);
     expect(outcomes[2]!.contact_ids).toEqual(idOf);
-    const otherContact = await sqlOne<{ id: string }>(app, `SELECT id FROM contacts WHERE tenant_id = $1 AND external_id = 'mix_1'`, [other.tenantId]);
+    const otherContact = await sqlOne<{ id: string }>(
+      app,
+      `SELECT id FROM contacts WHERE tenant_id = $1 AND external_id = 'mix_1'`,
+      [other.tenantId],
+    );
     expect(outcomes[3]!.contact_ids).toEqual({ mix_1: otherContact!.id });
     expect(otherContact!.id).not.toBe(idOf.mix_1);
 
     // One event per recipient of the accepted triggers, in delivery jobs; nothing for the others.
     const eventIds = triggers.flatMap((t) => t.events.map((e) => e.id));
-    const events = await sql<{ id: string; tenant_id: string; contact_id: string }>(app, `SELECT id, tenant_id, contact_id FROM events WHERE id = ANY($1::uuid[])`, [eventIds]);
+    const events = await sql<{ id: string; tenant_id: string; contact_id: string }>(
+      app,
+      `SELECT id, tenant_id, contact_id FROM events WHERE id = ANY($1::uuid[])`,
+      [eventIds],
+    );
     const accepted = [0, 2, 3].flatMap((n) => triggers[n]!.events.map((e) => e.id));
     expect(events.map((e) => e.id).sort()).toEqual([...accepted].sort());
-    for (const e of events.filter((e) => triggers[3]!.events.some((t) => t.id === e.id))) expect(e).toMatchObject({ tenant_id: other.tenantId, contact_id: otherContact!.id });
+    for (const e of events.filter((e) => triggers[3]!.events.some((t) => t.id === e.id)))
+      expect(e).toMatchObject({ tenant_id: other.tenantId, contact_id: otherContact!.id });
     // The type reaches the inbox only: a tenant's events of the statement share one job (its first event's id).
     const jobs = await deliveryJobsOf(app, eventIds);
     const acmeEvents = [0, 2].flatMap((n) => triggers[n]!.events.map((e) => e.id)).sort();
     const otherEvents = triggers[3]!.events.map((e) => e.id);
-    expect(jobs.map((j) => [j.id, j.event_ids]).sort()).toEqual([[acmeEvents[0], acmeEvents], [otherEvents[0], otherEvents]].sort());
+    expect(jobs.map((j) => [j.id, j.event_ids]).sort()).toEqual(
+      [
+        [acmeEvents[0], acmeEvents],
+        [otherEvents[0], otherEvents],
+      ].sort(),
+    );
     // All of them in one transaction.
-    expect(await sql(app, `SELECT DISTINCT xmin::text FROM events WHERE id = ANY($1::uuid[])`, [eventIds])).toHaveLength(1);
+    expect(
+      await sql(app, `SELECT DISTINCT xmin::text FROM events WHERE id = ANY($1::uuid[])`, [eventIds]),
+    ).toHaveLength(1);
   });
 
   it('puts events in shared jobs exactly when the delivery plan can attempt no channel but the inbox', async () => {
@@ -107,8 +156,16 @@ describe('the trigger statement, several triggers at once', () => {
     // subset of channels, the events of one more recipient than a job of remote events takes share one
     // job exactly when plan.ts, for a contact with every destination, plans no pending delivery but the
     // inbox.
-    const subsets = (items: readonly Channel[]): Channel[][] => items.reduce<Channel[][]>((all, c) => [...all, ...all.map((s) => [...s, c])], [[]]);
-    const everyDestination = { optOutPolicy: false, preferences: {}, tenantArchived: false, contactEmail: 'x@example.test', contactExists: true, registered: new Set(CHANNELS) };
+    const subsets = (items: readonly Channel[]): Channel[][] =>
+      items.reduce<Channel[][]>((all, c) => [...all, ...all.map((s) => [...s, c])], [[]]);
+    const everyDestination = {
+      optOutPolicy: false,
+      preferences: {},
+      tenantArchived: false,
+      contactEmail: 'x@example.test',
+      contactExists: true,
+      registered: new Set(CHANNELS),
+    };
     const subscriptions = [
       { id: 'mobile', provider: 'apns' },
       { id: 'browser', provider: 'webpush' },
@@ -119,13 +176,29 @@ describe('the trigger statement, several triggers at once', () => {
       const type = `sharing_${i}`;
       await insertNotificationType(app, acme.tenantId, { key: type, channels: channelDefaults });
       for (const channels of [null, ...subsets(CHANNELS)]) {
-        const recipients = Array.from({ length: REMOTE_EVENTS_PER_DELIVERY_JOB + 1 }, (_, r) => `sharing_${decided.length}_${r}`);
+        const recipients = Array.from(
+          { length: REMOTE_EVENTS_PER_DELIVERY_JOB + 1 },
+          (_, r) => `sharing_${decided.length}_${r}`,
+        );
         const trigger = { ...triggerInput(acme.tenantId, type, recipients), channels };
         const [outcome] = await writeTriggers(app.runtime.orm.em.fork(), app.runtime.boss!, [trigger]);
         expect(outcome!.accepted).toBe(true);
-        const jobs = await deliveryJobsOf(app, trigger.events.map((e) => e.id));
-        const plan = planDeliveries({ ...everyDestination, subscriptions, channelDefaults, requestedChannels: channels });
-        decided.push({ on, channels, shared: jobs.length === 1, planned: plan.every((d) => d.status !== 'pending' || d.channel === 'inbox') });
+        const jobs = await deliveryJobsOf(
+          app,
+          trigger.events.map((e) => e.id),
+        );
+        const plan = planDeliveries({
+          ...everyDestination,
+          subscriptions,
+          channelDefaults,
+          requestedChannels: channels,
+        });
+        decided.push({
+          on,
+          channels,
+          shared: jobs.length === 1,
+          planned: plan.every((d) => d.status !== 'pending' || d.channel === 'inbox'),
+        });
       }
     }
     expect(decided.filter((d) => d.shared !== d.planned)).toEqual([]);
@@ -134,10 +207,15 @@ describe('the trigger statement, several triggers at once', () => {
   });
 
   it('leaves the row of a contact named by external id alone untouched, and updates one given fields', async () => {
-    const write = (recipients: Array<string | ContactFields>) => writeTriggers(app.runtime.orm.em.fork(), app.runtime.boss!, [triggerInput(acme.tenantId, 'plain', recipients)]);
+    const write = (recipients: Array<string | ContactFields>) =>
+      writeTriggers(app.runtime.orm.em.fork(), app.runtime.boss!, [triggerInput(acme.tenantId, 'plain', recipients)]);
     const [first] = await write(['keep_1', { external_id: 'keep_2', name: 'Two' }]);
     const version = () =>
-      sql<{ external_id: string; xmin: string; name: string | null }>(app, `SELECT external_id, xmin::text, name FROM contacts WHERE tenant_id = $1 AND external_id LIKE 'keep_%' ORDER BY external_id`, [acme.tenantId]);
+      sql<{ external_id: string; xmin: string; name: string | null }>(
+        app,
+        `SELECT external_id, xmin::text, name FROM contacts WHERE tenant_id = $1 AND external_id LIKE 'keep_%' ORDER BY external_id`,
+        [acme.tenantId],
+      );
     const before = await version();
     const [again] = await write(['keep_1', { external_id: 'keep_2', name: 'Deux' }]);
     const after = await version();
@@ -157,9 +235,14 @@ describe('the trigger statement, several triggers at once', () => {
     await sql(app, 'ANALYZE contacts');
     // pg_stat_xact_user_tables counts the current transaction's reads as they happen.
     const scans = await app.runtime.orm.em.fork().transactional(async (em) => {
-      const [outcome] = await writeTriggers(em, app.runtime.boss!, [triggerInput(acme.tenantId, 'plain', ['many_17', 'many_2950'])]);
+      const [outcome] = await writeTriggers(em, app.runtime.boss!, [
+        triggerInput(acme.tenantId, 'plain', ['many_17', 'many_2950']),
+      ]);
       expect(outcome!.accepted).toBe(true);
-      return query<{ seq_scan: string; idx_scan: string }>(em, `SELECT seq_scan, idx_scan FROM pg_stat_xact_user_tables WHERE relname = 'contacts'`);
+      return query<{ seq_scan: string; idx_scan: string }>(
+        em,
+        `SELECT seq_scan, idx_scan FROM pg_stat_xact_user_tables WHERE relname = 'contacts'`,
+      );
     });
     expect(Number(scans[0]!.seq_scan)).toBe(0);
     expect(Number(scans[0]!.idx_scan)).toBeGreaterThanOrEqual(2);
@@ -173,7 +256,9 @@ describe('the trigger statement, several triggers at once', () => {
     try {
       let deletion: Promise<unknown> | undefined;
       await app.runtime.orm.em.fork().transactional(async (tx) => {
-        const [outcome] = await writeTriggers(tx, app.runtime.boss!, [triggerInput(doomed.tenantId, 'plain', ['known_1', 'known_2'])]);
+        const [outcome] = await writeTriggers(tx, app.runtime.boss!, [
+          triggerInput(doomed.tenantId, 'plain', ['known_1', 'known_2']),
+        ]);
         expect(outcome!.accepted).toBe(true);
         deletion = deleter.query(`DELETE FROM tenants WHERE id = $1`, [doomed.tenantId]);
         await untilLockWait(app);
@@ -186,7 +271,10 @@ describe('the trigger statement, several triggers at once', () => {
   });
 
   it('creates a contact anew when it is deleted while the trigger waits for it', async () => {
-    const write = () => writeTriggers(app.runtime.orm.em.fork(), app.runtime.boss!, [triggerInput(acme.tenantId, 'plain', ['deleted_1'])]);
+    const write = () =>
+      writeTriggers(app.runtime.orm.em.fork(), app.runtime.boss!, [
+        triggerInput(acme.tenantId, 'plain', ['deleted_1']),
+      ]);
     const [created] = await write();
     const deleter = new pg.Client({ connectionString: app.runtime.db.url });
     await deleter.connect();
@@ -199,7 +287,11 @@ describe('the trigger statement, several triggers at once', () => {
       await deleter.query('COMMIT');
       const [outcome] = await pending;
       expect(outcome!.accepted).toBe(true);
-      const contact = await sqlOne<{ id: string }>(app, `SELECT id FROM contacts WHERE tenant_id = $1 AND external_id = 'deleted_1'`, [acme.tenantId]);
+      const contact = await sqlOne<{ id: string }>(
+        app,
+        `SELECT id FROM contacts WHERE tenant_id = $1 AND external_id = 'deleted_1'`,
+        [acme.tenantId],
+      );
       expect(contact!.id).not.toBe(created!.contact_ids.deleted_1);
       expect(outcome!.contact_ids).toEqual({ deleted_1: contact!.id });
     } finally {
@@ -216,7 +308,18 @@ function controlledWriter() {
     batches.push(triggers);
     return new Promise<TriggerOutcome[]>((resolve, reject) => {
       pending.push({
-        resolve: () => resolve(triggers.map(() => ({ tenant_found: true, archived: false, type_found: true, brand_found: true, missing: [], accepted: true, contact_ids: {} }))),
+        resolve: () =>
+          resolve(
+            triggers.map(() => ({
+              tenant_found: true,
+              archived: false,
+              type_found: true,
+              brand_found: true,
+              missing: [],
+              accepted: true,
+              contact_ids: {},
+            })),
+          ),
         reject,
       });
     });
@@ -231,7 +334,8 @@ function controlledWriter() {
   return { batches, write, finish, pending };
 }
 
-const small = (name: string, recipients: Array<string | ContactFields> = [name]) => triggerInput('00000000-0000-7000-8000-000000000001', 'plain', recipients, { name });
+const small = (name: string, recipients: Array<string | ContactFields> = [name]) =>
+  triggerInput('00000000-0000-7000-8000-000000000001', 'plain', recipients, { name });
 const nameOf = (t: TriggerInput) => t.variables.name;
 
 describe('TriggerBatcher', () => {
@@ -340,7 +444,12 @@ describe('TriggerBatcher', () => {
     const all = [
       batcher.submit(small('busy')),
       batcher.submit(small('a', [{ external_id: 'c1', name: 'A' }])),
-      batcher.submit(small('b', [{ external_id: 'c1', name: 'B' }, { external_id: 'c2', name: 'B' }])),
+      batcher.submit(
+        small('b', [
+          { external_id: 'c1', name: 'B' },
+          { external_id: 'c2', name: 'B' },
+        ]),
+      ),
       batcher.submit(small('c', ['c1'])),
       batcher.submit(small('d', [{ external_id: 'c2', name: 'D' }])),
       batcher.submit(small('e', [{ external_id: 'c3', name: 'E' }])),
@@ -361,7 +470,15 @@ describe('TriggerBatcher', () => {
         batches.push(triggers.map((t) => String(nameOf(t))));
         if (nameOf(triggers[0]!) === 'busy') await gate;
         if (triggers.some((t) => nameOf(t) === 'bad')) throw new Error('value too long');
-        return triggers.map(() => ({ tenant_found: true, archived: false, type_found: true, brand_found: true, missing: [], accepted: true, contact_ids: {} }));
+        return triggers.map(() => ({
+          tenant_found: true,
+          archived: false,
+          type_found: true,
+          brand_found: true,
+          missing: [],
+          accepted: true,
+          contact_ids: {},
+        }));
       },
       1,
       () => {},
@@ -379,7 +496,12 @@ describe('TriggerBatcher', () => {
     const batcher = new TriggerBatcher(writer.write, 1, () => {});
     void batcher.submit(small('busy'));
     void batcher.submit(small('queued'));
-    void batcher.submit(small('bulk', Array.from({ length: 20 }, (_, i) => `r${i}`)));
+    void batcher.submit(
+      small(
+        'bulk',
+        Array.from({ length: 20 }, (_, i) => `r${i}`),
+      ),
+    );
     expect(writer.batches.map((b) => b.map(nameOf))).toEqual([['busy'], ['bulk']]);
     await writer.finish();
     await writer.finish();
@@ -392,7 +514,13 @@ describe('TriggerBatcher', () => {
     const batcher = new TriggerBatcher(writer.write, 1, () => {});
     void batcher.submit(small('busy'));
     for (let i = 0; i < 70; i++) void batcher.submit(small(`t${i}`));
-    for (let i = 0; i < 12; i++) void batcher.submit(small(`m${i}`, Array.from({ length: 19 }, (_, j) => `m${i}_${j}`)));
+    for (let i = 0; i < 12; i++)
+      void batcher.submit(
+        small(
+          `m${i}`,
+          Array.from({ length: 19 }, (_, j) => `m${i}_${j}`),
+        ),
+      );
     for (let i = 0; i < 3; i++) await writer.finish();
     expect(writer.batches.map((b) => [b.length, b.reduce((n, t) => n + t.events.length, 0)])).toEqual([
       [1, 1],
@@ -417,40 +545,70 @@ describe('concurrent triggers through the API', () => {
     );
     const responses = await Promise.all(requests);
     expect(responses.map((r) => r.status)).toEqual(Array.from({ length: 40 }, (_, i) => (i % 10 === 9 ? 422 : 202)));
-    const contacts = await sql<{ id: string; external_id: string; name: string | null }>(app, `SELECT id, external_id, name FROM contacts WHERE tenant_id = $1 AND external_id LIKE 'conc_%'`, [acme.tenantId]);
+    const contacts = await sql<{ id: string; external_id: string; name: string | null }>(
+      app,
+      `SELECT id, external_id, name FROM contacts WHERE tenant_id = $1 AND external_id LIKE 'conc_%'`,
+      [acme.tenantId],
+    );
     const idOf = new Map(contacts.map((c) => [c.external_id, c.id]));
     expect(contacts).toHaveLength(1 + 36);
     expect(contacts.find((c) => c.external_id === 'conc_shared')!.name).toMatch(/^Name \d+$/);
     const eventIds: string[] = [];
     responses.forEach((res, i) => {
       if (res.status !== 202) return expect(res.body.detail[0].loc).toEqual(['body', 'type']);
-      expect(res.body.events.map((e: { external_id: string; contact_id: string }) => [e.external_id, e.contact_id])).toEqual([
+      expect(
+        res.body.events.map((e: { external_id: string; contact_id: string }) => [e.external_id, e.contact_id]),
+      ).toEqual([
         ['conc_shared', idOf.get('conc_shared')],
         [`conc_own_${i}`, idOf.get(`conc_own_${i}`)],
       ]);
       eventIds.push(...res.body.events.map((e: { event_id: string }) => e.event_id));
     });
-    const events = await sql<{ id: string; contact_id: string }>(app, `SELECT id, contact_id FROM events WHERE id = ANY($1::uuid[])`, [eventIds]);
+    const events = await sql<{ id: string; contact_id: string }>(
+      app,
+      `SELECT id, contact_id FROM events WHERE id = ANY($1::uuid[])`,
+      [eventIds],
+    );
     expect(events).toHaveLength(72);
     expect(new Set(eventIds).size).toBe(72);
   });
 
   it('answers other triggers while one waits for a contact that another transaction holds', async () => {
-    const first = await app.request('POST', '/v1/notifications', { token: acme.serviceKey, body: { type: 'plain', recipients: ['held_by_other'] } });
+    const first = await app.request('POST', '/v1/notifications', {
+      token: acme.serviceKey,
+      body: { type: 'plain', recipients: ['held_by_other'] },
+    });
     expect(first.status).toBe(202);
     const holder = new pg.Client({ connectionString: app.runtime.db.url });
     await holder.connect();
     try {
       await holder.query('BEGIN');
-      await holder.query(`SELECT id FROM contacts WHERE tenant_id = $1 AND external_id = 'held_by_other' FOR UPDATE`, [acme.tenantId]);
+      await holder.query(`SELECT id FROM contacts WHERE tenant_id = $1 AND external_id = 'held_by_other' FOR UPDATE`, [
+        acme.tenantId,
+      ]);
       let heldAnswered = false;
-      const held = app.request('POST', '/v1/notifications', { token: acme.serviceKey, body: { type: 'plain', recipients: ['held_by_other'] } }).then((res) => {
-        heldAnswered = true;
-        return res;
-      });
+      const held = app
+        .request('POST', '/v1/notifications', {
+          token: acme.serviceKey,
+          body: { type: 'plain', recipients: ['held_by_other'] },
+        })
+        .then((res) => {
+          heldAnswered = true;
+          return res;
+        });
       await untilLockWait(app);
-      const others = Promise.all(['free_1', 'free_2'].map((r) => app.request('POST', '/v1/notifications', { token: acme.serviceKey, body: { type: 'plain', recipients: [r] } })));
-      const answered = await Promise.race([others, new Promise<null>((resolve) => setTimeout(() => resolve(null), 5000))]);
+      const others = Promise.all(
+        ['free_1', 'free_2'].map((r) =>
+          app.request('POST', '/v1/notifications', {
+            token: acme.serviceKey,
+            body: { type: 'plain', recipients: [r] },
+          }),
+        ),
+      );
+      const answered = await Promise.race([
+        others,
+        new Promise<null>((resolve) => setTimeout(() => resolve(null), 5000)),
+      ]);
       expect(answered?.map((r) => r.status)).toEqual([202, 202]);
       expect(heldAnswered).toBe(false);
       await holder.query('COMMIT');
@@ -464,10 +622,19 @@ describe('concurrent triggers through the API', () => {
     const ids = Array.from({ length: 40 }, (_, i) => `lock_${String(i).padStart(2, '0')}`);
     const requests = Array.from({ length: 24 }, (_, round) =>
       round % 3 === 0
-        ? app.request('POST', '/v1/contacts/bulk', { token: acme.serviceKey, body: { contacts: [...ids].reverse().map((id) => ({ external_id: id, name: `bulk ${round}` })) } })
+        ? app.request('POST', '/v1/contacts/bulk', {
+            token: acme.serviceKey,
+            body: { contacts: [...ids].reverse().map((id) => ({ external_id: id, name: `bulk ${round}` })) },
+          })
         : app.request('POST', '/v1/notifications', {
             token: acme.serviceKey,
-            body: { type: 'plain', recipients: (round % 2 ? ids : ids.slice(0, 10)).map((id) => ({ external_id: id, name: `trigger ${round}` })) },
+            body: {
+              type: 'plain',
+              recipients: (round % 2 ? ids : ids.slice(0, 10)).map((id) => ({
+                external_id: id,
+                name: `trigger ${round}`,
+              })),
+            },
           }),
     );
     const statuses = (await Promise.all(requests)).map((r) => r.status);

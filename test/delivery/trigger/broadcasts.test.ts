@@ -32,11 +32,22 @@ import { completeBroadcastIfDone } from '../../../server/delivery/trigger/broadc
 import { secretVariablesAad } from '../../../server/delivery/trigger/notifications.ts';
 
 /** Creates a topic with `count` subscribers named `${prefix}${i}`. */
-async function topicWith(app: TestApp, fx: TenantFixture, key: string, count: number, prefix = `${key}-`): Promise<void> {
-  expect((await app.request('POST', '/v1/topics', { token: fx.serviceKey, body: { key, name: key } })).status).toBe(201);
+async function topicWith(
+  app: TestApp,
+  fx: TenantFixture,
+  key: string,
+  count: number,
+  prefix = `${key}-`,
+): Promise<void> {
+  expect((await app.request('POST', '/v1/topics', { token: fx.serviceKey, body: { key, name: key } })).status).toBe(
+    201,
+  );
   const ids = Array.from({ length: count }, (_, i) => `${prefix}${i}`);
   for (let at = 0; at < ids.length; at += 1000) {
-    const res = await app.request('POST', `/v1/topics/${key}/subscribers`, { token: fx.serviceKey, body: { external_ids: ids.slice(at, at + 1000) } });
+    const res = await app.request('POST', `/v1/topics/${key}/subscribers`, {
+      token: fx.serviceKey,
+      body: { external_ids: ids.slice(at, at + 1000) },
+    });
     expect(res.status).toBe(200);
   }
 }
@@ -44,15 +55,34 @@ async function topicWith(app: TestApp, fx: TenantFixture, key: string, count: nu
 async function setUpTenant(app: TestApp, name: string): Promise<TenantFixture> {
   const fx = await createTenantFixture(app, name);
   await insertNotificationType(app, fx.tenantId, { key: 'news', variables: [{ name: 'headline', required: true }] });
-  await insertInboxTemplate(app, fx.tenantId, { type: 'news', title: '{{ headline }} for {{ contact.external_id }}', content: 'code {{ code }}' });
+  await insertInboxTemplate(app, fx.tenantId, {
+    type: 'news',
+    title: '{{ headline }} for {{ contact.external_id }}',
+    content: 'code {{ code }}',
+  });
   return fx;
 }
 
-function broadcast(app: TestApp, fx: TenantFixture, body: Record<string, unknown>, headers: Record<string, string> = {}) {
-  return app.request('POST', '/v1/broadcasts', { token: fx.serviceKey, body: { type: 'news', variables: { headline: 'Hello' }, secret_variables: { code: 'x' }, ...body }, headers });
+function broadcast(
+  app: TestApp,
+  fx: TenantFixture,
+  body: Record<string, unknown>,
+  headers: Record<string, string> = {},
+) {
+  return app.request('POST', '/v1/broadcasts', {
+    token: fx.serviceKey,
+    body: { type: 'news', variables: { headline: 'Hello' }, secret_variables: { code: 'x' }, ...body },
+    headers,
+  });
 }
 
-async function waitForStatus(app: TestApp, fx: TenantFixture, id: string, status: string, timeoutMs = 60_000): Promise<any> {
+async function waitForStatus(
+  app: TestApp,
+  fx: TenantFixture,
+  id: string,
+  status: string,
+  timeoutMs = 60_000,
+): Promise<any> {
   return eventually(
     async () => {
       const res = await app.request('GET', `/v1/broadcasts/${id}`, { token: fx.serviceKey });
@@ -65,9 +95,13 @@ async function waitForStatus(app: TestApp, fx: TenantFixture, id: string, status
 }
 
 const eventsPerContact = (app: TestApp, broadcastId: string) =>
-  sql<{ contact_id: string; n: number }>(app, `SELECT contact_id, count(*)::int AS n FROM events WHERE broadcast_id = $1 GROUP BY contact_id`, [broadcastId]);
+  sql<{ contact_id: string; n: number }>(
+    app,
+    `SELECT contact_id, count(*)::int AS n FROM events WHERE broadcast_id = $1 GROUP BY contact_id`,
+    [broadcastId],
+  );
 
-describe('broadcasts, delivered by the app\'s own workers', () => {
+describe("broadcasts, delivered by the app's own workers", () => {
   let app: TestApp;
   let acme: TenantFixture;
   let globex: TenantFixture;
@@ -84,7 +118,10 @@ describe('broadcasts, delivered by the app\'s own workers', () => {
   it('fans out to a topic: one event per subscriber, delivered, counted, then completed', async () => {
     await topicWith(app, acme, 'launch', 120);
     await acme.contact('not-subscribed');
-    const hook = await app.request('POST', '/v1/webhooks', { token: acme.serviceKey, body: { url: 'http://127.0.0.1:9/hook', event_types: ['broadcast.completed'] } });
+    const hook = await app.request('POST', '/v1/webhooks', {
+      token: acme.serviceKey,
+      body: { url: 'http://127.0.0.1:9/hook', event_types: ['broadcast.completed'] },
+    });
     expect(hook.status).toBe(201);
     const res = await broadcast(app, acme, { audience: { topic: 'launch' } });
     expect(res.status).toBe(202);
@@ -110,7 +147,9 @@ describe('broadcasts, delivered by the app\'s own workers', () => {
     );
     expect(item).toEqual({ title: 'Hello for launch-7', body: 'code x' });
     // The broadcast's secret variables are gone once it is final; its events' went with their delivery.
-    expect(await sqlOne(app, `SELECT secret_variables_ciphertext FROM broadcasts WHERE id = $1`, [id])).toEqual({ secret_variables_ciphertext: null });
+    expect(await sqlOne(app, `SELECT secret_variables_ciphertext FROM broadcasts WHERE id = $1`, [id])).toEqual({
+      secret_variables_ciphertext: null,
+    });
     expect(app.logs.some((l) => l.includes('"broadcast.completed"') && l.includes(id))).toBe(true);
     // broadcast.completed went to the tenant's webhook outbox once, with the broadcast as it is shown.
     const hooks = await sql<{ payload: { type: string; data: Record<string, unknown> } }>(
@@ -119,35 +158,73 @@ describe('broadcasts, delivered by the app\'s own workers', () => {
       [acme.tenantId],
     );
     expect(hooks).toHaveLength(1);
-    expect(hooks[0]!.payload).toMatchObject({ type: 'broadcast.completed', data: { broadcast_id: id, status: 'completed', events_created: 120, counts: { delivered: 120 } } });
+    expect(hooks[0]!.payload).toMatchObject({
+      type: 'broadcast.completed',
+      data: { broadcast_id: id, status: 'completed', events_created: 120, counts: { delivered: 120 } },
+    });
 
     // The activity log filters by broadcast; events show it, secret variables masked.
     const log = await app.request('GET', `/v1/notifications?broadcast_id=${id}&limit=100`, { token: acme.serviceKey });
     expect(log.status).toBe(200);
     expect(log.body.items).toHaveLength(100);
     expect(log.body.items.every((e: { broadcast_id: string }) => e.broadcast_id === id)).toBe(true);
-    const event = await app.request('GET', `/v1/notifications/${log.body.items[0].event_id}`, { token: acme.serviceKey });
-    expect(event.body).toMatchObject({ broadcast_id: id, status: 'delivered', variables: { headline: 'Hello', code: '********' } });
-    const next = await app.request('GET', `/v1/notifications?broadcast_id=${id}&limit=100&cursor=${log.body.next_cursor}`, { token: acme.serviceKey });
+    const event = await app.request('GET', `/v1/notifications/${log.body.items[0].event_id}`, {
+      token: acme.serviceKey,
+    });
+    expect(event.body).toMatchObject({
+      broadcast_id: id,
+      status: 'delivered',
+      variables: { headline: 'Hello', code: '********' },
+    });
+    const next = await app.request(
+      'GET',
+      `/v1/notifications?broadcast_id=${id}&limit=100&cursor=${log.body.next_cursor}`,
+      { token: acme.serviceKey },
+    );
     expect(next.body.items).toHaveLength(20);
     // A trigger's event has no broadcast.
-    const triggered = await app.request('POST', '/v1/notifications', { token: acme.serviceKey, body: { type: 'news', recipients: ['t1'], variables: { headline: 'h', code: 'c' } } });
-    const own = await app.request('GET', `/v1/notifications/${triggered.body.events[0].event_id}`, { token: acme.serviceKey });
+    const triggered = await app.request('POST', '/v1/notifications', {
+      token: acme.serviceKey,
+      body: { type: 'news', recipients: ['t1'], variables: { headline: 'h', code: 'c' } },
+    });
+    const own = await app.request('GET', `/v1/notifications/${triggered.body.events[0].event_id}`, {
+      token: acme.serviceKey,
+    });
     expect(own.body.broadcast_id).toBeNull();
-    expectValidationError(await app.request('GET', '/v1/notifications?broadcast_id=nope', { token: acme.serviceKey }), ['query', 'broadcast_id']);
+    expectValidationError(await app.request('GET', '/v1/notifications?broadcast_id=nope', { token: acme.serviceKey }), [
+      'query',
+      'broadcast_id',
+    ]);
   });
 
   it('fans out to all contacts of the tenant only, encrypting secret variables per event', async () => {
     const tenant = await setUpTenant(app, 'Everyone');
     for (let i = 0; i < 30; i++) await tenant.contact(`everyone-${i}`);
-    const res = await broadcast(app, tenant, { audience: { all_contacts: true }, secret_variables: { code: 'S3CRET' } });
+    const res = await broadcast(app, tenant, {
+      audience: { all_contacts: true },
+      secret_variables: { code: 'S3CRET' },
+    });
     expect(res.status).toBe(202);
     const id = res.body.broadcast_id;
     // Before delivery, each event holds its own ciphertext, bound to its id.
     const done = await waitForStatus(app, tenant, id, 'completed');
-    expect(done).toMatchObject({ audience: { all_contacts: true }, targeted: 30, events_created: 30, counts: { delivered: 30 } });
-    expect(await sqlOne(app, `SELECT count(*)::int AS n FROM events WHERE broadcast_id = $1 AND tenant_id = $2`, [id, tenant.tenantId])).toEqual({ n: 30 });
-    const bodies = await sql<{ body: string }>(app, `SELECT i.body FROM inbox_items i JOIN events e ON e.id = i.event_id WHERE e.broadcast_id = $1`, [id]);
+    expect(done).toMatchObject({
+      audience: { all_contacts: true },
+      targeted: 30,
+      events_created: 30,
+      counts: { delivered: 30 },
+    });
+    expect(
+      await sqlOne(app, `SELECT count(*)::int AS n FROM events WHERE broadcast_id = $1 AND tenant_id = $2`, [
+        id,
+        tenant.tenantId,
+      ]),
+    ).toEqual({ n: 30 });
+    const bodies = await sql<{ body: string }>(
+      app,
+      `SELECT i.body FROM inbox_items i JOIN events e ON e.id = i.event_id WHERE e.broadcast_id = $1`,
+      [id],
+    );
     expect(bodies.every((b) => b.body === 'code S3CRET')).toBe(true);
     expect(app.logs.join('\n')).not.toContain('S3CRET');
   });
@@ -162,7 +239,13 @@ describe('broadcasts, delivered by the app\'s own workers', () => {
     const other = await broadcast(app, acme, { audience: { all_contacts: true } }, { 'idempotency-key': 'bc-1' });
     expect(other.status).toBe(422);
     expect(other.body.code).toBe('idempotency_key_reused');
-    expect(await sqlOne(app, `SELECT count(*)::int AS n FROM broadcasts WHERE tenant_id = $1 AND audience = '{"topic": "idem"}'`, [acme.tenantId])).toEqual({ n: 1 });
+    expect(
+      await sqlOne(
+        app,
+        `SELECT count(*)::int AS n FROM broadcasts WHERE tenant_id = $1 AND audience = '{"topic": "idem"}'`,
+        [acme.tenantId],
+      ),
+    ).toEqual({ n: 1 });
     await waitForStatus(app, acme, first.body.broadcast_id, 'completed');
     expect(await eventsPerContact(app, first.body.broadcast_id)).toHaveLength(3);
   });
@@ -171,7 +254,11 @@ describe('broadcasts, delivered by the app\'s own workers', () => {
     await topicWith(app, acme, 'empty', 0);
     const res = await broadcast(app, acme, { audience: { topic: 'empty' } });
     const done = await waitForStatus(app, acme, res.body.broadcast_id, 'completed');
-    expect(done).toMatchObject({ targeted: 0, events_created: 0, counts: { delivered: 0, failed: 0, skipped: 0, canceled: 0, pending: 0 } });
+    expect(done).toMatchObject({
+      targeted: 0,
+      events_created: 0,
+      counts: { delivered: 0, failed: 0, skipped: 0, canceled: 0, pending: 0 },
+    });
   });
 
   it('waits for send_at: queued until then, its fan-out job starting at that time; cancel stops it', async () => {
@@ -179,17 +266,35 @@ describe('broadcasts, delivered by the app\'s own workers', () => {
     const sendAt = new Date(Date.now() + 3600_000).toISOString();
     const res = await broadcast(app, acme, { audience: { topic: 'later' }, send_at: sendAt });
     const id = res.body.broadcast_id;
-    const job = await sqlOne<{ start_after: Date; state: string }>(app, `SELECT start_after, state FROM pgboss.job WHERE name = 'broadcast-fan-out' AND id = $1`, [id]);
+    const job = await sqlOne<{ start_after: Date; state: string }>(
+      app,
+      `SELECT start_after, state FROM pgboss.job WHERE name = 'broadcast-fan-out' AND id = $1`,
+      [id],
+    );
     expect(job!.state).toBe('created');
     expect(new Date(job!.start_after).toISOString()).toBe(sendAt);
     const got = await app.request('GET', `/v1/broadcasts/${id}`, { token: acme.serviceKey });
-    expect(got.body).toMatchObject({ status: 'queued', send_at: sendAt, targeted: 0, events_created: 0, completed_at: null });
+    expect(got.body).toMatchObject({
+      status: 'queued',
+      send_at: sendAt,
+      targeted: 0,
+      events_created: 0,
+      completed_at: null,
+    });
     const canceled = await app.request('POST', `/v1/broadcasts/${id}/cancel`, { token: acme.serviceKey });
     expect(canceled.status).toBe(200);
     expect(canceled.body).toMatchObject({ status: 'canceled', events_created: 0 });
-    expect((await sqlOne<{ state: string }>(app, `SELECT state FROM pgboss.job WHERE name = 'broadcast-fan-out' AND id = $1`, [id]))!.state).toBe('cancelled');
+    expect(
+      (await sqlOne<{ state: string }>(
+        app,
+        `SELECT state FROM pgboss.job WHERE name = 'broadcast-fan-out' AND id = $1`,
+        [id],
+      ))!.state,
+    ).toBe('cancelled');
     // Cancelling again changes nothing.
-    expect((await app.request('POST', `/v1/broadcasts/${id}/cancel`, { token: acme.serviceKey })).body.status).toBe('canceled');
+    expect((await app.request('POST', `/v1/broadcasts/${id}/cancel`, { token: acme.serviceKey })).body.status).toBe(
+      'canceled',
+    );
   });
 
   it('lists broadcasts newest first, by status, in pages', async () => {
@@ -197,13 +302,20 @@ describe('broadcasts, delivered by the app\'s own workers', () => {
     expect(page.status).toBe(200);
     expect(page.body.items).toHaveLength(2);
     expect(page.body.items[0].broadcast_id > page.body.items[1].broadcast_id).toBe(true);
-    const rest = await app.request('GET', `/v1/broadcasts?limit=100&cursor=${page.body.next_cursor}`, { token: acme.serviceKey });
+    const rest = await app.request('GET', `/v1/broadcasts?limit=100&cursor=${page.body.next_cursor}`, {
+      token: acme.serviceKey,
+    });
     expect(rest.body.items.length).toBeGreaterThan(0);
-    expect(rest.body.items.every((b: { broadcast_id: string }) => b.broadcast_id < page.body.items[1].broadcast_id)).toBe(true);
+    expect(
+      rest.body.items.every((b: { broadcast_id: string }) => b.broadcast_id < page.body.items[1].broadcast_id),
+    ).toBe(true);
     const canceled = await app.request('GET', '/v1/broadcasts?status=canceled', { token: acme.serviceKey });
     expect(canceled.body.items.length).toBeGreaterThan(0);
     expect(canceled.body.items.every((b: { status: string }) => b.status === 'canceled')).toBe(true);
-    expectValidationError(await app.request('GET', '/v1/broadcasts?status=done', { token: acme.serviceKey }), ['query', 'status']);
+    expectValidationError(await app.request('GET', '/v1/broadcasts?status=done', { token: acme.serviceKey }), [
+      'query',
+      'status',
+    ]);
     // Another tenant sees none of them.
     const theirs = await app.request('GET', '/v1/broadcasts', { token: globex.serviceKey });
     expect(theirs.body.items).toEqual([]);
@@ -213,28 +325,53 @@ describe('broadcasts, delivered by the app\'s own workers', () => {
     await topicWith(app, acme, 'finished', 1);
     const res = await broadcast(app, acme, { audience: { topic: 'finished' } });
     await waitForStatus(app, acme, res.body.broadcast_id, 'completed');
-    const cancel = await app.request('POST', `/v1/broadcasts/${res.body.broadcast_id}/cancel`, { token: acme.serviceKey });
+    const cancel = await app.request('POST', `/v1/broadcasts/${res.body.broadcast_id}/cancel`, {
+      token: acme.serviceKey,
+    });
     expect(cancel.status).toBe(409);
     expect(cancel.body.code).toBe('conflict');
   });
 
   it('ends a broadcast whose fan-out is out of retries as failed, with the reason and broadcast.completed', async () => {
     await topicWith(app, acme, 'doomed', 3);
-    const hook = await app.request('POST', '/v1/webhooks', { token: acme.serviceKey, body: { url: 'http://127.0.0.1:9/failed', event_types: ['broadcast.completed'] } });
+    const hook = await app.request('POST', '/v1/webhooks', {
+      token: acme.serviceKey,
+      body: { url: 'http://127.0.0.1:9/failed', event_types: ['broadcast.completed'] },
+    });
     expect(hook.status).toBe(201);
-    const res = await broadcast(app, acme, { audience: { topic: 'doomed' }, send_at: new Date(Date.now() + 3600_000).toISOString() });
+    const res = await broadcast(app, acme, {
+      audience: { topic: 'doomed' },
+      send_at: new Date(Date.now() + 3600_000).toISOString(),
+    });
     const id = res.body.broadcast_id;
     // Its secret variables cannot be read any more (the fan-out throws), and its job is on its last attempt, due now.
-    await execute(app.runtime.orm.em.fork(), `UPDATE broadcasts SET secret_variables_ciphertext = 'v1:garbage' WHERE id = $1`, [id]);
-    await execute(app.runtime.orm.em.fork(), `UPDATE pgboss.job SET retry_count = retry_limit, start_after = now() WHERE name = 'broadcast-fan-out' AND id = $1`, [id]);
+    await execute(
+      app.runtime.orm.em.fork(),
+      `UPDATE broadcasts SET secret_variables_ciphertext = 'v1:garbage' WHERE id = $1`,
+      [id],
+    );
+    await execute(
+      app.runtime.orm.em.fork(),
+      `UPDATE pgboss.job SET retry_count = retry_limit, start_after = now() WHERE name = 'broadcast-fan-out' AND id = $1`,
+      [id],
+    );
     const failed = await waitForStatus(app, acme, id, 'failed');
-    expect(failed).toMatchObject({ status: 'failed', events_created: 0, completed_at: expect.any(String), failure_reason: expect.stringMatching(/^the fan-out gave up after its retries: ./) });
-    expect(await sqlOne(app, `SELECT secret_variables_ciphertext FROM broadcasts WHERE id = $1`, [id])).toEqual({ secret_variables_ciphertext: null });
+    expect(failed).toMatchObject({
+      status: 'failed',
+      events_created: 0,
+      completed_at: expect.any(String),
+      failure_reason: expect.stringMatching(/^the fan-out gave up after its retries: ./),
+    });
+    expect(await sqlOne(app, `SELECT secret_variables_ciphertext FROM broadcasts WHERE id = $1`, [id])).toEqual({
+      secret_variables_ciphertext: null,
+    });
     const hooks = await sql<{ payload: { data: Record<string, unknown> } }>(
       app,
       `SELECT d.payload FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id WHERE w.url = 'http://127.0.0.1:9/failed' AND d.event_type = 'broadcast.completed'`,
     );
-    expect(hooks.map((h) => h.payload.data)).toEqual([expect.objectContaining({ broadcast_id: id, status: 'failed', failure_reason: failed.failure_reason })]);
+    expect(hooks.map((h) => h.payload.data)).toEqual([
+      expect.objectContaining({ broadcast_id: id, status: 'failed', failure_reason: failed.failure_reason }),
+    ]);
     expect(app.logs.some((l) => l.includes('"broadcast.failed"') && l.includes(id))).toBe(true);
     // A failed broadcast is final: it cannot be canceled, and lists under its status.
     const cancel = await app.request('POST', `/v1/broadcasts/${id}/cancel`, { token: acme.serviceKey });
@@ -244,21 +381,56 @@ describe('broadcasts, delivered by the app\'s own workers', () => {
   });
 
   it('refuses what a trigger refuses (422), an unknown topic (422) and an archived tenant (409)', async () => {
-    expectValidationError(await broadcast(app, acme, { type: 'nope', audience: { all_contacts: true } }), ['body', 'type']);
-    expectValidationError(await broadcast(app, acme, { audience: { topic: 'no-such-topic' } }), ['body', 'audience', 'topic']);
-    expectValidationError(await broadcast(app, acme, { audience: { all_contacts: true }, brand: 'nope' }), ['body', 'brand']);
-    expectValidationError(await broadcast(app, acme, { audience: { all_contacts: true }, variables: {} }), ['body', 'variables', 'headline']);
-    expectValidationError(await broadcast(app, acme, { audience: { all_contacts: true }, variables: { headline: 'a', code: 'b' }, secret_variables: { code: 'c' } }), ['body', 'secret_variables', 'code']);
+    expectValidationError(await broadcast(app, acme, { type: 'nope', audience: { all_contacts: true } }), [
+      'body',
+      'type',
+    ]);
+    expectValidationError(await broadcast(app, acme, { audience: { topic: 'no-such-topic' } }), [
+      'body',
+      'audience',
+      'topic',
+    ]);
+    expectValidationError(await broadcast(app, acme, { audience: { all_contacts: true }, brand: 'nope' }), [
+      'body',
+      'brand',
+    ]);
+    expectValidationError(await broadcast(app, acme, { audience: { all_contacts: true }, variables: {} }), [
+      'body',
+      'variables',
+      'headline',
+    ]);
+    expectValidationError(
+      await broadcast(app, acme, {
+        audience: { all_contacts: true },
+        variables: { headline: 'a', code: 'b' },
+        secret_variables: { code: 'c' },
+      }),
+      ['body', 'secret_variables', 'code'],
+    );
     expectValidationError(await broadcast(app, acme, { audience: { all_contacts: false } }), ['body', 'audience']);
-    expectValidationError(await broadcast(app, acme, { audience: { topic: 'a', all_contacts: true } }), ['body', 'audience']);
-    expectValidationError(await broadcast(app, acme, { audience: { all_contacts: true }, send_at: 'tomorrow' }), ['body', 'send_at']);
-    expectValidationError(await broadcast(app, acme, { audience: { all_contacts: true }, channels: ['fax'] }), ['body', 'channels', 0]);
+    expectValidationError(await broadcast(app, acme, { audience: { topic: 'a', all_contacts: true } }), [
+      'body',
+      'audience',
+    ]);
+    expectValidationError(await broadcast(app, acme, { audience: { all_contacts: true }, send_at: 'tomorrow' }), [
+      'body',
+      'send_at',
+    ]);
+    expectValidationError(await broadcast(app, acme, { audience: { all_contacts: true }, channels: ['fax'] }), [
+      'body',
+      'channels',
+      0,
+    ]);
     const archived = await setUpTenant(app, 'Archived');
-    await execute(app.runtime.orm.em.fork(), `UPDATE tenants SET archived_at = now() WHERE id = $1`, [archived.tenantId]);
+    await execute(app.runtime.orm.em.fork(), `UPDATE tenants SET archived_at = now() WHERE id = $1`, [
+      archived.tenantId,
+    ]);
     const res = await broadcast(app, archived, { audience: { all_contacts: true } });
     expect(res.status).toBe(409);
     expect(res.body.code).toBe('tenant_archived');
-    expect(await sqlOne(app, `SELECT count(*)::int AS n FROM broadcasts WHERE tenant_id = $1`, [archived.tenantId])).toEqual({ n: 0 });
+    expect(
+      await sqlOne(app, `SELECT count(*)::int AS n FROM broadcasts WHERE tenant_id = $1`, [archived.tenantId]),
+    ).toEqual({ n: 0 });
   });
 
   it('keeps tenants apart (404) and takes a tenant credential only (401, 403 for a contact token)', async () => {
@@ -266,15 +438,27 @@ describe('broadcasts, delivered by the app\'s own workers', () => {
     const id = res.body.broadcast_id;
     expect((await app.request('GET', `/v1/broadcasts/${id}`, { token: acme.serviceKey })).status).toBe(404);
     expect((await app.request('POST', `/v1/broadcasts/${id}/cancel`, { token: acme.serviceKey })).status).toBe(404);
-    expect((await app.request('GET', `/v1/broadcasts/${crypto.randomUUID()}`, { token: acme.serviceKey })).status).toBe(404);
-    expectValidationError(await app.request('GET', '/v1/broadcasts/not-a-uuid', { token: acme.serviceKey }), ['path', 'broadcast_id']);
-    await expectManagementOnly(app, acme, 'POST', '/v1/broadcasts', { type: 'news', audience: { all_contacts: true }, variables: { headline: 'x' } });
+    expect((await app.request('GET', `/v1/broadcasts/${crypto.randomUUID()}`, { token: acme.serviceKey })).status).toBe(
+      404,
+    );
+    expectValidationError(await app.request('GET', '/v1/broadcasts/not-a-uuid', { token: acme.serviceKey }), [
+      'path',
+      'broadcast_id',
+    ]);
+    await expectManagementOnly(app, acme, 'POST', '/v1/broadcasts', {
+      type: 'news',
+      audience: { all_contacts: true },
+      variables: { headline: 'x' },
+    });
     await expectManagementOnly(app, acme, 'GET', '/v1/broadcasts');
     await expectManagementOnly(app, acme, 'GET', `/v1/broadcasts/${id}`);
     await expectManagementOnly(app, acme, 'POST', `/v1/broadcasts/${id}/cancel`);
     // A console admin of the tenant may broadcast.
     const admin = (await addUser(app, globex.tenantId, 'admin', true)).token;
-    const byAdmin = await app.request('POST', '/v1/broadcasts', { token: admin, body: { type: 'news', audience: { all_contacts: true }, variables: { headline: 'x' } } });
+    const byAdmin = await app.request('POST', '/v1/broadcasts', {
+      token: admin,
+      body: { type: 'news', audience: { all_contacts: true }, variables: { headline: 'x' } },
+    });
     expect(byAdmin.status).toBe(202);
   });
 });
@@ -294,7 +478,11 @@ describe('the fan-out, run by the test (no worker until the end)', () => {
   });
 
   const row = (id: string) =>
-    sqlOne<{ status: string; events_created: number; targeted: number; fanned_out_at: Date | null }>(app, `SELECT status, events_created, targeted, fanned_out_at FROM broadcasts WHERE id = $1`, [id]);
+    sqlOne<{ status: string; events_created: number; targeted: number; fanned_out_at: Date | null }>(
+      app,
+      `SELECT status, events_created, targeted, fanned_out_at FROM broadcasts WHERE id = $1`,
+      [id],
+    );
 
   /** Runs the fan-out in pages of 10, with a pause between pages; resolves once `pages` pages are written. */
   function slowFanOut(id: string, pages: number): { running: Promise<void>; reached: Promise<void> } {
@@ -312,13 +500,24 @@ describe('the fan-out, run by the test (no worker until the end)', () => {
 
   let deletedTopicBroadcast = '';
 
-  it('writes each event\'s secret variables under the event\'s own additional data', async () => {
+  it("writes each event's secret variables under the event's own additional data", async () => {
     await acme.contact('secret-1');
-    const id = (await broadcast(app, acme, { audience: { all_contacts: true }, secret_variables: { code: 'abc' } })).body.broadcast_id;
+    const id = (await broadcast(app, acme, { audience: { all_contacts: true }, secret_variables: { code: 'abc' } }))
+      .body.broadcast_id;
     await fanOutBroadcast(app.runtime, id);
-    const event = await sqlOne<{ id: string; secret_variables_ciphertext: string }>(app, `SELECT id, secret_variables_ciphertext FROM events WHERE broadcast_id = $1`, [id]);
-    expect(JSON.parse(app.runtime.keyRing.decrypt(event!.secret_variables_ciphertext, secretVariablesAad(event!.id)))).toEqual({ code: 'abc' });
-    const stored = await sqlOne<{ secret_variables_ciphertext: string }>(app, `SELECT secret_variables_ciphertext FROM broadcasts WHERE id = $1`, [id]);
+    const event = await sqlOne<{ id: string; secret_variables_ciphertext: string }>(
+      app,
+      `SELECT id, secret_variables_ciphertext FROM events WHERE broadcast_id = $1`,
+      [id],
+    );
+    expect(
+      JSON.parse(app.runtime.keyRing.decrypt(event!.secret_variables_ciphertext, secretVariablesAad(event!.id))),
+    ).toEqual({ code: 'abc' });
+    const stored = await sqlOne<{ secret_variables_ciphertext: string }>(
+      app,
+      `SELECT secret_variables_ciphertext FROM broadcasts WHERE id = $1`,
+      [id],
+    );
     expect(stored!.secret_variables_ciphertext).not.toContain('abc');
   });
 
@@ -336,7 +535,11 @@ describe('the fan-out, run by the test (no worker until the end)', () => {
     expect(after!.targeted).toBe(100);
     expect(after!.events_created).toBeGreaterThanOrEqual(20);
     expect(after!.events_created).toBeLessThan(100);
-    const events = await sql<{ status: string; n: number }>(app, `SELECT status, count(*)::int AS n FROM events WHERE broadcast_id = $1 GROUP BY status`, [id]);
+    const events = await sql<{ status: string; n: number }>(
+      app,
+      `SELECT status, count(*)::int AS n FROM events WHERE broadcast_id = $1 GROUP BY status`,
+      [id],
+    );
     // No worker has fetched anything: every event is canceled, and so is every delivery job of them.
     expect(events).toEqual([{ status: 'canceled', n: after!.events_created }]);
     const jobs = await sql<{ state: string }>(
@@ -346,7 +549,13 @@ describe('the fan-out, run by the test (no worker until the end)', () => {
     );
     expect(jobs).toEqual([{ state: 'cancelled' }]);
     const got = await app.request('GET', `/v1/broadcasts/${id}`, { token: acme.serviceKey });
-    expect(got.body.counts).toEqual({ delivered: 0, failed: 0, skipped: 0, canceled: after!.events_created, pending: 0 });
+    expect(got.body.counts).toEqual({
+      delivered: 0,
+      failed: 0,
+      skipped: 0,
+      canceled: after!.events_created,
+      pending: 0,
+    });
     // A fan-out run again (a retried job) writes nothing.
     await fanOutBroadcast(app.runtime, id);
     expect((await row(id))!.events_created).toBe(after!.events_created);
@@ -375,8 +584,15 @@ describe('the fan-out, run by the test (no worker until the end)', () => {
     const id = (await broadcast(app, acme, { audience: { topic: 'twice' } })).body.broadcast_id;
     await fanOutBroadcast(app.runtime, id, { pageSize: 10 });
     // As if the cursor had been lost: every page again, and two runs at once.
-    await execute(app.runtime.orm.em.fork(), `UPDATE broadcasts SET fan_out_cursor = NULL, fanned_out_at = NULL WHERE id = $1`, [id]);
-    await Promise.all([fanOutBroadcast(app.runtime, id, { pageSize: 7 }), fanOutBroadcast(app.runtime, id, { pageSize: 10 })]);
+    await execute(
+      app.runtime.orm.em.fork(),
+      `UPDATE broadcasts SET fan_out_cursor = NULL, fanned_out_at = NULL WHERE id = $1`,
+      [id],
+    );
+    await Promise.all([
+      fanOutBroadcast(app.runtime, id, { pageSize: 7 }),
+      fanOutBroadcast(app.runtime, id, { pageSize: 10 }),
+    ]);
     expect((await row(id))!.events_created).toBe(25);
     const perContact = await eventsPerContact(app, id);
     expect(perContact).toHaveLength(25);
@@ -398,7 +614,10 @@ describe('the fan-out, run by the test (no worker until the end)', () => {
     await topicWith(app, acme, 'bulk', 3);
     const id = (await broadcast(app, acme, { audience: { topic: 'bulk' } })).body.broadcast_id;
     await fanOutBroadcast(app.runtime, id);
-    const triggered = await app.request('POST', '/v1/notifications', { token: acme.serviceKey, body: { type: 'news', recipients: ['bulk-trigger'], variables: { headline: 'h', code: 'c' } } });
+    const triggered = await app.request('POST', '/v1/notifications', {
+      token: acme.serviceKey,
+      body: { type: 'news', recipients: ['bulk-trigger'], variables: { headline: 'h', code: 'c' } },
+    });
     expect(triggered.status).toBe(202);
     bulkBroadcast = id;
     bulkTriggerEvent = triggered.body.events[0].event_id;
@@ -423,8 +642,13 @@ describe('the fan-out, run by the test (no worker until the end)', () => {
     expect(await row(id)).toMatchObject({ status: 'completed', events_created: 0, targeted: 0 });
   });
 
-  it('a worker then delivers the deleted topic\'s events and completes that broadcast', async () => {
-    worker = await startTestApp({ role: 'worker', database: app.database, http: false, config: { encryptionKeys: app.config.encryptionKeys } });
+  it("a worker then delivers the deleted topic's events and completes that broadcast", async () => {
+    worker = await startTestApp({
+      role: 'worker',
+      database: app.database,
+      http: false,
+      config: { encryptionKeys: app.config.encryptionKeys },
+    });
     const done = await waitForStatus(app, acme, deletedTopicBroadcast, 'completed');
     expect(done.counts.delivered).toBe(done.events_created);
     expect(done.events_created).toBeLessThan(100);
@@ -448,7 +672,9 @@ describe('the fan-out, run by the test (no worker until the end)', () => {
       [bulkBroadcast, bulkTriggerEvent],
     );
     expect(items.map((i) => i.n)).toEqual([1, 1, 1, 1]);
-    expect((await app.request('GET', `/v1/notifications/${bulkTriggerEvent}`, { token: acme.serviceKey })).body.status).toBe('delivered');
+    expect(
+      (await app.request('GET', `/v1/notifications/${bulkTriggerEvent}`, { token: acme.serviceKey })).body.status,
+    ).toBe('delivered');
   });
 });
 
@@ -461,15 +687,25 @@ describe('a worker killed during the fan-out', () => {
     try {
       const fx = await setUpTenant(app, 'Crash');
       const count = 12_000; // pages of 5,000: the kill lands while the third page waits
-      await upsertContactCounts(app.runtime.orm.em.fork(), fx.tenantId, Array.from({ length: count }, (_, i) => ({ external_id: `crash-${i}` })));
-      expect((await app.request('POST', '/v1/topics', { token: fx.serviceKey, body: { key: 'all', name: 'all' } })).status).toBe(201);
+      await upsertContactCounts(
+        app.runtime.orm.em.fork(),
+        fx.tenantId,
+        Array.from({ length: count }, (_, i) => ({ external_id: `crash-${i}` })),
+      );
+      expect(
+        (await app.request('POST', '/v1/topics', { token: fx.serviceKey, body: { key: 'all', name: 'all' } })).status,
+      ).toBe(201);
       await execute(
         app.runtime.orm.em.fork(),
         `INSERT INTO topic_subscriptions (topic_id, contact_id, tenant_id) SELECT t.id, c.id, c.tenant_id FROM topics t JOIN contacts c ON c.tenant_id = t.tenant_id WHERE t.tenant_id = $1`,
         [fx.tenantId],
       );
       // The third page's first contact is held (FOR UPDATE): writing its event waits for the test.
-      const third = (await sqlOne<{ id: string }>(app, `SELECT contact_id AS id FROM topic_subscriptions WHERE tenant_id = $1 ORDER BY contact_id OFFSET 10000 LIMIT 1`, [fx.tenantId]))!.id;
+      const third = (await sqlOne<{ id: string }>(
+        app,
+        `SELECT contact_id AS id FROM topic_subscriptions WHERE tenant_id = $1 ORDER BY contact_id OFFSET 10000 LIMIT 1`,
+        [fx.tenantId],
+      ))!.id;
       const held = signal();
       let holderPid = 0;
       const holding = app.runtime.orm.em.fork().transactional(async (tx) => {
@@ -481,19 +717,42 @@ describe('a worker killed during the fan-out', () => {
       await held.raised;
       const id = (await broadcast(app, fx, { audience: { topic: 'all' } })).body.broadcast_id;
       // A killed worker's jobs come back after this long without a heartbeat (5 s in production).
-      const env = { DATABASE_URL: app.database.url, HERALD_HOME: home, HERALD_ENCRYPTION_KEYS: app.config.encryptionKeys, HERALD_LOG_LEVEL: 'warn', HERALD_LOST_WORKER_SECONDS: '3' };
+      const env = {
+        DATABASE_URL: app.database.url,
+        HERALD_HOME: home,
+        HERALD_ENCRYPTION_KEYS: app.config.encryptionKeys,
+        HERALD_LOG_LEVEL: 'warn',
+        HERALD_LOST_WORKER_SECONDS: '3',
+      };
       const first = startWorkerProcess(env);
       children.push(first);
-      const created = async () => (await sqlOne<{ n: number }>(app, `SELECT events_created AS n FROM broadcasts WHERE id = $1`, [id]))!.n;
-      const waiting = async () => (await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, [holderPid]))!.n;
-      await eventually(async () => (await created()) >= 10_000 && (await waiting()) > 0, { timeoutMs: 90_000, message: 'the fan-out did not reach its third page' });
+      const created = async () =>
+        (await sqlOne<{ n: number }>(app, `SELECT events_created AS n FROM broadcasts WHERE id = $1`, [id]))!.n;
+      const waiting = async () =>
+        (await sqlOne<{ n: number }>(
+          app,
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`,
+          [holderPid],
+        ))!.n;
+      await eventually(async () => (await created()) >= 10_000 && (await waiting()) > 0, {
+        timeoutMs: 90_000,
+        message: 'the fan-out did not reach its third page',
+      });
       first.kill('SIGKILL');
       await once(first, 'exit');
-      await execute(app.runtime.orm.em.fork(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, [holderPid]);
+      await execute(
+        app.runtime.orm.em.fork(),
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`,
+        [holderPid],
+      );
       mayRelease.raise();
       await holding;
       expect(await created()).toBe(10_000);
-      const job = await sqlOne<{ state: string }>(app, `SELECT state FROM pgboss.job WHERE name = 'broadcast-fan-out' AND id = $1`, [id]);
+      const job = await sqlOne<{ state: string }>(
+        app,
+        `SELECT state FROM pgboss.job WHERE name = 'broadcast-fan-out' AND id = $1`,
+        [id],
+      );
       expect(job!.state).toBe('active'); // it died holding the fan-out
       const deadWorkersJobs = await activeJobs(app, 'broadcast-fan-out');
       children.push(startWorkerProcess(env));
@@ -504,7 +763,13 @@ describe('a worker killed during the fan-out', () => {
       const perContact = await eventsPerContact(app, id);
       expect(perContact).toHaveLength(count);
       expect(perContact.every((r) => r.n === 1)).toBe(true);
-      expect(await sqlOne(app, `SELECT count(*)::int AS n FROM inbox_items i JOIN events e ON e.id = i.event_id WHERE e.broadcast_id = $1`, [id])).toEqual({ n: count });
+      expect(
+        await sqlOne(
+          app,
+          `SELECT count(*)::int AS n FROM inbox_items i JOIN events e ON e.id = i.event_id WHERE e.broadcast_id = $1`,
+          [id],
+        ),
+      ).toEqual({ n: count });
     } finally {
       mayRelease.raise();
       killAll(children);

@@ -2,7 +2,14 @@
 // concurrency, release after failure, stale claims, expiry and the prune job.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../../support/app.ts';
-import { insertInboxTemplate, createTenantFixture, insertNotificationType, sql, sqlOne, type TenantFixture } from '../../support/fixtures.ts';
+import {
+  insertInboxTemplate,
+  createTenantFixture,
+  insertNotificationType,
+  sql,
+  sqlOne,
+  type TenantFixture,
+} from '../../support/fixtures.ts';
 import { ManualClock } from '../../../server/base/clock.ts';
 import { execute } from '../../../server/base/db/sql.ts';
 import { pruneIdempotencyKeys, requestHash } from '../../../server/delivery/trigger/idempotency.ts';
@@ -26,7 +33,11 @@ afterAll(async () => {
 });
 
 const send = (key: string | undefined, body: unknown, token = acme.serviceKey) =>
-  app.request('POST', '/v1/notifications', { token, body, headers: key === undefined ? {} : { 'idempotency-key': key } });
+  app.request('POST', '/v1/notifications', {
+    token,
+    body,
+    headers: key === undefined ? {} : { 'idempotency-key': key },
+  });
 
 const eventCount = async (tenantId: string) =>
   (await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM events WHERE tenant_id = $1`, [tenantId]))!.n;
@@ -57,7 +68,11 @@ describe('Idempotency-Key', () => {
       app.runtime.orm.em.fork(),
       `INSERT INTO idempotency_keys (tenant_id, key, request_hash, state, created_at, expires_at)
        VALUES ($1, 'key-flight', $2, 'in_flight', to_timestamp($3 / 1000.0), to_timestamp($3 / 1000.0) + interval '1 day')`,
-      [acme.tenantId, requestHash({ ...body, variables: {}, secret_variables: {} }, app.runtime.tokens.derive('idempotency')), clock.now()],
+      [
+        acme.tenantId,
+        requestHash({ ...body, variables: {}, secret_variables: {} }, app.runtime.tokens.derive('idempotency')),
+        clock.now(),
+      ],
     );
     const res = await send('key-flight', body);
     expect(res.status).toBe(409);
@@ -85,7 +100,9 @@ describe('Idempotency-Key', () => {
   it('releases the key when the request fails, so a corrected retry may use it', async () => {
     const failed = await send('key-fail', { type: 'nope', recipients: ['x'] });
     expect(failed.status).toBe(422);
-    expect(await sql(app, `SELECT 1 FROM idempotency_keys WHERE tenant_id = $1 AND key = 'key-fail'`, [acme.tenantId])).toHaveLength(0);
+    expect(
+      await sql(app, `SELECT 1 FROM idempotency_keys WHERE tenant_id = $1 AND key = 'key-fail'`, [acme.tenantId]),
+    ).toHaveLength(0);
     const fixed = await send('key-fail', { type: 'plain', recipients: ['x'] });
     expect(fixed.status).toBe(202);
   });
@@ -113,9 +130,13 @@ describe('Idempotency-Key', () => {
     expect(again.body.events[0].event_id).not.toBe(first.body.events[0].event_id);
     clock.advance(24 * 3600 * 1000 + 1000);
     // The prune job is scheduled by the worker processes (hourly).
-    expect((await app.runtime.boss!.getSchedules('prune-idempotency-keys')).map((sch) => sch.cron)).toEqual(['17 * * * *']);
+    expect((await app.runtime.boss!.getSchedules('prune-idempotency-keys')).map((sch) => sch.cron)).toEqual([
+      '17 * * * *',
+    ]);
     const removed = await pruneIdempotencyKeys(app.runtime.orm.em.fork(), clock.now());
     expect(removed).toBeGreaterThan(0);
-    expect(await sql(app, `SELECT 1 FROM idempotency_keys WHERE expires_at <= to_timestamp($1 / 1000.0)`, [clock.now()])).toHaveLength(0);
+    expect(
+      await sql(app, `SELECT 1 FROM idempotency_keys WHERE expires_at <= to_timestamp($1 / 1000.0)`, [clock.now()]),
+    ).toHaveLength(0);
   });
 });

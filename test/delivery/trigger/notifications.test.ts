@@ -4,7 +4,17 @@ import pg from 'pg';
 import { notifyChannelSql } from 'pg-boss/dist/plans.js';
 import { startTestApp, type TestApp } from '../../support/app.ts';
 import { eventually } from '../../support/eventually.ts';
-import { insertInboxTemplate, createTenantFixture, insertNotificationType, setTriggerLimit, sql, sqlOne, waitForFinal, deliveryJobsOf, type TenantFixture } from '../../support/fixtures.ts';
+import {
+  insertInboxTemplate,
+  createTenantFixture,
+  insertNotificationType,
+  setTriggerLimit,
+  sql,
+  sqlOne,
+  waitForFinal,
+  deliveryJobsOf,
+  type TenantFixture,
+} from '../../support/fixtures.ts';
 import { execute } from '../../../server/base/db/sql.ts';
 import { BOSS_SCHEMA } from '../../../server/base/queue.ts';
 import { DELIVER_EVENT_QUEUE } from '../../../server/delivery/queues.ts';
@@ -19,10 +29,21 @@ beforeAll(async () => {
   app = await startTestApp();
   acme = await createTenantFixture(app, 'Acme');
   other = await createTenantFixture(app, 'Other');
-  await insertNotificationType(app, acme.tenantId, { key: 'order_shipped', variables: [{ name: 'order_id', required: true }] });
-  await insertInboxTemplate(app, acme.tenantId, { type: 'order_shipped', title: 'Order {{ order_id }}', content: 'Code {{ code }}' });
+  await insertNotificationType(app, acme.tenantId, {
+    key: 'order_shipped',
+    variables: [{ name: 'order_id', required: true }],
+  });
+  await insertInboxTemplate(app, acme.tenantId, {
+    type: 'order_shipped',
+    title: 'Order {{ order_id }}',
+    content: 'Code {{ code }}',
+  });
   await insertNotificationType(app, acme.tenantId, { key: 'plain' });
-  await insertInboxTemplate(app, acme.tenantId, { type: 'plain', title: 'Hi', content: 'Hello {{ contact.external_id }}' });
+  await insertInboxTemplate(app, acme.tenantId, {
+    type: 'plain',
+    title: 'Hi',
+    content: 'Hello {{ contact.external_id }}',
+  });
 });
 afterAll(async () => {
   await app?.close();
@@ -33,18 +54,37 @@ const trigger = (body: unknown, key = acme.serviceKey, headers: Record<string, s
 
 /** `count` triggers of the tenant's 'plain' type at once, one recipient each. */
 const triggerAtOnce = (tenant: TenantFixture, count: number) =>
-  Promise.all(Array.from({ length: count }, (_, i) => trigger({ type: 'plain', recipients: [`at_once_${i}`] }, tenant.serviceKey)));
+  Promise.all(
+    Array.from({ length: count }, (_, i) =>
+      trigger({ type: 'plain', recipients: [`at_once_${i}`] }, tenant.serviceKey),
+    ),
+  );
 
 describe('POST /v1/notifications', () => {
   it('validates an object recipient as a contact is created: trimmed, language canonical, the same limits', async () => {
-    const res = await trigger({ type: 'plain', recipients: [{ external_id: 'same_rules', name: '  Ann  ', language: 'DE-at', phone: ' +49 30 1 ' }] });
+    const res = await trigger({
+      type: 'plain',
+      recipients: [{ external_id: 'same_rules', name: '  Ann  ', language: 'DE-at', phone: ' +49 30 1 ' }],
+    });
     expect(res.status).toBe(202);
-    const contact = await sqlOne(app, `SELECT name, language, phone FROM contacts WHERE tenant_id = $1 AND external_id = 'same_rules'`, [acme.tenantId]);
+    const contact = await sqlOne(
+      app,
+      `SELECT name, language, phone FROM contacts WHERE tenant_id = $1 AND external_id = 'same_rules'`,
+      [acme.tenantId],
+    );
     expect(contact).toEqual({ name: 'Ann', language: 'de-AT', phone: '+49 30 1' });
-    for (const [field, value] of [['name', 'x'.repeat(201)], ['name', '   '], ['language', 'not a tag!'], ['email', 'nope']] as const) {
+    for (const [field, value] of [
+      ['name', 'x'.repeat(201)],
+      ['name', '   '],
+      ['language', 'not a tag!'],
+      ['email', 'nope'],
+    ] as const) {
       const refused = await trigger({ type: 'plain', recipients: [{ external_id: 'same_rules', [field]: value }] });
       expect(refused.status, `${field} ${value}`).toBe(422);
-      expect(refused.body.detail.some((d: { loc: unknown[] }) => d.loc.at(-1) === field), JSON.stringify(refused.body)).toBe(true);
+      expect(
+        refused.body.detail.some((d: { loc: unknown[] }) => d.loc.at(-1) === field),
+        JSON.stringify(refused.body),
+      ).toBe(true);
     }
   });
 
@@ -58,8 +98,18 @@ describe('POST /v1/notifications', () => {
     expect(res.status).toBe(202);
     expect(res.body.events).toHaveLength(2);
     expect(res.body.events.map((e: { external_id: string }) => e.external_id)).toEqual(['ext_1', 'ext_2']);
-    for (const e of res.body.events) expect(e).toEqual({ event_id: expect.any(String), external_id: expect.any(String), contact_id: expect.any(String), status: 'queued' });
-    const contact = await sqlOne<{ email: string; name: string; language: string }>(app, `SELECT email, name, language FROM contacts WHERE tenant_id = $1 AND external_id = 'ext_2'`, [acme.tenantId]);
+    for (const e of res.body.events)
+      expect(e).toEqual({
+        event_id: expect.any(String),
+        external_id: expect.any(String),
+        contact_id: expect.any(String),
+        status: 'queued',
+      });
+    const contact = await sqlOne<{ email: string; name: string; language: string }>(
+      app,
+      `SELECT email, name, language FROM contacts WHERE tenant_id = $1 AND external_id = 'ext_2'`,
+      [acme.tenantId],
+    );
     expect(contact).toEqual({ email: 'ann@example.org', name: 'Ann', language: 'de' });
     const events = await sql<{ secret_variables_ciphertext: string | null; secret_keys: string[]; variables: object }>(
       app,
@@ -73,9 +123,17 @@ describe('POST /v1/notifications', () => {
       if (e.secret_variables_ciphertext) expect(e.secret_variables_ciphertext).not.toContain('4711');
     }
     // Every event in a delivery job, once.
-    const jobs = await deliveryJobsOf(app, res.body.events.map((e: { event_id: string }) => e.event_id));
-    expect(jobs.flatMap((j) => j.event_ids).sort()).toEqual(res.body.events.map((e: { event_id: string }) => e.event_id).sort());
-    await waitForFinal(app, res.body.events.map((e: { event_id: string }) => e.event_id));
+    const jobs = await deliveryJobsOf(
+      app,
+      res.body.events.map((e: { event_id: string }) => e.event_id),
+    );
+    expect(jobs.flatMap((j) => j.event_ids).sort()).toEqual(
+      res.body.events.map((e: { event_id: string }) => e.event_id).sort(),
+    );
+    await waitForFinal(
+      app,
+      res.body.events.map((e: { event_id: string }) => e.event_id),
+    );
   });
 
   it('answers 401 without a credential', async () => {
@@ -94,29 +152,49 @@ describe('POST /v1/notifications', () => {
   it.each([
     ['an unknown type', { type: 'nope', recipients: ['a'] }, ['body', 'type']],
     ['no recipients', { type: 'plain', recipients: [] }, ['body', 'recipients']],
-    ['more than 100 recipients', { type: 'plain', recipients: Array.from({ length: 101 }, (_, i) => `r${i}`) }, ['body', 'recipients']],
+    [
+      'more than 100 recipients',
+      { type: 'plain', recipients: Array.from({ length: 101 }, (_, i) => `r${i}`) },
+      ['body', 'recipients'],
+    ],
     ['a missing required variable', { type: 'order_shipped', recipients: ['a'] }, ['body', 'variables', 'order_id']],
-    ['a key in both variables and secret_variables', { type: 'plain', recipients: ['a'], variables: { k: 1 }, secret_variables: { k: 2 } }, ['body', 'secret_variables', 'k']],
+    [
+      'a key in both variables and secret_variables',
+      { type: 'plain', recipients: ['a'], variables: { k: 1 }, secret_variables: { k: 2 } },
+      ['body', 'secret_variables', 'k'],
+    ],
     ['an unknown brand', { type: 'plain', recipients: ['a'], brand: 'nope' }, ['body', 'brand']],
     ['a malformed recipient', { type: 'plain', recipients: [{ email: 'x@y.z' }] }, ['body', 'recipients', 0]],
     ['an unknown channel', { type: 'plain', recipients: ['a'], channels: ['fax'] }, ['body', 'channels', 0]],
   ])('answers 422 for %s', async (_name, body, loc) => {
-    const before = await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM events WHERE tenant_id = $1`, [acme.tenantId]);
+    const before = await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM events WHERE tenant_id = $1`, [
+      acme.tenantId,
+    ]);
     const res = await trigger(body);
     expect(res.status).toBe(422);
     expect(res.body.detail[0].loc.slice(0, loc.length)).toEqual(loc);
-    const after = await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM events WHERE tenant_id = $1`, [acme.tenantId]);
+    const after = await sqlOne<{ n: number }>(app, `SELECT count(*)::int AS n FROM events WHERE tenant_id = $1`, [
+      acme.tenantId,
+    ]);
     expect(after!.n).toBe(before!.n);
   });
 
   it('accepts a required variable given as a secret variable', async () => {
-    const res = await trigger({ type: 'order_shipped', recipients: ['a'], secret_variables: { order_id: 'S-1', code: 'x' } });
+    const res = await trigger({
+      type: 'order_shipped',
+      recipients: ['a'],
+      secret_variables: { order_id: 'S-1', code: 'x' },
+    });
     expect(res.status).toBe(202);
   });
 
   it('answers 422 for a deleted type', async () => {
     await insertNotificationType(app, acme.tenantId, { key: 'gone' });
-    await execute(app.runtime.orm.em.fork(), `UPDATE notification_types SET deleted_at = now() WHERE tenant_id = $1 AND key = 'gone'`, [acme.tenantId]);
+    await execute(
+      app.runtime.orm.em.fork(),
+      `UPDATE notification_types SET deleted_at = now() WHERE tenant_id = $1 AND key = 'gone'`,
+      [acme.tenantId],
+    );
     const res = await trigger({ type: 'gone', recipients: ['a'] });
     expect(res.status).toBe(422);
     expect(res.body.detail[0].loc).toEqual(['body', 'type']);
@@ -131,14 +209,22 @@ describe('POST /v1/notifications', () => {
   it('answers 422 for U+0000 in a variable, a secret variable or a recipient, and writes nothing', async () => {
     for (const [body, loc] of [
       [{ type: 'plain', recipients: ['nul_1'], variables: { note: 'a\u0000' } }, ['body', 'variables', 'note']],
-      [{ type: 'plain', recipients: ['nul_1'], secret_variables: { code: '\u0000' } }, ['body', 'secret_variables', 'code']],
-      [{ type: 'plain', recipients: [{ external_id: 'nul_1', email: 'a@example.org', name: 'A\u0000' }] }, ['body', 'recipients', 0, 'name']],
+      [
+        { type: 'plain', recipients: ['nul_1'], secret_variables: { code: '\u0000' } },
+        ['body', 'secret_variables', 'code'],
+      ],
+      [
+        { type: 'plain', recipients: [{ external_id: 'nul_1', email: 'a@example.org', name: 'A\u0000' }] },
+        ['body', 'recipients', 0, 'name'],
+      ],
     ] as const) {
       const res = await trigger(body);
       expect(res.status).toBe(422);
       expect(res.body.detail[0].loc).toEqual(loc);
     }
-    expect(await sql(app, `SELECT 1 FROM contacts WHERE tenant_id = $1 AND external_id = 'nul_1'`, [acme.tenantId])).toHaveLength(0);
+    expect(
+      await sql(app, `SELECT 1 FROM contacts WHERE tenant_id = $1 AND external_id = 'nul_1'`, [acme.tenantId]),
+    ).toHaveLength(0);
   });
 
   it("does not see another tenant's types (422, never another tenant's data)", async () => {
@@ -149,7 +235,9 @@ describe('POST /v1/notifications', () => {
   it('answers 409 tenant_archived for an archived tenant', async () => {
     const archived = await createTenantFixture(app, 'Archived');
     await insertNotificationType(app, archived.tenantId, { key: 'plain' });
-    await execute(app.runtime.orm.em.fork(), `UPDATE tenants SET archived_at = now() WHERE id = $1`, [archived.tenantId]);
+    await execute(app.runtime.orm.em.fork(), `UPDATE tenants SET archived_at = now() WHERE id = $1`, [
+      archived.tenantId,
+    ]);
     const res = await trigger({ type: 'plain', recipients: ['a'] }, archived.serviceKey);
     expect(res.status).toBe(409);
     expect(res.body.code).toBe('tenant_archived');
@@ -172,19 +260,22 @@ describe('POST /v1/notifications', () => {
   it.each([
     ['charged together', 'Busy', 5, 8, 20],
     ['charged ahead for the process', 'Leased', 1, 200, 250],
-  ])('grants concurrent triggers (%s) exactly what the bucket holds, each told a different remainder', async (_how, name, perMinute, burst, attempts) => {
-    const busy = await createTenantFixture(app, name);
-    await insertNotificationType(app, busy.tenantId, { key: 'plain' });
-    await setTriggerLimit(app, busy.tenantId, perMinute, burst);
-    const results = await triggerAtOnce(busy, attempts);
-    const accepted = results.filter((r) => r.status === 202);
-    expect(accepted).toHaveLength(burst);
-    expect(results.filter((r) => r.status === 429)).toHaveLength(attempts - burst);
-    // Every accepted trigger saw its own place in the bucket: burst - 1, ..., 0 left, each once.
-    const remainders = accepted.map((r) => Number(r.headers.get('ratelimit-remaining'))).sort((a, b) => a - b);
-    expect(remainders).toEqual(Array.from({ length: burst }, (_, i) => i));
-    expect(await sql(app, `SELECT 1 FROM events WHERE tenant_id = $1`, [busy.tenantId])).toHaveLength(burst);
-  });
+  ])(
+    'grants concurrent triggers (%s) exactly what the bucket holds, each told a different remainder',
+    async (_how, name, perMinute, burst, attempts) => {
+      const busy = await createTenantFixture(app, name);
+      await insertNotificationType(app, busy.tenantId, { key: 'plain' });
+      await setTriggerLimit(app, busy.tenantId, perMinute, burst);
+      const results = await triggerAtOnce(busy, attempts);
+      const accepted = results.filter((r) => r.status === 202);
+      expect(accepted).toHaveLength(burst);
+      expect(results.filter((r) => r.status === 429)).toHaveLength(attempts - burst);
+      // Every accepted trigger saw its own place in the bucket: burst - 1, ..., 0 left, each once.
+      const remainders = accepted.map((r) => Number(r.headers.get('ratelimit-remaining'))).sort((a, b) => a - b);
+      expect(remainders).toEqual(Array.from({ length: burst }, (_, i) => i));
+      expect(await sql(app, `SELECT 1 FROM events WHERE tenant_id = $1`, [busy.tenantId])).toHaveLength(burst);
+    },
+  );
 
   it('accepts concurrent triggers naming the same recipients in different orders', async () => {
     const names = Array.from({ length: 40 }, (_, i) => `conc_${i}`);
@@ -292,7 +383,11 @@ describe('Waker (the coalesced wake-up of the delivery workers)', () => {
       0,
     );
     waker.wake();
-    await vi.waitFor(() => expect(logLines.some((l) => l.includes('waking the delivery workers failed') && l.includes('connection refused'))).toBe(true));
+    await vi.waitFor(() =>
+      expect(
+        logLines.some((l) => l.includes('waking the delivery workers failed') && l.includes('connection refused')),
+      ).toBe(true),
+    );
     waker.wake();
     await vi.waitFor(() => expect(calls).toBe(2));
   });
@@ -300,7 +395,12 @@ describe('Waker (the coalesced wake-up of the delivery workers)', () => {
 
 describe('GET /v1/notifications/{event_id}', () => {
   it('shows the status with deliveries and secret values masked', async () => {
-    const res = await trigger({ type: 'order_shipped', recipients: ['status_1'], variables: { order_id: 'B-2' }, secret_variables: { code: 'top-secret-77' } });
+    const res = await trigger({
+      type: 'order_shipped',
+      recipients: ['status_1'],
+      variables: { order_id: 'B-2' },
+      secret_variables: { code: 'top-secret-77' },
+    });
     const id = res.body.events[0].event_id;
     await waitForFinal(app, [id]);
     const got = await app.request('GET', `/v1/notifications/${id}`, { token: acme.serviceKey });
@@ -312,7 +412,9 @@ describe('GET /v1/notifications/{event_id}', () => {
       contact_id: res.body.events[0].contact_id,
       status: 'delivered',
       variables: { order_id: 'B-2', code: '********' },
-      deliveries: [{ channel: 'inbox', status: 'delivered', reason: null, provider: null, attempts: 1, last_error: null }],
+      deliveries: [
+        { channel: 'inbox', status: 'delivered', reason: null, provider: null, attempts: 1, last_error: null },
+      ],
     });
     expect(got.text).not.toContain('top-secret-77');
     // The recipient got it in full, and the logs never saw it.
@@ -320,7 +422,11 @@ describe('GET /v1/notifications/{event_id}', () => {
     expect(item!.body).toBe('Code top-secret-77');
     expect(app.logs.join('\n')).not.toContain('top-secret-77');
     // Delivered: the ciphertext is gone too.
-    expect((await sqlOne<{ c: string | null }>(app, `SELECT secret_variables_ciphertext AS c FROM events WHERE id = $1`, [id]))!.c).toBeNull();
+    expect(
+      (await sqlOne<{ c: string | null }>(app, `SELECT secret_variables_ciphertext AS c FROM events WHERE id = $1`, [
+        id,
+      ]))!.c,
+    ).toBeNull();
   });
 
   it('shows the status and the deliveries as one moment saw them, while a run moves them on', async () => {
@@ -340,13 +446,21 @@ describe('GET /v1/notifications/{event_id}', () => {
       await run.query('LOCK TABLE deliveries IN ACCESS EXCLUSIVE MODE');
       const read = app.request('GET', `/v1/notifications/${id}`, { token: acme.serviceKey });
       await eventually(
-        async () => !!(await sqlOne(app, `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%deliveries%' AND pid <> $1`, [runPid])),
+        async () =>
+          !!(await sqlOne(
+            app,
+            `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%deliveries%' AND pid <> $1`,
+            [runPid],
+          )),
         { intervalMs: 20, message: 'the read never waited for the deliveries table' },
       );
       await run.query('COMMIT');
       const got = await read;
       expect(got.status).toBe(200);
-      expect([got.body.status, got.body.deliveries.map((d: { status: string }) => d.status)]).toEqual(['failed', ['failed']]);
+      expect([got.body.status, got.body.deliveries.map((d: { status: string }) => d.status)]).toEqual([
+        'failed',
+        ['failed'],
+      ]);
     } finally {
       await run.end();
     }
@@ -356,7 +470,10 @@ describe('GET /v1/notifications/{event_id}', () => {
     const res = await trigger({ type: 'plain', recipients: ['x404'] });
     const id = res.body.events[0].event_id;
     expect((await app.request('GET', `/v1/notifications/${id}`, { token: other.serviceKey })).status).toBe(404);
-    expect((await app.request('GET', `/v1/notifications/0190a000-0000-7000-8000-000000000000`, { token: acme.serviceKey })).status).toBe(404);
+    expect(
+      (await app.request('GET', `/v1/notifications/0190a000-0000-7000-8000-000000000000`, { token: acme.serviceKey }))
+        .status,
+    ).toBe(404);
     expect((await app.request('GET', `/v1/notifications/not-a-uuid`, { token: acme.serviceKey })).status).toBe(404);
   });
 
@@ -364,7 +481,9 @@ describe('GET /v1/notifications/{event_id}', () => {
     const res = await trigger({ type: 'plain', recipients: ['x403'] });
     const id = res.body.events[0].event_id;
     expect((await app.request('GET', `/v1/notifications/${id}`)).status).toBe(401);
-    const forbidden = await app.request('GET', `/v1/notifications/${id}`, { token: acme.tokenFor(res.body.events[0].contact_id) });
+    const forbidden = await app.request('GET', `/v1/notifications/${id}`, {
+      token: acme.tokenFor(res.body.events[0].contact_id),
+    });
     expect(forbidden.status).toBe(403);
   });
 
