@@ -51,7 +51,8 @@ const COLUMNS = `
 const CONSTRAINTS = `
   SELECT c.relname AS "table", k.conname AS name, pg_get_constraintdef(k.oid) AS definition
     FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-   WHERE n.nspname = 'public' ORDER BY c.relname, k.conname`;
+   -- PostgreSQL 18 lists NOT NULL as constraints too (contype 'n'); the columns already say it.
+   WHERE n.nspname = 'public' AND k.contype <> 'n' ORDER BY c.relname, k.conname`;
 const INDEXES = `
   SELECT i.relname AS name, pg_get_indexdef(i.oid) AS definition, coalesce(array_to_string(i.reloptions, ', '), '') AS options
     FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_namespace n ON n.oid = i.relnamespace
