@@ -48,17 +48,20 @@ export const HOST_TOKEN_PREFIX = 'host_';
  */
 const hostCredentials = new Map<string, HostCredential>();
 
+/** Tokens are kept by their SHA-256, as service keys are, so a look-up compares digests, not the secret. */
+const digestOf = (token: string) => hash('sha256', token, 'base64url');
+
 /** Issues a token for the host operator acting for a tenant; valid in this process until revoked. */
 export function issueHostToken(tenantId: string, actorId: string): string {
   const token = HOST_TOKEN_PREFIX + randomBytes(32).toString('base64url');
-  hostCredentials.set(token, { kind: 'host', tenantId, actorId });
+  hostCredentials.set(digestOf(token), { kind: 'host', tenantId, actorId });
   return token;
 }
 
 export function revokeHostToken(token: string): void {
-  hostCredentials.delete(token);
+  hostCredentials.delete(digestOf(token));
 }
 
 export function hostCredentialOf(token: string): HostCredential | null {
-  return hostCredentials.get(token) ?? null;
+  return hostCredentials.get(digestOf(token)) ?? null;
 }
