@@ -13,6 +13,14 @@ export async function storeInstallSecret(em: EntityManager, name: string, cipher
   );
 }
 
+/** Stores the secret `name` unless one is stored already (the first process to start makes it). */
+export async function storeInstallSecretOnce(em: EntityManager, name: string, ciphertext: string): Promise<void> {
+  await execute(em, `INSERT INTO install_secrets (name, ciphertext) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, [
+    name,
+    ciphertext,
+  ]);
+}
+
 /** Deletes the secret `name`; true when there was one. */
 export async function deleteInstallSecret(em: EntityManager, name: string): Promise<boolean> {
   return (await execute(em, `DELETE FROM install_secrets WHERE name = $1`, [name])) > 0;

@@ -5,8 +5,9 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createJWTSignatureMessage, encodeJWT, parseJWT } from '@oslojs/jwt';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { KeyRing } from '../crypto/keyring.ts';
-import { query, queryOne } from '../db/sql.ts';
+import { queryOne } from '../db/sql.ts';
 import { installSecretAad } from '../crypto/aad.ts';
+import { storeInstallSecretOnce } from '../install-secrets.ts';
 
 export type TokenKind = 'access' | 'contact';
 
@@ -77,10 +78,7 @@ export class TokenSigner {
 /** Loads the install's token signing key, creating it on first use (safe under concurrent starts). */
 export async function loadTokenSigner(em: EntityManager, keyRing: KeyRing): Promise<TokenSigner> {
   const aad = installSecretAad(SIGNING_SECRET);
-  await query(em, `INSERT INTO install_secrets (name, ciphertext) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, [
-    SIGNING_SECRET,
-    keyRing.encrypt(randomBytes(32).toString('base64'), aad),
-  ]);
+  await storeInstallSecretOnce(em, SIGNING_SECRET, keyRing.encrypt(randomBytes(32).toString('base64'), aad));
   const row = await queryOne<{ ciphertext: string }>(em, `SELECT ciphertext FROM install_secrets WHERE name = $1`, [
     SIGNING_SECRET,
   ]);
