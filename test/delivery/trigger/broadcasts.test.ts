@@ -647,7 +647,9 @@ describe('the fan-out, run by the test (no worker until the end)', () => {
       role: 'worker',
       database: app.database,
       http: false,
-      config: { encryptionKeys: app.config.encryptionKeys },
+      // A worker stalled on a loaded machine must not lose its first batch to the lost-job check: the
+      // next test reads that batch's shared start, which a retry would overwrite.
+      config: { encryptionKeys: app.config.encryptionKeys, lostWorkerSeconds: 120 },
     });
     const done = await waitForStatus(app, acme, deletedTopicBroadcast, 'completed');
     expect(done.counts.delivered).toBe(done.events_created);
@@ -656,13 +658,14 @@ describe('the fan-out, run by the test (no worker until the end)', () => {
 
   it("delivers the first batch it fetched, a trigger's job filled up with broadcast jobs, whole and once", async () => {
     // pg-boss stamps a fetch's jobs with one started_on: the trigger's job shares it with broadcast jobs.
-    const batchedWith = await sqlOne<{ bulk_jobs: number }>(
+    const batchedWith = await sqlOne<{ bulk_jobs: number; attempt: string }>(
       app,
-      `SELECT count(*)::int AS bulk_jobs FROM pgboss.job t JOIN pgboss.job b ON b.name = t.name AND b.started_on = t.started_on AND b.priority < 0
-        WHERE t.name = 'deliver-event' AND t.data->'event_ids' ? $1`,
+      `SELECT count(b.id)::int AS bulk_jobs, concat_ws(' ', t.state, 'retry_count', t.retry_count, t.output::text) AS attempt
+         FROM pgboss.job t LEFT JOIN pgboss.job b ON b.name = t.name AND b.started_on = t.started_on AND b.priority < 0
+        WHERE t.name = 'deliver-event' AND t.data->'event_ids' ? $1 GROUP BY t.id, t.state, t.retry_count, t.output::text`,
       [bulkTriggerEvent],
     );
-    expect(batchedWith!.bulk_jobs).toBeGreaterThan(0);
+    expect(batchedWith!.bulk_jobs, `the trigger's job: ${batchedWith!.attempt}`).toBeGreaterThan(0);
     const done = await waitForStatus(app, acme, bulkBroadcast, 'completed');
     expect(done.counts).toMatchObject({ delivered: 3, failed: 0, pending: 0 });
     const items = await sql<{ event_id: string; n: number }>(
