@@ -85,18 +85,6 @@ describe('the scanner', () => {
   });
 });
 
-/**
- * Writes outside their owner that exist today: to be moved, never added to. The batch store writes the
- * inbox items and push subscriptions of its deliveries in its one statement, beside the deliveries and
- * events it owns; email feedback marks deliveries bounced; authentication stamps a key's last use.
- */
-const KNOWN_STRAYS = [
-  'server/base/auth/authenticate.ts: writes api_keys (owner: server/resources/)',
-  'server/channels/email/feedback.ts: writes deliveries (owner: server/delivery/)',
-  'server/delivery/stages/store.ts: writes inbox_items (owner: server/channels/inbox/)',
-  'server/delivery/stages/store.ts: writes push_subscriptions (owner: server/channels/push/)',
-];
-
 describe('tables and their owners', () => {
   it('lists tables', () => {
     expect(owners.size).toBeGreaterThan(30);
@@ -116,11 +104,7 @@ describe('tables and their owners', () => {
     .filter(({ table, file }) => owners.has(table) && !file.startsWith(owners.get(table)!))
     .map(({ file, table }) => `${file}: writes ${table} (owner: ${owners.get(table)})`);
 
-  it('has every write in its owner folder, but the known strays', () => {
-    expect(strays.filter((line) => !KNOWN_STRAYS.includes(line))).toEqual([]);
-  });
-
-  it('still has every known stray (remove the ones that are gone)', () => {
-    expect(KNOWN_STRAYS.filter((line) => !strays.includes(line))).toEqual([]);
+  it('has every write in its owner folder', () => {
+    expect(strays).toEqual([]);
   });
 });

@@ -27,6 +27,7 @@ import { query } from '../base/db/sql.ts';
 import { metricsOf } from '../base/metrics/registry.ts';
 import { startWebhookDispatcher, type WebhookDispatchOptions } from '../webhooks/dispatcher.ts';
 import type { InboundSmtpListener } from '../channels/email/inbound-listener.ts';
+import { recordLateOutcome } from '../delivery/late-outcomes.ts';
 import type { Role } from '../base/context.ts';
 import type { ApiContext } from '../api/route.ts';
 
@@ -142,7 +143,7 @@ export async function startRuntime(config: Config, options: RuntimeOptions = {})
     if ((role === 'all' || role === 'inbound') && config.inboundSmtp && options.queue !== false) {
       // Loaded only here: the SMTP server and the mail parser are large, and most installs run without a bounce listener.
       const { startInboundSmtp } = await import('../channels/email/inbound-listener.ts');
-      const listener = await startInboundSmtp(runtime);
+      const listener = await startInboundSmtp(runtime, recordLateOutcome);
       runtime.inboundSmtp = listener;
       runtime.cleanups.push(() => listener.close());
     }

@@ -28,6 +28,16 @@ export type DeliveryOutcome =
   /** retryable: worth another attempt later (network, 5xx, 429); otherwise final at once. */
   | { status: 'failed'; error: string; retryable: boolean };
 
+/**
+ * Records what is learnt of a sent delivery later (a bounce, a complaint) on its row. The deliveries
+ * table's owner supplies it (delivery/late-outcomes.ts) to the channel that hears of such outcomes.
+ */
+export type LateOutcomeRecorder = (
+  em: EntityManager,
+  deliveryId: string,
+  outcome: { status: 'bounced' | 'complained'; error: string },
+) => Promise<void>;
+
 export interface DeliveryRow {
   id: string;
   channel: Channel;

@@ -6,23 +6,14 @@ import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { notFound } from '../base/errors.ts';
 import { newId } from '../base/ids.ts';
-import { execute, query, queryOne } from '../base/db/sql.ts';
+import { query } from '../base/db/sql.ts';
+import { API_KEY_COLUMNS, insertApiKey, revokeApiKeyRow, type ApiKeyRow } from '../base/auth/api-keys.ts';
 import { SERVICE_KEY_PREFIX, hashServiceKey } from '../base/auth/credentials.ts';
 import type { ApiKeyResponse, IssuedApiKeyResponse } from '../schemas/api-keys.ts';
 import { toIsoTimestamp } from '../base/timestamps.ts';
 
 /** How many leading characters of a key are kept in clear, to recognise it in lists. */
 export const API_KEY_PREFIX_LENGTH = 12;
-
-interface ApiKeyRow {
-  id: string;
-  name: string;
-  prefix: string;
-  created_at: Date | string;
-  last_used_at: Date | string | null;
-}
-
-const COLUMNS = 'id, name, prefix, created_at, last_used_at';
 
 export function generateServiceKey(): string {
   return SERVICE_KEY_PREFIX + randomBytes(32).toString('base64url');
@@ -40,11 +31,13 @@ function toApiKeyResponse(row: ApiKeyRow): ApiKeyResponse {
 
 export async function issueApiKey(em: EntityManager, tenantId: string, name: string): Promise<IssuedApiKeyResponse> {
   const key = generateServiceKey();
-  const row = (await queryOne<ApiKeyRow>(
-    em,
-    `INSERT INTO api_keys (id, tenant_id, name, prefix, key_hash) VALUES ($1, $2, $3, $4, $5) RETURNING ${COLUMNS}`,
-    [newId(), tenantId, name, key.slice(0, API_KEY_PREFIX_LENGTH), hashServiceKey(key)],
-  ))!;
+  const row = await insertApiKey(em, {
+    id: newId(),
+    tenantId,
+    name,
+    prefix: key.slice(0, API_KEY_PREFIX_LENGTH),
+    hash: hashServiceKey(key),
+  });
   return { ...toApiKeyResponse(row), key };
 }
 
@@ -52,7 +45,7 @@ export async function issueApiKey(em: EntityManager, tenantId: string, name: str
 export async function listApiKeys(em: EntityManager, tenantId: string): Promise<ApiKeyResponse[]> {
   const rows = await query<ApiKeyRow>(
     em,
-    `SELECT ${COLUMNS} FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL ORDER BY created_at, id`,
+    `SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL ORDER BY created_at, id`,
     [tenantId],
   );
   return rows.map(toApiKeyResponse);
@@ -60,10 +53,5 @@ export async function listApiKeys(em: EntityManager, tenantId: string): Promise<
 
 /** Revokes a live key of the tenant; 404 for an unknown, already revoked or other tenant's key. */
 export async function revokeApiKey(em: EntityManager, tenantId: string, apiKeyId: string): Promise<void> {
-  const changed = await execute(
-    em,
-    `UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND tenant_id = $2 AND revoked_at IS NULL`,
-    [apiKeyId, tenantId],
-  );
-  if (changed === 0) throw notFound('API key');
+  if (!(await revokeApiKeyRow(em, tenantId, apiKeyId))) throw notFound('API key');
 }

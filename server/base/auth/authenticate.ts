@@ -4,6 +4,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { queryOne } from '../db/sql.ts';
 import type { Context } from '../context.ts';
+import { findServiceKeyByHash } from './api-keys.ts';
 import {
   HOST_TOKEN_PREFIX,
   SERVICE_KEY_PREFIX,
@@ -25,17 +26,7 @@ async function resolveServiceKey(runtime: Context, em: EntityManager, key: strin
   const cached = cache.get(cacheKey, runtime.clock.now());
   if (cached) return cached;
   const generation = cache.generation;
-  const row = await queryOne<{ id: string; tenant_id: string }>(
-    em,
-    `WITH k AS (
-       SELECT id, tenant_id, last_used_at FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL
-     ), touched AS (
-       UPDATE api_keys a SET last_used_at = now() FROM k
-        WHERE a.id = k.id AND (k.last_used_at IS NULL OR k.last_used_at < now() - interval '60 seconds')
-     )
-     SELECT id, tenant_id FROM k`,
-    [hash],
-  );
+  const row = await findServiceKeyByHash(em, hash);
   if (!row) return null;
   const credential = { kind: 'service' as const, tenantId: row.tenant_id, apiKeyId: row.id };
   cache.remember(cacheKey, credential, generation, runtime.clock.now());

@@ -5,6 +5,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { query, queryOne } from '../../base/db/sql.ts';
 import { emitWebhookEvent } from '../../webhooks/emit.ts';
 import { suppressAddress } from './suppressions.ts';
+import type { LateOutcomeRecorder } from '../types.ts';
 
 export type FeedbackKind = 'hard_bounce' | 'soft_bounce' | 'complaint';
 
@@ -18,11 +19,15 @@ export interface FeedbackInput {
   detail: string | null;
 }
 
-/** Applies a report to a delivery; false when the delivery is not an email delivery (any more). */
+/**
+ * Applies a report to a delivery (its row through `recordOutcome`, the deliveries table's owner's);
+ * false when the delivery is not an email delivery (any more).
+ */
 export async function recordEmailFeedback(
   em: EntityManager,
   deliveryId: string,
   input: FeedbackInput,
+  recordOutcome: LateOutcomeRecorder,
 ): Promise<boolean> {
   return em.transactional(async (tx) => {
     const delivery = await queryOne<{ tenant_id: string; event_id: string; destination: string }>(
@@ -33,14 +38,10 @@ export async function recordEmailFeedback(
     if (!delivery) return false;
     const email = delivery.destination.toLowerCase();
     const complaint = input.kind === 'complaint';
-    await query(tx, `UPDATE deliveries SET status = $2, last_error = $3, updated_at = now() WHERE id = $1`, [
-      deliveryId,
-      complaint ? 'complained' : 'bounced',
-      `${complaint ? 'complaint' : input.kind === 'hard_bounce' ? 'hard bounce' : 'soft bounce'} ${input.code}${input.detail ? `: ${input.detail}` : ''}`.slice(
-        0,
-        500,
-      ),
-    ]);
+    await recordOutcome(tx, deliveryId, {
+      status: complaint ? 'complained' : 'bounced',
+      error: `${complaint ? 'complaint' : input.kind === 'hard_bounce' ? 'hard bounce' : 'soft bounce'} ${input.code}${input.detail ? `: ${input.detail}` : ''}`,
+    });
     await query(
       tx,
       `INSERT INTO email_feedback (tenant_id, delivery_id, email, kind, detail) VALUES ($1, $2, $3, $4, $5)`,

@@ -9,6 +9,7 @@ import type { Context } from '../../base/context.ts';
 import { verifyBounceToken } from '../../base/auth/contact-links.ts';
 import { readReport } from './feedback-reports.ts';
 import { recordEmailFeedback } from './feedback.ts';
+import type { LateOutcomeRecorder } from '../types.ts';
 
 export const INBOUND_MAX_BYTES = 1024 * 1024;
 const MAX_RECIPIENTS = 20;
@@ -29,7 +30,10 @@ export function parseHostPort(value: string): { host: string; port: number } {
   return { host: match[1]!, port: Number(match[2]) };
 }
 
-export async function startInboundSmtp(runtime: Context): Promise<InboundSmtpListener> {
+export async function startInboundSmtp(
+  runtime: Context,
+  recordOutcome: LateOutcomeRecorder,
+): Promise<InboundSmtpListener> {
   const { host, port } = parseHostPort(runtime.config.inboundSmtp!);
   const domain = runtime.config.bounceDomain;
   if (!domain) throw new Error('inboundSmtp needs bounceDomain: the listener accepts mail for that domain only');
@@ -101,12 +105,18 @@ export async function startInboundSmtp(runtime: Context): Promise<InboundSmtpLis
     for (const deliveryId of deliveries) {
       const applied =
         report.kind === 'complaint'
-          ? await recordEmailFeedback(em, deliveryId, { kind: 'complaint', code: report.feedbackType, detail: null })
-          : await recordEmailFeedback(em, deliveryId, {
-              kind: report.hard ? 'hard_bounce' : 'soft_bounce',
-              code: report.status,
-              detail: report.diagnostic,
-            });
+          ? await recordEmailFeedback(
+              em,
+              deliveryId,
+              { kind: 'complaint', code: report.feedbackType, detail: null },
+              recordOutcome,
+            )
+          : await recordEmailFeedback(
+              em,
+              deliveryId,
+              { kind: report.hard ? 'hard_bounce' : 'soft_bounce', code: report.status, detail: report.diagnostic },
+              recordOutcome,
+            );
       logger.info('inbound report', { kind: report.kind, delivery_id: deliveryId, applied });
     }
     return null;

@@ -67,9 +67,50 @@ export async function inboxItemFor(
 }
 
 /**
+ * The one INSERT of inbox items, for both runs: `values` lists, in NEW_ITEM_COLUMNS order, what each row
+ * of `from` stores, and the stream id is drawn last. The caller's `from` holds its contacts' stream locks
+ * already, so that the ids are drawn under them; rows take their ids in `orderBy` (PostgreSQL computes a
+ * volatile output column after the sort). The UNIQUE delivery_id makes a second item of a delivery
+ * conflict: `onConflict` says whether to skip it or to fail the statement.
+ */
+export function insertInboxItemsSql(parts: {
+  values: string;
+  from: string;
+  orderBy?: string;
+  onConflict: 'skip' | 'fail';
+  returning: string;
+}): string {
+  return `INSERT INTO inbox_items (${NEW_ITEM_COLUMNS.join(', ')}, stream_id)
+       SELECT ${parts.values}, ${NEXT_STREAM_ID_SQL}
+         FROM ${parts.from}${parts.orderBy ? `\n        ORDER BY ${parts.orderBy}` : ''}
+       ${parts.onConflict === 'skip' ? 'ON CONFLICT (delivery_id) DO NOTHING\n       ' : ''}RETURNING ${parts.returning}`;
+}
+
+/** The columns an inserted item is given (its stream id aside), in insertInboxItemsSql's order. */
+export const NEW_ITEM_COLUMNS = [
+  'id',
+  'tenant_id',
+  'contact_id',
+  'event_id',
+  'delivery_id',
+  'type_key',
+  'title',
+  'body',
+  'action_url',
+  'data',
+] as const satisfies ReadonlyArray<keyof NewInboxItem>;
+
+/**
  * Stores an item with its stream id and announces it when the transaction commits; undefined when its
  * delivery already has one. (The batched run stores its items in its store statement, stages/store.ts.)
  */
+const STORE_ONE_ITEM = insertInboxItemsSql({
+  values: '$1::uuid, $2::uuid, $3::uuid, $4::uuid, $5::uuid, $6::text, $7::text, $8::text, $9::text, $10::jsonb',
+  from: 'locked',
+  onConflict: 'skip',
+  returning: INBOX_COLUMNS,
+});
+
 export async function storeInboxItem(
   em: EntityManager,
   item: Pick<
@@ -83,10 +124,7 @@ export async function storeInboxItem(
     `WITH locked AS (
        SELECT ${streamLockSql('$3::uuid')}
      ), stored AS (
-       INSERT INTO inbox_items (id, tenant_id, contact_id, event_id, delivery_id, type_key, title, body, action_url, data, stream_id)
-       SELECT $1::uuid, $2::uuid, $3::uuid, $4::uuid, $5::uuid, $6::text, $7::text, $8::text, $9::text, $10::jsonb, ${NEXT_STREAM_ID_SQL} FROM locked
-       ON CONFLICT (delivery_id) DO NOTHING
-       RETURNING ${INBOX_COLUMNS}
+       ${STORE_ONE_ITEM}
      )
      SELECT stored.*, ${streamNoticesSql('SELECT contact_id FROM stored')} AS notices FROM stored`,
     [

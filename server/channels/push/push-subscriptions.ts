@@ -91,3 +91,17 @@ export async function deletePushSubscription(
   ]);
   if (deleted === 0) throw notFound('Push subscription');
 }
+
+/**
+ * A data-modifying CTE over the relation `recorded` (channel, destination, status of the deliveries
+ * the store stage just stored or recorded, delivery/stages/store.ts): a push subscription a delivery
+ * was sent to was last used now. To the minute, as a service key's: a device that receives many
+ * pushes costs one row write a minute, not one per push. The CASE keeps the uuid cast away from
+ * other channels' destinations (email addresses).
+ */
+export const touchSentSubscriptionsSql = (
+  recorded: string,
+): string => `UPDATE push_subscriptions s SET last_used_at = now()
+    FROM ${recorded} r
+   WHERE r.status = 'sent' AND s.id = CASE WHEN r.channel IN ('push', 'web_push') THEN r.destination::uuid END
+     AND (s.last_used_at IS NULL OR s.last_used_at < now() - interval '60 seconds')`;

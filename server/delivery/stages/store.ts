@@ -11,8 +11,9 @@ import { execute, query } from '../../base/db/sql.ts';
 import { planEachCall } from '../../base/db/prepared.ts';
 import { jsonRowsParameter, jsonRowsSql, type JsonRowColumns } from '../../base/db/json-rows.ts';
 import { statementPerQueue, type PgBoss } from '../../base/queue.ts';
-import { NEXT_STREAM_ID_SQL, streamLockSql, streamNoticesSql } from '../../channels/inbox/events.ts';
-import type { NewInboxItem } from '../../channels/inbox/channel.ts';
+import { streamLockSql, streamNoticesSql } from '../../channels/inbox/events.ts';
+import { insertInboxItemsSql, type NewInboxItem } from '../../channels/inbox/channel.ts';
+import { touchSentSubscriptionsSql } from '../../channels/push/push-subscriptions.ts';
 import type { DeliveryOutcome, DeliveryRow } from '../../channels/types.ts';
 import { completionParameters, deliveryJobsCompletionCte, type FetchedJob } from '../complete.ts';
 import type { PlannedDelivery } from './plan.ts';
@@ -137,20 +138,21 @@ function buildStoreStatement(completedJobsCte: string): string {
        SELECT ${deliveryColumns} FROM ${jsonRowsSql('$1', DELIVERY_COLUMNS)} AS x
        RETURNING id, event_id, tenant_id, channel, destination, status
      ), touched AS (
-       ${touchSentSubscriptions('planned')}
+       ${touchSentSubscriptionsSql('planned')}
      ), input AS (
        SELECT * FROM ${jsonRowsSql('$2', ITEM_COLUMNS)} AS x
      ), stream_locks AS (
        SELECT count(${streamLockSql('contact_id')}) AS n FROM (SELECT DISTINCT contact_id FROM input ORDER BY contact_id) AS contacts
      ), stored AS (
        -- Stream ids drawn only once every lock is held: each row is joined with the locks' one row,
-       -- which the aggregate yields after taking them all; in item order (PostgreSQL computes a
-       -- volatile output column after the sort).
-       INSERT INTO inbox_items (id, tenant_id, contact_id, event_id, delivery_id, type_key, title, body, action_url, data, stream_id)
-       SELECT i.id, p.tenant_id, i.contact_id, p.event_id, i.delivery_id, i.type_key, i.title, i.body, i.action_url, coalesce(i.data, '{}'), ${NEXT_STREAM_ID_SQL}
-         FROM input i JOIN planned p ON p.id = i.delivery_id CROSS JOIN stream_locks
-        ORDER BY i.n
-       RETURNING contact_id
+       -- which the aggregate yields after taking them all; in item order.
+       ${insertInboxItemsSql({
+         values: `i.id, p.tenant_id, i.contact_id, p.event_id, i.delivery_id, i.type_key, i.title, i.body, i.action_url, coalesce(i.data, '{}')`,
+         from: 'input i JOIN planned p ON p.id = i.delivery_id CROSS JOIN stream_locks',
+         orderBy: 'i.n',
+         onConflict: 'fail',
+         returning: 'contact_id',
+       })}
      ), rolled_up AS (
        -- Only events still waiting to start (re-read after any transaction holding one ends); the
        -- assertion below undoes the statement if one was not.
@@ -267,21 +269,10 @@ export async function recordOutcome(
               provider_message_id = coalesce($5, provider_message_id), attempts = attempts + 1, updated_at = now()
         WHERE id = $1 AND status = 'pending'
        RETURNING channel, destination, status)
-     ${touchSentSubscriptions('recorded')}`,
+     ${touchSentSubscriptionsSql('recorded')}`,
     [deliveryId, status, reason, error, messageId],
   );
 }
-
-/**
- * A data-modifying CTE over the relation `recorded` (channel, destination, status of the deliveries
- * just stored or recorded): a push subscription a delivery was sent to was last used now. To the minute, as a service key's: a
- * device that receives many pushes costs one row write a minute, not one per push. The CASE keeps the
- * uuid cast away from other channels' destinations (email addresses).
- */
-const touchSentSubscriptions = (recorded: string) => `UPDATE push_subscriptions s SET last_used_at = now()
-    FROM ${recorded} r
-   WHERE r.status = 'sent' AND s.id = CASE WHEN r.channel IN ('push', 'web_push') THEN r.destination::uuid END
-     AND (s.last_used_at IS NULL OR s.last_used_at < now() - interval '60 seconds')`;
 
 /** recordOutcome for many deliveries in one statement (the batched remote run). */
 export async function recordOutcomes(
@@ -312,7 +303,7 @@ const RECORD_OUTCOMES = planEachCall(`WITH recorded AS (
          FROM ${jsonRowsSql('$1', OUTCOME_COLUMNS)} AS o
         WHERE d.id = o.id AND d.status = 'pending'
        RETURNING d.channel, d.destination, d.status)
-     ${touchSentSubscriptions('recorded')}`);
+     ${touchSentSubscriptionsSql('recorded')}`);
 
 /** What an outcome stores: a retryable failure stays pending unless it was the last attempt. */
 function outcomeColumns(
