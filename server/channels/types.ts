@@ -12,6 +12,8 @@ import type { TemplateCache } from './render-delivery.ts';
 export type SkipReason =
   | 'opted_out'
   | 'channel_disabled'
+  /** A workflow's channel step for a channel the trigger's `channels` leave out. */
+  | 'not_requested'
   | 'no_template'
   | 'no_destination'
   | 'no_transport'

@@ -186,7 +186,10 @@ async function channelStep(
   countSkipped(context.runtime, context.event, plan);
   const planned = await storePlan(context.tx, context.event, plan);
   const remote = await settleLocal(context, planned);
-  finish(step, 'done', context.now);
+  // A filtered channel (left out by the trigger, off for the type, opted out, no destination) is one
+  // skipped delivery: the step shows its reason.
+  const filtered = plan.length > 0 && plan.every((d) => d.status === 'skipped') ? plan[0]!.reason : null;
+  finish(step, filtered === null ? 'done' : 'skipped', context.now, filtered);
   return remote.length > 0 ? { remote } : 'next';
 }
 

@@ -238,6 +238,43 @@ describe('channel steps and conditions', () => {
     await smtp.waitFor((m) => m.envelope.to.includes('two_1@example.test'));
   });
 
+  it("records a channel step the trigger's channels leave out as a delivery skipped not_requested", async () => {
+    await workflowType('wf_narrowed', [
+      { kind: 'channel', channel: 'inbox' },
+      { kind: 'channel', channel: 'email' },
+    ]);
+    const id = await trigger(
+      'wf_narrowed',
+      { external_id: 'narrowed_1', email: 'narrowed_1@example.test' },
+      { n: 1 },
+      { channels: ['inbox'] },
+    );
+    await waitForFinal(app, [id]);
+    const view = await event(id);
+    expect(stepSummary(view)).toEqual(['channel:done', 'channel:skipped:not_requested']);
+    expect(
+      view.deliveries
+        .map((d: { channel: string; status: string; reason: string | null }) => `${d.channel}:${d.status}:${d.reason}`)
+        .sort(),
+    ).toEqual(['email:skipped:not_requested', 'inbox:delivered:null']);
+    expect(view.status).toBe('delivered');
+    expect(mailsTo('narrowed_1@example.test')).toHaveLength(0);
+  });
+
+  it('shows a channel step whose channel the contact opted out of as skipped with that reason', async () => {
+    const id = await trigger('wf_narrowed', { external_id: 'narrowed_2', email: 'narrowed_2@example.test' }, { n: 2 });
+    await waitForFinal(app, [id]);
+    const contactId = (await event(id)).contact_id;
+    const res = await app.request('PUT', `/v1/contacts/${contactId}/preferences`, {
+      token: acme.serviceKey,
+      body: { type: 'wf_narrowed', channel: 'email', enabled: false },
+    });
+    expect(res.status, res.text).toBeLessThan(300);
+    const opted = await trigger('wf_narrowed', { external_id: 'narrowed_2' }, { n: 3 });
+    await waitForFinal(app, [opted]);
+    expect(stepSummary(await event(opted))).toEqual(['channel:done', 'channel:skipped:opted_out']);
+  });
+
   it.each([
     ['vars', 'vars.plan == "pro"', { plan: 'pro' }, { plan: 'free' }],
     ['contact', 'contact.email contains "@vip."', 'vip', 'plain'],

@@ -5,6 +5,8 @@
 // - The type's channel_defaults say which channels are on. A trigger's `channels` narrows them: a
 //   channel left out is not attempted (no row); a channel listed but off for the type is recorded as
 //   skipped 'channel_disabled' (a trigger cannot switch on what the type switched off).
+// - A workflow's channel step plans its one channel: left out by the trigger's `channels`, it is
+//   recorded as skipped 'not_requested', since the step asked for it.
 // - A tenant archived after the trigger: every channel that would be attempted is skipped 'tenant_archived'.
 // - Contact opt-outs count only while the type's opt-out policy is on ('opted_out').
 // - Destinations: inbox always; email needs the contact's email; push one per apns/fcm/expo
@@ -28,6 +30,8 @@ export interface PlanInput {
   contactExists: boolean;
   subscriptions: Array<{ id: string; provider: string }>;
   registered: ReadonlySet<Channel>;
+  /** A workflow's channel step: only this channel is planned, with a row even when the trigger leaves it out. */
+  step?: Channel;
 }
 
 export interface PlannedDelivery {
@@ -46,11 +50,16 @@ export function planDeliveries(input: PlanInput): PlannedDelivery[] {
     out.push({ channel, destination: '', provider: null, status: 'skipped', reason });
   for (const channel of CHANNELS) {
     if (!input.registered.has(channel)) continue;
+    if (input.step !== undefined && channel !== input.step) continue;
     const onByDefault = input.channelDefaults[channel] === true;
-    const requested = input.requestedChannels ? input.requestedChannels.includes(channel) : onByDefault;
-    if (!requested) continue;
+    const listed = input.requestedChannels === null || input.requestedChannels.includes(channel);
+    if (input.step === undefined && !(input.requestedChannels ? listed : onByDefault)) continue;
     if (input.tenantArchived) {
       skip(channel, 'tenant_archived');
+      continue;
+    }
+    if (!listed) {
+      skip(channel, 'not_requested');
       continue;
     }
     if (!onByDefault) {
@@ -99,10 +108,9 @@ export function planEvent(event: LoadedEvent, only?: Channel): PlannedDelivery[]
   const preferences = Object.fromEntries(
     (contact?.preferences ?? []).filter((p) => p.type_key === event.type_key).map((p) => [p.channel, p.enabled]),
   );
-  const requested = only ? (event.channels === null || event.channels.includes(only) ? [only] : []) : event.channels;
   return planDeliveries({
     channelDefaults: event.channel_defaults ?? {},
-    requestedChannels: requested,
+    requestedChannels: event.channels,
     optOutPolicy: event.opt_out ?? true,
     preferences,
     tenantArchived: event.tenant_archived,
@@ -110,6 +118,7 @@ export function planEvent(event: LoadedEvent, only?: Channel): PlannedDelivery[]
     contactExists: contact !== null,
     subscriptions: contact?.subscriptions ?? [],
     registered: registeredChannels(),
+    step: only,
   });
 }
 
