@@ -2,6 +2,7 @@
 // stream is counted as it arrives, so an oversized or endless body is cut off without being buffered.
 import type { Readable } from 'node:stream';
 import { AppError, ValidationFailure } from '../base/errors.ts';
+import { MAX_JSON_DEPTH, tooDeepPath } from '../base/json-depth.ts';
 
 /** What srvx's Node adapter adds to the requests it serves: the Node request the web Request wraps. */
 interface NodeServedRequest {
@@ -20,13 +21,21 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
   if (type && !/^application\/([\w.+-]*\+)?json\b/i.test(type)) {
     throw new AppError('unsupported_media_type', 'Request bodies must be JSON (Content-Type: application/json)');
   }
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch (error) {
     throw new ValidationFailure([
       { loc: ['body'], msg: `Malformed JSON: ${(error as Error).message}`, type: 'json_invalid' },
     ]);
   }
+  const deep = tooDeepPath(text, value);
+  if (deep) {
+    throw new ValidationFailure([
+      { loc: ['body', ...deep], msg: `Nested deeper than ${MAX_JSON_DEPTH} levels`, type: 'json_too_deep' },
+    ]);
+  }
+  return value;
 }
 
 async function readChunks(chunks: AsyncIterable<Uint8Array> | null, maxBytes: number): Promise<Buffer<ArrayBuffer>> {

@@ -6,6 +6,7 @@
 // and writing overlap while at most three batches are held.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../base/errors.ts';
+import { MAX_JSON_DEPTH, tooDeepPath } from '../base/json-depth.ts';
 import type { ContactImportResponse } from '../schemas/contacts.ts';
 import { upsertContactCounts } from './contact-upsert.ts';
 import type { ContactFields } from '../schemas/contacts.ts';
@@ -119,6 +120,11 @@ export async function importContacts(
         entry = JSON.parse(line.text);
       } catch (error) {
         refuse(line.number, `(line): malformed JSON: ${(error as Error).message}`);
+        continue;
+      }
+      const deep = tooDeepPath(line.text, entry);
+      if (deep) {
+        refuse(line.number, `${deep.join('.')}: nested deeper than ${MAX_JSON_DEPTH} levels`);
         continue;
       }
       const parsed = parseContactEntry(entry);

@@ -70,6 +70,16 @@ describe('POST /v1/contacts/import', () => {
     ]);
   });
 
+  it('refuses a line nesting its properties deeper than 32 levels, naming where, and keeps the others', async () => {
+    const deep = `{"external_id":"deep","properties":${'{"a":'.repeat(4400)}1${'}'.repeat(4400)}}`;
+    const res = await importText(acme, `${deep}\n${JSON.stringify({ external_id: 'beside-deep' })}\n`);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ created: 1, refused: 1 });
+    expect(res.body.errors).toEqual([
+      { line: 1, detail: `properties.${Array(31).fill('a').join('.')}: nested deeper than 32 levels` },
+    ]);
+  });
+
   it('reports malformed lines by line number and keeps the good ones', async () => {
     const text = lines(
       { external_id: 'good-1' },
