@@ -9,14 +9,21 @@ import { execute, queryOne } from '../../base/db/sql.ts';
 import type { Context } from '../../base/context.ts';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
-/** An in_flight claim older than this belonged to a request that died without releasing it. */
-export const IDEMPOTENCY_STALE_MS = 60 * 1000;
+/**
+ * An in_flight claim older than this is taken to belong to a request that died without releasing it,
+ * and a retry takes it over; until then a retry is answered 409 with the seconds left in Retry-After.
+ * A request still running when its claim is taken over cannot commit: its completion finds the claim
+ * no longer its own (completeIdempotencyKey), so the key's work commits once either way.
+ */
+export const IDEMPOTENCY_STALE_MS = 10 * 1000;
 export const IDEMPOTENCY_KEY_MAX = 255;
 
 export interface IdempotencyClaim {
   tenantId: string;
   key: string;
   requestHash: string;
+  /** When the claim was made (epoch ms): it tells this claim from a later one that took it over. */
+  claimedAt: number;
 }
 
 export type ClaimResult =
@@ -54,11 +61,8 @@ function canonicalJson(value: unknown): string {
  * body), 422 idempotency_key_reused (another body), 409 idempotency_in_flight (still running).
  * An expired record or a stale claim is taken over.
  */
-export async function claimIdempotencyKey(
-  em: EntityManager,
-  claim: IdempotencyClaim,
-  now: number,
-): Promise<ClaimResult> {
+export async function claimIdempotencyKey(em: EntityManager, claim: IdempotencyClaim): Promise<ClaimResult> {
+  const now = claim.claimedAt;
   const claimed = await queryOne<{ key: string }>(
     em,
     `INSERT INTO idempotency_keys AS k (tenant_id, key, request_hash, state, created_at, expires_at)
@@ -77,45 +81,58 @@ export async function claimIdempotencyKey(
     state: string;
     response_status: number | null;
     response_body: unknown;
+    claimed_ms: number;
   }>(
     em,
-    `SELECT request_hash, state, response_status, response_body FROM idempotency_keys WHERE tenant_id = $1 AND key = $2`,
+    `SELECT request_hash, state, response_status, response_body, extract(epoch FROM created_at) * 1000 AS claimed_ms
+       FROM idempotency_keys WHERE tenant_id = $1 AND key = $2`,
     [claim.tenantId, claim.key],
   );
   if (existing && existing.request_hash !== claim.requestHash) {
     throw new AppError('idempotency_key_reused', 'This Idempotency-Key was used with a different request body');
   }
   if (!existing || existing.state === 'in_flight' || existing.response_status === null) {
-    throw new AppError(
-      'idempotency_in_flight',
-      'A request with this Idempotency-Key is still being processed; retry shortly',
-    );
+    const staleInMs = existing ? Number(existing.claimed_ms) + IDEMPOTENCY_STALE_MS - now : 0;
+    throw new AppError('idempotency_in_flight', 'A request with this Idempotency-Key is still being processed', {
+      headers: { 'retry-after': String(Math.max(1, Math.ceil(staleInMs / 1000))) },
+    });
   }
   return { kind: 'replay', status: existing.response_status, body: existing.response_body };
 }
 
-/** Records the response; call it inside the transaction that does the request's work. */
+/** The claim's row, while it is still this claim's (not taken over by a retry since). */
+const OWN_CLAIM = `tenant_id = $1 AND key = $2 AND request_hash = $3 AND state = 'in_flight' AND created_at = to_timestamp($4 / 1000.0)`;
+
+/**
+ * Records the response; call it inside the transaction that does the request's work. Throws 409 when a
+ * retry has taken the claim over (it went stale while this request ran), which undoes that work.
+ */
 export async function completeIdempotencyKey(
   em: EntityManager,
   claim: IdempotencyClaim,
   status: number,
   body: unknown,
 ): Promise<void> {
-  await execute(
+  const completed = await execute(
     em,
-    `UPDATE idempotency_keys SET state = 'done', response_status = $3, response_body = $4
-      WHERE tenant_id = $1 AND key = $2 AND request_hash = $5`,
-    [claim.tenantId, claim.key, status, JSON.stringify(body), claim.requestHash],
+    `UPDATE idempotency_keys SET state = 'done', response_status = $5, response_body = $6 WHERE ${OWN_CLAIM}`,
+    [claim.tenantId, claim.key, claim.requestHash, claim.claimedAt, status, JSON.stringify(body)],
   );
+  if (completed === 0) {
+    throw new AppError('idempotency_in_flight', 'A retry with this Idempotency-Key took over this request', {
+      headers: { 'retry-after': '1' },
+    });
+  }
 }
 
 /** Releases the claim of a request that failed, so the client can retry with the same key. */
 export async function releaseIdempotencyKey(em: EntityManager, claim: IdempotencyClaim): Promise<void> {
-  await execute(
-    em,
-    `DELETE FROM idempotency_keys WHERE tenant_id = $1 AND key = $2 AND request_hash = $3 AND state = 'in_flight'`,
-    [claim.tenantId, claim.key, claim.requestHash],
-  );
+  await execute(em, `DELETE FROM idempotency_keys WHERE ${OWN_CLAIM}`, [
+    claim.tenantId,
+    claim.key,
+    claim.requestHash,
+    claim.claimedAt,
+  ]);
 }
 
 /**
@@ -137,8 +154,9 @@ export async function withIdempotencyKey<T>(
     tenantId,
     key,
     requestHash: requestHash(request, runtime.tokens.derive('idempotency')),
+    claimedAt: runtime.clock.now(),
   };
-  const claimed = await claimIdempotencyKey(em, claim, runtime.clock.now());
+  const claimed = await claimIdempotencyKey(em, claim);
   if (claimed.kind === 'replay') return { status: claimed.status, body: claimed.body as T };
   try {
     return { status, body: await accept(claim) };

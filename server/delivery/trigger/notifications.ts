@@ -78,8 +78,9 @@ export async function triggerNotifications(
     tenantId,
     key: idempotencyKey,
     requestHash: requestHash(request, runtime.tokens.derive('idempotency')),
+    claimedAt: runtime.clock.now(),
   };
-  const claimed = await claimIdempotencyKey(em, claim, runtime.clock.now());
+  const claimed = await claimIdempotencyKey(em, claim);
   if (claimed.kind === 'replay') return { status: claimed.status, body: claimed.body as TriggerResponse };
   try {
     return { status: 202, body: await acceptTrigger(runtime, em, tenantId, request, claim) };

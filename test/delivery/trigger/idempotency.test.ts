@@ -12,7 +12,14 @@ import {
 } from '../../support/fixtures.ts';
 import { ManualClock } from '../../../server/base/clock.ts';
 import { execute } from '../../../server/base/db/sql.ts';
-import { pruneIdempotencyKeys, requestHash } from '../../../server/delivery/trigger/idempotency.ts';
+import {
+  IDEMPOTENCY_STALE_MS,
+  claimIdempotencyKey,
+  completeIdempotencyKey,
+  pruneIdempotencyKeys,
+  releaseIdempotencyKey,
+  requestHash,
+} from '../../../server/delivery/trigger/idempotency.ts';
 
 let app: TestApp;
 let acme: TenantFixture;
@@ -77,10 +84,35 @@ describe('Idempotency-Key', () => {
     const res = await send('key-flight', body);
     expect(res.status).toBe(409);
     expect(res.body.code).toBe('idempotency_in_flight');
-    // A claim left by a crashed request goes stale and is taken over.
-    clock.advance(61_000);
+    expect(res.headers.get('retry-after')).toBe(String(IDEMPOTENCY_STALE_MS / 1000));
+    clock.advance(IDEMPOTENCY_STALE_MS - 2_500);
+    expect((await send('key-flight', body)).headers.get('retry-after')).toBe('3');
+    // A claim left by a crashed request goes stale within seconds and is taken over.
+    clock.advance(2_500);
     const later = await send('key-flight', body);
     expect(later.status).toBe(202);
+    expect(IDEMPOTENCY_STALE_MS).toBeLessThanOrEqual(10_000);
+  });
+
+  it("lets a request whose stale claim a retry took over neither commit nor free the retry's claim", async () => {
+    const em = app.runtime.orm.em.fork();
+    const first = { tenantId: acme.tenantId, key: 'key-takeover', requestHash: 'h', claimedAt: clock.now() };
+    expect((await claimIdempotencyKey(em, first)).kind).toBe('claimed');
+    clock.advance(IDEMPOTENCY_STALE_MS);
+    const retry = { ...first, claimedAt: clock.now() };
+    expect((await claimIdempotencyKey(em, retry)).kind).toBe('claimed');
+    await expect(completeIdempotencyKey(em, first, 202, { from: 'first' })).rejects.toMatchObject({
+      code: 'idempotency_in_flight',
+    });
+    await releaseIdempotencyKey(em, first);
+    await completeIdempotencyKey(em, retry, 202, { from: 'retry' });
+    expect((await claimIdempotencyKey(em, { ...retry, claimedAt: clock.now() })).kind === 'replay').toBe(true);
+    const row = await sqlOne<{ response_body: unknown }>(
+      app,
+      `SELECT response_body FROM idempotency_keys WHERE tenant_id = $1 AND key = 'key-takeover'`,
+      [acme.tenantId],
+    );
+    expect(row!.response_body).toEqual({ from: 'retry' });
   });
 
   it('lets exactly one of two simultaneous requests with one key do the work', async () => {
