@@ -10,6 +10,7 @@ import { checkTenantId, requireTenant, resolveTenant } from './support/tenant-op
 import { apiKeys } from './support/paths.ts';
 import { ApiError } from './support/remote.ts';
 import { withInProcessClient } from './support/target.ts';
+import { examples } from './support/examples.ts';
 
 interface Common {
   dataDir?: string;
@@ -23,11 +24,11 @@ export function registerApiKeys(program: Command): void {
     .description("manage a tenant's service keys (sk_...) on this host")
     .addHelpText(
       'after',
-      `
-Examples:
-  $ herald api-keys issue --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 --name "billing backend"
-  $ herald api-keys list --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 --json
-  $ herald api-keys revoke 0190f5e3-0000-7000-8000-000000000001 --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 --yes`,
+      examples(
+        'herald api-keys issue --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 --name "billing backend"',
+        'herald api-keys list --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 --json',
+        'herald api-keys revoke 0190f5e3-0000-7000-8000-000000000001 --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 --yes',
+      ),
     );
 
   withDataDir(group.command('issue'))
@@ -35,7 +36,7 @@ Examples:
     .option('--tenant <id>', 'tenant id (default: the only tenant of the install, as in single mode)')
     .option('--name <name>', 'a label for the key (which backend or script holds it)', 'herald-cli')
     .option('--json', 'print the key and its details as JSON')
-    .addHelpText('after', '\nExample:\n  $ herald api-keys issue --tenant <tenant-id> --name ci --json | jq -r .key')
+    .addHelpText('after', examples('herald api-keys issue --tenant <tenant-id> --name ci --json | jq -r .key'))
     .action(async (options: Common & { name: string }) => {
       if (options.tenant !== undefined) checkTenantId(options.tenant);
       const name = options.name.trim();
@@ -57,6 +58,13 @@ Examples:
     .description("list a tenant's live service keys (never the keys themselves)")
     .requiredOption('--tenant <id>', 'tenant id')
     .option('--json', 'print the keys as JSON')
+    .addHelpText(
+      'after',
+      examples(
+        'herald api-keys list --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6',
+        'herald api-keys list --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 --json | jq -r ".[].id"',
+      ),
+    )
     .action(async (options: Common) => {
       const tenantId = checkTenantId(options.tenant);
       const keys = await withLocalRuntime(configFrom(options), async (runtime) => {
@@ -73,6 +81,12 @@ Examples:
     .requiredOption('--tenant <id>', 'tenant id')
     .option('-y, --yes', 'revoke without asking')
     .option('--json', 'print the result as JSON')
+    .addHelpText(
+      'after',
+      examples(
+        'herald api-keys revoke 0190f5e3-0000-7000-8000-000000000001 --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 --yes',
+      ),
+    )
     .action(async (apiKeyId: string, options: Common & { yes?: boolean }) => {
       const tenantId = checkTenantId(options.tenant);
       if (!isUuid(apiKeyId)) throw usageError(`<api_key_id> must be a key id (a UUID), got "${apiKeyId}"`);

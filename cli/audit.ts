@@ -6,6 +6,7 @@ import { AuditListQuery } from '../server/schemas/audit.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { printJson, printTable, usageError } from './support/output.ts';
 import { checkTenantId } from './support/tenant-option.ts';
+import { examples } from './support/examples.ts';
 
 interface AuditOptions {
   dataDir?: string;
@@ -30,10 +31,10 @@ export function registerAudit(program: Command): void {
     .option('--json', 'print the page as JSON ({items, next_cursor})')
     .addHelpText(
       'after',
-      `
-Examples:
-  $ herald audit --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 --action 'api_key.*'
-  $ herald audit --actor ops@acme.example --since 2026-01-01T00:00:00Z --json`,
+      examples(
+        "herald audit --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 --action 'api_key.*'",
+        'herald audit --actor ops@acme.example --since 2026-01-01T00:00:00Z --json',
+      ),
     )
     .action(async (options: AuditOptions) => {
       const tenantId = options.tenant === undefined ? null : checkTenantId(options.tenant);

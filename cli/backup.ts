@@ -15,6 +15,7 @@ import { migrations } from '../migrations/index.ts';
 import { CliError, print, printJson, usageError } from './support/output.ts';
 import { withDataDir } from './support/context.ts';
 import { notInitialised } from './support/initialised.ts';
+import { examples } from './support/examples.ts';
 
 export function registerBackup(program: Command): void {
   withDataDir(program.command('backup'))
@@ -24,10 +25,10 @@ export function registerBackup(program: Command): void {
     .option('--json', 'print the result as JSON')
     .addHelpText(
       'after',
-      `
-Examples:
-  $ herald backup --data-dir /var/lib/herald --out /backups/herald-$(date +%F).herald.gz
-  $ herald backup --out herald.gz --include-keys      # a self-contained backup`,
+      examples(
+        'herald backup --data-dir /var/lib/herald --out /backups/herald-$(date +%F).herald.gz',
+        'herald backup --out herald.gz --include-keys      # a self-contained backup',
+      ),
     )
     .action(async (options: { dataDir?: string; out: string; includeKeys?: boolean; json?: boolean }) => {
       const config = loadConfig({ dataDir: options.dataDir });
@@ -78,10 +79,10 @@ export function registerRestore(program: Command): void {
     .option('--json', 'print the result as JSON')
     .addHelpText(
       'after',
-      `
-Examples:
-  $ herald restore /backups/herald-2026-01-31.herald.gz --data-dir /var/lib/herald-restored
-  $ herald restore herald.gz --data-dir ./data2 --database-url postgres://herald@db/herald_restored`,
+      examples(
+        'herald restore /backups/herald-2026-01-31.herald.gz --data-dir /var/lib/herald-restored',
+        'herald restore herald.gz --data-dir ./data2 --database-url postgres://herald@db/herald_restored',
+      ),
     )
     .action(
       async (

@@ -10,6 +10,7 @@ import { print, printJson, printRecord, printTable, usageError } from './support
 import { brandings } from './support/paths.ts';
 import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
 import { checkTenantId, requireTenant } from './support/tenant-option.ts';
+import { examples } from './support/examples.ts';
 
 export function registerBrands(program: Command): void {
   const group = program
@@ -17,17 +18,24 @@ export function registerBrands(program: Command): void {
     .description("a tenant's brands (write them with the API or herald apply) and the plan's brand cap")
     .addHelpText(
       'after',
-      `
-Examples:
-  $ herald brands list --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6
-  $ HERALD_URL=https://herald.acme.test HERALD_API_KEY=sk_... herald brands get default --json
-  $ herald brands limit --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6          # show
-  $ herald brands limit --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 25       # raise to 25
-  $ herald brands limit --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 --reset  # back to the default (${PLAN_DEFAULTS.brands})`,
+      examples(
+        'herald brands list --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6',
+        'HERALD_URL=https://herald.acme.test HERALD_API_KEY=sk_... herald brands get default --json',
+        'herald brands limit --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6          # show',
+        'herald brands limit --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 25       # raise to 25',
+        `herald brands limit --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 --reset  # back to the default (${PLAN_DEFAULTS.brands})`,
+      ),
     );
 
   withTarget(group.command('list'))
     .description('list the brands (the default brand first)')
+    .addHelpText(
+      'after',
+      examples(
+        'herald brands list --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6',
+        'HERALD_URL=https://herald.acme.test HERALD_API_KEY=sk_... herald brands list --json',
+      ),
+    )
     .action(async (options: TargetOptions) => {
       const brands = await onTarget(options, (client) => client.call<BrandingResponse[]>('GET', brandings.list()));
       if (options.json) return printJson(brands);
@@ -44,6 +52,13 @@ Examples:
   withTarget(group.command('get'))
     .description('show one brand: its values and sender')
     .argument('<key>', 'the brand key')
+    .addHelpText(
+      'after',
+      examples(
+        'herald brands get default --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6',
+        'herald brands get shop --json | jq .values',
+      ),
+    )
     .action(async (key: string, options: TargetOptions) => {
       const brand = await onTarget(options, (client) => client.call<BrandingResponse>('GET', brandings.one(key)));
       if (options.json) return printJson(brand);
@@ -58,6 +73,14 @@ Examples:
     .requiredOption('--tenant <id>', 'tenant id')
     .option('--reset', `remove the override: back to the default of ${PLAN_DEFAULTS.brands}`)
     .option('--json', 'print the result as JSON')
+    .addHelpText(
+      'after',
+      examples(
+        'herald brands limit --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6          # show',
+        'herald brands limit 25 --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6       # raise to 25',
+        `herald brands limit --reset --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6  # back to the default (${PLAN_DEFAULTS.brands})`,
+      ),
+    )
     .action(
       async (
         n: string | undefined,

@@ -10,6 +10,7 @@ import { CliError, EXIT_FAILURE, print, printJson, printTable, usageError } from
 import { broadcasts as paths } from './support/paths.ts';
 import { progressBar } from './support/progress.ts';
 import { remoteClient, withRemote, type RemoteClient, type RemoteOptions } from './support/remote.ts';
+import { examples } from './support/examples.ts';
 
 interface CreateOptions extends RemoteOptions, MessageOptions {
   type: string;
@@ -93,6 +94,15 @@ export function registerBroadcasts(program: Command): void {
     .command('broadcasts')
     .description(
       'send a notification type to a topic or to all contacts (remote mode: --url/--api-key or HERALD_URL/HERALD_API_KEY)',
+    )
+    .addHelpText(
+      'after',
+      examples(
+        'export HERALD_URL=https://herald.example.com HERALD_API_KEY=sk_...',
+        'herald broadcasts create --type release_notes --topic beta-testers --var version=2.0 --wait',
+        'herald broadcasts list --status running',
+        'herald broadcasts cancel 0193f1c2-...-7a1b --yes',
+      ),
     );
 
   withMessageOptions(
@@ -111,11 +121,11 @@ export function registerBroadcasts(program: Command): void {
     .option('--json', 'print JSON')
     .addHelpText(
       'after',
-      `
-Examples:
-  $ export HERALD_URL=https://herald.example.com HERALD_API_KEY=sk_...
-  $ herald broadcasts create --type release_notes --topic beta-testers --var version=2.0 --wait
-  $ herald broadcasts create --type maintenance --all-contacts --send-at 2026-12-01T09:00:00Z --idempotency-key maint-12-01`,
+      examples(
+        'export HERALD_URL=https://herald.example.com HERALD_API_KEY=sk_...',
+        'herald broadcasts create --type release_notes --topic beta-testers --var version=2.0 --wait',
+        'herald broadcasts create --type maintenance --all-contacts --send-at 2026-12-01T09:00:00Z --idempotency-key maint-12-01',
+      ),
     )
     .action(async (options: CreateOptions) => {
       if (Boolean(options.topic) === Boolean(options.allContacts))
@@ -146,7 +156,7 @@ Examples:
       .option('--timeout <seconds>', 'with --wait: give up after this long', '600')
       .option('--json', 'print JSON'),
   )
-    .addHelpText('after', '\nExample:\n  $ herald broadcasts get 0193f1c2-...-7a1b --wait')
+    .addHelpText('after', examples('herald broadcasts get 0193f1c2-...-7a1b --wait'))
     .action(async (id: string, options: RemoteOptions & WaitOptions) => {
       const timeout = timeoutOf(options);
       const client = remoteClient(options, { invalidInputExit: EXIT_FAILURE });
@@ -165,7 +175,7 @@ Examples:
       .option('--cursor <cursor>', 'the next page, as printed by the previous one')
       .option('--json', 'print JSON'),
   )
-    .addHelpText('after', '\nExample:\n  $ herald broadcasts list --status running --json')
+    .addHelpText('after', examples('herald broadcasts list --status running --json'))
     .action(async (options: RemoteOptions & { status?: string; limit: string; cursor?: string; json?: boolean }) => {
       if (!/^\d+$/.test(options.limit)) throw usageError('--limit must be a number');
       const query = new URLSearchParams({ limit: options.limit });
@@ -205,7 +215,7 @@ Examples:
       .option('--yes', 'do not ask for confirmation (required when stdin is not a terminal)')
       .option('--json', 'print JSON'),
   )
-    .addHelpText('after', '\nExample:\n  $ herald broadcasts cancel 0193f1c2-...-7a1b --yes')
+    .addHelpText('after', examples('herald broadcasts cancel 0193f1c2-...-7a1b --yes'))
     .action(async (id: string, options: RemoteOptions & { yes?: boolean; json?: boolean }) => {
       const client = remoteClient(options, { invalidInputExit: EXIT_FAILURE });
       await confirmUnlessYes(options.yes, {

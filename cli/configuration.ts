@@ -13,6 +13,7 @@ import { CliError, describeFailure, print, printJson, usageError } from './suppo
 import { configuration } from './support/paths.ts';
 import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
 import { readYamlDocument } from './support/yaml-document.ts';
+import { examples } from './support/examples.ts';
 
 const HEADER = `# Herald configuration (herald export). Apply it with: herald apply -f <this file> [--dry-run] [--prune]
 `;
@@ -22,10 +23,10 @@ export function registerExport(program: Command): void {
     .description("print a tenant's configuration (types, brands, templates, sender domains) as YAML; never secrets")
     .addHelpText(
       'after',
-      `
-Examples:
-  $ herald export --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 > herald.yaml
-  $ HERALD_URL=https://herald.acme.test HERALD_API_KEY=sk_... herald export > herald.yaml`,
+      examples(
+        'herald export --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 > herald.yaml',
+        'HERALD_URL=https://herald.acme.test HERALD_API_KEY=sk_... herald export > herald.yaml',
+      ),
     )
     .action(async (options: TargetOptions) => {
       const document = await onTarget(options, (client) =>
@@ -50,10 +51,11 @@ export function registerApply(program: Command): void {
     .option('--prune', 'also delete what the file does not list (never the default brand)')
     .addHelpText(
       'after',
-      `
-Examples:
-  $ herald apply -f herald.yaml --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 --dry-run
-  $ HERALD_URL=https://herald.acme.test HERALD_API_KEY=sk_... herald apply -f herald.yaml --prune
+      examples(
+        'herald apply -f herald.yaml --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 --dry-run',
+        'HERALD_URL=https://herald.acme.test HERALD_API_KEY=sk_... herald apply -f herald.yaml --prune',
+      ) +
+        `
 
 Exit codes: 0 applied (or nothing to change), 1 the apply failed (nothing was changed), 2 the file is invalid
 (malformed, or a value the API refuses: nothing was changed either).`,

@@ -15,6 +15,7 @@ import {
   type ContactResponse,
   type ContactTokenResponse,
 } from '../server/schemas/contacts.ts';
+import { examples } from './support/examples.ts';
 
 interface ContactFieldOptions {
   email?: string;
@@ -84,22 +85,19 @@ export function registerContacts(program: Command): void {
     .description("manage a tenant's contacts over the API (remote: --url/--api-key or HERALD_URL/HERALD_API_KEY)")
     .addHelpText(
       'after',
-      `
-Examples:
-  $ export HERALD_URL=https://herald.example.com HERALD_API_KEY=sk_...
-  $ herald contacts create user-42 --email ann@example.com --name Ann --language de
-  $ herald contacts find user-42 --json
-  $ herald contacts import contacts.ndjson
-  $ herald contacts token user-42`,
+      examples(
+        'export HERALD_URL=https://herald.example.com HERALD_API_KEY=sk_...',
+        'herald contacts create user-42 --email ann@example.com --name Ann --language de',
+        'herald contacts find user-42 --json',
+        'herald contacts import contacts.ndjson',
+        'herald contacts token user-42',
+      ),
     );
 
   withFields(withRemote(contacts.command('create <external_id>')))
     .description('create a contact (fails when the external_id exists)')
     .option('--json', 'print the contact as JSON')
-    .addHelpText(
-      'after',
-      '\nExample:\n  $ herald contacts create user-42 --email ann@example.com --property plan=\\"pro\\"',
-    )
+    .addHelpText('after', examples('herald contacts create user-42 --email ann@example.com --property plan=\\"pro\\"'))
     .action(async (externalId: string, options: ContactFieldOptions & RemoteOptions & Json) => {
       const client = remoteClient(options);
       printContact(
@@ -113,7 +111,7 @@ Examples:
   withRemote(contacts.command('get <id>'))
     .description('show a contact by its Herald id')
     .option('--json', 'print the contact as JSON')
-    .addHelpText('after', '\nExample:\n  $ herald contacts get 01890a5d-ac96-774b-bcce-b302099a8057 --json')
+    .addHelpText('after', examples('herald contacts get 01890a5d-ac96-774b-bcce-b302099a8057 --json'))
     .action(async (id: string, options: RemoteOptions & Json) => {
       printContact(await remoteClient(options).call<ContactResponse>('GET', paths.one(id)), options);
     });
@@ -121,7 +119,7 @@ Examples:
   withRemote(contacts.command('find <external_id>'))
     .description('show the contact with an external_id (exit 1 when there is none)')
     .option('--json', 'print the contact as JSON')
-    .addHelpText('after', '\nExample:\n  $ herald contacts find user-42')
+    .addHelpText('after', examples('herald contacts find user-42'))
     .action(async (externalId: string, options: RemoteOptions & Json) => {
       printContact(await remoteClient(options).call<ContactResponse>('GET', paths.byExternalId(externalId)), options);
     });
@@ -132,7 +130,7 @@ Examples:
     .option('--json', 'print the contact as JSON')
     .addHelpText(
       'after',
-      '\nExample:\n  $ herald contacts update 01890a5d-ac96-774b-bcce-b302099a8057 --name "Ann B." --clear phone',
+      examples('herald contacts update 01890a5d-ac96-774b-bcce-b302099a8057 --name "Ann B." --clear phone'),
     )
     .action(async (id: string, options: ContactFieldOptions & RemoteOptions & Json & { clear?: string[] }) => {
       const client = remoteClient(options);
@@ -163,7 +161,7 @@ Examples:
     .description('delete a contact with its preferences, push subscriptions and inbox')
     .option('--yes', 'do not ask for confirmation (required when stdin is not a terminal)')
     .option('--json', 'print {"deleted": id} as JSON')
-    .addHelpText('after', '\nExample:\n  $ herald contacts delete 01890a5d-ac96-774b-bcce-b302099a8057 --yes')
+    .addHelpText('after', examples('herald contacts delete 01890a5d-ac96-774b-bcce-b302099a8057 --yes'))
     .action(async (id: string, options: RemoteOptions & Json & { yes?: boolean }) => {
       const client = remoteClient(options);
       await confirmUnlessYes(options.yes, {
@@ -191,10 +189,7 @@ becomes a property). Both are streamed to the server as they are read (up to 100
 progress bar on a terminal; refused lines are reported by line number and the others kept. A .json
 file (an array, or {"contacts": [...]}) is sent 500 contacts per call, refused entries reported by
 index. Exit 1 when some were refused.
-
-Examples:
-  $ herald contacts import users.ndjson
-  $ herald contacts import users.csv --json`,
+` + examples('herald contacts import users.ndjson', 'herald contacts import users.csv --json'),
     )
     .action(async (file: string, options: RemoteOptions & Json & { format?: string }) => {
       const format = options.format ?? (/\.csv$/i.test(file) ? 'csv' : /\.json$/i.test(file) ? 'json' : 'ndjson');
@@ -236,7 +231,7 @@ Examples:
   withRemote(contacts.command('token <external_id>'))
     .description('mint a contact token (for trying a front end; a real backend mints them per session)')
     .option('--json', 'print {token, token_type, expires_in, contact_id} as JSON')
-    .addHelpText('after', '\nExample:\n  $ TOKEN=$(herald contacts token user-42)')
+    .addHelpText('after', examples('TOKEN=$(herald contacts token user-42)'))
     .action(async (externalId: string, options: RemoteOptions & Json) => {
       const result = await remoteClient(options).call<ContactTokenResponse>('POST', paths.tokens(), {
         body: { external_id: externalId },

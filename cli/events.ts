@@ -7,6 +7,7 @@ import { notifications } from './support/paths.ts';
 import { remoteClient, withRemote, type RemoteOptions } from './support/remote.ts';
 import { summaryRow } from './send.ts';
 import type { CancelResponse, EventPage, EventResponse } from '../server/schemas/notifications.ts';
+import { examples } from './support/examples.ts';
 
 interface ListOptions extends RemoteOptions {
   type?: string;
@@ -20,7 +21,16 @@ interface ListOptions extends RemoteOptions {
 export function registerEvents(program: Command): void {
   const events = program
     .command('events')
-    .description('events and their delivery status (remote mode: --url/--api-key or HERALD_URL/HERALD_API_KEY)');
+    .description('events and their delivery status (remote mode: --url/--api-key or HERALD_URL/HERALD_API_KEY)')
+    .addHelpText(
+      'after',
+      examples(
+        'export HERALD_URL=https://herald.example.com HERALD_API_KEY=sk_...',
+        'herald events list --status failed',
+        'herald events get 0193f1c2-...-7a1b',
+        'herald events cancel --key trial-user_42',
+      ),
+    );
   withRemote(
     events
       .command('get')
@@ -28,7 +38,7 @@ export function registerEvents(program: Command): void {
       .argument('<event_id>')
       .option('--json', 'print JSON'),
   )
-    .addHelpText('after', `\nExamples:\n  $ herald events get 0193f1c2-...-7a1b --json`)
+    .addHelpText('after', examples('herald events get 0193f1c2-...-7a1b --json'))
     .action(async (eventId: string, options: RemoteOptions & { json?: boolean }) => {
       const body = await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call<EventResponse>(
         'GET',
@@ -67,7 +77,7 @@ export function registerEvents(program: Command): void {
   )
     .addHelpText(
       'after',
-      `\nExamples:\n  $ herald events list --status failed --limit 50\n  $ herald events list --external-id user_42 --json`,
+      examples('herald events list --status failed --limit 50', 'herald events list --external-id user_42 --json'),
     )
     .action(async (options: ListOptions) => {
       if (!/^\d+$/.test(options.limit)) throw usageError('--limit must be a number');
@@ -94,7 +104,7 @@ export function registerEvents(program: Command): void {
   )
     .addHelpText(
       'after',
-      `\nExamples:\n  $ herald events cancel 0193f1c2-...-7a1b\n  $ herald events cancel --key trial-user_42 --json`,
+      examples('herald events cancel 0193f1c2-...-7a1b', 'herald events cancel --key trial-user_42 --json'),
     )
     .action(async (eventId: string | undefined, options: RemoteOptions & { key?: string; json?: boolean }) => {
       if ((eventId === undefined) === (options.key === undefined))

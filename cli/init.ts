@@ -13,6 +13,7 @@ import { createUser, findUserByEmail } from '../server/resources/users.ts';
 import { seedWelcomeNotification } from '../server/resources/welcome.ts';
 import { PASSWORD_MAX, PASSWORD_MIN } from '../server/base/auth/passwords.ts';
 import { CliError, print, printJson, usageError } from './support/output.ts';
+import { examples } from './support/examples.ts';
 
 interface InitOptions {
   yes?: boolean;
@@ -59,12 +60,12 @@ export function registerInit(program: Command): void {
     .option('--json', 'print the result as JSON')
     .addHelpText(
       'after',
-      `
-Examples:
-  $ herald init                                    # interactive
-  $ herald init --yes --data-dir /var/lib/herald --tenant Acme --owner-email ops@acme.test
-  $ herald init --yes --data-dir /srv/herald-b --tenant AcmeB --owner-email ops@acme.test --embedded-postgres-port 54400
-  $ herald init --yes --mode multi --database-url postgres://herald@db/herald --public-url https://herald.acme.test`,
+      examples(
+        'herald init                                    # interactive',
+        'herald init --yes --data-dir /var/lib/herald --tenant Acme --owner-email ops@acme.test',
+        'herald init --yes --data-dir /srv/herald-b --tenant AcmeB --owner-email ops@acme.test --embedded-postgres-port 54400',
+        'herald init --yes --mode multi --database-url postgres://herald@db/herald --public-url https://herald.acme.test',
+      ),
     )
     .action(async (options: InitOptions) => {
       await runInit(options);

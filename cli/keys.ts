@@ -5,6 +5,7 @@ import { listKeys, retireKey, rotateKeys } from '../server/app/keys.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
 import { confirmUnlessYes } from './support/confirm.ts';
+import { examples } from './support/examples.ts';
 
 function refuseEnvironmentSource(config: Config, action: string): void {
   if (config.encryptionKeys) {
@@ -22,17 +23,17 @@ export function registerKeys(program: Command): void {
     .description('manage the encryption key ring (keys.json in the data directory, or HERALD_ENCRYPTION_KEYS)')
     .addHelpText(
       'after',
-      `
-Examples:
-  $ herald keys list
-  $ herald keys rotate                 # add a key, make it active, re-wrap every secret
-  $ herald keys retire k1a2b3c         # remove an old key nothing uses any more`,
+      examples(
+        'herald keys list',
+        'herald keys rotate                 # add a key, make it active, re-wrap every secret',
+        'herald keys retire k1a2b3c         # remove an old key nothing uses any more',
+      ),
     );
 
   withDataDir(keys.command('list'))
     .description('list keys, the active one, and how many secrets each protects')
     .option('--json', 'print as JSON')
-    .addHelpText('after', '\nExamples:\n  $ herald keys list\n  $ herald keys list --json | jq .keys')
+    .addHelpText('after', examples('herald keys list', 'herald keys list --json | jq .keys'))
     .action(async (options: { dataDir?: string; json?: boolean }) => {
       const config = configFrom({ dataDir: options.dataDir });
       const listing = await withLocalRuntime(config, (runtime) => listKeys(runtime.orm.em.fork(), runtime.keyRing));
@@ -55,9 +56,7 @@ Examples:
       'after',
       `
 Running servers pick the new key up by themselves (they re-read keys.json). Back up keys.json after rotating.
-Examples:
-  $ herald keys rotate
-  $ herald keys rotate --resume        # after an interrupted rotation`,
+` + examples('herald keys rotate', 'herald keys rotate --resume        # after an interrupted rotation'),
     )
     .action(async (options: { dataDir?: string; resume?: boolean; batchSize: string; json?: boolean }) => {
       const config = configFrom({ dataDir: options.dataDir });
@@ -92,7 +91,10 @@ Examples:
     .option('--json', 'print the result as JSON')
     .addHelpText(
       'after',
-      '\nExamples:\n  $ herald keys retire k1a2b3c\n  $ herald keys retire k1a2b3c --force --yes   # secrets under it become unreadable',
+      examples(
+        'herald keys retire k1a2b3c',
+        'herald keys retire k1a2b3c --force --yes   # secrets under it become unreadable',
+      ),
     )
     .action(async (keyId: string, options: { dataDir?: string; force?: boolean; yes?: boolean; json?: boolean }) => {
       const config = configFrom({ dataDir: options.dataDir });

@@ -3,6 +3,7 @@ import { type Command } from 'commander';
 import { loadConfig } from '../server/base/config.ts';
 import { openDatabase, applyMigrations, pendingMigrationSql } from '../server/base/db/orm.ts';
 import { print, printJson } from './support/output.ts';
+import { examples } from './support/examples.ts';
 
 export function registerMigrate(program: Command): void {
   program
@@ -13,10 +14,7 @@ export function registerMigrate(program: Command): void {
     .option('--json', 'print the result as JSON')
     .addHelpText(
       'after',
-      `
-Examples:
-  $ herald migrate --data-dir /var/lib/herald
-  $ herald migrate --dry-run > pending.sql`,
+      examples('herald migrate --data-dir /var/lib/herald', 'herald migrate --dry-run > pending.sql'),
     )
     .action(async (options: { dataDir?: string; dryRun?: boolean; json?: boolean }) => {
       const config = loadConfig({ dataDir: options.dataDir });

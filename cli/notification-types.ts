@@ -7,6 +7,15 @@ import { remoteClient, withRemote, type RemoteOptions } from './support/remote.t
 import type { NotificationTypeResponse } from '../server/schemas/notification-types.ts';
 import { notificationTypes } from './support/paths.ts';
 import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
+import { examples } from './support/examples.ts';
+
+/** What `herald types workflow set -f` reads: the body of PUT /v1/notification-types/{key}/workflow. */
+const WORKFLOW_FILE = `
+A workflow file is {"steps": [...]} (every kind of step is in docs/workflows.md), for example:
+  {"steps": [{"kind": "channel", "channel": "inbox"},
+             {"kind": "delay", "seconds": 3600},
+             {"kind": "channel", "channel": "email", "if": "inbox.read == false"}]}
+`;
 
 export function registerNotificationTypes(program: Command): void {
   const types = program
@@ -16,10 +25,10 @@ export function registerNotificationTypes(program: Command): void {
     )
     .addHelpText(
       'after',
-      `
-Examples:
-  $ herald types list --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6
-  $ HERALD_URL=https://herald.acme.test HERALD_API_KEY=sk_... herald types get order_shipped --json`,
+      examples(
+        'herald types list --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6',
+        'HERALD_URL=https://herald.acme.test HERALD_API_KEY=sk_... herald types get order_shipped --json',
+      ),
     );
   addReadCommands(types);
   const workflow = types
@@ -27,19 +36,26 @@ Examples:
     .description("a type's workflow: channel steps with conditions, delays, digests, throttles")
     .addHelpText(
       'after',
-      `
-A workflow file is {"steps": [...]}, for example:
-  {"steps": [{"kind": "channel", "channel": "inbox"},
-             {"kind": "delay", "seconds": 3600},
-             {"kind": "channel", "channel": "email", "if": "inbox.read == false"}]}
-
-Examples:
-  $ herald types workflow get comment_added --json
-  $ herald types workflow set comment_added -f workflow.json
-  $ herald types workflow remove comment_added`,
+      WORKFLOW_FILE +
+        examples(
+          'herald types workflow get comment_added --json',
+          'herald types workflow set comment_added -f workflow.json',
+          'herald types workflow remove comment_added',
+        ),
     );
   withRemote(
-    workflow.command('get').description("show a type's workflow").argument('<key>').option('--json', 'print JSON'),
+    workflow
+      .command('get')
+      .description("show a type's workflow")
+      .argument('<key>')
+      .option('--json', 'print JSON')
+      .addHelpText(
+        'after',
+        examples(
+          'herald types workflow get comment_added',
+          'herald types workflow get comment_added --json > workflow.json',
+        ),
+      ),
   ).action(async (key: string, options: RemoteOptions & { json?: boolean }) => {
     const type = await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call<NotificationTypeResponse>(
       'GET',
@@ -58,7 +74,15 @@ Examples:
       .description("set a type's workflow from a JSON file")
       .argument('<key>')
       .requiredOption('-f, --file <file>', 'the workflow as JSON ({"steps": [...]}), or \'-\' for stdin')
-      .option('--json', 'print the type as JSON'),
+      .option('--json', 'print the type as JSON')
+      .addHelpText(
+        'after',
+        WORKFLOW_FILE +
+          examples(
+            'herald types workflow set comment_added -f workflow.json',
+            `echo '{"steps": [{"kind": "channel", "channel": "inbox"}]}' | herald types workflow set comment_added -f -`,
+          ),
+      ),
   ).action(async (key: string, options: RemoteOptions & { file: string; json?: boolean }) => {
     const body = readJsonObject(options.file, '--file');
     if (!Array.isArray(body.steps)) throw usageError('the workflow file must be a JSON object with a "steps" list');
@@ -71,7 +95,11 @@ Examples:
     print(`workflow of ${key} set: ${type.workflow!.steps.length} step(s)`);
   });
   withRemote(
-    workflow.command('remove').description('back to the default: every enabled channel at once').argument('<key>'),
+    workflow
+      .command('remove')
+      .description('back to the default: every enabled channel at once')
+      .argument('<key>')
+      .addHelpText('after', examples('herald types workflow remove comment_added')),
   ).action(async (key: string, options: RemoteOptions) => {
     await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call('DELETE', notificationTypes.workflow(key));
     print(`workflow of ${key} removed`);
@@ -83,6 +111,13 @@ function addReadCommands(types: Command): void {
   withTarget(types.command('list'))
     .description('list the live notification types (with --include-deleted, the deleted ones too)')
     .option('--include-deleted', 'also list deleted (restorable) types')
+    .addHelpText(
+      'after',
+      examples(
+        'herald types list --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6',
+        'herald types list --include-deleted --json',
+      ),
+    )
     .action(async (options: TargetOptions & { includeDeleted?: boolean }) => {
       const list = await onTarget(options, (client) =>
         client.call<NotificationTypeResponse[]>('GET', notificationTypes.list(options.includeDeleted)),
@@ -106,6 +141,10 @@ function addReadCommands(types: Command): void {
   withTarget(types.command('get'))
     .description('show one notification type (the live one, else the most recently deleted)')
     .argument('<key>', 'the type key')
+    .addHelpText(
+      'after',
+      examples('herald types get order_shipped', 'herald types get order_shipped --json | jq .variables'),
+    )
     .action(async (key: string, options: TargetOptions) => {
       const type = await onTarget(options, (client) =>
         client.call<NotificationTypeResponse>('GET', notificationTypes.one(key)),

@@ -8,6 +8,7 @@ import { notifications } from './support/paths.ts';
 import { remoteClient, withRemote, type RemoteClient, type RemoteOptions } from './support/remote.ts';
 import type { EventResponse, TriggerResponse } from '../server/schemas/notifications.ts';
 import { FINAL_EVENT_STATUSES } from '../server/base/statuses.ts';
+import { examples } from './support/examples.ts';
 
 interface SendOptions extends RemoteOptions, MessageOptions {
   type: string;
@@ -38,14 +39,14 @@ export function registerSend(program: Command): void {
     .option('--json', 'print JSON')
     .addHelpText(
       'after',
-      `
-Examples:
-  $ export HERALD_URL=https://herald.example.com HERALD_API_KEY=sk_...
-  $ herald send --type deploy_finished --to ops_team --var version=1.4.2
-  $ herald send --type login_code --to user_42 --secret code=913455 --wait --json
-  $ herald send --type report --to a --to b --data-file vars.json --idempotency-key build-1234
-  $ herald send --type trial_ending --to user_42 --at 2027-01-01T09:00:00Z --cancellation-key trial-user_42
-  $ printf '{"code": "%s"}' "$CODE" | herald send --type login_code --to user_42 --secrets-file -`,
+      examples(
+        'export HERALD_URL=https://herald.example.com HERALD_API_KEY=sk_...',
+        'herald send --type deploy_finished --to ops_team --var version=1.4.2',
+        'herald send --type login_code --to user_42 --secret code=913455 --wait --json',
+        'herald send --type report --to a --to b --data-file vars.json --idempotency-key build-1234',
+        'herald send --type trial_ending --to user_42 --at 2027-01-01T09:00:00Z --cancellation-key trial-user_42',
+        'printf \'{"code": "%s"}\' "$CODE" | herald send --type login_code --to user_42 --secrets-file -',
+      ),
     )
     .action(async (options: SendOptions) => {
       if (options.to.length === 0) throw usageError('at least one --to is required');

@@ -14,6 +14,7 @@ import { CliError, print, printJson, printTable, usageError } from './support/ou
 import { confirmUnlessYes } from './support/confirm.ts';
 import { checkTenantId, requireTenant } from './support/tenant-option.ts';
 import { auditedWrite } from './support/audit.ts';
+import { examples } from './support/examples.ts';
 
 interface AddOptions {
   dataDir?: string;
@@ -54,13 +55,14 @@ export function registerSso(program: Command): void {
       'after',
       `
 The redirect (callback) URL to register with the provider is <publicUrl>/v1/auth/sso/<slug>/callback.
-
-Examples:
-  $ herald sso add github --kind github --client-id Iv1.abc --client-secret-env GITHUB_SECRET
-  $ herald sso add okta --kind okta --issuer https://acme.okta.com/oauth2/default --client-id 0oa1 \\
-      --client-secret-env OKTA_SECRET --allowed-domains acme.example --tenant <tenant-id> --role admin
-  $ herald sso list --json
-  $ herald sso remove okta --yes`,
+` +
+        examples(
+          'herald sso add github --kind github --client-id Iv1.abc --client-secret-env GITHUB_SECRET',
+          'herald sso add okta --kind okta --issuer https://acme.okta.com/oauth2/default --client-id 0oa1 \\\n' +
+            '      --client-secret-env OKTA_SECRET --allowed-domains acme.example --tenant <tenant-id> --role admin',
+          'herald sso list --json',
+          'herald sso remove okta --yes',
+        ),
     );
 
   withDataDir(group.command('add'))
@@ -89,6 +91,14 @@ Examples:
       new Option('--role <role>', 'the role new users get in that tenant').choices(['admin', 'owner']).default('admin'),
     )
     .option('--json', 'print the provider as JSON')
+    .addHelpText(
+      'after',
+      examples(
+        'herald sso add github --kind github --client-id Iv1.abc --client-secret-env GITHUB_SECRET',
+        'herald sso add kc --kind keycloak --issuer https://sso.acme.example/realms/acme --client-id herald \\\n' +
+          '      --client-secret-env KEYCLOAK_SECRET --allowed-domains acme.example --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6',
+      ),
+    )
     .action(async (slug: string, options: AddOptions) => {
       if (!SLUG.test(slug)) throw usageError(`<slug> must match ${SLUG.source}, got "${slug}"`);
       const secret = options.clientSecretEnv ? process.env[options.clientSecretEnv] : options.clientSecret;
@@ -154,6 +164,7 @@ Examples:
   withDataDir(group.command('list'))
     .description('list the providers (never their secrets)')
     .option('--json', 'print the providers as JSON')
+    .addHelpText('after', examples('herald sso list', 'herald sso list --json'))
     .action(async (options: { dataDir?: string; json?: boolean }) => {
       const providers = await withLocalRuntime(configFrom(options), (runtime) =>
         listSsoProviders(runtime.orm.em.fork()),
@@ -173,6 +184,7 @@ Examples:
   withDataDir(group.command('remove'))
     .description('remove a provider: its sign-in button disappears at once')
     .argument('<slug>', 'the provider (see herald sso list)')
+    .addHelpText('after', examples('herald sso remove github --yes'))
     .option('-y, --yes', 'remove without asking')
     .option('--json', 'print the result as JSON')
     .action(async (slug: string, options: { dataDir?: string; yes?: boolean; json?: boolean }) => {

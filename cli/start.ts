@@ -7,6 +7,7 @@ import type { Role } from '../server/base/context.ts';
 import { startHttpServer, type HttpServer } from '../server/app/http-server.ts';
 import { startMetricsServer, type MetricsServer } from '../server/app/metrics-server.ts';
 import { usageError } from './support/output.ts';
+import { examples } from './support/examples.ts';
 
 interface StartOptions {
   dataDir?: string;
@@ -29,12 +30,12 @@ export function registerStart(program: Command): void {
     .option('--no-migrate', 'refuse to start when migrations are pending, instead of applying them')
     .addHelpText(
       'after',
-      `
-Examples:
-  $ herald start --data-dir /var/lib/herald
-  $ herald start --role api --port 8080        # scale out: API-only process
-  $ herald start --role worker --no-migrate     # delivery workers and webhook dispatch only
-  $ herald start --role inbound                 # the bounce SMTP listener only (inboundSmtp, bounceDomain)`,
+      examples(
+        'herald start --data-dir /var/lib/herald',
+        'herald start --role api --port 8080        # scale out: API-only process',
+        'herald start --role worker --no-migrate     # delivery workers and webhook dispatch only',
+        'herald start --role inbound                 # the bounce SMTP listener only (inboundSmtp, bounceDomain)',
+      ),
     )
     .action(async (options: StartOptions) => {
       if (options.port !== undefined && !/^\d+$/.test(options.port)) throw usageError('--port must be a number');

@@ -11,6 +11,7 @@ import { notInitialised } from './support/initialised.ts';
 import { loadKeyRing } from '../server/base/crypto/keyring.ts';
 import { databaseServerVersion, queueStatus, statusChecks } from '../server/app/status-checks.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, print, printJson } from './support/output.ts';
+import { examples } from './support/examples.ts';
 
 export function registerStatus(program: Command): void {
   program
@@ -18,13 +19,7 @@ export function registerStatus(program: Command): void {
     .description('show configuration, database, migrations, queue and listening URL')
     .option('--data-dir <dir>', 'data directory')
     .option('--json', 'print the status as JSON')
-    .addHelpText(
-      'after',
-      `
-Examples:
-  $ herald status
-  $ herald status --json | jq .database`,
-    )
+    .addHelpText('after', examples('herald status', 'herald status --json | jq .database'))
     .action(async (options: { dataDir?: string; json?: boolean }) => {
       const config = loadConfig({ dataDir: options.dataDir });
       const missing = notInitialised(config);

@@ -7,6 +7,7 @@ import { print, printJson, printTable } from './support/output.ts';
 import { suppressions } from './support/paths.ts';
 import type { RemoteClient } from './support/remote.ts';
 import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
+import { examples } from './support/examples.ts';
 
 interface SuppressionApi {
   list(query: Record<string, string>): Promise<{ items: SuppressionResponse[]; next_cursor: string | null }>;
@@ -32,17 +33,25 @@ export function registerSuppressions(program: Command): void {
       'after',
       `
 Local mode (on the host): [--tenant <id>] [--data-dir <dir>]. Remote mode: --url and --api-key, or HERALD_URL and HERALD_API_KEY.
-
-Examples:
-  $ herald suppressions list --tenant <id>
-  $ herald suppressions add ann@example.org --tenant <id>
-  $ herald suppressions remove ann@example.org --url $HERALD_URL --yes`,
+` +
+        examples(
+          'herald suppressions list --tenant <id>',
+          'herald suppressions add ann@example.org --tenant <id>',
+          'herald suppressions remove ann@example.org --url $HERALD_URL --yes',
+        ),
     );
 
   withTarget(group.command('list'))
     .description('list suppressed addresses (bounced, complained, or added by hand)')
     .option('--email <address>', 'only this address')
     .option('--limit <n>', 'how many (1..200)', '200')
+    .addHelpText(
+      'after',
+      examples(
+        'herald suppressions list --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6',
+        'herald suppressions list --email ann@example.org --url $HERALD_URL --json',
+      ),
+    )
     .action(async (options: TargetOptions & { email?: string; limit: string }) => {
       const query: Record<string, string> = {
         limit: options.limit,
@@ -56,6 +65,13 @@ Examples:
   withTarget(group.command('add'))
     .description('suppress an address')
     .argument('<email>', 'the address')
+    .addHelpText(
+      'after',
+      examples(
+        'herald suppressions add ann@example.org --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6',
+        'herald suppressions add ann@example.org --url $HERALD_URL',
+      ),
+    )
     .action(async (email: string, options: TargetOptions) => {
       const entry = await run(options, (api) => api.add(email));
       if (options.json) return printJson(entry);
@@ -66,6 +82,10 @@ Examples:
     .description('lift the suppression of an address: email to it flows again')
     .argument('<email>', 'the address')
     .option('--yes', 'do not ask for confirmation')
+    .addHelpText(
+      'after',
+      examples('herald suppressions remove ann@example.org --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 --yes'),
+    )
     .action(async (email: string, options: TargetOptions & { yes?: boolean }) => {
       await confirmUnlessYes(options.yes, {
         question: `Send email to ${email} again?`,

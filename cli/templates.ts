@@ -8,6 +8,7 @@ import { CliError, printJson, printRecord, printTable, usageError } from './supp
 import { templates as paths } from './support/paths.ts';
 import { ApiError, type RemoteClient } from './support/remote.ts';
 import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
+import { examples } from './support/examples.ts';
 
 type Template = (EmailTemplateResponse | InboxTemplateResponse) & { kind: TemplateKind };
 
@@ -30,10 +31,10 @@ export function registerTemplates(program: Command): void {
     .description("a tenant's email and inbox templates (write them with the API or herald apply)")
     .addHelpText(
       'after',
-      `
-Examples:
-  $ herald templates list --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 --type order_shipped
-  $ HERALD_URL=https://herald.acme.test HERALD_API_KEY=sk_... herald templates get <template-id> --json`,
+      examples(
+        'herald templates list --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 --type order_shipped',
+        'HERALD_URL=https://herald.acme.test HERALD_API_KEY=sk_... herald templates get <template-id> --json',
+      ),
     );
 
   withTarget(group.command('list'))
@@ -42,6 +43,13 @@ Examples:
     .option('--type <key>', 'only templates of this notification type')
     .option('--brand <key>', 'only templates of this brand')
     .option('--language <tag>', 'only templates in this language')
+    .addHelpText(
+      'after',
+      examples(
+        'herald templates list --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6',
+        'herald templates list --kind email --type order_shipped --language de --json',
+      ),
+    )
     .action(async (options: ListOptions) => {
       const filter: TemplateListQuery = {
         notification_type_key: options.type,
@@ -62,6 +70,13 @@ Examples:
   withTarget(group.command('get'))
     .description('show one template by id')
     .argument('<template-id>', 'the template id (herald templates list)')
+    .addHelpText(
+      'after',
+      examples(
+        'herald templates get 0190f5e3-41d2-7c3d-8e4f-a1b2c3d4e5f6 --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6',
+        'herald templates get 0190f5e3-41d2-7c3d-8e4f-a1b2c3d4e5f6 --kind inbox --json',
+      ),
+    )
     .addOption(kindOption())
     .action(async (id: string, options: TargetOptions & { kind?: TemplateKind }) => {
       if (!/^[0-9a-f-]{36}$/i.test(id)) throw usageError(`a template id is a UUID, got "${id}"`);

@@ -20,6 +20,7 @@ import { CliError, print, printJson, printTable, usageError } from './support/ou
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { toIsoTimestamp } from '../server/base/timestamps.ts';
 import { auditedWrite } from './support/audit.ts';
+import { examples } from './support/examples.ts';
 
 interface CommonOptions {
   dataDir?: string;
@@ -58,18 +59,18 @@ export function registerTenants(program: Command): void {
     .description('manage tenants (local admin: talks to the database directly)')
     .addHelpText(
       'after',
-      `
-Examples:
-  $ herald tenants list --json
-  $ herald tenants create "Acme" --owner ops@acme.test
-  $ herald tenants rename 0190f5e2-... "Acme Ltd"
-  $ herald tenants archive 0190f5e2-...
-  $ herald tenants limits 0190f5e2-... --set brands=25 --set rate:trigger=600`,
+      examples(
+        'herald tenants list --json',
+        'herald tenants create "Acme" --owner ops@acme.test',
+        'herald tenants rename 0190f5e2-... "Acme Ltd"',
+        'herald tenants archive 0190f5e2-...',
+        'herald tenants limits 0190f5e2-... --set brands=25 --set rate:trigger=600',
+      ),
     );
 
   withDataDir(tenants.command('list').description('list every tenant of the install'))
     .option('--json', 'print JSON')
-    .addHelpText('after', '\nExamples:\n  $ herald tenants list\n  $ herald tenants list --json | jq ".[].id"')
+    .addHelpText('after', examples('herald tenants list', 'herald tenants list --json | jq ".[].id"'))
     .action(async (options: CommonOptions) => {
       const rows = await withLocalRuntime(configFrom(options), (runtime) => listAllTenants(runtime.orm.em.fork()));
       if (options.json) printJson(rows.map(tenantJson));
@@ -81,7 +82,7 @@ Examples:
   )
     .requiredOption('--owner <email>', "the owner's email (create the user first with herald users create)")
     .option('--json', 'print JSON')
-    .addHelpText('after', '\nExamples:\n  $ herald tenants create "Acme" --owner ops@acme.test --json')
+    .addHelpText('after', examples('herald tenants create "Acme" --owner ops@acme.test --json'))
     .action(async (name: string, options: CommonOptions & { owner: string }) => {
       const cleanName = nameArg(name);
       const config = configFrom(options);
@@ -112,7 +113,7 @@ Examples:
 
   withDataDir(tenants.command('rename <tenant-id> <name>').description("change a tenant's name"))
     .option('--json', 'print JSON')
-    .addHelpText('after', '\nExamples:\n  $ herald tenants rename 0190f5e2-... "Acme Ltd"')
+    .addHelpText('after', examples('herald tenants rename 0190f5e2-... "Acme Ltd"'))
     .action(async (id: string, name: string, options: CommonOptions) => {
       const tenantId = tenantIdArg(id);
       const cleanName = nameArg(name);
@@ -140,7 +141,7 @@ Examples:
         ),
     )
       .option('--json', 'print JSON')
-      .addHelpText('after', `\nExamples:\n  $ herald tenants ${verb} 0190f5e2-...`)
+      .addHelpText('after', examples(`herald tenants ${verb} 0190f5e2-...`))
       .action(async (id: string, options: CommonOptions) => {
         const tenantId = tenantIdArg(id);
         const tenant = await withLocalRuntime(configFrom(options), (runtime) =>
@@ -169,12 +170,12 @@ Examples:
     .option('--json', 'print JSON')
     .addHelpText(
       'after',
-      `
-Examples:
-  $ herald tenants limits 0190f5e2-...
-  $ herald tenants limits 0190f5e2-... --set brands=25
-  $ herald tenants limits 0190f5e2-... --set rate:trigger=600 --set rate:trigger:burst=1200
-  $ herald tenants limits 0190f5e2-... --unset rate:trigger`,
+      examples(
+        'herald tenants limits 0190f5e2-...',
+        'herald tenants limits 0190f5e2-... --set brands=25',
+        'herald tenants limits 0190f5e2-... --set rate:trigger=600 --set rate:trigger:burst=1200',
+        'herald tenants limits 0190f5e2-... --unset rate:trigger',
+      ),
     )
     .action(async (id: string, options: CommonOptions & { set: string[]; unset: string[] }) => {
       const tenantId = tenantIdArg(id);

@@ -8,6 +8,7 @@ import { print, printJson, printTable, usageError } from './support/output.ts';
 import { topics } from './support/paths.ts';
 import type { RemoteClient } from './support/remote.ts';
 import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
+import { examples } from './support/examples.ts';
 
 /** The operations the commands need: the same requests, to Herald at --url or in process. */
 interface TopicApi {
@@ -79,16 +80,20 @@ export function registerTopics(program: Command): void {
     )
     .addHelpText(
       'after',
-      `
-Examples:
-  $ herald topics create releases --name "Release notes" --tenant <tenant-id>
-  $ HERALD_URL=https://herald.example.com HERALD_API_KEY=sk_... herald topics subscribe releases user-1 user-2
-  $ herald topics subscribe releases --file ids.txt --tenant <tenant-id>     # one external id a line
-  $ herald topics subscribers releases --all --json --tenant <tenant-id>`,
+      examples(
+        'herald topics create releases --name "Release notes" --tenant <tenant-id>',
+        'HERALD_URL=https://herald.example.com HERALD_API_KEY=sk_... herald topics subscribe releases user-1 user-2',
+        'herald topics subscribe releases --file ids.txt --tenant <tenant-id>     # one external id a line',
+        'herald topics subscribers releases --all --json --tenant <tenant-id>',
+      ),
     );
 
   withTarget(topics.command('list'))
     .description('list topics with their subscriber counts')
+    .addHelpText(
+      'after',
+      examples('herald topics list --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6', 'herald topics list --json'),
+    )
     .action(async (options: TargetOptions) => {
       const list = await run(options, (api) => api.list());
       if (options.json) return printJson(list);
@@ -97,6 +102,13 @@ Examples:
 
   withTarget(topics.command('get <key>'))
     .description('show a topic and its subscriber count')
+    .addHelpText(
+      'after',
+      examples(
+        'herald topics get releases --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6',
+        'herald topics get releases --json',
+      ),
+    )
     .action(async (key: string, options: TargetOptions) => {
       const topic = await run(options, (api) => api.get(key));
       if (options.json) return printJson(topic);
@@ -106,6 +118,10 @@ Examples:
   withTarget(topics.command('create <key>'))
     .description('create a topic (fails when the key exists)')
     .option('--name <name>', 'display name (default: the key)')
+    .addHelpText(
+      'after',
+      examples('herald topics create releases --name "Release notes" --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6'),
+    )
     .action(async (key: string, options: TargetOptions & { name?: string }) => {
       const topic = await run(options, (api) => api.create({ key, name: options.name ?? key }));
       if (options.json) return printJson(topic);
@@ -115,6 +131,7 @@ Examples:
   withTarget(topics.command('delete <key>'))
     .description('delete a topic and its subscriptions (the contacts stay)')
     .option('--yes', 'do not ask for confirmation (required when stdin is not a terminal)')
+    .addHelpText('after', examples('herald topics delete releases --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 --yes'))
     .action(async (key: string, options: TargetOptions & { yes?: boolean }) => {
       await confirmUnlessYes(options.yes, {
         question: `Delete topic ${key} and its subscriptions?`,
@@ -128,6 +145,14 @@ Examples:
   withTarget(topics.command('subscribe <key> [external_ids...]'))
     .description('subscribe contacts by external id (unknown ones are created bare)')
     .option('--file <file>', "more external ids, one a line ('-' for stdin)")
+    .addHelpText(
+      'after',
+      examples(
+        'herald topics subscribe releases user-1 user-2 --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6',
+        'herald topics subscribe releases --file ids.txt     # one external id a line',
+        'cut -d, -f1 users.csv | herald topics subscribe releases --file -',
+      ),
+    )
     .action(async (key: string, args: string[], options: TargetOptions & { file?: string }) => {
       const ids = externalIdsOf(args, options.file);
       const added = await run(options, (api) =>
@@ -140,6 +165,13 @@ Examples:
   withTarget(topics.command('unsubscribe <key> [external_ids...]'))
     .description('unsubscribe contacts by external id')
     .option('--file <file>', "more external ids, one a line ('-' for stdin)")
+    .addHelpText(
+      'after',
+      examples(
+        'herald topics unsubscribe releases user-2 --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6',
+        'herald topics unsubscribe releases --file left.txt',
+      ),
+    )
     .action(async (key: string, args: string[], options: TargetOptions & { file?: string }) => {
       const ids = externalIdsOf(args, options.file);
       const removed = await run(options, (api) =>
@@ -154,6 +186,13 @@ Examples:
     .option('--limit <n>', 'how many per page (1-100)', '100')
     .option('--cursor <cursor>', 'the next page, as printed by the previous one')
     .option('--all', 'every page')
+    .addHelpText(
+      'after',
+      examples(
+        'herald topics subscribers releases --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6',
+        'herald topics subscribers releases --all --json | jq -r ".items[].external_id"',
+      ),
+    )
     .action(async (key: string, options: TargetOptions & { limit: string; cursor?: string; all?: boolean }) => {
       if (!/^\d+$/.test(options.limit)) throw usageError('--limit must be a number');
       const page = await run(options, async (api) => {

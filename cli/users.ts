@@ -19,6 +19,7 @@ import { auditedWrite } from './support/audit.ts';
 import { cliActor, recordAudit } from '../server/resources/audit-log.ts';
 import { emailArg } from './tenants.ts';
 import { toIsoTimestamp } from '../server/base/timestamps.ts';
+import { examples } from './support/examples.ts';
 
 interface CommonOptions {
   dataDir?: string;
@@ -41,13 +42,13 @@ export function registerUsers(program: Command): void {
     .description('manage console users (local admin: talks to the database directly)')
     .addHelpText(
       'after',
-      `
-Examples:
-  $ herald users create ops@acme.test --verified
-  $ herald users create dev@acme.test --tenant 0190f5e2-... --role admin
-  $ herald users list --json
-  $ herald users reset-password ops@acme.test
-  $ herald users verify dev@acme.test`,
+      examples(
+        'herald users create ops@acme.test --verified',
+        'herald users create dev@acme.test --tenant 0190f5e2-... --role admin',
+        'herald users list --json',
+        'herald users reset-password ops@acme.test',
+        'herald users verify dev@acme.test',
+      ),
     );
 
   withDataDir(
@@ -60,7 +61,7 @@ Examples:
     .option('--tenant <tenant-id>', 'also add the user to this tenant')
     .addOption(new Option('--role <role>', 'role in --tenant').choices(['owner', 'admin']).default('admin'))
     .option('--json', 'print JSON')
-    .addHelpText('after', '\nExamples:\n  $ herald users create ops@acme.test --verified --json')
+    .addHelpText('after', examples('herald users create ops@acme.test --verified --json'))
     .action(
       async (
         rawEmail: string,
@@ -104,7 +105,7 @@ Examples:
 
   withDataDir(users.command('list').description('list console users with their verification state and tenant count'))
     .option('--json', 'print JSON')
-    .addHelpText('after', '\nExamples:\n  $ herald users list\n  $ herald users list --json')
+    .addHelpText('after', examples('herald users list', 'herald users list --json'))
     .action(async (options: CommonOptions) => {
       const rows = await withLocalRuntime(configFrom(options), (runtime) => listUsers(runtime.orm.em.fork()));
       const out = rows.map((r) => ({
@@ -130,7 +131,10 @@ Examples:
     .option('--json', 'print JSON')
     .addHelpText(
       'after',
-      '\nExamples:\n  $ herald users reset-password ops@acme.test\n  $ herald users reset-password ops@acme.test --password "a long passphrase"',
+      examples(
+        'herald users reset-password ops@acme.test',
+        'herald users reset-password ops@acme.test --password "a long passphrase"',
+      ),
     )
     .action(async (rawEmail: string, options: CommonOptions & { password?: string }) => {
       const email = emailArg(rawEmail);
@@ -152,7 +156,7 @@ Examples:
 
   withDataDir(users.command('verify <email>').description("mark a user's email address as verified"))
     .option('--json', 'print JSON')
-    .addHelpText('after', '\nExamples:\n  $ herald users verify dev@acme.test')
+    .addHelpText('after', examples('herald users verify dev@acme.test'))
     .action(async (rawEmail: string, options: CommonOptions) => {
       const email = emailArg(rawEmail);
       const user = await withLocalRuntime(configFrom(options), (runtime) =>

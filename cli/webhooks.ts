@@ -7,6 +7,7 @@ import { print, printJson, printTable } from './support/output.ts';
 import { webhooks } from './support/paths.ts';
 import type { RemoteClient } from './support/remote.ts';
 import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
+import { examples } from './support/examples.ts';
 
 type Page<T> = { items: T[]; next_cursor: string | null };
 
@@ -48,16 +49,24 @@ export function registerWebhooks(program: Command): void {
 Local mode (on the host): [--tenant <id>] [--data-dir <dir>]. Remote mode: --url and --api-key, or HERALD_URL and HERALD_API_KEY.
 
 Event types: ${WEBHOOK_EVENT_TYPES.join(', ')}
-
-Examples:
-  $ herald webhooks create --tenant <id> --endpoint https://api.acme.test/herald --event-type delivery.failed --event-type email.bounced
-  $ herald webhooks list --url $HERALD_URL --json
-  $ herald webhooks test <webhook-id> --tenant <id>
-  $ herald webhooks deliveries <webhook-id> --tenant <id> --status failed`,
+` +
+        examples(
+          'herald webhooks create --tenant <id> --endpoint https://api.acme.test/herald --event-type delivery.failed --event-type email.bounced',
+          'herald webhooks list --url $HERALD_URL --json',
+          'herald webhooks test <webhook-id> --tenant <id>',
+          'herald webhooks deliveries <webhook-id> --tenant <id> --status failed',
+        ),
     );
 
   withTarget(group.command('list'))
     .description('list the endpoints')
+    .addHelpText(
+      'after',
+      examples(
+        'herald webhooks list --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6',
+        'herald webhooks list --url $HERALD_URL --json',
+      ),
+    )
     .action(async (options: TargetOptions) => {
       const page = await run(options, (api) => api.list());
       if (options.json) return printJson(page.items);
@@ -79,6 +88,13 @@ Examples:
     )
     .requiredOption('--event-type <type>', 'an event type to send (repeat it, or separate with commas)', collect)
     .option('--description <text>', 'what the endpoint is for', '')
+    .addHelpText(
+      'after',
+      examples(
+        'herald webhooks create --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 --endpoint https://api.acme.test/herald --event-type delivery.failed,email.bounced',
+        'herald webhooks create --endpoint https://api.acme.test/herald --event-type delivery.sent --description "delivery receipts" --json',
+      ),
+    )
     .action(async (options: TargetOptions & { endpoint: string; eventType: string[]; description: string }) => {
       const created = await run(options, (api) =>
         api.create({ url: options.endpoint, event_types: options.eventType, description: options.description }),
@@ -91,6 +107,12 @@ Examples:
   withTarget(group.command('delete'))
     .description('remove an endpoint and its delivery log')
     .argument('<id>', 'webhook id')
+    .addHelpText(
+      'after',
+      examples(
+        'herald webhooks delete 0190f5e4-0000-7000-8000-00000000000a --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 --yes',
+      ),
+    )
     .option('--yes', 'do not ask for confirmation')
     .action(async (id: string, options: TargetOptions & { yes?: boolean }) => {
       await confirmUnlessYes(options.yes, {
@@ -105,6 +127,12 @@ Examples:
   withTarget(group.command('test'))
     .description('send a webhook.test event to the endpoint')
     .argument('<id>', 'webhook id')
+    .addHelpText(
+      'after',
+      examples(
+        'herald webhooks test 0190f5e4-0000-7000-8000-00000000000a --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6',
+      ),
+    )
     .action(async (id: string, options: TargetOptions) => {
       const delivery = await run(options, (api) => api.test(id));
       if (options.json) return printJson(delivery);
@@ -116,6 +144,13 @@ Examples:
     .argument('<id>', 'webhook id')
     .option('--status <status>', 'pending, succeeded or failed')
     .option('--limit <n>', 'how many (1..200)', '50')
+    .addHelpText(
+      'after',
+      examples(
+        'herald webhooks deliveries 0190f5e4-0000-7000-8000-00000000000a --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 --status failed',
+        'herald webhooks deliveries 0190f5e4-0000-7000-8000-00000000000a --limit 10 --json',
+      ),
+    )
     .action(async (id: string, options: TargetOptions & { status?: string; limit: string }) => {
       const query: Record<string, string> = {
         limit: options.limit,

@@ -4,8 +4,9 @@
 import { describe, expect, it } from 'vitest';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { z } from 'zod';
+import type { Command } from 'commander';
 import { configSchema } from '../server/base/config.ts';
-import { commandNames, loadProgram } from './support/cli-reference.ts';
+import { commandNames, everyCommand, loadProgram } from './support/cli-reference.ts';
 
 const read = (path: string) => readFileSync(new URL(`../${path}`, import.meta.url), 'utf8');
 
@@ -61,6 +62,75 @@ describe('docs/cli.md', () => {
     const doc = read('docs/cli.md');
     const missing = commands.filter((name) => !new RegExp(`^#+ \`${name}[ \`]`, 'm').test(doc));
     expect(missing, 'add them to docs/cli.md (node test/support/cli-reference.ts prints the reference)').toEqual([]);
+  });
+});
+
+/** The text a command's --help prints, the examples after it included. */
+function helpOf(command: Command): string {
+  let text = '';
+  command.configureOutput({ writeOut: (s) => (text += s), writeErr: (s) => (text += s) });
+  command.outputHelp();
+  return text;
+}
+
+/** The words of a command line as a shell splits them (quotes removed), up to a pipe, list or comment. */
+function shellWords(line: string): string[] {
+  const words: string[] = [];
+  for (const [, double, single, bare] of line.matchAll(/"((?:[^"\\]|\\.)*)"|'([^']*)'|([^\s"'|;&#)]+)|[|;&#)]/g)) {
+    if (double === undefined && single === undefined && bare === undefined) break;
+    words.push(double ?? single ?? bare!);
+  }
+  return words;
+}
+
+/** The herald invocations of an example line (where a command starts: the line, a pipe, `$(`): their words. */
+function heraldCalls(line: string): string[][] {
+  return [...line.matchAll(/(?:^|[|;&(])\s*(?:[A-Z_]+=\S*\s+)*(?:bin\/)?herald(?=\s)/g)].map((m) =>
+    shellWords(line.slice(m.index + m[0].length)),
+  );
+}
+
+/** A command's full name, as typed: "herald topics create". */
+const pathOf = (command: Command): string =>
+  command.parent ? `${pathOf(command.parent)} ${command.name()}` : command.name();
+
+/** The options a command takes: its own, its ancestors' (the program's --version) and --help. */
+function optionNames(command: Command): Set<string> {
+  const names = new Set(['--help', '-h']);
+  for (let c: Command | null = command; c; c = c.parent)
+    for (const option of c.options) for (const flag of [option.long, option.short]) if (flag) names.add(flag);
+  return names;
+}
+
+describe('herald <command> --help', () => {
+  it('shows an example of every command, each with options that command has', async () => {
+    const program = await loadProgram();
+    const commands = everyCommand(program);
+    expect(commands.length).toBeGreaterThan(90);
+    const problems: string[] = [];
+    for (const { name, command } of commands) {
+      const examples = helpOf(command)
+        .replace(/\\\n\s+/g, ' ')
+        .split(/^Examples?:$/m)
+        .slice(1)
+        .flatMap((section) => [...section.matchAll(/^ {2}\$ (.+)$/gm)].map((m) => m[1]!));
+      if (!examples.some((line) => new RegExp(`(^|[\\s($])${name}( |$)`).test(line)))
+        problems.push(`${name}: no example`);
+      for (const line of examples)
+        for (const words of heraldCalls(line)) {
+          let target: Command = program;
+          for (const word of words) {
+            const sub = target.commands.find((c) => c.name() === word);
+            if (!sub) break;
+            target = sub;
+          }
+          const known = optionNames(target);
+          for (const word of words)
+            if (/^--?[a-z]/.test(word) && !known.has(word.split('=')[0]!))
+              problems.push(`${name}: ${line}: ${word.split('=')[0]} is no option of ${pathOf(target)}`);
+        }
+    }
+    expect(problems).toEqual([]);
   });
 });
 

@@ -25,17 +25,22 @@ export async function loadProgram(): Promise<Command> {
   return program;
 }
 
-/** Every command's full name ("herald transports email test"), groups included, in help order. */
-export function commandNames(program: Command): string[] {
-  const names: string[] = [];
+/** Every command (groups included) with its full name ("herald transports email test"), in help order. */
+export function everyCommand(program: Command): Array<{ name: string; command: Command }> {
+  const found: Array<{ name: string; command: Command }> = [];
   const walk = (command: Command, prefix: string) => {
     for (const sub of command.commands) {
-      names.push(`${prefix} ${sub.name()}`);
+      found.push({ name: `${prefix} ${sub.name()}`, command: sub });
       walk(sub, `${prefix} ${sub.name()}`);
     }
   };
   walk(program, 'herald');
-  return names;
+  return found;
+}
+
+/** Every command's full name, groups included, in help order. */
+export function commandNames(program: Command): string[] {
+  return everyCommand(program).map(({ name }) => name);
 }
 
 function optionRow(option: Option): string {
