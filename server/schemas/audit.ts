@@ -1,6 +1,6 @@
 // The audit log's shapes: one entry per management write, and the filtered page of them.
 import { z } from 'zod';
-import { JsonValue, idParam, isoDateTime } from './common.ts';
+import { JsonValue, cursorPage, idParam, isoDateTime } from './common.ts';
 
 export const AuditEntryResponse = z
   .object({
@@ -33,6 +33,6 @@ export const AuditListQuery = z.object({
   action: z.string().min(1).max(100).optional().meta({ description: 'An action, or a prefix ending in * (brand.*)' }),
   since: isoDateTime.optional(),
   cursor: idParam.max(512).optional(),
-  limit: z.coerce.number().int().min(1).max(200).default(50),
+  limit: cursorPage.limit,
 });
 export type AuditListQuery = z.infer<typeof AuditListQuery>;

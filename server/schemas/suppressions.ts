@@ -1,6 +1,6 @@
 // The tenant's email suppression list: addresses the email channel never sends to.
 import { z } from 'zod';
-import { email, isoDateTime } from './common.ts';
+import { cursorPage, email, isoDateTime } from './common.ts';
 
 export const SuppressionReason = z
   .enum(['hard_bounce', 'soft_bounces', 'complaint', 'manual'])
@@ -21,7 +21,7 @@ export const AddSuppressionRequest = z.object({ email }).meta({ id: 'AddSuppress
 export const SuppressionListQuery = z.object({
   /** Only this address (exact, case-insensitive). */
   email: email.optional(),
-  limit: z.coerce.number().int().min(1).max(200).default(50),
+  limit: cursorPage.limit,
   cursor: z.string().max(300).optional(),
 });
 export type SuppressionListQuery = z.infer<typeof SuppressionListQuery>;

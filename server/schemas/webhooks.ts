@@ -1,6 +1,6 @@
 // Outbound webhook endpoints and the deliveries of their events (the attempts log).
 import { z } from 'zod';
-import { idParam, isoDateTime } from './common.ts';
+import { cursorPage, idParam, isoDateTime } from './common.ts';
 
 export const WEBHOOK_EVENT_TYPES = [
   'event.completed',
@@ -97,16 +97,15 @@ export const WebhookDeliveryListResponse = z
   .object({ items: z.array(WebhookDeliveryResponse), next_cursor: z.string().nullable() })
   .meta({ id: 'WebhookDeliveryListResponse' });
 
-const pageLimit = z.coerce.number().int().min(1).max(200).default(50);
 const cursor = z
   .string()
   .regex(/^\d{1,19}$/, 'must be a cursor from next_cursor')
   .optional();
 
-export const WebhookListQuery = z.object({ limit: pageLimit, cursor: z.string().max(128).optional() });
+export const WebhookListQuery = z.object({ limit: cursorPage.limit, cursor: z.string().max(128).optional() });
 export const WebhookDeliveryListQuery = z.object({
   status: WebhookDeliveryStatus.optional(),
-  limit: pageLimit,
+  limit: cursorPage.limit,
   cursor,
 });
 export type WebhookDeliveryListQuery = z.infer<typeof WebhookDeliveryListQuery>;

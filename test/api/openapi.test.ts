@@ -110,6 +110,36 @@ describe('GET /v1/openapi.json', () => {
     expect(doc.components.schemas.JsonValue).toEqual({ description: 'Any JSON value' });
   });
 
+  it('pages every paged list the same way: limit defaults to 50, at most 200', () => {
+    const paged: string[] = [];
+    for (const [path, operations] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        const limit = (operation.parameters ?? []).find(
+          (p: { in: string; name: string }) => p.in === 'query' && p.name === 'limit',
+        );
+        if (!limit) continue;
+        paged.push(`${method.toUpperCase()} ${path}`);
+        const { minimum, maximum, default: byDefault } = limit.schema;
+        expect({ minimum, maximum, byDefault }, `${method} ${path}`).toEqual({
+          minimum: 1,
+          maximum: 200,
+          byDefault: 50,
+        });
+      }
+    }
+    expect(paged).toEqual(
+      expect.arrayContaining([
+        'GET /v1/notifications',
+        'GET /v1/broadcasts',
+        'GET /v1/topics/{key}/subscribers',
+        'GET /v1/contacts/{id}/notifications',
+        'GET /v1/audit-log',
+        'GET /v1/suppressions',
+        'GET /v1/webhooks',
+      ]),
+    );
+  });
+
   it('describes the error bodies', () => {
     expect(doc.components.schemas.ErrorResponse.required).toEqual(['detail', 'code']);
     expect(doc.components.schemas.HTTPValidationError.properties.detail.items.$ref).toBe(

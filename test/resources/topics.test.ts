@@ -189,6 +189,22 @@ describe('subscribers', () => {
     );
   });
 
+  it('answers 50 subscribers a page by default, takes a limit up to 200 and refuses 201', async () => {
+    const key = await createTopic(acme);
+    const ids = Array.from({ length: 210 }, (_, i) => `big-${i}`);
+    await app.request('POST', `/v1/topics/${key}/subscribers`, { token: acme.serviceKey, body: { external_ids: ids } });
+    const page = (query: string) =>
+      app.request('GET', `/v1/topics/${key}/subscribers${query}`, { token: acme.serviceKey });
+    const first = await page('');
+    expect(first.status).toBe(200);
+    expect(first.body.items).toHaveLength(50);
+    const most = await page('?limit=200');
+    expect(most.status).toBe(200);
+    expect(most.body.items).toHaveLength(200);
+    expect(most.body.next_cursor).not.toBeNull();
+    expectValidationError(await page('?limit=201'), ['query', 'limit']);
+  });
+
   it('refuses an empty or oversized list and bad external ids (422)', async () => {
     const key = await createTopic(acme);
     const post = (body: unknown) =>
