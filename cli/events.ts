@@ -7,6 +7,7 @@ import { notifications } from './support/paths.ts';
 import { remoteClient, withRemote, type RemoteOptions } from './support/remote.ts';
 import { summaryRow } from './send.ts';
 import type { CancelResponse, EventPage, EventResponse } from '../server/schemas/notifications.ts';
+import { FINAL_EVENT_STATUSES } from '../server/base/statuses.ts';
 import { examples } from './support/examples.ts';
 
 interface ListOptions extends RemoteOptions {
@@ -59,6 +60,8 @@ export function registerEvents(program: Command): void {
         printTable(body.steps, ['index', 'kind', 'status', 'run_at', 'reason']);
         print('');
       }
+      if (body.deliveries.length === 0)
+        return print(FINAL_EVENT_STATUSES.has(body.status) ? 'no deliveries' : 'no deliveries yet');
       printTable(body.deliveries, ['channel', 'status', 'reason', 'provider', 'attempts', 'last_error']);
     });
   withRemote(

@@ -275,6 +275,29 @@ describe('herald events', () => {
     expect(table.stdout).toContain('more: --cursor');
   });
 
+  it('says an event has no deliveries yet, rather than a bare (none)', async () => {
+    const sent = await runCli([
+      'send',
+      '--type',
+      'deploy',
+      '--to',
+      'ev_later',
+      '--var',
+      'version=4',
+      '--at',
+      new Date(Date.now() + 86_400_000).toISOString(),
+      '--json',
+      ...remote(),
+    ]);
+    expect(sent.code, sent.stderr).toBe(0);
+    const id = JSON.parse(sent.stdout).events[0].event_id;
+    const human = await runCli(['events', 'get', id, ...remote()]);
+    expect(human.code, human.stderr).toBe(0);
+    expect(human.stdout).toMatch(/status +scheduled\n/);
+    expect(human.stdout).not.toContain('(none)');
+    expect(human.stdout.trimEnd().split('\n').at(-1)).toBe('no deliveries yet');
+  });
+
   it('exits 1 for an unknown event', async () => {
     const res = await runCli(['events', 'get', '0190a000-0000-7000-8000-000000000000', ...remote()]);
     expect(res.code).toBe(1);
