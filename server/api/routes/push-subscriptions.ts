@@ -28,9 +28,15 @@ export const create = defineRoute({
   body: CreatePushSubscriptionRequest,
   responses: { 201: PushSubscriptionResponse, 200: PushSubscriptionResponse },
   errors: [404],
-  handler: async ({ em, auth, params, body }) => {
+  handler: async ({ runtime, em, auth, params, body }) => {
     const contact = await contactInScope(em, auth!, params.id);
-    const { subscription, created } = await registerPushSubscription(em, contact.tenant_id, contact.id, body);
+    const { subscription, created } = await registerPushSubscription(
+      em,
+      contact.tenant_id,
+      contact.id,
+      body,
+      runtime.config.allowPrivatePushEndpoints,
+    );
     return reply(created ? 201 : 200, subscription);
   },
 });

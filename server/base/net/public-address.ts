@@ -123,3 +123,20 @@ export async function resolvesPublicly(host: string): Promise<boolean> {
     return false;
   }
 }
+
+/**
+ * Whether a hostname (or IP literal) is known to reach only non-public addresses: a non-public literal,
+ * localhost, or a name whose every address is non-public. A name that does not resolve now is not
+ * known to be private (for checks at registration, where the send checks again as it connects).
+ */
+export async function resolvesOnlyPrivately(host: string): Promise<boolean> {
+  const bare = host.replace(/^\[|\]$/g, '');
+  if (bare === 'localhost' || bare.endsWith('.localhost')) return true;
+  if (isIP(bare)) return isNonPublicAddress(bare);
+  try {
+    const addresses = await dnsPromises.lookup(bare, { all: true });
+    return addresses.length > 0 && addresses.every((a) => isNonPublicAddress(a.address));
+  } catch {
+    return false;
+  }
+}

@@ -3,7 +3,8 @@
 // registering it for another contact moves it (a device changed hands, e.g. a new sign-in).
 import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { notFound } from '../../base/errors.ts';
+import { invalidField, notFound } from '../../base/errors.ts';
+import { resolvesOnlyPrivately } from '../../base/net/public-address.ts';
 import { newId } from '../../base/ids.ts';
 import { execute, query, queryOne } from '../../base/db/sql.ts';
 import type { CreatePushSubscriptionRequest, PushSubscriptionResponse } from '../../schemas/push-subscriptions.ts';
@@ -37,14 +38,26 @@ function destinationHash(input: CreatePushSubscriptionRequest): string {
   return createHash('sha256').update(destination, 'utf8').digest('hex');
 }
 
-/** Registers a destination; `created` is false when it already belonged to this contact. */
+/** Why a web push endpoint is refused at registration, naming the setting that allows private ones. */
+export const PUSH_ENDPOINT_REFUSED =
+  'must reach a public address (allowPrivatePushEndpoints, HERALD_ALLOW_PRIVATE_PUSH_ENDPOINTS=true, allows private ones; it applies at restart)';
+
+/**
+ * Registers a destination; `created` is false when it already belonged to this contact. A web push
+ * endpoint comes from a browser: one that reaches only private addresses (a metadata service, the
+ * host's own network) is refused here, unless `allowPrivate`; the send checks again as it connects
+ * (web-push/provider.ts).
+ */
 export async function registerPushSubscription(
   em: EntityManager,
   tenantId: string,
   contactId: string,
   input: CreatePushSubscriptionRequest,
+  allowPrivate: boolean,
 ): Promise<{ subscription: PushSubscriptionResponse; created: boolean }> {
   const web = input.provider === 'webpush' ? input.subscription : null;
+  if (web && !allowPrivate && (await resolvesOnlyPrivately(new URL(web.endpoint).hostname)))
+    throw invalidField(['body', 'subscription', 'endpoint'], PUSH_ENDPOINT_REFUSED);
   const row = await queryOne<PushSubscriptionRow & { previous_contact_id: string | null }>(
     em,
     `WITH previous AS (

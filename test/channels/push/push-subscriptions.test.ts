@@ -59,6 +59,40 @@ describe('POST /v1/contacts/{id}/push-subscriptions', () => {
     expect(remote.status).toBe(422);
   });
 
+  it('refuses, at registration, browser endpoints on private and metadata addresses unless the install allows them', async () => {
+    const strict = await startTestApp({
+      database: app.database,
+      config: { encryptionKeys: app.config.encryptionKeys, allowPrivatePushEndpoints: false },
+    });
+    try {
+      const id = await acme.contact('push-private');
+      for (const endpoint of [
+        'https://169.254.169.254/latest/meta-data/',
+        'https://10.1.2.3/push',
+        'https://[::1]/push',
+        'https://[fd00::1]/push',
+        'http://localhost:8090/notify/abc',
+        'http://127.0.0.1:8090/notify/abc',
+      ]) {
+        const res = await strict.request('POST', `/v1/contacts/${id}/push-subscriptions`, {
+          body: webpush(endpoint),
+          token: acme.serviceKey,
+        });
+        expect(res.status, endpoint).toBe(422);
+        expect(res.body.detail[0].loc).toEqual(['body', 'subscription', 'endpoint']);
+        expect(res.body.detail[0].msg).toContain('HERALD_ALLOW_PRIVATE_PUSH_ENDPOINTS');
+      }
+      // A name that does not resolve here is not known to be private: the send checks it again.
+      const named = await strict.request('POST', `/v1/contacts/${id}/push-subscriptions`, {
+        body: webpush(),
+        token: acme.serviceKey,
+      });
+      expect(named.status).toBe(201);
+    } finally {
+      await strict.close();
+    }
+  });
+
   it('moves a destination registered by another contact of the tenant to this one', async () => {
     const a = await acme.contact('push-4a');
     const b = await acme.contact('push-4b');
