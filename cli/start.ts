@@ -6,6 +6,7 @@ import { startRuntime, stopRuntime } from '../server/app/runtime.ts';
 import type { Role } from '../server/base/context.ts';
 import { startHttpServer, type HttpServer } from '../server/app/http-server.ts';
 import { startMetricsServer, type MetricsServer } from '../server/app/metrics-server.ts';
+import { recordListening } from '../server/app/listening.ts';
 import { usageError } from './support/output.ts';
 import { examples } from './support/examples.ts';
 
@@ -61,7 +62,19 @@ export function registerStart(program: Command): void {
         mode: config.mode,
         pid: process.pid,
       });
-      if (http) process.stdout.write(`Herald listening on ${http.url}\n`);
+      let forgetListening: () => void = () => undefined;
+      if (http) {
+        try {
+          forgetListening = recordListening(config.dataDir, http.url);
+        } catch (error) {
+          // Without the record `herald status` probes the configured port; serving goes on either way.
+          if ((error as NodeJS.ErrnoException).code !== 'ENOENT')
+            runtime.logger.warn('could not record the listening address for herald status', {
+              error: (error as Error).message,
+            });
+        }
+        process.stdout.write(`Herald listening on ${http.url}\n`);
+      }
       if (metrics) process.stdout.write(`Metrics on ${metrics.url}\n`);
       if (runtime.inboundSmtp)
         process.stdout.write(`Bounce SMTP listening on ${runtime.inboundSmtp.host}:${runtime.inboundSmtp.port}\n`);
@@ -71,6 +84,7 @@ export function registerStart(program: Command): void {
       // them): without a handle of its own the process could end mid-drain, its exit code 13.
       const draining = setInterval(() => undefined, 1000);
       try {
+        forgetListening();
         await http?.close();
         await metrics?.close();
         await stopRuntime(runtime);

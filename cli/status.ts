@@ -10,6 +10,7 @@ import { runningClusterUrl } from '../server/base/db/embedded-postgres.ts';
 import { notInitialised } from './support/initialised.ts';
 import { loadKeyRing } from '../server/base/crypto/keyring.ts';
 import { databaseServerVersion, queueStatus, statusChecks } from '../server/app/status-checks.ts';
+import { runningListener } from '../server/app/listening.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, print, printJson } from './support/output.ts';
 import { examples } from './support/examples.ts';
 
@@ -69,7 +70,8 @@ async function collectStatus(config: Config): Promise<Status> {
     migrations: { applied: [], pending: [] },
     queue: { installed: false },
     key_ring: {},
-    http: { url: publicBaseUrl(config), reachable: false },
+    // The address a running `herald start` recorded (its port may come from its own environment), else the configured one.
+    http: { url: runningListener(config.dataDir)?.url ?? configuredListeningUrl(config), reachable: false },
     warnings: [],
   };
   try {
@@ -79,12 +81,7 @@ async function collectStatus(config: Config): Promise<Status> {
     status.key_ring = { error: (error as Error).message };
     status.warnings.push(`key ring: ${(error as Error).message}`);
   }
-  status.http.reachable = await fetch(
-    `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}/healthz`,
-    {
-      signal: AbortSignal.timeout(1500),
-    },
-  )
+  status.http.reachable = await fetch(`${status.http.url}/healthz`, { signal: AbortSignal.timeout(1500) })
     .then((r) => r.ok)
     .catch(() => false);
   await inspectDatabase(config, status);
@@ -94,6 +91,10 @@ async function collectStatus(config: Config): Promise<Status> {
     status.migrations.pending.length === 0 &&
     !status.key_ring.error;
   return status;
+}
+
+function configuredListeningUrl(config: Config): string {
+  return `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`;
 }
 
 /** Connects to the database if it runs (never starting the embedded one) and reads what it holds. */
