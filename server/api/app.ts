@@ -10,7 +10,7 @@ import { authenticate, authorize } from './auth-rules.ts';
 import { readJsonBody } from './body.ts';
 import { clientIp } from './client-ip.ts';
 import { errorResponse, errorToResponse, json } from './respond.ts';
-import { Reply, type ApiContext, type RouteContext, type RouteDefinition } from './route.ts';
+import { Reply, type ApiContext, type AuthRule, type RouteContext, type RouteDefinition } from './route.ts';
 import { issuesOf, parseInput } from '../base/validation.ts';
 import { isDatabaseUnavailable, OUTAGE_RETRY_AFTER_SECONDS } from '../base/db/availability.ts';
 import { metricsOf } from '../base/metrics/registry.ts';
@@ -29,9 +29,9 @@ export function createApp(runtime: ApiContext, routes: RouteDefinition<any, any,
   for (const route of routes) {
     app.on(route.method, route.path, (event) => handle(runtime, route, event, routes));
   }
-  // Preflight for every path: answered before routing so browsers can reach any /v1 route.
+  // Preflight for every path, answered before routing; it allows what the route asked for allows.
   app.on('OPTIONS', '/**', (event) =>
-    finish(runtime, event, new Response(null, { status: 204 }), null, performance.now()),
+    finish(runtime, event, new Response(null, { status: 204 }), preflightRoute(event, routes), performance.now()),
   );
   return app;
 }
@@ -116,7 +116,7 @@ function jsonResponse(
 ): Response {
   const status = result instanceof Reply ? result.status : defaultStatus(route);
   const body = result instanceof Reply ? result.body : result;
-  const { defaults, always } = standardHeaders(runtime, event);
+  const { defaults, always } = standardHeaders(runtime, event, route);
   const extra = mergeHeaders(defaults, headers, result instanceof Reply ? result.headers : {}, always);
   if (runtime.options.validateResponses) checkResponse(route, status, body);
   return json(status, status === 204 ? undefined : body, extra);
@@ -218,6 +218,7 @@ function requestIdOf(event: H3Event): string {
 function standardHeaders(
   runtime: ApiContext,
   event: H3Event,
+  route: RouteDefinition<any, any, any> | null,
 ): { defaults: Record<string, string>; always: Record<string, string> } {
   const always: Record<string, string> = {
     'X-Request-Id': requestIdOf(event),
@@ -225,7 +226,7 @@ function standardHeaders(
     'Referrer-Policy': 'no-referrer',
   };
   if (runtime.config.publicUrl?.startsWith('https://')) always['Strict-Transport-Security'] = 'max-age=31536000';
-  Object.assign(always, corsHeaders(runtime, event));
+  Object.assign(always, corsHeaders(runtime, event, route));
   return {
     defaults: {
       'X-Frame-Options': 'DENY',
@@ -250,7 +251,7 @@ function finish(
 ): Response {
   if (!stamped) {
     const h = response.headers;
-    const { defaults, always } = standardHeaders(runtime, event);
+    const { defaults, always } = standardHeaders(runtime, event, route);
     for (const [k, v] of Object.entries(defaults)) if (!h.has(k)) h.set(k, v);
     for (const [k, v] of Object.entries(always)) {
       if (k === 'Vary') h.append(k, v);
@@ -271,10 +272,31 @@ function finish(
   return response;
 }
 
-/** CORS response headers for an allowed Origin; none for others. */
-function corsHeaders(runtime: ApiContext, event: H3Event): Record<string, string> {
+/**
+ * Routes that other origins may call: the ones a contact token reaches (the inbox, the stream, push
+ * subscriptions, preferences), called by the browser SDK from a tenant's own pages. Everything else
+ * (sign-in, the console's management routes, service-key routes) answers its own origin only: the
+ * console is served by Herald itself, and service keys belong on servers.
+ */
+const CROSS_ORIGIN_RULES: ReadonlySet<AuthRule> = new Set<AuthRule>(['contact', 'either', 'any']);
+
+/** The route a preflight asks about (its path and Access-Control-Request-Method), if any. */
+function preflightRoute(
+  event: H3Event,
+  routes: RouteDefinition<any, any, any>[],
+): RouteDefinition<any, any, any> | null {
+  const method = event.req.headers.get('access-control-request-method')?.toUpperCase();
+  return routes.find((r) => r.method === method && pathMatches(r.path, event.url.pathname)) ?? null;
+}
+
+/** CORS response headers for an allowed Origin on a cross-origin route; none for others. */
+function corsHeaders(
+  runtime: ApiContext,
+  event: H3Event,
+  route: RouteDefinition<any, any, any> | null,
+): Record<string, string> {
   const origin = event.req.headers.get('origin');
-  if (!origin) return {};
+  if (!origin || !route || !CROSS_ORIGIN_RULES.has(route.auth)) return {};
   const allowed = runtime.config.corsOrigins;
   if (!allowed.includes('*') && !allowed.includes(origin)) return {};
   const headers: Record<string, string> = {

@@ -1,6 +1,7 @@
 // The HTTP conventions every route inherits: health, readiness, unknown routes, wrong methods,
 // malformed and oversized bodies, missing credentials, request ids, CORS and security headers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { createTenantFixture } from '../support/fixtures.ts';
@@ -63,8 +64,11 @@ describe('cross-cutting headers', () => {
     expect(res.headers.get('content-security-policy')).toContain("default-src 'none'");
   });
 
-  it('adds CORS headers to a JSON answer for an allowed origin, once each', async () => {
-    const res = await app.request('GET', '/healthz', { headers: { origin: 'https://app.example' } });
+  it('adds CORS headers to a contact-token route for an allowed origin, once each, even to its 401', async () => {
+    const res = await app.request('GET', `/v1/contacts/${randomUUID()}/notifications`, {
+      headers: { origin: 'https://app.example' },
+    });
+    expect(res.status).toBe(401);
     expect(res.headers.get('access-control-allow-origin')).toBe('*');
     expect(res.headers.get('vary')).toBe('Origin');
     expect(res.headers.get('access-control-expose-headers')).toContain('RateLimit-Remaining');
@@ -72,8 +76,8 @@ describe('cross-cutting headers', () => {
     expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
   });
 
-  it('answers CORS preflight for browser routes', async () => {
-    const res = await app.request('OPTIONS', '/v1/anything', {
+  it('answers CORS preflight for contact-token routes', async () => {
+    const res = await app.request('OPTIONS', `/v1/contacts/${randomUUID()}/notifications`, {
       headers: {
         origin: 'https://app.example',
         'access-control-request-method': 'GET',
@@ -84,6 +88,24 @@ describe('cross-cutting headers', () => {
     expect(res.headers.get('access-control-allow-origin')).toBe('*');
     expect(res.headers.get('access-control-allow-headers')).toMatch(/Authorization/);
     expect(res.headers.get('access-control-allow-methods')).toMatch(/PATCH/);
+  });
+
+  it('gives other origins no CORS grant on sign-in, management, service-key and unknown routes', async () => {
+    const origin = { origin: 'https://evil.example' };
+    for (const [method, path] of [
+      ['POST', '/v1/auth/login'],
+      ['GET', '/v1/api-keys'],
+      ['POST', '/v1/notifications'],
+      ['GET', '/healthz'],
+      ['GET', '/v1/anything'],
+    ] as const) {
+      const preflight = await app.request('OPTIONS', path, {
+        headers: { ...origin, 'access-control-request-method': method },
+      });
+      expect(preflight.headers.get('access-control-allow-origin'), `preflight ${method} ${path}`).toBeNull();
+      const res = await app.request(method, path, { headers: origin, body: method === 'POST' ? {} : undefined });
+      expect(res.headers.get('access-control-allow-origin'), `${method} ${path}`).toBeNull();
+    }
   });
 
   it('logs the route pattern with the request id, never the query string', async () => {
