@@ -154,6 +154,13 @@ const ENV_LISTS: Record<string, keyof ConfigInput> = {
   HERALD_DNS_SERVERS: 'dnsServers',
 };
 
+/** The environment variable that sets a config key (the first listed, where two do), for messages that name it. */
+export function environmentVariableOf(key: keyof ConfigInput): string | undefined {
+  for (const names of [ENV_KEYS, ENV_BOOLEANS, ENV_LISTS])
+    for (const [name, named] of Object.entries(names)) if (named === key) return name;
+  return undefined;
+}
+
 export function defaultDataDir(): string {
   // As root the embedded PostgreSQL runs as 'postgres', which cannot enter /root: use a system path.
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;

@@ -7,6 +7,7 @@ import { execute, query, queryOne, toIsoTimestamp } from '../base/db/sql.ts';
 import { invalidField, notFound } from '../base/errors.ts';
 import { newId, isUuid } from '../base/ids.ts';
 import { resolvesPublicly } from '../base/net/public-address.ts';
+import { allowsPrivate } from '../base/net/allow-private.ts';
 import type { Context } from '../base/context.ts';
 import type {
   CreateWebhookRequest,
@@ -46,8 +47,7 @@ function toWebhookResponse(row: EndpointRow): WebhookResponse {
   };
 }
 
-export const WEBHOOK_URL_REFUSED =
-  'the URL must reach a public address (set allowPrivateWebhookUrls for local receivers in development)';
+export const WEBHOOK_URL_REFUSED = `the URL must reach a public address ${allowsPrivate('allowPrivateWebhookUrls')}`;
 
 async function checkUrl(runtime: Context, url: string): Promise<void> {
   if (runtime.config.allowPrivateWebhookUrls) return;

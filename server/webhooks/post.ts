@@ -4,6 +4,7 @@
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { NonPublicAddressError, assertPublicHost, publicOnlyLookup } from '../base/net/public-address.ts';
+import { allowsPrivate } from '../base/net/allow-private.ts';
 import { trustedCas } from '../base/net/trusted-cas.ts';
 import type { Context } from '../base/context.ts';
 
@@ -37,6 +38,9 @@ function agents(runtime: Context): Agents {
   return found;
 }
 
+/** A refused address's error names the setting that allows private ones. */
+const refusal = (error: Error) => `${error.message} ${allowsPrivate('allowPrivateWebhookUrls')}`;
+
 export function postWebhook(
   runtime: Context,
   url: string,
@@ -58,7 +62,7 @@ export function postWebhook(
     try {
       assertPublicHost(target);
     } catch (error) {
-      return Promise.resolve({ kind: 'refused', error: (error as Error).message });
+      return Promise.resolve({ kind: 'refused', error: refusal(error as Error) });
     }
   }
   const { http, https: tls } = agents(runtime);
@@ -95,7 +99,7 @@ export function postWebhook(
       },
     );
     req.on('error', (error: Error) => {
-      if (error instanceof NonPublicAddressError) resolve({ kind: 'refused', error: error.message });
+      if (error instanceof NonPublicAddressError) resolve({ kind: 'refused', error: refusal(error) });
       else
         resolve({
           kind: 'unreachable',

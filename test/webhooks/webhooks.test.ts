@@ -27,6 +27,10 @@ import { execute } from '../../server/base/db/sql.ts';
 import { emitWebhookEvent } from '../../server/webhooks/emit.ts';
 import { postWebhook } from '../../server/webhooks/post.ts';
 
+// A refusal names the setting that allows private addresses, as a key and as an environment variable.
+const ALLOWS_PRIVATE_WEBHOOKS =
+  'allowPrivateWebhookUrls, HERALD_ALLOW_PRIVATE_WEBHOOK_URLS=true, allows private ones; it applies at restart';
+
 let app: TestApp;
 let t: TenantFixture;
 let other: TenantFixture;
@@ -186,11 +190,16 @@ describe('endpoints', () => {
           body: { url, event_types: ['webhook.test'] },
         });
         expectValidationError(res, ['body', 'url']);
+        expect(res.body.detail[0].msg).toContain(ALLOWS_PRIVATE_WEBHOOKS);
       }
       // At send time too (a row whose URL was allowed once): nothing reaches the receiver.
       const before = receiver.received.length;
       const result = await postWebhook(strict.runtime, `${receiver.url}/private`, {}, '{}', 2000);
       expect(result).toMatchObject({ kind: 'refused' });
+      expect((result as { error: string }).error).toContain(ALLOWS_PRIVATE_WEBHOOKS);
+      const byName = await postWebhook(strict.runtime, `http://localhost:9/private`, {}, '{}', 2000);
+      expect(byName).toMatchObject({ kind: 'refused' });
+      expect((byName as { error: string }).error).toContain(ALLOWS_PRIVATE_WEBHOOKS);
       expect(receiver.received.length).toBe(before);
     } finally {
       await strict.close();

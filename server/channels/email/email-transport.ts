@@ -7,7 +7,13 @@ import { execute, queryOne } from '../../base/db/sql.ts';
 import { deleteInstallSecret, storeInstallSecret } from '../../base/install-secrets.ts';
 import { DEFAULT_SMTP_SECRET, installSmtp } from './install-smtp.ts';
 import type { SmtpSettings } from './smtp.ts';
-import { SMTP_HOST_REFUSED, loadEmailTransport, smtpHostAllowed, type EmailTransportRow } from './tenant-smtp.ts';
+import {
+  SMTP_HOST_NOT_PUBLIC,
+  SMTP_HOST_REFUSED,
+  loadEmailTransport,
+  smtpHostAllowed,
+  type EmailTransportRow,
+} from './tenant-smtp.ts';
 import { AppError, invalidField } from '../../base/errors.ts';
 import type { Context } from '../../base/context.ts';
 import type { ChannelContext } from '../types.ts';
@@ -48,7 +54,7 @@ export async function putEmailTransport(
   input: EmailTransportRequest,
 ): Promise<EmailTransportResponse> {
   if (!(await smtpHostAllowed(runtime, input.host))) {
-    throw invalidField(['body', 'host'], 'must resolve to a public address', 'host_not_allowed');
+    throw invalidField(['body', 'host'], SMTP_HOST_NOT_PUBLIC, 'host_not_allowed');
   }
   const ciphertext = input.password
     ? runtime.keyRing.encrypt(input.password, emailTransportPasswordAad(tenantId))

@@ -6,6 +6,7 @@ import { emailTransportPasswordAad } from '../../base/crypto/aad.ts';
 import { isUnreadable } from '../../base/crypto/keyring.ts';
 import { queryOne } from '../../base/db/sql.ts';
 import { resolvesPublicly } from '../../base/net/public-address.ts';
+import { allowsPrivate } from '../../base/net/allow-private.ts';
 import type { Context } from '../../base/context.ts';
 import type { SmtpSettings } from './smtp.ts';
 
@@ -58,7 +59,9 @@ export async function loadEmailTransport(
   };
 }
 
-export const SMTP_HOST_REFUSED = 'the SMTP host does not resolve to a public address (allowPrivateSmtpHosts is off)';
+/** Why a tenant's SMTP host is refused: as the 422 of its `host` field says it, and as a send says it. */
+export const SMTP_HOST_NOT_PUBLIC = `must resolve to a public address ${allowsPrivate('allowPrivateSmtpHosts')}`;
+export const SMTP_HOST_REFUSED = `the SMTP host ${SMTP_HOST_NOT_PUBLIC}`;
 
 /** Tenant SMTP hosts must be public (see config.allowPrivateSmtpHosts); the install's own SMTP is trusted. */
 export async function smtpHostAllowed(runtime: Context, host: string): Promise<boolean> {

@@ -9,6 +9,7 @@ import type { Context } from '../../base/context.ts';
 import type { PushMessage, PushOutcome, WebPushSubscription } from '../push/messages.ts';
 import { describeAnswer, providerRequest } from '../push/provider-http.ts';
 import { NonPublicAddressError } from '../../base/net/public-address.ts';
+import { allowsPrivate } from '../../base/net/allow-private.ts';
 import { encryptWebPushPayload } from './encryption.ts';
 
 export interface WebPushCredentials {
@@ -122,7 +123,10 @@ export async function sendWebPush(
     });
   } catch (error) {
     if (error instanceof NonPublicAddressError)
-      return { status: 'dead', error: `web push endpoint refused: ${error.message}` };
+      return {
+        status: 'dead',
+        error: `web push endpoint refused: ${error.message} ${allowsPrivate('allowPrivatePushEndpoints')}`,
+      };
     return { status: 'failed', error: `web push service unreachable: ${(error as Error).message}`, retryable: true };
   }
   if (answer.status >= 200 && answer.status < 300) {

@@ -11,6 +11,12 @@ import { createTenant } from '../../../server/resources/tenants.ts';
 import { createUser } from '../../../server/resources/users.ts';
 import { createTenantFixture, sql } from '../../support/fixtures.ts';
 
+// A refusal names the setting that allows private addresses, as a key and as an environment variable.
+const ALLOWS_PRIVATE_PUSH =
+  'allowPrivatePushEndpoints, HERALD_ALLOW_PRIVATE_PUSH_ENDPOINTS=true, allows private ones; it applies at restart';
+const ALLOWS_PRIVATE_SMTP =
+  'allowPrivateSmtpHosts, HERALD_ALLOW_PRIVATE_SMTP_HOSTS=true, allows private ones; it applies at restart';
+
 describe('isNonPublicAddress', () => {
   it.each([
     '127.0.0.1',
@@ -108,6 +114,7 @@ describe('sending web push with allowPrivatePushEndpoints off (the production de
     );
     expect(outcome).toMatchObject({ status: 'dead' });
     expect((outcome as { error: string }).error).toMatch(/not a public address/);
+    expect((outcome as { error: string }).error).toContain(ALLOWS_PRIVATE_PUSH);
     const byName = await sendPush(
       app.runtime,
       app.runtime.orm.em.fork(),
@@ -162,6 +169,7 @@ describe('tenant SMTP hosts with allowPrivateSmtpHosts off (the production defau
       });
       expect(res.status).toBe(422);
       expect(res.body.detail[0]).toMatchObject({ loc: ['body', 'host'], type: 'host_not_allowed' });
+      expect(res.body.detail[0].msg).toContain(ALLOWS_PRIVATE_SMTP);
     }
     // A row stored before the setting was turned off (or by DNS changing later): checked again at send time.
     await sql(
@@ -173,7 +181,7 @@ describe('tenant SMTP hosts with allowPrivateSmtpHosts off (the production defau
       token: fx.serviceKey,
       body: { to: 'x@example.test' },
     });
-    expect(test.body).toEqual({ ok: false, error: expect.stringMatching(/public address/) });
+    expect(test.body).toMatchObject({ ok: false, error: expect.stringContaining(ALLOWS_PRIVATE_SMTP) });
     const { sendTenantEmail } = await import('../../../server/channels/email/transport.ts');
     const sent = await sendTenantEmail(app.runtime, app.runtime.orm.em.fork(), fx.tenantId, {
       to: 'x@example.test',
@@ -182,6 +190,7 @@ describe('tenant SMTP hosts with allowPrivateSmtpHosts off (the production defau
       text: 'b',
     });
     expect(sent).toMatchObject({ status: 'failed', retryable: false });
+    expect((sent as { error: string }).error).toContain(ALLOWS_PRIVATE_SMTP);
     expect(connections).toBe(0);
   });
 });
