@@ -3,10 +3,14 @@
 // the same requests; the install's default SMTP is the host's alone (services). Secrets come from files or stdin, never from flags, and are
 // never printed.
 import type { Command } from 'commander';
-import type { Config } from '../server/base/config.ts';
 import { PushProvider } from '../server/schemas/common.ts';
-import type { EmailTransportResponse, PushTransportResponse, SendTestResult } from '../server/schemas/transports.ts';
-import { describeDefaultSmtp, setDefaultSmtp, testInstallSmtp } from '../server/channels/email/email-transport.ts';
+import type {
+  EmailTransportResponse,
+  PushTransportResponse,
+  SendTestEmailResult,
+  SendTestResult,
+} from '../server/schemas/transports.ts';
+import { setDefaultSmtp, testInstallSmtp } from '../server/channels/email/email-transport.ts';
 import { smtpSettingsFromUrl } from '../server/channels/email/smtp.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { CliError, EXIT_FAILURE, print, printJson, printTable, usageError } from './support/output.ts';
@@ -14,18 +18,16 @@ import { AppError } from '../server/base/errors.ts';
 import { emailArg } from './tenants.ts';
 import { confirmUnlessYes } from './support/confirm.ts';
 import { readJsonObject, readSecret } from './support/file-input.ts';
-import { remoteClient, type RemoteClient, type RemoteClientSettings } from './support/remote.ts';
+import type { RemoteClient, RemoteClientSettings } from './support/remote.ts';
 import { transports } from './support/paths.ts';
-import { withInProcessClient, withTarget, type TargetOptions } from './support/target.ts';
-import { resolveTenant } from './support/tenant-option.ts';
-import type { Runtime } from '../server/app/runtime.ts';
+import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
 
 /** The operations the commands need: the same requests, to Herald at --url or in process. */
 interface TransportApi {
   getEmail(): Promise<EmailTransportResponse>;
   putEmail(body: unknown): Promise<EmailTransportResponse>;
   deleteEmail(): Promise<void>;
-  testEmail(body: unknown): Promise<SendTestResult>;
+  testEmail(body: unknown): Promise<SendTestEmailResult>;
   listPush(): Promise<PushTransportResponse[]>;
   putPush(provider: PushProvider, body: unknown): Promise<PushTransportResponse>;
   deletePush(provider: PushProvider): Promise<void>;
@@ -46,18 +48,13 @@ function transportApi(client: RemoteClient): TransportApi {
   };
 }
 
-/** Runs `fn` against the remote API or, locally, the routes in process (and the local runtime, for the install's default). */
-async function withApi<T>(
+/** Runs `fn` with the operations of the chosen mode: the same requests, to Herald at --url or in process. */
+function withApi<T>(
   options: TargetOptions,
-  fn: (api: TransportApi, local: { runtime: Runtime; config: Config } | null) => Promise<T>,
+  fn: (api: TransportApi) => Promise<T>,
   settings: RemoteClientSettings = {},
 ): Promise<T> {
-  if (options.url ?? process.env.HERALD_URL) return fn(transportApi(remoteClient(options, settings)), null);
-  const config = configFrom({ dataDir: options.dataDir });
-  return withLocalRuntime(config, async (runtime) => {
-    const tenant = await resolveTenant(runtime.orm.em.fork(), options.tenant);
-    return withInProcessClient(runtime, tenant.id, (client) => fn(transportApi(client), { runtime, config }), settings);
-  });
+  return onTarget(options, (client) => fn(transportApi(client)), settings);
 }
 
 function parsePort(value: string | undefined): number | undefined {
@@ -73,7 +70,7 @@ function confirmRemoval(yes: boolean | undefined, question: string): Promise<voi
 }
 
 function printEmail(transport: EmailTransportResponse): void {
-  if (!transport.configured) return print('no email transport configured');
+  if (!transport.configured) return printInstallDefault(transport.install_default);
   printTable(
     [
       { field: 'host', value: transport.host },
@@ -93,10 +90,29 @@ function printEmail(transport: EmailTransportResponse): void {
   );
 }
 
-function printTestResult(result: SendTestResult, json?: boolean): void {
+/** What the email of a tenant without a transport of its own goes through. */
+function printInstallDefault(install: EmailTransportResponse['install_default']): void {
+  if (!install)
+    return print(
+      "no email transport of its own, and the install has no default SMTP: this tenant's email is skipped (no_transport)",
+    );
+  if (install.credentials_unreadable)
+    return print(
+      "no email transport of its own; the install's default SMTP is unreadable (its key is gone): email is skipped until it is set again",
+    );
+  print(
+    `no email transport of its own: email goes through the install's default SMTP: ${install.host}:${install.port} (${install.secure ? 'TLS' : 'STARTTLS when offered'}), from ${install.from}`,
+  );
+}
+
+function printTestResult(
+  result: SendTestResult & Partial<Pick<SendTestEmailResult, 'transport'>>,
+  json?: boolean,
+): void {
+  const through = result.transport === 'install_default' ? " through the install's default SMTP" : '';
   if (json) printJson(result);
-  else if (result.ok) print(`sent${result.message_id ? ` (message id ${result.message_id})` : ''}`);
-  else print(`not sent: ${result.error}`);
+  else if (result.ok) print(`sent${through}${result.message_id ? ` (message id ${result.message_id})` : ''}`);
+  else print(`not sent${through}: ${result.error}`);
   if (!result.ok) process.exitCode = 1;
 }
 
@@ -149,21 +165,10 @@ Examples:
     .description("show the tenant's email transport (the password is never shown)")
     .addHelpText('after', '\nExamples:\n  $ herald transports email show --tenant <id> --json')
     .action(async (options: TargetOptions) => {
-      await withApi(options, async (api, local) => {
+      await withApi(options, async (api) => {
         const transport = await api.getEmail();
-        const installDefault = local
-          ? await describeDefaultSmtp(local.runtime, local.runtime.orm.em.fork())
-          : undefined;
-        if (options.json)
-          return printJson(installDefault ? { ...transport, install_default: installDefault } : transport);
+        if (options.json) return printJson(transport);
         printEmail(transport);
-        if (installDefault && !transport.configured) {
-          print(
-            installDefault.source === 'none'
-              ? 'install default SMTP: none (email is skipped: no_transport)'
-              : `install default SMTP (${installDefault.source}): ${installDefault.host ?? 'unreadable'}:${installDefault.port ?? ''}`,
-          );
-        }
       });
     });
 
@@ -214,7 +219,9 @@ Examples:
     });
 
   withTarget(email.command('test'))
-    .description("send a test email through the tenant's transport, or with --install through the install's own SMTP")
+    .description(
+      "send a test email as the tenant's email goes (its transport, else the install's default SMTP), or with --install through the install's own SMTP",
+    )
     .requiredOption('--to <email>', 'recipient')
     .option(
       '--install',

@@ -25,6 +25,19 @@ export const EmailTransportRequest = z
   .meta({ id: 'EmailTransportRequest' });
 export type EmailTransportRequest = z.infer<typeof EmailTransportRequest>;
 
+/** The install's default SMTP as a tenant sees it: where its mail goes, never the credentials. */
+export const InstallDefaultSmtp = z
+  .object({
+    host: z.string().optional(),
+    port: z.number().int().optional(),
+    secure: z.boolean().optional(),
+    from: z.string().optional().describe('The From address the install sends with'),
+    /** The stored default's encryption key is gone: email is skipped until an operator sets it again. */
+    credentials_unreadable: z.boolean(),
+  })
+  .meta({ id: 'InstallDefaultSmtp' });
+export type InstallDefaultSmtp = z.infer<typeof InstallDefaultSmtp>;
+
 export const EmailTransportResponse = z
   .object({
     configured: z.boolean(),
@@ -36,16 +49,31 @@ export const EmailTransportResponse = z
     from_name: z.string().nullable().optional(),
     /** Configured, but the password's encryption key is gone: set the password again. */
     credentials_unreadable: z.boolean().optional(),
+    install_default: InstallDefaultSmtp.nullable()
+      .optional()
+      .describe(
+        "Without a transport of its own (configured false), the tenant's email goes through the install's default SMTP: which one (never its credentials); null when the install has none either, and email is skipped (no_transport)",
+      ),
   })
   .meta({ id: 'EmailTransportResponse' });
 export type EmailTransportResponse = z.infer<typeof EmailTransportResponse>;
 
 export const SendTestEmailRequest = z.object({ to: email }).meta({ id: 'SendTestEmailRequest' });
 
-export const SendTestEmailResponse = z
-  .object({ ok: z.boolean(), message_id: z.string().optional(), error: z.string().optional() })
-  .meta({ id: 'SendTestEmailResponse' });
-export type SendTestResult = z.infer<typeof SendTestEmailResponse>;
+/** A test send's outcome: the server's answer, or why there was none. */
+const SendTestOutcome = z.object({
+  ok: z.boolean(),
+  message_id: z.string().optional(),
+  error: z.string().optional(),
+});
+export type SendTestResult = z.infer<typeof SendTestOutcome>;
+
+export const SendTestEmailResponse = SendTestOutcome.extend({
+  transport: z
+    .enum(['tenant', 'install_default'])
+    .describe("The SMTP the test went through: the tenant's own, else the install's default"),
+}).meta({ id: 'SendTestEmailResponse' });
+export type SendTestEmailResult = z.infer<typeof SendTestEmailResponse>;
 
 // Push providers: each provider's own fields, validated against the path's provider.
 export const ApnsSettings = z
@@ -146,9 +174,7 @@ export const SendTestPushRequest = z
   })
   .meta({ id: 'SendTestPushRequest' });
 
-export const SendTestPushResponse = z
-  .object({ ok: z.boolean(), message_id: z.string().optional(), error: z.string().optional() })
-  .meta({ id: 'SendTestPushResponse' });
+export const SendTestPushResponse = SendTestOutcome.meta({ id: 'SendTestPushResponse' });
 
 export const WebPushPublicKeyResponse = z
   .object({ public_key: z.string().min(1) })

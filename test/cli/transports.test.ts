@@ -168,7 +168,7 @@ describe('herald transports email (local mode)', () => {
   it("test --install sends through the install's own SMTP", async () => {
     const res = await herald(['transports', 'email', 'test', '--install', '--to', 'install@cli.test']);
     expect(res.code, res.stderr).toBe(0);
-    expect(res.stdout).toMatch(/^sent \(message id .+\)/);
+    expect(res.stdout).toMatch(/^sent through the install's default SMTP \(message id .+\)/);
     const mail = await smtp.waitFor((m) => m.envelope.to.includes('install@cli.test'));
     expect(mail.parsed.from?.value[0]?.address).toBe('herald@cli.test');
     const both = await herald([
@@ -182,6 +182,37 @@ describe('herald transports email (local mode)', () => {
       'install@cli.test',
     ]);
     expect(both.code).toBe(2);
+  });
+
+  it("show and test, for a tenant without a transport of its own, use the install's default SMTP", async () => {
+    const remote = { HERALD_URL: app.url, HERALD_API_KEY: other.serviceKey };
+    for (const env of [{}, remote]) {
+      const target = 'HERALD_URL' in env ? [] : ['--tenant', other.tenantId];
+      const show = await herald(['transports', 'email', 'show', ...target], { env });
+      expect(show.code, show.stderr).toBe(0);
+      expect(show.stdout).not.toMatch(/no email transport configured/);
+      expect(show.stdout).toContain(`install's default SMTP: 127.0.0.1:${smtp.port}`);
+      const shown = await herald(['transports', 'email', 'show', '--json', ...target], { env });
+      expect(JSON.parse(shown.stdout)).toEqual({
+        configured: false,
+        install_default: {
+          host: '127.0.0.1',
+          port: smtp.port,
+          secure: false,
+          from: 'Herald <herald@cli.test>',
+          credentials_unreadable: false,
+        },
+      });
+      const to = `default-${target.length > 0 ? 'local' : 'remote'}@cli.test`;
+      const test = await herald(['transports', 'email', 'test', '--to', to, ...target], { env });
+      expect(test.code, test.stderr).toBe(0);
+      expect(test.stdout).toMatch(/^sent through the install's default SMTP \(message id .+\)/);
+      const mail = await smtp.waitFor((m) => m.envelope.to.includes(to));
+      expect(mail.user).toBe('cli');
+      expect(mail.parsed.from?.value[0]?.address).toBe('herald@cli.test');
+      const json = await herald(['transports', 'email', 'test', '--to', to, '--json', ...target], { env });
+      expect(JSON.parse(json.stdout)).toMatchObject({ ok: true, transport: 'install_default' });
+    }
   });
 
   it('refuses without a target, and refuses to remove without --yes when not on a terminal', async () => {

@@ -6,7 +6,7 @@ import { isUnreadable } from '../../base/crypto/keyring.ts';
 import { execute, queryOne } from '../../base/db/sql.ts';
 import { deleteInstallSecret, storeInstallSecret } from '../../base/install-secrets.ts';
 import { DEFAULT_SMTP_SECRET, installSmtp } from './install-smtp.ts';
-import type { SmtpSettings } from './smtp.ts';
+import { smtpSettingsFromUrl, type SmtpSettings } from './smtp.ts';
 import {
   SMTP_HOST_NOT_PUBLIC,
   SMTP_HOST_REFUSED,
@@ -17,7 +17,12 @@ import {
 import { AppError, invalidField } from '../../base/errors.ts';
 import type { Context } from '../../base/context.ts';
 import type { ChannelContext } from '../types.ts';
-import type { EmailTransportRequest, EmailTransportResponse, SendTestResult } from '../../schemas/transports.ts';
+import type {
+  EmailTransportRequest,
+  EmailTransportResponse,
+  InstallDefaultSmtp,
+  SendTestEmailResult,
+} from '../../schemas/transports.ts';
 import { deliverEmail, formatFrom } from './transport.ts';
 
 function toEmailTransportResponse(row: EmailTransportRow, unreadable: boolean): EmailTransportResponse {
@@ -39,7 +44,7 @@ export async function getEmailTransport(
   tenantId: string,
 ): Promise<EmailTransportResponse> {
   const loaded = await loadEmailTransport(runtime, em, tenantId);
-  if (!loaded) return { configured: false };
+  if (!loaded) return { configured: false, install_default: await installDefaultOf(runtime, em) };
   return toEmailTransportResponse(loaded.row, loaded.state === 'unreadable');
 }
 
@@ -111,30 +116,51 @@ export async function deleteEmailTransport(em: EntityManager, tenantId: string):
   await execute(em, `DELETE FROM email_transports WHERE tenant_id = $1`, [tenantId]);
 }
 
-/** Sends a test email through the tenant's own transport and reports the SMTP server's answer. */
+/**
+ * Sends a test email the way the tenant's email goes: through its own transport, else through the
+ * install's default SMTP, and reports the SMTP server's answer.
+ */
 export async function testEmailTransport(
   runtime: ChannelContext,
   em: EntityManager,
   tenantId: string,
   to: string,
-): Promise<SendTestResult> {
+): Promise<SendTestEmailResult> {
   const loaded = await loadEmailTransport(runtime, em, tenantId);
-  if (!loaded) throw new AppError('not_configured', 'No email transport is configured for this tenant');
+  if (!loaded) {
+    const viaDefault = await sendThroughInstallSmtp(
+      runtime,
+      em,
+      to,
+      "the install's default SMTP works for this tenant",
+    );
+    if (viaDefault) return viaDefault;
+    throw new AppError(
+      'not_configured',
+      'No email transport is configured for this tenant, and the install has no default SMTP: its email is skipped (no_transport)',
+    );
+  }
+  const transport = 'tenant';
   if (loaded.state === 'unreadable') {
     return {
       ok: false,
+      transport,
       error:
         'credentials_unreadable: the password was encrypted with a key that is no longer in the key ring; set it again',
     };
   }
-  if (!(await smtpHostAllowed(runtime, loaded.settings.host))) return { ok: false, error: SMTP_HOST_REFUSED };
-  return sendTestEmail(
-    runtime,
-    loaded.settings,
-    formatFrom(loaded.fromEmail, loaded.fromName),
-    to,
-    'your email transport works',
-  );
+  if (!(await smtpHostAllowed(runtime, loaded.settings.host)))
+    return { ok: false, transport, error: SMTP_HOST_REFUSED };
+  return {
+    ...(await sendTestEmail(
+      runtime,
+      loaded.settings,
+      formatFrom(loaded.fromEmail, loaded.fromName),
+      to,
+      'your email transport works',
+    )),
+    transport,
+  };
 }
 
 /** Sends the test email and reports the SMTP server's answer. */
@@ -144,7 +170,7 @@ async function sendTestEmail(
   from: string,
   to: string,
   works: string,
-): Promise<SendTestResult> {
+): Promise<Omit<SendTestEmailResult, 'transport'>> {
   const outcome = await deliverEmail(runtime, settings, {
     from,
     to,
@@ -191,15 +217,8 @@ export async function describeDefaultSmtp(
   credentials_unreadable?: boolean;
 }> {
   if (runtime.config.smtpUrl) {
-    const u = new URL(runtime.config.smtpUrl);
-    return {
-      source: 'config',
-      host: u.hostname,
-      port: Number(u.port) || undefined,
-      secure: u.protocol === 'smtps:',
-      username: u.username || null,
-      from: runtime.config.mailFrom,
-    };
+    const { host, port, secure, username } = smtpSettingsFromUrl(runtime.config.smtpUrl);
+    return { source: 'config', host, port, secure, username, from: runtime.config.mailFrom };
   }
   const row = await queryOne<{ ciphertext: string }>(em, `SELECT ciphertext FROM install_secrets WHERE name = $1`, [
     DEFAULT_SMTP_SECRET,
@@ -223,6 +242,13 @@ export async function describeDefaultSmtp(
   }
 }
 
+/** The install's default SMTP as a tenant's transport shows it: no credentials, no user name; null when there is none. */
+async function installDefaultOf(runtime: Context, em: EntityManager): Promise<InstallDefaultSmtp | null> {
+  const { source, host, port, secure, from, credentials_unreadable } = await describeDefaultSmtp(runtime, em);
+  if (source === 'none') return null;
+  return { host, port, secure, from, credentials_unreadable: credentials_unreadable ?? false };
+}
+
 export async function removeDefaultSmtp(em: EntityManager): Promise<boolean> {
   return deleteInstallSecret(em, DEFAULT_SMTP_SECRET);
 }
@@ -231,7 +257,28 @@ export async function removeDefaultSmtp(em: EntityManager): Promise<boolean> {
  * Sends a test email through the install's own SMTP (config.smtpUrl, else the stored default): the
  * server that sends system emails and the mail of tenants without a transport of their own.
  */
-export async function testInstallSmtp(runtime: ChannelContext, em: EntityManager, to: string): Promise<SendTestResult> {
+export async function testInstallSmtp(
+  runtime: ChannelContext,
+  em: EntityManager,
+  to: string,
+): Promise<SendTestEmailResult> {
+  const result = await sendThroughInstallSmtp(runtime, em, to, "the install's own SMTP works");
+  if (!result)
+    throw new AppError(
+      'not_configured',
+      'The install has no SMTP: set smtpUrl (herald init --smtp-url) or herald transports email set-default',
+    );
+  return result;
+}
+
+/** The test email through the install's own SMTP; null when the install has none. */
+async function sendThroughInstallSmtp(
+  runtime: ChannelContext,
+  em: EntityManager,
+  to: string,
+  works: string,
+): Promise<SendTestEmailResult | null> {
+  const transport = 'install_default';
   let install;
   try {
     install = await installSmtp(runtime, em);
@@ -239,15 +286,12 @@ export async function testInstallSmtp(runtime: ChannelContext, em: EntityManager
     if (isUnreadable(error))
       return {
         ok: false,
+        transport,
         error:
           'credentials_unreadable: the stored default SMTP was encrypted with a key that is no longer in the key ring; set it again',
       };
     throw error;
   }
-  if (!install)
-    throw new AppError(
-      'not_configured',
-      'The install has no SMTP: set smtpUrl (herald init --smtp-url) or herald transports email set-default',
-    );
-  return sendTestEmail(runtime, install.settings, install.from, to, "the install's own SMTP works");
+  if (!install) return null;
+  return { ...(await sendTestEmail(runtime, install.settings, install.from, to, works)), transport };
 }

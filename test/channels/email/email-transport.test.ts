@@ -29,6 +29,15 @@ const transport = () => ({
   from_name: 'Acme Alerts',
 });
 
+/** The install's default SMTP: the same server, as the operator's own account. */
+const defaultSmtp = () => ({
+  host: '127.0.0.1',
+  port: smtp.port,
+  secure: false,
+  username: SMTP_USER,
+  password: SMTP_PASS,
+});
+
 beforeAll(async () => {
   app = await startTestApp();
   smtp = await startSmtpPeer({ auth: { user: SMTP_USER, pass: SMTP_PASS }, rejectRecipients: ['bounce@example.test'] });
@@ -161,7 +170,30 @@ describe('GET /v1/email-transport', () => {
   it("answers only {configured: false} for a tenant without one, never another tenant's transport", async () => {
     const res = await app.request('GET', '/v1/email-transport', { token: b.serviceKey });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ configured: false });
+    expect(res.body).toEqual({ configured: false, install_default: null });
+  });
+
+  it("names the install's default SMTP that a tenant without one sends through: host and port, no credentials", async () => {
+    const em = app.runtime.orm.em.fork();
+    await setDefaultSmtp(app.runtime, em, { ...defaultSmtp(), from: 'Herald <herald@install.test>' });
+    try {
+      const res = await app.request('GET', '/v1/email-transport', { token: b.serviceKey });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({
+        configured: false,
+        install_default: {
+          host: '127.0.0.1',
+          port: smtp.port,
+          secure: false,
+          from: 'Herald <herald@install.test>',
+          credentials_unreadable: false,
+        },
+      });
+      expect(res.text).not.toContain(SMTP_USER);
+      expect(res.text).not.toContain(SMTP_PASS);
+    } finally {
+      await removeDefaultSmtp(em);
+    }
   });
 
   it('answers 401, and 403 for a contact token or a user of another tenant', async () => {
@@ -180,7 +212,7 @@ describe('POST /v1/email-transport/test', () => {
       body: { to: 'Ops@Example.test' },
     });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ ok: true, message_id: expect.any(String) });
+    expect(res.body).toEqual({ ok: true, message_id: expect.any(String), transport: 'tenant' });
     const mail = await smtp.waitFor((m) => m.parsed.messageId === res.body.message_id);
     expect(mail.user).toBe(SMTP_USER);
     expect(mail.secure).toBe(true); // upgraded with STARTTLS before authenticating
@@ -234,19 +266,37 @@ describe('POST /v1/email-transport/test', () => {
       token: t.serviceKey,
       body: { to: 'ops@example.test' },
     });
-    expect(res.body).toEqual({ ok: true, message_id: expect.any(String) });
+    expect(res.body).toEqual({ ok: true, message_id: expect.any(String), transport: 'tenant' });
     const mail = await relay.waitFor((m) => m.parsed.messageId === res.body.message_id);
     expect(mail.secure).toBe(false);
     expect(mail.user).toBeUndefined();
   });
 
-  it('answers 422 not_configured for a tenant without a transport', async () => {
+  it('answers 422 not_configured for a tenant without a transport on an install without a default SMTP', async () => {
     const res = await app.request('POST', '/v1/email-transport/test', {
       token: b.serviceKey,
       body: { to: 'ops@example.test' },
     });
     expect(res.status).toBe(422);
     expect(res.body.code).toBe('not_configured');
+  });
+
+  it("sends through the install's default SMTP for a tenant without a transport, as its email goes", async () => {
+    const em = app.runtime.orm.em.fork();
+    await setDefaultSmtp(app.runtime, em, { ...defaultSmtp(), from: 'Herald <herald@install.test>' });
+    try {
+      const res = await app.request('POST', '/v1/email-transport/test', {
+        token: b.serviceKey,
+        body: { to: 'via-default@example.test' },
+      });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ ok: true, message_id: expect.any(String), transport: 'install_default' });
+      const mail = await smtp.waitFor((m) => m.parsed.messageId === res.body.message_id);
+      expect(mail.user).toBe(SMTP_USER);
+      expect(mail.parsed.from?.value[0]).toMatchObject({ address: 'herald@install.test' });
+    } finally {
+      await removeDefaultSmtp(em);
+    }
   });
 
   it('answers 422 for a malformed address, 401 and 403', async () => {
@@ -300,14 +350,7 @@ describe('sendTenantEmail', () => {
       status: 'skipped',
       reason: 'no_transport',
     });
-    await setDefaultSmtp(app.runtime, em, {
-      host: '127.0.0.1',
-      port: smtp.port,
-      secure: false,
-      username: SMTP_USER,
-      password: SMTP_PASS,
-      from: 'Herald <herald@install.test>',
-    });
+    await setDefaultSmtp(app.runtime, em, { ...defaultSmtp(), from: 'Herald <herald@install.test>' });
     const sent = await sendTenantEmail(app.runtime, em, b.tenantId, mail);
     expect(sent.status).toBe('sent');
     const received = await smtp.waitFor((m) => m.parsed.messageId === (sent as { messageId: string }).messageId);
@@ -363,6 +406,7 @@ describe('DELETE /v1/email-transport', () => {
     expect(res.text).toBe('');
     expect((await app.request('GET', '/v1/email-transport', { token: a.serviceKey })).body).toEqual({
       configured: false,
+      install_default: null,
     });
     expect((await app.request('GET', '/v1/email-transport', { token: other.serviceKey })).body.configured).toBe(true);
     expect((await app.request('DELETE', '/v1/email-transport', { token: a.serviceKey })).status).toBe(204);
