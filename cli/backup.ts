@@ -1,7 +1,7 @@
 // herald backup / herald restore: a consistent online backup of the database (embedded or external)
 // with herald.json (and the key file only when asked), and its restore into a fresh data directory.
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { loadConfig, readConfigFile, writeConfigFile } from '../server/base/config.ts';
 import { keyFilePath } from '../server/base/crypto/keyring.ts';
@@ -45,6 +45,14 @@ export function registerBackup(program: Command): void {
       const { version } = (await import('../package.json', { with: { type: 'json' } })).default as { version: string };
       // The database URL stays out: a restore names its own database, and the URL may hold a password.
       const { databaseUrl: _url, ...fileConfig } = readConfigFile(config.dataDir);
+      // So does the install SMTP's password: a backup holds no secret in clear, with or without the keys.
+      const smtpUrl = typeof fileConfig.smtpUrl === 'string' ? fileConfig.smtpUrl : null;
+      const smtpPasswordLeftOut = smtpUrl !== null && withoutPassword(smtpUrl) !== smtpUrl;
+      if (smtpPasswordLeftOut) {
+        const kept = withoutPassword(smtpUrl);
+        if (kept) fileConfig.smtpUrl = kept;
+        else delete fileConfig.smtpUrl;
+      }
       const db = await openDatabase(config, { poolMax: 1 });
       const out = resolve(options.out);
       let result;
@@ -57,7 +65,13 @@ export function registerBackup(program: Command): void {
       } finally {
         await db.close();
       }
-      const summary = { file: out, tables: result.tables, rows: result.rows, keys_included: Boolean(keys) };
+      const summary = {
+        file: out,
+        tables: result.tables,
+        rows: result.rows,
+        keys_included: Boolean(keys),
+        smtp_password_included: false,
+      };
       if (options.json) printJson(summary);
       else {
         print(
@@ -65,8 +79,25 @@ export function registerBackup(program: Command): void {
         );
         if (!keys)
           print(`The key file is not in it: keep ${keyFilePath(config.dataDir)} safe apart from your backups.`);
+        if (smtpPasswordLeftOut) print(SMTP_PASSWORD_NOTE);
       }
     });
+}
+
+const SMTP_PASSWORD_NOTE =
+  "The install SMTP's password (smtpUrl) is not in it: after a restore, set it again (HERALD_SMTP_URL, or smtpUrl in herald.json).";
+
+/** The URL as it is when it holds no password, without it when it does; null when it is no URL at all. */
+function withoutPassword(url: string): string | null {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return null;
+  }
+  if (parsed.password === '') return url;
+  parsed.password = '';
+  return parsed.toString();
 }
 
 export function registerRestore(program: Command): void {
@@ -159,6 +190,13 @@ export function registerRestore(program: Command): void {
             print(
               `The backup holds no key file: copy the original keys.json to ${keyFilePath(dataDir)} (or set HERALD_ENCRYPTION_KEYS) before 'herald start'.`,
             );
+          if (typeof chosen.smtpUrl === 'string' && URL.canParse(chosen.smtpUrl)) {
+            const smtp = new URL(chosen.smtpUrl);
+            if (smtp.username && !smtp.password)
+              print(
+                `The install SMTP (${smtp.host}) has its user but no password: backups leave it out. Set it again (HERALD_SMTP_URL, or smtpUrl in ${join(dataDir, 'herald.json')}).`,
+              );
+          }
           print(`Next: herald start --data-dir ${dataDir}`);
         }
       },
