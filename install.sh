@@ -45,9 +45,11 @@ if [ "${1:-}" = "--start" ]; then
   data_dir=${HERALD_HOME:-$root/data}
   if [ ! -f "$data_dir/herald.json" ]; then
     say "initialising $data_dir (single-tenant, embedded PostgreSQL)"
+    # init ends with "Next: herald start ...": the next step this script takes itself, so that line goes.
     bin/herald init --yes --data-dir "$data_dir" --mode single \
-      --tenant "${HERALD_TENANT:-Demo}" --owner-email "${HERALD_OWNER_EMAIL:-owner@example.com}"
+      --tenant "${HERALD_TENANT:-Demo}" --owner-email "${HERALD_OWNER_EMAIL:-owner@example.com}" |
+      sed '/^Next: herald start/d'
   fi
-  say "starting Herald (Ctrl-C to stop)"
+  say "starting Herald from $data_dir (Ctrl-C to stop)"
   exec bin/herald start --data-dir "$data_dir"
 fi
