@@ -8,7 +8,8 @@ import { safeUrl } from '../server/base/logger.ts';
 import { initOrm, executedMigrations, pendingMigrations, LEGACY_EMBEDDED_PORT } from '../server/base/db/orm.ts';
 import { runningClusterUrl } from '../server/base/db/embedded-postgres.ts';
 import { notInitialised } from './support/initialised.ts';
-import { loadKeyRing } from '../server/base/crypto/keyring.ts';
+import { loadKeyRing, NoKeyFileError } from '../server/base/crypto/keyring.ts';
+import { missingKeyFileAdvice } from '../server/app/keys.ts';
 import { databaseServerVersion, queueStatus, statusChecks } from '../server/app/status-checks.ts';
 import { runningListener } from '../server/app/listening.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, print, printJson } from './support/output.ts';
@@ -74,17 +75,19 @@ async function collectStatus(config: Config): Promise<Status> {
     http: { url: runningListener(config.dataDir)?.url ?? configuredListeningUrl(config), reachable: false },
     warnings: [],
   };
+  let missingKeyFile: NoKeyFileError | null = null;
   try {
     const ring = loadKeyRing({ dataDir: config.dataDir, encryptionKeys: config.encryptionKeys });
     status.key_ring = { active: ring.activeKeyId, keys: ring.keyIds() };
   } catch (error) {
     status.key_ring = { error: (error as Error).message };
-    status.warnings.push(`key ring: ${(error as Error).message}`);
+    if (error instanceof NoKeyFileError) missingKeyFile = error;
   }
   status.http.reachable = await fetch(`${status.http.url}/healthz`, { signal: AbortSignal.timeout(1500) })
     .then((r) => r.ok)
     .catch(() => false);
-  await inspectDatabase(config, status);
+  await inspectDatabase(config, status, missingKeyFile);
+  if (status.key_ring.error) status.warnings.unshift(`key ring: ${status.key_ring.error}`);
   status.healthy =
     status.database.reachable &&
     status.http.reachable &&
@@ -98,7 +101,7 @@ function configuredListeningUrl(config: Config): string {
 }
 
 /** Connects to the database if it runs (never starting the embedded one) and reads what it holds. */
-async function inspectDatabase(config: Config, status: Status): Promise<void> {
+async function inspectDatabase(config: Config, status: Status, missingKeyFile: NoKeyFileError | null): Promise<void> {
   const url =
     config.databaseUrl ??
     runningClusterUrl(config.dataDir, config.embeddedPostgresPort ?? LEGACY_EMBEDDED_PORT, 'herald');
@@ -122,6 +125,7 @@ async function inspectDatabase(config: Config, status: Status): Promise<void> {
     if (status.migrations.pending.length > 0)
       status.warnings.push(`${status.migrations.pending.length} migration(s) pending: run 'herald migrate'`);
     status.queue = await queueStatus(em);
+    if (missingKeyFile) status.key_ring.error = await missingKeyFileAdvice(em, missingKeyFile);
     if (status.migrations.pending.length === 0) status.warnings.push(...(await statusChecks(em, config)));
   } catch (error) {
     status.database.reachable = false;

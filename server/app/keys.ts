@@ -3,6 +3,7 @@
 // nothing uses it. The key file is the source of truth; HERALD_ENCRYPTION_KEYS cannot be changed here.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { encryptedColumns, type EncryptedColumn } from '../base/crypto/encrypted-columns.ts';
+import type { Config } from '../base/config.ts';
 import {
   DecryptionError,
   KeyUnavailableError,
@@ -10,8 +11,10 @@ import {
   readKeyFile,
   writeKeyFile,
   type KeyRing,
+  type NoKeyFileError,
 } from '../base/crypto/keyring.ts';
 import { query, execute } from '../base/db/sql.ts';
+import { openDatabase } from '../base/db/orm.ts';
 import { AppError } from '../base/errors.ts';
 
 export interface KeyUsage {
@@ -71,6 +74,38 @@ export async function unreadableSecretWarnings(em: EntityManager, keyIds: string
     ([id, n]) =>
       `${n} secret(s) are encrypted with key ${id}, which is not in the key ring: their transports show credentials_unreadable until they are set again`,
   );
+}
+
+/**
+ * What to do about a missing key file, given what the database holds. A database with ciphertexts (a
+ * restored install whose backup left the key file out, or a key file lost) needs its original keys
+ * back: `herald init` would make a new key, under which none of them decrypts.
+ */
+export async function missingKeyFileAdvice(em: EntityManager, error: NoKeyFileError): Promise<string> {
+  let counts: Map<string, number>;
+  try {
+    counts = await ciphertextsByKey(em);
+  } catch {
+    return error.message; // a database without Herald's tables: a new install
+  }
+  const total = [...counts.values()].reduce((sum, n) => sum + n, 0);
+  if (total === 0) return error.message;
+  return `no key file at ${error.path}, but the database holds ${total} secret(s) encrypted with key(s) ${[...counts.keys()].join(', ')}: copy the original keys.json to ${error.path}, or set HERALD_ENCRYPTION_KEYS to those keys ('herald init' would make a new key, and these secrets would stay unreadable)`;
+}
+
+/** missingKeyFileAdvice on a database opened for the purpose (embedded: started and stopped again); the plain message if it does not open. */
+export async function missingKeyFileAdviceFor(config: Config, error: NoKeyFileError): Promise<string> {
+  let db;
+  try {
+    db = await openDatabase(config, { poolMax: 1 });
+  } catch {
+    return error.message;
+  }
+  try {
+    return await missingKeyFileAdvice(db.orm.em.fork(), error);
+  } finally {
+    await db.close().catch(() => undefined);
+  }
 }
 
 function requireKeyFile(keyRing: KeyRing, dataDir: string, action: string) {

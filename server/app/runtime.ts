@@ -6,7 +6,8 @@ import type { Config } from '../base/config.ts';
 import { systemClock, type Clock } from '../base/clock.ts';
 import { createLogger, type LogSink } from '../base/logger.ts';
 import { applyMigrations, openDatabase, pendingMigrations } from '../base/db/orm.ts';
-import { loadKeyRing, type KeyRing } from '../base/crypto/keyring.ts';
+import { loadKeyRing, NoKeyFileError, type KeyRing } from '../base/crypto/keyring.ts';
+import { missingKeyFileAdviceFor } from './keys.ts';
 import { loadTokenSigner } from '../base/auth/tokens.ts';
 import {
   heartbeatRefreshSeconds,
@@ -90,6 +91,7 @@ export async function startRuntime(config: Config, options: RuntimeOptions = {})
   try {
     keyRing = loadKeyRing({ dataDir: config.dataDir, encryptionKeys: config.encryptionKeys });
   } catch (error) {
+    if (error instanceof NoKeyFileError) throw new StartupError(await missingKeyFileAdviceFor(config, error));
     throw new StartupError((error as Error).message);
   }
   let availability: DatabaseAvailability | null = null;

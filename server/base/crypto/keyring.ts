@@ -29,6 +29,16 @@ export class KeyUnavailableError extends Error {
   }
 }
 
+/** Neither HERALD_ENCRYPTION_KEYS nor a key file: the key ring cannot load. */
+export class NoKeyFileError extends Error {
+  override name = 'NoKeyFileError';
+  readonly path: string;
+  constructor(path: string) {
+    super(`no key file at ${path}: run 'herald init' first`);
+    this.path = path;
+  }
+}
+
 /** A ciphertext that fails authentication (tampered, or bound to another row). */
 export class DecryptionError extends Error {
   override name = 'DecryptionError';
@@ -241,7 +251,7 @@ export function loadKeyRing(options: {
   if (options.encryptionKeys) return new KeyRing(parseKeyList(options.encryptionKeys));
   let file = readKeyFile(options.dataDir);
   if (!file) {
-    if (!options.create) throw new Error(`no key file at ${keyFilePath(options.dataDir)}: run 'herald init' first`);
+    if (!options.create) throw new NoKeyFileError(keyFilePath(options.dataDir));
     const id = `k${Date.now().toString(36)}`;
     file = { active: id, keys: { [id]: generateKey() } };
     writeKeyFile(options.dataDir, file);
