@@ -6,11 +6,13 @@ import type { ApiKeyResponse, IssuedApiKeyResponse } from '../server/schemas/api
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
 import { confirmUnlessYes } from './support/confirm.ts';
-import { checkTenantId, requireTenant, resolveTenant } from './support/tenant-option.ts';
+import { checkTenantId, resolveTenant } from './support/tenant-option.ts';
 import { apiKeys } from './support/paths.ts';
 import { ApiError } from './support/remote.ts';
 import { withInProcessClient } from './support/target.ts';
 import { examples } from './support/examples.ts';
+
+const TENANT_OPTION = 'tenant id (default: the only tenant of the install, as in single mode)';
 
 interface Common {
   dataDir?: string;
@@ -33,7 +35,7 @@ export function registerApiKeys(program: Command): void {
 
   withDataDir(group.command('issue'))
     .description('issue a service key; it is printed once and cannot be shown again')
-    .option('--tenant <id>', 'tenant id (default: the only tenant of the install, as in single mode)')
+    .option('--tenant <id>', TENANT_OPTION)
     .option('--name <name>', 'a label for the key (which backend or script holds it)', 'herald-cli')
     .option('--json', 'print the key and its details as JSON')
     .addHelpText('after', examples('herald api-keys issue --tenant <tenant-id> --name ci --json | jq -r .key'))
@@ -56,7 +58,7 @@ export function registerApiKeys(program: Command): void {
 
   withDataDir(group.command('list'))
     .description("list a tenant's live service keys (never the keys themselves)")
-    .requiredOption('--tenant <id>', 'tenant id')
+    .option('--tenant <id>', TENANT_OPTION)
     .option('--json', 'print the keys as JSON')
     .addHelpText(
       'after',
@@ -66,10 +68,12 @@ export function registerApiKeys(program: Command): void {
       ),
     )
     .action(async (options: Common) => {
-      const tenantId = checkTenantId(options.tenant);
+      if (options.tenant !== undefined) checkTenantId(options.tenant);
       const keys = await withLocalRuntime(configFrom(options), async (runtime) => {
-        await requireTenant(runtime.orm.em.fork(), tenantId);
-        return withInProcessClient(runtime, tenantId, (client) => client.call<ApiKeyResponse[]>('GET', apiKeys.list()));
+        const tenant = await resolveTenant(runtime.orm.em.fork(), options.tenant);
+        return withInProcessClient(runtime, tenant.id, (client) =>
+          client.call<ApiKeyResponse[]>('GET', apiKeys.list()),
+        );
       });
       if (options.json) return printJson(keys);
       printTable(keys, ['id', 'name', 'prefix', 'created_at', 'last_used_at']);
@@ -78,7 +82,7 @@ export function registerApiKeys(program: Command): void {
   withDataDir(group.command('revoke'))
     .description('revoke a service key: it stops working at once')
     .argument('<api_key_id>', 'the id of the key (see herald api-keys list)')
-    .requiredOption('--tenant <id>', 'tenant id')
+    .option('--tenant <id>', TENANT_OPTION)
     .option('-y, --yes', 'revoke without asking')
     .option('--json', 'print the result as JSON')
     .addHelpText(
@@ -88,7 +92,7 @@ export function registerApiKeys(program: Command): void {
       ),
     )
     .action(async (apiKeyId: string, options: Common & { yes?: boolean }) => {
-      const tenantId = checkTenantId(options.tenant);
+      if (options.tenant !== undefined) checkTenantId(options.tenant);
       if (!isUuid(apiKeyId)) throw usageError(`<api_key_id> must be a key id (a UUID), got "${apiKeyId}"`);
       await confirmUnlessYes(options.yes, {
         question: `Revoke service key ${apiKeyId}? Callers using it start failing at once.`,
@@ -97,12 +101,12 @@ export function registerApiKeys(program: Command): void {
         initialValue: false,
       });
       await withLocalRuntime(configFrom(options), async (runtime) => {
-        await requireTenant(runtime.orm.em.fork(), tenantId);
+        const tenant = await resolveTenant(runtime.orm.em.fork(), options.tenant);
         try {
-          await withInProcessClient(runtime, tenantId, (client) => client.call('DELETE', apiKeys.one(apiKeyId)));
+          await withInProcessClient(runtime, tenant.id, (client) => client.call('DELETE', apiKeys.one(apiKeyId)));
         } catch (error) {
           if (error instanceof ApiError && error.status === 404)
-            throw new CliError(`no live service key ${apiKeyId} in tenant ${tenantId}`);
+            throw new CliError(`no live service key ${apiKeyId} in tenant ${tenant.id}`);
           throw error;
         }
       });

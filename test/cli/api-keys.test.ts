@@ -109,18 +109,40 @@ describe('herald api-keys', () => {
   );
 
   it(
-    'exits 2 for a malformed tenant id and 1 for an unknown tenant',
+    'lists and revokes without --tenant on an install of one tenant, as issue does',
     async () => {
-      const [malformed, unknown, missing] = await Promise.all([
+      const issued = JSON.parse((await herald(['api-keys', 'issue', '--name', 'single', '--json'])).stdout);
+      const listed = await herald(['api-keys', 'list', '--json']);
+      expect(listed.stderr).toBe('');
+      expect(listed.code).toBe(0);
+      expect(JSON.parse(listed.stdout).map((k: { id: string }) => k.id)).toContain(issued.id);
+      const revoked = await herald(['api-keys', 'revoke', issued.id, '--yes']);
+      expect(revoked.stderr).toBe('');
+      expect(revoked.code).toBe(0);
+      expect((await app.request('GET', '/v1/api-keys', { token: issued.key })).status).toBe(401);
+    },
+    CLI_TIMEOUT,
+  );
+
+  it(
+    'exits 2 for a malformed tenant id or none on an install of several, and 1 for an unknown tenant',
+    async () => {
+      await createTenantFixture(app, 'Second');
+      const [malformed, unknown, missing, missingRevoke] = await Promise.all([
         herald(['api-keys', 'list', '--tenant', 'acme']),
         herald(['api-keys', 'issue', '--tenant', '0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6']),
         herald(['api-keys', 'list']),
+        herald(['api-keys', 'revoke', acme.apiKeyId, '--yes']),
       ]);
       expect(malformed.code).toBe(2);
       expect(malformed.stderr).toContain('--tenant must be a tenant id');
       expect(unknown.code).toBe(1);
       expect(unknown.stderr).toContain('no tenant with id');
-      expect(missing.code).toBe(2);
+      for (const res of [missing, missingRevoke]) {
+        expect(res.code).toBe(2);
+        expect(res.stderr).toContain('the install has several tenants: give --tenant <id>');
+      }
+      expect((await app.request('GET', '/v1/api-keys', { token: acme.serviceKey })).status).toBe(200);
     },
     CLI_TIMEOUT,
   );
