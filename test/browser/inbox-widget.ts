@@ -59,6 +59,14 @@ export function inboxWidgetSuite(): void {
       return res.body as { items: Array<{ id: string; title: string; read_at: string | null }>; unread_count: number };
     };
 
+    it("shows the CLI's setup with the origin the page is served from (here the relay's port)", async () => {
+      await page.goto(`${relay.url}/demo`);
+      const setup = await page.locator('ol.steps pre code').first().textContent();
+      expect(setup).toContain(`export HERALD_URL=${relay.url} HERALD_API_KEY=sk_`);
+      expect(setup).not.toContain(new URL(app.url).port);
+      expect(setup).not.toContain('8025');
+    });
+
     it('renders the bell with the unread count from the server', async () => {
       await page.goto(`${relay.url}/demo`);
       await page.fill('#token', contact.token);

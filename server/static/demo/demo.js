@@ -12,6 +12,9 @@ const log = document.getElementById('log');
 const disconnectButton = document.getElementById('disconnect-button');
 const pushButton = document.getElementById('push-button');
 
+// The CLI reaches Herald where this page came from, whatever port or proxy serves it.
+document.getElementById('origin').textContent = location.origin;
+
 function addLog(text) {
   const li = document.createElement('li');
   li.textContent = `${new Date().toLocaleTimeString()}  ${text}`;
