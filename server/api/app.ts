@@ -66,7 +66,11 @@ async function handle(
     ctx.params = route.params ? parseInput('path', route.params, getRouterParams(event, { decode: true })) : {};
     ctx.query = route.query ? parseInput('query', route.query, Object.fromEntries(event.url.searchParams)) : {};
     if (route.body)
-      ctx.body = parseInput('body', route.body, await readJsonBody(event.req, runtime.config.maxBodyBytes));
+      ctx.body = parseInput(
+        'body',
+        route.body,
+        await readJsonBody(event.req, runtime.config.maxBodyBytes, runtime.config.requestBodyTimeoutMs),
+      );
     if (route.rateLimit) {
       const results = await take(ctx.em, runtime.clock, await route.rateLimit(ctx));
       Object.assign(ctx.responseHeaders, rateLimitHeaders(results));

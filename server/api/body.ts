@@ -9,11 +9,13 @@ interface NodeServedRequest {
   runtime?: { node?: { req?: Readable } };
 }
 
-export async function readJsonBody(request: Request, maxBytes: number): Promise<unknown> {
+export async function readJsonBody(request: Request, maxBytes: number, timeoutMs: number): Promise<unknown> {
   const declared = Number(request.headers.get('content-length') ?? NaN);
   if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes);
   const nodeRequest = (request as NodeServedRequest).runtime?.node?.req;
-  const body = nodeRequest ? await readNodeRequest(nodeRequest, maxBytes) : await readChunks(request.body, maxBytes);
+  const body = nodeRequest
+    ? await readNodeRequest(nodeRequest, maxBytes, timeoutMs)
+    : await readChunks(request.body, maxBytes);
   if (body.byteLength === 0) return undefined;
   const text = body.toString('utf8');
   if (text.trim() === '') return undefined;
@@ -51,15 +53,25 @@ async function readChunks(chunks: AsyncIterable<Uint8Array> | null, maxBytes: nu
 
 /**
  * A Node request's whole body, read with listeners: its async iterator costs more than the rest of
- * reading a small body. Past the cap it stops reading (paused, not destroyed: the 413 still has to go
+ * reading a small body. Past the cap, or past `timeoutMs` (a body trickling in holds a connection and
+ * a pool's worth of nothing), it stops reading (paused, not destroyed: the 413 or 408 still has to go
  * out on the socket).
  */
-function readNodeRequest(request: Readable, maxBytes: number): Promise<Buffer> {
+function readNodeRequest(request: Readable, maxBytes: number, timeoutMs: number): Promise<Buffer> {
   if (request.readableEnded) return Promise.resolve(Buffer.alloc(0));
   return new Promise((resolve, reject) => {
     const received: Buffer[] = [];
     let total = 0;
+    const deadline = setTimeout(() => {
+      request.pause();
+      settle(
+        new AppError('request_timeout', `The request body did not arrive within ${timeoutMs} ms`, {
+          headers: { Connection: 'close' },
+        }),
+      );
+    }, timeoutMs);
     const settle = (error: unknown, body?: Buffer) => {
+      clearTimeout(deadline);
       request.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
       if (error) reject(error);
       else resolve(body!);

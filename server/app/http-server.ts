@@ -1,6 +1,7 @@
 // Serving the h3 app over HTTP with listhen, and closing it gracefully: stop accepting, let in-flight
 // requests finish, then cut long-lived streams.
 import type { Server } from 'node:http';
+import type { Socket } from 'node:net';
 import { listen } from 'listhen';
 import { toNodeHandler } from 'h3/node';
 import type { Runtime } from './runtime.ts';
@@ -49,6 +50,12 @@ export async function startHttpServer(
     throw inUse();
   }
   server.keepAliveTimeout = 5000;
+  // Seconds, not Node's minutes: a client that trickles its headers or its request holds a connection.
+  // JSON bodies have their own, shorter deadline (api/body.ts); the whole request, a contact import's
+  // upload included, gets two minutes.
+  server.headersTimeout = runtime.config.headersTimeoutMs;
+  server.requestTimeout = Math.max(REQUEST_TIMEOUT_MS, runtime.config.headersTimeoutMs);
+  capConnectionsPerClient(server, runtime.config.maxConnectionsPerClient, runtime.config.trustedProxies);
   const displayHost = host.includes(':') ? `[${host}]` : host;
   return {
     url: `http://${displayHost}:${port}`,
@@ -63,4 +70,37 @@ export async function startHttpServer(
       clearTimeout(timer);
     },
   };
+}
+
+const REQUEST_TIMEOUT_MS = 120_000;
+
+const TOO_MANY_BODY = JSON.stringify({
+  detail: 'Too many open connections from this address; retry later',
+  code: 'rate_limited',
+});
+/** Written on the raw socket: the connection is refused before any request on it is parsed. */
+const TOO_MANY_CONNECTIONS =
+  'HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nConnection: close\r\nContent-Type: application/json\r\n' +
+  `Content-Length: ${Buffer.byteLength(TOO_MANY_BODY)}\r\n\r\n${TOO_MANY_BODY}`;
+
+/** Answers a connection past `max` open ones from one address 429 and closes it; trusted proxies are not counted. */
+function capConnectionsPerClient(server: Server, max: number, trustedProxies: string[]): void {
+  if (max === 0) return;
+  const open = new Map<string, number>();
+  const exempt = new Set(trustedProxies);
+  server.on('connection', (socket: Socket) => {
+    const address = socket.remoteAddress;
+    if (!address || exempt.has(address)) return;
+    const count = (open.get(address) ?? 0) + 1;
+    if (count > max) {
+      socket.end(TOO_MANY_CONNECTIONS);
+      return;
+    }
+    open.set(address, count);
+    socket.once('close', () => {
+      const left = (open.get(address) ?? 1) - 1;
+      if (left === 0) open.delete(address);
+      else open.set(address, left);
+    });
+  });
 }

@@ -43,6 +43,15 @@ export const configSchema = z.object({
     .int()
     .positive()
     .default(1024 * 1024),
+  /** How long a JSON request body may take to arrive once its headers have (408 after that). */
+  requestBodyTimeoutMs: z.coerce.number().int().min(100).max(600_000).default(10_000),
+  /** How long a request's headers may take to arrive; the connection is closed after that. */
+  headersTimeoutMs: z.coerce.number().int().min(1000).max(600_000).default(10_000),
+  /**
+   * Open connections one client address may hold (0: no cap); past it a connection is answered 429 and
+   * closed. Trusted proxies are not capped: every client behind them shares their address.
+   */
+  maxConnectionsPerClient: z.coerce.number().int().min(0).default(256),
   /** Encryption keys as id:base64 pairs, comma separated; overrides the data directory's key file. */
   encryptionKeys: z.string().optional(),
   /** Serve the demo page (/demo); on by default for installs bound to loopback. */
@@ -150,6 +159,9 @@ const ENV_BOOLEANS: Record<string, keyof ConfigInput> = {
 };
 const ENV_LISTS: Record<string, keyof ConfigInput> = {
   HERALD_TRUSTED_PROXIES: 'trustedProxies',
+  HERALD_REQUEST_BODY_TIMEOUT_MS: 'requestBodyTimeoutMs',
+  HERALD_HEADERS_TIMEOUT_MS: 'headersTimeoutMs',
+  HERALD_MAX_CONNECTIONS_PER_CLIENT: 'maxConnectionsPerClient',
   HERALD_CORS_ORIGINS: 'corsOrigins',
   HERALD_DNS_SERVERS: 'dnsServers',
 };

@@ -20,6 +20,8 @@ export const ERROR_CODES = {
   route_not_found: 404,
   // 405
   method_not_allowed: 405,
+  // 408: a request body that did not arrive in time
+  request_timeout: 408,
   // 409: duplicates and conflicting states
   conflict: 409,
   email_taken: 409,
