@@ -42,7 +42,8 @@ export interface SmtpPeer {
  * (a set the test may change) for now (451). `holdRecipients`: an address is answered only once its
  * promise settles (a test may look at what Herald has stored meanwhile). `dropAfterData`: a message
  * to one of these addresses is received whole (and kept), then the connection is cut before the
- * server answers it, as when a connection breaks at the worst moment.
+ * server answers it, as when a connection breaks at the worst moment. `certificate`: what STARTTLS
+ * presents instead of the test certificate (an expired or untrusted one).
  */
 export async function startSmtpPeer(
   options: {
@@ -52,6 +53,8 @@ export async function startSmtpPeer(
     holdRecipients?: Map<string, Promise<void>>;
     dropAfterData?: Set<string>;
     starttls?: boolean;
+    /** The certificate STARTTLS presents; the test certificate by default. */
+    certificate?: { cert: string; key: string };
   } = {},
 ): Promise<SmtpPeer> {
   const messages: ReceivedMail[] = [];
@@ -61,7 +64,9 @@ export async function startSmtpPeer(
   const sockets = new Set<Socket>();
   const server = new SMTPServer({
     secure: false,
-    ...(starttls ? { key: testCertificate().key, cert: testCertificate().cert } : { disabledCommands: ['STARTTLS'] }),
+    ...(starttls
+      ? { key: (options.certificate ?? testCertificate()).key, cert: (options.certificate ?? testCertificate()).cert }
+      : { disabledCommands: ['STARTTLS'] }),
     authOptional: !options.auth,
     allowInsecureAuth: true,
     logger: false,

@@ -1,7 +1,7 @@
 // A self-signed certificate for localhost/127.0.0.1, made with openssl, for the TLS peers (APNs,
 // the web push service's front). Herald trusts it through config.providers.caFile.
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runTempDir } from './tmp.ts';
 
@@ -16,8 +16,16 @@ let cached: TestCertificate | null = null;
 
 /** `dir`: where to write it, outside a test run (the benchmarks); the run's temp directory otherwise. */
 export function testCertificate(dir?: string): TestCertificate {
-  if (cached) return cached;
-  dir ??= runTempDir('herald-tls-');
+  cached ??= selfSigned(dir ?? runTempDir('herald-tls-'));
+  return cached;
+}
+
+/** Another self-signed certificate for the same names, which Herald does not trust. */
+export function untrustedCertificate(): TestCertificate {
+  return selfSigned(runTempDir('herald-tls-untrusted-'));
+}
+
+function selfSigned(dir: string): TestCertificate {
   const keyFile = join(dir, 'key.pem');
   const certFile = join(dir, 'cert.pem');
   execFileSync(
@@ -43,6 +51,81 @@ export function testCertificate(dir?: string): TestCertificate {
     ],
     { stdio: 'ignore' },
   );
-  cached = { cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8'), caFile: certFile };
-  return cached;
+  return { cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8'), caFile: certFile };
+}
+
+/**
+ * A certificate for localhost/127.0.0.1 valid only on 1 January 2020, self-signed: trusted (its file
+ * in caFile), a handshake with it fails as "certificate has expired"; untrusted, as a self-signed one.
+ * `openssl ca` sets the dates (openssl req cannot date a certificate in the past).
+ */
+export function expiredCertificate(): TestCertificate {
+  const dir = runTempDir('herald-tls-expired-');
+  const file = (name: string) => join(dir, name);
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-new',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      file('key.pem'),
+      '-out',
+      file('req.csr'),
+      '-subj',
+      '/CN=localhost',
+      '-addext',
+      'subjectAltName=DNS:localhost,IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
+  writeFileSync(file('index.txt'), '');
+  writeFileSync(file('serial'), '01\n');
+  writeFileSync(
+    file('ca.cnf'),
+    [
+      '[ca]',
+      'default_ca = ca',
+      `database = ${file('index.txt')}`,
+      `new_certs_dir = ${dir}`,
+      `serial = ${file('serial')}`,
+      'default_md = sha256',
+      'policy = any',
+      'copy_extensions = copy',
+      '[any]',
+      'commonName = supplied',
+      '',
+    ].join('\n'),
+  );
+  execFileSync(
+    'openssl',
+    [
+      'ca',
+      '-batch',
+      '-config',
+      file('ca.cnf'),
+      '-selfsign',
+      '-keyfile',
+      file('key.pem'),
+      '-in',
+      file('req.csr'),
+      '-out',
+      file('cert.pem'),
+      '-startdate',
+      '20200101000000Z',
+      '-enddate',
+      '20200102000000Z',
+      '-notext',
+    ],
+    { stdio: 'ignore' },
+  );
+  return {
+    cert: readFileSync(file('cert.pem'), 'utf8'),
+    key: readFileSync(file('key.pem'), 'utf8'),
+    caFile: file('cert.pem'),
+  };
 }

@@ -50,6 +50,37 @@ const TIMEOUTS = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTim
 /** nodemailer's codes for a connection that broke (not a refusal by the server). */
 const BROKEN_CONNECTION = new Set(['ECONNECTION', 'ESOCKET', 'ETIMEDOUT']);
 
+/** OpenSSL's verdicts on a server's certificate that trusting a private CA (providers.caFile) answers. */
+const UNTRUSTED_CERTIFICATE = new Set([
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_UNTRUSTED',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+]);
+
+/**
+ * A TLS handshake that fails (STARTTLS, or implicit TLS) says so with the server it was with: Node's
+ * message ("certificate has expired") names neither, and a delivery's error is all an operator sees.
+ * A certificate Herald does not accept also names the setting that trusts a development relay's CA,
+ * in place of Node's advice about its own flags. The error keeps its codes (retried as before).
+ */
+function describeTlsFailure(error: unknown, options: ServerConnectionOptions): unknown {
+  if (typeof error !== 'object' || error === null) return error;
+  const e = error as { code?: string; originalCode?: string; message?: string };
+  const code = e.originalCode ?? e.code ?? '';
+  const certificate = UNTRUSTED_CERTIFICATE.has(code);
+  if (!certificate && !/^ERR_(SSL|TLS)_/.test(code)) return error;
+  const reason = String(e.message ?? error).replace(/; if the root CA is installed locally, .*$/, '');
+  const server = `${options.host.includes(':') ? `[${options.host}]` : options.host}:${options.port}`;
+  const hint = certificate ? ' (trust a private CA with providers.caFile)' : '';
+  e.message = `${options.secure ? 'TLS' : 'STARTTLS'} with ${server} failed: ${reason}${hint}`;
+  return error;
+}
+
 export class SmtpServerConnections {
   readonly #options: ServerConnectionOptions;
   /** Every connection open or opening. */
@@ -156,7 +187,7 @@ export class SmtpServerConnections {
     } catch (error) {
       smtp.close();
       this.#forget(connection);
-      throw error;
+      throw describeTlsFailure(error, this.#options);
     }
     return connection;
   }
