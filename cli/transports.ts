@@ -21,6 +21,7 @@ import { readJsonObject, readSecret } from './support/file-input.ts';
 import type { RemoteClient, RemoteClientSettings } from './support/remote.ts';
 import { transports } from './support/paths.ts';
 import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
+import { examples } from './support/examples.ts';
 
 /** The operations the commands need: the same requests, to Herald at --url or in process. */
 interface TransportApi {
@@ -154,16 +155,16 @@ function registerEmail(transports: Command): void {
     .description("the tenant's SMTP transport and the install's default SMTP")
     .addHelpText(
       'after',
-      `
-Examples:
-  $ herald transports email show --tenant <id>
-  $ printf '%s' "$SMTP_PASSWORD" | herald transports email set --tenant <id> --host smtp.acme.test --port 587 --username herald --password-file - --from-email noreply@acme.test
-  $ herald transports email test --url https://herald.acme.test --api-key sk_... --to ops@acme.test`,
+      examples(
+        'herald transports email show --tenant <id>',
+        'printf \'%s\' "$SMTP_PASSWORD" | herald transports email set --tenant <id> --host smtp.acme.test --port 587 --username herald --password-file - --from-email noreply@acme.test',
+        'herald transports email test --url https://herald.acme.test --api-key sk_... --to ops@acme.test',
+      ),
     );
 
   withTarget(email.command('show'))
     .description("show the tenant's email transport (the password is never shown)")
-    .addHelpText('after', '\nExamples:\n  $ herald transports email show --tenant <id> --json')
+    .addHelpText('after', examples('herald transports email show --tenant <id> --json'))
     .action(async (options: TargetOptions) => {
       await withApi(options, async (api) => {
         const transport = await api.getEmail();
@@ -191,9 +192,11 @@ Examples:
       'after',
       `
 Without --password-file the stored password is kept.
-Examples:
-  $ herald transports email set --tenant <id> --host smtp.acme.test --port 587 --username herald --password-file /run/secrets/smtp --from-email noreply@acme.test
-  $ herald transports email set --url $HERALD_URL --api-key $KEY --file smtp.json --password-file -`,
+` +
+        examples(
+          'herald transports email set --tenant <id> --host smtp.acme.test --port 587 --username herald --password-file /run/secrets/smtp --from-email noreply@acme.test',
+          'herald transports email set --url $HERALD_URL --api-key $KEY --file smtp.json --password-file -',
+        ),
     )
     .action(async (options: EmailSetOptions) => {
       const body = emailBody(options);
@@ -208,7 +211,7 @@ Examples:
   withTarget(email.command('remove'))
     .description("remove the tenant's email transport")
     .option('-y, --yes', 'do not ask for confirmation')
-    .addHelpText('after', '\nExamples:\n  $ herald transports email remove --tenant <id> --yes')
+    .addHelpText('after', examples('herald transports email remove --tenant <id> --yes'))
     .action(async (options: TargetOptions & { yes?: boolean }) => {
       await confirmRemoval(options.yes, 'Remove the email transport?');
       await withApi(options, async (api) => {
@@ -231,9 +234,11 @@ Examples:
       'after',
       `
 Exit 0 when the SMTP server accepted the mail; 1 when it did not, or when there is nothing to test.
-Examples:
-  $ herald transports email test --tenant <id> --to ops@acme.test
-  $ herald transports email test --install --to ops@acme.test`,
+` +
+        examples(
+          'herald transports email test --tenant <id> --to ops@acme.test',
+          'herald transports email test --install --to ops@acme.test',
+        ),
     )
     .action(async (options: TargetOptions & { to: string; install?: boolean }) => {
       const to = emailArg(options.to);
@@ -271,9 +276,11 @@ Examples:
       'after',
       `
 config.smtpUrl (herald init --smtp-url) takes precedence over this stored default.
-Examples:
-  $ herald transports email set-default --host smtp.acme.test --port 587 --username herald --password-file - --from "Herald <herald@acme.test>"
-  $ herald transports email set-default --smtp-url-file /run/secrets/smtp-url`,
+` +
+        examples(
+          'herald transports email set-default --host smtp.acme.test --port 587 --username herald --password-file - --from "Herald <herald@acme.test>"',
+          'herald transports email set-default --smtp-url-file /run/secrets/smtp-url',
+        ),
     )
     .action(
       async (options: {
@@ -374,18 +381,18 @@ function registerPush(transports: Command): void {
     .description("the tenant's push transports: apns, fcm, expo, webpush")
     .addHelpText(
       'after',
-      `
-Examples:
-  $ herald transports push list --tenant <id>
-  $ herald transports push set apns --tenant <id> --team-id ABCDE12345 --key-id KEY1234567 --bundle-id com.acme.app --environment production --private-key-file AuthKey.p8
-  $ herald transports push set fcm --tenant <id> --service-account-file firebase-sa.json
-  $ herald transports push set webpush --tenant <id> --subject mailto:ops@acme.test     # VAPID keys are generated
-  $ herald transports push test expo --tenant <id> --token 'ExponentPushToken[...]'`,
+      examples(
+        'herald transports push list --tenant <id>',
+        'herald transports push set apns --tenant <id> --team-id ABCDE12345 --key-id KEY1234567 --bundle-id com.acme.app --environment production --private-key-file AuthKey.p8',
+        'herald transports push set fcm --tenant <id> --service-account-file firebase-sa.json',
+        'herald transports push set webpush --tenant <id> --subject mailto:ops@acme.test     # VAPID keys are generated',
+        "herald transports push test expo --tenant <id> --token 'ExponentPushToken[...]'",
+      ),
     );
 
   withTarget(push.command('list'))
     .description("list the tenant's push transports (secrets are never shown)")
-    .addHelpText('after', '\nExamples:\n  $ herald transports push list --tenant <id> --json')
+    .addHelpText('after', examples('herald transports push list --tenant <id> --json'))
     .action(async (options: TargetOptions) => {
       await withApi(options, async (api) => {
         const list = await api.listPush();
@@ -417,7 +424,10 @@ Examples:
     .option('--public-key <key>', 'webpush: the VAPID public key (with --private-key-file)')
     .addHelpText(
       'after',
-      '\nExamples:\n  $ herald transports push set webpush --tenant <id> --subject mailto:ops@acme.test\n  $ cat AuthKey.p8 | herald transports push set apns --url $HERALD_URL --api-key $KEY --file apns.json --private-key-file -',
+      examples(
+        'herald transports push set webpush --tenant <id> --subject mailto:ops@acme.test',
+        'cat AuthKey.p8 | herald transports push set apns --url $HERALD_URL --api-key $KEY --file apns.json --private-key-file -',
+      ),
     )
     .action(async (providerName: string, options: PushSetOptions) => {
       const provider = parseProvider(providerName);
@@ -434,7 +444,7 @@ Examples:
   withTarget(push.command('remove <provider>'))
     .description("remove one provider's transport")
     .option('-y, --yes', 'do not ask for confirmation')
-    .addHelpText('after', '\nExamples:\n  $ herald transports push remove expo --tenant <id> --yes')
+    .addHelpText('after', examples('herald transports push remove expo --tenant <id> --yes'))
     .action(async (providerName: string, options: TargetOptions & { yes?: boolean }) => {
       const provider = parseProvider(providerName);
       await confirmRemoval(options.yes, `Remove the ${provider} push transport?`);
@@ -451,7 +461,10 @@ Examples:
     .option('--subscription-file <path>', 'webpush: the browser PushSubscription JSON ("-" for stdin)')
     .addHelpText(
       'after',
-      '\nExamples:\n  $ herald transports push test fcm --tenant <id> --token <fcm-registration-token>\n  $ herald transports push test webpush --tenant <id> --subscription-file sub.json',
+      examples(
+        'herald transports push test fcm --tenant <id> --token <fcm-registration-token>',
+        'herald transports push test webpush --tenant <id> --subscription-file sub.json',
+      ),
     )
     .action(async (providerName: string, options: TargetOptions & { token?: string; subscriptionFile?: string }) => {
       const provider = parseProvider(providerName);
@@ -473,9 +486,11 @@ export function registerTransports(program: Command): void {
       'after',
       `
 Local mode (on the host): --tenant <id> [--data-dir <dir>]. Remote mode: --url and --api-key, or HERALD_URL and HERALD_API_KEY.
-Examples:
-  $ herald transports email show --tenant <id>
-  $ herald transports push list --url https://herald.acme.test --api-key sk_...`,
+` +
+        examples(
+          'herald transports email show --tenant <id>',
+          'herald transports push list --url https://herald.acme.test --api-key sk_...',
+        ),
     );
   registerEmail(transports);
   registerPush(transports);
