@@ -1,9 +1,9 @@
-// herald webhooks list|create|delete|test|deliveries: a tenant's outbound webhook endpoints, on the
+// herald webhooks list|get|create|delete|test|deliveries: a tenant's outbound webhook endpoints, on the
 // host (--tenant) or remotely (--url/--api-key), the same requests. `create` prints the signing secret once.
 import type { Command } from 'commander';
 import { WEBHOOK_EVENT_TYPES, type WebhookDeliveryResponse, type WebhookResponse } from '../server/schemas/webhooks.ts';
 import { confirmUnlessYes } from './support/confirm.ts';
-import { print, printJson, printTable } from './support/output.ts';
+import { print, printJson, printRecord, printTable } from './support/output.ts';
 import { webhooks } from './support/paths.ts';
 import type { RemoteClient } from './support/remote.ts';
 import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
@@ -13,6 +13,7 @@ type Page<T> = { items: T[]; next_cursor: string | null };
 
 interface WebhookApi {
   list(): Promise<Page<WebhookResponse>>;
+  get(id: string): Promise<WebhookResponse>;
   create(body: unknown): Promise<WebhookResponse & { secret: string }>;
   remove(id: string): Promise<void>;
   test(id: string): Promise<WebhookDeliveryResponse>;
@@ -21,6 +22,7 @@ interface WebhookApi {
 
 const api = (client: RemoteClient): WebhookApi => ({
   list: () => client.call('GET', webhooks.list({ limit: '200' })),
+  get: (id) => client.call('GET', webhooks.one(id)),
   create: (body) => client.call('POST', webhooks.list(), { body }),
   remove: (id) => client.call('DELETE', webhooks.one(id)),
   test: (id) => client.call('POST', webhooks.test(id)),
@@ -78,6 +80,22 @@ Event types: ${WEBHOOK_EVENT_TYPES.join(', ')}
         })),
         ['id', 'url', 'event_types', 'enabled'],
       );
+    });
+
+  withTarget(group.command('get'))
+    .description('show one endpoint (never its signing secret)')
+    .argument('<id>', 'webhook id')
+    .addHelpText(
+      'after',
+      examples(
+        'herald webhooks get 0190f5e3-0000-7000-8000-000000000001 --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6',
+        'herald webhooks get 0190f5e3-0000-7000-8000-000000000001 --json | jq .enabled',
+      ),
+    )
+    .action(async (id: string, options: TargetOptions) => {
+      const hook = await run(options, (api) => api.get(id));
+      if (options.json) return printJson(hook);
+      printRecord(hook);
     });
 
   withTarget(group.command('create'))

@@ -97,6 +97,31 @@ describe('herald webhooks', () => {
     },
   );
 
+  it(
+    'get shows one endpoint without its secret, locally and remotely; an unknown id exits 1',
+    { timeout: 120_000 },
+    async () => {
+      const created = await app.request('POST', '/v1/webhooks', {
+        token: t.serviceKey,
+        body: { url: `${receiver.url}/get`, event_types: ['inbox.read'], description: 'read receipts' },
+      });
+      expect(created.status).toBe(201);
+      const { secret, ...hook } = created.body;
+      const json = await herald(['webhooks', 'get', hook.id, '--json'], remote());
+      expect(json.stderr).toBe('');
+      expect(json.code).toBe(0);
+      expect(JSON.parse(json.stdout)).toEqual(hook);
+      const shown = await herald(['webhooks', 'get', hook.id, '--tenant', t.tenantId]);
+      expect(shown.code).toBe(0);
+      expect(shown.stdout).toMatch(new RegExp(`url\\s+${receiver.url}/get`));
+      expect(shown.stdout).toMatch(/event_types\s+\["inbox\.read"\]/);
+      for (const out of [json.stdout, shown.stdout]) expect(out).not.toContain(secret);
+      const unknown = await herald(['webhooks', 'get', '0190f5e3-0000-7000-8000-000000000001', '--tenant', t.tenantId]);
+      expect(unknown.code).toBe(1);
+      expect(unknown.stderr).toContain('Webhook not found');
+    },
+  );
+
   it('refuses bad input with exit 2 and names the problem', { timeout: 120_000 }, async () => {
     const bad = await herald([
       'webhooks',
