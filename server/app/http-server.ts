@@ -6,6 +6,7 @@ import { listen } from 'listhen';
 import { toNodeHandler } from 'h3/node';
 import type { Runtime } from './runtime.ts';
 import { createApp } from '../api/app.ts';
+import { trustedProxyMatcher } from '../base/net/trusted-proxies.ts';
 import { routes } from '../api/routes/index.ts';
 
 export interface HttpServer {
@@ -87,10 +88,10 @@ const TOO_MANY_CONNECTIONS =
 function capConnectionsPerClient(server: Server, max: number, trustedProxies: string[]): void {
   if (max === 0) return;
   const open = new Map<string, number>();
-  const exempt = new Set(trustedProxies);
+  const exempt = trustedProxyMatcher(trustedProxies);
   server.on('connection', (socket: Socket) => {
     const address = socket.remoteAddress;
-    if (!address || exempt.has(address)) return;
+    if (!address || exempt(address)) return;
     const count = (open.get(address) ?? 0) + 1;
     if (count > max) {
       socket.end(TOO_MANY_CONNECTIONS);

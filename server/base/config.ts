@@ -4,6 +4,7 @@ import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
+import { isProxyEntry } from './net/trusted-proxies.ts';
 
 export const CONFIG_FILE_NAME = 'herald.json';
 
@@ -27,7 +28,9 @@ export const configSchema = z.object({
   /** From address of system emails. */
   mailFrom: z.string().default('Herald <herald@localhost>'),
   /** Which client address counts for per-IP rate limits: the socket's, or X-Forwarded-For from these proxies. */
-  trustedProxies: z.array(z.string()).default([]),
+  trustedProxies: z
+    .array(z.string().refine(isProxyEntry, 'must be an IP address or a CIDR range (10.0.0.0/8)'))
+    .default([]),
   /** Origins allowed by CORS on browser routes; '*' allows any (contact tokens travel in a header, not a cookie). */
   corsOrigins: z.array(z.string()).default(['*']),
   logLevel: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
