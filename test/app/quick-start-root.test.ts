@@ -10,8 +10,9 @@ import { fileURLToPath } from 'node:url';
 import { eventually } from '../support/eventually.ts';
 import { postgresProcessesFor } from '../support/herald-process.ts';
 import { freePort } from '../../server/base/db/embedded-postgres.ts';
+import { notRoot, titleUnless } from '../support/skip-reasons.ts';
 
-const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+const needsRoot = notRoot();
 const repo = fileURLToPath(new URL('../..', import.meta.url));
 const cleanups: Array<() => unknown> = [];
 afterAll(() => {
@@ -38,47 +39,51 @@ function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return env;
 }
 
-describe.skipIf(!isRoot)('the quick start as root from a 0700 directory', { timeout: 300_000 }, () => {
-  it('./install.sh --start comes up and stops cleanly; the embedded test cluster starts too', async () => {
-    const clone = privateClone();
-    const port = await freePort();
-    const child = spawn(join(clone, 'install.sh'), ['--start'], {
-      cwd: clone,
-      env: cleanEnv({ HERALD_PORT: String(port) }),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    cleanups.push(() => child.exitCode === null && child.kill('SIGKILL'));
-    await eventually(() => out.includes('Herald listening on'), { timeoutMs: 120_000, intervalMs: 200 }).catch(
-      (error) => {
-        throw new Error(`${(error as Error).message}\n${out}`);
-      },
-    );
-    expect(out).not.toMatch(/EACCES|\n\s+at /);
-    const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
-    expect(ready.status).toBe(200);
-    const clusterDir = JSON.parse(readFileSync(join(clone, 'data', 'embedded-postgres.json'), 'utf8'))
-      .cluster_dir as string;
-    cleanups.push(() => rmSync(clusterDir, { recursive: true, force: true }));
-    expect(postgresProcessesFor(clusterDir).length).toBeGreaterThan(0);
-    child.kill('SIGTERM');
-    expect(await exited).toBe(0);
-    await eventually(() => postgresProcessesFor(clusterDir).length === 0, { timeoutMs: 15_000 });
+describe.skipIf(needsRoot)(
+  titleUnless(needsRoot, 'the quick start as root from a 0700 directory'),
+  { timeout: 300_000 },
+  () => {
+    it('./install.sh --start comes up and stops cleanly; the embedded test cluster starts too', async () => {
+      const clone = privateClone();
+      const port = await freePort();
+      const child = spawn(join(clone, 'install.sh'), ['--start'], {
+        cwd: clone,
+        env: cleanEnv({ HERALD_PORT: String(port) }),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      child.stdout.on('data', (d) => (out += d));
+      child.stderr.on('data', (d) => (out += d));
+      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+      cleanups.push(() => child.exitCode === null && child.kill('SIGKILL'));
+      await eventually(() => out.includes('Herald listening on'), { timeoutMs: 120_000, intervalMs: 200 }).catch(
+        (error) => {
+          throw new Error(`${(error as Error).message}\n${out}`);
+        },
+      );
+      expect(out).not.toMatch(/EACCES|\n\s+at /);
+      const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
+      expect(ready.status).toBe(200);
+      const clusterDir = JSON.parse(readFileSync(join(clone, 'data', 'embedded-postgres.json'), 'utf8'))
+        .cluster_dir as string;
+      cleanups.push(() => rmSync(clusterDir, { recursive: true, force: true }));
+      expect(postgresProcessesFor(clusterDir).length).toBeGreaterThan(0);
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      await eventually(() => postgresProcessesFor(clusterDir).length === 0, { timeoutMs: 15_000 });
 
-    // `npm test` starts its own embedded cluster from the same clone (one small file stands for the suite).
-    const vitest = spawn(
-      join(clone, 'node_modules', '.bin', 'vitest'),
-      ['run', 'test/base/db/embedded-postgres.test.ts'],
-      { cwd: clone, env: cleanEnv({}), stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let testOut = '';
-    vitest.stdout.on('data', (d) => (testOut += d));
-    vitest.stderr.on('data', (d) => (testOut += d));
-    const code = await new Promise<number | null>((resolve) => vitest.on('exit', (c) => resolve(c)));
-    expect(code, testOut).toBe(0);
-    expect(testOut).not.toMatch(/EACCES/);
-  });
-});
+      // `npm test` starts its own embedded cluster from the same clone (one small file stands for the suite).
+      const vitest = spawn(
+        join(clone, 'node_modules', '.bin', 'vitest'),
+        ['run', 'test/base/db/embedded-postgres.test.ts'],
+        { cwd: clone, env: cleanEnv({}), stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      let testOut = '';
+      vitest.stdout.on('data', (d) => (testOut += d));
+      vitest.stderr.on('data', (d) => (testOut += d));
+      const code = await new Promise<number | null>((resolve) => vitest.on('exit', (c) => resolve(c)));
+      expect(code, testOut).toBe(0);
+      expect(testOut).not.toMatch(/EACCES/);
+    });
+  },
+);

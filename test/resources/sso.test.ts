@@ -10,7 +10,8 @@ import type { AddressInfo } from 'node:net';
 import Provider from 'oidc-provider';
 import type { Page } from 'playwright-core';
 import { startTestApp, type TestApp } from '../support/app.ts';
-import { chromiumAvailable, launchChromium, type ChromiumSession } from '../support/browser.ts';
+import { noChromium, launchChromium, type ChromiumSession } from '../support/browser.ts';
+import { titleUnless } from '../support/skip-reasons.ts';
 import { runCli } from '../support/cli.ts';
 import { addUser, createTenantFixture, requestAs, type TenantFixture } from '../support/fixtures.ts';
 import { query, queryOne } from '../../server/base/db/sql.ts';
@@ -120,7 +121,7 @@ async function startGitHubPeer(): Promise<GitHubPeer> {
   return peer;
 }
 
-describe.skipIf(!chromiumAvailable)('SSO sign-in', { timeout: 60_000 }, () => {
+describe.skipIf(noChromium)(titleUnless(noChromium, 'SSO sign-in'), { timeout: 60_000 }, () => {
   let app: TestApp;
   let acme: TenantFixture;
   let oidc: Awaited<ReturnType<typeof startOidcProvider>>;

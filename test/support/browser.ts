@@ -1,13 +1,15 @@
 // Browser tests: Debian's Chromium driven by playwright-core, and a TCP relay that lets a test cut the
 // connections between the browser and Herald (a dropped stream) and hold new ones off for a while.
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
+import { chromiumMissing } from './skip-reasons.ts';
 
 export const CHROMIUM_PATH = '/usr/bin/chromium';
-export const chromiumAvailable = existsSync(CHROMIUM_PATH);
+/** Why the browser tests are skipped on this machine; null when they run. */
+export const noChromium = chromiumMissing(CHROMIUM_PATH);
 
 export interface ChromiumSession {
   context: BrowserContext;

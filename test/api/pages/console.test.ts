@@ -9,7 +9,8 @@ import { mkdirSync } from 'node:fs';
 import type { Page } from 'playwright-core';
 import { startTestApp, type TestApp } from '../../support/app.ts';
 import { startSmtpPeer, type SmtpPeer } from '../../support/smtp-peer.ts';
-import { chromiumAvailable, launchChromium, type ChromiumSession } from '../../support/browser.ts';
+import { noChromium, launchChromium, type ChromiumSession } from '../../support/browser.ts';
+import { titleUnless } from '../../support/skip-reasons.ts';
 import { runCli } from '../../support/cli.ts';
 import { ManualClock } from '../../../server/base/clock.ts';
 import {
@@ -34,7 +35,7 @@ function linkPathOf(mail: ReceivedMail): string {
   return match[1]!;
 }
 
-describe.skipIf(!chromiumAvailable)('console in Chromium', { timeout: 60_000 }, () => {
+describe.skipIf(noChromium)(titleUnless(noChromium, 'console in Chromium'), { timeout: 60_000 }, () => {
   let app: TestApp;
   let smtp: SmtpPeer;
   let browser: ChromiumSession;

@@ -7,6 +7,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { titleUnless, type SkipReason } from '../../support/skip-reasons.ts';
 import {
   EmbeddedPortInUseError,
   embeddedTcpUrl,
@@ -16,6 +17,10 @@ import {
   startEmbeddedPostgres,
   type EmbeddedDatabase,
 } from '../../../server/base/db/embedded-postgres.ts';
+
+const externalServer: SkipReason = process.env.DATABASE_URL
+  ? 'DATABASE_URL is set: this run uses that server, not an embedded cluster of its own (unset it to run these)'
+  : null;
 
 describe('embeddedUrl', () => {
   it("names the cluster's socket directory as the host (percent-encoded), which the drivers read as a socket directory", () => {
@@ -32,8 +37,8 @@ describe('embeddedUrl', () => {
     expect(embeddedUrl('/srv/a,b/postgres', 5433, 'herald', 'pw')).toBe(tcp);
   });
 
-  it.skipIf(Boolean(process.env.DATABASE_URL))(
-    'is how the test run reaches its embedded cluster: a Unix-socket connection',
+  it.skipIf(externalServer)(
+    titleUnless(externalServer, 'is how the test run reaches its embedded cluster: a Unix-socket connection'),
     async () => {
       const client = new pg.Client({ connectionString: inject('adminUrl') });
       await client.connect();
@@ -47,8 +52,11 @@ describe('embeddedUrl', () => {
     },
   );
 
-  it.skipIf(Boolean(process.env.DATABASE_URL))(
-    'refuses a wrong password, on the socket and over TCP: the password is the only way in',
+  it.skipIf(externalServer)(
+    titleUnless(
+      externalServer,
+      'refuses a wrong password, on the socket and over TCP: the password is the only way in',
+    ),
     async () => {
       const url = new URL(inject('adminUrl'));
       url.password = 'not-the-password';

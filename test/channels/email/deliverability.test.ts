@@ -17,7 +17,8 @@ import {
   waitForFinal,
   type TenantFixture,
 } from '../../support/fixtures.ts';
-import { chromiumAvailable, launchChromium } from '../../support/browser.ts';
+import { noChromium, launchChromium } from '../../support/browser.ts';
+import { titleUnless } from '../../support/skip-reasons.ts';
 import { INBOUND_MAX_BYTES } from '../../../server/channels/email/inbound-listener.ts';
 
 const BOUNCE_DOMAIN = 'bounces.herald.test';
@@ -492,52 +493,54 @@ describe('one-click unsubscribe', () => {
 });
 
 describe('the hosted preference page', () => {
-  it('works without JavaScript in Chromium and changes the same matrix the API shows', async (ctx) => {
-    if (!chromiumAvailable) ctx.skip();
-    await api('POST', '/v1/contacts', { external_id: 'gus', email: 'gus@example.test' }).then(
-      (r) => (contacts.gus = r.body.id),
-    );
-    const { preferences } = await linksOf('gus');
-    const browser = await launchChromium({ javaScriptEnabled: false });
-    try {
-      const page = await browser.context.newPage();
-      const violations: string[] = [];
-      page.on('console', (m) => violations.push(m.text()));
-      const response = await page.goto(app.url + preferences);
-      expect(response!.status()).toBe(200);
-      expect(response!.headers()['content-security-policy']).not.toContain('script-src');
-      expect(await page.locator('script').count()).toBe(0);
-      const news = page.locator('input[name="news:email"]');
-      const security = page.locator('input[name="security:email"]');
-      expect(await news.isChecked()).toBe(true);
-      expect(await security.isDisabled()).toBe(true);
-      await news.uncheck();
-      await page.locator('input[name="news:inbox"]').check();
-      await Promise.all([page.waitForLoadState('load'), page.locator('button[type="submit"]').click()]);
-      await page.waitForSelector('[role="status"]');
-      expect(await page.locator('input[name="news:email"]').isChecked()).toBe(false);
-      expect(violations.filter((v) => /Content Security Policy/i.test(v))).toEqual([]);
-      const matrix = await matrixOf('gus');
-      expect(matrix.find((e) => e.type === 'news' && e.channel === 'email')).toMatchObject({
-        enabled: false,
-        source: 'contact',
-      });
-      expect(matrix.find((e) => e.type === 'news' && e.channel === 'inbox')).toMatchObject({
-        enabled: true,
-        source: 'contact',
-      });
-      expect(matrix.find((e) => e.type === 'security' && e.channel === 'email')).toMatchObject({
-        enabled: true,
-        source: 'default',
-      });
-      // The page shows what the API changed.
-      await api('PUT', `/v1/contacts/${contacts.gus}/preferences`, { type: 'news', channel: 'email', enabled: true });
-      await page.goto(app.url + preferences);
-      expect(await page.locator('input[name="news:email"]').isChecked()).toBe(true);
-    } finally {
-      await browser.close();
-    }
-  });
+  it.skipIf(noChromium)(
+    titleUnless(noChromium, 'works without JavaScript in Chromium and changes the same matrix the API shows'),
+    async () => {
+      await api('POST', '/v1/contacts', { external_id: 'gus', email: 'gus@example.test' }).then(
+        (r) => (contacts.gus = r.body.id),
+      );
+      const { preferences } = await linksOf('gus');
+      const browser = await launchChromium({ javaScriptEnabled: false });
+      try {
+        const page = await browser.context.newPage();
+        const violations: string[] = [];
+        page.on('console', (m) => violations.push(m.text()));
+        const response = await page.goto(app.url + preferences);
+        expect(response!.status()).toBe(200);
+        expect(response!.headers()['content-security-policy']).not.toContain('script-src');
+        expect(await page.locator('script').count()).toBe(0);
+        const news = page.locator('input[name="news:email"]');
+        const security = page.locator('input[name="security:email"]');
+        expect(await news.isChecked()).toBe(true);
+        expect(await security.isDisabled()).toBe(true);
+        await news.uncheck();
+        await page.locator('input[name="news:inbox"]').check();
+        await Promise.all([page.waitForLoadState('load'), page.locator('button[type="submit"]').click()]);
+        await page.waitForSelector('[role="status"]');
+        expect(await page.locator('input[name="news:email"]').isChecked()).toBe(false);
+        expect(violations.filter((v) => /Content Security Policy/i.test(v))).toEqual([]);
+        const matrix = await matrixOf('gus');
+        expect(matrix.find((e) => e.type === 'news' && e.channel === 'email')).toMatchObject({
+          enabled: false,
+          source: 'contact',
+        });
+        expect(matrix.find((e) => e.type === 'news' && e.channel === 'inbox')).toMatchObject({
+          enabled: true,
+          source: 'contact',
+        });
+        expect(matrix.find((e) => e.type === 'security' && e.channel === 'email')).toMatchObject({
+          enabled: true,
+          source: 'default',
+        });
+        // The page shows what the API changed.
+        await api('PUT', `/v1/contacts/${contacts.gus}/preferences`, { type: 'news', channel: 'email', enabled: true });
+        await page.goto(app.url + preferences);
+        expect(await page.locator('input[name="news:email"]').isChecked()).toBe(true);
+      } finally {
+        await browser.close();
+      }
+    },
+  );
 
   it('refuses a save without the form, and forged tokens', async () => {
     const { preferences } = await linksOf('ann');
