@@ -256,7 +256,14 @@ function cookieValue(header: string | null, name: string): string | null {
 /** A sign-in that cannot finish, with a code the sign-in page explains in words. */
 export class SsoFailure extends Error {
   readonly reason:
-    'sso_state_invalid' | 'sso_denied' | 'sso_failed' | 'sso_email_unverified' | 'sso_not_allowed' | 'not_a_member';
+    | 'sso_state_invalid'
+    | 'sso_denied'
+    | 'sso_failed'
+    | 'sso_email_unverified'
+    | 'sso_not_allowed'
+    | 'sso_account_unverified'
+    | 'sso_provider_not_for_account'
+    | 'not_a_member';
   constructor(reason: SsoFailure['reason'], message: string) {
     super(message);
     this.reason = reason;
@@ -271,24 +278,58 @@ async function verifiedEmail(row: ProviderRow, endpoints: Endpoints, accessToken
       primary: boolean;
       verified: boolean;
     }>;
-    const primary = Array.isArray(emails) ? emails.find((e) => e.primary && e.verified) : undefined;
+    const primary = Array.isArray(emails) ? emails.find((e) => e.primary && e.verified === true) : undefined;
     if (!primary) throw new SsoFailure('sso_email_unverified', 'GitHub has no verified primary email for this account');
     return primary.email.toLowerCase();
   }
   if (!endpoints.userinfo) throw new SsoFailure('sso_failed', 'The provider has no userinfo endpoint');
   const info = (await fetchJson(endpoints.userinfo, { headers })) as Record<string, unknown>;
-  const verified =
-    info.email_verified === true ||
-    info.email_verified === 'true' ||
-    (row.kind === 'microsoft' && info.xms_edov === true);
+  // The boolean true only: a string "true" is no claim OpenID Connect defines.
+  const verified = info.email_verified === true || (row.kind === 'microsoft' && info.xms_edov === true);
   if (typeof info.email !== 'string' || !verified)
     throw new SsoFailure('sso_email_unverified', 'The provider did not vouch for an email address');
   return info.email.toLowerCase();
 }
 
 /**
+ * The tenant an existing account signs in to through a provider, which may speak only for accounts it
+ * is given: a tenant's provider for that tenant's members (into that tenant), an install-wide one for
+ * addresses of the domains the operator allowed it. And only an account whose address was verified:
+ * one that someone registered for the address without proving it must not capture its owner's SSO
+ * sign-in (nor keep the registrant's password working on it).
+ */
+async function tenantForExistingUser(
+  em: EntityManager,
+  row: ProviderRow,
+  user: { id: string; email_verified_at: Date | string | null },
+  domain: string,
+): Promise<string> {
+  if (!user.email_verified_at)
+    throw new SsoFailure(
+      'sso_account_unverified',
+      'An account with this address exists but its address was never verified: sign in with its password and verify it first',
+    );
+  if (row.tenant_id) {
+    const member = await queryOne<{ tenant_id: string }>(
+      em,
+      `SELECT tenant_id FROM memberships WHERE user_id = $1 AND tenant_id = $2`,
+      [user.id, row.tenant_id],
+    );
+    if (!member)
+      throw new SsoFailure('sso_provider_not_for_account', "This account is not a member of this provider's tenant");
+    return member.tenant_id;
+  }
+  if (!row.allowed_domains.includes(domain))
+    throw new SsoFailure('sso_provider_not_for_account', `This provider may not sign in accounts of ${domain}`);
+  const tenantId = await defaultTenantOf(em, user.id);
+  if (!tenantId) throw new SsoFailure('not_a_member', 'This account is not a member of any tenant');
+  return tenantId;
+}
+
+/**
  * Finishes a sign-in: checks the state and its browser binding, exchanges the code (with the PKCE
- * verifier), reads the verified email and signs in the user who has it. A new user is created only
+ * verifier), reads the verified email and signs in the user who has it, where the provider may speak
+ * for that user (tenantForExistingUser). A new user is created only
  * when the address's domain is one the provider allows; they join the provider's tenant (in single
  * mode, the install's tenant) with its role, or, in multi mode without one, get a tenant of their own.
  */
@@ -331,13 +372,9 @@ export async function finishSso(
     runtime.logger.warn('sso sign-in failed', { provider: slug, error: String(error) });
     throw new SsoFailure('sso_failed', 'The provider could not confirm the sign-in');
   }
-  const user = await findUserByEmail(em, email);
-  if (user) {
-    const tenantId = await defaultTenantOf(em, user.id);
-    if (!tenantId) throw new SsoFailure('not_a_member', 'This account is not a member of any tenant');
-    return issueAccessToken(runtime, user.id, tenantId);
-  }
   const domain = email.split('@')[1] ?? '';
+  const user = await findUserByEmail(em, email);
+  if (user) return issueAccessToken(runtime, user.id, await tenantForExistingUser(em, row, user, domain));
   if (!row.allowed_domains.includes(domain))
     throw new SsoFailure(
       'sso_not_allowed',

@@ -14,7 +14,7 @@ import { noChromium, launchChromium, type ChromiumSession } from '../support/bro
 import { titleUnless } from '../support/skip-reasons.ts';
 import { runCli } from '../support/cli.ts';
 import { addUser, createTenantFixture, requestAs, type TenantFixture } from '../support/fixtures.ts';
-import { query, queryOne } from '../../server/base/db/sql.ts';
+import { execute, query, queryOne } from '../../server/base/db/sql.ts';
 
 const OIDC_SECRET = `oidc-${randomBytes(12).toString('hex')}`;
 const GITHUB_SECRET = `gh-${randomBytes(12).toString('hex')}`;
@@ -180,6 +180,9 @@ describe.skipIf(noChromium)(titleUnless(noChromium, 'SSO sign-in'), { timeout: 6
         'gh-client',
         '--client-secret-env',
         'SSO_SECRET',
+        // An install-wide provider signs in existing accounts of the domains it is allowed only.
+        '--allowed-domains',
+        'example.test',
         '--json',
       ],
       { env: { ...env(), SSO_SECRET: GITHUB_SECRET } },
@@ -295,6 +298,48 @@ describe.skipIf(noChromium)(titleUnless(noChromium, 'SSO sign-in'), { timeout: 6
     // The same callback again (a replay, or a reload of the history entry): the state is spent.
     await page.goto(callback);
     await page.getByText(/could not be finished/).waitFor();
+    await page.close();
+  });
+
+  it("refuses another tenant's user through a tenant's provider, whatever the email domain", async () => {
+    const other = await createTenantFixture(app, 'Other');
+    const page = await browser.context.newPage();
+    await ssoFromLogin(page, 'Continue with Corp SSO');
+    await oidcLogin(page, other.ownerEmail);
+    await page.getByText(/may not sign in your Herald account/).waitFor();
+    expect(await page.evaluate(() => sessionStorage.getItem('herald.token'))).toBeNull();
+    await page.close();
+  });
+
+  it('refuses an install-wide provider for an account of a domain it is not allowed', async () => {
+    const outsider = await addUser(app, acme.tenantId, 'admin', true);
+    await execute(app.runtime.orm.em.fork(), `UPDATE users SET email = $2 WHERE id = $1`, [
+      outsider.userId,
+      `outside.${randomBytes(3).toString('hex')}@elsewhere.test`,
+    ]);
+    const { email } = (await queryOne<{ email: string }>(
+      app.runtime.orm.em.fork(),
+      `SELECT email FROM users WHERE id = $1`,
+      [outsider.userId],
+    ))!;
+    github.next = { email, verified: true };
+    const page = await browser.context.newPage();
+    await ssoFromLogin(page, 'Continue with GitHub');
+    await page.getByText(/may not sign in your Herald account/).waitFor();
+    await page.close();
+  });
+
+  it("does not let an account registered for an address without verifying it capture that address's SSO sign-in", async () => {
+    const victim = `victim.${randomBytes(3).toString('hex')}@corp.example`;
+    const registered = await requestAs(app, 'POST', '/v1/auth/register', {
+      body: { email: victim, password: 'attacker-password-123', tenant_name: 'Trap' },
+    });
+    expect(registered.status, JSON.stringify(registered.body)).toBe(201);
+    const page = await browser.context.newPage();
+    await ssoFromLogin(page, 'Continue with Corp SSO');
+    await oidcLogin(page, victim);
+    await page.getByText(/its address was never verified/).waitFor();
+    expect(await page.evaluate(() => sessionStorage.getItem('herald.token'))).toBeNull();
     await page.close();
   });
 

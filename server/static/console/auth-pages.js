@@ -44,6 +44,8 @@ const SSO_ERRORS = {
   sso_failed: 'The provider could not confirm your sign-in. Try again, or sign in with your password.',
   sso_email_unverified: 'The provider did not confirm your email address. Verify it there, then try again.',
   sso_not_allowed: 'There is no Herald account for that address, and its domain may not join through this provider. Ask an owner of your tenant for an invitation.',
+  sso_account_unverified: 'A Herald account with this address exists, but its address was never verified. Sign in with its password and verify the address, then use single sign-on.',
+  sso_provider_not_for_account: 'This sign-in provider may not sign in your Herald account. Use the provider of your tenant, or sign in with your password.',
   not_a_member: 'Your account is no longer a member of any tenant. Ask an owner for an invitation.',
 };
 
