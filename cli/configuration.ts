@@ -1,7 +1,8 @@
-// herald export / herald apply: a tenant's notification types, brands, templates and sender domains
-// kept in a YAML file (configuration as code), locally (--tenant, on the host) or remotely (--url and a
-// service key), the same requests. apply prints the plan and applies it in one transaction; --dry-run checks it and
-// changes nothing; --prune also deletes what the file leaves out. No secret is ever in the file.
+// herald export / herald apply: a tenant's notification types, brands, templates, sender domains, topics
+// and webhook endpoints kept in a YAML file (configuration as code), locally (--tenant, on the host) or
+// remotely (--url and a service key), the same requests. apply prints the plan and applies it in one
+// transaction; --dry-run checks it and changes nothing; --prune also deletes what the file leaves out.
+// No secret is ever in the file.
 import type { Command } from 'commander';
 import { stringify } from 'yaml';
 import {
@@ -20,7 +21,9 @@ const HEADER = `# Herald configuration (herald export). Apply it with: herald ap
 
 export function registerExport(program: Command): void {
   withTarget(program.command('export'))
-    .description("print a tenant's configuration (types, brands, templates, sender domains) as YAML; never secrets")
+    .description(
+      "print a tenant's configuration (types, brands, templates, sender domains, topics, webhooks) as YAML; never secrets",
+    )
     .addHelpText(
       'after',
       examples(

@@ -1,5 +1,6 @@
-// herald webhooks list|get|create|delete|test|deliveries: a tenant's outbound webhook endpoints, on the
-// host (--tenant) or remotely (--url/--api-key), the same requests. `create` prints the signing secret once.
+// herald webhooks list|get|create|delete|rotate-secret|test|deliveries: a tenant's outbound webhook
+// endpoints, on the host (--tenant) or remotely (--url/--api-key), the same requests. `create` and
+// `rotate-secret` print the signing secret once.
 import type { Command } from 'commander';
 import { WEBHOOK_EVENT_TYPES, type WebhookDeliveryResponse, type WebhookResponse } from '../server/schemas/webhooks.ts';
 import { confirmUnlessYes } from './support/confirm.ts';
@@ -16,6 +17,7 @@ interface WebhookApi {
   get(id: string): Promise<WebhookResponse>;
   create(body: unknown): Promise<WebhookResponse & { secret: string }>;
   remove(id: string): Promise<void>;
+  rotateSecret(id: string): Promise<WebhookResponse & { secret: string }>;
   test(id: string): Promise<WebhookDeliveryResponse>;
   deliveries(id: string, query: Record<string, string>): Promise<Page<WebhookDeliveryResponse>>;
 }
@@ -25,6 +27,7 @@ const api = (client: RemoteClient): WebhookApi => ({
   get: (id) => client.call('GET', webhooks.one(id)),
   create: (body) => client.call('POST', webhooks.list(), { body }),
   remove: (id) => client.call('DELETE', webhooks.one(id)),
+  rotateSecret: (id) => client.call('POST', webhooks.rotateSecret(id)),
   test: (id) => client.call('POST', webhooks.test(id)),
   deliveries: (id, query) => client.call('GET', webhooks.deliveries(id, query)),
 });
@@ -140,6 +143,26 @@ Event types: ${WEBHOOK_EVENT_TYPES.join(', ')}
       await run(options, (api) => api.remove(id));
       if (options.json) return printJson({ deleted: id });
       print(`Webhook ${id} deleted.`);
+    });
+
+  withTarget(group.command('rotate-secret'))
+    .description('replace the signing secret (the old one stops signing at once); prints the new one once')
+    .argument('<id>', 'webhook id')
+    .option('--yes', 'do not ask for confirmation')
+    .addHelpText(
+      'after',
+      examples(
+        'herald webhooks rotate-secret 0190f5e4-0000-7000-8000-00000000000a --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6 --yes',
+      ),
+    )
+    .action(async (id: string, options: TargetOptions & { yes?: boolean }) => {
+      await confirmUnlessYes(options.yes, {
+        question: `Replace the signing secret of webhook ${id}? Its receiver must take the new one at once.`,
+        withoutTerminal: 'rotating a secret breaks verification until the receiver has the new one: pass --yes',
+      });
+      const rotated = await run(options, (api) => api.rotateSecret(id));
+      if (options.json) return printJson(rotated);
+      print(`New signing secret of webhook ${rotated.id} (shown once, keep it safe): ${rotated.secret}`);
     });
 
   withTarget(group.command('test'))

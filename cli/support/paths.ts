@@ -37,6 +37,7 @@ export const webhooks = {
   list: (filter: Record<string, string | undefined> = {}) => `/v1/webhooks${query(filter)}`,
   one: (id: string) => `/v1/webhooks/${at(id)}`,
   test: (id: string) => `/v1/webhooks/${at(id)}/test`,
+  rotateSecret: (id: string) => `/v1/webhooks/${at(id)}/rotate-secret`,
   deliveries: (id: string, filter: Record<string, string | undefined>) =>
     `/v1/webhooks/${at(id)}/deliveries${query(filter)}`,
 };

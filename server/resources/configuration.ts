@@ -97,7 +97,17 @@ async function plan(ctx: KindContext, request: ApplyConfigurationRequest): Promi
       return [];
     });
     if (issues.length > 0) throw new ValidationFailure(issues);
-    const current = new Map((await kind.read(ctx)).map((entry) => [kind.id(entry), entry]));
+    const current = new Map<string, any>();
+    for (const entry of await kind.read(ctx)) {
+      const id = kind.id(entry);
+      // Two webhook endpoints may share a URL, which names an endpoint here: which to change is unknown.
+      if (current.has(id))
+        throw new AppError(
+          'conflict',
+          `${kind.name} ${id}: the tenant has more than one by that name, so which one the document means is unknown; delete all but one first`,
+        );
+      current.set(id, entry);
+    }
     for (const [id, { entry, index }] of desired) {
       const existing = current.get(id);
       if (!existing) {

@@ -1,14 +1,15 @@
-// Configuration as code: a tenant's notification types, brands, templates, sender domains and topics as one
-// document (herald export / herald apply, GET /v1/configuration, POST /v1/configuration/apply). Each
-// entry is its resource's create request, strict (an unknown field is a typo, reported with its path);
-// secrets never appear in it. A new resource kind adds one list here and one module in
-// services/configuration-kinds/.
+// Configuration as code: a tenant's notification types, brands, templates, sender domains, topics and
+// webhook endpoints as one document (herald export / herald apply, GET /v1/configuration, POST
+// /v1/configuration/apply). Each entry is its resource's create request, strict (an unknown field is a
+// typo, reported with its path); secrets never appear in it. A new resource kind adds one list here and
+// one module in resources/configuration-kinds/.
 import { z } from 'zod';
 import { CreateNotificationTypeRequest } from './notification-types.ts';
 import { CreateBrandingRequest } from './brandings.ts';
 import { CreateEmailTemplateRequest, CreateInboxTemplateRequest } from './templates.ts';
 import { RegisterSenderDomainRequest } from './sender-domains.ts';
 import { CreateTopicRequest } from './topics.ts';
+import { CreateWebhookRequest } from './webhooks.ts';
 
 /** The document's lists, in the order they are created (and the reverse order they are deleted). */
 export const ConfigurationDocument = z
@@ -21,6 +22,8 @@ export const ConfigurationDocument = z
     sender_domains: z.array(RegisterSenderDomainRequest.strict()).default([]),
     /** Topic definitions only: subscriptions are data, never part of the document. */
     topics: z.array(CreateTopicRequest.strict()).default([]),
+    /** Endpoints named by their URL, without their signing secrets. */
+    webhooks: z.array(CreateWebhookRequest.strict()).default([]),
   })
   .strict()
   .meta({ id: 'ConfigurationDocument' });

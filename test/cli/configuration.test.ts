@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { query } from '../../server/base/db/sql.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { runCli } from '../support/cli.ts';
 import { createTenantFixture, type TenantFixture } from '../support/fixtures.ts';
@@ -43,7 +44,8 @@ inbox_templates:
 `;
 
 beforeAll(async () => {
-  app = await startTestApp();
+  // Webhook endpoints of these tests point at loopback, which no delivery reaches.
+  app = await startTestApp({ config: { allowPrivateWebhookUrls: true } });
   acme = await createTenantFixture(app, 'Acme');
   env = {
     HERALD_HOME: app.dataDir,
@@ -51,6 +53,7 @@ beforeAll(async () => {
     HERALD_ENCRYPTION_KEYS: app.config.encryptionKeys!,
     HERALD_LOG_LEVEL: 'error',
     HERALD_URL: '',
+    HERALD_ALLOW_PRIVATE_WEBHOOK_URLS: 'true',
   };
   dir = mkdtempSync(join(tmpdir(), 'herald-config-'));
 });
@@ -124,6 +127,68 @@ describe('herald apply and herald export', () => {
     expect(document.email_templates).toEqual([]);
     expect(document.brands.map((b: { key: string }) => b.key)).toEqual(['default', 'shop']);
   });
+
+  it(
+    'exports webhook endpoints without secrets; apply creates them (a new secret), updates them (the secret kept), prunes them',
+    async () => {
+      const delta = await createTenantFixture(app, 'Delta');
+      const url = 'http://127.0.0.1:9/herald';
+      const created = await app.request('POST', '/v1/webhooks', {
+        token: delta.serviceKey,
+        body: { url, event_types: ['inbox.read', 'delivery.failed'], description: 'ops' },
+      });
+      expect(created.status).toBe(201);
+      const exported = await herald(['export', '--tenant', delta.tenantId]);
+      expect(exported.code, exported.stderr).toBe(0);
+      expect(exported.stdout).toContain(`webhooks:\n  - url: ${url}\n`);
+      expect(exported.stdout).not.toContain(created.body.secret);
+      expect(exported.stdout).not.toContain('whsec_');
+      const exportPath = file('webhooks.yaml', exported.stdout);
+      expect((await herald(['apply', '-f', exportPath, '--tenant', delta.tenantId])).stdout.trim()).toBe('no changes');
+
+      const epsilon = await createTenantFixture(app, 'Epsilon');
+      const remote = { HERALD_URL: app.url, HERALD_API_KEY: epsilon.serviceKey };
+      const applied = await herald(['apply', '-f', exportPath], remote);
+      expect(applied.code, applied.stderr).toBe(0);
+      expect(applied.stdout).toContain(`+ create webhooks ${url}`);
+      expect(applied.stdout).not.toContain('whsec_');
+      const [hook] = (await app.request('GET', '/v1/webhooks', { token: epsilon.serviceKey })).body.items;
+      expect(hook).toMatchObject({
+        url,
+        event_types: ['delivery.failed', 'inbox.read'],
+        description: 'ops',
+        enabled: true,
+      });
+      expect((await herald(['export'], remote)).stdout).toBe(exported.stdout);
+
+      const secretOf = async (id: string) =>
+        (
+          await query<{ secret_ciphertext: string }>(
+            app.runtime.orm.em.fork(),
+            `SELECT secret_ciphertext FROM webhook_endpoints WHERE id = $1`,
+            [id],
+          )
+        )[0]?.secret_ciphertext;
+      const secret = await secretOf(hook.id);
+      expect(secret).toEqual(expect.any(String));
+      const changed = file(
+        'webhooks-changed.yaml',
+        exported.stdout.replace('description: ops', 'description: on call'),
+      );
+      const updated = await herald(['apply', '-f', changed], remote);
+      expect(updated.code, updated.stderr).toBe(0);
+      expect(updated.stdout).toContain(`~ update webhooks ${url} (description)`);
+      const after = (await app.request('GET', `/v1/webhooks/${hook.id}`, { token: epsilon.serviceKey })).body;
+      expect(after.description).toBe('on call');
+      expect(await secretOf(hook.id)).toBe(secret);
+
+      const pruned = await herald(['apply', '-f', file('no-webhooks.yaml', 'version: 1\n'), '--prune'], remote);
+      expect(pruned.code, pruned.stderr).toBe(0);
+      expect(pruned.stdout).toContain(`- delete webhooks ${url}`);
+      expect((await app.request('GET', '/v1/webhooks', { token: epsilon.serviceKey })).body.items).toEqual([]);
+    },
+    CLI_TIMEOUT,
+  );
 
   it('names the bad path (and its line) of a malformed file, exits 2, and changes nothing', async () => {
     const bad = file(

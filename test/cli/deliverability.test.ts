@@ -1,6 +1,7 @@
 // `herald webhooks ...` and `herald suppressions ...` as real subprocesses, in local mode (--tenant)
 // and remote mode (--url/--api-key). The webhook secret is printed once, by create, and never again.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHmac } from 'node:crypto';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { HERALD_BIN, runCli, type CliResult } from '../support/cli.ts';
 import { createTenantFixture, type TenantFixture } from '../support/fixtures.ts';
@@ -119,6 +120,34 @@ describe('herald webhooks', () => {
       const unknown = await herald(['webhooks', 'get', '0190f5e3-0000-7000-8000-000000000001', '--tenant', t.tenantId]);
       expect(unknown.code).toBe(1);
       expect(unknown.stderr).toContain('Webhook not found');
+    },
+  );
+
+  it(
+    'rotate-secret prints a new secret once, which signs from then on; it needs --yes',
+    { timeout: 120_000 },
+    async () => {
+      const created = await app.request('POST', '/v1/webhooks', {
+        token: t.serviceKey,
+        body: { url: `${receiver.url}/rotate`, event_types: ['inbox.read'] },
+      });
+      const id = created.body.id;
+      expect((await herald(['webhooks', 'rotate-secret', id, '--tenant', t.tenantId])).code).toBe(2);
+      const rotated = await herald(['webhooks', 'rotate-secret', id, '--yes', '--json'], remote());
+      expect(rotated.stderr).toBe('');
+      expect(rotated.code).toBe(0);
+      const { secret } = JSON.parse(rotated.stdout);
+      expect(secret).toMatch(/^whsec_/);
+      expect(secret).not.toBe(created.body.secret);
+      const tested = JSON.parse((await herald(['webhooks', 'test', id, '--json'], remote())).stdout);
+      const request = await receiver.waitFor((r) => r.headers['webhook-id'] === tested.id);
+      const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
+      const signed = `${request.headers['webhook-id']}.${request.headers['webhook-timestamp']}.${request.body}`;
+      expect(request.headers['webhook-signature']).toBe(
+        `v1,${createHmac('sha256', key).update(signed).digest('base64')}`,
+      );
+      const shown = await herald(['webhooks', 'rotate-secret', id, '--yes', '--tenant', t.tenantId]);
+      expect(shown.stdout).toMatch(/^New signing secret of webhook .+: whsec_/);
     },
   );
 

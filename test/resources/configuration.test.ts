@@ -14,7 +14,8 @@ let app: TestApp;
 let acme: TenantFixture;
 
 beforeAll(async () => {
-  app = await startTestApp();
+  // Webhook endpoints of these tests point at loopback, which no delivery reaches.
+  app = await startTestApp({ config: { allowPrivateWebhookUrls: true } });
   acme = await createTenantFixture(app, 'Acme');
 });
 afterAll(async () => {
@@ -265,6 +266,33 @@ describe('configuration as code over HTTP', () => {
     expect(res.status).toBe(402);
     expect(res.body.detail).toMatch(/^brands b9 \(create\)/);
     expect((await exported(gamma)).notification_types).toEqual([]);
+  });
+
+  it('names webhook endpoints by URL: event type order is no change; two endpoints at one URL are a 409', async () => {
+    const zeta = await createTenantFixture(app, 'Zeta');
+    const url = 'http://127.0.0.1:9/herald';
+    const hook = (event_types: string[]) => ({ url, event_types });
+    const create = (body: unknown) => app.request('POST', '/v1/webhooks', { token: zeta.serviceKey, body });
+    expect((await create(hook(['inbox.read', 'delivery.failed']))).status).toBe(201);
+    for (const order of [
+      ['inbox.read', 'delivery.failed'],
+      ['delivery.failed', 'inbox.read'],
+    ]) {
+      const res = await apply(zeta, { version: 1, webhooks: [hook(order)] });
+      expect(res.status).toBe(200);
+      expect(res.body.changes).toEqual([]);
+    }
+    expect((await exported(zeta)).webhooks).toEqual([
+      { url, event_types: ['delivery.failed', 'inbox.read'], description: '' },
+    ]);
+
+    expect((await create(hook(['email.bounced']))).status).toBe(201);
+    const twice = await apply(zeta, { version: 1, webhooks: [hook(['email.bounced'])] });
+    expect(twice.status).toBe(409);
+    expect(twice.body.detail).toMatch(/^webhooks http:\/\/127\.0\.0\.1:9\/herald: the tenant has more than one/);
+    const listed = await app.request('GET', '/v1/webhooks', { token: zeta.serviceKey });
+    const eventTypes = listed.body.items.map((w: { event_types: string[] }) => [...w.event_types].sort().join());
+    expect(eventTypes.sort()).toEqual(['delivery.failed,inbox.read', 'email.bounced']);
   });
 
   it('is a management route', async () => {

@@ -6,6 +6,7 @@ import { brandsKind } from './brands.ts';
 import { emailTemplatesKind, inboxTemplatesKind } from './templates.ts';
 import { senderDomainsKind } from './sender-domains.ts';
 import { topicsKind } from './topics.ts';
+import { webhooksKind } from './webhooks.ts';
 
 export const configurationKinds: ConfigurationKind<any>[] = [
   notificationTypesKind,
@@ -14,4 +15,5 @@ export const configurationKinds: ConfigurationKind<any>[] = [
   inboxTemplatesKind,
   senderDomainsKind,
   topicsKind,
+  webhooksKind,
 ];
