@@ -7,7 +7,9 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, notFound } from '../base/errors.ts';
 import { newId } from '../base/ids.ts';
 import { query, queryOne } from '../base/db/sql.ts';
+import type { Context } from '../base/context.ts';
 import type { BrandRow } from '../channels/resolve.ts';
+import { brandSenderWarnings } from '../channels/email/transport.ts';
 import type { BrandSender, BrandValues, BrandingResponse, CreateBrandingRequest } from '../schemas/brandings.ts';
 import { PLAN_DEFAULTS, getTenantLimit } from './tenant-limits.ts';
 
@@ -16,7 +18,8 @@ export const BRAND_LIMIT = 'brands';
 
 const COLUMNS = 'id, key, "values", sender, is_default';
 
-export function toBrandingResponse(row: BrandRow): BrandingResponse {
+/** `warnings`: what the brand's settings will not do (brandingResponses). */
+export function toBrandingResponse(row: BrandRow, warnings: string[]): BrandingResponse {
   return {
     key: row.key,
     values: row.values,
@@ -26,7 +29,30 @@ export function toBrandingResponse(row: BrandRow): BrandingResponse {
       reply_to: row.sender.reply_to ?? null,
     },
     is_default: row.is_default,
+    warnings,
   };
+}
+
+/** The brands' responses, with the warnings of each: a From address the install's SMTP will not send from. */
+export async function brandingResponses(
+  runtime: Context,
+  em: EntityManager,
+  tenantId: string,
+  rows: BrandRow[],
+): Promise<BrandingResponse[]> {
+  const warningsOf = brandSenderWarnings(runtime, em, tenantId);
+  const responses: BrandingResponse[] = [];
+  for (const row of rows) responses.push(toBrandingResponse(row, await warningsOf(row.sender)));
+  return responses;
+}
+
+export async function brandingResponse(
+  runtime: Context,
+  em: EntityManager,
+  tenantId: string,
+  row: BrandRow,
+): Promise<BrandingResponse> {
+  return (await brandingResponses(runtime, em, tenantId, [row]))[0]!;
 }
 
 function senderJson(sender: BrandSender): string {

@@ -79,6 +79,11 @@ export const BrandingResponse = z
       reply_to: z.string().nullable(),
     }),
     is_default: z.boolean(),
+    warnings: z
+      .array(z.string())
+      .describe(
+        "What the brand's settings will not do: a sender.from_email the install's default SMTP will not send from",
+      ),
   })
   .meta({ id: 'BrandingResponse' });
 export type BrandingResponse = z.infer<typeof BrandingResponse>;

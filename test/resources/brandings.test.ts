@@ -6,8 +6,10 @@ import {
   createTenantFixture,
   expectManagementOnly,
   expectValidationError,
+  sql,
   type TenantFixture,
 } from '../support/fixtures.ts';
+import { startSmtpPeer } from '../support/smtp-peer.ts';
 import { setTenantLimit } from '../../server/resources/tenant-limits.ts';
 import { query } from '../../server/base/db/sql.ts';
 
@@ -62,6 +64,7 @@ describe('POST /v1/brandings', () => {
       },
       sender: { from_name: 'Acme Premium', from_email: 'premium@acme.test', reply_to: 'help@acme.test' },
       is_default: false,
+      warnings: [],
     });
   });
 
@@ -73,6 +76,7 @@ describe('POST /v1/brandings', () => {
       values: {},
       sender: { from_name: null, from_email: null, reply_to: null },
       is_default: false,
+      warnings: [],
     });
   });
 
@@ -174,6 +178,7 @@ describe('GET /v1/brandings', () => {
         values: { name: 'Listing Co' },
         sender: { from_name: null, from_email: null, reply_to: null },
         is_default: true,
+        warnings: [],
       },
       brand,
     ]);
@@ -355,5 +360,71 @@ describe('PUT /v1/brandings/{key}/sender', () => {
 
   it('answers 401 without a credential and 403 for a contact token or a non-member', async () => {
     await expectManagementOnly(app, acme, 'PUT', '/v1/brandings/default/sender', { from_name: 'x' });
+  });
+});
+
+describe("a brand's From address and the install's default SMTP", () => {
+  it('warns on the brand when the install SMTP will send from its own address instead, as it does', async () => {
+    const smtp = await startSmtpPeer();
+    const install = await startTestApp({ config: { smtpUrl: smtp.url, mailFrom: 'Herald <herald@demo.test>' } });
+    try {
+      const fx = await createTenantFixture(install, 'Acme Shop');
+      const api = async (method: string, path: string, body?: unknown) => {
+        const res = await install.request(method, path, { token: fx.serviceKey, body });
+        expect(res.status, `${method} ${path}: ${res.text}`).toBeLessThan(300);
+        return res.body;
+      };
+      const created = await api('POST', '/v1/brandings', {
+        key: 'shop',
+        values: { name: 'Acme Shop' },
+        sender: { from_name: 'Acme Shop', from_email: 'shop@mail.acme.example' },
+      });
+      const warning =
+        "sender.from_email shop@mail.acme.example is not used: this tenant's email goes through the install's default SMTP, " +
+        "which sends from a brand's address only on a verified sender domain of the tenant; its email comes from " +
+        'herald@demo.test, with shop@mail.acme.example as Reply-To. Verify mail.acme.example as a sender domain, ' +
+        "or set the tenant's own email transport";
+      expect(created.warnings).toEqual([warning]);
+      expect((await api('GET', '/v1/brandings/shop')).warnings).toEqual([warning]);
+      expect((await api('GET', '/v1/brandings')).map((b: { warnings: string[] }) => b.warnings)).toEqual([
+        [],
+        [warning],
+      ]);
+
+      // What the warning says is what a send does.
+      await api('POST', '/v1/notification-types', { key: 'receipt', channel_defaults: { email: true } });
+      await api('POST', '/v1/email-templates', {
+        notification_type_key: 'receipt',
+        subject: 'Receipt',
+        content: '<p>hi</p>',
+      });
+      await api('POST', '/v1/notifications', {
+        type: 'receipt',
+        brand: 'shop',
+        recipients: [{ external_id: 'buyer', email: 'buyer@example.test' }],
+      });
+      const mail = await smtp.waitFor((m) => m.envelope.to.includes('buyer@example.test'), 20_000);
+      expect(mail.parsed.from?.value[0]).toEqual({ address: 'herald@demo.test', name: 'Acme Shop' });
+      expect(mail.parsed.replyTo?.value[0]?.address).toBe('shop@mail.acme.example');
+
+      // A verified sender domain lets the brand's address through: no warning.
+      await api('POST', '/v1/sender-domains', { domain: 'mail.acme.example' });
+      await sql(install, `UPDATE sender_domains SET status = 'verified' WHERE tenant_id = $1`, [fx.tenantId]);
+      expect((await api('GET', '/v1/brandings/shop')).warnings).toEqual([]);
+
+      // The tenant's own transport sends from any address the brand sets: no warning either.
+      const other = await api('PUT', '/v1/brandings/shop/sender', { from_email: 'shop@elsewhere.example' });
+      expect(other.warnings).toHaveLength(1);
+      await api('PUT', '/v1/email-transport', {
+        host: smtp.host,
+        port: smtp.port,
+        secure: false,
+        from_email: 'robot@acme.example',
+      });
+      expect((await api('GET', '/v1/brandings/shop')).warnings).toEqual([]);
+    } finally {
+      await install.close();
+      await smtp.close();
+    }
   });
 });

@@ -9,13 +9,14 @@ import {
   SetBrandingValuesRequest,
 } from '../../schemas/brandings.ts';
 import {
+  brandingResponse,
+  brandingResponses,
   createBrand,
   deleteBrand,
   getBrand,
   listBrands,
   setBrandSender,
   setBrandValues,
-  toBrandingResponse,
 } from '../../resources/brandings.ts';
 
 const tag = 'brands';
@@ -29,7 +30,8 @@ export const create = defineRoute({
   body: CreateBrandingRequest,
   responses: { 201: BrandingResponse },
   errors: [402, 409],
-  handler: async ({ em, auth, body }) => toBrandingResponse(await createBrand(em, auth!.tenantId, body)),
+  handler: async ({ runtime, em, auth, body }) =>
+    brandingResponse(runtime, em, auth!.tenantId, await createBrand(em, auth!.tenantId, body)),
 });
 
 export const list = defineRoute({
@@ -39,7 +41,8 @@ export const list = defineRoute({
   tag,
   auth: 'management',
   responses: { 200: z.array(BrandingResponse) },
-  handler: async ({ em, auth }) => (await listBrands(em, auth!.tenantId)).map(toBrandingResponse),
+  handler: async ({ runtime, em, auth }) =>
+    brandingResponses(runtime, em, auth!.tenantId, await listBrands(em, auth!.tenantId)),
 });
 
 export const get = defineRoute({
@@ -51,7 +54,8 @@ export const get = defineRoute({
   params: BrandingParams,
   responses: { 200: BrandingResponse },
   errors: [404],
-  handler: async ({ em, auth, params }) => toBrandingResponse(await getBrand(em, auth!.tenantId, params.key)),
+  handler: async ({ runtime, em, auth, params }) =>
+    brandingResponse(runtime, em, auth!.tenantId, await getBrand(em, auth!.tenantId, params.key)),
 });
 
 export const remove = defineRoute({
@@ -78,8 +82,8 @@ export const values = defineRoute({
   body: SetBrandingValuesRequest,
   responses: { 200: BrandingResponse },
   errors: [404],
-  handler: async ({ em, auth, params, body }) =>
-    toBrandingResponse(await setBrandValues(em, auth!.tenantId, params.key, body.values)),
+  handler: async ({ runtime, em, auth, params, body }) =>
+    brandingResponse(runtime, em, auth!.tenantId, await setBrandValues(em, auth!.tenantId, params.key, body.values)),
 });
 
 export const sender = defineRoute({
@@ -92,6 +96,6 @@ export const sender = defineRoute({
   body: SetBrandingSenderRequest,
   responses: { 200: BrandingResponse },
   errors: [404],
-  handler: async ({ em, auth, params, body }) =>
-    toBrandingResponse(await setBrandSender(em, auth!.tenantId, params.key, body)),
+  handler: async ({ runtime, em, auth, params, body }) =>
+    brandingResponse(runtime, em, auth!.tenantId, await setBrandSender(em, auth!.tenantId, params.key, body)),
 });

@@ -7,7 +7,9 @@ import { installSmtp } from './install-smtp.ts';
 import type { DkimSigning, OutgoingMail, SmtpSettings } from './smtp.ts';
 import type { ChannelContext } from '../types.ts';
 import { isUnreadable } from '../../base/crypto/keyring.ts';
+import type { Context } from '../../base/context.ts';
 import { loadEmailTransport, SMTP_HOST_REFUSED, smtpHostAllowed, type LoadedEmailTransport } from './tenant-smtp.ts';
+import { dkimSigningFor } from './sender-domains.ts';
 
 export type EmailOutcome =
   | { status: 'sent'; messageId: string }
@@ -128,4 +130,42 @@ export async function sendTenantEmail(
     ...(mail.headers && Object.keys(mail.headers).length > 0 ? { headers: mail.headers } : {}),
     ...(mail.envelopeFrom ? { envelope: { from: mail.envelopeFrom, to: mail.to } } : {}),
   });
+}
+
+/**
+ * What a brand's sender settings will not do, as sendTenantEmail applies them, for the brand's
+ * responses: a tenant without a transport of its own sends through the install's default SMTP, which
+ * sends from a brand's address only on one of the tenant's verified sender domains (DKIM-signed), else
+ * from the install's address with the brand's as Reply-To. The tenant's transport is looked up once.
+ */
+export function brandSenderWarnings(
+  runtime: Context,
+  em: EntityManager,
+  tenantId: string,
+): (sender: { from_email?: string | null; reply_to?: string | null }) => Promise<string[]> {
+  let installFrom: Promise<string | null> | undefined;
+  const throughInstall = async (): Promise<string | null> => {
+    if (await loadEmailTransport(runtime, em, tenantId)) return null;
+    try {
+      const install = await installSmtp(runtime, em);
+      return install ? addressOf(install.from).email : null;
+    } catch (error) {
+      // Email is skipped (credentials_unreadable) until the default is set again: no From to speak of.
+      if (isUnreadable(error)) return null;
+      throw error;
+    }
+  };
+  return async (sender) => {
+    const fromEmail = sender.from_email;
+    if (!fromEmail) return [];
+    const installAddress = await (installFrom ??= throughInstall());
+    if (installAddress === null || (await dkimSigningFor(runtime, em, tenantId, fromEmail))) return [];
+    const domain = fromEmail.slice(fromEmail.lastIndexOf('@') + 1);
+    return [
+      `sender.from_email ${fromEmail} is not used: this tenant's email goes through the install's default SMTP, ` +
+        `which sends from a brand's address only on a verified sender domain of the tenant; its email comes from ` +
+        `${installAddress}, with ${sender.reply_to ?? fromEmail} as Reply-To. Verify ${domain} as a sender domain, ` +
+        `or set the tenant's own email transport`,
+    ];
+  };
 }

@@ -22,7 +22,7 @@ export const brandsKind: ConfigurationKind<'brands'> = {
   normalise: (entry) => ({ key: entry.key, values: entry.values, sender: senderOf(entry.sender) }),
   async read({ tx, tenantId }) {
     return (await listBrands(tx, tenantId)).map((row) => {
-      const brand = toBrandingResponse(row);
+      const brand = toBrandingResponse(row, []);
       return { key: brand.key, values: brand.values as BrandValues, sender: brand.sender };
     });
   },

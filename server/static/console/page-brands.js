@@ -1,6 +1,6 @@
 // Brands: the values templates render against (name, colour, logo) and the sender of their emails.
 import { api } from './api.js';
-import { h, mount, field } from './dom.js';
+import { h, mount, field, notice } from './dom.js';
 import { header, panel, actionForm, actionButton } from './kit.js';
 
 function brandCard(brand, ctx) {
@@ -13,6 +13,10 @@ function brandCard(brand, ctx) {
   const fromName = h('input', { name: 'from_name', value: s.from_name ?? '', maxlength: 200 });
   const fromEmail = h('input', { type: 'email', name: 'from_email', value: s.from_email ?? '' });
   const replyTo = h('input', { type: 'email', name: 'reply_to', value: s.reply_to ?? '' });
+  // What the brand's settings will not do (a From address the install's SMTP replaces), as the API says it.
+  const warnings = h('div', { class: 'brand-warnings' });
+  const showWarnings = (list) => mount(warnings, (list ?? []).map((text) => notice('warn', text)));
+  showWarnings(brand.warnings);
   const swatch = h('span', { class: 'swatch', 'aria-hidden': 'true' });
   // The colour comes from the tenant: it is set as a style property, never parsed as CSS text.
   swatch.style.setProperty('background-color', colour.value);
@@ -23,6 +27,7 @@ function brandCard(brand, ctx) {
     h('header', { class: 'card-header' },
       h('div', { class: 'brand-title' }, swatch, h('h2', { id: `brand-${brand.key}` }, v.name || brand.key), h('code', {}, brand.key), brand.is_default ? h('span', { class: 'pill' }, 'default') : null),
       brand.is_default ? null : actionButton('Delete', async () => { await api('DELETE', base); await render(ctx); }, { question: `Delete the brand “${brand.key}”?`, kind: 'danger', ariaLabel: `Delete ${brand.key}` })),
+    warnings,
     h('div', { class: 'two-col' },
       actionForm([field('Name', name), field('Colour', colour), field('Logo URL', logo)], 'Save values', async () => {
         const values = { ...v, name: name.value.trim(), colour: colour.value };
@@ -33,7 +38,8 @@ function brandCard(brand, ctx) {
       }),
       actionForm([field('From name', fromName), field('From email', fromEmail), field('Reply-to', replyTo)], 'Save sender', async () => {
         const orNull = (input) => input.value.trim() || null;
-        await api('PUT', `${base}/sender`, { from_name: orNull(fromName), from_email: orNull(fromEmail), reply_to: orNull(replyTo) });
+        const saved = await api('PUT', `${base}/sender`, { from_name: orNull(fromName), from_email: orNull(fromEmail), reply_to: orNull(replyTo) });
+        showWarnings(saved.warnings);
         return 'Sender saved.';
       })),
   );

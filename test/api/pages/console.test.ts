@@ -17,6 +17,7 @@ import {
   PASSWORD,
   addUser,
   createTenantFixture,
+  freshIp,
   requestAs,
   uniqueEmail,
   waitForMail,
@@ -450,6 +451,33 @@ describe.skipIf(noChromium)(titleUnless(noChromium, 'console in Chromium'), { ti
       // Keyboard: the skip link comes first and leads to the content.
       await page.keyboard.press('Tab');
       await expect(page.evaluate(() => document.activeElement?.textContent)).resolves.toBe('Skip to content');
+      await page.close();
+    });
+
+    it("warns on a brand's card when the install's SMTP will not send from its From address", async () => {
+      const page = await newPage();
+      // The file's sign-ins are past the login limits of the owner and of loopback by now: another
+      // admin signs in, through another address.
+      const admin = await addUser(app, acme.tenantId, 'admin', true);
+      await page.setExtraHTTPHeaders({ 'x-forwarded-for': freshIp() });
+      await signIn(page, admin.email);
+      await page.goto(`${app.url}/console/brands`);
+      const card = page.locator('article', { has: page.locator('#brand-default') });
+      await card.getByLabel('From email').fill('hello@shop.acme.example');
+      await card.getByRole('button', { name: 'Save sender' }).click();
+      const warning = card
+        .getByRole('status')
+        .filter({ hasText: 'sender.from_email hello@shop.acme.example is not used' });
+      await warning.waitFor();
+      await expect(warning.textContent()).resolves.toContain('Verify shop.acme.example as a sender domain');
+      // Reloaded, the card still says it.
+      await page.reload();
+      await page
+        .locator('article', { has: page.locator('#brand-default') })
+        .getByText('is not used')
+        .waitFor();
+      await shot(page, '13-brands-warning');
+      expect((await api('PUT', '/v1/brandings/default/sender', { from_email: null })).body.warnings).toEqual([]);
       await page.close();
     });
 
