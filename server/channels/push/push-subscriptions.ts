@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { invalidField, notFound } from '../../base/errors.ts';
 import { resolvesOnlyPrivately } from '../../base/net/public-address.ts';
+import { allowsPrivate } from '../../base/net/allow-private.ts';
 import { newId } from '../../base/ids.ts';
 import { execute, query, queryOne } from '../../base/db/sql.ts';
 import type { CreatePushSubscriptionRequest, PushSubscriptionResponse } from '../../schemas/push-subscriptions.ts';
@@ -39,8 +40,7 @@ function destinationHash(input: CreatePushSubscriptionRequest): string {
 }
 
 /** Why a web push endpoint is refused at registration, naming the setting that allows private ones. */
-export const PUSH_ENDPOINT_REFUSED =
-  'must reach a public address (allowPrivatePushEndpoints, HERALD_ALLOW_PRIVATE_PUSH_ENDPOINTS=true, allows private ones; it applies at restart)';
+export const PUSH_ENDPOINT_REFUSED = `must reach a public address ${allowsPrivate('allowPrivatePushEndpoints')}`;
 
 /**
  * Registers a destination; `created` is false when it already belonged to this contact. A web push
