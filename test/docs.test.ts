@@ -2,11 +2,13 @@
 // in docs/configuration.md (and nothing else is), every environment variable config.ts reads is named
 // there, and every CLI command is in docs/cli.md. A key or a command added without docs fails here.
 import { describe, expect, it } from 'vitest';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import type { Command } from 'commander';
 import { configSchema } from '../server/base/config.ts';
+import { ConfigurationDocument } from '../server/schemas/configuration.ts';
 import { commandNames, everyCommand, loadProgram } from './support/cli-reference.ts';
+import { DOCUMENTS, READERS_OWN, shellBlocks } from './support/doc-examples.ts';
 
 const read = (path: string) => readFileSync(new URL(`../${path}`, import.meta.url), 'utf8');
 
@@ -52,6 +54,18 @@ describe('docs/configuration.md', () => {
     const names = [...new Set([...source.matchAll(/\b((?:HERALD|DATABASE)_[A-Z0-9_]+)\b/g)].map((m) => m[1]!))];
     expect(names.length).toBeGreaterThan(10);
     expect(names.filter((name) => !doc.includes(`\`${name}\``))).toEqual([]);
+  });
+});
+
+describe('docs/config-as-code.md', () => {
+  it('says what applying each list of the configuration document does, and lists no other', () => {
+    const doc = read('docs/config-as-code.md');
+    const table = doc.split('What each list means when applied:')[1]!.split('\n\n')[1]!;
+    const documented = [...table.matchAll(/^\| (`[a-z_]+`(?:, `[a-z_]+`)*) \|/gm)].flatMap((m) =>
+      [...m[1]!.matchAll(/`([a-z_]+)`/g)].map((n) => n[1]!),
+    );
+    const lists = Object.keys(ConfigurationDocument.shape).filter((key) => key !== 'version');
+    expect(documented.sort()).toEqual(lists.sort());
   });
 });
 
@@ -134,19 +148,6 @@ describe('herald <command> --help', () => {
   });
 });
 
-/** Documents other branches are adding; linked already, so they may be missing until they land. */
-const LANDING = [
-  'webhooks.md',
-  'email-deliverability.md',
-  'audiences.md',
-  'console.md',
-  'operations.md',
-  'metrics.md',
-  'config-as-code.md',
-  'scale-out.md',
-  'workflows.md',
-];
-
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens. */
 const anchorOf = (heading: string) =>
   heading
@@ -155,33 +156,74 @@ const anchorOf = (heading: string) =>
     .replace(/[^a-z0-9 _-]/g, '')
     .replace(/ /g, '-');
 
+/** The anchors of a Markdown file's headings. */
+const anchorsOf = (path: URL) => [...readFileSync(path, 'utf8').matchAll(/^#+ (.+)$/gm)].map((m) => anchorOf(m[1]!));
+
+/** The documents, and CONTRIBUTING.md, which links into them. */
+const WRITINGS = [...DOCUMENTS, 'CONTRIBUTING.md'];
+
+/** Where a document's relative reference leads. */
+const resolveFrom = (document: string, target: string) =>
+  new URL(target, new URL(`../${document.startsWith('docs/') ? 'docs/' : ''}`, import.meta.url));
+
 describe('links between the documents', () => {
   it('lead to documents and headings that exist', () => {
-    const documents = [
-      'README.md',
-      ...readdirSync(new URL('../docs/', import.meta.url))
-        .filter((f) => f.endsWith('.md'))
-        .map((f) => `docs/${f}`),
-    ];
     const broken: string[] = [];
-    for (const document of documents) {
-      const text = read(document);
-      const dir = document.startsWith('docs/') ? 'docs/' : '';
-      for (const [, target, anchor] of text.matchAll(/\]\((?!https?:)([^)#\s]*)(?:#([^)\s]+))?\)/g)) {
-        const path = target
-          ? new URL(target, new URL(`../${dir}`, import.meta.url))
-          : new URL(`../${document}`, import.meta.url);
-        const name = path.pathname.split('/').pop()!;
+    for (const document of WRITINGS) {
+      for (const [, target, anchor] of read(document).matchAll(/\]\((?!https?:)([^)#\s]*)(?:#([^)\s]+))?\)/g)) {
+        const path = target ? resolveFrom(document, target) : new URL(`../${document}`, import.meta.url);
         if (!existsSync(path)) {
-          if (!LANDING.includes(name)) broken.push(`${document}: ${target}`);
+          broken.push(`${document}: ${target}`);
           continue;
         }
-        if (!anchor || !name.endsWith('.md')) continue;
-        const headings = [...readFileSync(path, 'utf8').matchAll(/^#+ (.+)$/gm)].map((m) => anchorOf(m[1]!));
-        if (!headings.includes(anchor)) broken.push(`${document}: ${target}#${anchor}`);
+        if (anchor && path.pathname.endsWith('.md') && !anchorsOf(path).includes(anchor))
+          broken.push(`${document}: ${target}#${anchor}`);
       }
     }
-    expect(documents.length).toBeGreaterThan(8);
+    expect(WRITINGS.length).toBeGreaterThan(8);
     expect(broken).toEqual([]);
+  });
+
+  it('name the sections of other documents by headings those have ("README\'s "...""), else they link', () => {
+    const broken: string[] = [];
+    for (const document of WRITINGS) {
+      for (const [reference, name, title] of read(document).matchAll(
+        /(\bREADME|[\w./-]+\.md)(?:'s)?,?\s+"([^"\n]+)"/g,
+      )) {
+        const file = name === 'README' ? 'README.md' : name!;
+        const path = [resolveFrom(document, file), new URL(`../${file}`, import.meta.url)].find((p) => existsSync(p));
+        if (!path || !anchorsOf(path).includes(anchorOf(title!)))
+          broken.push(`${document}: ${reference!.replace(/\s+/g, ' ')}`);
+      }
+    }
+    expect(broken).toEqual([]);
+  });
+});
+
+describe('the shell examples of the documents', () => {
+  it('use only variables the document sets, Herald reads, or the reader brings', () => {
+    const herald = new Set(
+      [...`${read('docs/configuration.md')}${read('docs/cli.md')}`.matchAll(/`((?:HERALD|DATABASE)_[A-Z0-9_]+)`/g)].map(
+        (m) => m[1]!,
+      ),
+    );
+    const known = new Set([...herald, ...Object.keys(READERS_OWN), 'PWD', 'HOME']);
+    const unset: string[] = [];
+    for (const document of DOCUMENTS) {
+      const text = read(document);
+      const spans = [...text.replace(/^```[\s\S]*?^```$/gm, '').matchAll(/`([^`\n]+)`/g)].map((m) => m[1]!);
+      const blocks = shellBlocks(document)
+        .flat()
+        .map((example) => example.text);
+      // Commands written inline (a curl or herald call) count as examples; `NAME=value` spans set a name.
+      const commands = [...blocks, ...spans.filter((span) => /^(curl|herald|bin\/herald) /.test(span))];
+      const set = new Set(
+        [...[...blocks, ...spans].join('\n').matchAll(/(?:^|[\s;(])(?:export\s+)?([A-Za-z_]\w*)=/gm)].map((m) => m[1]!),
+      );
+      for (const [, name] of commands.join('\n').matchAll(/\$\{?([A-Za-z_]\w*)/g))
+        if (!set.has(name!) && !known.has(name!)) unset.push(`${document}: $${name}`);
+    }
+    expect(herald.size).toBeGreaterThan(10);
+    expect([...new Set(unset)]).toEqual([]);
   });
 });
