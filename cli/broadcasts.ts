@@ -115,7 +115,7 @@ export function registerBroadcasts(program: Command): void {
         .option('--all-contacts', 'the audience: every contact of the tenant'),
     ),
   )
-    .option('--send-at <time>', 'start the fan-out at this ISO 8601 time (with an offset, e.g. 2026-12-01T09:00:00Z)')
+    .option('--send-at <time>', 'start the fan-out at this ISO 8601 time (with an offset, e.g. 2027-12-01T09:00:00Z)')
     .option('--wait', 'wait until every event is final (a progress bar on a terminal); exit 1 when one failed')
     .option('--timeout <seconds>', 'with --wait: give up after this long', '600')
     .option('--json', 'print JSON')
@@ -124,7 +124,7 @@ export function registerBroadcasts(program: Command): void {
       examples(
         'export HERALD_URL=https://herald.example.com HERALD_API_KEY=sk_...',
         'herald broadcasts create --type release_notes --topic beta-testers --var version=2.0 --wait',
-        'herald broadcasts create --type maintenance --all-contacts --send-at 2026-12-01T09:00:00Z --idempotency-key maint-12-01',
+        'herald broadcasts create --type maintenance --all-contacts --send-at 2027-12-01T09:00:00Z --idempotency-key maint-12-01',
       ),
     )
     .action(async (options: CreateOptions) => {
