@@ -138,7 +138,7 @@ export function registerBroadcasts(program: Command): void {
         ...fields,
       };
       if (options.sendAt) body.send_at = options.sendAt;
-      const client = remoteClient(options, { invalidInputExit: EXIT_FAILURE });
+      const client = remoteClient(options);
       const accepted = await client.call<BroadcastAccepted>('POST', paths.create(), { body, headers });
       if (!options.wait) {
         if (options.json) printJson(accepted);
@@ -159,7 +159,7 @@ export function registerBroadcasts(program: Command): void {
     .addHelpText('after', examples('herald broadcasts get 0193f1c2-...-7a1b --wait'))
     .action(async (id: string, options: RemoteOptions & WaitOptions) => {
       const timeout = timeoutOf(options);
-      const client = remoteClient(options, { invalidInputExit: EXIT_FAILURE });
+      const client = remoteClient(options);
       if (options.wait) return reportFinished(await waitForBroadcast(client, id, timeout), options.json);
       const b = await client.call<BroadcastResponse>('GET', paths.one(id));
       if (options.json) printJson(b);
@@ -181,10 +181,7 @@ export function registerBroadcasts(program: Command): void {
       const query = new URLSearchParams({ limit: options.limit });
       if (options.status) query.set('status', options.status);
       if (options.cursor) query.set('cursor', options.cursor);
-      const page = await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call<BroadcastPage>(
-        'GET',
-        paths.list(query),
-      );
+      const page = await remoteClient(options).call<BroadcastPage>('GET', paths.list(query));
       if (options.json) return printJson(page);
       printTable(
         page.items.map((b) => ({
@@ -217,7 +214,7 @@ export function registerBroadcasts(program: Command): void {
   )
     .addHelpText('after', examples('herald broadcasts cancel 0193f1c2-...-7a1b --yes'))
     .action(async (id: string, options: RemoteOptions & { yes?: boolean; json?: boolean }) => {
-      const client = remoteClient(options, { invalidInputExit: EXIT_FAILURE });
+      const client = remoteClient(options);
       await confirmUnlessYes(options.yes, {
         question: `Cancel broadcast ${id}?`,
         withoutTerminal: 'refusing to cancel without --yes (stdin is not a terminal)',

@@ -60,8 +60,9 @@ export function registerApply(program: Command): void {
       ) +
         `
 
-Exit codes: 0 applied (or nothing to change), 1 the apply failed (nothing was changed), 2 the file is invalid
-(malformed, or a value the API refuses: nothing was changed either).`,
+Exit codes: 0 applied (or nothing to change), 1 Herald refused or failed the apply (a value a service
+refuses, a conflict, the brand cap, Herald unreachable), 2 the file is malformed (nothing is sent); after 1 or
+2 nothing was changed.`,
     )
     .action(async (options: ApplyOptions) => {
       if (!options.file) throw usageError('give the file: -f herald.yaml (or -f - for stdin)');
@@ -75,10 +76,11 @@ Exit codes: 0 applied (or nothing to change), 1 the apply failed (nothing was ch
         client.call<ConfigurationPlanResponse>('POST', configuration.apply(), { body: request }),
       ).catch((error: unknown) => {
         // Errors locate their entry in the request ("body.document.brands.1..."): name it as the file does.
-        const { code, message } = describeFailure(error);
+        const { exitCode, message, answer } = describeFailure(error);
         throw new CliError(
           message.replaceAll('body.document.', `${options.file === '-' ? '(stdin)' : options.file}: `),
-          code,
+          exitCode,
+          answer,
         );
       });
       if (options.json) return printJson(result);

@@ -2,7 +2,7 @@
 // not final yet (remote mode).
 // Like herald send, every API error (a 422 too) exits 1.
 import type { Command } from 'commander';
-import { EXIT_FAILURE, print, printJson, printTable, usageError } from './support/output.ts';
+import { print, printJson, printTable, usageError } from './support/output.ts';
 import { notifications } from './support/paths.ts';
 import { remoteClient, withRemote, type RemoteOptions } from './support/remote.ts';
 import { summaryRow } from './send.ts';
@@ -41,10 +41,7 @@ export function registerEvents(program: Command): void {
   )
     .addHelpText('after', examples('herald events get 0193f1c2-...-7a1b --json'))
     .action(async (eventId: string, options: RemoteOptions & { json?: boolean }) => {
-      const body = await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call<EventResponse>(
-        'GET',
-        notifications.one(eventId),
-      );
+      const body = await remoteClient(options).call<EventResponse>('GET', notifications.one(eventId));
       if (options.json) return printJson(body);
       print(`event      ${body.event_id}`);
       print(`type       ${body.type}`);
@@ -89,10 +86,7 @@ export function registerEvents(program: Command): void {
       if (options.status) query.set('status', options.status);
       if (options.externalId) query.set('external_id', options.externalId);
       if (options.cursor) query.set('cursor', options.cursor);
-      const body = await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call<EventPage>(
-        'GET',
-        notifications.list(query),
-      );
+      const body = await remoteClient(options).call<EventPage>('GET', notifications.list(query));
       if (options.json) return printJson(body);
       printTable(body.items.map(summaryRow), ['event_id', 'type', 'external_id', 'status', 'created_at', 'deliveries']);
       if (body.next_cursor) print(`\nmore: --cursor ${body.next_cursor}`);
@@ -112,7 +106,7 @@ export function registerEvents(program: Command): void {
     .action(async (eventId: string | undefined, options: RemoteOptions & { key?: string; json?: boolean }) => {
       if ((eventId === undefined) === (options.key === undefined))
         throw usageError('give an event id or --key, not both');
-      const client = remoteClient(options, { invalidInputExit: EXIT_FAILURE });
+      const client = remoteClient(options);
       if (eventId !== undefined) {
         await client.call('DELETE', notifications.one(eventId));
         if (options.json) return printJson({ canceled: 1 });

@@ -4,7 +4,7 @@
 // (not even commander): CI scripts call it on every run.
 import type { Command } from 'commander';
 import { readFileSync } from 'node:fs';
-import { EXIT_OK, EXIT_OUTPUT_CLOSED, EXIT_USAGE, describeFailure } from './support/output.ts';
+import { EXIT_OK, EXIT_OUTPUT_CLOSED, EXIT_USAGE, describeFailure, printFailure } from './support/output.ts';
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
 
 type Register = (program: Command) => void;
@@ -44,6 +44,13 @@ function versionOnly(argv: string[]): boolean {
   return args.length > 0 && args.every((a) => a === '--version' || a === '-v');
 }
 
+/** Whether the command line asks for JSON: then its errors, usage errors included, are JSON on stderr too. */
+function jsonRequested(argv: string[]): boolean {
+  const args = argv.slice(2);
+  const end = args.indexOf('--');
+  return (end === -1 ? args : args.slice(0, end)).includes('--json');
+}
+
 /** The command a command line names: its first word that is not an option. */
 function namedCommand(argv: string[]): string | undefined {
   return argv.slice(2).find((a) => !a.startsWith('-'));
@@ -62,7 +69,7 @@ export async function buildProgram(argv: string[] = process.argv): Promise<Comma
   const program = new Command('herald')
     .description('Herald: self-hosted notification delivery (inbox, email, mobile push, web push)')
     .version(pkg.version, '-v, --version', 'print the version')
-    .showHelpAfterError('(run with --help for usage)')
+    .showHelpAfterError(jsonRequested(argv) ? false : '(run with --help for usage)')
     .addHelpText(
       'after',
       `
@@ -71,6 +78,8 @@ Examples:
   $ herald start --data-dir /var/lib/herald
   $ herald status --json`,
     );
+  // With --json, main() prints commander's usage errors as JSON; every command inherits this setting.
+  if (jsonRequested(argv)) program.configureOutput({ outputError: () => {} });
   for (const name of groupsFor(argv)) (await COMMAND_GROUPS[name]!())(program);
   // Every command (and sub-command) reports usage errors with exit code 2 instead of exiting itself.
   const override = (command: Command) => {
@@ -94,11 +103,15 @@ async function main(argv: string[]): Promise<number> {
   } catch (error) {
     if (error instanceof CommanderError) {
       // --help and --version "fail" with exit code 0.
-      return error.exitCode === 0 ? EXIT_OK : EXIT_USAGE;
+      if (error.exitCode === 0) return EXIT_OK;
+      // A group named without its command has had its help printed, which says it all.
+      if (jsonRequested(argv) && error.code !== 'commander.help')
+        printFailure({ exitCode: EXIT_USAGE, message: error.message.replace(/^error: /, '') }, true);
+      return EXIT_USAGE;
     }
-    const { code, message } = describeFailure(error);
-    process.stderr.write(`herald: ${message}\n`);
-    return code;
+    const failure = describeFailure(error);
+    printFailure(failure, jsonRequested(argv));
+    return failure.exitCode;
   }
 }
 

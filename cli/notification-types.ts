@@ -2,7 +2,7 @@
 // (a type's workflow, remote mode), kept in a JSON file beside the code that triggers it and set from CI.
 import type { Command } from 'commander';
 import { readJsonObject } from './support/file-input.ts';
-import { EXIT_FAILURE, print, printJson, printRecord, printTable, usageError } from './support/output.ts';
+import { print, printJson, printRecord, printTable, usageError } from './support/output.ts';
 import { remoteClient, withRemote, type RemoteOptions } from './support/remote.ts';
 import type { NotificationTypeResponse } from '../server/schemas/notification-types.ts';
 import { notificationTypes } from './support/paths.ts';
@@ -57,10 +57,7 @@ export function registerNotificationTypes(program: Command): void {
         ),
       ),
   ).action(async (key: string, options: RemoteOptions & { json?: boolean }) => {
-    const type = await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call<NotificationTypeResponse>(
-      'GET',
-      notificationTypes.one(key),
-    );
+    const type = await remoteClient(options).call<NotificationTypeResponse>('GET', notificationTypes.one(key));
     if (options.json) return printJson(type.workflow);
     if (!type.workflow) return print(`${key} has no workflow: every enabled channel at once`);
     printTable(
@@ -86,11 +83,9 @@ export function registerNotificationTypes(program: Command): void {
   ).action(async (key: string, options: RemoteOptions & { file: string; json?: boolean }) => {
     const body = readJsonObject(options.file, '--file');
     if (!Array.isArray(body.steps)) throw usageError('the workflow file must be a JSON object with a "steps" list');
-    const type = await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call<NotificationTypeResponse>(
-      'PUT',
-      notificationTypes.workflow(key),
-      { body },
-    );
+    const type = await remoteClient(options).call<NotificationTypeResponse>('PUT', notificationTypes.workflow(key), {
+      body,
+    });
     if (options.json) return printJson(type);
     print(`workflow of ${key} set: ${type.workflow!.steps.length} step(s)`);
   });
@@ -101,7 +96,7 @@ export function registerNotificationTypes(program: Command): void {
       .argument('<key>')
       .addHelpText('after', examples('herald types workflow remove comment_added')),
   ).action(async (key: string, options: RemoteOptions) => {
-    await remoteClient(options, { invalidInputExit: EXIT_FAILURE }).call('DELETE', notificationTypes.workflow(key));
+    await remoteClient(options).call('DELETE', notificationTypes.workflow(key));
     print(`workflow of ${key} removed`);
   });
 }

@@ -53,7 +53,7 @@ export function registerSend(program: Command): void {
       const timeout = Number(options.timeout);
       if (!Number.isFinite(timeout) || timeout <= 0) throw usageError('--timeout must be a positive number of seconds');
       const fields = messageFields(options);
-      const client = remoteClient(options, { invalidInputExit: EXIT_FAILURE });
+      const client = remoteClient(options);
       const body: Record<string, unknown> = { type: options.type, recipients: options.to, ...fields.body };
       if (options.at) {
         if (Number.isNaN(Date.parse(options.at)))

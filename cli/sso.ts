@@ -117,43 +117,37 @@ The redirect (callback) URL to register with the provider is <publicUrl>/v1/auth
         if (!/^[a-z0-9.-]+\.[a-z]{2,}$/.test(d)) throw usageError(`--allowed-domains: "${d}" is not a domain`);
       const provider = await withLocalRuntime(configFrom(options), async (runtime) => {
         if (tenantId) await requireTenant(runtime.orm.em.fork(), tenantId);
-        try {
-          return await auditedWrite(
-            runtime,
-            // The secret never reaches the entry (the audit masks it all the same).
-            {
-              tenantId: null,
-              action: 'sso_provider.create',
-              target: { kind: 'sso_provider', id: slug },
-              changes: {
-                slug,
-                kind: options.kind,
-                client_id: options.clientId,
-                allowed_domains: allowedDomains,
-                tenant_id: tenantId,
-                role: options.role,
-              },
+        return await auditedWrite(
+          runtime,
+          // The secret never reaches the entry (the audit masks it all the same).
+          {
+            tenantId: null,
+            action: 'sso_provider.create',
+            target: { kind: 'sso_provider', id: slug },
+            changes: {
+              slug,
+              kind: options.kind,
+              client_id: options.clientId,
+              allowed_domains: allowedDomains,
+              tenant_id: tenantId,
+              role: options.role,
             },
-            (tx) =>
-              addSsoProvider(runtime, tx, {
-                slug,
-                kind: options.kind,
-                displayName: options.name,
-                clientId: options.clientId,
-                clientSecret: secret,
-                issuer: checkUrl('--issuer', options.issuer),
-                baseUrl: checkUrl('--base-url', options.baseUrl),
-                apiUrl: checkUrl('--api-url', options.apiUrl),
-                allowedDomains,
-                tenantId,
-                defaultRole: options.role,
-              }),
-          );
-        } catch (error) {
-          if (error instanceof AppError && (error.status === 409 || error.status === 422))
-            throw new CliError(error.message);
-          throw error;
-        }
+          },
+          (tx) =>
+            addSsoProvider(runtime, tx, {
+              slug,
+              kind: options.kind,
+              displayName: options.name,
+              clientId: options.clientId,
+              clientSecret: secret,
+              issuer: checkUrl('--issuer', options.issuer),
+              baseUrl: checkUrl('--base-url', options.baseUrl),
+              apiUrl: checkUrl('--api-url', options.apiUrl),
+              allowedDomains,
+              tenantId,
+              defaultRole: options.role,
+            }),
+        );
       });
       if (options.json) return printJson(provider);
       print(

@@ -13,12 +13,11 @@ import type {
 import { setDefaultSmtp, testInstallSmtp } from '../server/channels/email/email-transport.ts';
 import { smtpSettingsFromUrl } from '../server/channels/email/smtp.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
-import { CliError, EXIT_FAILURE, print, printJson, printTable, usageError } from './support/output.ts';
-import { AppError } from '../server/base/errors.ts';
+import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
 import { emailArg } from './tenants.ts';
 import { confirmUnlessYes } from './support/confirm.ts';
 import { readJsonObject, readSecret } from './support/file-input.ts';
-import type { RemoteClient, RemoteClientSettings } from './support/remote.ts';
+import type { RemoteClient } from './support/remote.ts';
 import { transports } from './support/paths.ts';
 import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
 import { examples } from './support/examples.ts';
@@ -50,12 +49,8 @@ function transportApi(client: RemoteClient): TransportApi {
 }
 
 /** Runs `fn` with the operations of the chosen mode: the same requests, to Herald at --url or in process. */
-function withApi<T>(
-  options: TargetOptions,
-  fn: (api: TransportApi) => Promise<T>,
-  settings: RemoteClientSettings = {},
-): Promise<T> {
-  return onTarget(options, (client) => fn(transportApi(client)), settings);
+function withApi<T>(options: TargetOptions, fn: (api: TransportApi) => Promise<T>): Promise<T> {
+  return onTarget(options, (client) => fn(transportApi(client)));
 }
 
 function parsePort(value: string | undefined): number | undefined {
@@ -242,24 +237,15 @@ Exit 0 when the SMTP server accepted the mail; 1 when it did not, or when there 
     )
     .action(async (options: TargetOptions & { to: string; install?: boolean }) => {
       const to = emailArg(options.to);
-      // Nothing configured is a failed test (exit 1), not a usage error.
-      const failed = (error: unknown) =>
-        error instanceof AppError ? new CliError(error.message, EXIT_FAILURE) : error;
       if (options.install) {
         if (options.tenant || options.url)
           throw usageError('--install tests the install SMTP on this host: give neither --tenant nor --url');
         const result = await withLocalRuntime(configFrom({ dataDir: options.dataDir }), (runtime) =>
           testInstallSmtp(runtime, runtime.orm.em.fork(), to),
-        ).catch((error) => {
-          throw failed(error);
-        });
+        );
         return printTestResult(result, options.json);
       }
-      await withApi(options, async (api) => printTestResult(await api.testEmail({ to }), options.json), {
-        invalidInputExit: EXIT_FAILURE,
-      }).catch((error) => {
-        throw failed(error);
-      });
+      await withApi(options, async (api) => printTestResult(await api.testEmail({ to }), options.json));
     });
 
   withDataDir(email.command('set-default'))

@@ -1,14 +1,14 @@
 // The one API client of the commands: remote mode talks to a running Herald over HTTP with a service
 // key, from --url and --api-key/--api-key-file or HERALD_URL/HERALD_API_KEY; local mode hands the same
 // requests to the routes in the CLI's own process (server/app/in-process-api.ts, loaded only then). A
-// remote API error becomes a one-line CliError "HTTP <status>: <detail>" (ErrorResponse detail and code,
+// remote API error becomes a one-line ApiError "HTTP <status>: <detail>" (ErrorResponse detail and code,
 // or the HTTPValidationError entries as "loc: msg"); a local one is the detail alone, as the services'
-// own errors read. It exits 1, and a 422 exits as the command chose (see `invalidInputExit`). The
+// own errors read. Either exits 1, whatever the status (output.ts: an error Herald answered). The
 // service key is only ever sent in the Authorization header, never printed.
 import { once } from 'node:events';
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import type { Command } from 'commander';
-import { CliError, EXIT_FAILURE, EXIT_USAGE, usageError } from './output.ts';
+import { CliError, EXIT_FAILURE, usageError } from './output.ts';
 import { readSecret } from './file-input.ts';
 
 export interface RemoteOptions {
@@ -32,14 +32,6 @@ export interface RemoteRequest {
   stream?: { contentType: string; chunks: AsyncIterable<Uint8Array> };
 }
 
-export interface RemoteClientSettings {
-  /**
-   * The exit code of a 422: 2 (a usage error, the default) where the command passes its flags to the
-   * API as they are; `herald send` and `herald events` document every API error as exit 1.
-   */
-  invalidInputExit?: number;
-}
-
 /** A request gives up after this long: a hung server must not hang a CI script. */
 const REQUEST_TIMEOUT_MS = 60_000;
 /** A streamed upload (up to 100 MB) may take longer on a slow link. */
@@ -59,11 +51,19 @@ export function withRemote(command: Command): Command {
     );
 }
 
-/** An answer of the API other than 2xx, its status kept for commands that read it (a 404 to skip). */
+/**
+ * An answer of the API other than 2xx: exit 1, whatever the status. The status, the ErrorResponse code
+ * and the body's detail are kept for commands that read them (a 404 to skip) and for --json errors.
+ */
 export class ApiError extends CliError {
   readonly status: number;
-  constructor(message: string, exitCode: number, status: number) {
-    super(message, exitCode);
+  constructor(message: string, status: number, body: unknown) {
+    const { code, detail } = body && typeof body === 'object' ? (body as { code?: unknown; detail?: unknown }) : {};
+    super(message, EXIT_FAILURE, {
+      status,
+      ...(typeof code === 'string' ? { code } : {}),
+      ...(detail === undefined ? {} : { detail }),
+    });
     this.status = status;
   }
 }
@@ -81,14 +81,12 @@ export class RemoteClient {
   readonly baseUrl: string;
   readonly #apiKey: string | null;
   readonly #fetch: InProcessFetch | null;
-  readonly #invalidInputExit: number;
 
-  constructor(target: ClientTarget, settings: RemoteClientSettings = {}) {
+  constructor(target: ClientTarget) {
     const local = 'fetch' in target;
     this.baseUrl = local ? IN_PROCESS_BASE : target.baseUrl.replace(/\/+$/, '');
     this.#apiKey = local ? null : target.apiKey;
     this.#fetch = local ? target.fetch : null;
-    this.#invalidInputExit = settings.invalidInputExit ?? EXIT_USAGE;
   }
 
   /** Sends a request and answers the body of a 2xx; throws a CliError for any other answer. */
@@ -150,13 +148,12 @@ export class RemoteClient {
   }
 
   #error(res: RemoteResponse<unknown>): ApiError {
-    const exitCode = res.status === 422 ? this.#invalidInputExit : EXIT_FAILURE;
     // Locally the routes are the host's own: their error reads as the services' errors always did.
-    if (this.#fetch) return new ApiError(describeBody(res.body, false), exitCode, res.status);
+    if (this.#fetch) return new ApiError(describeBody(res.body, false), res.status, res.body);
     let message = describeBody(res.body);
     if (res.status === 401) message = `the service key was refused (${message}); check --api-key or HERALD_API_KEY`;
     if (res.status === 429) message = `rate limited; retry after ${headerOf(res.headers, 'retry-after') ?? '?'} s`;
-    return new ApiError(`HTTP ${res.status}: ${message}`, exitCode, res.status);
+    return new ApiError(`HTTP ${res.status}: ${message}`, res.status, res.body);
   }
 }
 
@@ -172,7 +169,7 @@ function describeBody(body: unknown, withCode = true): string {
 }
 
 /** The client for --url and --api-key/--api-key-file or HERALD_URL/HERALD_API_KEY; a missing or malformed one is a usage error. */
-export function remoteClient(options: RemoteOptions, settings: RemoteClientSettings = {}): RemoteClient {
+export function remoteClient(options: RemoteOptions): RemoteClient {
   const url = options.url ?? process.env.HERALD_URL;
   if (!url) throw usageError('no Herald URL: pass --url or set HERALD_URL');
   if (!/^https?:\/\//.test(url)) throw usageError('--url must be an http(s) URL');
@@ -185,7 +182,7 @@ export function remoteClient(options: RemoteOptions, settings: RemoteClientSetti
     (options.apiKeyFile ? readSecret(options.apiKeyFile, '--api-key-file') : process.env.HERALD_API_KEY);
   if (!apiKey) throw usageError('no service key: pass --api-key-file or --api-key, or set HERALD_API_KEY');
   if (!apiKey.startsWith('sk_')) throw usageError('the service key must begin with sk_');
-  return new RemoteClient({ baseUrl: url, apiKey }, settings);
+  return new RemoteClient({ baseUrl: url, apiKey });
 }
 
 const headerOf = (headers: IncomingHttpHeaders, name: string): string | undefined => {

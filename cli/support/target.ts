@@ -5,7 +5,7 @@
 import type { Command } from 'commander';
 import type { Runtime } from '../../server/app/runtime.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './context.ts';
-import { RemoteClient, remoteClient, type RemoteClientSettings, type RemoteOptions } from './remote.ts';
+import { RemoteClient, remoteClient, type RemoteOptions } from './remote.ts';
 import { resolveTenant } from './tenant-option.ts';
 
 export interface TargetOptions extends RemoteOptions {
@@ -31,15 +31,11 @@ export function withTarget(command: Command): Command {
  * Runs `call` with a client of Herald at --url/$HERALD_URL, else of the routes in this process acting
  * for the resolved tenant (the in-process API is loaded only then: remote commands never load the server).
  */
-export async function onTarget<T>(
-  options: TargetOptions,
-  call: (client: RemoteClient) => Promise<T>,
-  settings: RemoteClientSettings = {},
-): Promise<T> {
-  if (options.url ?? process.env.HERALD_URL) return call(remoteClient(options, settings));
+export async function onTarget<T>(options: TargetOptions, call: (client: RemoteClient) => Promise<T>): Promise<T> {
+  if (options.url ?? process.env.HERALD_URL) return call(remoteClient(options));
   return withLocalRuntime(configFrom({ dataDir: options.dataDir }), async (runtime) => {
     const tenant = await resolveTenant(runtime.orm.em.fork(), options.tenant);
-    return withInProcessClient(runtime, tenant.id, call, settings);
+    return withInProcessClient(runtime, tenant.id, call);
   });
 }
 
@@ -48,12 +44,11 @@ export async function withInProcessClient<T>(
   runtime: Runtime,
   tenantId: string,
   call: (client: RemoteClient) => Promise<T>,
-  settings: RemoteClientSettings = {},
 ): Promise<T> {
   const { openInProcessApi } = await import('../../server/app/in-process-api.ts');
   const api = openInProcessApi(runtime, tenantId);
   try {
-    return await call(new RemoteClient({ fetch: api.fetch }, settings));
+    return await call(new RemoteClient({ fetch: api.fetch }));
   } finally {
     api.close();
   }

@@ -79,14 +79,14 @@ describe('herald topics', () => {
     expect(gone.stderr).toMatch(/not found/i);
   });
 
-  it('works remotely with the same commands; usage errors exit 2', async () => {
+  it('works remotely with the same commands; usage errors exit 2, API refusals 1', async () => {
     const created = await runCli(['topics', 'create', 'remote-topic', '--json'], { env: remote });
     expect(created.code, created.stderr).toBe(0);
     expect(JSON.parse(created.stdout)).toMatchObject({ key: 'remote-topic', name: 'remote-topic' });
     const subscribed = await runCli(['topics', 'subscribe', 'remote-topic', 'r1', 'r2'], { env: remote });
     expect(subscribed.stdout).toMatch(/subscribed 2 new contact/);
     expect((await runCli(['topics', 'create', 'remote-topic'], { env: remote })).code).toBe(1); // 409
-    expect((await runCli(['topics', 'create', 'Bad Key'], { env: remote })).code).toBe(2); // 422
+    expect((await runCli(['topics', 'create', 'Bad Key'], { env: remote })).code).toBe(1); // 422
     expect((await runCli(['topics', 'subscribe', 'remote-topic'], { env: remote })).code).toBe(2); // no ids
     // Locally, --tenant may be left out only when the install has one tenant.
     await createTenantFixture(app, 'Second');

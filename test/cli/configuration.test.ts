@@ -190,7 +190,7 @@ describe('herald apply and herald export', () => {
     CLI_TIMEOUT,
   );
 
-  it('names the bad path (and its line) of a malformed file, exits 2, and changes nothing', async () => {
+  it('names the bad path (and its line) of a malformed file (exit 2) or of a refused value (exit 1), and changes nothing', async () => {
     const bad = file(
       'bad.yaml',
       YAML.replace('colour: "#112233"', 'colour: orange').replace(
@@ -207,7 +207,8 @@ describe('herald apply and herald export', () => {
     expect(broken.stderr).toMatch(/broken\.yaml.*not valid YAML/);
     const missing = await herald(['apply', '--tenant', acme.tenantId]);
     expect(missing.code).toBe(2);
-    // A value only the service can judge (a template of a type that does not exist): named by its entry, remotely too.
+    // A value only the service can judge (a template of a type that does not exist): Herald refused it (exit 1);
+    // named by its entry, remotely too.
     const orphan = file(
       'orphan.yaml',
       'email_templates:\n  - notification_type_key: nope\n    subject: s\n    content: c\n',
@@ -217,7 +218,7 @@ describe('herald apply and herald export', () => {
       ['--url', app.url, '--api-key', acme.serviceKey],
     ]) {
       const refused = await herald(['apply', '-f', orphan, ...target]);
-      expect(refused.code).toBe(2);
+      expect(refused.code).toBe(1);
       expect(refused.stderr).toMatch(
         /orphan\.yaml: email_templates\.0\.notification_type_key: nope\/default\/en: no notification type nope/,
       );

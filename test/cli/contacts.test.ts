@@ -88,7 +88,7 @@ describe('herald contacts create / find / get / update', () => {
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/not found/);
     const bad = await runCli(['contacts', 'create', 'cli-bad', '--email', 'broken'], { env });
-    expect(bad.code).toBe(2);
+    expect(bad.code).toBe(1); // 422
     expect(bad.stderr).toMatch(/email/);
     const nothing = await runCli(['contacts', 'update', '01890a5d-ac96-774b-bcce-b302099a8057'], { env });
     expect(nothing.code).toBe(2);

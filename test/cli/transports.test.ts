@@ -266,7 +266,7 @@ describe('herald transports push (remote mode)', () => {
     expect(JSON.parse(list.stdout).map((p: { provider: string }) => p.provider)).toEqual(['apns', 'webpush']);
   });
 
-  it('reports the API validation error with exit 2, and a bad service key with exit 1', async () => {
+  it('reports the API validation error and a bad service key with exit 1', async () => {
     const bad = await herald([
       'transports',
       'push',
@@ -283,7 +283,7 @@ describe('herald transports push (remote mode)', () => {
       '--private-key-file',
       join(dir, 'AuthKey.p8'),
     ]);
-    expect(bad.code).toBe(2);
+    expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/HTTP 422: body\.team_id/);
     const denied = await herald(['transports', 'push', 'list', '--url', app.url, '--api-key', 'sk_wrong']);
     expect(denied.code).toBe(1);
