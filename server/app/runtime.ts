@@ -17,18 +17,14 @@ import {
   stopBoss,
   type PgBoss,
 } from '../base/queue.ts';
-import { startQueueStatistics } from '../base/queue-statistics.ts';
-import { jobs } from '../jobs/index.ts';
 import { SmtpPool } from '../channels/email/smtp.ts';
 import { trustedCas } from '../base/net/trusted-cas.ts';
-import { startStreamHub, type StreamHub } from '../channels/inbox/hub.ts';
+import type { StreamHub } from '../channels/inbox/hub.ts';
 import { ServiceKeyCache } from '../base/auth/service-key-cache.ts';
 import { DatabaseAvailability } from '../base/db/availability.ts';
 import { query } from '../base/db/sql.ts';
-import { metricsOf } from '../base/metrics/registry.ts';
-import { startWebhookDispatcher, type WebhookDispatchOptions } from '../webhooks/dispatcher.ts';
+import type { WebhookDispatchOptions } from '../webhooks/dispatcher.ts';
 import type { InboundSmtpListener } from '../channels/email/inbound-listener.ts';
-import { recordLateOutcome } from '../delivery/late-outcomes.ts';
 import type { Role } from '../base/context.ts';
 import type { ApiContext } from '../api/route.ts';
 
@@ -141,10 +137,16 @@ export async function startRuntime(config: Config, options: RuntimeOptions = {})
     };
     if (options.queue !== false) await startQueue(runtime);
     // Processes that serve HTTP hold the stream hub; one-shot CLI runtimes (no queue) do not need it.
-    if ((role === 'all' || role === 'api') && options.queue !== false) await startStreamHub(runtime);
+    if ((role === 'all' || role === 'api') && options.queue !== false) {
+      const { startStreamHub } = await import('../channels/inbox/hub.ts');
+      await startStreamHub(runtime);
+    }
     if ((role === 'all' || role === 'inbound') && config.inboundSmtp && options.queue !== false) {
       // Loaded only here: the SMTP server and the mail parser are large, and most installs run without a bounce listener.
-      const { startInboundSmtp } = await import('../channels/email/inbound-listener.ts');
+      const [{ startInboundSmtp }, { recordLateOutcome }] = await Promise.all([
+        import('../channels/email/inbound-listener.ts'),
+        import('../delivery/late-outcomes.ts'),
+      ]);
       const listener = await startInboundSmtp(runtime, recordLateOutcome);
       runtime.inboundSmtp = listener;
       runtime.cleanups.push(() => listener.close());
@@ -159,6 +161,14 @@ export async function startRuntime(config: Config, options: RuntimeOptions = {})
 }
 
 async function startQueue(runtime: Runtime): Promise<void> {
+  // Loaded only for a runtime with a queue: the job handlers reach most of the server (the delivery
+  // runs, every channel and its providers), which one-shot CLI runtimes never run.
+  const [{ jobs }, { metricsOf }, { startQueueStatistics }, { startWebhookDispatcher }] = await Promise.all([
+    import('../jobs/index.ts'),
+    import('../base/metrics/registry.ts'),
+    import('../base/queue-statistics.ts'),
+    import('../webhooks/dispatcher.ts'),
+  ]);
   const worker = runtime.role === 'all' || runtime.role === 'worker';
   const boss = await startBoss(runtime.db.url, runtime.logger, {
     supervise: worker,
@@ -196,6 +206,7 @@ async function startQueue(runtime: Runtime): Promise<void> {
 
 /** Creates every job's queue (idempotent): at start, and before a restore copies queued jobs back. */
 export async function createQueues(boss: PgBoss): Promise<void> {
+  const { jobs } = await import('../jobs/index.ts');
   // Dead letter queues first: a queue naming one requires it to exist.
   for (const job of jobs) if (job.queue.deadLetter) await boss.createQueue(job.queue.deadLetter);
   for (const job of jobs) await boss.createQueue(job.name, job.queue);

@@ -1,7 +1,7 @@
 // The job queue: pg-boss on the same PostgreSQL, its schema managed by pg-boss itself, with
 // LISTEN/NOTIFY on so workers wake as soon as a job commits. Queues and their workers are declared in
 // server/jobs/index.ts; this module starts and stops them.
-import { PgBoss } from 'pg-boss';
+import type { PgBoss } from 'pg-boss';
 import pg from 'pg';
 import type { Logger } from './logger.ts';
 import { prepareStatementsOf } from './db/prepared.ts';
@@ -22,6 +22,8 @@ export async function startBoss(
   logger: Logger,
   options: { poolMax?: number; supervise: boolean; availability?: DatabaseAvailability },
 ): Promise<PgBoss> {
+  // Loaded here, not with this module: commands that only name the queue's schema need not load pg-boss.
+  const { PgBoss } = await import('pg-boss');
   const boss = new PgBoss({
     connectionString: url,
     schema: BOSS_SCHEMA,
