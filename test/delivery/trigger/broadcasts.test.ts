@@ -647,9 +647,11 @@ describe('the fan-out, run by the test (no worker until the end)', () => {
       role: 'worker',
       database: app.database,
       http: false,
-      // A worker stalled on a loaded machine must not lose its first batch to the lost-job check: the
-      // next test reads that batch's shared start, which a retry would overwrite.
-      config: { encryptionKeys: app.config.encryptionKeys, lostWorkerSeconds: 120 },
+      // The next test reads the first batch's shared start. One fetch at a time: concurrent fetches
+      // skip each other's locked rows and can leave the trigger's job a batch of its own. And a worker
+      // stalled on a loaded machine must not lose that batch to the lost-job check, whose retry would
+      // overwrite the start.
+      config: { encryptionKeys: app.config.encryptionKeys, lostWorkerSeconds: 120, workerConcurrency: 1 },
     });
     const done = await waitForStatus(app, acme, deletedTopicBroadcast, 'completed');
     expect(done.counts.delivered).toBe(done.events_created);
