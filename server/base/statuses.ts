@@ -13,15 +13,13 @@ export const EVENT_STATUSES = [
   'digested',
 ] as const;
 
+/** Event statuses a run still moves on from; every other one is final. */
+const OPEN_EVENT_STATUSES: ReadonlyArray<(typeof EVENT_STATUSES)[number]> = ['scheduled', 'queued', 'processing'];
+
 /** Event statuses no run changes again. */
-export const FINAL_EVENT_STATUSES: ReadonlySet<string> = new Set<(typeof EVENT_STATUSES)[number]>([
-  'delivered',
-  'partially_delivered',
-  'failed',
-  'skipped',
-  'canceled',
-  'digested',
-]);
+export const FINAL_EVENT_STATUSES: ReadonlySet<string> = new Set(
+  EVENT_STATUSES.filter((status) => !OPEN_EVENT_STATUSES.includes(status)),
+);
 
 export const DELIVERY_STATUSES = [
   'pending',

@@ -59,7 +59,7 @@ function canonicalLanguage(tag: string): string | null {
 /** Query booleans arrive as strings. */
 export const queryBoolean = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 
-/** The paging of every paged list (DESIGN.md: `limit` default 50, at most 200). */
+/** The paging of every paged list: `limit` 50 by default, at most 200. */
 export const cursorPage = {
   limit: z.coerce.number().int().min(1).max(200).default(50),
   cursor: z.string().max(512).optional(),
