@@ -18,6 +18,21 @@ export const BRAND_LIMIT = 'brands';
 
 const COLUMNS = 'id, key, "values", sender, is_default';
 
+const COUNT_BRANDS = `SELECT count(*)::int AS n FROM brands WHERE tenant_id = $1`;
+const LOCK_TENANT = `SELECT id FROM tenants WHERE id = $1 FOR UPDATE`;
+const SELECT_BRAND_KEY = `SELECT 1 FROM brands WHERE tenant_id = $1 AND key = $2`;
+const INSERT_BRAND = `INSERT INTO brands (id, tenant_id, key, "values", sender, is_default)
+  VALUES ($1, $2, $3, $4, $5, false) RETURNING ${COLUMNS}`;
+const LIST_BRANDS = `SELECT ${COLUMNS} FROM brands WHERE tenant_id = $1 ORDER BY is_default DESC, key`;
+const GET_BRAND = `SELECT ${COLUMNS} FROM brands WHERE tenant_id = $1 AND key = $2`;
+const DELETE_NON_DEFAULT_BRAND = `WITH target AS (SELECT id, is_default FROM brands WHERE tenant_id = $1 AND key = $2),
+          gone AS (DELETE FROM brands b USING target t WHERE b.id = t.id AND NOT t.is_default RETURNING b.id)
+     SELECT t.is_default, EXISTS (SELECT 1 FROM gone) AS deleted FROM target t`;
+const SET_BRAND_VALUES = `UPDATE brands SET "values" = $3, updated_at = now()
+  WHERE tenant_id = $1 AND key = $2 RETURNING ${COLUMNS}`;
+const SET_BRAND_SENDER = `UPDATE brands SET sender = $3, updated_at = now()
+  WHERE tenant_id = $1 AND key = $2 RETURNING ${COLUMNS}`;
+
 /** `warnings`: what the brand's settings will not do (brandingResponses). */
 export function toBrandingResponse(row: BrandRow, warnings: string[]): BrandingResponse {
   return {
@@ -68,9 +83,7 @@ export async function brandLimit(em: EntityManager, tenantId: string): Promise<n
 }
 
 export async function countBrands(em: EntityManager, tenantId: string): Promise<number> {
-  const row = await queryOne<{ n: number }>(em, `SELECT count(*)::int AS n FROM brands WHERE tenant_id = $1`, [
-    tenantId,
-  ]);
+  const row = await queryOne<{ n: number }>(em, COUNT_BRANDS, [tenantId]);
   return row?.n ?? 0;
 }
 
@@ -81,11 +94,8 @@ export async function createBrand(
 ): Promise<BrandRow> {
   return em.transactional(async (tx) => {
     // Serialise brand creation per tenant, so two concurrent creates cannot both pass the cap.
-    await query(tx, `SELECT id FROM tenants WHERE id = $1 FOR UPDATE`, [tenantId]);
-    const existing = await queryOne(tx, `SELECT 1 FROM brands WHERE tenant_id = $1 AND key = $2`, [
-      tenantId,
-      input.key,
-    ]);
+    await query(tx, LOCK_TENANT, [tenantId]);
+    const existing = await queryOne(tx, SELECT_BRAND_KEY, [tenantId, input.key]);
     if (existing) throw new AppError('already_exists', `A branding with key ${input.key} already exists`);
     const [limit, count] = await Promise.all([brandLimit(tx, tenantId), countBrands(tx, tenantId)]);
     if (count >= limit) {
@@ -94,37 +104,28 @@ export async function createBrand(
         `The plan allows ${limit} brand(s) and this tenant has ${count}; delete one or ask the operator to raise the cap`,
       );
     }
-    return (await queryOne<BrandRow>(
-      tx,
-      `INSERT INTO brands (id, tenant_id, key, "values", sender, is_default) VALUES ($1, $2, $3, $4, $5, false) RETURNING ${COLUMNS}`,
-      [newId(), tenantId, input.key, JSON.stringify(input.values), senderJson(input.sender)],
-    ))!;
+    return (await queryOne<BrandRow>(tx, INSERT_BRAND, [
+      newId(),
+      tenantId,
+      input.key,
+      JSON.stringify(input.values),
+      senderJson(input.sender),
+    ]))!;
   });
 }
 
 export async function listBrands(em: EntityManager, tenantId: string): Promise<BrandRow[]> {
-  return query<BrandRow>(em, `SELECT ${COLUMNS} FROM brands WHERE tenant_id = $1 ORDER BY is_default DESC, key`, [
-    tenantId,
-  ]);
+  return query<BrandRow>(em, LIST_BRANDS, [tenantId]);
 }
 
 export async function getBrand(em: EntityManager, tenantId: string, key: string): Promise<BrandRow> {
-  const row = await queryOne<BrandRow>(em, `SELECT ${COLUMNS} FROM brands WHERE tenant_id = $1 AND key = $2`, [
-    tenantId,
-    key,
-  ]);
+  const row = await queryOne<BrandRow>(em, GET_BRAND, [tenantId, key]);
   if (!row) throw notFound('Branding');
   return row;
 }
 
 export async function deleteBrand(em: EntityManager, tenantId: string, key: string): Promise<void> {
-  const row = await queryOne<{ is_default: boolean; deleted: boolean }>(
-    em,
-    `WITH target AS (SELECT id, is_default FROM brands WHERE tenant_id = $1 AND key = $2),
-          gone AS (DELETE FROM brands b USING target t WHERE b.id = t.id AND NOT t.is_default RETURNING b.id)
-     SELECT t.is_default, EXISTS (SELECT 1 FROM gone) AS deleted FROM target t`,
-    [tenantId, key],
-  );
+  const row = await queryOne<{ is_default: boolean; deleted: boolean }>(em, DELETE_NON_DEFAULT_BRAND, [tenantId, key]);
   if (!row) throw notFound('Branding');
   if (row.is_default) throw new AppError('default_brand', 'The default brand cannot be deleted');
 }
@@ -135,11 +136,7 @@ export async function setBrandValues(
   key: string,
   values: BrandValues,
 ): Promise<BrandRow> {
-  const row = await queryOne<BrandRow>(
-    em,
-    `UPDATE brands SET "values" = $3, updated_at = now() WHERE tenant_id = $1 AND key = $2 RETURNING ${COLUMNS}`,
-    [tenantId, key, JSON.stringify(values)],
-  );
+  const row = await queryOne<BrandRow>(em, SET_BRAND_VALUES, [tenantId, key, JSON.stringify(values)]);
   if (!row) throw notFound('Branding');
   return row;
 }
@@ -150,11 +147,7 @@ export async function setBrandSender(
   key: string,
   sender: BrandSender,
 ): Promise<BrandRow> {
-  const row = await queryOne<BrandRow>(
-    em,
-    `UPDATE brands SET sender = $3, updated_at = now() WHERE tenant_id = $1 AND key = $2 RETURNING ${COLUMNS}`,
-    [tenantId, key, senderJson(sender)],
-  );
+  const row = await queryOne<BrandRow>(em, SET_BRAND_SENDER, [tenantId, key, senderJson(sender)]);
   if (!row) throw notFound('Branding');
   return row;
 }

@@ -20,6 +20,11 @@ export const CONTACT_PAGE_CSP = `default-src 'none'; style-src 'sha256-${STYLE_H
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
+const LINK_TARGET = `SELECT c.email, t.name AS type_name, t.key IS NOT NULL AS type_live
+       FROM contacts c
+       LEFT JOIN notification_types t ON t.tenant_id = c.tenant_id AND t.key = $3 AND t.deleted_at IS NULL
+      WHERE c.id = $1 AND c.tenant_id = $2`;
+
 function page(status: number, title: string, body: string): Response {
   const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <meta name="robots" content="noindex"><title>${escapeHtml(title)}</title><style>${STYLE}</style></head><body><h1>${escapeHtml(title)}</h1>${body}</body></html>`;
@@ -52,13 +57,11 @@ export async function resolveContactLink(
 ): Promise<LinkTarget | null> {
   const link = verifyContactLink(runtime.tokens, token);
   if (!link || link.kind !== kind) return null;
-  const row = await queryOne<{ email: string | null; type_name: string | null; type_live: boolean }>(
-    em,
-    `SELECT c.email, t.name AS type_name, t.key IS NOT NULL AS type_live
-       FROM contacts c LEFT JOIN notification_types t ON t.tenant_id = c.tenant_id AND t.key = $3 AND t.deleted_at IS NULL
-      WHERE c.id = $1 AND c.tenant_id = $2`,
-    [link.contactId, link.tenantId, link.kind === 'unsubscribe' ? link.typeKey : null],
-  );
+  const row = await queryOne<{ email: string | null; type_name: string | null; type_live: boolean }>(em, LINK_TARGET, [
+    link.contactId,
+    link.tenantId,
+    link.kind === 'unsubscribe' ? link.typeKey : null,
+  ]);
   if (!row || (link.kind === 'unsubscribe' && !row.type_live)) return null;
   return { link, email: row.email, typeName: row.type_name };
 }

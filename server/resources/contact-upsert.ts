@@ -30,6 +30,46 @@ export const CONTACT_INPUT_COLUMNS = [
 ] as const satisfies JsonRowColumns<ContactUpsertInput>;
 
 /**
+ * The one create-or-update statement for contacts, over `rows`: the SQL of a FROM item with typed
+ * columns `tenant_id`, `id`, `external_id`, `email`, `phone`, `name`, `language`, `properties` (jsonb,
+ * NULL for none), at most one row per tenant and external_id (one statement cannot touch a row twice).
+ * Rows are written in the order the source yields them. The trigger statement embeds it as a CTE.
+ */
+function contactUpsertSql(rows: string): string {
+  return `INSERT INTO contacts AS c (id, tenant_id, external_id, email, phone, name, language, properties)
+     SELECT r.id, r.tenant_id, r.external_id, r.email, r.phone, r.name, r.language, coalesce(r.properties, '{}'::jsonb)
+       FROM ${rows} AS r
+     ON CONFLICT (tenant_id, external_id) DO UPDATE SET
+       email = coalesce(EXCLUDED.email, c.email),
+       phone = coalesce(EXCLUDED.phone, c.phone),
+       name = coalesce(EXCLUDED.name, c.name),
+       language = coalesce(EXCLUDED.language, c.language),
+       properties = c.properties || EXCLUDED.properties,
+       updated_at = CASE
+         WHEN (EXCLUDED.email, EXCLUDED.phone, EXCLUDED.name, EXCLUDED.language) IS NOT DISTINCT FROM
+                (NULL::text, NULL::text, NULL::text, NULL::text)
+              AND EXCLUDED.properties = '{}'::jsonb THEN c.updated_at
+         ELSE now() END
+     RETURNING ${CONTACT_COLUMNS.split(', ')
+       .map((col) => `c.${col}`)
+       .join(', ')}, (xmax = 0) AS created`;
+}
+export { contactUpsertSql as contactUpsertStatement };
+
+/**
+ * The upsert's rows for one tenant ($1 the tenant; $2 the rows), in external_id order, as the trigger
+ * statement writes them: statements that lock the same contacts in the same order wait for each other
+ * instead of deadlocking.
+ */
+const TENANT_ROWS = `(SELECT $1::uuid AS tenant_id, x.* FROM ${jsonRowsSql('$2', CONTACT_INPUT_COLUMNS)} AS x
+  ORDER BY x.external_id)`;
+
+const UPSERT_TENANT_ROWS = contactUpsertSql(TENANT_ROWS);
+const COUNTED_UPSERT = `WITH upserted AS (${UPSERT_TENANT_ROWS})
+  SELECT count(*) FILTER (WHERE created)::int AS created, count(*) FILTER (WHERE NOT created)::int AS updated
+    FROM upserted`;
+
+/**
  * The upsert's input: one row per distinct external_id, in first-seen order. Repeated external_ids
  * are merged (later fields win), since one statement cannot touch a row twice.
  */
@@ -50,44 +90,12 @@ export function contactUpsertInput(inputs: ContactFields[]): ContactUpsertInput[
   }));
 }
 
-/**
- * The one create-or-update statement for contacts, over `rows`: the SQL of a FROM item with typed
- * columns `tenant_id`, `id`, `external_id`, `email`, `phone`, `name`, `language`, `properties` (jsonb,
- * NULL for none), at most one row per tenant and external_id (one statement cannot touch a row twice).
- * Rows are written in the order the source yields them. The trigger statement embeds it as a CTE.
- */
-export function contactUpsertStatement(rows: string): string {
-  return `INSERT INTO contacts AS c (id, tenant_id, external_id, email, phone, name, language, properties)
-     SELECT r.id, r.tenant_id, r.external_id, r.email, r.phone, r.name, r.language, coalesce(r.properties, '{}'::jsonb)
-       FROM ${rows} AS r
-     ON CONFLICT (tenant_id, external_id) DO UPDATE SET
-       email = coalesce(EXCLUDED.email, c.email),
-       phone = coalesce(EXCLUDED.phone, c.phone),
-       name = coalesce(EXCLUDED.name, c.name),
-       language = coalesce(EXCLUDED.language, c.language),
-       properties = c.properties || EXCLUDED.properties,
-       updated_at = CASE
-         WHEN (EXCLUDED.email, EXCLUDED.phone, EXCLUDED.name, EXCLUDED.language) IS NOT DISTINCT FROM (NULL::text, NULL::text, NULL::text, NULL::text)
-              AND EXCLUDED.properties = '{}'::jsonb THEN c.updated_at
-         ELSE now() END
-     RETURNING ${CONTACT_COLUMNS.split(', ')
-       .map((col) => `c.${col}`)
-       .join(', ')}, (xmax = 0) AS created`;
-}
-
 /** True when the row only names a contact: upserting it creates the contact if need be and changes nothing else. */
 export function isBareContact(row: ContactUpsertInput): boolean {
   return (
     row.email === null && row.phone === null && row.name === null && row.language === null && row.properties === null
   );
 }
-
-/**
- * The upsert's rows for one tenant ($1 the tenant; $2 the rows), in external_id order, as the trigger
- * statement writes them: statements that lock the same contacts in the same order wait for each other
- * instead of deadlocking.
- */
-const TENANT_ROWS = `(SELECT $1::uuid AS tenant_id, x.* FROM ${jsonRowsSql('$2', CONTACT_INPUT_COLUMNS)} AS x ORDER BY x.external_id)`;
 
 function tenantRowsParameters(tenantId: string, rows: ContactUpsertInput[]): unknown[] {
   return [tenantId, jsonRowsParameter(rows, CONTACT_INPUT_COLUMNS)];
@@ -103,15 +111,12 @@ export async function upsertContacts(
   if (rows.length === 0) return [];
   const result = await query<ContactRow & { created: boolean }>(
     em,
-    contactUpsertStatement(TENANT_ROWS),
+    UPSERT_TENANT_ROWS,
     tenantRowsParameters(tenantId, rows),
   );
   const byExternal = new Map(result.map((r) => [r.external_id, r]));
   return rows.map((r) => byExternal.get(r.external_id)!);
 }
-
-const COUNTED_UPSERT = `WITH upserted AS (${contactUpsertStatement(TENANT_ROWS)})
-  SELECT count(*) FILTER (WHERE created)::int AS created, count(*) FILTER (WHERE NOT created)::int AS updated FROM upserted`;
 
 /** Upserts contacts by external_id as upsertContacts does, answering only how many were created and updated (imports). */
 export async function upsertContactCounts(

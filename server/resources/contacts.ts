@@ -20,6 +20,22 @@ import {
 } from '../schemas/contacts.ts';
 import { toIsoTimestamp } from '../base/timestamps.ts';
 
+const INSERT_CONTACT = `INSERT INTO contacts (id, tenant_id, external_id, email, phone, name, language, properties)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+     ON CONFLICT (tenant_id, external_id) DO NOTHING
+     RETURNING ${CONTACT_COLUMNS}`;
+const GET_CONTACT = `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE id = $1 AND tenant_id = $2`;
+const FIND_CONTACT_BY_EXTERNAL_ID = `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE tenant_id = $1 AND external_id = $2`;
+const REPLACE_CONTACT = `UPDATE contacts
+      SET email = $3, phone = $4, name = $5, language = $6, properties = $7, updated_at = now()
+      WHERE id = $1 AND tenant_id = $2
+      RETURNING ${CONTACT_COLUMNS}`;
+const DELETE_CONTACT = `DELETE FROM contacts WHERE id = $1 AND tenant_id = $2`;
+const SET_CONTACT_LANGUAGE = `UPDATE contacts SET language = $3, updated_at = now()
+  WHERE id = $1 AND tenant_id = $2 RETURNING ${CONTACT_COLUMNS}`;
+const SET_CONTACT_QUIET_HOURS = `UPDATE contacts SET timezone = $3, quiet_hours = $4::jsonb, updated_at = now()
+  WHERE id = $1 AND tenant_id = $2 RETURNING ${CONTACT_COLUMNS}`;
+
 export function toContactResponse(row: ContactRow): ContactResponse {
   return {
     id: row.id,
@@ -42,33 +58,22 @@ export async function createContact(
   tenantId: string,
   input: CreateContactRequest,
 ): Promise<ContactRow> {
-  const row = await queryOne<ContactRow>(
-    em,
-    `INSERT INTO contacts (id, tenant_id, external_id, email, phone, name, language, properties)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-     ON CONFLICT (tenant_id, external_id) DO NOTHING
-     RETURNING ${CONTACT_COLUMNS}`,
-    [
-      newId(),
-      tenantId,
-      input.external_id,
-      input.email ?? null,
-      input.phone ?? null,
-      input.name ?? null,
-      input.language ?? null,
-      JSON.stringify(input.properties ?? {}),
-    ],
-  );
+  const row = await queryOne<ContactRow>(em, INSERT_CONTACT, [
+    newId(),
+    tenantId,
+    input.external_id,
+    input.email ?? null,
+    input.phone ?? null,
+    input.name ?? null,
+    input.language ?? null,
+    JSON.stringify(input.properties ?? {}),
+  ]);
   if (!row) throw new AppError('already_exists', 'A contact with this external_id already exists');
   return row;
 }
 
 export async function getContact(em: EntityManager, tenantId: string, id: string): Promise<ContactRow> {
-  const row = await queryOne<ContactRow>(
-    em,
-    `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE id = $1 AND tenant_id = $2`,
-    [id, tenantId],
-  );
+  const row = await queryOne<ContactRow>(em, GET_CONTACT, [id, tenantId]);
   if (!row) throw notFound('Contact');
   return row;
 }
@@ -78,11 +83,7 @@ export async function findContactByExternalId(
   tenantId: string,
   externalId: string,
 ): Promise<ContactRow> {
-  const row = await queryOne<ContactRow>(
-    em,
-    `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE tenant_id = $1 AND external_id = $2`,
-    [tenantId, externalId],
-  );
+  const row = await queryOne<ContactRow>(em, FIND_CONTACT_BY_EXTERNAL_ID, [tenantId, externalId]);
   if (!row) throw notFound('Contact');
   return row;
 }
@@ -102,28 +103,22 @@ export async function replaceContact(
   id: string,
   fields: ReplaceContactRequest,
 ): Promise<ContactRow> {
-  const row = await queryOne<ContactRow>(
-    em,
-    `UPDATE contacts SET email = $3, phone = $4, name = $5, language = $6, properties = $7, updated_at = now()
-      WHERE id = $1 AND tenant_id = $2
-      RETURNING ${CONTACT_COLUMNS}`,
-    [
-      id,
-      tenantId,
-      fields.email ?? null,
-      fields.phone ?? null,
-      fields.name ?? null,
-      fields.language ?? null,
-      JSON.stringify(fields.properties ?? {}),
-    ],
-  );
+  const row = await queryOne<ContactRow>(em, REPLACE_CONTACT, [
+    id,
+    tenantId,
+    fields.email ?? null,
+    fields.phone ?? null,
+    fields.name ?? null,
+    fields.language ?? null,
+    JSON.stringify(fields.properties ?? {}),
+  ]);
   if (!row) throw notFound('Contact');
   return row;
 }
 
 /** Deleting a contact removes its preferences, subscriptions, inbox and stream; its events stay (contact_id cleared). */
 export async function deleteContact(em: EntityManager, tenantId: string, id: string): Promise<void> {
-  const deleted = await execute(em, `DELETE FROM contacts WHERE id = $1 AND tenant_id = $2`, [id, tenantId]);
+  const deleted = await execute(em, DELETE_CONTACT, [id, tenantId]);
   if (deleted === 0) throw notFound('Contact');
 }
 
@@ -133,11 +128,7 @@ export async function setContactLanguage(
   id: string,
   language: string,
 ): Promise<ContactRow> {
-  const row = await queryOne<ContactRow>(
-    em,
-    `UPDATE contacts SET language = $3, updated_at = now() WHERE id = $1 AND tenant_id = $2 RETURNING ${CONTACT_COLUMNS}`,
-    [id, tenantId, language],
-  );
+  const row = await queryOne<ContactRow>(em, SET_CONTACT_LANGUAGE, [id, tenantId, language]);
   if (!row) throw notFound('Contact');
   return row;
 }
@@ -149,11 +140,12 @@ export async function setContactQuietHours(
   id: string,
   input: SetQuietHoursRequest,
 ): Promise<ContactRow> {
-  const row = await queryOne<ContactRow>(
-    em,
-    `UPDATE contacts SET timezone = $3, quiet_hours = $4::jsonb, updated_at = now() WHERE id = $1 AND tenant_id = $2 RETURNING ${CONTACT_COLUMNS}`,
-    [id, tenantId, input.timezone, input.quiet_hours === null ? null : JSON.stringify(input.quiet_hours)],
-  );
+  const row = await queryOne<ContactRow>(em, SET_CONTACT_QUIET_HOURS, [
+    id,
+    tenantId,
+    input.timezone,
+    input.quiet_hours === null ? null : JSON.stringify(input.quiet_hours),
+  ]);
   if (!row) throw notFound('Contact');
   return row;
 }

@@ -10,6 +10,11 @@ import { RESERVED_VARIABLE_NAMES } from '../schemas/notification-types.ts';
 import type { RenderRequest } from '../schemas/templates.ts';
 import { findType } from './notification-types.ts';
 
+const TEMPLATES_OF_TYPE = `SELECT t.id, t.brand_key, t.language, t.subject, t.content, b."values" AS brand_values
+       FROM email_templates t JOIN brands b ON b.tenant_id = t.tenant_id AND b.key = t.brand_key
+      WHERE t.tenant_id = $1 AND t.notification_type_key = $2
+      ORDER BY t.brand_key, t.language`;
+
 /**
  * Renders what would be sent: the named brand's own template for the type and language, else the
  * default brand's (the same fallback chain as sending), rendered with the named brand's values and the
@@ -84,14 +89,7 @@ export async function templatesAffectedBy(
     subject: string;
     content: string;
     brand_values: Record<string, unknown>;
-  }>(
-    em,
-    `SELECT t.id, t.brand_key, t.language, t.subject, t.content, b."values" AS brand_values
-       FROM email_templates t JOIN brands b ON b.tenant_id = t.tenant_id AND b.key = t.brand_key
-      WHERE t.tenant_id = $1 AND t.notification_type_key = $2
-      ORDER BY t.brand_key, t.language`,
-    [tenantId, typeKey],
-  );
+  }>(em, TEMPLATES_OF_TYPE, [tenantId, typeKey]);
   const affected: AffectedTemplate[] = [];
   for (const row of rows) {
     const referenced = new Set([...referencedVariables(row.subject), ...referencedVariables(row.content)]);

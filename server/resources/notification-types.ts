@@ -37,6 +37,34 @@ export interface NotificationTypeRow {
 const COLUMNS =
   'id, key, name, description, channel_defaults, opt_out, variables, workflow, bypass_quiet_hours, deleted_at, created_at, updated_at';
 
+const FIND_LIVE_TYPE = `SELECT ${COLUMNS} FROM notification_types
+  WHERE tenant_id = $1 AND key = $2 AND deleted_at IS NULL`;
+const FIND_TYPE = `SELECT ${COLUMNS} FROM notification_types WHERE tenant_id = $1 AND key = $2
+      ORDER BY deleted_at DESC NULLS FIRST, id DESC LIMIT 1`;
+const INSERT_TYPE = `INSERT INTO notification_types
+       (id, tenant_id, key, name, description, channel_defaults, opt_out, variables, workflow, bypass_quiet_hours)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+     ON CONFLICT (tenant_id, key) WHERE deleted_at IS NULL DO NOTHING
+     RETURNING ${COLUMNS}`;
+const SOFT_DELETE_TYPE = `UPDATE notification_types SET deleted_at = now(), updated_at = now()
+  WHERE tenant_id = $1 AND key = $2 AND deleted_at IS NULL RETURNING id`;
+const LOCK_TYPES_OF_KEY = `SELECT ${COLUMNS} FROM notification_types WHERE tenant_id = $1 AND key = $2
+        ORDER BY deleted_at DESC NULLS FIRST, id DESC FOR UPDATE`;
+const RESTORE_TYPE = `UPDATE notification_types SET deleted_at = NULL, updated_at = now()
+  WHERE id = $1 RETURNING ${COLUMNS}`;
+
+function listNotificationTypesSql(includeDeleted: boolean): string {
+  return `SELECT ${COLUMNS} FROM notification_types
+      WHERE tenant_id = $1 ${includeDeleted ? '' : 'AND deleted_at IS NULL'}
+      ORDER BY key, deleted_at DESC NULLS FIRST, id DESC`;
+}
+
+/** `set`: SQL assignments using $3... */
+function updateLiveTypeSql(set: string): string {
+  return `UPDATE notification_types SET ${set}, updated_at = now()
+    WHERE tenant_id = $1 AND key = $2 AND deleted_at IS NULL RETURNING ${COLUMNS}`;
+}
+
 export function toNotificationTypeResponse(row: NotificationTypeRow): NotificationTypeResponse {
   return {
     key: row.key,
@@ -59,11 +87,7 @@ export async function findLiveType(
   tenantId: string,
   key: string,
 ): Promise<NotificationTypeRow | undefined> {
-  return queryOne<NotificationTypeRow>(
-    em,
-    `SELECT ${COLUMNS} FROM notification_types WHERE tenant_id = $1 AND key = $2 AND deleted_at IS NULL`,
-    [tenantId, key],
-  );
+  return queryOne<NotificationTypeRow>(em, FIND_LIVE_TYPE, [tenantId, key]);
 }
 
 /** The live type with this key, else the most recently deleted one. */
@@ -72,12 +96,7 @@ export async function findType(
   tenantId: string,
   key: string,
 ): Promise<NotificationTypeRow | undefined> {
-  return queryOne<NotificationTypeRow>(
-    em,
-    `SELECT ${COLUMNS} FROM notification_types WHERE tenant_id = $1 AND key = $2
-      ORDER BY deleted_at DESC NULLS FIRST, id DESC LIMIT 1`,
-    [tenantId, key],
-  );
+  return queryOne<NotificationTypeRow>(em, FIND_TYPE, [tenantId, key]);
 }
 
 export async function createNotificationType(
@@ -86,25 +105,18 @@ export async function createNotificationType(
   input: CreateNotificationTypeRequest,
 ): Promise<NotificationTypeRow> {
   // ON CONFLICT against the partial unique index: a concurrent duplicate is a 409, never a 500.
-  const row = await queryOne<NotificationTypeRow>(
-    em,
-    `INSERT INTO notification_types (id, tenant_id, key, name, description, channel_defaults, opt_out, variables, workflow, bypass_quiet_hours)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-     ON CONFLICT (tenant_id, key) WHERE deleted_at IS NULL DO NOTHING
-     RETURNING ${COLUMNS}`,
-    [
-      newId(),
-      tenantId,
-      input.key,
-      input.name || input.key,
-      input.description,
-      JSON.stringify({ ...DEFAULT_CHANNEL_DEFAULTS, ...input.channel_defaults }),
-      input.opt_out,
-      JSON.stringify(input.variables),
-      input.workflow ? JSON.stringify(input.workflow) : null,
-      input.bypass_quiet_hours,
-    ],
-  );
+  const row = await queryOne<NotificationTypeRow>(em, INSERT_TYPE, [
+    newId(),
+    tenantId,
+    input.key,
+    input.name || input.key,
+    input.description,
+    JSON.stringify({ ...DEFAULT_CHANNEL_DEFAULTS, ...input.channel_defaults }),
+    input.opt_out,
+    JSON.stringify(input.variables),
+    input.workflow ? JSON.stringify(input.workflow) : null,
+    input.bypass_quiet_hours,
+  ]);
   if (!row) throw new AppError('already_exists', `A notification type with key ${input.key} already exists`);
   return row;
 }
@@ -114,12 +126,7 @@ export async function listNotificationTypes(
   tenantId: string,
   includeDeleted: boolean,
 ): Promise<NotificationTypeRow[]> {
-  return query<NotificationTypeRow>(
-    em,
-    `SELECT ${COLUMNS} FROM notification_types WHERE tenant_id = $1 ${includeDeleted ? '' : 'AND deleted_at IS NULL'}
-      ORDER BY key, deleted_at DESC NULLS FIRST, id DESC`,
-    [tenantId],
-  );
+  return query<NotificationTypeRow>(em, listNotificationTypesSql(includeDeleted), [tenantId]);
 }
 
 export async function getNotificationType(
@@ -133,11 +140,7 @@ export async function getNotificationType(
 }
 
 export async function deleteNotificationType(em: EntityManager, tenantId: string, key: string): Promise<void> {
-  const row = await queryOne(
-    em,
-    `UPDATE notification_types SET deleted_at = now(), updated_at = now() WHERE tenant_id = $1 AND key = $2 AND deleted_at IS NULL RETURNING id`,
-    [tenantId, key],
-  );
+  const row = await queryOne(em, SOFT_DELETE_TYPE, [tenantId, key]);
   if (!row) throw notFound('Notification type');
 }
 
@@ -149,11 +152,7 @@ async function updateLive(
   set: string,
   params: unknown[],
 ): Promise<NotificationTypeRow> {
-  const row = await queryOne<NotificationTypeRow>(
-    em,
-    `UPDATE notification_types SET ${set}, updated_at = now() WHERE tenant_id = $1 AND key = $2 AND deleted_at IS NULL RETURNING ${COLUMNS}`,
-    [tenantId, key, ...params],
-  );
+  const row = await queryOne<NotificationTypeRow>(em, updateLiveTypeSql(set), [tenantId, key, ...params]);
   if (!row) throw notFound('Notification type');
   return row;
 }
@@ -230,12 +229,7 @@ export async function restoreNotificationType(
   key: string,
 ): Promise<NotificationTypeRow> {
   return em.transactional(async (tx) => {
-    const rows = await query<NotificationTypeRow>(
-      tx,
-      `SELECT ${COLUMNS} FROM notification_types WHERE tenant_id = $1 AND key = $2
-        ORDER BY deleted_at DESC NULLS FIRST, id DESC FOR UPDATE`,
-      [tenantId, key],
-    );
+    const rows = await query<NotificationTypeRow>(tx, LOCK_TYPES_OF_KEY, [tenantId, key]);
     const live = rows.find((r) => r.deleted_at === null);
     const deleted = rows.find((r) => r.deleted_at !== null);
     if (!live && !deleted) throw notFound('Notification type');
@@ -246,11 +240,7 @@ export async function restoreNotificationType(
         `A live notification type with key ${key} exists; delete it before restoring the deleted one`,
       );
     try {
-      return (await queryOne<NotificationTypeRow>(
-        tx,
-        `UPDATE notification_types SET deleted_at = NULL, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`,
-        [deleted!.id],
-      ))!;
+      return (await queryOne<NotificationTypeRow>(tx, RESTORE_TYPE, [deleted!.id]))!;
     } catch (error) {
       // A type created with this key between our read and this update (the live-key index refuses).
       if (isUniqueViolation(error))

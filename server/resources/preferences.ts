@@ -20,6 +20,16 @@ interface ChoiceRow {
   enabled: boolean;
 }
 
+const CHOICES_OF_CONTACT = `SELECT type_key, channel, enabled FROM contact_preferences
+  WHERE contact_id = $1 AND ($2::text IS NULL OR type_key = $2)`;
+const LIVE_TYPES = `SELECT key, channel_defaults, opt_out FROM notification_types
+  WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY key`;
+const LIVE_TYPE = `SELECT key, channel_defaults, opt_out FROM notification_types
+  WHERE tenant_id = $1 AND key = $2 AND deleted_at IS NULL`;
+const UPSERT_CHOICE = `INSERT INTO contact_preferences (contact_id, tenant_id, type_key, channel, enabled)
+       VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (contact_id, type_key, channel) DO UPDATE SET enabled = EXCLUDED.enabled, updated_at = now()`;
+
 function entriesFor(type: TypeRow, choices: Map<string, boolean>): PreferenceEntry[] {
   return CHANNELS.map((channel) => {
     const fallback = type.channel_defaults[channel] === true;
@@ -36,11 +46,7 @@ function entriesFor(type: TypeRow, choices: Map<string, boolean>): PreferenceEnt
 }
 
 async function choicesOf(em: EntityManager, contactId: string, typeKey?: string): Promise<Map<string, boolean>> {
-  const rows = await query<ChoiceRow>(
-    em,
-    `SELECT type_key, channel, enabled FROM contact_preferences WHERE contact_id = $1 AND ($2::text IS NULL OR type_key = $2)`,
-    [contactId, typeKey ?? null],
-  );
+  const rows = await query<ChoiceRow>(em, CHOICES_OF_CONTACT, [contactId, typeKey ?? null]);
   return new Map(rows.map((r) => [`${r.type_key}\u0000${r.channel}`, r.enabled]));
 }
 
@@ -49,11 +55,7 @@ export async function preferenceMatrix(
   tenantId: string,
   contactId: string,
 ): Promise<PreferenceEntry[]> {
-  const types = await query<TypeRow>(
-    em,
-    `SELECT key, channel_defaults, opt_out FROM notification_types WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY key`,
-    [tenantId],
-  );
+  const types = await query<TypeRow>(em, LIVE_TYPES, [tenantId]);
   const choices = await choicesOf(em, contactId);
   return types.flatMap((type) => entriesFor(type, choices));
 }
@@ -70,21 +72,12 @@ export async function setPreference(
   source: 'api' | 'one_click' | 'preference_page' = 'api',
 ): Promise<void> {
   await em.transactional(async (tx) => {
-    const type = await queryOne<TypeRow>(
-      tx,
-      `SELECT key, channel_defaults, opt_out FROM notification_types WHERE tenant_id = $1 AND key = $2 AND deleted_at IS NULL`,
-      [tenantId, input.type],
-    );
+    const type = await queryOne<TypeRow>(tx, LIVE_TYPE, [tenantId, input.type]);
     if (!type) throw notFound('Notification type');
     const before = entriesFor(type, await choicesOf(tx, contactId, input.type)).find(
       (e) => e.channel === input.channel,
     )!;
-    await query(
-      tx,
-      `INSERT INTO contact_preferences (contact_id, tenant_id, type_key, channel, enabled) VALUES ($1, $2, $3, $4, $5)
-       ON CONFLICT (contact_id, type_key, channel) DO UPDATE SET enabled = EXCLUDED.enabled, updated_at = now()`,
-      [contactId, tenantId, input.type, input.channel, input.enabled],
-    );
+    await query(tx, UPSERT_CHOICE, [contactId, tenantId, input.type, input.channel, input.enabled]);
     if (type.opt_out && before.enabled && !input.enabled) {
       await emitWebhookEvent(tx, tenantId, 'contact.unsubscribed', {
         contact_id: contactId,
@@ -106,11 +99,7 @@ export async function enabledChannels(
   contactId: string,
   typeKey: string,
 ): Promise<Record<Channel, boolean> | null> {
-  const type = await queryOne<TypeRow>(
-    em,
-    `SELECT key, channel_defaults, opt_out FROM notification_types WHERE tenant_id = $1 AND key = $2 AND deleted_at IS NULL`,
-    [tenantId, typeKey],
-  );
+  const type = await queryOne<TypeRow>(em, LIVE_TYPE, [tenantId, typeKey]);
   if (!type) return null;
   const entries = entriesFor(type, await choicesOf(em, contactId, typeKey));
   return Object.fromEntries(entries.map((e) => [e.channel, e.enabled])) as Record<Channel, boolean>;

@@ -44,7 +44,7 @@ interface SlotInput {
   language?: string;
 }
 
-function columns(kind: TemplateKind): string {
+function columnsSql(kind: TemplateKind): string {
   return [
     'id',
     'notification_type_key',
@@ -54,6 +54,45 @@ function columns(kind: TemplateKind): string {
     'created_at',
     'updated_at',
   ].join(', ');
+}
+
+const SHARE_LOCK_BRAND = `SELECT 1 FROM brands WHERE tenant_id = $1 AND key = $2 FOR SHARE`;
+const DEFAULT_SLOT = `SELECT b.key AS brand_key, t.default_language AS language
+  FROM tenants t JOIN brands b ON b.tenant_id = t.id AND b.is_default WHERE t.id = $1`;
+
+/** `valueCount`: the id, tenant, slot and the kind's fields, bound in that order. */
+function insertTemplateSql(kind: TemplateKind, valueCount: number): string {
+  const spec = KINDS[kind];
+  return `INSERT INTO ${spec.table}
+       (id, tenant_id, notification_type_key, brand_key, language, ${spec.fields.join(', ')})
+       VALUES (${Array.from({ length: valueCount }, (_, i) => `$${i + 1}`).join(', ')})
+       ON CONFLICT (tenant_id, notification_type_key, brand_key, language) DO NOTHING
+       RETURNING ${columnsSql(kind)}`;
+}
+
+function listTemplatesSql(kind: TemplateKind): string {
+  return `SELECT ${columnsSql(kind)} FROM ${KINDS[kind].table}
+      WHERE tenant_id = $1 AND ($2::text IS NULL OR notification_type_key = $2)
+        AND ($3::text IS NULL OR brand_key = $3) AND ($4::text IS NULL OR language = $4)
+      ORDER BY notification_type_key, brand_key, language`;
+}
+
+function getTemplateSql(kind: TemplateKind): string {
+  return `SELECT ${columnsSql(kind)} FROM ${KINDS[kind].table} WHERE id = $1 AND tenant_id = $2`;
+}
+
+function lockTemplateSql(kind: TemplateKind): string {
+  return `SELECT ${columnsSql(kind)} FROM ${KINDS[kind].table} WHERE id = $1 AND tenant_id = $2 FOR UPDATE`;
+}
+
+/** Sets `names` from $3 on, in their order. */
+function updateTemplateSql(kind: TemplateKind, names: string[]): string {
+  return `UPDATE ${KINDS[kind].table} SET ${names.map((n, i) => `${n} = $${i + 3}`).join(', ')}, updated_at = now()
+          WHERE id = $1 AND tenant_id = $2 RETURNING ${columnsSql(kind)}`;
+}
+
+function deleteTemplateSql(kind: TemplateKind): string {
+  return `DELETE FROM ${KINDS[kind].table} WHERE id = $1 AND tenant_id = $2`;
 }
 
 function toTemplateResponse<K extends TemplateKind>(row: TemplateRow): ResponseOf<K> {
@@ -89,10 +128,7 @@ async function checkWrite(
     }
   }
   if (slot.brandKey !== null) {
-    const brand = await queryOne(tx, `SELECT 1 FROM brands WHERE tenant_id = $1 AND key = $2 FOR SHARE`, [
-      tenantId,
-      slot.brandKey,
-    ]);
+    const brand = await queryOne(tx, SHARE_LOCK_BRAND, [tenantId, slot.brandKey]);
     if (!brand) issues.push({ loc: ['body', 'brand_key'], msg: `no branding ${slot.brandKey}`, type: 'not_found' });
   }
   for (const [field, value] of Object.entries(fields)) {
@@ -108,11 +144,7 @@ function slotTaken(): AppError {
 }
 
 async function defaultSlot(tx: EntityManager, tenantId: string): Promise<{ brandKey: string; language: string }> {
-  const row = await queryOne<{ brand_key: string; language: string }>(
-    tx,
-    `SELECT b.key AS brand_key, t.default_language AS language FROM tenants t JOIN brands b ON b.tenant_id = t.id AND b.is_default WHERE t.id = $1`,
-    [tenantId],
-  );
+  const row = await queryOne<{ brand_key: string; language: string }>(tx, DEFAULT_SLOT, [tenantId]);
   if (!row) throw new Error(`tenant ${tenantId} has no default brand`);
   return { brandKey: row.brand_key, language: row.language };
 }
@@ -138,14 +170,7 @@ export async function createTemplate<K extends TemplateKind>(
       language,
       ...spec.fields.map((f) => fields[f]),
     ];
-    const row = await queryOne<TemplateRow>(
-      tx,
-      `INSERT INTO ${spec.table} (id, tenant_id, notification_type_key, brand_key, language, ${spec.fields.join(', ')})
-       VALUES (${values.map((_, i) => `$${i + 1}`).join(', ')})
-       ON CONFLICT (tenant_id, notification_type_key, brand_key, language) DO NOTHING
-       RETURNING ${columns(kind)}`,
-      values,
-    );
+    const row = await queryOne<TemplateRow>(tx, insertTemplateSql(kind, values.length), values);
     if (!row) throw slotTaken();
     return toTemplateResponse<K>(row);
   });
@@ -157,13 +182,12 @@ export async function listTemplates<K extends TemplateKind>(
   kind: K,
   filter: TemplateListQuery,
 ): Promise<ResponseOf<K>[]> {
-  const rows = await query<TemplateRow>(
-    em,
-    `SELECT ${columns(kind)} FROM ${KINDS[kind].table}
-      WHERE tenant_id = $1 AND ($2::text IS NULL OR notification_type_key = $2) AND ($3::text IS NULL OR brand_key = $3) AND ($4::text IS NULL OR language = $4)
-      ORDER BY notification_type_key, brand_key, language`,
-    [tenantId, filter.notification_type_key ?? null, filter.brand_key ?? null, filter.language ?? null],
-  );
+  const rows = await query<TemplateRow>(em, listTemplatesSql(kind), [
+    tenantId,
+    filter.notification_type_key ?? null,
+    filter.brand_key ?? null,
+    filter.language ?? null,
+  ]);
   return rows.map((r) => toTemplateResponse<K>(r));
 }
 
@@ -173,11 +197,7 @@ export async function getTemplate<K extends TemplateKind>(
   kind: K,
   id: string,
 ): Promise<ResponseOf<K>> {
-  const row = await queryOne<TemplateRow>(
-    em,
-    `SELECT ${columns(kind)} FROM ${KINDS[kind].table} WHERE id = $1 AND tenant_id = $2`,
-    [id, tenantId],
-  );
+  const row = await queryOne<TemplateRow>(em, getTemplateSql(kind), [id, tenantId]);
   if (!row) throw notFound(KINDS[kind].noun);
   return toTemplateResponse<K>(row);
 }
@@ -195,11 +215,7 @@ export async function updateTemplate<K extends TemplateKind>(
 ): Promise<ResponseOf<K>> {
   const spec = KINDS[kind];
   return em.transactional(async (tx) => {
-    const current = await queryOne<TemplateRow>(
-      tx,
-      `SELECT ${columns(kind)} FROM ${spec.table} WHERE id = $1 AND tenant_id = $2 FOR UPDATE`,
-      [id, tenantId],
-    );
+    const current = await queryOne<TemplateRow>(tx, lockTemplateSql(kind), [id, tenantId]);
     if (!current) throw notFound(spec.noun);
     const typeChanged =
       input.notification_type_key !== undefined && input.notification_type_key !== current.notification_type_key;
@@ -221,12 +237,11 @@ export async function updateTemplate<K extends TemplateKind>(
     };
     const names = Object.keys(next);
     try {
-      const row = await queryOne<TemplateRow>(
-        tx,
-        `UPDATE ${spec.table} SET ${names.map((n, i) => `${n} = $${i + 3}`).join(', ')}, updated_at = now()
-          WHERE id = $1 AND tenant_id = $2 RETURNING ${columns(kind)}`,
-        [id, tenantId, ...names.map((n) => next[n])],
-      );
+      const row = await queryOne<TemplateRow>(tx, updateTemplateSql(kind, names), [
+        id,
+        tenantId,
+        ...names.map((n) => next[n]),
+      ]);
       return toTemplateResponse<K>(row!);
     } catch (error) {
       if (isUniqueViolation(error)) throw slotTaken();
@@ -241,9 +256,6 @@ export async function deleteTemplate(
   kind: TemplateKind,
   id: string,
 ): Promise<void> {
-  const changed = await execute(em, `DELETE FROM ${KINDS[kind].table} WHERE id = $1 AND tenant_id = $2`, [
-    id,
-    tenantId,
-  ]);
+  const changed = await execute(em, deleteTemplateSql(kind), [id, tenantId]);
   if (changed === 0) throw notFound(KINDS[kind].noun);
 }

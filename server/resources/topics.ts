@@ -27,6 +27,29 @@ interface TopicRow {
 const COUNTED = `t.id, t.key, t.name, t.created_at, t.updated_at,
   (SELECT count(*)::int FROM topic_subscriptions s WHERE s.topic_id = t.id) AS subscriber_count`;
 
+const INSERT_TOPIC = `INSERT INTO topics (id, tenant_id, key, name) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (tenant_id, key) DO NOTHING
+     RETURNING id, key, name, created_at, updated_at, 0 AS subscriber_count`;
+const LIST_TOPICS = `SELECT ${COUNTED} FROM topics t WHERE t.tenant_id = $1 ORDER BY t.key`;
+const GET_TOPIC = `SELECT ${COUNTED} FROM topics t WHERE t.tenant_id = $1 AND t.key = $2`;
+const SELECT_TOPIC_ID = `SELECT id FROM topics WHERE tenant_id = $1 AND key = $2`;
+const RENAME_TOPIC = `UPDATE topics SET name = $3, updated_at = now() WHERE tenant_id = $1 AND key = $2`;
+const DELETE_TOPIC = `DELETE FROM topics WHERE tenant_id = $1 AND key = $2`;
+const SUBSCRIBE_CONTACTS = `INSERT INTO topic_subscriptions (topic_id, contact_id, tenant_id)
+       SELECT $1, c, $2 FROM unnest($3::uuid[]) AS c ORDER BY c
+       ON CONFLICT (topic_id, contact_id) DO NOTHING`;
+const UNSUBSCRIBE_EXTERNAL_IDS = `DELETE FROM topic_subscriptions s USING contacts c
+      WHERE s.topic_id = $1 AND s.contact_id = c.id AND c.tenant_id = $2 AND c.external_id = ANY($3::text[])`;
+const LIST_TOPIC_SUBSCRIBERS = `SELECT s.contact_id, c.external_id, s.created_at AS subscribed_at
+       FROM topic_subscriptions s JOIN contacts c ON c.id = s.contact_id
+      WHERE s.topic_id = $1 AND ($2::uuid IS NULL OR s.contact_id > $2::uuid)
+      ORDER BY s.contact_id
+      LIMIT $3`;
+const LIST_CONTACT_TOPICS = `SELECT t.key, t.name, s.created_at AS subscribed_at
+       FROM topic_subscriptions s JOIN topics t ON t.id = s.topic_id
+      WHERE s.contact_id = $1 AND t.tenant_id = $2
+      ORDER BY t.key`;
+
 export function toTopicResponse(row: TopicRow): TopicResponse {
   return {
     key: row.key,
@@ -43,56 +66,38 @@ export async function createTopic(
   tenantId: string,
   input: CreateTopicRequest,
 ): Promise<TopicResponse> {
-  const row = await queryOne<TopicRow>(
-    em,
-    `INSERT INTO topics (id, tenant_id, key, name) VALUES ($1, $2, $3, $4)
-     ON CONFLICT (tenant_id, key) DO NOTHING
-     RETURNING id, key, name, created_at, updated_at, 0 AS subscriber_count`,
-    [newId(), tenantId, input.key, input.name],
-  );
+  const row = await queryOne<TopicRow>(em, INSERT_TOPIC, [newId(), tenantId, input.key, input.name]);
   if (!row) throw new AppError('already_exists', `A topic with key ${input.key} already exists`);
   return toTopicResponse(row);
 }
 
 export async function listTopics(em: EntityManager, tenantId: string): Promise<TopicResponse[]> {
-  const rows = await query<TopicRow>(em, `SELECT ${COUNTED} FROM topics t WHERE t.tenant_id = $1 ORDER BY t.key`, [
-    tenantId,
-  ]);
+  const rows = await query<TopicRow>(em, LIST_TOPICS, [tenantId]);
   return rows.map(toTopicResponse);
 }
 
 export async function getTopic(em: EntityManager, tenantId: string, key: string): Promise<TopicResponse> {
-  const row = await queryOne<TopicRow>(em, `SELECT ${COUNTED} FROM topics t WHERE t.tenant_id = $1 AND t.key = $2`, [
-    tenantId,
-    key,
-  ]);
+  const row = await queryOne<TopicRow>(em, GET_TOPIC, [tenantId, key]);
   if (!row) throw notFound('Topic');
   return toTopicResponse(row);
 }
 
 /** The topic's id; 404 when the tenant has no such topic. */
 export async function topicId(em: EntityManager, tenantId: string, key: string): Promise<string> {
-  const row = await queryOne<{ id: string }>(em, `SELECT id FROM topics WHERE tenant_id = $1 AND key = $2`, [
-    tenantId,
-    key,
-  ]);
+  const row = await queryOne<{ id: string }>(em, SELECT_TOPIC_ID, [tenantId, key]);
   if (!row) throw notFound('Topic');
   return row.id;
 }
 
 /** Renames a topic (its key is its identity); 404 when the tenant has no such topic. */
 export async function renameTopic(em: EntityManager, tenantId: string, key: string, name: string): Promise<void> {
-  const changed = await execute(
-    em,
-    `UPDATE topics SET name = $3, updated_at = now() WHERE tenant_id = $1 AND key = $2`,
-    [tenantId, key, name],
-  );
+  const changed = await execute(em, RENAME_TOPIC, [tenantId, key, name]);
   if (changed === 0) throw notFound('Topic');
 }
 
 /** Deletes the topic and its subscriptions; a broadcast to it that is still fanning out stops where it is. */
 export async function deleteTopic(em: EntityManager, tenantId: string, key: string): Promise<void> {
-  const deleted = await execute(em, `DELETE FROM topics WHERE tenant_id = $1 AND key = $2`, [tenantId, key]);
+  const deleted = await execute(em, DELETE_TOPIC, [tenantId, key]);
   if (deleted === 0) throw notFound('Topic');
 }
 
@@ -110,13 +115,7 @@ export async function subscribeToTopic(
       tenantId,
       externalIds.map((external_id) => ({ external_id })),
     );
-    const added = await execute(
-      tx,
-      `INSERT INTO topic_subscriptions (topic_id, contact_id, tenant_id)
-       SELECT $1, c, $2 FROM unnest($3::uuid[]) AS c ORDER BY c
-       ON CONFLICT (topic_id, contact_id) DO NOTHING`,
-      [id, tenantId, contacts.map((c) => c.id)],
-    );
+    const added = await execute(tx, SUBSCRIBE_CONTACTS, [id, tenantId, contacts.map((c) => c.id)]);
     return { added };
   });
 }
@@ -129,12 +128,7 @@ export async function unsubscribeFromTopic(
   externalIds: string[],
 ): Promise<{ removed: number }> {
   const id = await topicId(em, tenantId, key);
-  const removed = await execute(
-    em,
-    `DELETE FROM topic_subscriptions s USING contacts c
-      WHERE s.topic_id = $1 AND s.contact_id = c.id AND c.tenant_id = $2 AND c.external_id = ANY($3::text[])`,
-    [id, tenantId, externalIds],
-  );
+  const removed = await execute(em, UNSUBSCRIBE_EXTERNAL_IDS, [id, tenantId, externalIds]);
   return { removed };
 }
 
@@ -149,11 +143,7 @@ export async function listTopicSubscribers(
   const after = page.cursor ? decodeCursor(page.cursor) : null;
   const rows = await query<{ contact_id: string; external_id: string; subscribed_at: Date | string }>(
     em,
-    `SELECT s.contact_id, c.external_id, s.created_at AS subscribed_at
-       FROM topic_subscriptions s JOIN contacts c ON c.id = s.contact_id
-      WHERE s.topic_id = $1 AND ($2::uuid IS NULL OR s.contact_id > $2::uuid)
-      ORDER BY s.contact_id
-      LIMIT $3`,
+    LIST_TOPIC_SUBSCRIBERS,
     [id, after, page.limit + 1],
   );
   const items = rows.slice(0, page.limit).map((r) => ({
@@ -170,13 +160,9 @@ export async function listContactTopics(
   tenantId: string,
   contactId: string,
 ): Promise<ContactTopic[]> {
-  const rows = await query<{ key: string; name: string; subscribed_at: Date | string }>(
-    em,
-    `SELECT t.key, t.name, s.created_at AS subscribed_at
-       FROM topic_subscriptions s JOIN topics t ON t.id = s.topic_id
-      WHERE s.contact_id = $1 AND t.tenant_id = $2
-      ORDER BY t.key`,
-    [contactId, tenantId],
-  );
+  const rows = await query<{ key: string; name: string; subscribed_at: Date | string }>(em, LIST_CONTACT_TOPICS, [
+    contactId,
+    tenantId,
+  ]);
   return rows.map((r) => ({ key: r.key, name: r.name, subscribed_at: toIsoTimestamp(r.subscribed_at) }));
 }

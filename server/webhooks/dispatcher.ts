@@ -80,6 +80,46 @@ const OUTCOME_COLUMNS = [
   ['delay_ms', 'bigint'],
 ] as const satisfies JsonRowColumns<Outcome>;
 
+const CLAIM_DUE = `WITH due AS (
+         SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.enabled
+          WHERE d.status = 'pending' AND d.next_attempt_at <= now()
+          ORDER BY d.next_attempt_at LIMIT $1 FOR UPDATE OF d SKIP LOCKED
+       )
+       UPDATE webhook_deliveries d SET next_attempt_at = now() + $2 * interval '1 millisecond'
+         FROM due, webhook_endpoints w
+        WHERE d.id = due.id AND w.id = d.endpoint_id
+        RETURNING d.id, d.endpoint_id, d.payload::text AS payload, d.attempts, w.url, w.secret_ciphertext`;
+
+// One statement: the attempts, then the endpoints' health (a success clears failing_since; an
+// endpoint failing for disableAfterMs, or answering 410, is disabled).
+const RECORD_ATTEMPTS = `WITH attempts AS (
+         UPDATE webhook_deliveries d
+            SET status = r.status, attempts = d.attempts + 1, last_status_code = r.code, last_error = r.error,
+                next_attempt_at = CASE WHEN r.status = 'pending' THEN now() + r.delay_ms * interval '1 millisecond'
+                                  ELSE d.next_attempt_at END,
+                updated_at = now()
+           FROM ${jsonRowsSql('$1', OUTCOME_COLUMNS)} AS r
+          WHERE d.id = r.id
+          RETURNING 1
+       ), healthy AS (
+         UPDATE webhook_endpoints SET failing_since = NULL
+          WHERE id = ANY ($2::uuid[]) AND failing_since IS NOT NULL RETURNING 1
+       ), failing AS (
+         UPDATE webhook_endpoints
+            SET failing_since = coalesce(failing_since, now()),
+                enabled = CASE WHEN id = ANY ($4::uuid[]) OR failing_since < now() - $5 * interval '1 millisecond'
+                               THEN false ELSE enabled END,
+                disabled_reason = CASE WHEN id = ANY ($4::uuid[]) THEN 'gone: the endpoint answered 410'
+                                       WHEN failing_since < now() - $5 * interval '1 millisecond'
+                                         THEN 'failing: no successful delivery for three days'
+                                       ELSE disabled_reason END,
+                updated_at = now()
+          WHERE id = ANY ($3::uuid[] || $4::uuid[]) AND NOT (id = ANY ($2::uuid[]))
+          RETURNING 1
+       )
+       SELECT (SELECT count(*) FROM attempts) + (SELECT count(*) FROM healthy) + (SELECT count(*) FROM failing) AS n`;
+const ANY_ENDPOINT_ENABLED = `SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE enabled) AS enabled`;
+
 export interface WebhookDispatcher {
   stop(): Promise<void>;
 }
@@ -137,53 +177,20 @@ export function startWebhookDispatcher(runtime: Context, overrides: WebhookDispa
   const polls = metricsOf(runtime).webhookPolls;
   const claim = (em: ReturnType<Context['orm']['em']['fork']>) => {
     polls.inc();
-    return query<ClaimedRow>(
-      em,
-      `WITH due AS (
-         SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.enabled
-          WHERE d.status = 'pending' AND d.next_attempt_at <= now()
-          ORDER BY d.next_attempt_at LIMIT $1 FOR UPDATE OF d SKIP LOCKED
-       )
-       UPDATE webhook_deliveries d SET next_attempt_at = now() + $2 * interval '1 millisecond'
-         FROM due, webhook_endpoints w
-        WHERE d.id = due.id AND w.id = d.endpoint_id
-        RETURNING d.id, d.endpoint_id, d.payload::text AS payload, d.attempts, w.url, w.secret_ciphertext`,
-      [options.batchSize, options.leaseMs],
-    );
+    return query<ClaimedRow>(em, CLAIM_DUE, [options.batchSize, options.leaseMs]);
   };
 
   const record = async (em: ReturnType<Context['orm']['em']['fork']>, outcomes: Outcome[]) => {
     const ok = [...new Set(outcomes.filter((o) => o.endpoint === 'ok').map((o) => o.endpoint_id))];
     const failing = [...new Set(outcomes.filter((o) => o.endpoint === 'fail').map((o) => o.endpoint_id))];
     const gone = [...new Set(outcomes.filter((o) => o.endpoint === 'gone').map((o) => o.endpoint_id))];
-    // One statement: the attempts, then the endpoints' health (a success clears failing_since; an
-    // endpoint failing for disableAfterMs, or answering 410, is disabled).
-    await query(
-      em,
-      `WITH attempts AS (
-         UPDATE webhook_deliveries d
-            SET status = r.status, attempts = d.attempts + 1, last_status_code = r.code, last_error = r.error,
-                next_attempt_at = CASE WHEN r.status = 'pending' THEN now() + r.delay_ms * interval '1 millisecond' ELSE d.next_attempt_at END,
-                updated_at = now()
-           FROM ${jsonRowsSql('$1', OUTCOME_COLUMNS)} AS r
-          WHERE d.id = r.id
-          RETURNING 1
-       ), healthy AS (
-         UPDATE webhook_endpoints SET failing_since = NULL WHERE id = ANY ($2::uuid[]) AND failing_since IS NOT NULL RETURNING 1
-       ), failing AS (
-         UPDATE webhook_endpoints
-            SET failing_since = coalesce(failing_since, now()),
-                enabled = CASE WHEN id = ANY ($4::uuid[]) OR failing_since < now() - $5 * interval '1 millisecond' THEN false ELSE enabled END,
-                disabled_reason = CASE WHEN id = ANY ($4::uuid[]) THEN 'gone: the endpoint answered 410'
-                                       WHEN failing_since < now() - $5 * interval '1 millisecond' THEN 'failing: no successful delivery for three days'
-                                       ELSE disabled_reason END,
-                updated_at = now()
-          WHERE id = ANY ($3::uuid[] || $4::uuid[]) AND NOT (id = ANY ($2::uuid[]))
-          RETURNING 1
-       )
-       SELECT (SELECT count(*) FROM attempts) + (SELECT count(*) FROM healthy) + (SELECT count(*) FROM failing) AS n`,
-      [jsonRowsParameter(outcomes, OUTCOME_COLUMNS), ok, failing, gone, options.disableAfterMs],
-    );
+    await query(em, RECORD_ATTEMPTS, [
+      jsonRowsParameter(outcomes, OUTCOME_COLUMNS),
+      ok,
+      failing,
+      gone,
+      options.disableAfterMs,
+    ]);
   };
 
   const sleep = (ms: number) =>
@@ -201,10 +208,7 @@ export function startWebhookDispatcher(runtime: Context, overrides: WebhookDispa
   /** Whether the last idle poll found an enabled endpoint (until the first, assumed). */
   let anyEndpointEnabled = true;
   const findEnabledEndpoint = async (em: ReturnType<Context['orm']['em']['fork']>) => {
-    const [row] = await query<{ enabled: boolean }>(
-      em,
-      `SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE enabled) AS enabled`,
-    );
+    const [row] = await query<{ enabled: boolean }>(em, ANY_ENDPOINT_ENABLED);
     anyEndpointEnabled = row!.enabled;
   };
 

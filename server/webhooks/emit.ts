@@ -7,18 +7,20 @@ import type { WebhookEventType } from '../schemas/webhooks.ts';
 
 const BODY = `jsonb_build_object('type', $2::text, 'timestamp', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'data', $3::jsonb)`;
 
+const EMIT_TO_LISTENERS = `INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_type, payload)
+     SELECT tenant_id, id, $2, ${BODY} FROM webhook_endpoints
+      WHERE tenant_id = $1 AND enabled AND $2 = ANY (event_types)`;
+const EMIT_TO_ENDPOINT = `INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_type, payload)
+     SELECT tenant_id, id, $2, ${BODY} FROM webhook_endpoints WHERE tenant_id = $1 AND id = $4
+     RETURNING id`;
+
 export async function emitWebhookEvent(
   em: EntityManager,
   tenantId: string,
   type: WebhookEventType,
   data: Record<string, unknown>,
 ): Promise<void> {
-  await query(
-    em,
-    `INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_type, payload)
-     SELECT tenant_id, id, $2, ${BODY} FROM webhook_endpoints WHERE tenant_id = $1 AND enabled AND $2 = ANY (event_types)`,
-    [tenantId, type, JSON.stringify(data)],
-  );
+  await query(em, EMIT_TO_LISTENERS, [tenantId, type, JSON.stringify(data)]);
 }
 
 /** One event for one endpoint, whatever types it listens for (the test ping); the outbox row's id. */
@@ -29,12 +31,6 @@ export async function emitToEndpoint(
   type: WebhookEventType,
   data: Record<string, unknown>,
 ): Promise<string | null> {
-  const rows = await query<{ id: string }>(
-    em,
-    `INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_type, payload)
-     SELECT tenant_id, id, $2, ${BODY} FROM webhook_endpoints WHERE tenant_id = $1 AND id = $4
-     RETURNING id`,
-    [tenantId, type, JSON.stringify(data), endpointId],
-  );
+  const rows = await query<{ id: string }>(em, EMIT_TO_ENDPOINT, [tenantId, type, JSON.stringify(data), endpointId]);
   return rows[0]?.id ?? null;
 }

@@ -33,6 +33,31 @@ interface EndpointRow {
 }
 
 const COLUMNS = 'id, url, description, event_types, enabled, disabled_reason, created_at, updated_at';
+const DELIVERY_COLUMNS =
+  'id, seq::text AS seq, event_type, status, attempts, last_status_code, last_error, next_attempt_at, created_at';
+
+const INSERT_ENDPOINT = `INSERT INTO webhook_endpoints (id, tenant_id, url, description, event_types, secret_ciphertext)
+     VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`;
+const LIST_ENDPOINTS = `SELECT ${COLUMNS} FROM webhook_endpoints
+  WHERE tenant_id = $1 AND ($2::uuid IS NULL OR id > $2) ORDER BY id LIMIT $3`;
+const GET_ENDPOINT = `SELECT ${COLUMNS} FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2`;
+const UPDATE_ENDPOINT = `UPDATE webhook_endpoints SET
+        url = coalesce($3, url), event_types = coalesce($4, event_types), description = coalesce($5, description),
+        enabled = coalesce($6, enabled),
+        disabled_reason = CASE WHEN $6 IS NULL THEN disabled_reason WHEN $6 THEN NULL
+          ELSE coalesce(disabled_reason, 'disabled') END,
+        failing_since = CASE WHEN $6 THEN NULL ELSE failing_since END,
+        updated_at = now()
+      WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`;
+const DELETE_ENDPOINT = `DELETE FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2`;
+const ROTATE_ENDPOINT_SECRET = `UPDATE webhook_endpoints SET secret_ciphertext = $3, updated_at = now()
+  WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`;
+const GET_DELIVERY = `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE id = $1`;
+const LIST_ENDPOINT_DELIVERIES = `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries
+      WHERE endpoint_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::bigint IS NULL OR seq < $3)
+      ORDER BY seq DESC LIMIT $4`;
+const RETRY_DELIVERY = `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now(), updated_at = now()
+          WHERE id = $1 AND endpoint_id = $2 RETURNING ${DELIVERY_COLUMNS}`;
 
 function toWebhookResponse(row: EndpointRow): WebhookResponse {
   return {
@@ -63,19 +88,14 @@ export async function createWebhook(
   await checkUrl(runtime, input.url);
   const id = newId();
   const secret = newWebhookSecret();
-  const row = await queryOne<EndpointRow>(
-    em,
-    `INSERT INTO webhook_endpoints (id, tenant_id, url, description, event_types, secret_ciphertext)
-     VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
-    [
-      id,
-      tenantId,
-      input.url,
-      input.description,
-      input.event_types,
-      runtime.keyRing.encrypt(secret, webhookSecretAad(id)),
-    ],
-  );
+  const row = await queryOne<EndpointRow>(em, INSERT_ENDPOINT, [
+    id,
+    tenantId,
+    input.url,
+    input.description,
+    input.event_types,
+    runtime.keyRing.encrypt(secret, webhookSecretAad(id)),
+  ]);
   return { ...toWebhookResponse(row!), secret };
 }
 
@@ -86,22 +106,13 @@ export async function listWebhooks(
 ): Promise<{ items: WebhookResponse[]; next_cursor: string | null }> {
   if (page.cursor !== undefined && !isUuid(page.cursor))
     throw invalidField(['query', 'cursor'], 'must be a cursor from next_cursor');
-  const rows = await query<EndpointRow>(
-    em,
-    `SELECT ${COLUMNS} FROM webhook_endpoints WHERE tenant_id = $1 AND ($2::uuid IS NULL OR id > $2) ORDER BY id LIMIT $3`,
-    [tenantId, page.cursor ?? null, page.limit + 1],
-  );
+  const rows = await query<EndpointRow>(em, LIST_ENDPOINTS, [tenantId, page.cursor ?? null, page.limit + 1]);
   const items = rows.slice(0, page.limit).map(toWebhookResponse);
   return { items, next_cursor: rows.length > page.limit ? items[items.length - 1]!.id : null };
 }
 
 async function findEndpoint(em: EntityManager, tenantId: string, id: string): Promise<EndpointRow> {
-  const row = isUuid(id)
-    ? await queryOne<EndpointRow>(em, `SELECT ${COLUMNS} FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2`, [
-        tenantId,
-        id,
-      ])
-    : undefined;
+  const row = isUuid(id) ? await queryOne<EndpointRow>(em, GET_ENDPOINT, [tenantId, id]) : undefined;
   if (!row) throw notFound('Webhook');
   return row;
 }
@@ -119,24 +130,19 @@ export async function updateWebhook(
 ): Promise<WebhookResponse> {
   await findEndpoint(em, tenantId, id);
   if (input.url !== undefined) await checkUrl(runtime, input.url);
-  const row = await queryOne<EndpointRow>(
-    em,
-    `UPDATE webhook_endpoints SET
-        url = coalesce($3, url), event_types = coalesce($4, event_types), description = coalesce($5, description),
-        enabled = coalesce($6, enabled),
-        disabled_reason = CASE WHEN $6 IS NULL THEN disabled_reason WHEN $6 THEN NULL ELSE coalesce(disabled_reason, 'disabled') END,
-        failing_since = CASE WHEN $6 THEN NULL ELSE failing_since END,
-        updated_at = now()
-      WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
-    [tenantId, id, input.url ?? null, input.event_types ?? null, input.description ?? null, input.enabled ?? null],
-  );
+  const row = await queryOne<EndpointRow>(em, UPDATE_ENDPOINT, [
+    tenantId,
+    id,
+    input.url ?? null,
+    input.event_types ?? null,
+    input.description ?? null,
+    input.enabled ?? null,
+  ]);
   return toWebhookResponse(row!);
 }
 
 export async function deleteWebhook(em: EntityManager, tenantId: string, id: string): Promise<void> {
-  const removed = isUuid(id)
-    ? await execute(em, `DELETE FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2`, [tenantId, id])
-    : 0;
+  const removed = isUuid(id) ? await execute(em, DELETE_ENDPOINT, [tenantId, id]) : 0;
   if (removed === 0) throw notFound('Webhook');
 }
 
@@ -149,11 +155,11 @@ export async function rotateWebhookSecret(
 ): Promise<WebhookResponse & { secret: string }> {
   await findEndpoint(em, tenantId, id);
   const secret = newWebhookSecret();
-  const row = await queryOne<EndpointRow>(
-    em,
-    `UPDATE webhook_endpoints SET secret_ciphertext = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
-    [tenantId, id, runtime.keyRing.encrypt(secret, webhookSecretAad(id))],
-  );
+  const row = await queryOne<EndpointRow>(em, ROTATE_ENDPOINT_SECRET, [
+    tenantId,
+    id,
+    runtime.keyRing.encrypt(secret, webhookSecretAad(id)),
+  ]);
   return { ...toWebhookResponse(row!), secret };
 }
 
@@ -168,9 +174,6 @@ interface WebhookDeliveryRow {
   next_attempt_at: Date | string;
   created_at: Date | string;
 }
-
-const DELIVERY_COLUMNS =
-  'id, seq::text AS seq, event_type, status, attempts, last_status_code, last_error, next_attempt_at, created_at';
 
 function toWebhookDeliveryResponse(row: WebhookDeliveryRow): WebhookDeliveryResponse {
   return {
@@ -192,11 +195,7 @@ export async function testWebhook(em: EntityManager, tenantId: string, id: strin
     webhook_id: id,
     message: 'a test event from Herald',
   });
-  const row = await queryOne<WebhookDeliveryRow>(
-    em,
-    `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE id = $1`,
-    [deliveryId],
-  );
+  const row = await queryOne<WebhookDeliveryRow>(em, GET_DELIVERY, [deliveryId]);
   return toWebhookDeliveryResponse(row!);
 }
 
@@ -207,13 +206,12 @@ export async function listWebhookDeliveries(
   filter: WebhookDeliveryListQuery,
 ): Promise<{ items: WebhookDeliveryResponse[]; next_cursor: string | null }> {
   await findEndpoint(em, tenantId, id);
-  const rows = await query<WebhookDeliveryRow>(
-    em,
-    `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries
-      WHERE endpoint_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::bigint IS NULL OR seq < $3)
-      ORDER BY seq DESC LIMIT $4`,
-    [id, filter.status ?? null, filter.cursor ?? null, filter.limit + 1],
-  );
+  const rows = await query<WebhookDeliveryRow>(em, LIST_ENDPOINT_DELIVERIES, [
+    id,
+    filter.status ?? null,
+    filter.cursor ?? null,
+    filter.limit + 1,
+  ]);
   const page = rows.slice(0, filter.limit);
   return {
     items: page.map(toWebhookDeliveryResponse),
@@ -229,14 +227,7 @@ export async function retryWebhookDelivery(
   deliveryId: string,
 ): Promise<WebhookDeliveryResponse> {
   await findEndpoint(em, tenantId, id);
-  const row = isUuid(deliveryId)
-    ? await queryOne<WebhookDeliveryRow>(
-        em,
-        `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now(), updated_at = now()
-          WHERE id = $1 AND endpoint_id = $2 RETURNING ${DELIVERY_COLUMNS}`,
-        [deliveryId, id],
-      )
-    : undefined;
+  const row = isUuid(deliveryId) ? await queryOne<WebhookDeliveryRow>(em, RETRY_DELIVERY, [deliveryId, id]) : undefined;
   if (!row) throw notFound('Webhook delivery');
   return toWebhookDeliveryResponse(row);
 }
