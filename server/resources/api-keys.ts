@@ -15,6 +15,9 @@ import { toIsoTimestamp } from '../base/timestamps.ts';
 /** How many leading characters of a key are kept in clear, to recognise it in lists. */
 export const API_KEY_PREFIX_LENGTH = 12;
 
+const LIST_LIVE_KEYS = `SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL
+  ORDER BY created_at, id`;
+
 export function generateServiceKey(): string {
   return SERVICE_KEY_PREFIX + randomBytes(32).toString('base64url');
 }
@@ -43,11 +46,7 @@ export async function issueApiKey(em: EntityManager, tenantId: string, name: str
 
 /** The tenant's live (unrevoked) keys, oldest first. */
 export async function listApiKeys(em: EntityManager, tenantId: string): Promise<ApiKeyResponse[]> {
-  const rows = await query<ApiKeyRow>(
-    em,
-    `SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL ORDER BY created_at, id`,
-    [tenantId],
-  );
+  const rows = await query<ApiKeyRow>(em, LIST_LIVE_KEYS, [tenantId]);
   return rows.map(toApiKeyResponse);
 }
 

@@ -25,6 +25,23 @@ export const MASK = '********';
 const SECRET_FIELD =
   /pass(word)?|secret|token|private_?key|api_?key|authorization|credential|service_account|^key_?material$/i;
 
+// A user's email is copied in, so the entry still names them after the account is gone.
+const INSERT_AUDIT_ENTRY = `INSERT INTO audit_log
+     (id, tenant_id, actor_kind, actor_id, actor_email, action, target_kind, target_id, ip, request_id, changes)
+     VALUES ($1, $2, $3, $4, CASE WHEN $3 = 'user' THEN (SELECT email FROM users WHERE id::text = $4) END,
+             $5, $6, $7, $8, $9, $10::jsonb)`;
+
+const LIST_AUDIT_ENTRIES = `SELECT id, at, tenant_id, actor_kind, actor_id, actor_email, action,
+             target_kind, target_id, ip, request_id, changes
+       FROM audit_log
+      WHERE ($1::boolean OR tenant_id = $2::uuid)
+        AND ($3::text IS NULL OR actor_id = $3 OR lower(actor_email) = lower($3))
+        AND (($4::text IS NULL AND $5::text IS NULL) OR action = $4 OR starts_with(action, $5))
+        AND ($6::timestamptz IS NULL OR at >= $6)
+        AND ($7::uuid IS NULL OR id < $7::uuid)
+      ORDER BY id DESC
+      LIMIT $8`;
+
 /** A copy of `value` with every secret-looking field's value replaced by the mask (at any depth). */
 export function maskSecrets(value: unknown, depth = 0): unknown {
   if (value === null || typeof value !== 'object' || depth > 8) return value;
@@ -38,24 +55,18 @@ export function maskSecrets(value: unknown, depth = 0): unknown {
 export async function recordAudit(em: EntityManager, entry: AuditEntry): Promise<void> {
   const changes =
     entry.changes === undefined || entry.changes === null ? null : JSON.stringify(maskSecrets(entry.changes));
-  // A user's email is copied in, so the entry still names them after the account is gone.
-  await query(
-    em,
-    `INSERT INTO audit_log (id, tenant_id, actor_kind, actor_id, actor_email, action, target_kind, target_id, ip, request_id, changes)
-     VALUES ($1, $2, $3, $4, CASE WHEN $3 = 'user' THEN (SELECT email FROM users WHERE id::text = $4) END, $5, $6, $7, $8, $9, $10::jsonb)`,
-    [
-      newId(),
-      entry.tenantId,
-      entry.actor.kind,
-      entry.actor.id,
-      entry.action,
-      entry.target.kind,
-      entry.target.id,
-      entry.ip ?? null,
-      entry.requestId ?? null,
-      changes,
-    ],
-  );
+  await query(em, INSERT_AUDIT_ENTRY, [
+    newId(),
+    entry.tenantId,
+    entry.actor.kind,
+    entry.actor.id,
+    entry.action,
+    entry.target.kind,
+    entry.target.id,
+    entry.ip ?? null,
+    entry.requestId ?? null,
+    changes,
+  ]);
 }
 
 /** The CLI's actor: the operating-system account on the host. */
@@ -111,28 +122,16 @@ export async function listAudit(
   const after = filter.cursor ? decodeCursor(filter.cursor) : null;
   const action = filter.action ?? null;
   const prefix = action?.endsWith('*') ? action.slice(0, -1) : null;
-  const rows = await query<AuditRow>(
-    em,
-    `SELECT id, at, tenant_id, actor_kind, actor_id, actor_email, action, target_kind, target_id, ip, request_id, changes
-       FROM audit_log
-      WHERE ($1::boolean OR tenant_id = $2::uuid)
-        AND ($3::text IS NULL OR actor_id = $3 OR lower(actor_email) = lower($3))
-        AND (($4::text IS NULL AND $5::text IS NULL) OR action = $4 OR starts_with(action, $5))
-        AND ($6::timestamptz IS NULL OR at >= $6)
-        AND ($7::uuid IS NULL OR id < $7::uuid)
-      ORDER BY id DESC
-      LIMIT $8`,
-    [
-      all,
-      tenantId,
-      filter.actor ?? null,
-      prefix === null ? action : null,
-      prefix,
-      filter.since ?? null,
-      after,
-      filter.limit + 1,
-    ],
-  );
+  const rows = await query<AuditRow>(em, LIST_AUDIT_ENTRIES, [
+    all,
+    tenantId,
+    filter.actor ?? null,
+    prefix === null ? action : null,
+    prefix,
+    filter.since ?? null,
+    after,
+    filter.limit + 1,
+  ]);
   const page = rows.slice(0, filter.limit);
   return {
     items: page.map(toAuditEntryResponse),

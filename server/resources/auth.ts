@@ -27,6 +27,40 @@ export interface AccessTokenBody {
   tenant_id: string;
 }
 
+const INSERT_USER = `INSERT INTO users (id, email, password_hash) VALUES ($1, lower($2), $3)
+       ON CONFLICT (lower(email)) DO NOTHING
+       RETURNING id, email, password_hash, email_verified_at, created_at`;
+
+const INSERT_EMAIL_TOKEN = `INSERT INTO email_tokens (id, purpose, token_hash, user_id, expires_at, created_at)
+  VALUES ($1, $2, $3, $4, $5, $6)`;
+
+const FIND_LOGIN_TENANT = `SELECT tenant_id FROM memberships WHERE user_id = $1
+  ORDER BY is_default DESC, created_at, tenant_id LIMIT 1`;
+
+const LOCK_EMAIL_TOKEN = `SELECT id, user_id, expires_at, consumed_at FROM email_tokens
+  WHERE token_hash = $1 AND purpose = $2 FOR UPDATE`;
+
+const CONSUME_EMAIL_TOKEN = `UPDATE email_tokens SET consumed_at = $2 WHERE id = $1`;
+
+const MARK_EMAIL_VERIFIED = `UPDATE users SET email_verified_at = coalesce(email_verified_at, $2), updated_at = now()
+  WHERE id = $1`;
+
+const FIND_RECENT_EMAIL_TOKEN = `SELECT 1 FROM email_tokens WHERE user_id = $1 AND purpose = $2 AND created_at > $3
+  LIMIT 1`;
+
+const LOCK_USER_BY_EMAIL = `SELECT id, email, email_verified_at FROM users WHERE lower(email) = lower($1) FOR UPDATE`;
+
+const RETIRE_RESET_TOKENS = `UPDATE email_tokens SET consumed_at = $2
+  WHERE user_id = $1 AND purpose = 'reset' AND consumed_at IS NULL`;
+
+const FIND_USABLE_RESET_TOKEN = `SELECT 1 FROM email_tokens
+  WHERE token_hash = $1 AND purpose = 'reset' AND consumed_at IS NULL AND expires_at > $2`;
+
+const FIND_USER_EMAIL = `SELECT email FROM users WHERE id = $1`;
+
+const SET_PASSWORD = `UPDATE users SET password_hash = $2, email_verified_at = coalesce(email_verified_at, $3),
+  updated_at = now() WHERE id = $1`;
+
 export function toUserResponse(
   user: Pick<UserRow, 'id' | 'email' | 'email_verified_at' | 'created_at'>,
 ): UserResponseBody {
@@ -65,13 +99,7 @@ export async function register(
   // Hash before looking the address up, so a taken address answers no faster than a free one.
   const passwordHash = await hashPassword(input.password);
   return em.transactional(async (tx) => {
-    const user = await queryOne<UserRow>(
-      tx,
-      `INSERT INTO users (id, email, password_hash) VALUES ($1, lower($2), $3)
-       ON CONFLICT (lower(email)) DO NOTHING
-       RETURNING id, email, password_hash, email_verified_at, created_at`,
-      [newId(), input.email, passwordHash],
-    );
+    const user = await queryOne<UserRow>(tx, INSERT_USER, [newId(), input.email, passwordHash]);
     if (!user) throw new AppError('email_taken', 'This email address is already registered');
     await createTenant(tx, { name: input.tenantName, ownerUserId: user.id, makeDefault: true });
     await issueEmailLink(runtime, tx, user, 'verify', runtime.clock.now());
@@ -89,21 +117,20 @@ async function issueEmailLink(
 ): Promise<void> {
   const link = newLinkToken();
   const ttl = purpose === 'verify' ? runtime.config.verificationLinkTtlSeconds : runtime.config.resetLinkTtlSeconds;
-  await query(
-    tx,
-    `INSERT INTO email_tokens (id, purpose, token_hash, user_id, expires_at, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-    [newId(), purpose, link.hash, user.id, new Date(nowMs + ttl * 1000), new Date(nowMs)],
-  );
+  await query(tx, INSERT_EMAIL_TOKEN, [
+    newId(),
+    purpose,
+    link.hash,
+    user.id,
+    new Date(nowMs + ttl * 1000),
+    new Date(nowMs),
+  ]);
   await enqueueSystemEmail(runtime, tx, { kind: purpose, to: user.email, token: link.token });
 }
 
 /** The tenant a login lands in: the default membership, else the oldest one (self-healing), else none. */
 export async function defaultTenantOf(em: EntityManager, userId: string): Promise<string | null> {
-  const row = await queryOne<{ tenant_id: string }>(
-    em,
-    `SELECT tenant_id FROM memberships WHERE user_id = $1 ORDER BY is_default DESC, created_at, tenant_id LIMIT 1`,
-    [userId],
-  );
+  const row = await queryOne<{ tenant_id: string }>(em, FIND_LOGIN_TENANT, [userId]);
   return row?.tenant_id ?? null;
 }
 
@@ -144,28 +171,20 @@ async function consumeEmailToken(
   token: string,
   check?: (row: EmailTokenRow) => Promise<void>,
 ): Promise<EmailTokenRow> {
-  const row = await queryOne<EmailTokenRow>(
-    tx,
-    `SELECT id, user_id, expires_at, consumed_at FROM email_tokens WHERE token_hash = $1 AND purpose = $2 FOR UPDATE`,
-    [hashLinkToken(token), purpose],
-  );
+  const row = await queryOne<EmailTokenRow>(tx, LOCK_EMAIL_TOKEN, [hashLinkToken(token), purpose]);
   if (!row || row.consumed_at !== null)
     throw new AppError('invalid_link', 'This link is invalid or has already been used');
   if (new Date(row.expires_at).getTime() <= runtime.clock.now())
     throw new AppError('link_expired', 'This link has expired; ask for a new one');
   if (check) await check(row);
-  await execute(tx, `UPDATE email_tokens SET consumed_at = $2 WHERE id = $1`, [row.id, nowDate(runtime)]);
+  await execute(tx, CONSUME_EMAIL_TOKEN, [row.id, nowDate(runtime)]);
   return row;
 }
 
 export async function verifyEmail(runtime: Context, em: EntityManager, token: string): Promise<void> {
   await em.transactional(async (tx) => {
     const row = await consumeEmailToken(runtime, tx, 'verify', token);
-    await execute(
-      tx,
-      `UPDATE users SET email_verified_at = coalesce(email_verified_at, $2), updated_at = now() WHERE id = $1`,
-      [row.user_id, nowDate(runtime)],
-    );
+    await execute(tx, MARK_EMAIL_VERIFIED, [row.user_id, nowDate(runtime)]);
   });
 }
 
@@ -205,11 +224,7 @@ async function inCooldown(
   nowMs: number,
 ): Promise<boolean> {
   const since = new Date(nowMs - runtime.config.resetCooldownSeconds * 1000);
-  const row = await queryOne(
-    tx,
-    `SELECT 1 FROM email_tokens WHERE user_id = $1 AND purpose = $2 AND created_at > $3 LIMIT 1`,
-    [userId, purpose, since],
-  );
+  const row = await queryOne(tx, FIND_RECENT_EMAIL_TOKEN, [userId, purpose, since]);
   return row !== undefined;
 }
 
@@ -224,20 +239,12 @@ export async function fulfilEmailLinkRequest(
   request: EmailLinkRequest,
 ): Promise<void> {
   await em.transactional(async (tx) => {
-    const user = await queryOne<UserRow>(
-      tx,
-      `SELECT id, email, email_verified_at FROM users WHERE lower(email) = lower($1) FOR UPDATE`,
-      [request.email],
-    );
+    const user = await queryOne<UserRow>(tx, LOCK_USER_BY_EMAIL, [request.email]);
     if (!user) return;
     if (request.purpose === 'verify' && user.email_verified_at !== null) return;
     if (await inCooldown(runtime, tx, user.id, request.purpose, request.requested_at)) return;
     if (request.purpose === 'reset') {
-      await execute(
-        tx,
-        `UPDATE email_tokens SET consumed_at = $2 WHERE user_id = $1 AND purpose = 'reset' AND consumed_at IS NULL`,
-        [user.id, new Date(request.requested_at)],
-      );
+      await execute(tx, RETIRE_RESET_TOKENS, [user.id, new Date(request.requested_at)]);
     }
     await issueEmailLink(runtime, tx, user, request.purpose, request.requested_at);
   });
@@ -245,11 +252,7 @@ export async function fulfilEmailLinkRequest(
 
 /** Whether a reset link can still be used: unknown, spent and expired tokens all answer false. */
 export async function resetTokenValid(runtime: Context, em: EntityManager, token: string): Promise<boolean> {
-  const row = await queryOne(
-    em,
-    `SELECT 1 FROM email_tokens WHERE token_hash = $1 AND purpose = 'reset' AND consumed_at IS NULL AND expires_at > $2`,
-    [hashLinkToken(token), nowDate(runtime)],
-  );
+  const row = await queryOne(em, FIND_USABLE_RESET_TOKEN, [hashLinkToken(token), nowDate(runtime)]);
   return row !== undefined;
 }
 
@@ -266,16 +269,12 @@ export async function confirmPasswordReset(
   const passwordHash = await hashPassword(input.password);
   await em.transactional(async (tx) => {
     const row = await consumeEmailToken(runtime, tx, 'reset', input.token, async (link) => {
-      const user = await queryOne<{ email: string }>(tx, `SELECT email FROM users WHERE id = $1`, [link.user_id]);
+      const user = await queryOne<{ email: string }>(tx, FIND_USER_EMAIL, [link.user_id]);
       if (user && passwordContainsLocalPart(input.password, user.email)) {
         throw new AppError('weak_password', 'The password must not contain your email address');
       }
     });
-    await execute(
-      tx,
-      `UPDATE users SET password_hash = $2, email_verified_at = coalesce(email_verified_at, $3), updated_at = now() WHERE id = $1`,
-      [row.user_id, passwordHash, nowDate(runtime)],
-    );
+    await execute(tx, SET_PASSWORD, [row.user_id, passwordHash, nowDate(runtime)]);
   });
 }
 

@@ -17,12 +17,13 @@ import type {
 import { configurationKinds } from './configuration-kinds/index.ts';
 import type { KindContext } from './configuration-kinds/types.ts';
 
+const FIND_TENANT_DEFAULTS = `SELECT b.key AS brand_key, t.default_language AS language FROM tenants t
+  JOIN brands b ON b.tenant_id = t.id AND b.is_default WHERE t.id = $1`;
+
+const LOCK_TENANT = `SELECT id FROM tenants WHERE id = $1 FOR UPDATE`;
+
 async function contextOf(runtime: Context, tx: EntityManager, tenantId: string): Promise<KindContext> {
-  const row = await queryOne<{ brand_key: string; language: string }>(
-    tx,
-    `SELECT b.key AS brand_key, t.default_language AS language FROM tenants t JOIN brands b ON b.tenant_id = t.id AND b.is_default WHERE t.id = $1`,
-    [tenantId],
-  );
+  const row = await queryOne<{ brand_key: string; language: string }>(tx, FIND_TENANT_DEFAULTS, [tenantId]);
   if (!row) throw new AppError('not_found', 'Tenant not found');
   return { runtime, tx, tenantId, defaultBrandKey: row.brand_key, defaultLanguage: row.language };
 }
@@ -62,7 +63,7 @@ export async function applyConfiguration(
   try {
     await em.transactional(async (tx) => {
       // One apply of a tenant at a time: the plan is made from what the tenant has when it runs.
-      await queryOne(tx, `SELECT id FROM tenants WHERE id = $1 FOR UPDATE`, [tenantId]);
+      await queryOne(tx, LOCK_TENANT, [tenantId]);
       const ctx = await contextOf(runtime, tx, tenantId);
       const steps = await plan(ctx, request);
       changes = steps.map((s) => s.change);

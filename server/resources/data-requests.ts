@@ -47,6 +47,50 @@ export interface DataRequestResponseBody {
 
 const COLUMNS = 'id, tenant_id, kind, status, file_path, created_at, completed_at, error';
 
+const INSERT_DATA_REQUEST = `INSERT INTO data_requests (id, tenant_id, kind, requested_by, created_at)
+  VALUES ($1, $2, $3, $4, $5) RETURNING ${COLUMNS}`;
+
+const FIND_DATA_REQUEST = `SELECT ${COLUMNS} FROM data_requests WHERE id = $1 AND tenant_id = $2`;
+
+const START_DATA_REQUEST = `UPDATE data_requests SET status = 'running'
+  WHERE id = $1 AND status IN ('queued', 'running') RETURNING ${COLUMNS}`;
+
+const COMPLETE_DATA_REQUEST = `UPDATE data_requests
+  SET status = 'completed', file_path = $2, completed_at = $3, error = NULL WHERE id = $1`;
+
+const FAIL_DATA_REQUEST = `UPDATE data_requests SET status = 'failed', error = $2, completed_at = $3 WHERE id = $1`;
+
+const LIST_TENANT_TABLE_COLUMNS = `SELECT c.table_name, c.column_name FROM information_schema.columns c
+      JOIN information_schema.tables t
+        ON t.table_schema = c.table_schema AND t.table_name = c.table_name AND t.table_type = 'BASE TABLE'
+     WHERE c.table_schema = current_schema()
+       AND c.table_name IN (SELECT table_name FROM information_schema.columns
+                             WHERE table_schema = current_schema() AND column_name = 'tenant_id')
+     ORDER BY c.table_name, c.ordinal_position`;
+
+const LIST_EVENTS_WITH_SECRETS = `SELECT id::text FROM events WHERE tenant_id = $1 AND cardinality(secret_keys) > 0`;
+
+// The tenants table holds no secrets; SELECT * keeps columns added by later migrations.
+const FIND_TENANT_ROW = `SELECT * FROM tenants WHERE id = $1`;
+
+const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
+/** A tenant table's exportable columns, of the tenant in $1. */
+function exportTableSql(table: string, columns: string[]): string {
+  return `SELECT ${columns.map(quoteIdent).join(', ')} FROM ${quoteIdent(table)} WHERE tenant_id = $1`;
+}
+
+const LIST_EXPORT_MEMBERS = `SELECT u.id AS user_id, u.email, m.role, m.created_at FROM memberships m
+  JOIN users u ON u.id = m.user_id WHERE m.tenant_id = $1 ORDER BY m.created_at`;
+
+const LIST_EXPORT_FILES = `SELECT file_path FROM data_requests WHERE tenant_id = $1 AND file_path IS NOT NULL`;
+
+const LIST_DEFAULT_MEMBERSHIPS = `SELECT user_id FROM memberships WHERE tenant_id = $1 AND is_default`;
+
+const DELETE_TENANT = `DELETE FROM tenants WHERE id = $1`;
+
+const FORGET_EXPORT_FILES = `UPDATE data_requests SET file_path = NULL WHERE tenant_id = $1`;
+
 function toDataRequestResponse(row: DataRequestRow): DataRequestResponseBody {
   const downloadable = row.kind === 'export' && row.status === 'completed' && row.file_path !== null;
   return {
@@ -74,11 +118,13 @@ export async function fileDataRequest(
     throw new AppError('data_request_unavailable', 'The request could not be filed right now; please contact support');
   try {
     return await em.transactional(async (tx) => {
-      const row = (await queryOne<DataRequestRow>(
-        tx,
-        `INSERT INTO data_requests (id, tenant_id, kind, requested_by, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING ${COLUMNS}`,
-        [newId(), tenantId, kind, callerId, new Date(runtime.clock.now())],
-      ))!;
+      const row = (await queryOne<DataRequestRow>(tx, INSERT_DATA_REQUEST, [
+        newId(),
+        tenantId,
+        kind,
+        callerId,
+        new Date(runtime.clock.now()),
+      ]))!;
       const jobId = await boss.send(DATA_REQUEST_JOB, { data_request_id: row.id }, { db: bossDb(tx) });
       if (!jobId) throw new Error('the queue refused the job');
       return toDataRequestResponse(row);
@@ -93,11 +139,7 @@ export async function fileDataRequest(
 }
 
 async function requestOf(em: EntityManager, tenantId: string, id: string): Promise<DataRequestRow> {
-  const row = await queryOne<DataRequestRow>(
-    em,
-    `SELECT ${COLUMNS} FROM data_requests WHERE id = $1 AND tenant_id = $2`,
-    [id, tenantId],
-  );
+  const row = await queryOne<DataRequestRow>(em, FIND_DATA_REQUEST, [id, tenantId]);
   if (!row) throw new AppError('not_found', 'Data request not found');
   return row;
 }
@@ -140,24 +182,16 @@ export function exportsDir(runtime: Context): string {
 /** Runs one data request: marks it running, does the work, records completion or the failure. */
 export async function runDataRequest(runtime: Context, id: string): Promise<void> {
   const em = runtime.orm.em.fork();
-  const row = await queryOne<DataRequestRow>(
-    em,
-    `UPDATE data_requests SET status = 'running' WHERE id = $1 AND status IN ('queued', 'running') RETURNING ${COLUMNS}`,
-    [id],
-  );
+  const row = await queryOne<DataRequestRow>(em, START_DATA_REQUEST, [id]);
   if (!row) return; // already finished (a retried job after completion)
   try {
     let filePath: string | null = null;
     if (row.kind === 'export') filePath = await writeExport(runtime, em, row);
     else await deleteTenantData(runtime, em, row.tenant_id);
-    await execute(
-      em,
-      `UPDATE data_requests SET status = 'completed', file_path = $2, completed_at = $3, error = NULL WHERE id = $1`,
-      [id, filePath, new Date(runtime.clock.now())],
-    );
+    await execute(em, COMPLETE_DATA_REQUEST, [id, filePath, new Date(runtime.clock.now())]);
     runtime.logger.info('data request completed', { data_request_id: id, kind: row.kind, tenant_id: row.tenant_id });
   } catch (error) {
-    await execute(em, `UPDATE data_requests SET status = 'failed', error = $2, completed_at = $3 WHERE id = $1`, [
+    await execute(em, FAIL_DATA_REQUEST, [
       id,
       'The request failed; please contact support',
       new Date(runtime.clock.now()),
@@ -173,14 +207,7 @@ const NOT_EXPORTED = new Set(['push_subscriptions.keys', 'data_requests.file_pat
 
 /** Tables with a tenant_id column and the columns of each that may leave the install. */
 async function exportableTables(em: EntityManager): Promise<Map<string, string[]>> {
-  const rows = await query<{ table_name: string; column_name: string }>(
-    em,
-    `SELECT c.table_name, c.column_name FROM information_schema.columns c
-      JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name AND t.table_type = 'BASE TABLE'
-     WHERE c.table_schema = current_schema()
-       AND c.table_name IN (SELECT table_name FROM information_schema.columns WHERE table_schema = current_schema() AND column_name = 'tenant_id')
-     ORDER BY c.table_name, c.ordinal_position`,
-  );
+  const rows = await query<{ table_name: string; column_name: string }>(em, LIST_TENANT_TABLE_COLUMNS);
   const secret = new Set(encryptedColumns.map((c) => `${c.table}.${c.column}`));
   const tables = new Map<string, string[]>();
   for (const r of rows) {
@@ -190,8 +217,6 @@ async function exportableTables(em: EntityManager): Promise<Map<string, string[]
   }
   return tables;
 }
-
-const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
 const MASK = '********';
 
@@ -205,11 +230,7 @@ async function maskSecretContent(
   tenantId: string,
   tables: Record<string, Array<Record<string, unknown>>>,
 ): Promise<void> {
-  const rows = await query<{ id: string }>(
-    em,
-    `SELECT id::text FROM events WHERE tenant_id = $1 AND cardinality(secret_keys) > 0`,
-    [tenantId],
-  );
+  const rows = await query<{ id: string }>(em, LIST_EVENTS_WITH_SECRETS, [tenantId]);
   const withSecrets = new Set(rows.map((r) => r.id));
   if (withSecrets.size === 0) return;
   const maskItem = (item: Record<string, unknown>) => ({
@@ -229,23 +250,14 @@ async function maskSecretContent(
 
 async function writeExport(runtime: Context, em: EntityManager, request: DataRequestRow): Promise<string> {
   const tenantId = request.tenant_id;
-  // The tenants table holds no secrets; SELECT * keeps columns added by later migrations.
-  const tenant = await queryOne(em, `SELECT * FROM tenants WHERE id = $1`, [tenantId]);
+  const tenant = await queryOne(em, FIND_TENANT_ROW, [tenantId]);
   if (!tenant) throw new Error('tenant no longer exists');
   const tables: Record<string, Array<Record<string, unknown>>> = {};
   for (const [table, columns] of await exportableTables(em)) {
-    tables[table] = await query(
-      em,
-      `SELECT ${columns.map(quoteIdent).join(', ')} FROM ${quoteIdent(table)} WHERE tenant_id = $1`,
-      [tenantId],
-    );
+    tables[table] = await query(em, exportTableSql(table, columns), [tenantId]);
   }
   await maskSecretContent(em, tenantId, tables);
-  const members = await query(
-    em,
-    `SELECT u.id AS user_id, u.email, m.role, m.created_at FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.tenant_id = $1 ORDER BY m.created_at`,
-    [tenantId],
-  );
+  const members = await query(em, LIST_EXPORT_MEMBERS, [tenantId]);
   const document = {
     format: 'herald-tenant-export',
     version: 1,
@@ -267,21 +279,13 @@ async function writeExport(runtime: Context, em: EntityManager, request: DataReq
 }
 
 async function deleteTenantData(runtime: Context, em: EntityManager, tenantId: string): Promise<void> {
-  const exports = await query<{ file_path: string }>(
-    em,
-    `SELECT file_path FROM data_requests WHERE tenant_id = $1 AND file_path IS NOT NULL`,
-    [tenantId],
-  );
+  const exports = await query<{ file_path: string }>(em, LIST_EXPORT_FILES, [tenantId]);
   await em.transactional(async (tx) => {
     // Users whose default tenant this was get another default, as when a member is removed.
-    const affected = await query<{ user_id: string }>(
-      tx,
-      `SELECT user_id FROM memberships WHERE tenant_id = $1 AND is_default`,
-      [tenantId],
-    );
-    await execute(tx, `DELETE FROM tenants WHERE id = $1`, [tenantId]);
+    const affected = await query<{ user_id: string }>(tx, LIST_DEFAULT_MEMBERSHIPS, [tenantId]);
+    await execute(tx, DELETE_TENANT, [tenantId]);
     for (const { user_id } of affected) await reassignDefault(tx, user_id);
-    await execute(tx, `UPDATE data_requests SET file_path = NULL WHERE tenant_id = $1`, [tenantId]);
+    await execute(tx, FORGET_EXPORT_FILES, [tenantId]);
   });
   for (const { file_path } of exports) rmSync(file_path, { force: true });
 }

@@ -35,6 +35,50 @@ interface InvitationRow {
 
 const COLUMNS = 'id, tenant_id, email, role, status, expires_at, created_at';
 
+const LOCK_TENANT = `SELECT name FROM tenants WHERE id = $1 FOR UPDATE`;
+
+const FIND_MEMBER_BY_EMAIL = `SELECT 1 FROM memberships m JOIN users u ON u.id = m.user_id
+  WHERE m.tenant_id = $1 AND lower(u.email) = lower($2)`;
+
+const FIND_LIVE_INVITATION = `SELECT 1 FROM invitations
+  WHERE tenant_id = $1 AND lower(email) = lower($2) AND status = 'pending' AND expires_at > $3`;
+
+const INSERT_INVITATION = `INSERT INTO invitations
+       (id, tenant_id, email, role, token_hash, expires_at, invited_by, created_at)
+       VALUES ($1, $2, lower($3), $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`;
+
+const FIND_USER_EMAIL = `SELECT email FROM users WHERE id = $1`;
+
+const LIST_PENDING_INVITATIONS = `SELECT ${COLUMNS} FROM invitations WHERE tenant_id = $1 AND status = 'pending'
+  ORDER BY created_at, id`;
+
+const LOCK_INVITATION = `SELECT ${COLUMNS} FROM invitations WHERE id = $1 AND tenant_id = $2 FOR UPDATE`;
+
+const REVOKE_INVITATION = `UPDATE invitations SET status = 'revoked' WHERE id = $1`;
+
+/** The invitation with a token hash, and its tenant's name; `lock` locks the invitation row. */
+function invitationByTokenSql(lock: boolean): string {
+  return `SELECT i.id, i.tenant_id, i.email, i.role, i.status, i.expires_at, i.created_at, t.name AS tenant_name
+       FROM invitations i JOIN tenants t ON t.id = i.tenant_id
+       WHERE i.token_hash = $1 ${lock ? 'FOR UPDATE OF i' : ''}`;
+}
+
+const FIND_USER_BY_EMAIL = `SELECT 1 FROM users WHERE lower(email) = lower($1)`;
+
+const INSERT_VERIFIED_USER = `INSERT INTO users (id, email, password_hash, email_verified_at)
+       VALUES ($1, lower($2), $3, $4)
+       ON CONFLICT (lower(email)) DO NOTHING RETURNING id`;
+
+const INSERT_DEFAULT_MEMBERSHIP = `INSERT INTO memberships (user_id, tenant_id, role, is_default)
+  VALUES ($1, $2, $3, true)`;
+
+const MARK_INVITATION_ACCEPTED = `UPDATE invitations SET status = 'accepted', accepted_at = $2 WHERE id = $1`;
+
+const ADD_MEMBERSHIP = `INSERT INTO memberships (user_id, tenant_id, role, is_default)
+       VALUES ($1, $2, $3, NOT EXISTS (SELECT 1 FROM memberships WHERE user_id = $1)) ON CONFLICT DO NOTHING`;
+
+const MARK_EMAIL_VERIFIED = `UPDATE users SET email_verified_at = coalesce(email_verified_at, $2) WHERE id = $1`;
+
 function toInvitationResponse(row: InvitationRow): InvitationResponseBody {
   return {
     id: row.id,
@@ -58,39 +102,24 @@ export async function inviteMember(
     if (input.role === 'owner')
       throw invalidField(['body', 'role'], 'the owner role cannot be given by an invitation', 'role_not_assignable');
     // Serialises invitations of one tenant, so two concurrent invites of one address cannot both pass.
-    const tenant = (await queryOne<{ name: string }>(tx, `SELECT name FROM tenants WHERE id = $1 FOR UPDATE`, [
-      tenantId,
-    ]))!;
-    const member = await queryOne(
-      tx,
-      `SELECT 1 FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.tenant_id = $1 AND lower(u.email) = lower($2)`,
-      [tenantId, input.email],
-    );
+    const tenant = (await queryOne<{ name: string }>(tx, LOCK_TENANT, [tenantId]))!;
+    const member = await queryOne(tx, FIND_MEMBER_BY_EMAIL, [tenantId, input.email]);
     if (member) throw new AppError('already_member', 'This address already belongs to a member of the tenant');
     const now = new Date(runtime.clock.now());
-    const live = await queryOne(
-      tx,
-      `SELECT 1 FROM invitations WHERE tenant_id = $1 AND lower(email) = lower($2) AND status = 'pending' AND expires_at > $3`,
-      [tenantId, input.email, now],
-    );
+    const live = await queryOne(tx, FIND_LIVE_INVITATION, [tenantId, input.email, now]);
     if (live) throw new AppError('invitation_pending', 'A pending invitation for this address already exists');
     const link = newLinkToken();
-    const row = (await queryOne<InvitationRow>(
-      tx,
-      `INSERT INTO invitations (id, tenant_id, email, role, token_hash, expires_at, invited_by, created_at)
-       VALUES ($1, $2, lower($3), $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`,
-      [
-        newId(),
-        tenantId,
-        input.email,
-        input.role,
-        link.hash,
-        new Date(now.getTime() + runtime.config.invitationTtlSeconds * 1000),
-        callerId,
-        now,
-      ],
-    ))!;
-    const inviter = await queryOne<{ email: string }>(tx, `SELECT email FROM users WHERE id = $1`, [callerId]);
+    const row = (await queryOne<InvitationRow>(tx, INSERT_INVITATION, [
+      newId(),
+      tenantId,
+      input.email,
+      input.role,
+      link.hash,
+      new Date(now.getTime() + runtime.config.invitationTtlSeconds * 1000),
+      callerId,
+      now,
+    ]))!;
+    const inviter = await queryOne<{ email: string }>(tx, FIND_USER_EMAIL, [callerId]);
     // UserInvited: the email job commits with the invitation, so it is sent only once the invite exists.
     await enqueueSystemEmail(runtime, tx, {
       kind: 'invitation',
@@ -111,11 +140,7 @@ export async function listPendingInvitations(
   tenantId: string,
 ): Promise<InvitationResponseBody[]> {
   await requireMembership(em, callerId, tenantId, 'admin');
-  const rows = await query<InvitationRow>(
-    em,
-    `SELECT ${COLUMNS} FROM invitations WHERE tenant_id = $1 AND status = 'pending' ORDER BY created_at, id`,
-    [tenantId],
-  );
+  const rows = await query<InvitationRow>(em, LIST_PENDING_INVITATIONS, [tenantId]);
   return rows.map(toInvitationResponse);
 }
 
@@ -127,15 +152,11 @@ export async function revokeInvitation(
 ): Promise<void> {
   await em.transactional(async (tx) => {
     await requireMembership(tx, callerId, tenantId, 'admin');
-    const row = await queryOne<InvitationRow>(
-      tx,
-      `SELECT ${COLUMNS} FROM invitations WHERE id = $1 AND tenant_id = $2 FOR UPDATE`,
-      [invitationId, tenantId],
-    );
+    const row = await queryOne<InvitationRow>(tx, LOCK_INVITATION, [invitationId, tenantId]);
     if (!row) throw new AppError('not_found', 'Invitation not found');
     if (row.status !== 'pending')
       throw new AppError('invitation_not_pending', `This invitation is already ${row.status}`);
-    await execute(tx, `UPDATE invitations SET status = 'revoked' WHERE id = $1`, [invitationId]);
+    await execute(tx, REVOKE_INVITATION, [invitationId]);
   });
 }
 
@@ -144,12 +165,7 @@ async function invitationByToken(
   token: string,
   lock: boolean,
 ): Promise<(InvitationRow & { tenant_name: string }) | undefined> {
-  return queryOne<InvitationRow & { tenant_name: string }>(
-    tx,
-    `SELECT i.id, i.tenant_id, i.email, i.role, i.status, i.expires_at, i.created_at, t.name AS tenant_name
-       FROM invitations i JOIN tenants t ON t.id = i.tenant_id WHERE i.token_hash = $1 ${lock ? 'FOR UPDATE OF i' : ''}`,
-    [hashLinkToken(token)],
-  );
+  return queryOne<InvitationRow & { tenant_name: string }>(tx, invitationByTokenSql(lock), [hashLinkToken(token)]);
 }
 
 /** Only a pending, unexpired invitation previews; spent, revoked, expired and unknown tokens are all 404. */
@@ -161,7 +177,7 @@ export async function previewInvitation(
   const row = await invitationByToken(em, token, false);
   if (!row || row.status !== 'pending' || new Date(row.expires_at).getTime() <= runtime.clock.now())
     throw new AppError('not_found', 'Invitation not found');
-  const user = await queryOne(em, `SELECT 1 FROM users WHERE lower(email) = lower($1)`, [row.email]);
+  const user = await queryOne(em, FIND_USER_BY_EMAIL, [row.email]);
   return { email: row.email, role: row.role, tenant_name: row.tenant_name, user_exists: user !== undefined };
 }
 
@@ -189,23 +205,14 @@ export async function acceptInvitation(
     const row = await invitationByToken(tx, token, true);
     assertUsable(runtime, row);
     const now = new Date(runtime.clock.now());
-    const user = await queryOne<{ id: string }>(
-      tx,
-      `INSERT INTO users (id, email, password_hash, email_verified_at) VALUES ($1, lower($2), $3, $4)
-       ON CONFLICT (lower(email)) DO NOTHING RETURNING id`,
-      [newId(), row.email, passwordHash, now],
-    );
+    const user = await queryOne<{ id: string }>(tx, INSERT_VERIFIED_USER, [newId(), row.email, passwordHash, now]);
     if (!user)
       throw new AppError(
         'user_exists',
         'An account already exists for this address: sign in and accept the invitation',
       );
-    await execute(tx, `INSERT INTO memberships (user_id, tenant_id, role, is_default) VALUES ($1, $2, $3, true)`, [
-      user.id,
-      row.tenant_id,
-      row.role,
-    ]);
-    await execute(tx, `UPDATE invitations SET status = 'accepted', accepted_at = $2 WHERE id = $1`, [row.id, now]);
+    await execute(tx, INSERT_DEFAULT_MEMBERSHIP, [user.id, row.tenant_id, row.role]);
+    await execute(tx, MARK_INVITATION_ACCEPTED, [row.id, now]);
     return issueAccessToken(runtime, user.id, row.tenant_id);
   });
 }
@@ -223,26 +230,15 @@ export async function acceptInvitationAsUser(
   return em.transactional(async (tx) => {
     const row = await invitationByToken(tx, token, true);
     if (!row) throw new AppError('not_found', 'Invitation not found');
-    const user = (await queryOne<{ email: string }>(tx, `SELECT email FROM users WHERE id = $1`, [userId]))!;
+    const user = (await queryOne<{ email: string }>(tx, FIND_USER_EMAIL, [userId]))!;
     if (user.email.toLowerCase() !== row.email.toLowerCase())
       throw new AppError('invitation_email_mismatch', 'This invitation was sent to a different email address');
     assertUsable(runtime, row);
-    const added = await execute(
-      tx,
-      `INSERT INTO memberships (user_id, tenant_id, role, is_default)
-       VALUES ($1, $2, $3, NOT EXISTS (SELECT 1 FROM memberships WHERE user_id = $1)) ON CONFLICT DO NOTHING`,
-      [userId, row.tenant_id, row.role],
-    );
+    const added = await execute(tx, ADD_MEMBERSHIP, [userId, row.tenant_id, row.role]);
     if (added === 0) throw new AppError('already_member', 'You are already a member of this tenant');
     // Holding the emailed token proves the mailbox.
-    await execute(tx, `UPDATE users SET email_verified_at = coalesce(email_verified_at, $2) WHERE id = $1`, [
-      userId,
-      new Date(runtime.clock.now()),
-    ]);
-    await execute(tx, `UPDATE invitations SET status = 'accepted', accepted_at = $2 WHERE id = $1`, [
-      row.id,
-      new Date(runtime.clock.now()),
-    ]);
+    await execute(tx, MARK_EMAIL_VERIFIED, [userId, new Date(runtime.clock.now())]);
+    await execute(tx, MARK_INVITATION_ACCEPTED, [row.id, new Date(runtime.clock.now())]);
     return issueAccessToken(runtime, userId, row.tenant_id);
   });
 }

@@ -12,18 +12,28 @@ export interface MemberResponseBody {
   role: MemberRole;
 }
 
+const LIST_MEMBERS = `SELECT u.id AS user_id, u.email, m.role FROM memberships m JOIN users u ON u.id = m.user_id
+      WHERE m.tenant_id = $1 ORDER BY m.created_at, u.email`;
+
+const LOCK_MEMBER = `SELECT u.id AS user_id, u.email, m.role, m.is_default FROM memberships m
+      JOIN users u ON u.id = m.user_id
+      WHERE m.tenant_id = $1 AND m.user_id = $2 FOR UPDATE OF m`;
+
+const SET_MEMBER_ROLE = `UPDATE memberships SET role = $3 WHERE tenant_id = $1 AND user_id = $2`;
+
+const DELETE_MEMBERSHIP = `DELETE FROM memberships WHERE tenant_id = $1 AND user_id = $2`;
+
+const REASSIGN_DEFAULT = `UPDATE memberships SET is_default = true
+      WHERE user_id = $1 AND NOT EXISTS (SELECT 1 FROM memberships WHERE user_id = $1 AND is_default)
+        AND tenant_id = (SELECT tenant_id FROM memberships WHERE user_id = $1 ORDER BY created_at, tenant_id LIMIT 1)`;
+
 export async function listMembers(
   em: EntityManager,
   callerId: string,
   tenantId: string,
 ): Promise<MemberResponseBody[]> {
   await requireMembership(em, callerId, tenantId, 'admin');
-  return query<MemberResponseBody>(
-    em,
-    `SELECT u.id AS user_id, u.email, m.role FROM memberships m JOIN users u ON u.id = m.user_id
-      WHERE m.tenant_id = $1 ORDER BY m.created_at, u.email`,
-    [tenantId],
-  );
+  return query<MemberResponseBody>(em, LIST_MEMBERS, [tenantId]);
 }
 
 /** Checks shared by change and removal; returns the target's current membership (locked). */
@@ -35,12 +45,7 @@ async function targetMembership(
   verb: string,
 ): Promise<MemberResponseBody & { is_default: boolean }> {
   const callerRole = await requireMembership(tx, callerId, tenantId, 'admin');
-  const target = await queryOne<MemberResponseBody & { is_default: boolean }>(
-    tx,
-    `SELECT u.id AS user_id, u.email, m.role, m.is_default FROM memberships m JOIN users u ON u.id = m.user_id
-      WHERE m.tenant_id = $1 AND m.user_id = $2 FOR UPDATE OF m`,
-    [tenantId, userId],
-  );
+  const target = await queryOne<MemberResponseBody & { is_default: boolean }>(tx, LOCK_MEMBER, [tenantId, userId]);
   if (!target) throw new AppError('not_found', 'Member not found');
   if (userId === callerId) throw new AppError('own_membership', `You cannot ${verb} your own membership`);
   if (target.role === 'owner' && callerRole !== 'owner')
@@ -60,11 +65,7 @@ export async function changeMemberRole(
     if (role === 'owner')
       throw invalidField(['body', 'role'], 'the owner role cannot be assigned by a role change', 'role_not_assignable');
     const target = await targetMembership(tx, callerId, tenantId, userId, 'change');
-    await execute(tx, `UPDATE memberships SET role = $3 WHERE tenant_id = $1 AND user_id = $2`, [
-      tenantId,
-      userId,
-      role,
-    ]);
+    await execute(tx, SET_MEMBER_ROLE, [tenantId, userId, role]);
     return { user_id: target.user_id, email: target.email, role };
   });
 }
@@ -81,17 +82,11 @@ export async function removeMember(
 ): Promise<void> {
   await em.transactional(async (tx) => {
     const target = await targetMembership(tx, callerId, tenantId, userId, 'remove');
-    await execute(tx, `DELETE FROM memberships WHERE tenant_id = $1 AND user_id = $2`, [tenantId, userId]);
+    await execute(tx, DELETE_MEMBERSHIP, [tenantId, userId]);
     if (target.is_default) await reassignDefault(tx, userId);
   });
 }
 
 export async function reassignDefault(tx: EntityManager, userId: string): Promise<void> {
-  await execute(
-    tx,
-    `UPDATE memberships SET is_default = true
-      WHERE user_id = $1 AND NOT EXISTS (SELECT 1 FROM memberships WHERE user_id = $1 AND is_default)
-        AND tenant_id = (SELECT tenant_id FROM memberships WHERE user_id = $1 ORDER BY created_at, tenant_id LIMIT 1)`,
-    [userId],
-  );
+  await execute(tx, REASSIGN_DEFAULT, [userId]);
 }

@@ -31,6 +31,34 @@ interface DatabaseReads {
 }
 const lastReads = new WeakMap<Context, DatabaseReads>();
 
+const SET_STATEMENT_TIMEOUT = `SET LOCAL statement_timeout = ${STATEMENT_TIMEOUT_MS}`;
+
+const COUNT_WAITING_JOBS = `SELECT q.name, s.ready, s.deferred, s.oldest_seconds
+       FROM ${BOSS_SCHEMA}.queue q
+       CROSS JOIN LATERAL (
+         SELECT count(*) FILTER (WHERE j.start_after <= now())::int AS ready,
+                count(*) FILTER (WHERE j.start_after > now())::int AS deferred,
+                extract(epoch FROM now() - min(j.created_on) FILTER (WHERE j.start_after <= now()))::float8
+                  AS oldest_seconds
+           FROM ${BOSS_SCHEMA}.job j
+          WHERE j.name = q.name AND j.state < 'active' AND NOT j.blocked) s
+      ORDER BY q.name`;
+
+const COUNT_EVENTS_IN_PROGRESS = `SELECT s.status, (SELECT coalesce(sum(c.n), 0) FROM tenants t
+                         CROSS JOIN LATERAL (SELECT count(*) AS n FROM events e
+                                              WHERE e.tenant_id = t.id AND e.status = s.status) c)::int AS n
+       FROM unnest($1::text[]) AS s(status)`;
+
+const COUNT_RECENT = `WITH recent AS
+       (SELECT id, status, created_at FROM events WHERE id >= $1::uuid ORDER BY id DESC LIMIT ${RECENT_EVENTS_MAX})
+     SELECT 'event' AS kind, status, NULL AS channel, count(*)::int AS n, NULL::float8[] AS quantiles
+       FROM recent GROUP BY status
+     UNION ALL
+     SELECT 'delivery', d.status, d.channel, count(*)::int,
+            percentile_cont($2::float8[]) WITHIN GROUP (ORDER BY extract(epoch FROM d.updated_at - r.created_at))
+       FROM recent r JOIN deliveries d ON d.event_id = r.id
+      GROUP BY d.channel, d.status`;
+
 /**
  * Whether an Authorization header carries the configured metrics token. Both sides are hashed first,
  * so the comparison takes the same time whatever the header's length or content.
@@ -101,7 +129,7 @@ function databaseGauges(metrics: HeraldMetrics) {
 async function readDatabaseGauges(runtime: Context, metrics: HeraldMetrics): Promise<void> {
   const em = runtime.orm.em.fork();
   const [queues, inProgress, recent] = await em.transactional(async (tx) => {
-    await query(tx, `SET LOCAL statement_timeout = ${STATEMENT_TIMEOUT_MS}`);
+    await query(tx, SET_STATEMENT_TIMEOUT);
     return [await readQueues(tx), await readEventsInProgress(tx), await readRecent(tx)] as const;
   });
   for (const gauge of databaseGauges(metrics)) gauge.reset();
@@ -134,30 +162,13 @@ interface QueueRow {
 
 /** Waiting jobs per queue, through pg-boss's partial index of jobs not yet started. */
 function readQueues(tx: EntityManager): Promise<QueueRow[]> {
-  return query<QueueRow>(
-    tx,
-    `SELECT q.name, s.ready, s.deferred, s.oldest_seconds
-       FROM ${BOSS_SCHEMA}.queue q
-       CROSS JOIN LATERAL (
-         SELECT count(*) FILTER (WHERE j.start_after <= now())::int AS ready,
-                count(*) FILTER (WHERE j.start_after > now())::int AS deferred,
-                extract(epoch FROM now() - min(j.created_on) FILTER (WHERE j.start_after <= now()))::float8 AS oldest_seconds
-           FROM ${BOSS_SCHEMA}.job j
-          WHERE j.name = q.name AND j.state < 'active' AND NOT j.blocked) s
-      ORDER BY q.name`,
-  );
+  return query<QueueRow>(tx, COUNT_WAITING_JOBS);
 }
 
 /** Events not final yet, counted per tenant through the (tenant_id, status) index: cost follows the backlog, not the table. */
 function readEventsInProgress(tx: EntityManager): Promise<Array<{ status: string; n: number }>> {
   const statuses = EventStatus.options.filter((s) => !FINAL_EVENT_STATUSES.has(s));
-  return query(
-    tx,
-    `SELECT s.status, (SELECT coalesce(sum(c.n), 0) FROM tenants t
-                         CROSS JOIN LATERAL (SELECT count(*) AS n FROM events e WHERE e.tenant_id = t.id AND e.status = s.status) c)::int AS n
-       FROM unnest($1::text[]) AS s(status)`,
-    [statuses],
-  );
+  return query(tx, COUNT_EVENTS_IN_PROGRESS, [statuses]);
 }
 
 interface RecentRow {
@@ -170,17 +181,7 @@ interface RecentRow {
 
 /** The events of the last minute (ids are time-ordered: a range of the primary key) and their deliveries. */
 function readRecent(tx: EntityManager): Promise<RecentRow[]> {
-  return query<RecentRow>(
-    tx,
-    `WITH recent AS (SELECT id, status, created_at FROM events WHERE id >= $1::uuid ORDER BY id DESC LIMIT ${RECENT_EVENTS_MAX})
-     SELECT 'event' AS kind, status, NULL AS channel, count(*)::int AS n, NULL::float8[] AS quantiles FROM recent GROUP BY status
-     UNION ALL
-     SELECT 'delivery', d.status, d.channel, count(*)::int,
-            percentile_cont($2::float8[]) WITHIN GROUP (ORDER BY extract(epoch FROM d.updated_at - r.created_at))
-       FROM recent r JOIN deliveries d ON d.event_id = r.id
-      GROUP BY d.channel, d.status`,
-    [idFloor(Date.now() - RECENT_WINDOW_MS), [...QUANTILES]],
-  );
+  return query<RecentRow>(tx, COUNT_RECENT, [idFloor(Date.now() - RECENT_WINDOW_MS), [...QUANTILES]]);
 }
 
 /** The smallest time-ordered (UUIDv7) id of a millisecond: every id made at or after it sorts after it. */

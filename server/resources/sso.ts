@@ -80,13 +80,42 @@ const KIND_NAMES: Record<SsoKind, string> = {
 
 const sha256 = (value: string) => createHash('sha256').update(value, 'utf8').digest();
 
+const COLUMNS =
+  'id, slug, kind, display_name, client_id, client_secret_ciphertext, issuer, base_url, api_url, allowed_domains, tenant_id, default_role, created_at';
+
+const INSERT_PROVIDER = `INSERT INTO sso_providers
+     (id, slug, kind, display_name, client_id, client_secret_ciphertext, issuer, base_url, api_url, allowed_domains,
+      tenant_id, default_role)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+     ON CONFLICT (slug) DO NOTHING RETURNING ${COLUMNS}`;
+
+const LIST_PROVIDERS = `SELECT ${COLUMNS} FROM sso_providers ORDER BY created_at, slug`;
+
+const DELETE_PROVIDER = `DELETE FROM sso_providers WHERE slug = $1`;
+
+const LIST_PROVIDER_BUTTONS = `SELECT slug, display_name, kind FROM sso_providers ORDER BY created_at, slug`;
+
+const FIND_PROVIDER = `SELECT ${COLUMNS} FROM sso_providers WHERE slug = $1`;
+
+const DELETE_EXPIRED_STATES = `DELETE FROM sso_states WHERE expires_at < $1`;
+
+const INSERT_STATE = `INSERT INTO sso_states (state_hash, provider_id, code_verifier, binding_hash, expires_at)
+  VALUES ($1, $2, $3, $4, $5)`;
+
+const FIND_PROVIDER_TENANT_MEMBERSHIP = `SELECT tenant_id FROM memberships WHERE user_id = $1 AND tenant_id = $2`;
+
+const TAKE_STATE = `DELETE FROM sso_states WHERE state_hash = $1
+  RETURNING code_verifier, binding_hash, expires_at, provider_id`;
+
+const FIND_INSTALL_TENANT = `SELECT id FROM tenants ORDER BY created_at, id LIMIT 1`;
+
+const INSERT_DEFAULT_MEMBERSHIP = `INSERT INTO memberships (user_id, tenant_id, role, is_default)
+  VALUES ($1, $2, $3, true)`;
+
 function toSsoProviderView(row: ProviderRow): SsoProviderView {
   const { client_secret_ciphertext: _secret, ...rest } = row;
   return { ...rest, allowed_domains: row.allowed_domains ?? [], created_at: toIsoTimestamp(row.created_at) };
 }
-
-const COLUMNS =
-  'id, slug, kind, display_name, client_id, client_secret_ciphertext, issuer, base_url, api_url, allowed_domains, tenant_id, default_role, created_at';
 
 export async function addSsoProvider(
   runtime: Context,
@@ -97,38 +126,30 @@ export async function addSsoProvider(
   if (input.kind !== 'github' && !issuer)
     throw new AppError('unprocessable', `A ${KIND_NAMES[input.kind]} provider needs its issuer URL (--issuer)`);
   const id = newId();
-  const row = await queryOne<ProviderRow>(
-    em,
-    `INSERT INTO sso_providers (id, slug, kind, display_name, client_id, client_secret_ciphertext, issuer, base_url, api_url, allowed_domains, tenant_id, default_role)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-     ON CONFLICT (slug) DO NOTHING RETURNING ${COLUMNS}`,
-    [
-      id,
-      input.slug,
-      input.kind,
-      input.displayName ?? KIND_NAMES[input.kind],
-      input.clientId,
-      runtime.keyRing.encrypt(input.clientSecret, ssoClientSecretAad(id)),
-      issuer?.replace(/\/+$/, '') ?? null,
-      input.kind === 'github' ? (input.baseUrl ?? 'https://github.com').replace(/\/+$/, '') : null,
-      input.kind === 'github' ? (input.apiUrl ?? 'https://api.github.com').replace(/\/+$/, '') : null,
-      input.allowedDomains.map((d) => d.toLowerCase()),
-      input.tenantId ?? null,
-      input.defaultRole,
-    ],
-  );
+  const row = await queryOne<ProviderRow>(em, INSERT_PROVIDER, [
+    id,
+    input.slug,
+    input.kind,
+    input.displayName ?? KIND_NAMES[input.kind],
+    input.clientId,
+    runtime.keyRing.encrypt(input.clientSecret, ssoClientSecretAad(id)),
+    issuer?.replace(/\/+$/, '') ?? null,
+    input.kind === 'github' ? (input.baseUrl ?? 'https://github.com').replace(/\/+$/, '') : null,
+    input.kind === 'github' ? (input.apiUrl ?? 'https://api.github.com').replace(/\/+$/, '') : null,
+    input.allowedDomains.map((d) => d.toLowerCase()),
+    input.tenantId ?? null,
+    input.defaultRole,
+  ]);
   if (!row) throw new AppError('already_exists', `An SSO provider named ${input.slug} exists`);
   return toSsoProviderView(row);
 }
 
 export async function listSsoProviders(em: EntityManager): Promise<SsoProviderView[]> {
-  return (await query<ProviderRow>(em, `SELECT ${COLUMNS} FROM sso_providers ORDER BY created_at, slug`)).map(
-    toSsoProviderView,
-  );
+  return (await query<ProviderRow>(em, LIST_PROVIDERS)).map(toSsoProviderView);
 }
 
 export async function removeSsoProvider(em: EntityManager, slug: string): Promise<void> {
-  if ((await execute(em, `DELETE FROM sso_providers WHERE slug = $1`, [slug])) === 0)
+  if ((await execute(em, DELETE_PROVIDER, [slug])) === 0)
     throw new AppError('not_found', `No SSO provider named ${slug}`);
 }
 
@@ -136,10 +157,7 @@ export async function removeSsoProvider(em: EntityManager, slug: string): Promis
 export async function publicSsoProviders(
   em: EntityManager,
 ): Promise<Array<{ slug: string; name: string; kind: SsoKind; start_url: string }>> {
-  const rows = await query<{ slug: string; display_name: string; kind: SsoKind }>(
-    em,
-    `SELECT slug, display_name, kind FROM sso_providers ORDER BY created_at, slug`,
-  );
+  const rows = await query<{ slug: string; display_name: string; kind: SsoKind }>(em, LIST_PROVIDER_BUTTONS);
   return rows.map((r) => ({
     slug: r.slug,
     name: r.display_name,
@@ -149,7 +167,7 @@ export async function publicSsoProviders(
 }
 
 async function providerBySlug(em: EntityManager, slug: string): Promise<ProviderRow> {
-  const row = await queryOne<ProviderRow>(em, `SELECT ${COLUMNS} FROM sso_providers WHERE slug = $1`, [slug]);
+  const row = await queryOne<ProviderRow>(em, FIND_PROVIDER, [slug]);
   if (!row) throw new AppError('not_found', `No SSO provider named ${slug}`);
   return row;
 }
@@ -220,12 +238,14 @@ export async function startSso(
   const state = generateState();
   const verifier = generateCodeVerifier();
   const binding = randomBytes(32).toString('base64url');
-  await execute(em, `DELETE FROM sso_states WHERE expires_at < $1`, [new Date(runtime.clock.now())]);
-  await execute(
-    em,
-    `INSERT INTO sso_states (state_hash, provider_id, code_verifier, binding_hash, expires_at) VALUES ($1, $2, $3, $4, $5)`,
-    [sha256(state), row.id, verifier, sha256(binding), new Date(runtime.clock.now() + STATE_TTL_MS)],
-  );
+  await execute(em, DELETE_EXPIRED_STATES, [new Date(runtime.clock.now())]);
+  await execute(em, INSERT_STATE, [
+    sha256(state),
+    row.id,
+    verifier,
+    sha256(binding),
+    new Date(runtime.clock.now() + STATE_TTL_MS),
+  ]);
   const url = (await clientOf(runtime, row)).createAuthorizationURLWithPKCE(
     endpoints.authorization,
     state,
@@ -310,11 +330,7 @@ async function tenantForExistingUser(
       'An account with this address exists but its address was never verified: sign in with its password and verify it first',
     );
   if (row.tenant_id) {
-    const member = await queryOne<{ tenant_id: string }>(
-      em,
-      `SELECT tenant_id FROM memberships WHERE user_id = $1 AND tenant_id = $2`,
-      [user.id, row.tenant_id],
-    );
+    const member = await queryOne<{ tenant_id: string }>(em, FIND_PROVIDER_TENANT_MEMBERSHIP, [user.id, row.tenant_id]);
     if (!member)
       throw new SsoFailure('sso_provider_not_for_account', "This account is not a member of this provider's tenant");
     return member.tenant_id;
@@ -344,7 +360,7 @@ export async function finishSso(
   const stored = input.state
     ? await queryOne<{ code_verifier: string; binding_hash: Buffer; expires_at: Date | string; provider_id: string }>(
         em,
-        `DELETE FROM sso_states WHERE state_hash = $1 RETURNING code_verifier, binding_hash, expires_at, provider_id`,
+        TAKE_STATE,
         [sha256(input.state)],
       )
     : undefined;
@@ -384,15 +400,9 @@ export async function finishSso(
     const created = await createUser(tx, { email, password: randomBytes(32).toString('base64url'), verified: true });
     const joinTenant =
       row.tenant_id ??
-      (runtime.config.mode === 'single'
-        ? (await queryOne<{ id: string }>(tx, `SELECT id FROM tenants ORDER BY created_at, id LIMIT 1`))?.id
-        : undefined);
+      (runtime.config.mode === 'single' ? (await queryOne<{ id: string }>(tx, FIND_INSTALL_TENANT))?.id : undefined);
     if (joinTenant) {
-      await execute(tx, `INSERT INTO memberships (user_id, tenant_id, role, is_default) VALUES ($1, $2, $3, true)`, [
-        created.id,
-        joinTenant,
-        row.default_role,
-      ]);
+      await execute(tx, INSERT_DEFAULT_MEMBERSHIP, [created.id, joinTenant, row.default_role]);
       return issueAccessToken(runtime, created.id, joinTenant);
     }
     if (runtime.config.mode === 'single') throw new SsoFailure('sso_not_allowed', 'This install has no tenant to join');

@@ -18,6 +18,55 @@ export interface TenantRow {
 /** The key of the brand every tenant is created with. */
 export const DEFAULT_BRAND_KEY = 'default';
 
+const INSERT_TENANT = `INSERT INTO tenants (id, name) VALUES ($1, $2) RETURNING id, name, archived_at, created_at`;
+
+const CLEAR_DEFAULT_MEMBERSHIP = `UPDATE memberships SET is_default = false WHERE user_id = $1 AND is_default`;
+
+const INSERT_OWNER_MEMBERSHIP = `INSERT INTO memberships (user_id, tenant_id, role, is_default)
+  VALUES ($1, $2, 'owner', $3)`;
+
+const INSERT_DEFAULT_BRAND = `INSERT INTO brands (id, tenant_id, key, "values", sender, is_default)
+  VALUES ($1, $2, $3, $4, '{}', true)`;
+
+const FIND_TENANT = `SELECT id, name, archived_at, created_at FROM tenants WHERE id = $1`;
+
+const LIST_ALL_TENANTS = `SELECT id, name, archived_at, created_at FROM tenants ORDER BY created_at, id`;
+
+const FIND_MEMBER_ROLE = `SELECT m.role FROM tenants t LEFT JOIN memberships m ON m.tenant_id = t.id AND m.user_id = $2
+  WHERE t.id = $1`;
+
+const FIND_MEMBERSHIP_TENANT = `SELECT t.id, t.name, t.archived_at, t.created_at, m.role, m.is_default
+       FROM tenants t JOIN memberships m ON m.tenant_id = t.id AND m.user_id = $1 WHERE t.id = $2`;
+
+const LIST_USER_TENANTS = `SELECT t.id, t.name, t.archived_at, t.created_at, m.role, m.is_default
+       FROM memberships m JOIN tenants t ON t.id = m.tenant_id
+      WHERE m.user_id = $1 AND ($2::boolean OR t.archived_at IS NULL)
+      ORDER BY t.created_at, t.id`;
+
+const RENAME_TENANT = `UPDATE tenants SET name = $2, updated_at = now() WHERE id = $1`;
+
+const ARCHIVE_TENANT = `UPDATE tenants SET archived_at = coalesce(archived_at, $2), updated_at = now() WHERE id = $1`;
+
+const UNARCHIVE_TENANT = `UPDATE tenants SET archived_at = NULL, updated_at = now() WHERE id = $1`;
+
+const RENAME_TENANT_RETURNING = `UPDATE tenants SET name = $2, updated_at = now() WHERE id = $1
+  RETURNING id, name, archived_at, created_at`;
+
+const SET_TENANT_ARCHIVED_RETURNING = `UPDATE tenants
+     SET archived_at = CASE WHEN $2::boolean THEN coalesce(archived_at, now()) END, updated_at = now() WHERE id = $1
+     RETURNING id, name, archived_at, created_at`;
+
+const LOCK_MEMBERSHIP = `SELECT 1 FROM memberships WHERE user_id = $1 AND tenant_id = $2 FOR UPDATE`;
+
+const CLEAR_OTHER_DEFAULT_MEMBERSHIPS = `UPDATE memberships SET is_default = false
+  WHERE user_id = $1 AND is_default AND tenant_id <> $2`;
+
+const SET_DEFAULT_MEMBERSHIP = `UPDATE memberships SET is_default = true WHERE user_id = $1 AND tenant_id = $2`;
+
+const ANY_TENANT = `SELECT 1 FROM tenants LIMIT 1`;
+
+const FIND_DEFAULT_MEMBERSHIP = `SELECT 1 FROM memberships WHERE user_id = $1 AND is_default`;
+
 /**
  * Creates a tenant, its owner membership and its default brand (key "default", values.name = tenant
  * name) in one transaction. `makeDefault` makes the membership the owner's default tenant.
@@ -28,36 +77,22 @@ export async function createTenant(
 ): Promise<TenantRow> {
   return em.transactional(async (tx) => {
     const id = newId();
-    const tenant = (await queryOne<TenantRow>(
-      tx,
-      `INSERT INTO tenants (id, name) VALUES ($1, $2) RETURNING id, name, archived_at, created_at`,
-      [id, input.name],
-    ))!;
+    const tenant = (await queryOne<TenantRow>(tx, INSERT_TENANT, [id, input.name]))!;
     if (input.makeDefault) {
-      await query(tx, `UPDATE memberships SET is_default = false WHERE user_id = $1 AND is_default`, [
-        input.ownerUserId,
-      ]);
+      await query(tx, CLEAR_DEFAULT_MEMBERSHIP, [input.ownerUserId]);
     }
-    await query(tx, `INSERT INTO memberships (user_id, tenant_id, role, is_default) VALUES ($1, $2, 'owner', $3)`, [
-      input.ownerUserId,
-      id,
-      input.makeDefault,
-    ]);
-    await query(
-      tx,
-      `INSERT INTO brands (id, tenant_id, key, "values", sender, is_default) VALUES ($1, $2, $3, $4, '{}', true)`,
-      [newId(), id, DEFAULT_BRAND_KEY, JSON.stringify({ name: input.name })],
-    );
+    await query(tx, INSERT_OWNER_MEMBERSHIP, [input.ownerUserId, id, input.makeDefault]);
+    await query(tx, INSERT_DEFAULT_BRAND, [newId(), id, DEFAULT_BRAND_KEY, JSON.stringify({ name: input.name })]);
     return tenant;
   });
 }
 
 export async function findTenant(em: EntityManager, id: string): Promise<TenantRow | undefined> {
-  return queryOne<TenantRow>(em, `SELECT id, name, archived_at, created_at FROM tenants WHERE id = $1`, [id]);
+  return queryOne<TenantRow>(em, FIND_TENANT, [id]);
 }
 
 export async function listAllTenants(em: EntityManager): Promise<TenantRow[]> {
-  return query<TenantRow>(em, `SELECT id, name, archived_at, created_at FROM tenants ORDER BY created_at, id`);
+  return query<TenantRow>(em, LIST_ALL_TENANTS);
 }
 
 // ---- Console tenancy: the caller's tenants, owner-only changes, session switching ----
@@ -99,11 +134,7 @@ export async function requireMembership(
   tenantId: string,
   minimum: MemberRole,
 ): Promise<MemberRole> {
-  const row = await queryOne<{ role: MemberRole | null }>(
-    em,
-    `SELECT m.role FROM tenants t LEFT JOIN memberships m ON m.tenant_id = t.id AND m.user_id = $2 WHERE t.id = $1`,
-    [tenantId, userId],
-  );
+  const row = await queryOne<{ role: MemberRole | null }>(em, FIND_MEMBER_ROLE, [tenantId, userId]);
   if (!row) throw new AppError('not_found', 'Tenant not found');
   if (row.role === null) throw new AppError('not_a_member', 'You are not a member of this tenant');
   if (!roleAtLeast(row.role, minimum)) throw new AppError('insufficient_role', `This action needs the ${minimum} role`);
@@ -111,12 +142,7 @@ export async function requireMembership(
 }
 
 async function membershipTenant(em: EntityManager, userId: string, tenantId: string): Promise<TenantResponseBody> {
-  const row = await queryOne<MembershipTenantRow>(
-    em,
-    `SELECT t.id, t.name, t.archived_at, t.created_at, m.role, m.is_default
-       FROM tenants t JOIN memberships m ON m.tenant_id = t.id AND m.user_id = $1 WHERE t.id = $2`,
-    [userId, tenantId],
-  );
+  const row = await queryOne<MembershipTenantRow>(em, FIND_MEMBERSHIP_TENANT, [userId, tenantId]);
   if (!row) throw new AppError('not_a_member', 'You are not a member of this tenant');
   return toTenantResponse(row);
 }
@@ -130,14 +156,7 @@ export async function listUserTenants(
   userId: string,
   includeArchived: boolean,
 ): Promise<TenantResponseBody[]> {
-  const rows = await query<MembershipTenantRow>(
-    em,
-    `SELECT t.id, t.name, t.archived_at, t.created_at, m.role, m.is_default
-       FROM memberships m JOIN tenants t ON t.id = m.tenant_id
-      WHERE m.user_id = $1 AND ($2::boolean OR t.archived_at IS NULL)
-      ORDER BY t.created_at, t.id`,
-    [userId, includeArchived],
-  );
+  const rows = await query<MembershipTenantRow>(em, LIST_USER_TENANTS, [userId, includeArchived]);
   return rows.map(toTenantResponse);
 }
 
@@ -161,7 +180,7 @@ export async function renameTenant(
   name: string,
 ): Promise<TenantResponseBody> {
   await requireMembership(em, userId, tenantId, 'owner');
-  await execute(em, `UPDATE tenants SET name = $2, updated_at = now() WHERE id = $1`, [tenantId, name]);
+  await execute(em, RENAME_TENANT, [tenantId, name]);
   return membershipTenant(em, userId, tenantId);
 }
 
@@ -178,23 +197,16 @@ export async function setTenantArchived(
 ): Promise<TenantResponseBody> {
   await requireMembership(em, userId, tenantId, 'owner');
   if (archived) {
-    await execute(em, `UPDATE tenants SET archived_at = coalesce(archived_at, $2), updated_at = now() WHERE id = $1`, [
-      tenantId,
-      new Date(nowMs),
-    ]);
+    await execute(em, ARCHIVE_TENANT, [tenantId, new Date(nowMs)]);
   } else {
-    await execute(em, `UPDATE tenants SET archived_at = NULL, updated_at = now() WHERE id = $1`, [tenantId]);
+    await execute(em, UNARCHIVE_TENANT, [tenantId]);
   }
   return membershipTenant(em, userId, tenantId);
 }
 
 /** Admin operations without a console user (herald tenants ...): 404 when the tenant does not exist. */
 export async function adminRenameTenant(em: EntityManager, tenantId: string, name: string): Promise<TenantRow> {
-  const row = await queryOne<TenantRow>(
-    em,
-    `UPDATE tenants SET name = $2, updated_at = now() WHERE id = $1 RETURNING id, name, archived_at, created_at`,
-    [tenantId, name],
-  );
+  const row = await queryOne<TenantRow>(em, RENAME_TENANT_RETURNING, [tenantId, name]);
   if (!row) throw new AppError('not_found', 'Tenant not found');
   return row;
 }
@@ -204,12 +216,7 @@ export async function adminSetTenantArchived(
   tenantId: string,
   archived: boolean,
 ): Promise<TenantRow> {
-  const row = await queryOne<TenantRow>(
-    em,
-    `UPDATE tenants SET archived_at = CASE WHEN $2::boolean THEN coalesce(archived_at, now()) END, updated_at = now() WHERE id = $1
-     RETURNING id, name, archived_at, created_at`,
-    [tenantId, archived],
-  );
+  const row = await queryOne<TenantRow>(em, SET_TENANT_ARCHIVED_RETURNING, [tenantId, archived]);
   if (!row) throw new AppError('not_found', 'Tenant not found');
   return row;
 }
@@ -226,30 +233,20 @@ export async function switchTenant(
   remember: boolean,
 ): Promise<void> {
   await em.transactional(async (tx) => {
-    const member = await queryOne(tx, `SELECT 1 FROM memberships WHERE user_id = $1 AND tenant_id = $2 FOR UPDATE`, [
-      userId,
-      tenantId,
-    ]);
+    const member = await queryOne(tx, LOCK_MEMBERSHIP, [userId, tenantId]);
     if (!member) throw new AppError('not_a_member', 'You are not a member of this tenant');
     if (!remember) return;
-    await execute(
-      tx,
-      `UPDATE memberships SET is_default = false WHERE user_id = $1 AND is_default AND tenant_id <> $2`,
-      [userId, tenantId],
-    );
-    await execute(tx, `UPDATE memberships SET is_default = true WHERE user_id = $1 AND tenant_id = $2`, [
-      userId,
-      tenantId,
-    ]);
+    await execute(tx, CLEAR_OTHER_DEFAULT_MEMBERSHIPS, [userId, tenantId]);
+    await execute(tx, SET_DEFAULT_MEMBERSHIP, [userId, tenantId]);
   });
 }
 
 /** Whether the install has any tenant (a single-tenant install has at most one). */
 export async function installHasTenant(em: EntityManager): Promise<boolean> {
-  return (await queryOne(em, `SELECT 1 FROM tenants LIMIT 1`)) !== undefined;
+  return (await queryOne(em, ANY_TENANT)) !== undefined;
 }
 
 /** Whether the user has a default tenant already (a tenant created for them then does not become it). */
 export async function hasDefaultTenant(em: EntityManager, userId: string): Promise<boolean> {
-  return (await queryOne(em, `SELECT 1 FROM memberships WHERE user_id = $1 AND is_default`, [userId])) !== undefined;
+  return (await queryOne(em, FIND_DEFAULT_MEMBERSHIP, [userId])) !== undefined;
 }

@@ -14,26 +14,37 @@ export interface UserRow {
   created_at: Date;
 }
 
+const INSERT_USER = `INSERT INTO users (id, email, password_hash, email_verified_at)
+     VALUES ($1, lower($2), $3, CASE WHEN $4::boolean THEN now() END)
+     RETURNING id, email, password_hash, email_verified_at, created_at`;
+
+const FIND_USER_BY_EMAIL = `SELECT id, email, password_hash, email_verified_at, created_at FROM users
+  WHERE lower(email) = lower($1)`;
+
+const LIST_USERS = `SELECT u.id, u.email, u.email_verified_at IS NOT NULL AS email_verified,
+       count(m.tenant_id)::int AS tenants, u.created_at
+       FROM users u LEFT JOIN memberships m ON m.user_id = u.id GROUP BY u.id ORDER BY u.created_at, u.id`;
+
+const SET_PASSWORD = `UPDATE users SET password_hash = $2, updated_at = now() WHERE lower(email) = lower($1)
+     RETURNING id, email, password_hash, email_verified_at, created_at`;
+
+const MARK_VERIFIED = `UPDATE users SET email_verified_at = coalesce(email_verified_at, now()), updated_at = now()
+     WHERE lower(email) = lower($1)
+     RETURNING id, email, password_hash, email_verified_at, created_at`;
+
+const INSERT_DEFAULT_MEMBERSHIP = `INSERT INTO memberships (user_id, tenant_id, role, is_default)
+  VALUES ($1, $2, $3, true)`;
+
 export async function createUser(
   em: EntityManager,
   input: { email: string; password: string; verified: boolean },
 ): Promise<UserRow> {
   const passwordHash = await hashPassword(input.password);
-  return (await queryOne<UserRow>(
-    em,
-    `INSERT INTO users (id, email, password_hash, email_verified_at)
-     VALUES ($1, lower($2), $3, CASE WHEN $4::boolean THEN now() END)
-     RETURNING id, email, password_hash, email_verified_at, created_at`,
-    [newId(), input.email, passwordHash, input.verified],
-  ))!;
+  return (await queryOne<UserRow>(em, INSERT_USER, [newId(), input.email, passwordHash, input.verified]))!;
 }
 
 export async function findUserByEmail(em: EntityManager, email: string): Promise<UserRow | undefined> {
-  return queryOne<UserRow>(
-    em,
-    `SELECT id, email, password_hash, email_verified_at, created_at FROM users WHERE lower(email) = lower($1)`,
-    [email],
-  );
+  return queryOne<UserRow>(em, FIND_USER_BY_EMAIL, [email]);
 }
 
 // ---- Local admin operations (herald users ...) ----
@@ -47,33 +58,19 @@ export interface UserListRow {
 }
 
 export async function listUsers(em: EntityManager): Promise<UserListRow[]> {
-  return query<UserListRow>(
-    em,
-    `SELECT u.id, u.email, u.email_verified_at IS NOT NULL AS email_verified, count(m.tenant_id)::int AS tenants, u.created_at
-       FROM users u LEFT JOIN memberships m ON m.user_id = u.id GROUP BY u.id ORDER BY u.created_at, u.id`,
-  );
+  return query<UserListRow>(em, LIST_USERS);
 }
 
 /** Sets a user's password (argon2id); 404 when no user has that email. Issued access tokens stay valid. */
 export async function setUserPassword(em: EntityManager, email: string, password: string): Promise<UserRow> {
   const passwordHash = await hashPassword(password);
-  const row = await queryOne<UserRow>(
-    em,
-    `UPDATE users SET password_hash = $2, updated_at = now() WHERE lower(email) = lower($1)
-     RETURNING id, email, password_hash, email_verified_at, created_at`,
-    [email, passwordHash],
-  );
+  const row = await queryOne<UserRow>(em, SET_PASSWORD, [email, passwordHash]);
   if (!row) throw new AppError('not_found', `No user with email ${email}`);
   return row;
 }
 
 export async function markUserVerified(em: EntityManager, email: string): Promise<UserRow> {
-  const row = await queryOne<UserRow>(
-    em,
-    `UPDATE users SET email_verified_at = coalesce(email_verified_at, now()), updated_at = now() WHERE lower(email) = lower($1)
-     RETURNING id, email, password_hash, email_verified_at, created_at`,
-    [email],
-  );
+  const row = await queryOne<UserRow>(em, MARK_VERIFIED, [email]);
   if (!row) throw new AppError('not_found', `No user with email ${email}`);
   return row;
 }
@@ -85,9 +82,5 @@ export async function addFirstMembership(
   tenantId: string,
   role: 'owner' | 'admin',
 ): Promise<void> {
-  await query(em, `INSERT INTO memberships (user_id, tenant_id, role, is_default) VALUES ($1, $2, $3, true)`, [
-    userId,
-    tenantId,
-    role,
-  ]);
+  await query(em, INSERT_DEFAULT_MEMBERSHIP, [userId, tenantId, role]);
 }

@@ -13,12 +13,10 @@ interface Slot {
 
 const slotId = (entry: Slot) => `${entry.notification_type_key}/${entry.brand_key}/${entry.language}`;
 
+const LIST_LIVE_TYPE_KEYS = `SELECT key FROM notification_types WHERE tenant_id = $1 AND deleted_at IS NULL`;
+
 async function liveTypeKeys({ tx, tenantId }: KindContext): Promise<Set<string>> {
-  const rows = await query<{ key: string }>(
-    tx,
-    `SELECT key FROM notification_types WHERE tenant_id = $1 AND deleted_at IS NULL`,
-    [tenantId],
-  );
+  const rows = await query<{ key: string }>(tx, LIST_LIVE_TYPE_KEYS, [tenantId]);
   return new Set(rows.map((r) => r.key));
 }
 
