@@ -5,7 +5,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { queryOne } from '../base/db/sql.ts';
 
-const CANCEL = (match: string) => `
+function cancelSql(match: string): string {
+  return `
   WITH canceled AS (
     UPDATE events e
        SET status = 'canceled', updated_at = now(), secret_variables_ciphertext = NULL,
@@ -22,10 +23,11 @@ const CANCEL = (match: string) => `
     UPDATE digests SET closed_at = now() WHERE opener_event_id IN (SELECT id FROM canceled) AND closed_at IS NULL RETURNING 1
   )
   SELECT (SELECT count(*) FROM canceled)::int AS canceled, (SELECT count(*) FROM skipped)::int AS skipped, (SELECT count(*) FROM closed)::int AS closed`;
+}
 
-const BY_KEY = CANCEL('e.cancellation_key = $2');
-const BY_ID = CANCEL('e.id = $2');
-const BY_BROADCAST = CANCEL('e.broadcast_id = $2');
+const BY_KEY = cancelSql('e.cancellation_key = $2');
+const BY_ID = cancelSql('e.id = $2');
+const BY_BROADCAST = cancelSql('e.broadcast_id = $2');
 
 /** Cancels the tenant's events carrying the key that are not final yet; returns how many. */
 export async function cancelByKey(em: EntityManager, tenantId: string, key: string): Promise<number> {

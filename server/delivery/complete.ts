@@ -24,6 +24,11 @@ export interface FetchedJob {
 /** The id filter of pg-boss's completion, which the embedding narrows to the rows it could lock. */
 const ID_FILTER = 'id = ANY($2::uuid[])';
 
+/** The jobs of the queue's table that the completion may lock at once (deliveryJobsCompletionCte). */
+function completableJobsSql(table: string): string {
+  return `SELECT id FROM ${BOSS_SCHEMA}.${table} WHERE name = $1 AND ${ID_FILTER} ORDER BY id FOR UPDATE SKIP LOCKED`;
+}
+
 /**
  * CTEs to append to a WITH list: `completed_jobs` completes the delivery jobs that
  * completionParameters() binds (those still active under the attempt fetched) and returns their ids.
@@ -48,7 +53,7 @@ export async function deliveryJobsCompletionCte(boss: PgBoss, firstParameter: nu
     throw new Error('pg-boss completion statement changed: cannot embed it');
   }
   const renumber = (sql: string) => sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + firstParameter - 1}`);
-  const completable = `SELECT id FROM ${BOSS_SCHEMA}.${queue.table} WHERE name = $1 AND ${ID_FILTER} ORDER BY id FOR UPDATE SKIP LOCKED`;
+  const completable = completableJobsSql(queue.table);
   const narrowed = update.replace(ID_FILTER, 'id = ANY(ARRAY(SELECT id FROM completable_jobs))');
   return `completable_jobs AS (${renumber(completable)}), completed_jobs AS (${renumber(narrowed)})`;
 }

@@ -17,6 +17,26 @@ import { BULK_JOB_PRIORITY, DELIVER_EVENT_QUEUE } from './queues.ts';
 /** Where pg-boss's insert statement takes its jobs (a JSON text parameter). */
 const JOBS_PARAMETER = '$1::text::json';
 
+/** What pg-boss's insert statement takes at JOBS_PARAMETER: the jobs of `delivery_job_events`, a JSON array. */
+function jobsJsonSql(bulk: boolean | undefined): string {
+  const data = bulk
+    ? `json_build_object('event_ids', event_ids, 'bulk', true)`
+    : `json_build_object('event_ids', event_ids)`;
+  const priority = bulk ? `, 'priority', ${BULK_JOB_PRIORITY}` : '';
+  return `(SELECT coalesce(json_agg(json_build_object('id', id, 'data', ${data}, 'startAfter', start_after${priority})), '[]'::json)
+                  FROM delivery_job_events)`;
+}
+
+/**
+ * pg-boss's own wake-up for the delivery queue (plans.notifyQueue: the NOTIFY its workers LISTEN for),
+ * as a statement of its own whose commit does not wait for the disk (set_config local to its
+ * transaction): it changes no data, so a crash can lose nothing but the wake-up, which the workers'
+ * polling (every 2 s) stands in for. The setting's value is a parameter, so that the statement is
+ * prepared (db/prepared.ts) rather than parsed and planned on each of the many calls a busy API
+ * process makes.
+ */
+const WAKE_UP = `WITH woken AS (${notifyQueue(BOSS_SCHEMA, DELIVER_EVENT_QUEUE)}) SELECT set_config('synchronous_commit', $1, true) FROM woken`;
+
 /**
  * CTEs to append to a WITH list: `delivery_jobs` enqueues the rows of `eventsCte` (a CTE returning the
  * inserted events' `id`, `tenant_id`, `events_per_job` (how many of the type's events may share a job,
@@ -42,12 +62,7 @@ export async function deliveryJobsCte(
     notify: false,
   });
   if (insert.split(JOBS_PARAMETER).length !== 2) throw new Error('pg-boss insert statement changed: cannot embed it');
-  const data = options.bulk
-    ? `json_build_object('event_ids', event_ids, 'bulk', true)`
-    : `json_build_object('event_ids', event_ids)`;
-  const priority = options.bulk ? `, 'priority', ${BULK_JOB_PRIORITY}` : '';
-  const jobs = `(SELECT coalesce(json_agg(json_build_object('id', id, 'data', ${data}, 'startAfter', start_after${priority})), '[]'::json)
-                  FROM delivery_job_events)`;
+  const jobs = jobsJsonSql(options.bulk);
   return `delivery_job_events AS MATERIALIZED (
     SELECT event_ids[1] AS id, event_ids, start_after
       FROM (SELECT array_agg(id ORDER BY id) AS event_ids, start_after
@@ -57,16 +72,6 @@ export async function deliveryJobsCte(
              GROUP BY tenant_id, events_per_job, start_after, chunk) AS chunks
   ), delivery_jobs AS (${insert.replace(JOBS_PARAMETER, jobs)})`;
 }
-
-/**
- * pg-boss's own wake-up for the delivery queue (plans.notifyQueue: the NOTIFY its workers LISTEN for),
- * as a statement of its own whose commit does not wait for the disk (set_config local to its
- * transaction): it changes no data, so a crash can lose nothing but the wake-up, which the workers'
- * polling (every 2 s) stands in for. The setting's value is a parameter, so that the statement is
- * prepared (db/prepared.ts) rather than parsed and planned on each of the many calls a busy API
- * process makes.
- */
-const WAKE_UP = `WITH woken AS (${notifyQueue(BOSS_SCHEMA, DELIVER_EVENT_QUEUE)}) SELECT set_config('synchronous_commit', $1, true) FROM woken`;
 
 const wakers = new WeakMap<PgBoss, Waker>();
 

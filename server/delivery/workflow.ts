@@ -27,17 +27,54 @@ export interface WorkflowAdvance {
   digestedInto: string | null;
 }
 
+const DIGEST_OF = `SELECT count, events FROM digests WHERE opener_event_id = $1`;
+const STORE_STEPS = `UPDATE events SET steps = $2::jsonb, updated_at = now() WHERE id = $1`;
+const STORE_STEPS_DIGESTED = `UPDATE events
+    SET steps = $2::jsonb, status = 'digested', digest_event_id = $3, secret_variables_ciphertext = NULL,
+        updated_at = now()
+  WHERE id = $1`;
+
+/**
+ * The state of an event's inbox item, found through the event's inbox delivery (by index, both):
+ * inbox items have no index on their event (exported for the tests).
+ */
+export const EVENT_INBOX_ITEM = `SELECT read_at IS NOT NULL AS read, seen_at IS NOT NULL AS seen, archived_at IS NOT NULL AS archived
+   FROM inbox_items
+  WHERE delivery_id = (SELECT id FROM deliveries WHERE event_id = $1 AND channel = 'inbox' AND destination = '')`;
+
+const LOCK_KEY = `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`;
+
+/** A throttle step's statements; $1-$4 are the (tenant, recipient, type, key) it counts for. */
+const PRUNE_THROTTLE_HITS = `DELETE FROM throttle_hits
+  WHERE tenant_id = $1 AND external_id = $2 AND type_key = $3 AND key = $4 AND at <= to_timestamp($5 / 1000.0)`;
+const COUNT_THROTTLE_HITS = `SELECT count(*)::int AS n FROM throttle_hits
+  WHERE tenant_id = $1 AND external_id = $2 AND type_key = $3 AND key = $4`;
+const INSERT_THROTTLE_HIT = `INSERT INTO throttle_hits (tenant_id, external_id, type_key, key, event_id, at)
+  VALUES ($1, $2, $3, $4, $5, to_timestamp($6 / 1000.0))`;
+
+/** A digest step's statements; $1-$4 are the (tenant, recipient, type, key) it collects for. */
+const CLOSE_OWN_DIGEST = `UPDATE digests SET closed_at = coalesce(closed_at, to_timestamp($2 / 1000.0))
+  WHERE opener_event_id = $1`;
+const FIND_OPEN_DIGEST = `SELECT opener_event_id, window_end > to_timestamp($5 / 1000.0) AS open
+  FROM digests WHERE tenant_id = $1 AND external_id = $2 AND type_key = $3 AND key = $4 AND closed_at IS NULL`;
+const ADD_TO_DIGEST = `UPDATE digests
+    SET count = count + 1,
+        events = CASE WHEN jsonb_array_length(events) < max_events THEN events || jsonb_build_array($2::jsonb)
+                      ELSE events END
+  WHERE opener_event_id = $1`;
+const CLOSE_EXPIRED_DIGEST = `UPDATE digests SET closed_at = to_timestamp($2 / 1000.0) WHERE opener_event_id = $1`;
+const OPEN_NEW_DIGEST = `INSERT INTO digests
+    (opener_event_id, tenant_id, external_id, type_key, key, window_end, max_events, count, events)
+  VALUES ($5, $1, $2, $3, $4, to_timestamp($6 / 1000.0), $7, 1, jsonb_build_array($8::jsonb))
+  ON CONFLICT (opener_event_id) DO NOTHING`;
+
 /** The digest an event opened and whose window has closed, as templates see it; null if none. */
 export async function digestOf(
   tx: RoundContext['tx'],
   event: LoadedEvent,
 ): Promise<{ count: number; events: unknown[] } | null> {
   if (!event.steps?.some((s) => s.kind === 'digest' && s.status === 'done')) return null;
-  const row = await queryOne<{ count: number; events: unknown[] }>(
-    tx,
-    `SELECT count, events FROM digests WHERE opener_event_id = $1`,
-    [event.id],
-  );
+  const row = await queryOne<{ count: number; events: unknown[] }>(tx, DIGEST_OF, [event.id]);
   return row ?? null;
 }
 
@@ -84,9 +121,7 @@ export async function advanceWorkflow(context: RoundContext): Promise<WorkflowAd
   }
   await execute(
     context.tx,
-    result.digestedInto === null
-      ? `UPDATE events SET steps = $2::jsonb, updated_at = now() WHERE id = $1`
-      : `UPDATE events SET steps = $2::jsonb, status = 'digested', digest_event_id = $3, secret_variables_ciphertext = NULL, updated_at = now() WHERE id = $1`,
+    result.digestedInto === null ? STORE_STEPS : STORE_STEPS_DIGESTED,
     result.digestedInto === null
       ? [event.id, JSON.stringify(steps)]
       : [event.id, JSON.stringify(steps), result.digestedInto],
@@ -130,14 +165,6 @@ async function runStep(context: RoundContext, step: StepState): Promise<StepOutc
       return throttleStep(context, step, definition);
   }
 }
-
-/**
- * The state of an event's inbox item, found through the event's inbox delivery (by index, both):
- * inbox items have no index on their event (exported for the tests).
- */
-export const EVENT_INBOX_ITEM = `SELECT read_at IS NOT NULL AS read, seen_at IS NOT NULL AS seen, archived_at IS NOT NULL AS archived
-   FROM inbox_items
-  WHERE delivery_id = (SELECT id FROM deliveries WHERE event_id = $1 AND channel = 'inbox' AND destination = '')`;
 
 /** What conditions see: the variables, the contact, the brand's values and this event's inbox item. */
 async function conditionContext(context: RoundContext): Promise<Record<string, unknown>> {
@@ -238,9 +265,7 @@ function renderKey(context: RoundContext, template: string | undefined): string 
 /** Serialises the events of one (tenant, recipient, type, key) through a digest or throttle step. */
 async function lockKey(context: RoundContext, kind: string, key: string): Promise<void> {
   const { event } = context;
-  await query(context.tx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [
-    `${kind}/${event.tenant_id}/${event.external_id}/${event.type_key}/${key}`,
-  ]);
+  await query(context.tx, LOCK_KEY, [`${kind}/${event.tenant_id}/${event.external_id}/${event.type_key}/${key}`]);
 }
 
 async function throttleStep(
@@ -257,25 +282,13 @@ async function throttleStep(
   const { event, tx, now } = context;
   const since = now - definition.window_seconds * 1000;
   const params = [event.tenant_id, event.external_id, event.type_key, key];
-  await execute(
-    tx,
-    `DELETE FROM throttle_hits WHERE tenant_id = $1 AND external_id = $2 AND type_key = $3 AND key = $4 AND at <= to_timestamp($5 / 1000.0)`,
-    [...params, since],
-  );
-  const row = await queryOne<{ n: number }>(
-    tx,
-    `SELECT count(*)::int AS n FROM throttle_hits WHERE tenant_id = $1 AND external_id = $2 AND type_key = $3 AND key = $4`,
-    params,
-  );
+  await execute(tx, PRUNE_THROTTLE_HITS, [...params, since]);
+  const row = await queryOne<{ n: number }>(tx, COUNT_THROTTLE_HITS, params);
   if ((row?.n ?? 0) >= definition.limit) {
     finish(step, 'skipped', now, 'throttled');
     return 'end';
   }
-  await execute(
-    tx,
-    `INSERT INTO throttle_hits (tenant_id, external_id, type_key, key, event_id, at) VALUES ($1, $2, $3, $4, $5, to_timestamp($6 / 1000.0))`,
-    [...params, event.id, now],
-  );
+  await execute(tx, INSERT_THROTTLE_HIT, [...params, event.id, now]);
   finish(step, 'done', now);
   return 'next';
 }
@@ -288,11 +301,7 @@ async function digestStep(
   const { event, tx, now } = context;
   if (step.status === 'waiting') {
     // The window has ended: close it (if a later event has not already) and go on with the summary.
-    await execute(
-      tx,
-      `UPDATE digests SET closed_at = coalesce(closed_at, to_timestamp($2 / 1000.0)) WHERE opener_event_id = $1`,
-      [event.id, now],
-    );
+    await execute(tx, CLOSE_OWN_DIGEST, [event.id, now]);
     finish(step, 'done', now);
     const digest = await digestOf(tx, { ...event, steps: [step] });
     if (digest && 'values' in context.variables)
@@ -307,36 +316,17 @@ async function digestStep(
   await lockKey(context, 'digest', key);
   const entry = JSON.stringify({ event_id: event.id, variables: event.variables, created_at: toIsoTimestamp(now) });
   const scope = [event.tenant_id, event.external_id, event.type_key, key];
-  const open = await queryOne<{ opener_event_id: string; open: boolean }>(
-    tx,
-    `SELECT opener_event_id, window_end > to_timestamp($5 / 1000.0) AS open
-       FROM digests WHERE tenant_id = $1 AND external_id = $2 AND type_key = $3 AND key = $4 AND closed_at IS NULL`,
-    [...scope, now],
-  );
+  const open = await queryOne<{ opener_event_id: string; open: boolean }>(tx, FIND_OPEN_DIGEST, [...scope, now]);
   if (open?.open && open.opener_event_id !== event.id) {
-    await execute(
-      tx,
-      `UPDATE digests SET count = count + 1, events = CASE WHEN jsonb_array_length(events) < max_events THEN events || jsonb_build_array($2::jsonb) ELSE events END
-        WHERE opener_event_id = $1`,
-      [open.opener_event_id, entry],
-    );
+    await execute(tx, ADD_TO_DIGEST, [open.opener_event_id, entry]);
     finish(step, 'done', now, 'digested');
     return { digestedInto: open.opener_event_id };
   }
   if (open) {
     // Its window is over but its opener has not run yet: it keeps what it has; a new window opens.
-    await execute(tx, `UPDATE digests SET closed_at = to_timestamp($2 / 1000.0) WHERE opener_event_id = $1`, [
-      open.opener_event_id,
-      now,
-    ]);
+    await execute(tx, CLOSE_EXPIRED_DIGEST, [open.opener_event_id, now]);
   }
   const windowEnd = now + definition.window_seconds * 1000;
-  await execute(
-    tx,
-    `INSERT INTO digests (opener_event_id, tenant_id, external_id, type_key, key, window_end, max_events, count, events)
-     VALUES ($5, $1, $2, $3, $4, to_timestamp($6 / 1000.0), $7, 1, jsonb_build_array($8::jsonb))
-     ON CONFLICT (opener_event_id) DO NOTHING`,
-    [...scope, event.id, windowEnd, definition.max_events, entry],
-  );
+  await execute(tx, OPEN_NEW_DIGEST, [...scope, event.id, windowEnd, definition.max_events, entry]);
   return wait(step, windowEnd);
 }

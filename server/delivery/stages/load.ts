@@ -37,6 +37,81 @@ export interface LoadedEvent extends EventForDelivery {
   contact: ContactWithDestinations | null;
 }
 
+const EVENT_COLUMNS =
+  'id, tenant_id, type_key, brand_key, external_id, variables, status, channels, contact_id, secret_variables_ciphertext, steps, broadcast_id, created_at';
+
+/**
+ * What depends only on an event's (tenant, type, brand), its kind. The load statement answers them on
+ * the first event of each kind only (in id order), null on the others, which withKindColumns fills
+ * in: a batch of 625 events is mostly one kind, and its brand and type columns, read and parsed once,
+ * are not sent 625 times.
+ */
+const KIND_COLUMNS = [
+  'tenant_archived',
+  'default_language',
+  'channel_defaults',
+  'opt_out',
+  'workflow',
+  'bypass_quiet_hours',
+  'brand',
+  'default_brand_key',
+] as const satisfies ReadonlyArray<keyof LoadedEvent>;
+
+function loadSql(events: string): string {
+  return `WITH ev AS MATERIALIZED (
+       ${events}
+     ), kinds AS MATERIALIZED (
+       SELECT k.tenant_id, k.type_key, k.brand_key, k.first_id,
+              t.archived_at IS NOT NULL AS tenant_archived, t.default_language,
+              nt.channel_defaults, nt.opt_out, nt.workflow, coalesce(nt.bypass_quiet_hours, false) AS bypass_quiet_hours,
+              (SELECT json_build_object('id', b.id, 'key', b.key, 'values', b."values", 'sender', b.sender, 'is_default', b.is_default)
+                 FROM brands b
+                WHERE b.tenant_id = k.tenant_id AND (b.key = k.brand_key OR b.is_default)
+                ORDER BY b.is_default -- the named brand before the default
+                LIMIT 1) AS brand,
+              (SELECT key FROM brands WHERE tenant_id = k.tenant_id AND is_default) AS default_brand_key
+         FROM (SELECT DISTINCT ON (tenant_id, type_key, brand_key) tenant_id, type_key, brand_key, id AS first_id
+                 FROM ev ORDER BY tenant_id, type_key, brand_key, id) AS k
+         JOIN tenants t ON t.id = k.tenant_id
+         ${eventTypeJoin('k')}
+     )
+     SELECT ev.*, ${KIND_COLUMNS.map((column) => `CASE WHEN ev.id = kinds.first_id THEN kinds.${column} END AS ${column}`).join(', ')},
+            ${eventPlannedSql('ev')} AS planned,
+            (SELECT row_to_json(c) FROM (
+               SELECT ${CONTACT_COLUMNS},
+                      coalesce((SELECT json_agg(json_build_object('type_key', p.type_key, 'channel', p.channel, 'enabled', p.enabled))
+                                  FROM contact_preferences p WHERE p.contact_id = contacts.id AND p.type_key = ev.type_key), '[]') AS preferences,
+                      coalesce((SELECT json_agg(json_build_object('id', s.id, 'provider', s.provider) ORDER BY s.created_at)
+                                  FROM push_subscriptions s WHERE s.contact_id = contacts.id), '[]') AS subscriptions
+                 FROM contacts WHERE contacts.id = ev.contact_id
+             ) c) AS contact
+       FROM ev
+       JOIN kinds ON kinds.tenant_id = ev.tenant_id AND kinds.type_key = ev.type_key AND kinds.brand_key IS NOT DISTINCT FROM ev.brand_key
+      ORDER BY ev.id`;
+}
+
+const LOAD = planEachCall(loadSql(`SELECT ${EVENT_COLUMNS} FROM events WHERE id = ANY($1::uuid[])`));
+const LOAD_ONE_LOCKED = loadSql(`SELECT ${EVENT_COLUMNS} FROM events WHERE id = $1 FOR UPDATE`);
+
+/** The events the batched remote run may take, in id order, locked; $1 the events' ids. */
+function newWithoutWorkflowSql(columns: string): string {
+  return `SELECT ${columns}
+     FROM events e ${eventTypeJoin('e')}
+    WHERE e.id = ANY($1::uuid[]) AND e.status IN ('queued', 'scheduled') AND e.steps IS NULL AND nt.workflow IS NULL
+    ORDER BY e.id FOR UPDATE OF e SKIP LOCKED`;
+}
+
+const CLAIM_NEW_WITHOUT_WORKFLOW = planEachCall(
+  loadSql(
+    newWithoutWorkflowSql(
+      EVENT_COLUMNS.split(', ')
+        .map((c) => `e.${c}`)
+        .join(', '),
+    ),
+  ),
+);
+const LOCK_NEW_WITHOUT_WORKFLOW = planEachCall(newWithoutWorkflowSql('e.id'));
+
 /**
  * Joins `nt`, the type deciding an event's channels: the live type, or, for an event whose type was
  * deleted after the trigger, the deleted one (events already accepted still follow it).
@@ -102,26 +177,6 @@ export async function claimLoadedNewEventsWithoutWorkflow(
   return locked.map(({ id }) => loaded.get(id)!);
 }
 
-const EVENT_COLUMNS =
-  'id, tenant_id, type_key, brand_key, external_id, variables, status, channels, contact_id, secret_variables_ciphertext, steps, broadcast_id, created_at';
-
-/**
- * What depends only on an event's (tenant, type, brand), its kind. The load statement answers them on
- * the first event of each kind only (in id order), null on the others, which withKindColumns fills
- * in: a batch of 625 events is mostly one kind, and its brand and type columns, read and parsed once,
- * are not sent 625 times.
- */
-const KIND_COLUMNS = [
-  'tenant_archived',
-  'default_language',
-  'channel_defaults',
-  'opt_out',
-  'workflow',
-  'bypass_quiet_hours',
-  'brand',
-  'default_brand_key',
-] as const satisfies ReadonlyArray<keyof LoadedEvent>;
-
 /** Gives every loaded event the kind columns the statement answered on the first event of its kind. */
 function withKindColumns(events: LoadedEvent[]): LoadedEvent[] {
   const firsts = new Map<string, LoadedEvent>();
@@ -143,54 +198,3 @@ const sameKind = (a: LoadedEvent, b: LoadedEvent) =>
   a.tenant_id === b.tenant_id && a.type_key === b.type_key && a.brand_key === b.brand_key;
 const kindKey = (event: LoadedEvent) =>
   `${event.tenant_id}\n${event.type_key}\n${event.brand_key === null ? '' : `=${event.brand_key}`}`;
-
-const loadStatement = (events: string) =>
-  `WITH ev AS MATERIALIZED (
-       ${events}
-     ), kinds AS MATERIALIZED (
-       SELECT k.tenant_id, k.type_key, k.brand_key, k.first_id,
-              t.archived_at IS NOT NULL AS tenant_archived, t.default_language,
-              nt.channel_defaults, nt.opt_out, nt.workflow, coalesce(nt.bypass_quiet_hours, false) AS bypass_quiet_hours,
-              (SELECT json_build_object('id', b.id, 'key', b.key, 'values', b."values", 'sender', b.sender, 'is_default', b.is_default)
-                 FROM brands b
-                WHERE b.tenant_id = k.tenant_id AND (b.key = k.brand_key OR b.is_default)
-                ORDER BY b.is_default -- the named brand before the default
-                LIMIT 1) AS brand,
-              (SELECT key FROM brands WHERE tenant_id = k.tenant_id AND is_default) AS default_brand_key
-         FROM (SELECT DISTINCT ON (tenant_id, type_key, brand_key) tenant_id, type_key, brand_key, id AS first_id
-                 FROM ev ORDER BY tenant_id, type_key, brand_key, id) AS k
-         JOIN tenants t ON t.id = k.tenant_id
-         ${eventTypeJoin('k')}
-     )
-     SELECT ev.*, ${KIND_COLUMNS.map((column) => `CASE WHEN ev.id = kinds.first_id THEN kinds.${column} END AS ${column}`).join(', ')},
-            ${eventPlannedSql('ev')} AS planned,
-            (SELECT row_to_json(c) FROM (
-               SELECT ${CONTACT_COLUMNS},
-                      coalesce((SELECT json_agg(json_build_object('type_key', p.type_key, 'channel', p.channel, 'enabled', p.enabled))
-                                  FROM contact_preferences p WHERE p.contact_id = contacts.id AND p.type_key = ev.type_key), '[]') AS preferences,
-                      coalesce((SELECT json_agg(json_build_object('id', s.id, 'provider', s.provider) ORDER BY s.created_at)
-                                  FROM push_subscriptions s WHERE s.contact_id = contacts.id), '[]') AS subscriptions
-                 FROM contacts WHERE contacts.id = ev.contact_id
-             ) c) AS contact
-       FROM ev
-       JOIN kinds ON kinds.tenant_id = ev.tenant_id AND kinds.type_key = ev.type_key AND kinds.brand_key IS NOT DISTINCT FROM ev.brand_key
-      ORDER BY ev.id`;
-
-const LOAD = planEachCall(loadStatement(`SELECT ${EVENT_COLUMNS} FROM events WHERE id = ANY($1::uuid[])`));
-const LOAD_ONE_LOCKED = loadStatement(`SELECT ${EVENT_COLUMNS} FROM events WHERE id = $1 FOR UPDATE`);
-/** The events the batched remote run may take, in id order, locked; $1 the events' ids. */
-const newWithoutWorkflow = (columns: string) =>
-  `SELECT ${columns}
-     FROM events e ${eventTypeJoin('e')}
-    WHERE e.id = ANY($1::uuid[]) AND e.status IN ('queued', 'scheduled') AND e.steps IS NULL AND nt.workflow IS NULL
-    ORDER BY e.id FOR UPDATE OF e SKIP LOCKED`;
-const CLAIM_NEW_WITHOUT_WORKFLOW = planEachCall(
-  loadStatement(
-    newWithoutWorkflow(
-      EVENT_COLUMNS.split(', ')
-        .map((c) => `e.${c}`)
-        .join(', '),
-    ),
-  ),
-);
-const LOCK_NEW_WITHOUT_WORKFLOW = planEachCall(newWithoutWorkflow('e.id'));

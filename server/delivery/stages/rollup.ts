@@ -24,18 +24,9 @@ const OPEN_STEPS = `(e.steps IS NOT NULL AND jsonb_path_exists(e.steps, '$[*] ? 
 const FAILED_STEP_ONLY = `(e.steps IS NOT NULL AND jsonb_path_exists(e.steps, '$[*] ? (@.status == "failed")')
                 AND count(d.id) FILTER (WHERE d.status IN ('sent', 'delivered')) = 0)`;
 
-/** Rolls up a batch of events (planned on each call, as batches are: db/prepared.ts). */
-export async function rollupEvents(em: EntityManager, eventIds: string[]): Promise<void> {
-  await execute(em, ROLLUP, [eventIds]);
-}
-
-/** Rolls up one event (the per-event run): a prepared statement, planned once per connection. */
-export async function rollupEvent(em: EntityManager, eventId: string): Promise<void> {
-  await execute(em, ROLLUP_ONE, [eventId]);
-}
-
 /** The roll-up of the events `events` selects (an SQL condition on `e`). */
-const rollupStatement = (events: string) => `WITH s AS (
+function rollupSql(events: string): string {
+  return `WITH s AS (
        SELECT e.id,
               CASE WHEN ${OPEN_STEPS} THEN 'processing' WHEN ${FAILED_STEP_ONLY} THEN 'failed' ELSE ${EVENT_STATUS_FROM_DELIVERIES} END AS status
          FROM events e LEFT JOIN deliveries d ON d.event_id = e.id
@@ -47,9 +38,34 @@ const rollupStatement = (events: string) => `WITH s AS (
             secret_variables_ciphertext = CASE WHEN s.status = 'processing' THEN e.secret_variables_ciphertext ELSE NULL END
        FROM s
       WHERE e.id = s.id AND e.status IS DISTINCT FROM s.status`;
+}
 
-const ROLLUP = planEachCall(rollupStatement('e.id = ANY($1::uuid[])'));
-const ROLLUP_ONE = rollupStatement('e.id = $1');
+const ROLLUP = planEachCall(rollupSql('e.id = ANY($1::uuid[])'));
+const ROLLUP_ONE = rollupSql('e.id = $1');
+
+/** The dead-letter queue's statements (finaliseExhaustedEvent). */
+const FAIL_PENDING_DELIVERIES = `UPDATE deliveries
+    SET status = 'failed', last_error = coalesce(last_error, 'retries exhausted'), updated_at = now()
+  WHERE event_id = $1 AND status = 'pending'`;
+const FAIL_OPEN_STEPS = `UPDATE events
+    SET steps = (SELECT jsonb_agg(CASE WHEN s->>'status' IN ('pending', 'waiting')
+                                       THEN s || '{"status": "failed", "reason": "retries_exhausted"}'::jsonb ELSE s END ORDER BY n)
+                   FROM jsonb_array_elements(steps) WITH ORDINALITY AS x(s, n))
+  WHERE id = $1 AND steps IS NOT NULL`;
+const ANY_DELIVERY = `SELECT 1 FROM deliveries WHERE event_id = $1 LIMIT 1`;
+const FAIL_UNPLANNED_EVENT = `UPDATE events
+    SET status = 'failed', secret_variables_ciphertext = NULL, updated_at = now()
+  WHERE id = $1 AND status IN ('queued', 'scheduled', 'processing')`;
+
+/** Rolls up a batch of events (planned on each call, as batches are: db/prepared.ts). */
+export async function rollupEvents(em: EntityManager, eventIds: string[]): Promise<void> {
+  await execute(em, ROLLUP, [eventIds]);
+}
+
+/** Rolls up one event (the per-event run): a prepared statement, planned once per connection. */
+export async function rollupEvent(em: EntityManager, eventId: string): Promise<void> {
+  await execute(em, ROLLUP_ONE, [eventId]);
+}
 
 /**
  * Retries exhausted (the dead-letter queue): whatever is still pending failed for good, keeping its
@@ -59,29 +75,10 @@ const ROLLUP_ONE = rollupStatement('e.id = $1');
 export async function finaliseExhaustedEvent(runtime: Context, eventId: string): Promise<void> {
   const em = runtime.orm.em.fork();
   await em.transactional(async (tx) => {
-    await execute(
-      tx,
-      `UPDATE deliveries SET status = 'failed', last_error = coalesce(last_error, 'retries exhausted'), updated_at = now()
-        WHERE event_id = $1 AND status = 'pending'`,
-      [eventId],
-    );
-    await execute(
-      tx,
-      `UPDATE events
-          SET steps = (SELECT jsonb_agg(CASE WHEN s->>'status' IN ('pending', 'waiting')
-                                             THEN s || '{"status": "failed", "reason": "retries_exhausted"}'::jsonb ELSE s END ORDER BY n)
-                         FROM jsonb_array_elements(steps) WITH ORDINALITY AS x(s, n))
-        WHERE id = $1 AND steps IS NOT NULL`,
-      [eventId],
-    );
-    const planned = await queryOne(tx, `SELECT 1 FROM deliveries WHERE event_id = $1 LIMIT 1`, [eventId]);
+    await execute(tx, FAIL_PENDING_DELIVERIES, [eventId]);
+    await execute(tx, FAIL_OPEN_STEPS, [eventId]);
+    const planned = await queryOne(tx, ANY_DELIVERY, [eventId]);
     if (planned) await rollupEvent(tx, eventId);
-    else
-      await execute(
-        tx,
-        `UPDATE events SET status = 'failed', secret_variables_ciphertext = NULL, updated_at = now()
-          WHERE id = $1 AND status IN ('queued', 'scheduled', 'processing')`,
-        [eventId],
-      );
+    else await execute(tx, FAIL_UNPLANNED_EVENT, [eventId]);
   });
 }

@@ -31,6 +31,11 @@ export interface SendInput {
   lookups?: RunLookups;
 }
 
+const LOCK_PENDING = `SELECT id FROM deliveries WHERE id = $1 AND status = 'pending' FOR UPDATE SKIP LOCKED`;
+const CLAIM_PENDING = planEachCall(
+  `SELECT id FROM deliveries WHERE id = ANY($1::uuid[]) AND status = 'pending' ORDER BY id FOR UPDATE SKIP LOCKED`,
+);
+
 /** Delivers a local delivery under a savepoint of the event's transaction `tx`. */
 export async function sendLocal(tx: EntityManager, input: SendInput): Promise<DeliveryOutcome> {
   try {
@@ -51,11 +56,7 @@ export async function sendLocal(tx: EntityManager, input: SendInput): Promise<De
 export async function sendRemote(em: EntityManager, input: SendInput): Promise<DeliveryOutcome | null> {
   try {
     return await em.transactional(async (tx) => {
-      const locked = await queryOne(
-        tx,
-        `SELECT id FROM deliveries WHERE id = $1 AND status = 'pending' FOR UPDATE SKIP LOCKED`,
-        [input.delivery.id],
-      );
+      const locked = await queryOne(tx, LOCK_PENDING, [input.delivery.id]);
       if (!locked) return null;
       const outcome = await attempt(tx, input);
       await recordOutcome(tx, input.delivery.id, outcome, input.finalAttempt);
@@ -67,10 +68,6 @@ export async function sendRemote(em: EntityManager, input: SendInput): Promise<D
     return outcome;
   }
 }
-
-const CLAIM_PENDING = planEachCall(
-  `SELECT id FROM deliveries WHERE id = ANY($1::uuid[]) AND status = 'pending' ORDER BY id FOR UPDATE SKIP LOCKED`,
-);
 
 /**
  * Sends remote deliveries side by side under their row locks, taken together (SKIP LOCKED) and held

@@ -40,65 +40,6 @@ export type StoredItem = NewInboxItem;
 /** What a delivery's row holds before its outcome: the event's, the plan's, and its id. */
 export type StoredRow = Pick<StoredDelivery, 'id' | 'event_id' | 'tenant_id' | 'channel' | 'destination' | 'provider'>;
 
-/** A planned delivery's row for storeBatch, with its id; a skipped one is stored as planned, never attempted. */
-export function storedRow(
-  event: { id: string; tenant_id: string },
-  id: string,
-  planned: Pick<PlannedDelivery, 'channel' | 'destination' | 'provider'>,
-): StoredRow {
-  return {
-    id,
-    event_id: event.id,
-    tenant_id: event.tenant_id,
-    channel: planned.channel,
-    destination: planned.destination,
-    provider: planned.provider,
-  };
-}
-
-/** A planned delivery stored as skipped, with the plan's reason. */
-export function storedSkip(row: StoredRow, reason: string | null): StoredDelivery {
-  return { ...row, status: 'skipped', reason, last_error: null, attempts: 0 };
-}
-
-/**
- * Stores every delivery of the events (all of them: the events were found waiting to start and unplanned), the
- * items of the delivered ones (with their stream ids) and the events' final statuses, and completes
- * `jobs` (the delivery jobs all of whose events are settled, as fetched; a job no longer active under
- * that attempt is left alone). It needs no transaction (it runs in the caller's, if any).
- *
- * Stored whole or not at all: the statement moves each event on from 'queued' (an UPDATE, which waits
- * for a transaction holding the event and then reads the event as that one left it) and asserts in
- * its final SELECT that every event still was, and that every delivery and item went in; the
- * assertion's error undoes the statement. Plain inserts, no ON CONFLICT: no event stays 'queued' once
- * an attempt has stored its deliveries (every attempt that plans moves the status on), and one still
- * storing them holds the event, or makes the inserts here fail on the unique keys (deliveries: event,
- * channel, destination; inbox_items: delivery_id). Either way the statement throws and the per-event
- * path takes over; so it does when two attempts at one event (one whose claim lapsed, and the next)
- * lock in opposite orders and PostgreSQL breaks the deadlock by failing one. Speculative insertion
- * (ON CONFLICT) cost an index probe and a WAL record more per row: about 10% of this statement's WAL.
- *
- * It takes the stream locks of the items' contacts (in contact order) before it draws their stream
- * ids, and holds them until its transaction ends, so each contact's ids commit in increasing order.
- */
-export async function storeBatch(
-  em: EntityManager,
-  boss: PgBoss,
-  batch: { deliveries: StoredDelivery[]; items: StoredItem[]; eventIds: string[]; jobs: FetchedJob[] },
-): Promise<void> {
-  await query(em, await storeStatement(boss), [
-    jsonRowsParameter(batch.deliveries, DELIVERY_COLUMNS),
-    jsonRowsParameter(batch.items, ITEM_COLUMNS),
-    batch.eventIds,
-    ...completionParameters(batch.jobs),
-  ]);
-}
-
-/** The statement per queue instance: it embeds the delivery queue's table name, read from pg-boss once. */
-const storeStatement = statementPerQueue((boss) =>
-  deliveryJobsCompletionCte(boss, 4).then((cte) => planEachCall(buildStoreStatement(cte))),
-);
-
 /**
  * The columns of a StoredDelivery and of a StoredItem, as storeBatch gives them to its statement; the
  * mostly null ones last, where JSON rows leave them out. An item's tenant and event are its delivery's.
@@ -131,7 +72,7 @@ const ITEM_COLUMNS = [
  * $1 deliveries (StoredDelivery[]), $2 items (StoredItem[]), both as JSON rows (db/json-rows.ts), $3
  * event ids, $4-$7 the completion's parameters (completionParameters).
  */
-function buildStoreStatement(completedJobsCte: string): string {
+function storeBatchSql(completedJobsCte: string): string {
   const deliveryColumns = DELIVERY_COLUMNS.map(([name]) => name).join(', ');
   return `WITH planned AS (
        INSERT INTO deliveries (${deliveryColumns})
@@ -188,6 +129,104 @@ const EVENT_PLANNED_COLUMNS = [
   ...PLANNED_COLUMNS,
 ] as const satisfies JsonRowColumns<PlannedDelivery & { event_id: string; tenant_id: string }>;
 
+const STORE_PLAN = `INSERT INTO deliveries (id, event_id, tenant_id, channel, destination, provider, status, reason)
+  SELECT gen_random_uuid(), $1, $2, d.channel, d.destination, d.provider, d.status, d.reason
+    FROM ${jsonRowsSql('$3', PLANNED_COLUMNS)} AS d
+  ON CONFLICT (event_id, channel, destination) DO NOTHING
+  RETURNING id, channel, destination, provider, attempts, status`;
+const STORE_PLANS = `INSERT INTO deliveries (id, event_id, tenant_id, channel, destination, provider, status, reason)
+  SELECT gen_random_uuid(), d.event_id, d.tenant_id, d.channel, d.destination, d.provider, d.status, d.reason
+    FROM ${jsonRowsSql('$1', EVENT_PLANNED_COLUMNS)} AS d
+  ON CONFLICT (event_id, channel, destination) DO NOTHING
+  RETURNING id, event_id, channel, destination, provider, attempts, status`;
+
+const PENDING_DELIVERIES = `SELECT id, channel, destination, provider, attempts FROM deliveries
+  WHERE event_id = $1 AND status = 'pending' ORDER BY channel, destination`;
+
+/** An attempt's outcome, as recordOutcomes gives it to its statement. */
+const OUTCOME_COLUMNS = [
+  ['id', 'uuid'],
+  ['status', 'text'],
+  ['reason', 'text'],
+  ['error', 'text'],
+  ['messageId', 'text'],
+] as const satisfies JsonRowColumns<{ id: string } & ReturnType<typeof outcomeColumns>>;
+
+const RECORD_OUTCOME = `WITH recorded AS (
+       UPDATE deliveries
+          SET status = $2, reason = coalesce($3, reason), last_error = coalesce($4, last_error),
+              provider_message_id = coalesce($5, provider_message_id), attempts = attempts + 1, updated_at = now()
+        WHERE id = $1 AND status = 'pending'
+       RETURNING channel, destination, status)
+     ${touchSentSubscriptionsSql('recorded')}`;
+const RECORD_OUTCOMES = planEachCall(`WITH recorded AS (
+       UPDATE deliveries d
+          SET status = o.status, reason = coalesce(o.reason, d.reason), last_error = coalesce(o.error, d.last_error),
+              provider_message_id = coalesce(o."messageId", d.provider_message_id), attempts = d.attempts + 1, updated_at = now()
+         FROM ${jsonRowsSql('$1', OUTCOME_COLUMNS)} AS o
+        WHERE d.id = o.id AND d.status = 'pending'
+       RETURNING d.channel, d.destination, d.status)
+     ${touchSentSubscriptionsSql('recorded')}`);
+
+/** A planned delivery's row for storeBatch, with its id; a skipped one is stored as planned, never attempted. */
+export function storedRow(
+  event: { id: string; tenant_id: string },
+  id: string,
+  planned: Pick<PlannedDelivery, 'channel' | 'destination' | 'provider'>,
+): StoredRow {
+  return {
+    id,
+    event_id: event.id,
+    tenant_id: event.tenant_id,
+    channel: planned.channel,
+    destination: planned.destination,
+    provider: planned.provider,
+  };
+}
+
+/** A planned delivery stored as skipped, with the plan's reason. */
+export function storedSkip(row: StoredRow, reason: string | null): StoredDelivery {
+  return { ...row, status: 'skipped', reason, last_error: null, attempts: 0 };
+}
+
+/**
+ * Stores every delivery of the events (all of them: the events were found waiting to start and unplanned), the
+ * items of the delivered ones (with their stream ids) and the events' final statuses, and completes
+ * `jobs` (the delivery jobs all of whose events are settled, as fetched; a job no longer active under
+ * that attempt is left alone). It needs no transaction (it runs in the caller's, if any).
+ *
+ * Stored whole or not at all: the statement moves each event on from 'queued' (an UPDATE, which waits
+ * for a transaction holding the event and then reads the event as that one left it) and asserts in
+ * its final SELECT that every event still was, and that every delivery and item went in; the
+ * assertion's error undoes the statement. Plain inserts, no ON CONFLICT: no event stays 'queued' once
+ * an attempt has stored its deliveries (every attempt that plans moves the status on), and one still
+ * storing them holds the event, or makes the inserts here fail on the unique keys (deliveries: event,
+ * channel, destination; inbox_items: delivery_id). Either way the statement throws and the per-event
+ * path takes over; so it does when two attempts at one event (one whose claim lapsed, and the next)
+ * lock in opposite orders and PostgreSQL breaks the deadlock by failing one. Speculative insertion
+ * (ON CONFLICT) cost an index probe and a WAL record more per row: about 10% of this statement's WAL.
+ *
+ * It takes the stream locks of the items' contacts (in contact order) before it draws their stream
+ * ids, and holds them until its transaction ends, so each contact's ids commit in increasing order.
+ */
+export async function storeBatch(
+  em: EntityManager,
+  boss: PgBoss,
+  batch: { deliveries: StoredDelivery[]; items: StoredItem[]; eventIds: string[]; jobs: FetchedJob[] },
+): Promise<void> {
+  await query(em, await storeStatement(boss), [
+    jsonRowsParameter(batch.deliveries, DELIVERY_COLUMNS),
+    jsonRowsParameter(batch.items, ITEM_COLUMNS),
+    batch.eventIds,
+    ...completionParameters(batch.jobs),
+  ]);
+}
+
+/** The statement per queue instance: it embeds the delivery queue's table name, read from pg-boss once. */
+const storeStatement = statementPerQueue((boss) =>
+  deliveryJobsCompletionCte(boss, 4).then((cte) => planEachCall(storeBatchSql(cte))),
+);
+
 /**
  * Stores an event's plan (the per-event run, inside the transaction holding the event); returns the
  * deliveries it added that are pending. A delivery already stored (same event, channel and
@@ -199,15 +238,11 @@ export async function storePlan(
   plan: PlannedDelivery[],
 ): Promise<DeliveryRow[]> {
   if (plan.length === 0) return [];
-  const inserted = await query<DeliveryRow & { status: string }>(
-    em,
-    `INSERT INTO deliveries (id, event_id, tenant_id, channel, destination, provider, status, reason)
-     SELECT gen_random_uuid(), $1, $2, d.channel, d.destination, d.provider, d.status, d.reason
-       FROM ${jsonRowsSql('$3', PLANNED_COLUMNS)} AS d
-     ON CONFLICT (event_id, channel, destination) DO NOTHING
-     RETURNING id, channel, destination, provider, attempts, status`,
-    [event.id, event.tenant_id, jsonRowsParameter(plan, PLANNED_COLUMNS)],
-  );
+  const inserted = await query<DeliveryRow & { status: string }>(em, STORE_PLAN, [
+    event.id,
+    event.tenant_id,
+    jsonRowsParameter(plan, PLANNED_COLUMNS),
+  ]);
   return inserted.filter((d) => d.status === 'pending').map(({ status: _status, ...d }) => d);
 }
 
@@ -223,15 +258,9 @@ export async function storePlans(
     plan.map((d) => ({ ...d, event_id: event.id, tenant_id: event.tenant_id })),
   );
   if (rows.length === 0) return [];
-  const inserted = await query<DeliveryRow & { event_id: string; status: string }>(
-    em,
-    `INSERT INTO deliveries (id, event_id, tenant_id, channel, destination, provider, status, reason)
-     SELECT gen_random_uuid(), d.event_id, d.tenant_id, d.channel, d.destination, d.provider, d.status, d.reason
-       FROM ${jsonRowsSql('$1', EVENT_PLANNED_COLUMNS)} AS d
-     ON CONFLICT (event_id, channel, destination) DO NOTHING
-     RETURNING id, event_id, channel, destination, provider, attempts, status`,
-    [jsonRowsParameter(rows, EVENT_PLANNED_COLUMNS)],
-  );
+  const inserted = await query<DeliveryRow & { event_id: string; status: string }>(em, STORE_PLANS, [
+    jsonRowsParameter(rows, EVENT_PLANNED_COLUMNS),
+  ]);
   return inserted.filter((d) => d.status === 'pending').map(({ status: _status, ...d }) => d);
 }
 
@@ -246,11 +275,7 @@ export function storedAttempt(
 
 /** An event's deliveries still pending, optionally of some channels only. */
 export async function pendingDeliveries(em: EntityManager, eventId: string): Promise<DeliveryRow[]> {
-  return query<DeliveryRow>(
-    em,
-    `SELECT id, channel, destination, provider, attempts FROM deliveries WHERE event_id = $1 AND status = 'pending' ORDER BY channel, destination`,
-    [eventId],
-  );
+  return query<DeliveryRow>(em, PENDING_DELIVERIES, [eventId]);
 }
 
 /** Stores an attempt's outcome on a still-pending delivery; a retryable failure stays pending unless it was the last attempt. */
@@ -261,17 +286,7 @@ export async function recordOutcome(
   finalAttempt: boolean,
 ): Promise<void> {
   const { status, reason, error, messageId } = outcomeColumns(outcome, finalAttempt);
-  await execute(
-    em,
-    `WITH recorded AS (
-       UPDATE deliveries
-          SET status = $2, reason = coalesce($3, reason), last_error = coalesce($4, last_error),
-              provider_message_id = coalesce($5, provider_message_id), attempts = attempts + 1, updated_at = now()
-        WHERE id = $1 AND status = 'pending'
-       RETURNING channel, destination, status)
-     ${touchSentSubscriptionsSql('recorded')}`,
-    [deliveryId, status, reason, error, messageId],
-  );
+  await execute(em, RECORD_OUTCOME, [deliveryId, status, reason, error, messageId]);
 }
 
 /** recordOutcome for many deliveries in one statement (the batched remote run). */
@@ -286,24 +301,6 @@ export async function recordOutcomes(
   }));
   await execute(em, RECORD_OUTCOMES, [jsonRowsParameter(rows, OUTCOME_COLUMNS)]);
 }
-
-/** An attempt's outcome, as recordOutcomes gives it to its statement. */
-const OUTCOME_COLUMNS = [
-  ['id', 'uuid'],
-  ['status', 'text'],
-  ['reason', 'text'],
-  ['error', 'text'],
-  ['messageId', 'text'],
-] as const satisfies JsonRowColumns<{ id: string } & ReturnType<typeof outcomeColumns>>;
-
-const RECORD_OUTCOMES = planEachCall(`WITH recorded AS (
-       UPDATE deliveries d
-          SET status = o.status, reason = coalesce(o.reason, d.reason), last_error = coalesce(o.error, d.last_error),
-              provider_message_id = coalesce(o."messageId", d.provider_message_id), attempts = d.attempts + 1, updated_at = now()
-         FROM ${jsonRowsSql('$1', OUTCOME_COLUMNS)} AS o
-        WHERE d.id = o.id AND d.status = 'pending'
-       RETURNING d.channel, d.destination, d.status)
-     ${touchSentSubscriptionsSql('recorded')}`);
 
 /** What an outcome stores: a retryable failure stays pending unless it was the last attempt. */
 function outcomeColumns(

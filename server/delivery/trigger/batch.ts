@@ -66,7 +66,7 @@ export function missingVariablesSql(type: string, names: string): string {
 }
 
 /** The statement per queue instance: it embeds the queue's table name, read from pg-boss once. */
-const triggerStatement = statementPerQueue((boss) => deliveryJobsCte(boss, 'to_enqueue').then(buildTriggerStatement));
+const triggerStatement = statementPerQueue((boss) => deliveryJobsCte(boss, 'to_enqueue').then(triggersSql));
 
 /** A trigger's columns, and its events', as JSON rows (db/json-rows.ts); its contacts are CONTACT_INPUT_COLUMNS rows. */
 const TRIGGER_COLUMNS = [
@@ -99,7 +99,8 @@ const EVENT_COLUMNS = [
  * triggers of a batch is upserted once, with the fields of the one trigger that gives any (the
  * batcher never puts two such triggers for one contact into one statement).
  */
-const buildTriggerStatement = (jobsCte: string) => `
+function triggersSql(jobsCte: string): string {
+  return `
   WITH input AS (
     SELECT * FROM ${jsonRowsSql('$1', TRIGGER_COLUMNS)} AS t
   ), tenant_rows AS MATERIALIZED (
@@ -176,6 +177,7 @@ const buildTriggerStatement = (jobsCte: string) => `
          (SELECT count(*) FROM inserted)::int AS inserted, (SELECT coalesce(sum(cardinality(je.event_ids)), 0) FROM delivery_job_events je JOIN delivery_jobs j ON j.id = je.id)::int AS enqueued
     FROM checked c LEFT JOIN contact_ids ci ON ci.n = c.n
    ORDER BY c.n`;
+}
 
 /**
  * Runs the triggers in one statement (inside `em`'s transaction if it has one); one outcome per

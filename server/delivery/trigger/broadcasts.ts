@@ -71,6 +71,63 @@ const COUNTS_SQL = `coalesce(b.final_counts, (
 
 type CountedRow = BroadcastRow & { counts: BroadcastCounts };
 
+/** The trigger's checks (tenant, live type, brand, required variables) and the audience's topic, in one round trip. */
+const CHECK = `
+  SELECT tn.id IS NOT NULL AS tenant_found, tn.archived_at IS NOT NULL AS archived, nt.key IS NOT NULL AS type_found,
+         ($3::text IS NULL OR EXISTS (SELECT 1 FROM brands b WHERE b.tenant_id = i.tenant_id AND b.key = $3)) AS brand_found,
+         ${missingVariablesSql('nt', '$4::text[]')} AS missing,
+         (SELECT t.id FROM topics t WHERE t.tenant_id = i.tenant_id AND t.key = $5) AS topic_id
+    FROM (SELECT $1::uuid AS tenant_id) AS i
+    LEFT JOIN tenants tn ON tn.id = i.tenant_id
+    LEFT JOIN notification_types nt ON nt.tenant_id = i.tenant_id AND nt.key = $2 AND nt.deleted_at IS NULL`;
+
+const INSERT_BROADCAST = `INSERT INTO broadcasts
+    (id, tenant_id, type_key, audience, topic_id, brand_key, channels, variables, secret_variables_ciphertext,
+     secret_keys, send_at)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`;
+const COUNTED_BROADCAST = `SELECT ${BROADCAST_COLUMNS}, ${COUNTS_SQL} AS counts FROM broadcasts b
+  WHERE id = $1 AND tenant_id = $2`;
+const LIST_BROADCASTS = `SELECT ${BROADCAST_COLUMNS}, ${COUNTS_SQL} AS counts FROM broadcasts b
+  WHERE tenant_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::uuid IS NULL OR id < $3::uuid)
+  ORDER BY id DESC LIMIT $4`;
+
+/** cancelJobsStatement's text, for the delivery queue's table `table`. */
+function cancelQueuedJobsSql(table: string): string {
+  return `
+    WITH jobs AS (
+      UPDATE ${BOSS_SCHEMA}.${table} j SET state = 'cancelled', completed_on = ${BOSS_SCHEMA}.job_now()
+       WHERE j.name = '${DELIVER_EVENT_QUEUE}' AND j.state = 'created'
+         AND j.id IN (SELECT e.id FROM events e WHERE e.broadcast_id = $1 AND e.status = 'queued')
+      RETURNING j.data
+    ), held AS (
+      SELECT (jsonb_array_elements_text(jobs.data->'event_ids'))::uuid AS id FROM jobs
+    )
+    UPDATE events e SET status = 'canceled', secret_variables_ciphertext = NULL, updated_at = now()
+      FROM held WHERE e.id = held.id AND e.status = 'queued'`;
+}
+
+const CANCEL_BROADCAST = `UPDATE broadcasts
+    SET status = 'canceled', secret_variables_ciphertext = NULL, completed_at = now(), updated_at = now()
+  WHERE id = $1 AND tenant_id = $2 AND status IN ('queued', 'running')`;
+
+/** BROADCAST_COLUMNS qualified by `b`, the alias of broadcasts. */
+const QUALIFIED_BROADCAST_COLUMNS = BROADCAST_COLUMNS.split(', ')
+  .map((c) => `b.${c.trim()}`)
+  .join(', ');
+const COMPLETE_BROADCAST = `WITH c AS (SELECT ${COUNTS_SQL} AS counts FROM broadcasts b WHERE b.id = $1)
+  UPDATE broadcasts b
+     SET status = 'completed', final_counts = c.counts, secret_variables_ciphertext = NULL, completed_at = now(),
+         updated_at = now()
+    FROM c
+   WHERE b.id = $1 AND b.status = 'running' AND b.fanned_out_at IS NOT NULL AND (c.counts->>'pending')::int = 0
+   RETURNING ${QUALIFIED_BROADCAST_COLUMNS}, c.counts`;
+const FAIL_BROADCAST = `UPDATE broadcasts b
+    SET status = 'failed', failure_reason = $2, secret_variables_ciphertext = NULL, completed_at = now(),
+        updated_at = now()
+  WHERE id = $1 AND status IN ('queued', 'running')
+  RETURNING ${QUALIFIED_BROADCAST_COLUMNS}, ${COUNTS_SQL} AS counts`;
+const BROADCAST_STATUS = `SELECT status FROM broadcasts WHERE id = $1`;
+
 export function toBroadcastResponse(row: CountedRow): BroadcastResponse {
   return {
     broadcast_id: row.id,
@@ -110,16 +167,6 @@ interface BroadcastCheck {
   topic_id: string | null;
 }
 
-/** The trigger's checks (tenant, live type, brand, required variables) and the audience's topic, in one round trip. */
-const CHECK = `
-  SELECT tn.id IS NOT NULL AS tenant_found, tn.archived_at IS NOT NULL AS archived, nt.key IS NOT NULL AS type_found,
-         ($3::text IS NULL OR EXISTS (SELECT 1 FROM brands b WHERE b.tenant_id = i.tenant_id AND b.key = $3)) AS brand_found,
-         ${missingVariablesSql('nt', '$4::text[]')} AS missing,
-         (SELECT t.id FROM topics t WHERE t.tenant_id = i.tenant_id AND t.key = $5) AS topic_id
-    FROM (SELECT $1::uuid AS tenant_id) AS i
-    LEFT JOIN tenants tn ON tn.id = i.tenant_id
-    LEFT JOIN notification_types nt ON nt.tenant_id = i.tenant_id AND nt.key = $2 AND nt.deleted_at IS NULL`;
-
 async function acceptBroadcast(
   runtime: Context,
   em: EntityManager,
@@ -145,24 +192,19 @@ async function acceptBroadcast(
       secretKeys.length > 0
         ? runtime.keyRing.encrypt(JSON.stringify(request.secret_variables), broadcastSecretAad(id))
         : null;
-    await execute(
-      tx,
-      `INSERT INTO broadcasts (id, tenant_id, type_key, audience, topic_id, brand_key, channels, variables, secret_variables_ciphertext, secret_keys, send_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-      [
-        id,
-        tenantId,
-        request.type,
-        JSON.stringify(request.audience),
-        check.topic_id,
-        request.brand ?? null,
-        request.channels ?? null,
-        JSON.stringify(request.variables),
-        ciphertext,
-        secretKeys,
-        request.send_at ?? null,
-      ],
-    );
+    await execute(tx, INSERT_BROADCAST, [
+      id,
+      tenantId,
+      request.type,
+      JSON.stringify(request.audience),
+      check.topic_id,
+      request.brand ?? null,
+      request.channels ?? null,
+      JSON.stringify(request.variables),
+      ciphertext,
+      secretKeys,
+      request.send_at ?? null,
+    ]);
     // The job's id is the broadcast's: the fan-out can never be enqueued twice.
     const startAfter = request.send_at ? new Date(request.send_at) : undefined;
     // The dead letter queue is named on the job too: a queue created before it had one keeps its settings.
@@ -194,11 +236,7 @@ function refuseUnlessAccepted(check: BroadcastCheck, request: BroadcastRequest, 
 
 async function countedRow(em: EntityManager, tenantId: string, id: string): Promise<CountedRow> {
   if (!isUuid(id)) throw notFound('Broadcast');
-  const row = await queryOne<CountedRow>(
-    em,
-    `SELECT ${BROADCAST_COLUMNS}, ${COUNTS_SQL} AS counts FROM broadcasts b WHERE id = $1 AND tenant_id = $2`,
-    [id, tenantId],
-  );
+  const row = await queryOne<CountedRow>(em, COUNTED_BROADCAST, [id, tenantId]);
   if (!row) throw notFound('Broadcast');
   return row;
 }
@@ -229,13 +267,7 @@ export async function listBroadcasts(
   filter: BroadcastListQuery,
 ): Promise<BroadcastPage> {
   const after = filter.cursor ? decodeCursor(filter.cursor) : null;
-  const rows = await query<CountedRow>(
-    em,
-    `SELECT ${BROADCAST_COLUMNS}, ${COUNTS_SQL} AS counts FROM broadcasts b
-      WHERE tenant_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::uuid IS NULL OR id < $3::uuid)
-      ORDER BY id DESC LIMIT $4`,
-    [tenantId, filter.status ?? null, after, filter.limit + 1],
-  );
+  const rows = await query<CountedRow>(em, LIST_BROADCASTS, [tenantId, filter.status ?? null, after, filter.limit + 1]);
   const items = rows.slice(0, filter.limit).map(toBroadcastResponse);
   return {
     items,
@@ -252,17 +284,7 @@ export async function listBroadcasts(
 const cancelJobsStatement = statementPerQueue(async (boss) => {
   const queue = await boss.getQueue(DELIVER_EVENT_QUEUE);
   if (!queue) throw new Error(`queue ${DELIVER_EVENT_QUEUE} does not exist`);
-  return `
-    WITH jobs AS (
-      UPDATE ${BOSS_SCHEMA}.${queue.table} j SET state = 'cancelled', completed_on = ${BOSS_SCHEMA}.job_now()
-       WHERE j.name = '${DELIVER_EVENT_QUEUE}' AND j.state = 'created'
-         AND j.id IN (SELECT e.id FROM events e WHERE e.broadcast_id = $1 AND e.status = 'queued')
-      RETURNING j.data
-    ), held AS (
-      SELECT (jsonb_array_elements_text(jobs.data->'event_ids'))::uuid AS id FROM jobs
-    )
-    UPDATE events e SET status = 'canceled', secret_variables_ciphertext = NULL, updated_at = now()
-      FROM held WHERE e.id = held.id AND e.status = 'queued'`;
+  return cancelQueuedJobsSql(queue.table);
 });
 
 /**
@@ -287,12 +309,7 @@ export async function cancelBroadcast(
   // order: PostgreSQL may break a deadlock by failing the cancel, which then runs again (it is idempotent).
   await retryOnDeadlock(() =>
     em.transactional(async (tx) => {
-      const canceled = await execute(
-        tx,
-        `UPDATE broadcasts SET status = 'canceled', secret_variables_ciphertext = NULL, completed_at = now(), updated_at = now()
-        WHERE id = $1 AND tenant_id = $2 AND status IN ('queued', 'running')`,
-        [id, tenantId],
-      );
+      const canceled = await execute(tx, CANCEL_BROADCAST, [id, tenantId]);
       if (canceled === 0) return; // completed or canceled meanwhile: the re-read below tells which
       await execute(tx, statement, [id]);
       // The rest, not final yet: held, waiting in a workflow, or in a job a worker holds (its run finds
@@ -336,17 +353,7 @@ export function hasSqlState(error: unknown, code: string): boolean {
  */
 export async function completeBroadcastIfDone(runtime: Context, em: EntityManager, id: string): Promise<boolean> {
   const completed = await em.transactional(async (tx) => {
-    const row = await queryOne<CountedRow>(
-      tx,
-      `WITH c AS (SELECT ${COUNTS_SQL} AS counts FROM broadcasts b WHERE b.id = $1)
-       UPDATE broadcasts b SET status = 'completed', final_counts = c.counts, secret_variables_ciphertext = NULL, completed_at = now(), updated_at = now()
-         FROM c
-        WHERE b.id = $1 AND b.status = 'running' AND b.fanned_out_at IS NOT NULL AND (c.counts->>'pending')::int = 0
-        RETURNING ${BROADCAST_COLUMNS.split(', ')
-          .map((c) => `b.${c.trim()}`)
-          .join(', ')}, c.counts`,
-      [id],
-    );
+    const row = await queryOne<CountedRow>(tx, COMPLETE_BROADCAST, [id]);
     if (!row) return null;
     const view = toBroadcastResponse(row);
     await recordBroadcastCompleted(tx, row.tenant_id, view);
@@ -384,15 +391,7 @@ export async function recordBroadcastCompleted(
  */
 export async function failBroadcast(runtime: Context, broadcastId: string, reason: string): Promise<void> {
   const failed = await runtime.orm.em.fork().transactional(async (tx) => {
-    const row = await queryOne<CountedRow>(
-      tx,
-      `UPDATE broadcasts b SET status = 'failed', failure_reason = $2, secret_variables_ciphertext = NULL, completed_at = now(), updated_at = now()
-        WHERE id = $1 AND status IN ('queued', 'running')
-        RETURNING ${BROADCAST_COLUMNS.split(', ')
-          .map((c) => `b.${c.trim()}`)
-          .join(', ')}, ${COUNTS_SQL} AS counts`,
-      [broadcastId, reason],
-    );
+    const row = await queryOne<CountedRow>(tx, FAIL_BROADCAST, [broadcastId, reason]);
     if (!row) return null;
     const view = toBroadcastResponse(row);
     await recordBroadcastCompleted(tx, row.tenant_id, view);
@@ -421,6 +420,6 @@ export async function scheduleCompletionCheck(runtime: Context, broadcastId: str
 export async function checkBroadcastCompletion(runtime: Context, broadcastId: string, checks: number): Promise<void> {
   const em = runtime.orm.em.fork();
   if (await completeBroadcastIfDone(runtime, em, broadcastId)) return;
-  const row = await queryOne<{ status: string }>(em, `SELECT status FROM broadcasts WHERE id = $1`, [broadcastId]);
+  const row = await queryOne<{ status: string }>(em, BROADCAST_STATUS, [broadcastId]);
   if (row?.status === 'running') await scheduleCompletionCheck(runtime, broadcastId, checks + 1);
 }

@@ -42,14 +42,8 @@ interface AudienceMember {
   key: string;
 }
 
-/**
- * $1 broadcast id; $2 event ids, $3 contact ids, $4 external ids, $5 ciphertexts (arrays, one entry per
- * audience member); $6 the page's last key. Writes nothing unless the broadcast is still running: its row
- * is locked for the statement, so a cancel waits for a page in flight, and a page after it writes nothing.
- * Exported for the tests.
- */
-export const fanOutStatement = statementPerQueue(async (boss) => {
-  const jobs = await deliveryJobsCte(boss, 'to_enqueue', { bulk: true });
+/** The fan-out's page statement, around `jobsCte` (deliveryJobsCte's, bulk) that enqueues its events. */
+function fanOutPageSql(jobsCte: string): string {
   return `
   WITH tenant AS MATERIALIZED (
     -- Locked first, so that the tenant's deletion waits here for the page's events to commit (events
@@ -73,7 +67,7 @@ export const fanOutStatement = statementPerQueue(async (boss) => {
     RETURNING id, tenant_id
   ), to_enqueue AS (
     SELECT i.id, i.tenant_id, k.events_per_job, NULL::text AS start_after FROM inserted i CROSS JOIN kind k
-  ), ${jobs}, moved AS (
+  ), ${jobsCte}, moved AS (
     UPDATE broadcasts SET fan_out_cursor = $6, events_created = events_created + (SELECT count(*) FROM inserted), updated_at = now()
      WHERE id IN (SELECT id FROM b)
     RETURNING 1
@@ -81,7 +75,31 @@ export const fanOutStatement = statementPerQueue(async (boss) => {
   SELECT (SELECT count(*) FROM moved)::int AS running, (SELECT count(*) FROM inserted)::int AS inserted,
          (SELECT coalesce(sum(cardinality(je.event_ids)), 0) FROM delivery_job_events je JOIN delivery_jobs j ON j.id = je.id)::int AS enqueued,
          set_config('synchronous_commit', 'off', true) AS commit_mode`;
-});
+}
+
+const ALL_CONTACTS_PAGE = `SELECT id AS contact_id, external_id, external_id AS key FROM contacts
+  WHERE tenant_id = $1 AND external_id > $2 ORDER BY external_id LIMIT $3`;
+const TOPIC_SUBSCRIBERS_PAGE = `SELECT s.contact_id, c.external_id, s.contact_id::text AS key
+  FROM topic_subscriptions s JOIN contacts c ON c.id = s.contact_id
+  WHERE s.topic_id = $1 AND s.contact_id > $2::uuid ORDER BY s.contact_id LIMIT $3`;
+const START_FAN_OUT = `UPDATE broadcasts b SET status = 'running', updated_at = now(),
+    targeted = CASE WHEN b.audience ? 'all_contacts'
+                    THEN (SELECT count(*) FROM contacts c WHERE c.tenant_id = b.tenant_id)
+                    ELSE (SELECT count(*) FROM topic_subscriptions s WHERE s.topic_id = b.topic_id) END
+  WHERE id = $1 AND status = 'queued'`;
+const BROADCAST_BY_ID = `SELECT ${BROADCAST_COLUMNS} FROM broadcasts WHERE id = $1`;
+const END_FAN_OUT = `UPDATE broadcasts SET fanned_out_at = now(), updated_at = now()
+  WHERE id = $1 AND status = 'running' AND fanned_out_at IS NULL`;
+
+/**
+ * $1 broadcast id; $2 event ids, $3 contact ids, $4 external ids, $5 ciphertexts (arrays, one entry per
+ * audience member); $6 the page's last key. Writes nothing unless the broadcast is still running: its row
+ * is locked for the statement, so a cancel waits for a page in flight, and a page after it writes nothing.
+ * Exported for the tests.
+ */
+export const fanOutStatement = statementPerQueue(async (boss) =>
+  fanOutPageSql(await deliveryJobsCte(boss, 'to_enqueue', { bulk: true })),
+);
 
 /** The next page of the audience after `cursor`: a topic's subscribers by contact id, or all contacts by external id. */
 async function audiencePage(
@@ -91,38 +109,17 @@ async function audiencePage(
   size: number,
 ): Promise<AudienceMember[]> {
   if ('all_contacts' in broadcast.audience) {
-    return query<AudienceMember>(
-      em,
-      `SELECT id AS contact_id, external_id, external_id AS key FROM contacts
-        WHERE tenant_id = $1 AND external_id > $2 ORDER BY external_id LIMIT $3`,
-      [broadcast.tenant_id, cursor ?? START.all, size],
-    );
+    return query<AudienceMember>(em, ALL_CONTACTS_PAGE, [broadcast.tenant_id, cursor ?? START.all, size]);
   }
   // A topic deleted since the broadcast was accepted has no subscribers left: the fan-out ends.
   if (!broadcast.topic_id) return [];
-  return query<AudienceMember>(
-    em,
-    `SELECT s.contact_id, c.external_id, s.contact_id::text AS key
-       FROM topic_subscriptions s JOIN contacts c ON c.id = s.contact_id
-      WHERE s.topic_id = $1 AND s.contact_id > $2::uuid ORDER BY s.contact_id LIMIT $3`,
-    [broadcast.topic_id, cursor ?? START.topic, size],
-  );
+  return query<AudienceMember>(em, TOPIC_SUBSCRIBERS_PAGE, [broadcast.topic_id, cursor ?? START.topic, size]);
 }
 
 /** Moves a queued broadcast to running, counting its audience; answers the row as it is now (null when gone). */
 async function startFanOut(em: EntityManager, broadcastId: string): Promise<BroadcastRow | null> {
-  await execute(
-    em,
-    `UPDATE broadcasts b SET status = 'running', updated_at = now(),
-            targeted = CASE WHEN b.audience ? 'all_contacts' THEN (SELECT count(*) FROM contacts c WHERE c.tenant_id = b.tenant_id)
-                            ELSE (SELECT count(*) FROM topic_subscriptions s WHERE s.topic_id = b.topic_id) END
-      WHERE id = $1 AND status = 'queued'`,
-    [broadcastId],
-  );
-  return (
-    (await queryOne<BroadcastRow>(em, `SELECT ${BROADCAST_COLUMNS} FROM broadcasts WHERE id = $1`, [broadcastId])) ??
-    null
-  );
+  await execute(em, START_FAN_OUT, [broadcastId]);
+  return (await queryOne<BroadcastRow>(em, BROADCAST_BY_ID, [broadcastId])) ?? null;
 }
 
 interface PageWritten {
@@ -185,11 +182,7 @@ export async function fanOutBroadcast(
       page = await next;
       if (options.pauseMs && page.length > 0) await new Promise((resolve) => setTimeout(resolve, options.pauseMs));
     }
-    const ended = await execute(
-      em,
-      `UPDATE broadcasts SET fanned_out_at = now(), updated_at = now() WHERE id = $1 AND status = 'running' AND fanned_out_at IS NULL`,
-      [broadcast.id],
-    );
+    const ended = await execute(em, END_FAN_OUT, [broadcast.id]);
     if (ended === 0) return; // canceled at the last moment
   }
   await scheduleCompletionCheck(runtime, broadcast.id, 0);

@@ -29,6 +29,26 @@ export interface IdempotencyClaim {
 export type ClaimResult =
   { kind: 'claimed'; claim: IdempotencyClaim } | { kind: 'replay'; status: number; body: unknown };
 
+const CLAIM_KEY = `INSERT INTO idempotency_keys AS k (tenant_id, key, request_hash, state, created_at, expires_at)
+  VALUES ($1, $2, $3, 'in_flight', to_timestamp($4 / 1000.0), to_timestamp($5 / 1000.0))
+  ON CONFLICT (tenant_id, key) DO UPDATE
+     SET request_hash = EXCLUDED.request_hash, state = 'in_flight', response_status = NULL, response_body = NULL,
+         created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
+   WHERE k.expires_at <= to_timestamp($4 / 1000.0)
+      OR (k.state = 'in_flight' AND k.created_at <= to_timestamp($6 / 1000.0))
+  RETURNING k.key`;
+const EARLIER_CLAIM = `SELECT request_hash, state, response_status, response_body,
+         extract(epoch FROM created_at) * 1000 AS claimed_ms
+  FROM idempotency_keys WHERE tenant_id = $1 AND key = $2`;
+
+/** The claim's row, while it is still this claim's (not taken over by a retry since). */
+const OWN_CLAIM = `tenant_id = $1 AND key = $2 AND request_hash = $3 AND state = 'in_flight' AND created_at = to_timestamp($4 / 1000.0)`;
+const COMPLETE_CLAIM = `UPDATE idempotency_keys SET state = 'done', response_status = $5, response_body = $6
+  WHERE ${OWN_CLAIM}`;
+const RELEASE_CLAIM = `DELETE FROM idempotency_keys WHERE ${OWN_CLAIM}`;
+
+const PRUNE_EXPIRED = `DELETE FROM idempotency_keys WHERE expires_at <= to_timestamp($1 / 1000.0)`;
+
 /** The Idempotency-Key header, checked; null when the request has none. */
 export function idempotencyKeyOf(header: string | null): string | null {
   if (header === null) return null;
@@ -63,18 +83,14 @@ function canonicalJson(value: unknown): string {
  */
 export async function claimIdempotencyKey(em: EntityManager, claim: IdempotencyClaim): Promise<ClaimResult> {
   const now = claim.claimedAt;
-  const claimed = await queryOne<{ key: string }>(
-    em,
-    `INSERT INTO idempotency_keys AS k (tenant_id, key, request_hash, state, created_at, expires_at)
-     VALUES ($1, $2, $3, 'in_flight', to_timestamp($4 / 1000.0), to_timestamp($5 / 1000.0))
-     ON CONFLICT (tenant_id, key) DO UPDATE
-        SET request_hash = EXCLUDED.request_hash, state = 'in_flight', response_status = NULL, response_body = NULL,
-            created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
-      WHERE k.expires_at <= to_timestamp($4 / 1000.0)
-         OR (k.state = 'in_flight' AND k.created_at <= to_timestamp($6 / 1000.0))
-     RETURNING k.key`,
-    [claim.tenantId, claim.key, claim.requestHash, now, now + IDEMPOTENCY_TTL_MS, now - IDEMPOTENCY_STALE_MS],
-  );
+  const claimed = await queryOne<{ key: string }>(em, CLAIM_KEY, [
+    claim.tenantId,
+    claim.key,
+    claim.requestHash,
+    now,
+    now + IDEMPOTENCY_TTL_MS,
+    now - IDEMPOTENCY_STALE_MS,
+  ]);
   if (claimed) return { kind: 'claimed', claim };
   const existing = await queryOne<{
     request_hash: string;
@@ -82,12 +98,7 @@ export async function claimIdempotencyKey(em: EntityManager, claim: IdempotencyC
     response_status: number | null;
     response_body: unknown;
     claimed_ms: number;
-  }>(
-    em,
-    `SELECT request_hash, state, response_status, response_body, extract(epoch FROM created_at) * 1000 AS claimed_ms
-       FROM idempotency_keys WHERE tenant_id = $1 AND key = $2`,
-    [claim.tenantId, claim.key],
-  );
+  }>(em, EARLIER_CLAIM, [claim.tenantId, claim.key]);
   if (existing && existing.request_hash !== claim.requestHash) {
     throw new AppError('idempotency_key_reused', 'This Idempotency-Key was used with a different request body');
   }
@@ -100,9 +111,6 @@ export async function claimIdempotencyKey(em: EntityManager, claim: IdempotencyC
   return { kind: 'replay', status: existing.response_status, body: existing.response_body };
 }
 
-/** The claim's row, while it is still this claim's (not taken over by a retry since). */
-const OWN_CLAIM = `tenant_id = $1 AND key = $2 AND request_hash = $3 AND state = 'in_flight' AND created_at = to_timestamp($4 / 1000.0)`;
-
 /**
  * Records the response; call it inside the transaction that does the request's work. Throws 409 when a
  * retry has taken the claim over (it went stale while this request ran), which undoes that work.
@@ -113,11 +121,14 @@ export async function completeIdempotencyKey(
   status: number,
   body: unknown,
 ): Promise<void> {
-  const completed = await execute(
-    em,
-    `UPDATE idempotency_keys SET state = 'done', response_status = $5, response_body = $6 WHERE ${OWN_CLAIM}`,
-    [claim.tenantId, claim.key, claim.requestHash, claim.claimedAt, status, JSON.stringify(body)],
-  );
+  const completed = await execute(em, COMPLETE_CLAIM, [
+    claim.tenantId,
+    claim.key,
+    claim.requestHash,
+    claim.claimedAt,
+    status,
+    JSON.stringify(body),
+  ]);
   if (completed === 0) {
     throw new AppError('idempotency_in_flight', 'A retry with this Idempotency-Key took over this request', {
       headers: { 'retry-after': '1' },
@@ -127,12 +138,7 @@ export async function completeIdempotencyKey(
 
 /** Releases the claim of a request that failed, so the client can retry with the same key. */
 export async function releaseIdempotencyKey(em: EntityManager, claim: IdempotencyClaim): Promise<void> {
-  await execute(em, `DELETE FROM idempotency_keys WHERE ${OWN_CLAIM}`, [
-    claim.tenantId,
-    claim.key,
-    claim.requestHash,
-    claim.claimedAt,
-  ]);
+  await execute(em, RELEASE_CLAIM, [claim.tenantId, claim.key, claim.requestHash, claim.claimedAt]);
 }
 
 /**
@@ -170,5 +176,5 @@ export async function withIdempotencyKey<T>(
 
 /** Deletes expired records (the scheduled prune job). */
 export async function pruneIdempotencyKeys(em: EntityManager, now: number): Promise<number> {
-  return execute(em, `DELETE FROM idempotency_keys WHERE expires_at <= to_timestamp($1 / 1000.0)`, [now]);
+  return execute(em, PRUNE_EXPIRED, [now]);
 }

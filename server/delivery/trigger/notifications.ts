@@ -48,6 +48,30 @@ export interface TriggerResult {
   body: TriggerResponse;
 }
 
+/**
+ * An event's columns with its deliveries, read in the same statement, so in one snapshot: read
+ * apart, a delivery stored and rolled up between the two reads would show beside the status it moved
+ * the event on from.
+ */
+const EVENT_COLUMNS = `id, type_key, external_id, contact_id, broadcast_id, status, created_at, updated_at, variables, secret_keys, send_at,
+       cancellation_key, digest_event_id, steps,
+       (SELECT coalesce(json_agg(json_build_object('channel', d.channel, 'status', d.status, 'reason', d.reason, 'provider', d.provider,
+                                                   'attempts', d.attempts, 'last_error', d.last_error, 'updated_at', d.updated_at)
+                                 ORDER BY d.created_at, d.channel, d.destination), '[]')
+          FROM deliveries d WHERE d.event_id = events.id) AS deliveries`;
+
+const EVENT_STATUS = `SELECT status FROM events WHERE id = $1 AND tenant_id = $2`;
+const EVENT_BY_ID = `SELECT ${EVENT_COLUMNS} FROM events WHERE id = $1 AND tenant_id = $2`;
+const LIST_EVENTS = `SELECT ${EVENT_COLUMNS} FROM events
+  WHERE tenant_id = $1
+    AND ($2::text IS NULL OR type_key = $2)
+    AND ($3::text IS NULL OR status = $3)
+    AND ($4::text IS NULL OR external_id = $4)
+    AND ($5::uuid IS NULL OR id < $5::uuid)
+    AND ($7::uuid IS NULL OR broadcast_id = $7::uuid)
+  ORDER BY id DESC
+  LIMIT $6`;
+
 const OVERRIDE_TTL_MS = 10_000;
 const overrideCache = new Map<string, { value: RateCheck['override']; until: number }>();
 
@@ -223,10 +247,7 @@ export async function cancelNotifications(
 export async function cancelNotification(em: EntityManager, tenantId: string, eventId: string): Promise<void> {
   if (!isUuid(eventId)) throw notFoundEvent();
   if (await cancelById(em, tenantId, eventId)) return;
-  const row = await queryOne<{ status: string }>(em, `SELECT status FROM events WHERE id = $1 AND tenant_id = $2`, [
-    eventId,
-    tenantId,
-  ]);
+  const row = await queryOne<{ status: string }>(em, EVENT_STATUS, [eventId, tenantId]);
   if (!row) throw notFoundEvent();
   throw new AppError('event_final', `The event is ${row.status} already and cannot be canceled`);
 }
@@ -278,25 +299,10 @@ interface DeliveryStatusRow {
   updated_at: string;
 }
 
-/**
- * An event's columns with its deliveries, read in the same statement, so in one snapshot: read
- * apart, a delivery stored and rolled up between the two reads would show beside the status it moved
- * the event on from.
- */
-const EVENT_COLUMNS = `id, type_key, external_id, contact_id, broadcast_id, status, created_at, updated_at, variables, secret_keys, send_at,
-       cancellation_key, digest_event_id, steps,
-       (SELECT coalesce(json_agg(json_build_object('channel', d.channel, 'status', d.status, 'reason', d.reason, 'provider', d.provider,
-                                                   'attempts', d.attempts, 'last_error', d.last_error, 'updated_at', d.updated_at)
-                                 ORDER BY d.created_at, d.channel, d.destination), '[]')
-          FROM deliveries d WHERE d.event_id = events.id) AS deliveries`;
-
 /** The event's status with its deliveries; 404 for an unknown id or another tenant's event. */
 export async function getEvent(em: EntityManager, tenantId: string, eventId: string): Promise<EventResponse> {
   if (!isUuid(eventId)) throw notFoundEvent();
-  const row = await queryOne<EventRow>(em, `SELECT ${EVENT_COLUMNS} FROM events WHERE id = $1 AND tenant_id = $2`, [
-    eventId,
-    tenantId,
-  ]);
+  const row = await queryOne<EventRow>(em, EVENT_BY_ID, [eventId, tenantId]);
   if (!row) throw notFoundEvent();
   return toEventResponse(row);
 }
@@ -308,27 +314,15 @@ function notFoundEvent(): AppError {
 /** The activity log: newest first, filtered, paged by an opaque cursor (the last event id seen). */
 export async function listEvents(em: EntityManager, tenantId: string, filter: EventListQuery): Promise<EventPage> {
   const after = filter.cursor ? decodeCursor(filter.cursor) : null;
-  const rows = await query<EventRow>(
-    em,
-    `SELECT ${EVENT_COLUMNS} FROM events
-      WHERE tenant_id = $1
-        AND ($2::text IS NULL OR type_key = $2)
-        AND ($3::text IS NULL OR status = $3)
-        AND ($4::text IS NULL OR external_id = $4)
-        AND ($5::uuid IS NULL OR id < $5::uuid)
-        AND ($7::uuid IS NULL OR broadcast_id = $7::uuid)
-      ORDER BY id DESC
-      LIMIT $6`,
-    [
-      tenantId,
-      filter.type ?? null,
-      filter.status ?? null,
-      filter.external_id ?? null,
-      after,
-      filter.limit + 1,
-      filter.broadcast_id ?? null,
-    ],
-  );
+  const rows = await query<EventRow>(em, LIST_EVENTS, [
+    tenantId,
+    filter.type ?? null,
+    filter.status ?? null,
+    filter.external_id ?? null,
+    after,
+    filter.limit + 1,
+    filter.broadcast_id ?? null,
+  ]);
   const page = rows.slice(0, filter.limit);
   const next = rows.length > filter.limit ? encodeCursor(page[page.length - 1]!.id) : null;
   return { items: page.map(toEventResponse), next_cursor: next };
