@@ -43,14 +43,46 @@ const keyIdSql = (col: EncryptedColumn) => `split_part(${ciphertextSql(col)}, '.
 const holdsCiphertext = (col: EncryptedColumn) =>
   `${ciphertextSql(col)} IS NOT NULL${col.where ? ` AND (${col.where})` : ''}`;
 
+/** Ciphertext counts per envelope key id in one registered column. */
+function ciphertextsByKeySql(col: EncryptedColumn): string {
+  return `SELECT ${keyIdSql(col)} AS key_id, count(*)::int AS n FROM ${quoteTable(col.table)}
+    WHERE ${holdsCiphertext(col)} GROUP BY 1`;
+}
+
+/**
+ * A batch of a column's ciphertexts not under the active key ($1), at most $2, locked; `afterCursor`: past
+ * the row whose key columns are $3...
+ */
+function rewrapBatchSql(col: EncryptedColumn, afterCursor: boolean): string {
+  const keys = col.keyColumns.map(quote).join(', ');
+  const aadInputs = Object.entries(col.aadInputs ?? {})
+    .map(([name, sql]) => `, ${sql} AS ${quote(name)}`)
+    .join('');
+  const cursor = afterCursor ? `AND (${keys}) > (${col.keyColumns.map((_, i) => `$${i + 3}`).join(', ')})` : '';
+  return `SELECT ${keys}, ${ciphertextSql(col)} AS ciphertext${aadInputs} FROM ${quoteTable(col.table)}
+          WHERE ${holdsCiphertext(col)} AND ${keyIdSql(col)} <> $1 ${cursor}
+          ORDER BY ${keys} LIMIT $2 FOR UPDATE SKIP LOCKED`;
+}
+
+/** Sets a row's ciphertext to $1 if it is still $2; the row's key columns are $3... */
+function rewrapRowSql(col: EncryptedColumn): string {
+  const assignment = col.jsonKey
+    ? `jsonb_set(${quote(col.column)}, ARRAY[${literal(col.jsonKey)}], to_jsonb($1::text))`
+    : '$1';
+  const where = col.keyColumns.map((k, i) => `${quote(k)} = $${i + 3}`).join(' AND ');
+  return `UPDATE ${quoteTable(col.table)} SET ${quote(col.column)} = ${assignment}
+    WHERE ${ciphertextSql(col)} = $2 AND ${where}`;
+}
+
+/** Which of the install secrets $1 are encrypted with key $2. */
+const ESSENTIAL_SECRETS_UNDER_KEY = `SELECT name FROM install_secrets
+  WHERE name = ANY($1) AND split_part(ciphertext, '.', 2) = $2`;
+
 /** Ciphertext counts per envelope key id over every registered column. */
 export async function ciphertextsByKey(em: EntityManager): Promise<Map<string, number>> {
   const counts = new Map<string, number>();
   for (const col of encryptedColumns) {
-    const rows = await query<{ key_id: string; n: number }>(
-      em,
-      `SELECT ${keyIdSql(col)} AS key_id, count(*)::int AS n FROM ${quoteTable(col.table)} WHERE ${holdsCiphertext(col)} GROUP BY 1`,
-    );
+    const rows = await query<{ key_id: string; n: number }>(em, ciphertextsByKeySql(col));
     for (const row of rows) counts.set(row.key_id, (counts.get(row.key_id) ?? 0) + row.n);
   }
   return counts;
@@ -162,30 +194,16 @@ async function rewrapColumn(
   batchSize: number,
 ): Promise<RewrapReport> {
   const result: RewrapReport = { rewrapped: 0, unreadable: 0 };
-  const keys = col.keyColumns.map(quote).join(', ');
-  const aadInputs = Object.entries(col.aadInputs ?? {})
-    .map(([name, sql]) => `, ${sql} AS ${quote(name)}`)
-    .join('');
-  const assignment = col.jsonKey
-    ? `jsonb_set(${quote(col.column)}, ARRAY[${literal(col.jsonKey)}], to_jsonb($1::text))`
-    : '$1';
+  const firstBatch = rewrapBatchSql(col, false);
+  const nextBatch = rewrapBatchSql(col, true);
+  const rewrapRow = rewrapRowSql(col);
   let after: unknown[] | null = null;
   for (;;) {
     const active = keyRing.activeKeyId;
     const batch = await em.fork().transactional(async (tx) => {
       const params: unknown[] = [active, batchSize];
-      let cursor = '';
-      if (after) {
-        cursor = `AND (${keys}) > (${col.keyColumns.map((_, i) => `$${i + 3}`).join(', ')})`;
-        params.push(...after);
-      }
-      const rows = await query<Record<string, unknown>>(
-        tx,
-        `SELECT ${keys}, ${ciphertextSql(col)} AS ciphertext${aadInputs} FROM ${quoteTable(col.table)}
-          WHERE ${holdsCiphertext(col)} AND ${keyIdSql(col)} <> $1 ${cursor}
-          ORDER BY ${keys} LIMIT $2 FOR UPDATE SKIP LOCKED`,
-        params,
-      );
+      if (after) params.push(...after);
+      const rows = await query<Record<string, unknown>>(tx, after ? nextBatch : firstBatch, params);
       let rewrapped = 0;
       let unreadable = 0;
       for (const row of rows) {
@@ -199,12 +217,7 @@ async function rewrapColumn(
           }
           throw error;
         }
-        const where = col.keyColumns.map((k, i) => `${quote(k)} = $${i + 3}`).join(' AND ');
-        rewrapped += await execute(
-          tx,
-          `UPDATE ${quoteTable(col.table)} SET ${quote(col.column)} = ${assignment} WHERE ${ciphertextSql(col)} = $2 AND ${where}`,
-          [next, row.ciphertext, ...col.keyColumns.map((k) => row[k])],
-        );
+        rewrapped += await execute(tx, rewrapRow, [next, row.ciphertext, ...col.keyColumns.map((k) => row[k])]);
       }
       const last = rows.at(-1);
       return { count: rows.length, rewrapped, unreadable, last: last ? col.keyColumns.map((k) => last[k]) : null };
@@ -266,11 +279,10 @@ export async function retireKey(
     );
   }
   if (inUse > 0) {
-    const essential = await query<{ name: string }>(
-      em,
-      `SELECT name FROM install_secrets WHERE name = ANY($1) AND split_part(ciphertext, '.', 2) = $2`,
-      [ESSENTIAL_INSTALL_SECRETS, keyId],
-    );
+    const essential = await query<{ name: string }>(em, ESSENTIAL_SECRETS_UNDER_KEY, [
+      ESSENTIAL_INSTALL_SECRETS,
+      keyId,
+    ]);
     if (essential.length > 0) {
       // Even --force must not orphan these: no Herald process could start any more.
       throw new AppError(

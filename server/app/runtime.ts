@@ -56,6 +56,9 @@ export interface RuntimeOptions {
   webhooks?: WebhookDispatchOptions;
 }
 
+/** The database availability probe: a round trip. */
+const DATABASE_PROBE = 'SELECT 1';
+
 /**
  * Connections per process when databasePoolSize is not set: two per CPU core for the HTTP side, plus
  * one per concurrent delivery job in a process that runs workers. More connections than the cores
@@ -103,7 +106,7 @@ export async function startRuntime(config: Config, options: RuntimeOptions = {})
     },
     onNotice: (message) => logger.warn(message),
   });
-  availability = new DatabaseAvailability(logger, () => query(db.orm.em.fork(), 'SELECT 1'));
+  availability = new DatabaseAvailability(logger, () => query(db.orm.em.fork(), DATABASE_PROBE));
   let runtime: Runtime | null = null;
   try {
     const pending = await pendingMigrations(db.orm);

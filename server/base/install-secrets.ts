@@ -3,25 +3,23 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { execute } from './db/sql.ts';
 
+const STORE_SECRET = `INSERT INTO install_secrets (name, ciphertext) VALUES ($1, $2)
+     ON CONFLICT (name) DO UPDATE SET ciphertext = EXCLUDED.ciphertext, updated_at = now()`;
+const STORE_SECRET_ONCE = `INSERT INTO install_secrets (name, ciphertext) VALUES ($1, $2)
+     ON CONFLICT (name) DO NOTHING`;
+const DELETE_SECRET = `DELETE FROM install_secrets WHERE name = $1`;
+
 /** Stores (or replaces) the secret `name`, already encrypted. */
 export async function storeInstallSecret(em: EntityManager, name: string, ciphertext: string): Promise<void> {
-  await execute(
-    em,
-    `INSERT INTO install_secrets (name, ciphertext) VALUES ($1, $2)
-     ON CONFLICT (name) DO UPDATE SET ciphertext = EXCLUDED.ciphertext, updated_at = now()`,
-    [name, ciphertext],
-  );
+  await execute(em, STORE_SECRET, [name, ciphertext]);
 }
 
 /** Stores the secret `name` unless one is stored already (the first process to start makes it). */
 export async function storeInstallSecretOnce(em: EntityManager, name: string, ciphertext: string): Promise<void> {
-  await execute(em, `INSERT INTO install_secrets (name, ciphertext) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, [
-    name,
-    ciphertext,
-  ]);
+  await execute(em, STORE_SECRET_ONCE, [name, ciphertext]);
 }
 
 /** Deletes the secret `name`; true when there was one. */
 export async function deleteInstallSecret(em: EntityManager, name: string): Promise<boolean> {
-  return (await execute(em, `DELETE FROM install_secrets WHERE name = $1`, [name])) > 0;
+  return (await execute(em, DELETE_SECRET, [name])) > 0;
 }

@@ -24,6 +24,10 @@ const STALE_TABLES = `
     FROM (SELECT DISTINCT to_regclass(format('%I.%I', '${BOSS_SCHEMA}', table_name)) AS rel FROM ${BOSS_SCHEMA}.queue) AS t
    WHERE pg_stat_get_mod_since_analyze(t.rel) >= greatest($1::bigint, (SELECT c.reltuples FROM pg_class c WHERE c.oid = t.rel)::bigint)`;
 
+function analyzeSql(table: string): string {
+  return `ANALYZE (SKIP_LOCKED) ${table}`;
+}
+
 /** Starts the check; returns its stop. */
 export function startQueueStatistics(
   boss: PgBoss,
@@ -40,7 +44,7 @@ export function startQueueStatistics(
       const { rows } = await db.executeSql(STALE_TABLES, [MIN_CHANGES]);
       for (const { name } of rows as Array<{ name: string }>) {
         // SKIP_LOCKED: another worker, or autovacuum, is analysing it already.
-        await db.executeSql(`ANALYZE (SKIP_LOCKED) ${name}`);
+        await db.executeSql(analyzeSql(name));
         logger.debug('job table analysed', { table: name });
       }
     },

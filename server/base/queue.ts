@@ -17,6 +17,29 @@ export const BOSS_SCHEMA = 'pgboss';
  */
 export const SYSTEM_EMAIL_JOB = 'system-email';
 
+/** The partial index on pg-boss's table through which the lost-job check finds the active jobs it watches. */
+export const LOST_JOB_INDEX = 'herald_job_common_heartbeat';
+
+// The build of LOST_JOB_INDEX (startLostJobIndexBuild).
+const LOST_JOB_INDEX_LOCK = `SELECT pg_advisory_lock(hashtextextended('herald:${LOST_JOB_INDEX}', 0))`;
+const INDEX_VALID = `SELECT indisvalid AS valid FROM pg_index WHERE indexrelid = to_regclass($1)`;
+const DROP_LOST_JOB_INDEX = `DROP INDEX CONCURRENTLY ${BOSS_SCHEMA}.${LOST_JOB_INDEX}`;
+const CREATE_LOST_JOB_INDEX = `CREATE INDEX CONCURRENTLY ${LOST_JOB_INDEX} ON ${BOSS_SCHEMA}.job_common (heartbeat_on)
+   WHERE state = 'active' AND heartbeat_seconds IS NOT NULL`;
+
+/** The active jobs whose heartbeat is older than $1 seconds (read through LOST_JOB_INDEX). */
+export const LOST_JOBS = `SELECT name, id, retry_count FROM ${BOSS_SCHEMA}.job
+   WHERE state = 'active' AND heartbeat_seconds IS NOT NULL
+     AND heartbeat_on < ${BOSS_SCHEMA}.job_now() - make_interval(secs => $1)
+   LIMIT 1000`;
+
+/** Makes the retries $2 of queue $1 due now and wakes the queue's workers (pg-boss's notification channel). */
+const RETRY_NOW = `WITH due AS (
+           UPDATE ${BOSS_SCHEMA}.job SET start_after = ${BOSS_SCHEMA}.job_now()
+            WHERE name = $1 AND id = ANY($2::uuid[]) AND state = 'retry' RETURNING 1)
+         SELECT pg_notify(('pgboss_' || left(encode(sha224('${BOSS_SCHEMA}'::bytea), 'hex'), 24)), $1)
+           FROM due LIMIT 1`;
+
 export async function startBoss(
   url: string,
   logger: Logger,
@@ -97,9 +120,6 @@ export function heartbeatRefreshSeconds(lostAfterSeconds: number): number {
   return lostAfterSeconds / 5;
 }
 
-/** The partial index on pg-boss's table through which the lost-job check finds the active jobs it watches. */
-export const LOST_JOB_INDEX = 'herald_job_common_heartbeat';
-
 /**
  * Builds LOST_JOB_INDEX in the background unless it exists; returns a stop that ends the build's
  * connection. pg-boss has no index on active jobs, and completed jobs stay in its table for a week:
@@ -116,16 +136,11 @@ export function startLostJobIndexBuild(url: string, logger: Logger): () => Promi
   let stopped = false;
   const build = (async () => {
     await client.connect();
-    await client.query(`SELECT pg_advisory_lock(hashtextextended('herald:${LOST_JOB_INDEX}', 0))`);
-    const { rows } = await client.query<{ valid: boolean }>(
-      `SELECT indisvalid AS valid FROM pg_index WHERE indexrelid = to_regclass($1)`,
-      [`${BOSS_SCHEMA}.${LOST_JOB_INDEX}`],
-    );
+    await client.query(LOST_JOB_INDEX_LOCK);
+    const { rows } = await client.query<{ valid: boolean }>(INDEX_VALID, [`${BOSS_SCHEMA}.${LOST_JOB_INDEX}`]);
     if (rows[0]?.valid) return;
-    if (rows[0]) await client.query(`DROP INDEX CONCURRENTLY ${BOSS_SCHEMA}.${LOST_JOB_INDEX}`);
-    await client.query(
-      `CREATE INDEX CONCURRENTLY ${LOST_JOB_INDEX} ON ${BOSS_SCHEMA}.job_common (heartbeat_on) WHERE state = 'active' AND heartbeat_seconds IS NOT NULL`,
-    );
+    if (rows[0]) await client.query(DROP_LOST_JOB_INDEX);
+    await client.query(CREATE_LOST_JOB_INDEX);
   })()
     .catch((error: unknown) => {
       if (!stopped) logger.warn('lost job index not built', { error: (error as Error).message });
@@ -137,12 +152,6 @@ export function startLostJobIndexBuild(url: string, logger: Logger): () => Promi
     await build;
   };
 }
-
-/** The active jobs whose heartbeat is older than $1 seconds (read through LOST_JOB_INDEX). */
-export const LOST_JOBS = `SELECT name, id, retry_count FROM ${BOSS_SCHEMA}.job
-   WHERE state = 'active' AND heartbeat_seconds IS NOT NULL
-     AND heartbeat_on < ${BOSS_SCHEMA}.job_now() - make_interval(secs => $1)
-   LIMIT 1000`;
 
 /** Every heartbeat refresh: fails the jobs of lost workers (fenced to the attempt seen) and wakes the workers. */
 export function startLostJobReaper(
@@ -166,13 +175,7 @@ export function startLostJobReaper(
       for (const [name, attempts] of byQueue) {
         await boss.fail(name, attempts, { message: `worker lost: no heartbeat for ${lostAfterSeconds} s` });
         // Their retry is due now, not after the backoff: the job did not fail, its worker died.
-        await db.executeSql(
-          `WITH due AS (
-           UPDATE ${BOSS_SCHEMA}.job SET start_after = ${BOSS_SCHEMA}.job_now()
-            WHERE name = $1 AND id = ANY($2::uuid[]) AND state = 'retry' RETURNING 1)
-         SELECT pg_notify(('pgboss_' || left(encode(sha224('${BOSS_SCHEMA}'::bytea), 'hex'), 24)), $1) FROM due LIMIT 1`,
-          [name, attempts.map((a) => a.id)],
-        );
+        await db.executeSql(RETRY_NOW, [name, attempts.map((a) => a.id)]);
         logger.warn('jobs of a lost worker retried', { queue: name, jobs: attempts.length });
       }
     },

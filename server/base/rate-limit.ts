@@ -126,6 +126,10 @@ const CREATE_SQL = `
 // last update, so they add to the tokens it stored then; its refill since is added at the next charge.
 const RETURN_SQL = `UPDATE rate_limit_buckets SET tokens = LEAST($3::float8, tokens + $2::float8) WHERE key = $1`;
 
+/** A tenant's overrides ($2 the sustained rate's name, $3 the burst's). */
+const OVERRIDE_SQL = `SELECT name, value FROM tenant_limits WHERE tenant_id = $1 AND name IN ($2, $3)`;
+const PRUNE_SQL = `DELETE FROM rate_limit_buckets WHERE updated_ms < $1`;
+
 interface BucketSet {
   checks: RateCheck[];
   keys: string[];
@@ -368,11 +372,11 @@ export async function tenantOverride(
   tenantId: string,
   p: RatePolicy,
 ): Promise<RateCheck['override']> {
-  const rows = await query<{ name: string; value: number }>(
-    em,
-    `SELECT name, value FROM tenant_limits WHERE tenant_id = $1 AND name IN ($2, $3)`,
-    [tenantId, `rate:${p.name}`, `rate:${p.name}:burst`],
-  );
+  const rows = await query<{ name: string; value: number }>(em, OVERRIDE_SQL, [
+    tenantId,
+    `rate:${p.name}`,
+    `rate:${p.name}:burst`,
+  ]);
   if (rows.length === 0) return undefined;
   const perMinute = rows.find((r) => r.name === `rate:${p.name}`)?.value;
   const burst = rows.find((r) => r.name === `rate:${p.name}:burst`)?.value;
@@ -385,5 +389,5 @@ export async function tenantOverride(
 
 /** Deletes buckets not touched since `beforeMs` (see server/jobs/rate-limit-prune.ts). */
 export async function pruneIdleBuckets(em: EntityManager, beforeMs: number): Promise<number> {
-  return execute(em, `DELETE FROM rate_limit_buckets WHERE updated_ms < $1`, [beforeMs]);
+  return execute(em, PRUNE_SQL, [beforeMs]);
 }

@@ -15,6 +15,8 @@ import {
   type Credential,
 } from './credentials.ts';
 
+const MEMBERSHIP_ROLE = `SELECT role FROM memberships WHERE user_id = $1 AND tenant_id = $2`;
+
 /**
  * Finds an unrevoked service key by hash and records its use (at most once a minute, same round trip).
  * A key verified in the last minute is taken from the process's cache, which change notices keep exact.
@@ -34,11 +36,7 @@ async function resolveServiceKey(runtime: Context, em: EntityManager, key: strin
 }
 
 async function membershipRole(em: EntityManager, userId: string, tenantId: string): Promise<'owner' | 'admin' | null> {
-  const row = await queryOne<{ role: 'owner' | 'admin' }>(
-    em,
-    `SELECT role FROM memberships WHERE user_id = $1 AND tenant_id = $2`,
-    [userId, tenantId],
-  );
+  const row = await queryOne<{ role: 'owner' | 'admin' }>(em, MEMBERSHIP_ROLE, [userId, tenantId]);
   return row?.role ?? null;
 }
 

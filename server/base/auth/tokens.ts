@@ -23,6 +23,7 @@ export interface TokenClaims {
 
 const HEADER = JSON.stringify({ alg: 'HS256', typ: 'JWT' });
 const SIGNING_SECRET = 'token_signing_key';
+const INSTALL_SECRET = `SELECT ciphertext FROM install_secrets WHERE name = $1`;
 
 export class TokenSigner {
   readonly #key: Buffer;
@@ -79,8 +80,6 @@ export class TokenSigner {
 export async function loadTokenSigner(em: EntityManager, keyRing: KeyRing): Promise<TokenSigner> {
   const aad = installSecretAad(SIGNING_SECRET);
   await storeInstallSecretOnce(em, SIGNING_SECRET, keyRing.encrypt(randomBytes(32).toString('base64'), aad));
-  const row = await queryOne<{ ciphertext: string }>(em, `SELECT ciphertext FROM install_secrets WHERE name = $1`, [
-    SIGNING_SECRET,
-  ]);
+  const row = await queryOne<{ ciphertext: string }>(em, INSTALL_SECRET, [SIGNING_SECRET]);
   return new TokenSigner(Buffer.from(keyRing.decrypt(row!.ciphertext, aad), 'base64'));
 }

@@ -44,26 +44,40 @@ interface TableInfo {
 const quoteIdent = (s: string) => `"${s.replaceAll('"', '""')}"`;
 const qualified = (name: string) => name.split('.').map(quoteIdent).join('.');
 
-/** Tables to copy: ordinary and partitioned parents (partitions come with their parent), stored columns only. */
-async function tablesOf(client: pg.Client): Promise<TableInfo[]> {
-  const { rows } = await client.query<{ name: string; columns: string[] }>(
-    `SELECT n.nspname || '.' || c.relname AS name,
+const TABLES = `SELECT n.nspname || '.' || c.relname AS name,
             array_agg(a.attname::text ORDER BY a.attnum) AS columns
        FROM pg_class c
        JOIN pg_namespace n ON n.oid = c.relnamespace
        JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
       WHERE n.nspname = ANY($1) AND c.relkind IN ('r', 'p') AND NOT c.relispartition
-      GROUP BY 1 ORDER BY 1`,
-    [SCHEMAS],
-  );
+      GROUP BY 1 ORDER BY 1`;
+const SEQUENCES = `SELECT schemaname || '.' || sequencename AS name, last_value::text AS value
+       FROM pg_sequences WHERE schemaname = ANY($1) ORDER BY 1`;
+const BEGIN_SNAPSHOT = 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY';
+const MIGRATIONS_APPLIED = 'SELECT name FROM herald_migrations ORDER BY id';
+const TRIGGERS_OFF = "SET LOCAL session_replication_role = 'replica'";
+const SET_SEQUENCE = 'SELECT setval($1::regclass, $2::bigint)';
+
+function copyOutSql(table: TableInfo): string {
+  return `COPY (SELECT ${table.columns.map(quoteIdent).join(', ')} FROM ${qualified(table.name)}) TO STDOUT`;
+}
+
+function truncateSql(tables: string[]): string {
+  return `TRUNCATE ${tables.map(qualified).join(', ')}`;
+}
+
+function copyInSql(table: string, columns: string[]): string {
+  return `COPY ${qualified(table)} (${columns.map(quoteIdent).join(', ')}) FROM STDIN`;
+}
+
+/** Tables to copy: ordinary and partitioned parents (partitions come with their parent), stored columns only. */
+async function tablesOf(client: pg.Client): Promise<TableInfo[]> {
+  const { rows } = await client.query<{ name: string; columns: string[] }>(TABLES, [SCHEMAS]);
   return rows;
 }
 
 async function sequencesOf(client: pg.Client): Promise<Array<{ name: string; value: string | null }>> {
-  const { rows } = await client.query<{ name: string; value: string | null }>(
-    `SELECT schemaname || '.' || sequencename AS name, last_value::text AS value FROM pg_sequences WHERE schemaname = ANY($1) ORDER BY 1`,
-    [SCHEMAS],
-  );
+  const { rows } = await client.query<{ name: string; value: string | null }>(SEQUENCES, [SCHEMAS]);
   return rows;
 }
 
@@ -79,10 +93,8 @@ export async function writeBackup(
   const done = pipeline(gzip, createWriteStream(file, { mode: 0o600 }));
   let rowCount = 0;
   try {
-    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-    const migrations = (
-      await client.query<{ name: string }>('SELECT name FROM herald_migrations ORDER BY id')
-    ).rows.map((r) => r.name);
+    await client.query(BEGIN_SNAPSHOT);
+    const migrations = (await client.query<{ name: string }>(MIGRATIONS_APPLIED)).rows.map((r) => r.name);
     const full: BackupHeader = {
       format: BACKUP_FORMAT,
       version: BACKUP_VERSION,
@@ -96,9 +108,7 @@ export async function writeBackup(
     for (const table of tables) {
       await write(gzip, JSON.stringify({ table: table.name, columns: table.columns }) + '\n');
       // A query, not the table: COPY TO refuses a partitioned table (the queue's jobs), a query reads all its partitions.
-      const stream = client.query(
-        copyTo(`COPY (SELECT ${table.columns.map(quoteIdent).join(', ')} FROM ${qualified(table.name)}) TO STDOUT`),
-      );
+      const stream = client.query(copyTo(copyOutSql(table)));
       for await (const chunk of stream) {
         rowCount += countLines(chunk as Buffer);
         await write(gzip, chunk as Buffer);
@@ -165,9 +175,9 @@ export async function restoreBackup(url: string, file: string): Promise<{ tables
   try {
     await client.query('BEGIN');
     // Triggers (foreign keys among them) stay off while rows arrive in table order.
-    await client.query("SET LOCAL session_replication_role = 'replica'");
+    await client.query(TRIGGERS_OFF);
     const present = new Set((await tablesOf(client)).map((t) => t.name));
-    await client.query(`TRUNCATE ${[...present].map(qualified).join(', ')}`);
+    await client.query(truncateSql([...present]));
     const lines = createInterface({ input: createReadStream(file).pipe(createGunzip()), crlfDelay: Infinity });
     let header: BackupHeader | null = null;
     let copy: Writable | null = null;
@@ -188,9 +198,7 @@ export async function restoreBackup(url: string, file: string): Promise<{ tables
           throw new Error(
             `the backup holds table ${table}, which this database does not have (restore with the Herald version that wrote it)`,
           );
-        const stream = client.query(
-          copyFrom(`COPY ${qualified(table)} (${columns.map(quoteIdent).join(', ')}) FROM STDIN`),
-        );
+        const stream = client.query(copyFrom(copyInSql(table, columns)));
         copy = stream;
         copyDone = pipelineEnd(stream);
         tables++;
@@ -209,8 +217,7 @@ export async function restoreBackup(url: string, file: string): Promise<{ tables
     }
     if (copy) throw new Error('the backup ends in the middle of a table (truncated file)');
     for (const sequence of header?.sequences ?? []) {
-      if (sequence.value !== null)
-        await client.query('SELECT setval($1::regclass, $2::bigint)', [sequence.name, sequence.value]);
+      if (sequence.value !== null) await client.query(SET_SEQUENCE, [sequence.name, sequence.value]);
     }
     await client.query('COMMIT');
     return { tables, rows: rowCount };

@@ -60,6 +60,14 @@ export interface EmbeddedSecret {
   cluster_dir?: string;
 }
 
+const DATA_DIRECTORY = 'SHOW data_directory';
+const DATABASE_EXISTS = 'SELECT 1 FROM pg_database WHERE datname = $1';
+
+/** `quotedName`: the database's name, already quoted as an identifier. */
+function createDatabaseSql(quotedName: string): string {
+  return `CREATE DATABASE ${quotedName}`;
+}
+
 export function readSecret(file: string): EmbeddedSecret | null {
   if (!existsSync(file)) return null;
   const parsed = JSON.parse(readFileSync(file, 'utf8')) as EmbeddedSecret;
@@ -289,7 +297,7 @@ async function assertIdentity(adminUrl: string, dir: string): Promise<void> {
   const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 5000 });
   try {
     await client.connect();
-    const { rows } = await client.query<{ data_directory: string }>('SHOW data_directory');
+    const { rows } = await client.query<{ data_directory: string }>(DATA_DIRECTORY);
     if (!sameDir(rows[0]!.data_directory, dir))
       throw new EmbeddedPostgresError(
         `the PostgreSQL answering for ${dir} runs another cluster (${rows[0]!.data_directory})`,
@@ -303,8 +311,8 @@ async function ensureDatabase(adminUrl: string, database: string): Promise<void>
   const client = new pg.Client({ connectionString: adminUrl });
   await client.connect();
   try {
-    const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
-    if (exists.rowCount === 0) await client.query(`CREATE DATABASE ${client.escapeIdentifier(database)}`);
+    const exists = await client.query(DATABASE_EXISTS, [database]);
+    if (exists.rowCount === 0) await client.query(createDatabaseSql(client.escapeIdentifier(database)));
   } finally {
     await client.end();
   }

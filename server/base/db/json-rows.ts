@@ -14,6 +14,23 @@ export type JsonRowColumns<R extends object = Record<string, unknown>> = Readonl
 >;
 
 /**
+ * SQL of a FROM item (alias it) over `parameter` (e.g. `$1`, or a jsonb column holding nested rows):
+ * the columns, typed, and `n`, the row's position from 1. A JSON null, or a position past the row's
+ * end, reads as NULL, whatever the column's type.
+ */
+export function jsonRowsSql<R extends object>(parameter: string, columns: JsonRowColumns<R>): string {
+  const selected = columns.map(([name, type], i) => `${columnSql(`r->${i}`, `r->>${i}`, type)} AS "${name}"`);
+  return `(SELECT ${selected.join(', ')}, n FROM jsonb_array_elements(${parameter}::jsonb) WITH ORDINALITY AS rows(r, n))`;
+}
+
+function columnSql(value: string, text: string, type: string): string {
+  if (type === 'jsonb') return `nullif(${value}, 'null'::jsonb)`;
+  if (type.endsWith('[]'))
+    return `CASE WHEN jsonb_typeof(${value}) = 'array' THEN ARRAY(SELECT jsonb_array_elements_text(${value}))::${type} END`;
+  return `(${text})::${type}`;
+}
+
+/**
  * Each row's values in the columns' order, a missing one as null, without its trailing nulls (a
  * position past a row's end reads as NULL too; so columns that are mostly null go last): for rows
  * nested in another row's column.
@@ -31,21 +48,4 @@ export function jsonRows<R extends object>(rows: readonly R[], columns: JsonRowC
 /** The parameter's text: jsonRows as JSON. */
 export function jsonRowsParameter<R extends object>(rows: readonly R[], columns: JsonRowColumns<R>): string {
   return JSON.stringify(jsonRows(rows, columns));
-}
-
-/**
- * SQL of a FROM item (alias it) over `parameter` (e.g. `$1`, or a jsonb column holding nested rows):
- * the columns, typed, and `n`, the row's position from 1. A JSON null, or a position past the row's
- * end, reads as NULL, whatever the column's type.
- */
-export function jsonRowsSql<R extends object>(parameter: string, columns: JsonRowColumns<R>): string {
-  const selected = columns.map(([name, type], i) => `${columnSql(`r->${i}`, `r->>${i}`, type)} AS "${name}"`);
-  return `(SELECT ${selected.join(', ')}, n FROM jsonb_array_elements(${parameter}::jsonb) WITH ORDINALITY AS rows(r, n))`;
-}
-
-function columnSql(value: string, text: string, type: string): string {
-  if (type === 'jsonb') return `nullif(${value}, 'null'::jsonb)`;
-  if (type.endsWith('[]'))
-    return `CASE WHEN jsonb_typeof(${value}) = 'array' THEN ARRAY(SELECT jsonb_array_elements_text(${value}))::${type} END`;
-  return `(${text})::${type}`;
 }

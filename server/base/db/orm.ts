@@ -29,6 +29,7 @@ export interface Database {
 export const LEGACY_EMBEDDED_PORT = 54329;
 
 const MIGRATION_LOCK_ID = 7_361_029_114; // arbitrary, fixed: pg_advisory_lock key for migrations
+const MIGRATION_LOCK = 'SELECT pg_advisory_xact_lock(?)';
 
 /** The connection pool of each ORM, for its metrics (captured when the driver creates it). */
 const pools = new WeakMap<MikroORM, { pool: pg.Pool | null }>();
@@ -132,7 +133,7 @@ export async function applyMigrations(orm: MikroORM): Promise<string[]> {
   const em = orm.em.fork();
   // A dedicated connection holds the lock for the duration: advisory locks belong to a session.
   return em.transactional(async (tx) => {
-    await tx.execute('SELECT pg_advisory_xact_lock(?)', [MIGRATION_LOCK_ID]);
+    await tx.execute(MIGRATION_LOCK, [MIGRATION_LOCK_ID]);
     const pending = await orm.migrator.getPending();
     if (pending.length === 0) return [];
     const applied = await orm.migrator.up({ transaction: tx.getTransactionContext() });
