@@ -46,6 +46,18 @@ const COLUMNS = {
   inbox: 'id, notification_type_key, brand_key, language, title, content, action_url',
 } as const;
 
+const BRAND_BY_KEY = `SELECT id, key, "values", sender, is_default FROM brands WHERE tenant_id = $1 AND key = $2`;
+const DEFAULT_BRAND = `SELECT id, key, "values", sender, is_default FROM brands WHERE tenant_id = $1 AND is_default`;
+const TENANT_LANGUAGE = `SELECT default_language FROM tenants WHERE id = $1`;
+
+/** The best template of a kind: $3 the brand keys and $4 the languages, best first. */
+function findTemplateSql(kind: TemplateKind): string {
+  return `SELECT ${COLUMNS[kind]} FROM ${TABLE[kind]}
+      WHERE tenant_id = $1 AND notification_type_key = $2 AND brand_key = ANY($3::text[]) AND language = ANY($4::text[])
+      ORDER BY array_position($3::text[], brand_key), array_position($4::text[], language)
+      LIMIT 1`;
+}
+
 export function languageCandidates(language: string | null | undefined, tenantDefault: string): string[] {
   const out: string[] = [];
   const add = (l: string | null | undefined) => {
@@ -80,16 +92,8 @@ export async function findBrand(
   brandKey: string | null | undefined,
 ): Promise<BrandRow | undefined> {
   return brandKey
-    ? queryOne<BrandRow>(
-        em,
-        `SELECT id, key, "values", sender, is_default FROM brands WHERE tenant_id = $1 AND key = $2`,
-        [tenantId, brandKey],
-      )
-    : queryOne<BrandRow>(
-        em,
-        `SELECT id, key, "values", sender, is_default FROM brands WHERE tenant_id = $1 AND is_default`,
-        [tenantId],
-      );
+    ? queryOne<BrandRow>(em, BRAND_BY_KEY, [tenantId, brandKey])
+    : queryOne<BrandRow>(em, DEFAULT_BRAND, [tenantId]);
 }
 
 export async function resolveTemplate<K extends TemplateKind>(
@@ -97,11 +101,7 @@ export async function resolveTemplate<K extends TemplateKind>(
   kind: K,
   request: { tenantId: string; typeKey: string; brand: BrandRow; language?: string | null },
 ): Promise<Resolved<K extends 'email' ? EmailTemplateRow : InboxTemplateRow> | null> {
-  const tenant = await queryOne<{ default_language: string }>(
-    em,
-    `SELECT default_language FROM tenants WHERE id = $1`,
-    [request.tenantId],
-  );
+  const tenant = await queryOne<{ default_language: string }>(em, TENANT_LANGUAGE, [request.tenantId]);
   const defaultBrand = request.brand.is_default ? request.brand : await findBrand(em, request.tenantId, null);
   const template = await findTemplate(em, kind, {
     tenantId: request.tenantId,
@@ -117,14 +117,12 @@ export async function findTemplate<K extends TemplateKind>(
   kind: K,
   candidates: { tenantId: string; typeKey: string; brandKeys: string[]; languages: string[] },
 ): Promise<(K extends 'email' ? EmailTemplateRow : InboxTemplateRow) | null> {
-  const rows = await query<Record<string, unknown>>(
-    em,
-    `SELECT ${COLUMNS[kind]} FROM ${TABLE[kind]}
-      WHERE tenant_id = $1 AND notification_type_key = $2 AND brand_key = ANY($3::text[]) AND language = ANY($4::text[])
-      ORDER BY array_position($3::text[], brand_key), array_position($4::text[], language)
-      LIMIT 1`,
-    [candidates.tenantId, candidates.typeKey, candidates.brandKeys, candidates.languages],
-  );
+  const rows = await query<Record<string, unknown>>(em, findTemplateSql(kind), [
+    candidates.tenantId,
+    candidates.typeKey,
+    candidates.brandKeys,
+    candidates.languages,
+  ]);
   return (rows[0] as never) ?? null;
 }
 

@@ -25,6 +25,20 @@ import type {
 } from '../../schemas/transports.ts';
 import { deliverEmail, formatFrom } from './transport.ts';
 
+/** The server the stored password was given for. */
+const STORED_SERVER = `SELECT host, port, secure, username, password_ciphertext IS NOT NULL AS has_password
+       FROM email_transports WHERE tenant_id = $1`;
+/** Creates or replaces the transport; $9 keeps the stored password. */
+const PUT_TRANSPORT = `INSERT INTO email_transports
+       (tenant_id, host, port, secure, username, password_ciphertext, from_email, from_name)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+     ON CONFLICT (tenant_id) DO UPDATE SET host = EXCLUDED.host, port = EXCLUDED.port, secure = EXCLUDED.secure,
+       username = EXCLUDED.username, from_email = EXCLUDED.from_email, from_name = EXCLUDED.from_name,
+       password_ciphertext = CASE WHEN $9 THEN email_transports.password_ciphertext ELSE EXCLUDED.password_ciphertext END,
+       updated_at = now()`;
+const DELETE_TRANSPORT = `DELETE FROM email_transports WHERE tenant_id = $1`;
+const INSTALL_SECRET = `SELECT ciphertext FROM install_secrets WHERE name = $1`;
+
 function toEmailTransportResponse(row: EmailTransportRow, unreadable: boolean): EmailTransportResponse {
   return {
     configured: true,
@@ -74,11 +88,7 @@ export async function putEmailTransport(
       secure: boolean;
       username: string | null;
       has_password: boolean;
-    }>(
-      em,
-      `SELECT host, port, secure, username, password_ciphertext IS NOT NULL AS has_password FROM email_transports WHERE tenant_id = $1`,
-      [tenantId],
-    );
+    }>(em, STORED_SERVER, [tenantId]);
     const moved =
       stored &&
       (stored.host !== input.host ||
@@ -89,31 +99,22 @@ export async function putEmailTransport(
       throw invalidField(['body', 'password'], 'required when host, port, secure or username change', 'missing');
     }
   }
-  await execute(
-    em,
-    `INSERT INTO email_transports (tenant_id, host, port, secure, username, password_ciphertext, from_email, from_name)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-     ON CONFLICT (tenant_id) DO UPDATE SET host = EXCLUDED.host, port = EXCLUDED.port, secure = EXCLUDED.secure,
-       username = EXCLUDED.username, from_email = EXCLUDED.from_email, from_name = EXCLUDED.from_name,
-       password_ciphertext = CASE WHEN $9 THEN email_transports.password_ciphertext ELSE EXCLUDED.password_ciphertext END,
-       updated_at = now()`,
-    [
-      tenantId,
-      input.host,
-      input.port,
-      input.secure,
-      input.username ?? null,
-      ciphertext,
-      input.from_email,
-      input.from_name ?? null,
-      keepPassword,
-    ],
-  );
+  await execute(em, PUT_TRANSPORT, [
+    tenantId,
+    input.host,
+    input.port,
+    input.secure,
+    input.username ?? null,
+    ciphertext,
+    input.from_email,
+    input.from_name ?? null,
+    keepPassword,
+  ]);
   return getEmailTransport(runtime, em, tenantId);
 }
 
 export async function deleteEmailTransport(em: EntityManager, tenantId: string): Promise<void> {
-  await execute(em, `DELETE FROM email_transports WHERE tenant_id = $1`, [tenantId]);
+  await execute(em, DELETE_TRANSPORT, [tenantId]);
 }
 
 /**
@@ -220,9 +221,7 @@ export async function describeDefaultSmtp(
     const { host, port, secure, username } = smtpSettingsFromUrl(runtime.config.smtpUrl);
     return { source: 'config', host, port, secure, username, from: runtime.config.mailFrom };
   }
-  const row = await queryOne<{ ciphertext: string }>(em, `SELECT ciphertext FROM install_secrets WHERE name = $1`, [
-    DEFAULT_SMTP_SECRET,
-  ]);
+  const row = await queryOne<{ ciphertext: string }>(em, INSTALL_SECRET, [DEFAULT_SMTP_SECRET]);
   if (!row) return { source: 'none' };
   try {
     const stored = JSON.parse(

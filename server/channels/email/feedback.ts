@@ -12,6 +12,14 @@ export type FeedbackKind = 'hard_bounce' | 'soft_bounce' | 'complaint';
 export const SOFT_BOUNCES_TO_SUPPRESS = 3;
 const SOFT_BOUNCE_WINDOW = '7 days';
 
+const LOCK_EMAIL_DELIVERY = `SELECT tenant_id, event_id, destination FROM deliveries
+  WHERE id = $1 AND channel = 'email' FOR UPDATE`;
+const RECORD_FEEDBACK = `INSERT INTO email_feedback (tenant_id, delivery_id, email, kind, detail)
+  VALUES ($1, $2, $3, $4, $5)`;
+const RECENT_SOFT_BOUNCES = `SELECT count(*)::int AS n FROM email_feedback
+  WHERE tenant_id = $1 AND email = $2 AND kind = 'soft_bounce'
+    AND created_at > now() - interval '${SOFT_BOUNCE_WINDOW}'`;
+
 export interface FeedbackInput {
   kind: FeedbackKind;
   /** The DSN status (5.1.1) or the ARF feedback type (abuse). */
@@ -32,7 +40,7 @@ export async function recordEmailFeedback(
   return em.transactional(async (tx) => {
     const delivery = await queryOne<{ tenant_id: string; event_id: string; destination: string }>(
       tx,
-      `SELECT tenant_id, event_id, destination FROM deliveries WHERE id = $1 AND channel = 'email' FOR UPDATE`,
+      LOCK_EMAIL_DELIVERY,
       [deliveryId],
     );
     if (!delivery) return false;
@@ -42,18 +50,10 @@ export async function recordEmailFeedback(
       status: complaint ? 'complained' : 'bounced',
       error: `${complaint ? 'complaint' : input.kind === 'hard_bounce' ? 'hard bounce' : 'soft bounce'} ${input.code}${input.detail ? `: ${input.detail}` : ''}`,
     });
-    await query(
-      tx,
-      `INSERT INTO email_feedback (tenant_id, delivery_id, email, kind, detail) VALUES ($1, $2, $3, $4, $5)`,
-      [delivery.tenant_id, deliveryId, email, input.kind, input.detail],
-    );
+    await query(tx, RECORD_FEEDBACK, [delivery.tenant_id, deliveryId, email, input.kind, input.detail]);
     let reason: 'hard_bounce' | 'complaint' | 'soft_bounces' | null = input.kind === 'soft_bounce' ? null : input.kind;
     if (input.kind === 'soft_bounce') {
-      const recent = await queryOne<{ n: number }>(
-        tx,
-        `SELECT count(*)::int AS n FROM email_feedback WHERE tenant_id = $1 AND email = $2 AND kind = 'soft_bounce' AND created_at > now() - interval '${SOFT_BOUNCE_WINDOW}'`,
-        [delivery.tenant_id, email],
-      );
+      const recent = await queryOne<{ n: number }>(tx, RECENT_SOFT_BOUNCES, [delivery.tenant_id, email]);
       if ((recent?.n ?? 0) >= SOFT_BOUNCES_TO_SUPPRESS) reason = 'soft_bounces';
     }
     const suppressed = reason ? (await suppressAddress(tx, delivery.tenant_id, email, reason), true) : false;

@@ -8,6 +8,7 @@ import { smtpSettingsFromUrl, type SmtpSettings } from './smtp.ts';
 import { installSecretAad } from '../../base/crypto/aad.ts';
 
 export const DEFAULT_SMTP_SECRET = 'default_smtp';
+const INSTALL_SECRET = `SELECT ciphertext FROM install_secrets WHERE name = $1`;
 
 export interface InstallSmtp {
   settings: SmtpSettings;
@@ -17,9 +18,7 @@ export interface InstallSmtp {
 export async function installSmtp(runtime: Context, em: EntityManager): Promise<InstallSmtp | null> {
   if (runtime.config.smtpUrl)
     return { settings: smtpSettingsFromUrl(runtime.config.smtpUrl), from: runtime.config.mailFrom };
-  const row = await queryOne<{ ciphertext: string }>(em, `SELECT ciphertext FROM install_secrets WHERE name = $1`, [
-    DEFAULT_SMTP_SECRET,
-  ]);
+  const row = await queryOne<{ ciphertext: string }>(em, INSTALL_SECRET, [DEFAULT_SMTP_SECRET]);
   if (!row) return null;
   const stored = JSON.parse(
     runtime.keyRing.decrypt(row.ciphertext, installSecretAad(DEFAULT_SMTP_SECRET)),

@@ -16,6 +16,13 @@ export interface EmailLinks {
   envelopeFrom: string | null;
 }
 
+/** The opt-out policy and suppression of each (tenant $1, type $2, address $3), in order. */
+const EMAIL_FLAGS =
+  planEachCall(`SELECT (SELECT t.opt_out FROM notification_types t WHERE t.tenant_id = x.tenant_id AND t.key = x.type_key) AS opt_out,
+            EXISTS (SELECT 1 FROM email_suppressions s WHERE s.tenant_id = x.tenant_id AND s.email = lower(x.email)) AS suppressed
+       FROM unnest($1::uuid[], $2::text[], $3::text[]) WITH ORDINALITY AS x(tenant_id, type_key, email, n)
+      ORDER BY x.n`);
+
 export function unsubscribeUrl(runtime: Context, tenantId: string, contactId: string, typeKey: string): string {
   return `${publicBaseUrl(runtime.config)}/u/${signContactLink(runtime.tokens, { kind: 'unsubscribe', tenantId, contactId, typeKey })}`;
 }
@@ -35,12 +42,6 @@ export interface EmailFlagsKey {
   typeKey: string;
   to: string;
 }
-
-const EMAIL_FLAGS =
-  planEachCall(`SELECT (SELECT t.opt_out FROM notification_types t WHERE t.tenant_id = x.tenant_id AND t.key = x.type_key) AS opt_out,
-            EXISTS (SELECT 1 FROM email_suppressions s WHERE s.tenant_id = x.tenant_id AND s.email = lower(x.email)) AS suppressed
-       FROM unnest($1::uuid[], $2::text[], $3::text[]) WITH ORDINALITY AS x(tenant_id, type_key, email, n)
-      ORDER BY x.n`);
 
 /** The flags of each (tenant, type, address), in order, in one statement however many. */
 export async function emailFlagsOf(em: EntityManager, keys: EmailFlagsKey[]): Promise<EmailFlags[]> {

@@ -31,6 +31,25 @@ const COLUMNS = 'id, domain, status, dkim_selector, dkim_public_key, last_checke
 const DNS_TIMEOUT_MS = 3000;
 const generateRsaKeyPair = promisify(generateKeyPair);
 
+const REGISTER_DOMAIN = `INSERT INTO sender_domains
+       (id, tenant_id, domain, dkim_selector, dkim_public_key, dkim_private_key_ciphertext)
+     VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT (tenant_id, domain) DO NOTHING RETURNING ${COLUMNS}`;
+const LIST_DOMAINS = `SELECT ${COLUMNS} FROM sender_domains WHERE tenant_id = $1 ORDER BY domain`;
+const GET_DOMAIN = `SELECT ${COLUMNS} FROM sender_domains WHERE tenant_id = $1 AND domain = $2`;
+const DELETE_DOMAIN = `DELETE FROM sender_domains WHERE tenant_id = $1 AND domain = $2`;
+const RECORD_CHECK = `UPDATE sender_domains SET status = $3, last_error = $4, last_checked_at = $5, updated_at = now()
+      WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`;
+const STALE_DOMAINS = `SELECT tenant_id, ${COLUMNS} FROM sender_domains
+      WHERE last_checked_at IS NULL OR last_checked_at < $1
+      ORDER BY last_checked_at NULLS FIRST, id LIMIT $2`;
+const RECORD_RECHECK = `UPDATE sender_domains SET status = $3, last_error = $4, last_checked_at = $5, updated_at = now()
+      WHERE tenant_id = $1 AND id = $2 AND status = $6`;
+/** The verified domain among $2 that is the longest (the closest parent of the address's domain). */
+const SIGNING_DOMAIN = `SELECT id, domain, dkim_selector, dkim_private_key_ciphertext FROM sender_domains
+      WHERE tenant_id = $1 AND status = 'verified' AND domain = ANY($2::text[])
+      ORDER BY length(domain) DESC LIMIT 1`;
+
 export function dkimRecordName(selector: string, domain: string): string {
   return `${selector}._domainkey.${domain}`;
 }
@@ -77,45 +96,30 @@ export async function registerSenderDomain(
     privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
   });
   const id = newId();
-  const row = await queryOne<SenderDomainRow>(
-    em,
-    `INSERT INTO sender_domains (id, tenant_id, domain, dkim_selector, dkim_public_key, dkim_private_key_ciphertext)
-     VALUES ($1, $2, $3, $4, $5, $6)
-     ON CONFLICT (tenant_id, domain) DO NOTHING RETURNING ${COLUMNS}`,
-    [
-      id,
-      tenantId,
-      domain,
-      newSelector(),
-      publicKey.toString('base64'),
-      runtime.keyRing.encrypt(privateKey, dkimKeyAad(id)),
-    ],
-  );
+  const row = await queryOne<SenderDomainRow>(em, REGISTER_DOMAIN, [
+    id,
+    tenantId,
+    domain,
+    newSelector(),
+    publicKey.toString('base64'),
+    runtime.keyRing.encrypt(privateKey, dkimKeyAad(id)),
+  ]);
   if (!row) throw new AppError('already_exists', `The sender domain ${domain} is already registered`);
   return row;
 }
 
 export async function listSenderDomains(em: EntityManager, tenantId: string): Promise<SenderDomainRow[]> {
-  return query<SenderDomainRow>(em, `SELECT ${COLUMNS} FROM sender_domains WHERE tenant_id = $1 ORDER BY domain`, [
-    tenantId,
-  ]);
+  return query<SenderDomainRow>(em, LIST_DOMAINS, [tenantId]);
 }
 
 export async function getSenderDomain(em: EntityManager, tenantId: string, domain: string): Promise<SenderDomainRow> {
-  const row = await queryOne<SenderDomainRow>(
-    em,
-    `SELECT ${COLUMNS} FROM sender_domains WHERE tenant_id = $1 AND domain = $2`,
-    [tenantId, domain],
-  );
+  const row = await queryOne<SenderDomainRow>(em, GET_DOMAIN, [tenantId, domain]);
   if (!row) throw notFound('Sender domain');
   return row;
 }
 
 export async function deleteSenderDomain(em: EntityManager, tenantId: string, domain: string): Promise<void> {
-  const changed = await execute(em, `DELETE FROM sender_domains WHERE tenant_id = $1 AND domain = $2`, [
-    tenantId,
-    domain,
-  ]);
+  const changed = await execute(em, DELETE_DOMAIN, [tenantId, domain]);
   if (changed === 0) throw notFound('Sender domain');
 }
 
@@ -181,12 +185,13 @@ export async function refreshSenderDomain(
     : check.transient && row.status === 'verified'
       ? 'verified'
       : 'failed';
-  const updated = await queryOne<SenderDomainRow>(
-    em,
-    `UPDATE sender_domains SET status = $3, last_error = $4, last_checked_at = $5, updated_at = now()
-      WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
-    [tenantId, row.id, status, check.ok ? null : check.error, new Date(runtime.clock.now())],
-  );
+  const updated = await queryOne<SenderDomainRow>(em, RECORD_CHECK, [
+    tenantId,
+    row.id,
+    status,
+    check.ok ? null : check.error,
+    new Date(runtime.clock.now()),
+  ]);
   if (!updated) throw notFound('Sender domain');
   return updated;
 }
@@ -202,13 +207,10 @@ export async function recheckSenderDomains(
   em: EntityManager,
   options: { staleMs: number; limit: number },
 ): Promise<{ checked: number; changed: number }> {
-  const rows = await query<SenderDomainRow & { tenant_id: string }>(
-    em,
-    `SELECT tenant_id, ${COLUMNS} FROM sender_domains
-      WHERE last_checked_at IS NULL OR last_checked_at < $1
-      ORDER BY last_checked_at NULLS FIRST, id LIMIT $2`,
-    [new Date(runtime.clock.now() - options.staleMs), options.limit],
-  );
+  const rows = await query<SenderDomainRow & { tenant_id: string }>(em, STALE_DOMAINS, [
+    new Date(runtime.clock.now() - options.staleMs),
+    options.limit,
+  ]);
   let changed = 0;
   for (const row of rows) {
     const check = await checkDkimRecord(runtime, row);
@@ -218,11 +220,14 @@ export async function recheckSenderDomains(
         ? row.status
         : 'failed';
     // Only if the status is still the one read: a refresh meanwhile has the newer answer.
-    const updated = await execute(
-      em,
-      `UPDATE sender_domains SET status = $3, last_error = $4, last_checked_at = $5, updated_at = now() WHERE tenant_id = $1 AND id = $2 AND status = $6`,
-      [row.tenant_id, row.id, status, check.ok ? null : check.error, new Date(runtime.clock.now()), row.status],
-    );
+    const updated = await execute(em, RECORD_RECHECK, [
+      row.tenant_id,
+      row.id,
+      status,
+      check.ok ? null : check.error,
+      new Date(runtime.clock.now()),
+      row.status,
+    ]);
     if (updated > 0 && status !== row.status) {
       changed++;
       runtime.logger.info('sender domain re-checked', {
@@ -263,13 +268,7 @@ export async function dkimSigningFor(
     domain: string;
     dkim_selector: string;
     dkim_private_key_ciphertext: string;
-  }>(
-    em,
-    `SELECT id, domain, dkim_selector, dkim_private_key_ciphertext FROM sender_domains
-      WHERE tenant_id = $1 AND status = 'verified' AND domain = ANY($2::text[])
-      ORDER BY length(domain) DESC LIMIT 1`,
-    [tenantId, candidates],
-  );
+  }>(em, SIGNING_DOMAIN, [tenantId, candidates]);
   if (!row) return null;
   try {
     const privateKey = runtime.keyRing.decrypt(row.dkim_private_key_ciphertext, dkimKeyAad(row.id));

@@ -25,12 +25,11 @@ export type LoadedEmailTransport =
   | { state: 'ready'; row: EmailTransportRow; settings: SmtpSettings; fromEmail: string; fromName: string | null }
   | { state: 'unreadable'; row: EmailTransportRow };
 
+const FIND_TRANSPORT = `SELECT tenant_id, host, port, secure, username, password_ciphertext, from_email, from_name
+  FROM email_transports WHERE tenant_id = $1`;
+
 async function findRow(em: EntityManager, tenantId: string): Promise<EmailTransportRow | undefined> {
-  return queryOne<EmailTransportRow>(
-    em,
-    `SELECT tenant_id, host, port, secure, username, password_ciphertext, from_email, from_name FROM email_transports WHERE tenant_id = $1`,
-    [tenantId],
-  );
+  return queryOne<EmailTransportRow>(em, FIND_TRANSPORT, [tenantId]);
 }
 
 /** The tenant's transport with its password decrypted; null when the tenant has none. */

@@ -38,35 +38,6 @@ export interface NewInboxItem {
 }
 
 /**
- * Renders a delivery's inbox item; null when no template fills it. Throws UnfilledSlotError or
- * TemplateError for a template that cannot render (a final failure naming the slot).
- */
-export async function inboxItemFor(
-  runtime: Context,
-  em: EntityManager,
-  event: EventForDelivery,
-  contact: ContactRow,
-  deliveryId: string,
-  renderVariables: Record<string, unknown>,
-  templates: TemplateCache,
-): Promise<NewInboxItem | null> {
-  const rendered = await renderInboxDelivery(em, event, contact, renderVariables, templates);
-  if (!rendered) return null;
-  return {
-    id: newId(runtime.clock.now()),
-    tenant_id: event.tenant_id,
-    contact_id: contact.id,
-    event_id: event.id,
-    delivery_id: deliveryId,
-    type_key: event.type_key,
-    title: rendered.title,
-    body: rendered.body,
-    action_url: rendered.action_url,
-    data: event.variables,
-  };
-}
-
-/**
  * The one INSERT of inbox items, for both runs: `values` lists, in NEW_ITEM_COLUMNS order, what each row
  * of `from` stores, and the stream id is drawn last. The caller's `from` holds its contacts' stream locks
  * already, so that the ids are drawn under them; rows take their ids in `orderBy` (PostgreSQL computes a
@@ -100,10 +71,6 @@ export const NEW_ITEM_COLUMNS = [
   'data',
 ] as const satisfies ReadonlyArray<keyof NewInboxItem>;
 
-/**
- * Stores an item with its stream id and announces it when the transaction commits; undefined when its
- * delivery already has one. (The batched run stores its items in its store statement, stages/store.ts.)
- */
 const STORE_ONE_ITEM = insertInboxItemsSql({
   values: '$1::uuid, $2::uuid, $3::uuid, $4::uuid, $5::uuid, $6::text, $7::text, $8::text, $9::text, $10::jsonb',
   from: 'locked',
@@ -111,6 +78,47 @@ const STORE_ONE_ITEM = insertInboxItemsSql({
   returning: INBOX_COLUMNS,
 });
 
+// The INSERT reads its row from the lock CTE, so the lock is held before the stream id is drawn.
+const STORE_ITEM = `WITH locked AS (
+       SELECT ${streamLockSql('$3::uuid')}
+     ), stored AS (
+       ${STORE_ONE_ITEM}
+     )
+     SELECT stored.*, ${streamNoticesSql('SELECT contact_id FROM stored')} AS notices FROM stored`;
+
+/**
+ * Renders a delivery's inbox item; null when no template fills it. Throws UnfilledSlotError or
+ * TemplateError for a template that cannot render (a final failure naming the slot).
+ */
+export async function inboxItemFor(
+  runtime: Context,
+  em: EntityManager,
+  event: EventForDelivery,
+  contact: ContactRow,
+  deliveryId: string,
+  renderVariables: Record<string, unknown>,
+  templates: TemplateCache,
+): Promise<NewInboxItem | null> {
+  const rendered = await renderInboxDelivery(em, event, contact, renderVariables, templates);
+  if (!rendered) return null;
+  return {
+    id: newId(runtime.clock.now()),
+    tenant_id: event.tenant_id,
+    contact_id: contact.id,
+    event_id: event.id,
+    delivery_id: deliveryId,
+    type_key: event.type_key,
+    title: rendered.title,
+    body: rendered.body,
+    action_url: rendered.action_url,
+    data: event.variables,
+  };
+}
+
+/**
+ * Stores an item with its stream id and announces it when the transaction commits; undefined when its
+ * delivery already has one. (The batched run stores its items in its store statement, stages/store.ts.)
+ */
 export async function storeInboxItem(
   em: EntityManager,
   item: Pick<
@@ -118,26 +126,16 @@ export async function storeInboxItem(
     'id' | 'tenant_id' | 'contact_id' | 'event_id' | 'type_key' | 'title' | 'body' | 'action_url' | 'data'
   > & { delivery_id: string | null },
 ): Promise<InboxItemRow | undefined> {
-  // The INSERT reads its row from the lock CTE, so the lock is held before the stream id is drawn.
-  return queryOne<InboxItemRow>(
-    em,
-    `WITH locked AS (
-       SELECT ${streamLockSql('$3::uuid')}
-     ), stored AS (
-       ${STORE_ONE_ITEM}
-     )
-     SELECT stored.*, ${streamNoticesSql('SELECT contact_id FROM stored')} AS notices FROM stored`,
-    [
-      item.id,
-      item.tenant_id,
-      item.contact_id,
-      item.event_id,
-      item.delivery_id,
-      item.type_key,
-      item.title,
-      item.body,
-      item.action_url,
-      JSON.stringify(item.data),
-    ],
-  );
+  return queryOne<InboxItemRow>(em, STORE_ITEM, [
+    item.id,
+    item.tenant_id,
+    item.contact_id,
+    item.event_id,
+    item.delivery_id,
+    item.type_key,
+    item.title,
+    item.body,
+    item.action_url,
+    JSON.stringify(item.data),
+  ]);
 }

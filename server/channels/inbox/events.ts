@@ -56,27 +56,32 @@ export function streamNoticesSql(contactIdsSql: string): string {
           ) AS notices)`;
 }
 
+// The INSERT reads its row from the lock CTE, so the lock is taken before the id is drawn, in the
+// same round trip.
+const APPEND_EVENT = `WITH locked AS (
+       SELECT ${streamLockSql('$2::uuid')}
+     ), inserted AS (
+       INSERT INTO stream_events (tenant_id, contact_id, kind, payload) SELECT $1::uuid, $2::uuid, $3::text, $4::jsonb FROM locked RETURNING id, contact_id
+     )
+     SELECT id::text AS id, ${streamNoticesSql('SELECT contact_id FROM inserted')} AS notices FROM inserted`;
+
+const PRUNE_EVENTS = `DELETE FROM stream_events WHERE created_at < now() - make_interval(days => $1)`;
+
 /** Appends an event to a contact's stream; call it inside the transaction that made the change. */
 export async function appendStreamEvent(
   em: EntityManager,
   event: { tenantId: string; contactId: string; kind: StreamEventKind; payload: Record<string, unknown> },
 ): Promise<string> {
-  // The INSERT reads its row from the lock CTE, so the lock is taken before the id is drawn, in the
-  // same round trip.
-  const row = await queryOne<{ id: string }>(
-    em,
-    `WITH locked AS (
-       SELECT ${streamLockSql('$2::uuid')}
-     ), inserted AS (
-       INSERT INTO stream_events (tenant_id, contact_id, kind, payload) SELECT $1::uuid, $2::uuid, $3::text, $4::jsonb FROM locked RETURNING id, contact_id
-     )
-     SELECT id::text AS id, ${streamNoticesSql('SELECT contact_id FROM inserted')} AS notices FROM inserted`,
-    [event.tenantId, event.contactId, event.kind, JSON.stringify(event.payload)],
-  );
+  const row = await queryOne<{ id: string }>(em, APPEND_EVENT, [
+    event.tenantId,
+    event.contactId,
+    event.kind,
+    JSON.stringify(event.payload),
+  ]);
   return row!.id;
 }
 
 /** Deletes the stream log's rows older than `days`, and returns how many. */
 export async function pruneStreamEvents(em: EntityManager, days: number): Promise<number> {
-  return execute(em, `DELETE FROM stream_events WHERE created_at < now() - make_interval(days => $1)`, [days]);
+  return execute(em, PRUNE_EVENTS, [days]);
 }

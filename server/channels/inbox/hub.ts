@@ -45,6 +45,7 @@ const PAGE = 500;
 /** Open streams per contact on one process: enough for many tabs and devices, not for a flood. */
 export const MAX_STREAMS_PER_CONTACT = 16;
 const MAX_BACKOFF_MS = 10_000;
+const LISTEN_CHANNELS = `LISTEN ${STREAM_CHANNEL}; LISTEN ${API_KEYS_CHANNEL}`;
 
 export class StreamHub {
   readonly #runtime: Context;
@@ -106,7 +107,7 @@ export class StreamHub {
     client.on('error', lost);
     client.on('end', () => lost());
     await client.connect();
-    await client.query(`LISTEN ${STREAM_CHANNEL}; LISTEN ${API_KEYS_CHANNEL}`);
+    await client.query(LISTEN_CHANNELS);
     this.#client = client;
     this.#runtime.serviceKeys.setListening(true);
     this.#attempt = 0;

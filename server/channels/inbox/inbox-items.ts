@@ -25,6 +25,11 @@ export interface InboxItemRow {
 export const INBOX_COLUMNS =
   'id, tenant_id, contact_id, event_id, type_key, title, body, action_url, data, created_at, seen_at, read_at, archived_at';
 
+// Both counts are of unread items: only those are visited, through the partial index inbox_items_unread
+// (a contact's read items, however many, are not).
+const INBOX_COUNTS = `SELECT count(*)::int AS unread_count, count(*) FILTER (WHERE seen_at IS NULL)::int AS unseen_count
+       FROM inbox_items WHERE contact_id = $1 AND read_at IS NULL AND archived_at IS NULL`;
+
 /** The item as the inbox list, PATCH and the stream's `notification`/`updated` events show it. */
 export function toInboxItemResponse(row: InboxItemRow): InboxItemResponse {
   return {
@@ -44,13 +49,6 @@ export function toInboxItemResponse(row: InboxItemRow): InboxItemResponse {
 
 /** Unread and unseen (unread and never seen) items, archived ones left out. */
 export async function inboxCounts(em: EntityManager, contactId: string): Promise<InboxCounts> {
-  // Both counts are of unread items: only those are visited, through the partial index inbox_items_unread
-  // (a contact's read items, however many, are not).
-  const row = await queryOne<{ unread_count: number; unseen_count: number }>(
-    em,
-    `SELECT count(*)::int AS unread_count, count(*) FILTER (WHERE seen_at IS NULL)::int AS unseen_count
-       FROM inbox_items WHERE contact_id = $1 AND read_at IS NULL AND archived_at IS NULL`,
-    [contactId],
-  );
+  const row = await queryOne<{ unread_count: number; unseen_count: number }>(em, INBOX_COUNTS, [contactId]);
   return { unread_count: row?.unread_count ?? 0, unseen_count: row?.unseen_count ?? 0 };
 }

@@ -33,6 +33,13 @@ export type SendPush = (
   loadTransport?: (provider: PushDestination['provider']) => Promise<LoadedPushTransport | null>,
 ) => Promise<PushOutcome>;
 
+const SUBSCRIPTION_COLUMNS = 'id, provider, token, endpoint, keys';
+const SUBSCRIPTIONS_BY_ID = planEachCall(
+  `SELECT ${SUBSCRIPTION_COLUMNS}, contact_id FROM push_subscriptions WHERE id = ANY($1::uuid[])`,
+);
+const CONTACT_SUBSCRIPTION = `SELECT ${SUBSCRIPTION_COLUMNS} FROM push_subscriptions WHERE id = $1 AND contact_id = $2`;
+const DELETE_SUBSCRIPTION = `DELETE FROM push_subscriptions WHERE id = $1`;
+
 function providerDestination(row: SubscriptionRow): PushDestination | null {
   if (row.provider === 'webpush')
     return row.endpoint && row.keys
@@ -51,11 +58,7 @@ export function subscriptionChannel(channel: Extract<Channel, 'push' | 'web_push
         lookups,
         subscriptionKey,
         async () =>
-          (await queryOne<SubscriptionRow>(
-            em,
-            `SELECT ${SUBSCRIPTION_COLUMNS} FROM push_subscriptions WHERE id = $1 AND contact_id = $2`,
-            [delivery.destination, contact.id],
-          )) ?? null,
+          (await queryOne<SubscriptionRow>(em, CONTACT_SUBSCRIPTION, [delivery.destination, contact.id])) ?? null,
       );
       const destination = subscription ? providerDestination(subscription) : null;
       if (!subscription || !destination) return { status: 'skipped', reason: 'no_destination' };
@@ -81,7 +84,7 @@ export function subscriptionChannel(channel: Extract<Channel, 'push' | 'web_push
         lookups?.set(subscriptionKey, Promise.resolve(null));
         // The deletion and its webhook commit together (a savepoint when the caller's transaction holds em).
         await em.transactional(async (tx) => {
-          await execute(tx, `DELETE FROM push_subscriptions WHERE id = $1`, [subscription.id]);
+          await execute(tx, DELETE_SUBSCRIPTION, [subscription.id]);
           await emitWebhookEvent(tx, event.tenant_id, 'push_subscription.pruned', {
             subscription_id: subscription.id,
             contact_id: contact.id,
@@ -110,10 +113,6 @@ export function subscriptionChannel(channel: Extract<Channel, 'push' | 'web_push
   };
 }
 
-const SUBSCRIPTION_COLUMNS = 'id, provider, token, endpoint, keys';
-const SUBSCRIPTIONS_BY_ID = planEachCall(
-  `SELECT ${SUBSCRIPTION_COLUMNS}, contact_id FROM push_subscriptions WHERE id = ANY($1::uuid[])`,
-);
 const subscriptionLookupKey = (contactId: string, subscriptionId: string) =>
   `push-subscription:${contactId}:${subscriptionId}`;
 

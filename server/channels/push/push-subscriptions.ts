@@ -22,6 +22,34 @@ interface PushSubscriptionRow {
 
 const COLUMNS = 'id, provider, token, endpoint, created_at, last_used_at';
 
+/** Upserts the destination $8 (its hash); says which contact it belonged to before, if any. */
+const REGISTER_SUBSCRIPTION = `WITH previous AS (
+       SELECT contact_id FROM push_subscriptions WHERE tenant_id = $2 AND provider = $4 AND destination_hash = $8
+     ), upserted AS (
+       INSERT INTO push_subscriptions AS s (id, tenant_id, contact_id, provider, token, endpoint, keys, destination_hash)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+       ON CONFLICT (tenant_id, provider, destination_hash) DO UPDATE
+         SET contact_id = EXCLUDED.contact_id, keys = EXCLUDED.keys, token = EXCLUDED.token, endpoint = EXCLUDED.endpoint
+       RETURNING ${COLUMNS}
+     )
+     SELECT upserted.*, (SELECT contact_id FROM previous) AS previous_contact_id FROM upserted`;
+const LIST_SUBSCRIPTIONS = `SELECT ${COLUMNS} FROM push_subscriptions WHERE contact_id = $1 ORDER BY id`;
+const DELETE_SUBSCRIPTION = `DELETE FROM push_subscriptions WHERE id = $1 AND contact_id = $2`;
+
+/**
+ * A data-modifying CTE over the relation `recorded` (channel, destination, status of the deliveries
+ * the store stage just stored or recorded, delivery/stages/store.ts): a push subscription a delivery
+ * was sent to was last used now. To the minute, as a service key's: a device that receives many
+ * pushes costs one row write a minute, not one per push. The CASE keeps the uuid cast away from
+ * other channels' destinations (email addresses).
+ */
+export const touchSentSubscriptionsSql = (
+  recorded: string,
+): string => `UPDATE push_subscriptions s SET last_used_at = now()
+    FROM ${recorded} r
+   WHERE r.status = 'sent' AND s.id = CASE WHEN r.channel IN ('push', 'web_push') THEN r.destination::uuid END
+     AND (s.last_used_at IS NULL OR s.last_used_at < now() - interval '60 seconds')`;
+
 export function toPushSubscriptionResponse(row: PushSubscriptionRow): PushSubscriptionResponse {
   return {
     id: row.id,
@@ -58,38 +86,21 @@ export async function registerPushSubscription(
   const web = input.provider === 'webpush' ? input.subscription : null;
   if (web && !allowPrivate && (await resolvesOnlyPrivately(new URL(web.endpoint).hostname)))
     throw invalidField(['body', 'subscription', 'endpoint'], PUSH_ENDPOINT_REFUSED);
-  const row = await queryOne<PushSubscriptionRow & { previous_contact_id: string | null }>(
-    em,
-    `WITH previous AS (
-       SELECT contact_id FROM push_subscriptions WHERE tenant_id = $2 AND provider = $4 AND destination_hash = $8
-     ), upserted AS (
-       INSERT INTO push_subscriptions AS s (id, tenant_id, contact_id, provider, token, endpoint, keys, destination_hash)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-       ON CONFLICT (tenant_id, provider, destination_hash) DO UPDATE
-         SET contact_id = EXCLUDED.contact_id, keys = EXCLUDED.keys, token = EXCLUDED.token, endpoint = EXCLUDED.endpoint
-       RETURNING ${COLUMNS}
-     )
-     SELECT upserted.*, (SELECT contact_id FROM previous) AS previous_contact_id FROM upserted`,
-    [
-      newId(),
-      tenantId,
-      contactId,
-      input.provider,
-      web ? null : (input as { token: string }).token,
-      web?.endpoint ?? null,
-      web ? JSON.stringify(web.keys) : null,
-      destinationHash(input),
-    ],
-  );
+  const row = await queryOne<PushSubscriptionRow & { previous_contact_id: string | null }>(em, REGISTER_SUBSCRIPTION, [
+    newId(),
+    tenantId,
+    contactId,
+    input.provider,
+    web ? null : (input as { token: string }).token,
+    web?.endpoint ?? null,
+    web ? JSON.stringify(web.keys) : null,
+    destinationHash(input),
+  ]);
   return { subscription: toPushSubscriptionResponse(row!), created: row!.previous_contact_id !== contactId };
 }
 
 export async function listPushSubscriptions(em: EntityManager, contactId: string): Promise<PushSubscriptionResponse[]> {
-  const rows = await query<PushSubscriptionRow>(
-    em,
-    `SELECT ${COLUMNS} FROM push_subscriptions WHERE contact_id = $1 ORDER BY id`,
-    [contactId],
-  );
+  const rows = await query<PushSubscriptionRow>(em, LIST_SUBSCRIPTIONS, [contactId]);
   return rows.map(toPushSubscriptionResponse);
 }
 
@@ -98,23 +109,6 @@ export async function deletePushSubscription(
   contactId: string,
   subscriptionId: string,
 ): Promise<void> {
-  const deleted = await execute(em, `DELETE FROM push_subscriptions WHERE id = $1 AND contact_id = $2`, [
-    subscriptionId,
-    contactId,
-  ]);
+  const deleted = await execute(em, DELETE_SUBSCRIPTION, [subscriptionId, contactId]);
   if (deleted === 0) throw notFound('Push subscription');
 }
-
-/**
- * A data-modifying CTE over the relation `recorded` (channel, destination, status of the deliveries
- * the store stage just stored or recorded, delivery/stages/store.ts): a push subscription a delivery
- * was sent to was last used now. To the minute, as a service key's: a device that receives many
- * pushes costs one row write a minute, not one per push. The CASE keeps the uuid cast away from
- * other channels' destinations (email addresses).
- */
-export const touchSentSubscriptionsSql = (
-  recorded: string,
-): string => `UPDATE push_subscriptions s SET last_used_at = now()
-    FROM ${recorded} r
-   WHERE r.status = 'sent' AND s.id = CASE WHEN r.channel IN ('push', 'web_push') THEN r.destination::uuid END
-     AND (s.last_used_at IS NULL OR s.last_used_at < now() - interval '60 seconds')`;

@@ -22,6 +22,15 @@ import { generateVapidKeys, vapidPublicKeyOf } from '../web-push/provider.ts';
 import { pushTransportSecretsAad } from '../../base/crypto/aad.ts';
 import { toIsoTimestamp } from '../../base/timestamps.ts';
 
+const PUT_TRANSPORT = `INSERT INTO push_transports (tenant_id, provider, settings, secrets_ciphertext)
+     VALUES ($1, $2, $3::jsonb, $4)
+     ON CONFLICT (tenant_id, provider) DO UPDATE
+       SET settings = EXCLUDED.settings, secrets_ciphertext = EXCLUDED.secrets_ciphertext, updated_at = now()
+     RETURNING provider, settings, secrets_ciphertext, updated_at`;
+const DELETE_TRANSPORT = `DELETE FROM push_transports WHERE tenant_id = $1 AND provider = $2`;
+const VAPID_PUBLIC_KEY = `SELECT settings->>'public_key' AS public_key FROM push_transports
+  WHERE tenant_id = $1 AND provider = 'webpush'`;
+
 function toPushTransportResponse(row: PushTransportRow, unreadable: boolean): PushTransportResponse {
   return {
     provider: row.provider,
@@ -129,27 +138,22 @@ export async function putPushTransport(
   const ciphertext = secrets
     ? runtime.keyRing.encrypt(JSON.stringify(secrets), pushTransportSecretsAad(tenantId, provider))
     : null;
-  const row = await queryOne<PushTransportRow>(
-    em,
-    `INSERT INTO push_transports (tenant_id, provider, settings, secrets_ciphertext) VALUES ($1, $2, $3::jsonb, $4)
-     ON CONFLICT (tenant_id, provider) DO UPDATE SET settings = EXCLUDED.settings, secrets_ciphertext = EXCLUDED.secrets_ciphertext, updated_at = now()
-     RETURNING provider, settings, secrets_ciphertext, updated_at`,
-    [tenantId, provider, JSON.stringify(settings), ciphertext],
-  );
+  const row = await queryOne<PushTransportRow>(em, PUT_TRANSPORT, [
+    tenantId,
+    provider,
+    JSON.stringify(settings),
+    ciphertext,
+  ]);
   return toPushTransportResponse(row!, false);
 }
 
 export async function deletePushTransport(em: EntityManager, tenantId: string, provider: PushProvider): Promise<void> {
-  await execute(em, `DELETE FROM push_transports WHERE tenant_id = $1 AND provider = $2`, [tenantId, provider]);
+  await execute(em, DELETE_TRANSPORT, [tenantId, provider]);
 }
 
 /** The tenant's VAPID public key (the browser's applicationServerKey). */
 export async function webPushPublicKey(em: EntityManager, tenantId: string): Promise<string> {
-  const row = await queryOne<{ public_key: string | null }>(
-    em,
-    `SELECT settings->>'public_key' AS public_key FROM push_transports WHERE tenant_id = $1 AND provider = 'webpush'`,
-    [tenantId],
-  );
+  const row = await queryOne<{ public_key: string | null }>(em, VAPID_PUBLIC_KEY, [tenantId]);
   if (!row?.public_key) throw new AppError('not_found', 'This tenant has no web push transport');
   return row.public_key;
 }

@@ -28,6 +28,10 @@ export interface PushTransportRow {
 
 export type LoadedPushTransport = { state: 'ready'; credentials: ProviderCredentials } | { state: 'unreadable' };
 
+/** The tenant's transports, or ($2) the one of a provider. */
+const FIND_TRANSPORTS = `SELECT provider, settings, secrets_ciphertext, updated_at FROM push_transports
+      WHERE tenant_id = $1 AND ($2::text IS NULL OR provider = $2) ORDER BY provider`;
+
 export function decryptPushSecrets(
   runtime: Context,
   tenantId: string,
@@ -49,12 +53,7 @@ export async function findPushTransportRows(
   tenantId: string,
   provider?: PushProvider,
 ): Promise<PushTransportRow[]> {
-  return query<PushTransportRow>(
-    em,
-    `SELECT provider, settings, secrets_ciphertext, updated_at FROM push_transports
-      WHERE tenant_id = $1 AND ($2::text IS NULL OR provider = $2) ORDER BY provider`,
-    [tenantId, provider ?? null],
-  );
+  return query<PushTransportRow>(em, FIND_TRANSPORTS, [tenantId, provider ?? null]);
 }
 
 /** The provider's credentials (settings + decrypted secrets); null when the tenant has no such transport. */
