@@ -35,7 +35,7 @@ export const CONTACT_INPUT_COLUMNS = [
  * NULL for none), at most one row per tenant and external_id (one statement cannot touch a row twice).
  * Rows are written in the order the source yields them. The trigger statement embeds it as a CTE.
  */
-function contactUpsertSql(rows: string): string {
+export function contactUpsertSql(rows: string): string {
   return `INSERT INTO contacts AS c (id, tenant_id, external_id, email, phone, name, language, properties)
      SELECT r.id, r.tenant_id, r.external_id, r.email, r.phone, r.name, r.language, coalesce(r.properties, '{}'::jsonb)
        FROM ${rows} AS r
@@ -54,7 +54,6 @@ function contactUpsertSql(rows: string): string {
        .map((col) => `c.${col}`)
        .join(', ')}, (xmax = 0) AS created`;
 }
-export { contactUpsertSql as contactUpsertStatement };
 
 /**
  * The upsert's rows for one tenant ($1 the tenant; $2 the rows), in external_id order, as the trigger

@@ -21,7 +21,7 @@ import { eventsPerJobSql } from '../stages/plan.ts';
 import { jsonRows, jsonRowsParameter, jsonRowsSql, type JsonRowColumns } from '../../base/db/json-rows.ts';
 import {
   CONTACT_INPUT_COLUMNS,
-  contactUpsertStatement,
+  contactUpsertSql,
   isBareContact,
   type ContactUpsertInput,
 } from '../../resources/contact-upsert.ts';
@@ -142,7 +142,7 @@ function triggersSql(jobsCte: string): string {
           FOR KEY SHARE
      ) AS c
   ), upserted AS (
-    ${contactUpsertStatement(`(
+    ${contactUpsertSql(`(
       SELECT w.tenant_id, w.id, w.external_id, w.email, w.phone, w.name, w.language, w.properties FROM wanted w
        WHERE NOT (w.bare AND EXISTS (SELECT 1 FROM existing x WHERE x.tenant_id = w.tenant_id AND x.external_id = w.external_id))
        ORDER BY w.tenant_id, w.external_id
