@@ -166,7 +166,7 @@ export function registerRestore(program: Command): void {
           await applyMigrations(db.orm);
           const boss = await startBoss(db.url, createLogger('warn'), { supervise: false, poolMax: 2 });
           try {
-            await createQueues(boss);
+            await createQueues(boss, config);
           } finally {
             await stopBoss(boss);
           }

@@ -59,7 +59,15 @@ export function registerEvents(program: Command): void {
       }
       if (body.deliveries.length === 0)
         return print(FINAL_EVENT_STATUSES.has(body.status) ? 'no deliveries' : 'no deliveries yet');
-      printTable(body.deliveries, ['channel', 'status', 'reason', 'provider', 'attempts', 'last_error']);
+      printTable(body.deliveries, [
+        'channel',
+        'status',
+        'reason',
+        'provider',
+        'attempts',
+        'next_attempt_at',
+        'last_error',
+      ]);
     });
   withRemote(
     events

@@ -2,5 +2,9 @@
 // 0001-baseline is the development migrations squashed before the first release.
 import type { MigrationObject } from '@mikro-orm/core';
 import { Baseline } from './0001-baseline.ts';
+import { DeliveryNextAttempt } from './0002-delivery-next-attempt.ts';
 
-export const migrations: MigrationObject[] = [{ name: '0001-baseline', class: Baseline }];
+export const migrations: MigrationObject[] = [
+  { name: '0001-baseline', class: Baseline },
+  { name: '0002-delivery-next-attempt', class: DeliveryNextAttempt },
+];

@@ -110,7 +110,8 @@ CREATE TABLE deliveries (
   last_error text,
   provider_message_id text,
   created_at timestamp with time zone NOT NULL DEFAULT now(),
-  updated_at timestamp with time zone NOT NULL DEFAULT now()
+  updated_at timestamp with time zone NOT NULL DEFAULT now(),
+  next_attempt_at timestamp with time zone
 );
 
 CREATE TABLE digests (

@@ -179,7 +179,7 @@ async function startQueue(runtime: Runtime): Promise<void> {
     availability: runtime.availability,
   });
   runtime.boss = boss;
-  await createQueues(boss);
+  await createQueues(boss, runtime.config);
   // Schedules live in the database (an idempotent upsert); only supervising workers fire them.
   for (const job of jobs) if (job.schedule) await boss.schedule(job.name, job.schedule);
   if (!worker) return;
@@ -207,12 +207,20 @@ async function startQueue(runtime: Runtime): Promise<void> {
   runtime.cleanups.push(() => dispatcher.stop());
 }
 
-/** Creates every job's queue (idempotent): at start, and before a restore copies queued jobs back. */
-export async function createQueues(boss: PgBoss): Promise<void> {
+/**
+ * Creates every job's queue (idempotent): at start, and before a restore copies queued jobs back. The
+ * settings the configuration decides are applied to a queue that exists already, so that a changed
+ * retry schedule holds for the jobs enqueued from then on.
+ */
+export async function createQueues(boss: PgBoss, config: Config): Promise<void> {
   const { jobs } = await import('../jobs/index.ts');
   // Dead letter queues first: a queue naming one requires it to exist.
   for (const job of jobs) if (job.queue.deadLetter) await boss.createQueue(job.queue.deadLetter);
-  for (const job of jobs) await boss.createQueue(job.name, job.queue);
+  for (const job of jobs) {
+    const configured = job.configuredQueue?.(config);
+    await boss.createQueue(job.name, { ...job.queue, ...configured });
+    if (configured) await boss.updateQueue(job.name, configured);
+  }
 }
 
 /** Drains and stops: workers finish in-flight jobs, then cleanups run, then the database closes. */

@@ -96,6 +96,22 @@ export const configSchema = z.object({
    * is retried elsewhere (base/queue.ts); workers refresh their heartbeats five times as often.
    */
   lostWorkerSeconds: z.coerce.number().min(1).max(300).default(5),
+  /**
+   * Seconds to wait before each retry of a delivery that failed for now (a relay or provider down, a
+   * 4xx answer): one entry per retry, after the last one it fails for good. The default rides out
+   * about ten hours of outage.
+   */
+  deliveryRetrySchedule: z
+    .array(
+      z.coerce
+        .number()
+        .int()
+        .min(1)
+        .max(7 * 24 * 3600),
+    )
+    .min(1)
+    .max(50)
+    .default([30, 120, 600, 1800, 7200, 21600]),
   /** Worker concurrency per process for delivery jobs. */
   workerConcurrency: z.coerce.number().int().min(1).max(256).default(8),
   /** SMTP connections a process keeps open per server and credentials (email/smtp.ts). */
@@ -167,6 +183,7 @@ const ENV_LISTS: Record<string, keyof ConfigInput> = {
   HERALD_MAX_CONNECTIONS_PER_CLIENT: 'maxConnectionsPerClient',
   HERALD_CORS_ORIGINS: 'corsOrigins',
   HERALD_DNS_SERVERS: 'dnsServers',
+  HERALD_DELIVERY_RETRY_SCHEDULE: 'deliveryRetrySchedule',
 };
 
 /** The environment variable that sets a config key (the first listed, where two do), for messages that name it. */

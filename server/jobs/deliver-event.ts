@@ -29,8 +29,6 @@ import { defineJob } from './types.ts';
 import {
   DELIVER_EVENT_DEAD_QUEUE,
   DELIVER_EVENT_QUEUE,
-  DELIVERY_RETRY_DELAY_MAX_SECONDS,
-  DELIVERY_RETRY_LIMIT,
   eventIdsOf,
   isBulkJob,
   type DeliverEventJob,
@@ -43,19 +41,18 @@ import type { Config } from '../base/config.ts';
 import type { ChannelContext } from '../channels/types.ts';
 import { isDatabaseUnavailable } from '../base/db/availability.ts';
 import { Permits } from '../delivery/permits.ts';
+import { deliveryRetryLimit, deliveryRetryPolicy, rescheduleRetry } from '../delivery/retry.ts';
 
 export const deliverEventJob = defineJob<DeliverEventJob>({
   name: DELIVER_EVENT_QUEUE,
   queue: {
-    retryLimit: DELIVERY_RETRY_LIMIT,
-    retryBackoff: true,
-    retryDelay: 1,
-    retryDelayMax: DELIVERY_RETRY_DELAY_MAX_SECONDS,
     deadLetter: DELIVER_EVENT_DEAD_QUEUE,
     expireInSeconds: 300,
     heartbeatSeconds: 10,
     notify: true,
   },
+  // Retried on the install's schedule (delivery/retry.ts), which outlasts a relay's or provider's outage.
+  configuredQueue: deliveryRetryPolicy,
   work: (config) => ({
     batchSize: 25,
     localConcurrency: config.workerConcurrency,
@@ -78,6 +75,7 @@ export const deliverEventJob = defineJob<DeliverEventJob>({
  * delivered again when it is.
  */
 async function deliverJobs(runtime: ChannelContext, jobs: Job<DeliverEventJob>[]): Promise<void> {
+  const retryLimit = deliveryRetryLimit(runtime.config);
   const inbox = await deliverInboxUnderPermits(runtime, jobs);
   const { settled } = inbox;
   let remote: RemoteBatchResult = { settled: new Set(), retryErrors: new Map() };
@@ -87,7 +85,7 @@ async function deliverJobs(runtime: ChannelContext, jobs: Job<DeliverEventJob>[]
       jobs.flatMap((job) =>
         eventIdsOf(job.data)
           .filter((id) => !settled.has(id))
-          .map((id) => ({ id, finalAttempt: job.retryCount >= DELIVERY_RETRY_LIMIT })),
+          .map((id) => ({ id, finalAttempt: job.retryCount >= retryLimit })),
       ),
       inbox.left,
     );
@@ -101,7 +99,7 @@ async function deliverJobs(runtime: ChannelContext, jobs: Job<DeliverEventJob>[]
       if (retry) errors.push(`${eventId}: ${retry.join('; ')}`);
       if (settled.has(eventId) || remote.settled.has(eventId)) continue;
       try {
-        await deliverEvent(runtime, eventId, { finalAttempt: job.retryCount >= DELIVERY_RETRY_LIMIT });
+        await deliverEvent(runtime, eventId, { finalAttempt: job.retryCount >= retryLimit });
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error);
         if (!(error instanceof RetryableDeliveryError))
@@ -109,7 +107,7 @@ async function deliverJobs(runtime: ChannelContext, jobs: Job<DeliverEventJob>[]
         errors.push(`${eventId}: ${message}`);
       }
     }
-    if (errors.length > 0) await failJob(runtime.boss!, job, errors.join('; '));
+    if (errors.length > 0) await failJob(runtime, job, errors.join('; '));
   }
 }
 
@@ -184,21 +182,27 @@ function noteFailure(
   runtime.logger.warn(message, { ...fields, error: error instanceof Error ? error.message : String(error) });
 }
 
-/** Fails one job of the batch (retried with backoff, or dead-lettered when out of retries). */
-async function failJob(
-  boss: NonNullable<ChannelContext['boss']>,
-  job: Job<DeliverEventJob>,
-  message: string,
-): Promise<void> {
-  await boss.fail(DELIVER_EVENT_QUEUE, { id: job.id, retryCount: job.retryCount }, { message });
+/**
+ * Fails one job of the batch: pg-boss retries it or, out of retries, dead-letters it; a retry is then
+ * moved to its time on the install's schedule.
+ */
+async function failJob(runtime: ChannelContext, job: Job<DeliverEventJob>, message: string): Promise<void> {
+  await runtime.boss!.fail(DELIVER_EVENT_QUEUE, { id: job.id, retryCount: job.retryCount }, { message });
+  await rescheduleRetry(runtime.orm.em.fork(), runtime.config, job, eventIdsOf(job.data)).catch((error) =>
+    noteFailure(runtime, 'delivery retry kept its first wait', error, { job_id: job.id }),
+  );
 }
+
+const DEAD_LETTER_RETRY_LIMIT = 5;
+const DEAD_LETTER_RETRY_DELAY_MAX_SECONDS = 300;
 
 export const deliverEventDeadJob = defineJob<DeliverEventJob>({
   name: DELIVER_EVENT_DEAD_QUEUE,
+  // Finalising is a database write: retried soon, with backoff, while the database is away.
   queue: {
-    retryLimit: DELIVERY_RETRY_LIMIT,
+    retryLimit: DEAD_LETTER_RETRY_LIMIT,
     retryBackoff: true,
-    retryDelayMax: DELIVERY_RETRY_DELAY_MAX_SECONDS,
+    retryDelayMax: DEAD_LETTER_RETRY_DELAY_MAX_SECONDS,
     notify: true,
   },
   work: { batchSize: 10 },

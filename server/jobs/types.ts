@@ -9,6 +9,8 @@ export interface JobDefinition<T extends object = object> {
   name: string;
   /** Queue settings: retries, backoff, expiry, dead letter queue, notify. */
   queue: Omit<Queue, 'name'>;
+  /** Queue settings the install's configuration decides (a retry schedule): applied over `queue` at every start. */
+  configuredQueue?: (config: Config) => Partial<Omit<Queue, 'name' | 'policy' | 'partition'>>;
   /** Worker options (batch size, concurrency, polling); a function when they depend on the config. */
   work?: WorkOptions | ((config: Config) => WorkOptions);
   /** A cron expression: the job is also sent on that schedule (by worker processes). */

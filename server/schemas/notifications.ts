@@ -62,6 +62,8 @@ export const DeliveryResponse = z
     provider: z.string().nullable(),
     attempts: z.number().int(),
     last_error: z.string().nullable(),
+    /** When a delivery that failed for now is tried again (deliveryRetrySchedule); null otherwise. */
+    next_attempt_at: isoDateTime.nullable(),
     updated_at: isoDateTime,
   })
   .meta({ id: 'DeliveryResponse' });

@@ -42,6 +42,17 @@ describe('loadConfig', () => {
     expect(fromFlags.mode).toBe('multi');
   });
 
+  it('reads the delivery retry schedule, which outlasts an outage of hours by default', () => {
+    const defaults = loadConfig({ dataDir: dataDir() }, {});
+    expect(defaults.deliveryRetrySchedule.reduce((a, b) => a + b, 0)).toBeGreaterThan(3 * 3600);
+    const fromEnv = loadConfig({ dataDir: dataDir() }, { HERALD_DELIVERY_RETRY_SCHEDULE: '5, 60,600' });
+    expect(fromEnv.deliveryRetrySchedule).toEqual([5, 60, 600]);
+    for (const wrong of ['0', 'soon', '5,-1'])
+      expect(() => loadConfig({ dataDir: dataDir() }, { HERALD_DELIVERY_RETRY_SCHEDULE: wrong })).toThrow(
+        /deliveryRetrySchedule/,
+      );
+  });
+
   it('takes the data directory from HERALD_HOME when no flag is given', () => {
     const dir = dataDir();
     expect(loadConfig({}, { HERALD_HOME: dir }).dataDir).toBe(dir);

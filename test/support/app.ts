@@ -10,6 +10,7 @@ import type { Role } from '../../server/base/context.ts';
 import { startHttpServer, type HttpServer } from '../../server/app/http-server.ts';
 import type { Clock } from '../../server/base/clock.ts';
 import type { WebhookDispatchOptions } from '../../server/webhooks/dispatcher.ts';
+import { TEST_DELIVERY_RETRY_SCHEDULE } from './delivery-retries.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 import { testCertificate } from './tls.ts';
 
@@ -71,6 +72,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       // The test peers (web push service, APNs, FCM) listen on loopback.
       allowPrivatePushEndpoints: true,
       allowPrivateSmtpHosts: true,
+      deliveryRetrySchedule: TEST_DELIVERY_RETRY_SCHEDULE,
       ...options.config,
       // The test peers' TLS certificate (support/tls.ts): SMTP peers' STARTTLS, the push peers' fronts.
       providers: { caFile: testCertificate().caFile, ...options.config?.providers },

@@ -4,6 +4,7 @@ import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { HERALD_BIN } from './cli.ts';
+import { TEST_DELIVERY_RETRY_SCHEDULE } from './delivery-retries.ts';
 
 export interface HeraldProcess {
   child: ChildProcess;
@@ -20,7 +21,11 @@ export async function startHerald(
   env: Record<string, string | undefined>,
   timeoutMs = 60_000,
 ): Promise<HeraldProcess> {
-  const merged: Record<string, string | undefined> = { ...process.env, ...env };
+  const merged: Record<string, string | undefined> = {
+    HERALD_DELIVERY_RETRY_SCHEDULE: TEST_DELIVERY_RETRY_SCHEDULE.join(','),
+    ...process.env,
+    ...env,
+  };
   for (const [k, v] of Object.entries(merged)) if (v === undefined) delete merged[k];
   const child = spawn(HERALD_BIN, ['start', ...args], {
     env: merged as NodeJS.ProcessEnv,

@@ -56,7 +56,9 @@ export interface TriggerResult {
 const EVENT_COLUMNS = `id, type_key, external_id, contact_id, broadcast_id, status, created_at, updated_at, variables, secret_keys, send_at,
        cancellation_key, digest_event_id, steps,
        (SELECT coalesce(json_agg(json_build_object('channel', d.channel, 'status', d.status, 'reason', d.reason, 'provider', d.provider,
-                                                   'attempts', d.attempts, 'last_error', d.last_error, 'updated_at', d.updated_at)
+                                                   'attempts', d.attempts, 'last_error', d.last_error, 'updated_at', d.updated_at,
+                                                   'next_attempt_at', CASE WHEN d.status = 'pending' AND d.next_attempt_at > now()
+                                                                           THEN d.next_attempt_at END)
                                  ORDER BY d.created_at, d.channel, d.destination), '[]')
           FROM deliveries d WHERE d.event_id = events.id) AS deliveries`;
 
@@ -296,6 +298,8 @@ interface DeliveryStatusRow {
   provider: string | null;
   attempts: number;
   last_error: string | null;
+  /** A pending delivery's retry still to come (delivery/retry.ts); null once it runs. */
+  next_attempt_at: string | null;
   updated_at: string;
 }
 
@@ -346,6 +350,7 @@ function toEventResponse(row: EventRow): EventResponse {
       provider: d.provider,
       attempts: d.attempts,
       last_error: d.last_error,
+      next_attempt_at: toIsoTimestampOrNull(d.next_attempt_at),
       updated_at: toIsoTimestamp(d.updated_at),
     })),
     send_at: row.send_at === null ? null : toIsoTimestamp(row.send_at),

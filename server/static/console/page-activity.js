@@ -29,7 +29,7 @@ function eventDetail(event) {
           ['Status', (d) => pill(d.status)],
           ['Reason', (d) => (d.reason ? d.reason.replace(/_/g, ' ') : '—')],
           ['Provider', (d) => d.provider ?? '—'],
-          ['Attempts', (d) => String(d.attempts)],
+          ['Attempts', (d) => (d.next_attempt_at ? `${d.attempts}, next ${formatTime(d.next_attempt_at)}` : String(d.attempts))],
           ['Last error', (d) => (d.last_error ? h('span', { class: 'error-text' }, d.last_error) : '—')],
           ['Updated', (d) => formatTime(d.updated_at)],
         ],
