@@ -1,7 +1,8 @@
 // SQL that a test can hold: each statement is a named constant at module level, or the text returned
 // by a module-level function whose name ends in `Sql` (a statement built from its arguments), and
 // these come before the module's other functions. This parses every .ts file of server/ and cli/ with
-// the TypeScript compiler and fails on a statement written inside any other function.
+// the TypeScript compiler and fails on a statement written inside any other function, and on any
+// statement in the HTTP layer (server/api/), whose routes call the modules that own the tables.
 import { describe, expect, it } from 'vitest';
 import ts from 'typescript';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
@@ -104,7 +105,27 @@ describe('the scanner', () => {
   });
 });
 
+/** Every SQL statement literal of a file, wherever it sits. */
+function statements(source: string): string[] {
+  const file = ts.createSourceFile('x.ts', source, ts.ScriptTarget.Latest, true);
+  const found: string[] = [];
+  const visit = (node: ts.Node): void => {
+    const text = literalText(node);
+    if (text !== undefined && STATEMENT.test(text)) found.push(text.trim().slice(0, 60));
+    else ts.forEachChild(node, visit);
+  };
+  visit(file);
+  return found;
+}
+
 describe('SQL statements', () => {
+  it('are not written in the HTTP layer: routes call the modules that own the tables', () => {
+    const found = sourceFiles('server/api').flatMap((file) =>
+      statements(readFileSync(join(ROOT, file), 'utf8')).map((sql) => `${file}: ${sql}`),
+    );
+    expect(found).toEqual([]);
+  });
+
   it('are named at the top of their modules', () => {
     const found = ['server', 'cli'].flatMap((dir) =>
       sourceFiles(dir).flatMap((file) =>

@@ -3,12 +3,7 @@ import { z } from 'zod';
 import { defineRoute, reply } from '../route.ts';
 import { buildOpenApi } from '../openapi.ts';
 import { publicBaseUrl } from '../../base/config.ts';
-import { query } from '../../base/db/sql.ts';
-import { BOSS_SCHEMA } from '../../base/queue.ts';
-
-// The readiness probes: the database answers, and the job queue's schema is there.
-const DATABASE_PROBE = 'SELECT 1';
-const QUEUE_PROBE = `SELECT 1 FROM ${BOSS_SCHEMA}.version`;
+import { probeDatabase, probeQueueSchema } from '../../base/db/probes.ts';
 
 const Health = z.object({ status: z.literal('ok') }).meta({ id: 'HealthResponse' });
 const Unhealthy = z
@@ -49,12 +44,12 @@ export const readyz = defineRoute({
         return false;
       }
     };
-    const database = await probe(() => query(em, DATABASE_PROBE));
+    const database = await probe(() => probeDatabase(em));
     if (database) runtime.availability.markUp();
     const queue = await probe(async () => {
       if (!runtime.boss) throw new Error('queue not started');
       await runtime.boss.getQueues();
-      await query(em, QUEUE_PROBE);
+      await probeQueueSchema(em);
     });
     const ready = database && queue;
     return reply(ready ? 200 : 503, { status: ready ? 'ready' : 'unavailable', database, queue });
