@@ -171,7 +171,7 @@ export function registerBroadcasts(program: Command): void {
       .command('list')
       .description('broadcasts, newest first')
       .option('--status <status>', 'queued, running, completed or canceled')
-      .option('--limit <n>', 'how many (1-100)', '20')
+      .option('--limit <n>', 'how many (1-200)', '50')
       .option('--cursor <cursor>', 'the next page, as printed by the previous one')
       .option('--json', 'print JSON'),
   )

@@ -79,7 +79,7 @@ export function registerEvents(program: Command): void {
         'scheduled, queued, processing, delivered, partially_delivered, failed, skipped, canceled or digested',
       )
       .option('--external-id <id>', 'only this recipient')
-      .option('--limit <n>', 'how many (1-100)', '20')
+      .option('--limit <n>', 'how many (1-200)', '50')
       .option('--cursor <cursor>', 'the next page, as printed by the previous one')
       .option('--json', 'print JSON'),
   )

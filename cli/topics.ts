@@ -183,7 +183,7 @@ export function registerTopics(program: Command): void {
 
   withTarget(topics.command('subscribers <key>'))
     .description("a topic's subscribers, a page at a time (or --all)")
-    .option('--limit <n>', 'how many per page (1-100)', '100')
+    .option('--limit <n>', 'how many per page (1-200)', '100')
     .option('--cursor <cursor>', 'the next page, as printed by the previous one')
     .option('--all', 'every page')
     .addHelpText(
