@@ -9,7 +9,7 @@ import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts'
 import { print, printJson, printRecord, printTable, usageError } from './support/output.ts';
 import { brandings } from './support/paths.ts';
 import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
-import { checkTenantId, requireTenant } from './support/tenant-option.ts';
+import { resolveTenant } from './support/tenant-option.ts';
 import { examples } from './support/examples.ts';
 
 export function registerBrands(program: Command): void {
@@ -70,13 +70,13 @@ export function registerBrands(program: Command): void {
       `show or set how many brands a tenant may have (default ${PLAN_DEFAULTS.brands}, the default brand included)`,
     )
     .argument('[n]', 'the new cap (a whole number >= 0)')
-    .requiredOption('--tenant <id>', 'tenant id')
+    .option('--tenant <id>', "tenant id (default: the install's only tenant)")
     .option('--reset', `remove the override: back to the default of ${PLAN_DEFAULTS.brands}`)
     .option('--json', 'print the result as JSON')
     .addHelpText(
       'after',
       examples(
-        'herald brands limit --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6          # show',
+        'herald brands limit                                                 # show (a single-tenant install)',
         'herald brands limit 25 --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6       # raise to 25',
         `herald brands limit --reset --tenant 0190f5e2-7b1a-7c3d-8e4f-a1b2c3d4e5f6  # back to the default (${PLAN_DEFAULTS.brands})`,
       ),
@@ -86,13 +86,12 @@ export function registerBrands(program: Command): void {
         n: string | undefined,
         options: { dataDir?: string; tenant?: string; reset?: boolean; json?: boolean },
       ) => {
-        const tenantId = checkTenantId(options.tenant);
         if (n !== undefined && options.reset) throw usageError('give a number or --reset, not both');
         if (n !== undefined && !/^\d{1,6}$/.test(n))
           throw usageError(`the cap must be a whole number >= 0, got "${n}"`);
         const result = await withLocalRuntime(configFrom(options), async (runtime) => {
           const em = runtime.orm.em.fork();
-          await requireTenant(em, tenantId);
+          const tenantId = (await resolveTenant(em, options.tenant)).id;
           if (options.reset) await setTenantLimit(em, tenantId, BRAND_LIMIT, null);
           else if (n !== undefined) await setTenantLimit(em, tenantId, BRAND_LIMIT, Number(n));
           const overridden = (await listTenantLimits(em, tenantId)).some((l) => l.name === BRAND_LIMIT);
@@ -105,7 +104,7 @@ export function registerBrands(program: Command): void {
         });
         if (options.json) return printJson(result);
         print(
-          `Brand cap of tenant ${tenantId}: ${result.limit}${result.default ? ' (default)' : ''}; ${result.brands} brand(s) in use.`,
+          `Brand cap of tenant ${result.tenant_id}: ${result.limit}${result.default ? ' (default)' : ''}; ${result.brands} brand(s) in use.`,
         );
         if (result.brands > result.limit)
           print('The tenant has more brands than the cap: existing brands stay, new ones are refused (402).');

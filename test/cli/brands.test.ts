@@ -30,14 +30,14 @@ const createBrand = (key: string) => app.request('POST', '/v1/brandings', { toke
 
 describe('herald brands limit', () => {
   it(
-    'shows the default cap, lowers it (the API then answers 402), raises it and resets it',
+    'shows the default cap, lowers it (the API then answers 402), raises it and resets it; --tenant defaults to the only one',
     async () => {
       const shown = await herald(['brands', 'limit', '--tenant', acme.tenantId, '--json']);
       expect(shown.code).toBe(0);
       expect(JSON.parse(shown.stdout)).toEqual({ tenant_id: acme.tenantId, limit: 10, default: true, brands: 1 });
 
       const lowered = await herald(['brands', 'limit', '--tenant', acme.tenantId, '2']);
-      expect(lowered.code).toBe(0);
+      expect(lowered.code, lowered.stderr).toBe(0);
       expect(lowered.stdout).toContain('Brand cap of tenant');
       expect(lowered.stdout).toContain(': 2;');
       expect((await createBrand('second')).status).toBe(201);
@@ -49,6 +49,11 @@ describe('herald brands limit', () => {
 
       const reset = await herald(['brands', 'limit', '--tenant', acme.tenantId, '--reset', '--json']);
       expect(JSON.parse(reset.stdout)).toEqual({ tenant_id: acme.tenantId, limit: 10, default: true, brands: 3 });
+
+      // The install's only tenant is the default, as in single mode.
+      const implied = await herald(['brands', 'limit', '--json']);
+      expect(implied.code, implied.stderr).toBe(0);
+      expect(JSON.parse(implied.stdout)).toMatchObject({ tenant_id: acme.tenantId, limit: 10 });
     },
     CLI_TIMEOUT,
   );
