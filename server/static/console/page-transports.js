@@ -4,6 +4,14 @@ import { api } from './api.js';
 import { h, mount, field, formatTime, notice, table } from './dom.js';
 import { header, panel, actionForm, actionButton, parseJsonObject } from './kit.js';
 
+/** What a tenant without its own SMTP settings sends through: the install's default, named, or nothing. */
+function installDefaultNote(installDefault) {
+  if (!installDefault) return notice('error', "Not set, and the install has no SMTP server of its own: emails are skipped (no transport) until you set one.");
+  if (installDefault.credentials_unreadable) return notice('error', "Not set: emails would go through the install's SMTP server, but its stored password cannot be read any more; emails are skipped until the operator sets it again.");
+  const where = installDefault.host ? `${installDefault.host}${installDefault.port ? `:${installDefault.port}` : ''}` : "the install's SMTP server";
+  return h('p', { class: 'hint' }, `Not set: emails go through the install's SMTP server (${where}${installDefault.from ? `, from ${installDefault.from}` : ''}).`);
+}
+
 function emailPanel(current, ctx) {
   const c = current.configured ? current : {};
   const host = h('input', { name: 'host', value: c.host ?? '', required: true, placeholder: 'smtp.example.com' });
@@ -17,7 +25,7 @@ function emailPanel(current, ctx) {
   return panel(
     'Email (SMTP)',
     current.credentials_unreadable ? notice('error', 'The stored password cannot be read any more (its encryption key was retired): enter it again.') : null,
-    current.configured ? null : h('p', { class: 'hint' }, "Not set: emails go through the install's own SMTP server, if it has one."),
+    current.configured ? null : installDefaultNote(current.install_default),
     actionForm(
       [
         h('div', { class: 'grid' }, field('Host', host), field('Port', port), h('label', { class: 'check' }, secure, ' TLS from the start (port 465)')),

@@ -437,6 +437,9 @@ describe.skipIf(noChromium)(titleUnless(noChromium, 'console in Chromium'), { ti
         await page.goto(`${app.url}/console/${section}`);
         await page.getByRole('heading', { name: heading, level: 1 }).waitFor();
         await page.locator('.loading').waitFor({ state: 'detached' });
+        // A tenant without SMTP settings of its own is told which server sends its email.
+        if (section === 'transports')
+          await page.getByText(`emails go through the install's SMTP server (${smtp.host}:${smtp.port}`).waitFor();
         await shot(page, name);
       }
       await page.getByText('api_key.delete').first().waitFor();
