@@ -1,9 +1,9 @@
-// A real DNS server (dns2) on 127.0.0.1, UDP and TCP on one random port, answering TXT queries from a
-// record map the test edits; everything else answers NOERROR with no records (or NXDOMAIN when the
-// name is unknown). Herald's resolver is pointed at it through config.dnsServers.
+// A real DNS server (dns2) on 127.0.0.1, UDP and TCP on one random port, answering TXT, A and AAAA
+// queries from record maps the test edits; everything else answers NOERROR with no records (or
+// NXDOMAIN when the name is unknown). Herald's resolver is pointed at it through config.dnsServers.
 import dns2 from 'dns2';
 import { promises as dns } from 'node:dns';
-import type { Server as NetServer } from 'node:net';
+import { isIPv6, type Server as NetServer } from 'node:net';
 
 export interface DnsServer {
   /** host:port, for config.dnsServers */
@@ -12,6 +12,10 @@ export interface DnsServer {
   txt: Map<string, string[][]>;
   /** Publishes one TXT record value under a name (replacing what was there), split into 255-char strings. */
   publishTxt(name: string, value: string): void;
+  /** name -> its addresses (A records for the IPv4 ones, AAAA for the IPv6 ones), answered with TTL 0. */
+  addresses: Map<string, string[]>;
+  /** Every question asked, in order (type as its name: A, AAAA, TXT, ...), for counting lookups. */
+  queries: Array<{ name: string; type: string }>;
   /** Names that answer SERVFAIL. */
   failing: Set<string>;
   /** A dns.promises-compatible resolve(name, rrtype) that asks this server (for mailauth). */
@@ -27,18 +31,33 @@ export function splitTxt(value: string): string[] {
 
 export async function startDnsServer(): Promise<DnsServer> {
   const txt = new Map<string, string[][]>();
+  const addresses = new Map<string, string[]>();
+  const queries: Array<{ name: string; type: string }> = [];
   const failing = new Set<string>();
   const { Packet } = dns2;
+  const typeNames = new Map(Object.entries(Packet.TYPE).map(([typeName, code]) => [code as number, typeName]));
   const handle: dns2.DnsHandler = (request, send) => {
     const response = Packet.createResponseFromRequest(request);
     const question = request.questions[0];
     if (question) {
       const name = question.name.toLowerCase().replace(/\.$/, '');
+      queries.push({ name, type: typeNames.get(question.type) ?? String(question.type) });
       if (failing.has(name)) {
         response.header.rcode = 2; // SERVFAIL
-      } else if (!txt.has(name)) {
+      } else if (!txt.has(name) && !addresses.has(name)) {
         response.header.rcode = 3; // NXDOMAIN
-      } else if (question.type === Packet.TYPE.TXT) {
+      } else if (question.type === Packet.TYPE.A || question.type === Packet.TYPE.AAAA) {
+        const v6 = question.type === Packet.TYPE.AAAA;
+        // TTL 0: no resolver keeps the answer, so a test that changes it sees the next lookup follow.
+        for (const address of (addresses.get(name) ?? []).filter((a) => isIPv6(a) === v6))
+          response.answers.push({
+            name: question.name,
+            type: question.type,
+            class: Packet.CLASS.IN,
+            ttl: 0,
+            address,
+          } as never);
+      } else if (question.type === Packet.TYPE.TXT && txt.has(name)) {
         for (const data of txt.get(name)!)
           response.answers.push({
             name: question.name,
@@ -83,6 +102,8 @@ export async function startDnsServer(): Promise<DnsServer> {
     return {
       address,
       txt,
+      addresses,
+      queries,
       failing,
       publishTxt(name, value) {
         txt.set(name.toLowerCase(), [splitTxt(value)]);

@@ -1,5 +1,5 @@
 // A self-signed certificate for localhost/127.0.0.1, made with openssl, for the TLS peers (APNs,
-// the web push service's front). Herald trusts it through config.providers.caFile.
+// the web push service's front, SMTP peers). Herald trusts it through config.providers.caFile.
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -25,7 +25,15 @@ export function untrustedCertificate(): TestCertificate {
   return selfSigned(runTempDir('herald-tls-untrusted-'));
 }
 
-function selfSigned(dir: string): TestCertificate {
+/**
+ * A self-signed certificate for one DNS name only (no IP address), for a server reached by a name the
+ * test DNS server answers; trusted once its file is in the app's providers.caFile.
+ */
+export function certificateFor(name: string): TestCertificate {
+  return selfSigned(runTempDir('herald-tls-named-'), name);
+}
+
+function selfSigned(dir: string, name?: string): TestCertificate {
   const keyFile = join(dir, 'key.pem');
   const certFile = join(dir, 'cert.pem');
   execFileSync(
@@ -45,9 +53,9 @@ function selfSigned(dir: string): TestCertificate {
       '-days',
       '2',
       '-subj',
-      '/CN=localhost',
+      `/CN=${name ?? 'localhost'}`,
       '-addext',
-      'subjectAltName=DNS:localhost,IP:127.0.0.1',
+      name ? `subjectAltName=DNS:${name}` : 'subjectAltName=DNS:localhost,IP:127.0.0.1',
     ],
     { stdio: 'ignore' },
   );

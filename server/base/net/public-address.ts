@@ -1,6 +1,9 @@
-// Outbound requests to addresses a tenant or a browser chose (web push endpoints) must not reach
-// Herald's own network: only public unicast addresses are allowed (isNonPublicAddress). The check runs in the socket's DNS lookup, so a name that resolves (or later
-// re-resolves) to an internal address is refused too; IP-literal hosts are checked before connecting.
+// Outbound connections to addresses a tenant or a browser chose (web push endpoints, webhook URLs,
+// SMTP hosts) must not reach Herald's own network: only public unicast addresses are allowed
+// (isNonPublicAddress). A name is resolved once and the connection goes to the addresses that check
+// saw, never to the name again: HTTP clients through publicOnlyLookup (the socket's own lookup), SMTP
+// through checkedAddresses (smtp-connections.ts connects to them). IP-literal hosts, which Node does
+// not look up, are checked before connecting (assertPublicHost).
 import { lookup as dnsLookup, promises as dnsPromises, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
@@ -46,12 +49,27 @@ export class NonPublicAddressError extends Error {
   override name = 'NonPublicAddressError';
 }
 
+/** A host as URLs and settings spell it, without the brackets of an IPv6 literal. */
+function bareHost(host: string): string {
+  return host.replace(/^\[|\]$/g, '');
+}
+
+/** `localhost` and the names under it (absolute or not) are loopback whatever a resolver says (RFC 6761). */
+function isLocalhost(bare: string): boolean {
+  const name = bare.toLowerCase().replace(/\.$/, '');
+  return name === 'localhost' || name.endsWith('.localhost');
+}
+
 /** Throws for a URL whose host is an IP literal in a non-public range (Node does not call `lookup` for those). */
 export function assertPublicHost(url: URL): void {
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (isIP(host) && isNonPublicAddress(host)) throw new NonPublicAddressError(`${host} is not a public address`);
-  if (host === 'localhost' || host.endsWith('.localhost'))
+  const host = bareHost(url.hostname);
+  if ((isIP(host) && isNonPublicAddress(host)) || isLocalhost(host))
     throw new NonPublicAddressError(`${host} is not a public address`);
+}
+
+/** The addresses among `addresses` that may be connected to: the public ones, or every one when `allowPrivate`. */
+function connectable(addresses: LookupAddress[], allowPrivate: boolean): LookupAddress[] {
+  return allowPrivate ? addresses : addresses.filter((a) => !isNonPublicAddress(a.address));
 }
 
 type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
@@ -67,7 +85,7 @@ export function publicOnlyLookup(
     { ...options, all: true } as never,
     (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => {
       if (error) return callback(error, []);
-      const allowed = addresses.filter((a) => !isNonPublicAddress(a.address));
+      const allowed = connectable(addresses, false);
       if (allowed.length === 0)
         return callback(new NonPublicAddressError(`${hostname} resolves only to non-public addresses`), []);
       if (options.all) return callback(null, allowed);
@@ -76,16 +94,70 @@ export function publicOnlyLookup(
   );
 }
 
+export interface ResolveOptions {
+  /** DNS servers (`host:port`) asked instead of the system's resolver (config.dnsServers). */
+  dnsServers?: readonly string[];
+}
+
+/** How long a resolution through dnsServers may take per try (two tries). */
+const DNS_TIMEOUT_MS = 5_000;
+
 /**
- * Whether a hostname (or IP literal) reaches only public addresses. For clients that resolve names
- * themselves (nodemailer), checked before each connection; a name that does not resolve is not public.
+ * Every address a host name (or IP literal) resolves to, asked once: through config.dnsServers when
+ * set (A and AAAA records), else the system's resolver (getaddrinfo, /etc/hosts included). Rejects as
+ * the resolution fails (ENOTFOUND and the like: a DNS failure, worth trying again later).
  */
-export async function resolvesPublicly(host: string): Promise<boolean> {
-  const bare = host.replace(/^\[|\]$/g, '');
-  if (bare === 'localhost' || bare.endsWith('.localhost')) return false;
-  if (isIP(bare)) return !isNonPublicAddress(bare);
+export async function resolveHost(host: string, options: ResolveOptions = {}): Promise<LookupAddress[]> {
+  const bare = bareHost(host);
+  const family = isIP(bare);
+  if (family) return [{ address: bare, family }];
+  const servers = options.dnsServers ?? [];
+  if (servers.length === 0) return dnsPromises.lookup(bare, { all: true, order: 'verbatim' });
+  if (isLocalhost(bare))
+    return [
+      { address: '127.0.0.1', family: 4 },
+      { address: '::1', family: 6 },
+    ];
+  // Nothing is cached here: each connection asks afresh, so an answer is never kept past its TTL.
+  const resolver = new dnsPromises.Resolver({ timeout: DNS_TIMEOUT_MS, tries: 2 });
+  resolver.setServers([...servers]);
+  const [v4, v6] = await Promise.allSettled([resolver.resolve4(bare), resolver.resolve6(bare)]);
+  const addresses = [
+    ...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 })) : []),
+    ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 })) : []),
+  ];
+  if (addresses.length > 0) return addresses;
+  throw v4.status === 'rejected' ? v4.reason : new Error(`${bare} has no addresses`);
+}
+
+export interface GuardOptions extends ResolveOptions {
+  /** Let the connection reach non-public addresses too (the allowPrivate* settings); resolved once all the same. */
+  allowPrivate?: boolean;
+}
+
+/**
+ * The addresses a connection to `host` may go to, resolved once: its public ones (every one when
+ * `allowPrivate`). The caller connects to these and never resolves the name again, so a name that
+ * answers a public address to a check and an internal one to the connection (DNS rebinding) gets
+ * nowhere. Rejects with NonPublicAddressError when none is left, else as the resolution fails.
+ */
+export async function checkedAddresses(host: string, options: GuardOptions = {}): Promise<LookupAddress[]> {
+  const bare = bareHost(host);
+  if (!options.allowPrivate && isLocalhost(bare)) throw new NonPublicAddressError(`${bare} is not a public address`);
+  const allowed = connectable(await resolveHost(bare, options), options.allowPrivate ?? false);
+  if (allowed.length === 0) throw new NonPublicAddressError(`${bare} resolves only to non-public addresses`);
+  return allowed;
+}
+
+/**
+ * Whether a hostname (or IP literal) reaches only public addresses, for checks at registration; a
+ * name that does not resolve is not public.
+ */
+export async function resolvesPublicly(host: string, options: ResolveOptions = {}): Promise<boolean> {
+  const bare = bareHost(host);
+  if (isLocalhost(bare)) return false;
   try {
-    const addresses = await dnsPromises.lookup(bare, { all: true });
+    const addresses = await resolveHost(bare, options);
     return addresses.length > 0 && addresses.every((a) => !isNonPublicAddress(a.address));
   } catch {
     return false;
@@ -97,12 +169,11 @@ export async function resolvesPublicly(host: string): Promise<boolean> {
  * localhost, or a name whose every address is non-public. A name that does not resolve now is not
  * known to be private (for checks at registration, where the send checks again as it connects).
  */
-export async function resolvesOnlyPrivately(host: string): Promise<boolean> {
-  const bare = host.replace(/^\[|\]$/g, '');
-  if (bare === 'localhost' || bare.endsWith('.localhost')) return true;
-  if (isIP(bare)) return isNonPublicAddress(bare);
+export async function resolvesOnlyPrivately(host: string, options: ResolveOptions = {}): Promise<boolean> {
+  const bare = bareHost(host);
+  if (isLocalhost(bare)) return true;
   try {
-    const addresses = await dnsPromises.lookup(bare, { all: true });
+    const addresses = await resolveHost(bare, options);
     return addresses.length > 0 && addresses.every((a) => isNonPublicAddress(a.address));
   } catch {
     return false;

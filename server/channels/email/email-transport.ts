@@ -7,13 +7,7 @@ import { execute, queryOne } from '../../base/db/sql.ts';
 import { deleteInstallSecret, storeInstallSecret } from '../../base/install-secrets.ts';
 import { DEFAULT_SMTP_SECRET, installSmtp } from './install-smtp.ts';
 import { smtpSettingsFromUrl, type SmtpSettings } from './smtp.ts';
-import {
-  SMTP_HOST_NOT_PUBLIC,
-  SMTP_HOST_REFUSED,
-  loadEmailTransport,
-  smtpHostAllowed,
-  type EmailTransportRow,
-} from './tenant-smtp.ts';
+import { SMTP_HOST_NOT_PUBLIC, loadEmailTransport, smtpHostAllowed, type EmailTransportRow } from './tenant-smtp.ts';
 import { AppError, invalidField } from '../../base/errors.ts';
 import type { Context } from '../../base/context.ts';
 import type { ChannelContext } from '../types.ts';
@@ -150,8 +144,7 @@ export async function testEmailTransport(
         'credentials_unreadable: the password was encrypted with a key that is no longer in the key ring; set it again',
     };
   }
-  if (!(await smtpHostAllowed(runtime, loaded.settings.host)))
-    return { ok: false, transport, error: SMTP_HOST_REFUSED };
+  // The host is checked as the connection opens, as for every send (a refusal is the test's error).
   return {
     ...(await sendTestEmail(
       runtime,

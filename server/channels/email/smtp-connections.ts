@@ -4,7 +4,12 @@
 // need them, up to maxConnections, and each is reused for the next send once its exchange is over;
 // sends beyond that wait their turn. A connection is renewed after maxMessages, kept after a message
 // the server refused (reset with RSET), and dropped when it fails, times out idle or the server ends it.
+// A server given `resolve` (a tenant's, through the SSRF guard) is resolved as each connection opens,
+// and that connection goes to the addresses the guard checked: nodemailer gets the socket already
+// connected, and still verifies the server's certificate against the host name (and sends it as SNI).
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
+import type { LookupAddress } from 'node:dns';
+import { connect as netConnect, type Socket } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
 import { Readable } from 'node:stream';
 
@@ -20,6 +25,11 @@ export interface ServerConnectionOptions {
   maxConnections: number;
   /** Messages a connection sends before it is renewed. */
   maxMessages: number;
+  /**
+   * The addresses a new connection to `host` may go to, asked as each one opens (resolved once, and
+   * so again whenever a connection is renewed); without it nodemailer resolves the host itself.
+   */
+  resolve?: (host: string) => Promise<LookupAddress[]>;
 }
 
 export interface SmtpEnvelope {
@@ -88,6 +98,8 @@ export class SmtpServerConnections {
   /** Open connections with nothing under way, the most recently used last. */
   readonly #idle: Connection[] = [];
   readonly #waiting: Waiter[] = [];
+  /** Connections whose socket is being connected to the resolved addresses, not yet in #connections. */
+  #connecting = 0;
   #closed = false;
 
   constructor(options: ServerConnectionOptions) {
@@ -151,7 +163,7 @@ export class SmtpServerConnections {
         this.#waiting.shift()!.resolve(idle);
         continue;
       }
-      if (this.#connections.size >= this.#options.maxConnections) return;
+      if (this.#connections.size + this.#connecting >= this.#options.maxConnections) return;
       const waiter = this.#waiting.shift()!;
       this.#open().then(waiter.resolve, waiter.reject);
     }
@@ -160,7 +172,16 @@ export class SmtpServerConnections {
   /** Opens a connection (counted from now), greeted, upgraded to TLS where it can be and logged in. */
   async #open(): Promise<Connection> {
     const { host, port, secure, requireTLS, tls, auth } = this.#options;
-    const smtp = new SMTPConnection({ host, port, secure, requireTLS, tls, ...TIMEOUTS });
+    const socket = this.#options.resolve ? await this.#connectResolved(this.#options.resolve) : undefined;
+    const smtp = new SMTPConnection({
+      host,
+      port,
+      secure,
+      requireTLS,
+      tls,
+      ...TIMEOUTS,
+      ...(socket ? { connection: socket } : {}),
+    });
     const connection: Connection = { smtp, messages: 0 };
     this.#connections.add(connection);
     // Errors reach the connect or send under way; one on an idle connection ends it, as 'end' tells.
@@ -190,6 +211,29 @@ export class SmtpServerConnections {
       throw describeTlsFailure(error, this.#options);
     }
     return connection;
+  }
+
+  /**
+   * A TCP connection to one of the addresses `resolve` answers for the host (both families tried in
+   * turn, as Node does), counted against maxConnections while it opens; within connectionTimeout.
+   */
+  async #connectResolved(resolve: (host: string) => Promise<LookupAddress[]>): Promise<Socket> {
+    const { host, port } = this.#options;
+    this.#connecting++;
+    let socket: Socket;
+    try {
+      socket = await connectToAddresses(resolve, host, port, TIMEOUTS.connectionTimeout);
+    } catch (error) {
+      this.#connecting--;
+      this.#serveWaiting();
+      throw error;
+    }
+    this.#connecting--;
+    if (this.#closed) {
+      socket.destroy();
+      throw new Error('The SMTP connections were closed');
+    }
+    return socket;
   }
 
   #release(connection: Connection): void {
@@ -223,6 +267,67 @@ export class SmtpServerConnections {
     const idleAt = this.#idle.indexOf(connection);
     if (idleAt >= 0) this.#idle.splice(idleAt, 1);
     this.#serveWaiting();
+  }
+}
+
+/**
+ * Resolves the host once and connects to what that answered: the socket's lookup hands Node those
+ * addresses, so the name is not looked up again. Several addresses share the time left, as each
+ * attempt only moves on to the next one when it fails or its share runs out.
+ */
+async function connectToAddresses(
+  resolve: (host: string) => Promise<LookupAddress[]>,
+  host: string,
+  port: number,
+  timeoutMs: number,
+): Promise<Socket> {
+  const deadline = Date.now() + timeoutMs;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(
+      () => reject(Object.assign(new Error(`Connection to ${host}:${port} timed out`), { code: 'ETIMEDOUT' })),
+      timeoutMs,
+    );
+  });
+  let socket: Socket | undefined;
+  try {
+    const addresses = await Promise.race([resolve(host), timedOut]);
+    const families = new Set(addresses.map((a) => a.family));
+    socket = netConnect({
+      host,
+      port,
+      autoSelectFamily: addresses.length > 1,
+      ...(addresses.length > 1 && families.size === 1
+        ? { autoSelectFamilyAttemptTimeout: Math.max(Math.floor((deadline - Date.now()) / addresses.length), 10) }
+        : {}),
+      lookup: (_name, options, callback) => {
+        if (options.all) return callback(null, addresses);
+        callback(null, addresses[0]!.address, addresses[0]!.family);
+      },
+    });
+    const opening = socket;
+    let failed: (error: Error) => void = () => {};
+    try {
+      await Promise.race([
+        new Promise<void>((resolveConnect, rejectConnect) => {
+          failed = rejectConnect;
+          opening.once('connect', resolveConnect);
+          opening.once('error', failed);
+        }),
+        timedOut,
+      ]);
+    } finally {
+      opening.off('error', failed); // nodemailer's own handlers take over
+    }
+    return opening;
+  } catch (error) {
+    socket?.destroy();
+    // Node reports every address failing as an AggregateError without a message of its own.
+    if (error instanceof AggregateError && !error.message)
+      error.message = error.errors.map((e: unknown) => (e as Error).message).join('; ');
+    throw error;
+  } finally {
+    clearTimeout(timer);
   }
 }
 

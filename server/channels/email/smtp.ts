@@ -8,6 +8,7 @@
 import { createHash } from 'node:crypto';
 import { buffer } from 'node:stream/consumers';
 import DKIM from 'nodemailer/lib/dkim';
+import { checkedAddresses, type GuardOptions } from '../../base/net/public-address.ts';
 import { composeMail } from './mime.ts';
 import { SmtpServerConnections, type ServerReply } from './smtp-connections.ts';
 
@@ -21,6 +22,12 @@ export interface SmtpSettings {
   secure: boolean;
   username?: string | null;
   password?: string | null;
+  /**
+   * A server a tenant chose: its host goes through the SSRF guard as each connection opens, which
+   * connects to the addresses it checked (NonPublicAddressError when none may be). The install's own
+   * SMTP has none: it is trusted, and resolved as nodemailer does.
+   */
+  guard?: GuardOptions;
 }
 
 export interface DkimSigning {
@@ -115,7 +122,18 @@ export class SmtpPool {
     let id = this.#ids.get(settings);
     if (id === undefined) {
       id = createHash('sha256')
-        .update(JSON.stringify([settings.host, settings.port, settings.secure, settings.username, settings.password]))
+        // The guard is part of a transport's identity: a tenant naming the install's own relay (and its
+        // credentials, if any) gets connections of its own, checked, not the install's.
+        .update(
+          JSON.stringify([
+            settings.host,
+            settings.port,
+            settings.secure,
+            settings.username,
+            settings.password,
+            settings.guard ?? null,
+          ]),
+        )
         .digest('hex');
       this.#ids.set(settings, id);
     }
@@ -125,6 +143,7 @@ export class SmtpPool {
       this.#transports.delete(id); // re-inserted below: most recently used last
       pooled.lastUsed = now;
     } else {
+      const guard = settings.guard;
       pooled = {
         connections: new SmtpServerConnections({
           host: settings.host,
@@ -145,6 +164,7 @@ export class SmtpPool {
           // handshake.
           maxConnections: this.#maxConnections,
           maxMessages: this.#maxMessages,
+          ...(guard ? { resolve: (host: string) => checkedAddresses(host, guard) } : {}),
         }),
         lastUsed: now,
         sending: 0,

@@ -1,11 +1,12 @@
 // A tenant's own SMTP transport as stored: its row, with the password decrypted for sending, and the
-// rule on which hosts a tenant may point it at. Read by the sender (transports/email.ts) and by the
-// service that manages transports (services/email-transport.ts).
+// rule on which hosts a tenant may point it at: public ones (unless allowPrivateSmtpHosts), checked
+// when the transport is set and, through the SSRF guard, as each connection to it opens. Read by the
+// sender (transport.ts) and by the service that manages transports (email-transport.ts).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { emailTransportPasswordAad } from '../../base/crypto/aad.ts';
 import { isUnreadable } from '../../base/crypto/keyring.ts';
 import { queryOne } from '../../base/db/sql.ts';
-import { resolvesPublicly } from '../../base/net/public-address.ts';
+import { resolvesPublicly, type GuardOptions } from '../../base/net/public-address.ts';
 import { allowsPrivate } from '../../base/net/allow-private.ts';
 import type { Context } from '../../base/context.ts';
 import type { SmtpSettings } from './smtp.ts';
@@ -52,7 +53,14 @@ export async function loadEmailTransport(
   return {
     state: 'ready',
     row,
-    settings: { host: row.host, port: row.port, secure: row.secure, username: row.username, password },
+    settings: {
+      host: row.host,
+      port: row.port,
+      secure: row.secure,
+      username: row.username,
+      password,
+      guard: smtpGuard(runtime),
+    },
     fromEmail: row.from_email,
     fromName: row.from_name,
   };
@@ -62,7 +70,18 @@ export async function loadEmailTransport(
 export const SMTP_HOST_NOT_PUBLIC = `must resolve to a public address ${allowsPrivate('allowPrivateSmtpHosts')}`;
 export const SMTP_HOST_REFUSED = `the SMTP host ${SMTP_HOST_NOT_PUBLIC}`;
 
-/** Tenant SMTP hosts must be public (see config.allowPrivateSmtpHosts); the install's own SMTP is trusted. */
+/**
+ * How a connection to a tenant's SMTP host is resolved and checked (smtp.ts): through dnsServers when
+ * set, public addresses only unless allowPrivateSmtpHosts.
+ */
+function smtpGuard(runtime: Context): GuardOptions {
+  return { allowPrivate: runtime.config.allowPrivateSmtpHosts, dnsServers: runtime.config.dnsServers };
+}
+
+/**
+ * Whether a tenant may set this SMTP host: one whose every address is public (see
+ * config.allowPrivateSmtpHosts). Sends check again as they connect; the install's own SMTP is trusted.
+ */
 export async function smtpHostAllowed(runtime: Context, host: string): Promise<boolean> {
-  return runtime.config.allowPrivateSmtpHosts || resolvesPublicly(host);
+  return runtime.config.allowPrivateSmtpHosts || resolvesPublicly(host, { dnsServers: runtime.config.dnsServers });
 }

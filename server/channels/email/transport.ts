@@ -8,7 +8,8 @@ import type { DkimSigning, OutgoingMail, SmtpSettings } from './smtp.ts';
 import type { ChannelContext } from '../types.ts';
 import { isUnreadable } from '../../base/crypto/keyring.ts';
 import type { Context } from '../../base/context.ts';
-import { loadEmailTransport, SMTP_HOST_REFUSED, smtpHostAllowed, type LoadedEmailTransport } from './tenant-smtp.ts';
+import { NonPublicAddressError } from '../../base/net/public-address.ts';
+import { loadEmailTransport, SMTP_HOST_REFUSED, type LoadedEmailTransport } from './tenant-smtp.ts';
 import { dkimSigningFor } from './sender-domains.ts';
 
 export type EmailOutcome =
@@ -72,6 +73,8 @@ export async function deliverEmail(
       return { status: 'failed', error: `recipient rejected: ${sent.response}`, retryable: false };
     return { status: 'sent', messageId: sent.messageId };
   } catch (error) {
+    // A tenant's host that resolves only to non-public addresses now: refused before any connection.
+    if (error instanceof NonPublicAddressError) return { status: 'failed', error: SMTP_HOST_REFUSED, retryable: false };
     return { status: 'failed', ...classifySmtpError(error) };
   }
 }
@@ -91,8 +94,7 @@ export async function sendTenantEmail(
   const own = await loadTransport();
   if (own?.state === 'unreadable') return { status: 'skipped', reason: 'credentials_unreadable' };
   if (own) {
-    if (!(await smtpHostAllowed(runtime, own.settings.host)))
-      return { status: 'failed', error: SMTP_HOST_REFUSED, retryable: false };
+    // Its host is checked as each connection opens (smtp.ts), not per mail.
     settings = own.settings;
     defaultFrom = { email: own.fromEmail, name: own.fromName };
   } else {

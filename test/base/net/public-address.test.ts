@@ -3,7 +3,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo, Server as NetServer } from 'node:net';
 import webpush from 'web-push';
-import { isNonPublicAddress, publicOnlyLookup } from '../../../server/base/net/public-address.ts';
+import {
+  checkedAddresses,
+  isNonPublicAddress,
+  NonPublicAddressError,
+  publicOnlyLookup,
+} from '../../../server/base/net/public-address.ts';
+import { startDnsServer, type DnsServer } from '../../support/dns-server.ts';
 import { startTestApp, type TestApp } from '../../support/app.ts';
 import { testCertificate } from '../../support/tls.ts';
 import { sendPush } from '../../../server/channels/push/providers.ts';
@@ -105,6 +111,56 @@ describe('publicOnlyLookup', () => {
   it('refuses a name that resolves only to loopback', async () => {
     const error = await new Promise<Error | null>((resolve) => publicOnlyLookup('localhost', {}, (e) => resolve(e)));
     expect(error?.message).toMatch(/non-public/);
+  });
+});
+
+describe('checkedAddresses (resolving once, through config.dnsServers)', () => {
+  let dns: DnsServer;
+  const asked = (name: string) => dns.queries.filter((q) => q.name === name).length;
+  beforeAll(async () => {
+    dns = await startDnsServer();
+  });
+  afterAll(async () => {
+    await dns?.close();
+  });
+
+  it('answers the public addresses of a name that has private ones too, in one lookup per family', async () => {
+    dns.addresses.set('mixed.guard.test', [
+      '93.184.215.14',
+      '10.0.0.7',
+      '2606:2800:21f:cb07:6820:80da:af6b:8b2c',
+      '::1',
+    ]);
+    const found = await checkedAddresses('mixed.guard.test', { dnsServers: [dns.address] });
+    expect(found.map((a) => a.address).sort()).toEqual(['2606:2800:21f:cb07:6820:80da:af6b:8b2c', '93.184.215.14']);
+    expect(asked('mixed.guard.test')).toBe(2); // A and AAAA
+  });
+
+  it('refuses a name with only non-public addresses, unless private ones are allowed', async () => {
+    dns.addresses.set('inside.guard.test', ['169.254.169.254', 'fd00::1']);
+    await expect(checkedAddresses('inside.guard.test', { dnsServers: [dns.address] })).rejects.toBeInstanceOf(
+      NonPublicAddressError,
+    );
+    const allowed = await checkedAddresses('inside.guard.test', { dnsServers: [dns.address], allowPrivate: true });
+    expect(allowed.map((a) => a.address).sort()).toEqual(['169.254.169.254', 'fd00::1']);
+  });
+
+  it('refuses localhost and non-public literals without asking DNS, and takes a public literal as it is', async () => {
+    const before = dns.queries.length;
+    for (const host of ['localhost', 'mail.localhost', 'LOCALHOST.', '127.0.0.1', '[::ffff:7f00:1]', '[64:ff9b:1::1]'])
+      await expect(checkedAddresses(host, { dnsServers: [dns.address] }), host).rejects.toBeInstanceOf(
+        NonPublicAddressError,
+      );
+    expect(await checkedAddresses('[2606:4700::1111]', { dnsServers: [dns.address] })).toEqual([
+      { address: '2606:4700::1111', family: 6 },
+    ]);
+    expect(dns.queries.length).toBe(before);
+  });
+
+  it('fails a name that does not resolve as a DNS failure (tried again later), not as a refusal', async () => {
+    const failure = await checkedAddresses('gone.guard.test', { dnsServers: [dns.address] }).catch((e: unknown) => e);
+    expect(failure).not.toBeInstanceOf(NonPublicAddressError);
+    expect(failure).toMatchObject({ code: 'ENOTFOUND' });
   });
 });
 
