@@ -4,7 +4,7 @@
 // cached provider tokens) lives here so a process with several runtimes (tests) keeps them apart.
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { createSecureContext } from 'node:tls';
+import { createSecureContext, type SecureContext } from 'node:tls';
 import type { Context } from '../../base/context.ts';
 import { NonPublicAddressError, assertPublicHost, publicOnlyLookup } from '../../base/net/public-address.ts';
 import { trustedCas } from '../../base/net/trusted-cas.ts';
@@ -28,9 +28,17 @@ export interface ProviderState {
   /**
    * Keep-alive connections, at most SOCKETS_PER_ORIGIN per origin. The TLS context (with the CA
    * bundle) is built once, for these and the HTTP/2 sessions: built per connection, the bundle's
-   * parsing costs milliseconds each.
+   * parsing costs milliseconds each. Requests that must reach only public addresses have agents of
+   * their own: an agent reuses a connection by host and port alone, so one opened without the check
+   * (to a provider origin the install configured) would otherwise serve a browser's endpoint that
+   * names the same host.
    */
-  agents: { http: HttpAgent; https: HttpsAgent };
+  agents: Record<'any' | 'publicOnly', Agents>;
+}
+
+interface Agents {
+  http: HttpAgent;
+  https: HttpsAgent;
 }
 
 /**
@@ -50,24 +58,30 @@ export function providerState(runtime: Context): ProviderState {
       tokens: new Map(),
       exchanges: new Map(),
       http2: new Http2Origins(secureContext),
-      agents: {
-        http: new HttpAgent({ keepAlive: true, maxSockets: SOCKETS_PER_ORIGIN }),
-        https: new HttpsAgent({
-          keepAlive: true,
-          maxSockets: SOCKETS_PER_ORIGIN,
-          ...(secureContext ? { secureContext } : {}),
-        }),
-      },
+      agents: { any: agentsWith(secureContext), publicOnly: agentsWith(secureContext) },
     };
     state = created;
     states.set(runtime, created);
     runtime.cleanups.push(async () => {
       created.http2.close();
-      created.agents.http.destroy();
-      created.agents.https.destroy();
+      for (const agents of Object.values(created.agents)) {
+        agents.http.destroy();
+        agents.https.destroy();
+      }
     });
   }
   return state;
+}
+
+function agentsWith(secureContext: SecureContext | undefined): Agents {
+  return {
+    http: new HttpAgent({ keepAlive: true, maxSockets: SOCKETS_PER_ORIGIN }),
+    https: new HttpsAgent({
+      keepAlive: true,
+      maxSockets: SOCKETS_PER_ORIGIN,
+      ...(secureContext ? { secureContext } : {}),
+    }),
+  };
 }
 
 /** A transport-level failure (DNS, refused, reset, timeout): always worth retrying. */
@@ -117,7 +131,7 @@ function http1Request(
   options: RequestOptions,
   publicOnly: boolean,
 ): Promise<ProviderResponse> {
-  const { agents } = providerState(runtime);
+  const agents = providerState(runtime).agents[publicOnly ? 'publicOnly' : 'any'];
   const https = target.protocol === 'https:';
   return new Promise((resolve, reject) => {
     const req = (https ? httpsRequest : httpRequest)(

@@ -10,12 +10,16 @@ import {
   type Http2ServerResponse,
   type ServerHttp2Session,
 } from 'node:http2';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { promises as dns } from 'node:dns';
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { hostname } from 'node:os';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Runtime } from '../../../server/app/runtime.ts';
 import { loadConfig } from '../../../server/base/config.ts';
+import { isNonPublicAddress, NonPublicAddressError } from '../../../server/base/net/public-address.ts';
 import { providerRequest, ProviderUnreachableError } from '../../../server/channels/push/provider-http.ts';
+import { titleUnless, type SkipReason } from '../../support/skip-reasons.ts';
 import { testCertificate } from '../../support/tls.ts';
 import { runTempDir } from '../../support/tmp.ts';
 import { trackConnections } from '../../support/connections.ts';
@@ -104,6 +108,16 @@ function providerRuntime(): Runtime & { stop(): Promise<void> } {
   });
 }
 
+// A name other than localhost (which is refused by name) that the system resolver answers with a
+// non-public address: the machine's own, as /etc/hosts, nss-myhostname or a container runtime give it.
+const own = hostname();
+const ownAddress = await dns.lookup(own).then(
+  (found) => found.address,
+  () => null,
+);
+const noPrivateName: SkipReason =
+  ownAddress && isNonPublicAddress(ownAddress) ? null : `${own} does not resolve to a non-public address here`;
+
 let h2: Origin;
 let http1: Origin;
 let runtime: ReturnType<typeof providerRuntime>;
@@ -183,4 +197,33 @@ describe('providerRequest', () => {
       ProviderUnreachableError,
     );
   });
+
+  it.skipIf(noPrivateName)(
+    titleUnless(
+      noPrivateName,
+      'never lets a public-only request ride a keep-alive connection opened without the check',
+    ),
+    async () => {
+      runtime = providerRuntime();
+      let requests = 0;
+      const server = createHttpServer((_req, res) => {
+        requests++;
+        res.writeHead(201).end('{}');
+      });
+      await new Promise<void>((resolve) => server.listen(0, ownAddress!, resolve));
+      try {
+        const url = `http://${own}:${(server.address() as AddressInfo).port}/send`;
+        // A provider origin the install configured (not checked), then a browser's endpoint naming the same host.
+        expect((await providerRequest(runtime, url, { body: '{}' })).status).toBe(201);
+        await expect(providerRequest(runtime, url, { body: '{}', publicOnly: true })).rejects.toBeInstanceOf(
+          NonPublicAddressError,
+        );
+        expect(requests).toBe(1);
+      } finally {
+        await runtime.stop();
+        server.closeAllConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      }
+    },
+  );
 });
