@@ -1,5 +1,6 @@
 // herald users: local admin commands over console users (through the services, never HTTP): create,
-// list, reset-password, verify. Generated passwords are printed once and never logged.
+// list, reset-password, verify, and mfa reset (a user who lost their second factor and its recovery
+// codes). Generated passwords are printed once and never logged.
 import { randomBytes } from 'node:crypto';
 import { type Command, Option } from 'commander';
 import { PASSWORD_MAX, PASSWORD_MIN } from '../server/base/auth/passwords.ts';
@@ -13,6 +14,8 @@ import {
 } from '../server/resources/users.ts';
 import { findTenant } from '../server/resources/tenants.ts';
 import { toUserResponse } from '../server/resources/auth.ts';
+import { resetSecondFactor } from '../server/resources/mfa.ts';
+import { confirmUnlessYes } from './support/confirm.ts';
 import { CliError, print, printJson, printTable, usageError } from './support/output.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { auditedWrite } from './support/audit.ts';
@@ -48,6 +51,7 @@ export function registerUsers(program: Command): void {
         'herald users list --json',
         'herald users reset-password ops@acme.test',
         'herald users verify dev@acme.test',
+        'herald users mfa reset dev@acme.test --yes',
       ),
     );
 
@@ -169,5 +173,40 @@ export function registerUsers(program: Command): void {
       );
       if (options.json) printJson(toUserResponse(user));
       else print(`Verified ${user.email}`);
+    });
+  const mfa = users
+    .command('mfa')
+    .description("a console user's second factor (local admin)")
+    .addHelpText('after', examples('herald users mfa reset dev@acme.test --yes'));
+  withDataDir(
+    mfa
+      .command('reset <email>')
+      .description(
+        "remove a user's second factor and recovery codes: they sign in with their password alone, then enrol again",
+      ),
+  )
+    .option('--yes', 'do not ask for confirmation')
+    .option('--json', 'print JSON')
+    .addHelpText('after', examples('herald users mfa reset dev@acme.test --yes'))
+    .action(async (rawEmail: string, options: CommonOptions & { yes?: boolean }) => {
+      const email = emailArg(rawEmail);
+      await confirmUnlessYes(options.yes, {
+        question: `Remove the second factor of ${email}? Their password alone then signs them in.`,
+        withoutTerminal: 'removing a second factor weakens the account: pass --yes to confirm',
+        declined: 'not reset',
+        initialValue: false,
+      });
+      const { user, removed } = await withLocalRuntime(configFrom(options), (runtime) =>
+        auditedWrite(
+          runtime,
+          { tenantId: null, action: 'user.mfa.reset', target: { kind: 'user' }, changes: { email } },
+          (tx) => resetSecondFactor(tx, email),
+          (r) => r.user.id,
+        ),
+      );
+      if (options.json) printJson({ ...toUserResponse(user), second_factor_removed: removed });
+      else if (removed)
+        print(`Removed the second factor of ${user.email}: they sign in with their password, then enrol again.`);
+      else print(`${user.email} had no second factor set up; nothing to remove.`);
     });
 }

@@ -276,6 +276,30 @@ CREATE TABLE memberships (
   created_at timestamp with time zone NOT NULL DEFAULT now()
 );
 
+CREATE TABLE mfa_challenges (
+  token_hash bytea NOT NULL,
+  user_id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
+  failed_attempts integer NOT NULL DEFAULT 0,
+  expires_at timestamp with time zone NOT NULL
+);
+
+CREATE TABLE mfa_factors (
+  id uuid NOT NULL,
+  user_id uuid NOT NULL,
+  kind text NOT NULL,
+  secret_ciphertext text NOT NULL,
+  confirmed_at timestamp with time zone,
+  last_used_step bigint,
+  created_at timestamp with time zone NOT NULL
+);
+
+CREATE TABLE mfa_recovery_codes (
+  user_id uuid NOT NULL,
+  code_hash bytea NOT NULL,
+  used_at timestamp with time zone
+);
+
 CREATE TABLE notification_types (
   id uuid NOT NULL,
   tenant_id uuid NOT NULL,
@@ -379,7 +403,8 @@ CREATE TABLE tenants (
   archived_at timestamp with time zone,
   created_at timestamp with time zone NOT NULL DEFAULT now(),
   updated_at timestamp with time zone NOT NULL DEFAULT now(),
-  default_language text NOT NULL DEFAULT 'en'::text
+  default_language text NOT NULL DEFAULT 'en'::text,
+  require_mfa boolean NOT NULL DEFAULT false
 );
 
 CREATE TABLE throttle_hits (
@@ -594,6 +619,24 @@ ALTER TABLE memberships ADD CONSTRAINT memberships_tenant_id_fkey FOREIGN KEY (t
 
 ALTER TABLE memberships ADD CONSTRAINT memberships_user_id_fkey FOREIGN KEY (user_id) REFERENCES users(id) ON DELETE CASCADE;
 
+ALTER TABLE mfa_challenges ADD CONSTRAINT mfa_challenges_pkey PRIMARY KEY (token_hash);
+
+ALTER TABLE mfa_challenges ADD CONSTRAINT mfa_challenges_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id) ON DELETE CASCADE;
+
+ALTER TABLE mfa_challenges ADD CONSTRAINT mfa_challenges_user_id_fkey FOREIGN KEY (user_id) REFERENCES users(id) ON DELETE CASCADE;
+
+ALTER TABLE mfa_factors ADD CONSTRAINT mfa_factors_kind_check CHECK ((kind = 'totp'::text));
+
+ALTER TABLE mfa_factors ADD CONSTRAINT mfa_factors_pkey PRIMARY KEY (id);
+
+ALTER TABLE mfa_factors ADD CONSTRAINT mfa_factors_user_id_fkey FOREIGN KEY (user_id) REFERENCES users(id) ON DELETE CASCADE;
+
+ALTER TABLE mfa_factors ADD CONSTRAINT mfa_factors_user_id_kind_key UNIQUE (user_id, kind);
+
+ALTER TABLE mfa_recovery_codes ADD CONSTRAINT mfa_recovery_codes_pkey PRIMARY KEY (user_id, code_hash);
+
+ALTER TABLE mfa_recovery_codes ADD CONSTRAINT mfa_recovery_codes_user_id_fkey FOREIGN KEY (user_id) REFERENCES users(id) ON DELETE CASCADE;
+
 ALTER TABLE notification_types ADD CONSTRAINT notification_types_pkey PRIMARY KEY (id);
 
 ALTER TABLE notification_types ADD CONSTRAINT notification_types_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id) ON DELETE CASCADE;
@@ -719,6 +762,8 @@ CREATE INDEX invitations_tenant_pending ON public.invitations USING btree (tenan
 CREATE UNIQUE INDEX memberships_one_default ON public.memberships USING btree (user_id) WHERE is_default;
 
 CREATE INDEX memberships_tenant ON public.memberships USING btree (tenant_id);
+
+CREATE INDEX mfa_challenges_user ON public.mfa_challenges USING btree (user_id);
 
 CREATE UNIQUE INDEX notification_types_live_key ON public.notification_types USING btree (tenant_id, key) WHERE (deleted_at IS NULL);
 

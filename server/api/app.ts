@@ -61,7 +61,7 @@ async function handle(
   try {
     if (route.auth !== 'public') {
       ctx.auth = await authenticate(runtime, ctx.em, event.req.headers.get('authorization'));
-      authorize(route.auth, ctx.auth);
+      authorize(route, ctx.auth);
     }
     ctx.params = route.params ? parseInput('path', route.params, getRouterParams(event, { decode: true })) : {};
     ctx.query = route.query ? parseInput('query', route.query, Object.fromEntries(event.url.searchParams)) : {};

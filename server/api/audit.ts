@@ -114,7 +114,7 @@ export async function runAudited(route: RouteDefinition<any, any, any>, ctx: Rou
         },
         ip: ctx.ip,
         requestId: ctx.requestId,
-        changes: ctx.body ?? null,
+        changes: spec.changes ? spec.changes(ctx, body) : (ctx.body ?? null),
       });
       return result;
     });

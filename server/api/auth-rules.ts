@@ -15,8 +15,21 @@ export {
   type Credential,
 } from '../base/auth/credentials.ts';
 
-/** Applies a route's credential rule to a verified credential: 403 for a valid credential of the wrong kind or role. */
-export function authorize(rule: AuthRule, credential: Credential): void {
+/**
+ * Applies a route's credential rule to a verified credential: 403 for a valid credential of the wrong
+ * kind or role, and for a user whose tenant requires a second factor they have not set up, on every
+ * route but those that set one up (`openDuringMfaEnrolment`).
+ */
+export function authorize(route: { auth: AuthRule; openDuringMfaEnrolment?: boolean }, credential: Credential): void {
+  authorizeRule(route.auth, credential);
+  if (credential.kind === 'user' && credential.mfaEnrolmentRequired && !route.openDuringMfaEnrolment)
+    throw new AppError(
+      'mfa_enrolment_required',
+      'This tenant requires a second factor: set one up (POST /v1/auth/mfa/totp) before anything else',
+    );
+}
+
+function authorizeRule(rule: AuthRule, credential: Credential): void {
   const wrongKind = () => new AppError('wrong_credential_kind', 'This credential cannot be used on this route');
   switch (rule) {
     case 'public':

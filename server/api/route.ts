@@ -80,6 +80,8 @@ export type AuditSpec =
       id?: (ctx: RouteContext, result: unknown) => string | null;
       /** The tenant of the write; by default the path's tenant_id, else the credential's tenant. */
       tenant?: (ctx: RouteContext, result: unknown) => string | null;
+      /** What the entry records as changed; by default the request body (secret-looking fields masked). */
+      changes?: (ctx: RouteContext, result: unknown) => unknown;
     }
   | { exempt: string };
 
@@ -94,6 +96,11 @@ export interface RouteDefinition<
   summary: string;
   tag: string;
   auth: AuthRule;
+  /**
+   * Open to a user whose tenant requires a second factor they have not set up yet (the enrolment
+   * routes, the tenant switcher); every other route answers them 403 mfa_enrolment_required.
+   */
+  openDuringMfaEnrolment?: true;
   params?: P;
   query?: Q;
   body?: B;

@@ -6,6 +6,8 @@ export const ERROR_CODES = {
   // 401: missing, malformed, expired or revoked credential; failed login
   unauthorized: 401,
   invalid_credentials: 401,
+  invalid_mfa_token: 401,
+  invalid_mfa_code: 401,
   // 402: plan caps (never on sends)
   plan_limit_reached: 402,
   // 403: authenticated but not allowed
@@ -15,6 +17,7 @@ export const ERROR_CODES = {
   wrong_credential_kind: 403,
   tenant_creation_disabled: 403,
   invitation_email_mismatch: 403,
+  mfa_enrolment_required: 403,
   // 404
   not_found: 404,
   route_not_found: 404,
@@ -36,6 +39,7 @@ export const ERROR_CODES = {
   idempotency_in_flight: 409,
   event_final: 409,
   user_exists: 409,
+  mfa_already_enabled: 409,
   // 413
   payload_too_large: 413,
   // 415
@@ -46,6 +50,8 @@ export const ERROR_CODES = {
   weak_password: 422,
   idempotency_key_reused: 422,
   not_configured: 422,
+  mfa_not_enabled: 422,
+  mfa_enrolment_not_started: 422,
   unprocessable: 422,
   // 429
   rate_limited: 429,

@@ -21,7 +21,7 @@ export interface RatePolicy {
   /** Bucket capacity. */
   burst: number;
   /** What the bucket is counted per (documentation and key prefix). */
-  per: 'account' | 'ip' | 'email';
+  per: 'account' | 'ip' | 'email' | 'user';
   /** Sustained rate as people read it, for RateLimit-Policy headers. */
   window: { limit: number; seconds: number };
   /** Tokens may be charged ahead and granted by the process (see Lease): for busy data-plane routes only. */
@@ -54,6 +54,8 @@ export const RATE_POLICIES = {
   register: policy('register', 'ip', 5, 3600),
   /** One budget shared by password-reset, resend-verification and data requests. */
   accountRecovery: policy('account_recovery', 'ip', 5, 3600),
+  /** Second-factor codes tried per console user (the sign-in's second step, removing a factor), as login per email. */
+  mfaCode: policy('mfa_code', 'user', 5, 15 * 60),
   /** SSO sign-ins started (each stores a state row until it is used or expires). */
   ssoStart: policy('sso_start', 'ip', 30, 60),
 } as const satisfies Record<string, RatePolicy>;

@@ -25,6 +25,8 @@ export interface AccessTokenBody {
   token_type: 'bearer';
   expires_in: number;
   tenant_id: string;
+  /** Present (true) when the tenant requires a second factor the user has not set up yet. */
+  mfa_enrolment_required?: boolean;
 }
 
 const INSERT_USER = `INSERT INTO users (id, email, password_hash) VALUES ($1, lower($2), $3)
@@ -134,11 +136,15 @@ export async function defaultTenantOf(em: EntityManager, userId: string): Promis
   return row?.tenant_id ?? null;
 }
 
-export async function login(
-  runtime: Context,
+/**
+ * The password step of a sign-in: the user and the tenant they land in (401 for a wrong email or
+ * password, 403 for a user of no tenant). The sign-in ends in resources/mfa.ts, which asks for the
+ * user's second factor where they have one.
+ */
+export async function checkLogin(
   em: EntityManager,
   input: { email: string; password: string },
-): Promise<AccessTokenBody> {
+): Promise<{ userId: string; tenantId: string }> {
   const user = await findUserByEmail(em, input.email);
   // A miss verifies against a dummy hash: the answer takes as long as for a wrong password.
   const ok = await verifyPassword(user?.password_hash ?? (await dummyPasswordHash()), input.password);
@@ -150,7 +156,7 @@ export async function login(
       'not_a_member',
       'This account is not a member of any tenant any more; ask an owner for an invitation',
     );
-  return issueAccessToken(runtime, user.id, tenantId);
+  return { userId: user.id, tenantId };
 }
 
 interface EmailTokenRow {

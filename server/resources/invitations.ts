@@ -11,7 +11,8 @@ import { hashLinkToken, newLinkToken } from '../base/auth/link-tokens.ts';
 import { hashPassword } from '../base/auth/passwords.ts';
 import { enqueueSystemEmail } from '../channels/email/system-email-queue.ts';
 import { requireMembership, type MemberRole } from './tenants.ts';
-import { issueAccessToken, type AccessTokenBody } from './auth.ts';
+import type { AccessTokenBody } from './auth.ts';
+import { sessionTokenFor } from './mfa.ts';
 import { toIsoTimestamp } from '../base/timestamps.ts';
 
 export interface InvitationResponseBody {
@@ -213,7 +214,7 @@ export async function acceptInvitation(
       );
     await execute(tx, INSERT_DEFAULT_MEMBERSHIP, [user.id, row.tenant_id, row.role]);
     await execute(tx, MARK_INVITATION_ACCEPTED, [row.id, now]);
-    return issueAccessToken(runtime, user.id, row.tenant_id);
+    return sessionTokenFor(runtime, tx, user.id, row.tenant_id);
   });
 }
 
@@ -239,6 +240,6 @@ export async function acceptInvitationAsUser(
     // Holding the emailed token proves the mailbox.
     await execute(tx, MARK_EMAIL_VERIFIED, [userId, new Date(runtime.clock.now())]);
     await execute(tx, MARK_INVITATION_ACCEPTED, [row.id, new Date(runtime.clock.now())]);
-    return issueAccessToken(runtime, userId, row.tenant_id);
+    return sessionTokenFor(runtime, tx, userId, row.tenant_id);
   });
 }

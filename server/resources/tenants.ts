@@ -12,13 +12,15 @@ export interface TenantRow {
   id: string;
   name: string;
   archived_at: Date | null;
+  require_mfa: boolean;
   created_at: Date;
 }
 
 /** The key of the brand every tenant is created with. */
 export const DEFAULT_BRAND_KEY = 'default';
 
-const INSERT_TENANT = `INSERT INTO tenants (id, name) VALUES ($1, $2) RETURNING id, name, archived_at, created_at`;
+const INSERT_TENANT = `INSERT INTO tenants (id, name) VALUES ($1, $2)
+  RETURNING id, name, archived_at, require_mfa, created_at`;
 
 const CLEAR_DEFAULT_MEMBERSHIP = `UPDATE memberships SET is_default = false WHERE user_id = $1 AND is_default`;
 
@@ -28,33 +30,36 @@ const INSERT_OWNER_MEMBERSHIP = `INSERT INTO memberships (user_id, tenant_id, ro
 const INSERT_DEFAULT_BRAND = `INSERT INTO brands (id, tenant_id, key, "values", sender, is_default)
   VALUES ($1, $2, $3, $4, '{}', true)`;
 
-const FIND_TENANT = `SELECT id, name, archived_at, created_at FROM tenants WHERE id = $1`;
+const FIND_TENANT = `SELECT id, name, archived_at, require_mfa, created_at FROM tenants WHERE id = $1`;
 
-const LIST_ALL_TENANTS = `SELECT id, name, archived_at, created_at FROM tenants ORDER BY created_at, id`;
+const LIST_ALL_TENANTS = `SELECT id, name, archived_at, require_mfa, created_at FROM tenants ORDER BY created_at, id`;
 
 const FIND_MEMBER_ROLE = `SELECT m.role FROM tenants t LEFT JOIN memberships m ON m.tenant_id = t.id AND m.user_id = $2
   WHERE t.id = $1`;
 
-const FIND_MEMBERSHIP_TENANT = `SELECT t.id, t.name, t.archived_at, t.created_at, m.role, m.is_default
+const FIND_MEMBERSHIP_TENANT = `SELECT t.id, t.name, t.archived_at, t.require_mfa, t.created_at, m.role, m.is_default
        FROM tenants t JOIN memberships m ON m.tenant_id = t.id AND m.user_id = $1 WHERE t.id = $2`;
 
-const LIST_USER_TENANTS = `SELECT t.id, t.name, t.archived_at, t.created_at, m.role, m.is_default
+const LIST_USER_TENANTS = `SELECT t.id, t.name, t.archived_at, t.require_mfa, t.created_at, m.role, m.is_default
        FROM memberships m JOIN tenants t ON t.id = m.tenant_id
       WHERE m.user_id = $1 AND ($2::boolean OR t.archived_at IS NULL)
       ORDER BY t.created_at, t.id`;
 
-const RENAME_TENANT = `UPDATE tenants SET name = $2, updated_at = now() WHERE id = $1`;
+const UPDATE_TENANT = `UPDATE tenants SET name = coalesce($2, name), require_mfa = coalesce($3, require_mfa),
+  updated_at = now() WHERE id = $1`;
+
+const HAS_CONFIRMED_FACTOR = `SELECT 1 FROM mfa_factors WHERE user_id = $1 AND confirmed_at IS NOT NULL`;
 
 const ARCHIVE_TENANT = `UPDATE tenants SET archived_at = coalesce(archived_at, $2), updated_at = now() WHERE id = $1`;
 
 const UNARCHIVE_TENANT = `UPDATE tenants SET archived_at = NULL, updated_at = now() WHERE id = $1`;
 
 const RENAME_TENANT_RETURNING = `UPDATE tenants SET name = $2, updated_at = now() WHERE id = $1
-  RETURNING id, name, archived_at, created_at`;
+  RETURNING id, name, archived_at, require_mfa, created_at`;
 
 const SET_TENANT_ARCHIVED_RETURNING = `UPDATE tenants
      SET archived_at = CASE WHEN $2::boolean THEN coalesce(archived_at, now()) END, updated_at = now() WHERE id = $1
-     RETURNING id, name, archived_at, created_at`;
+     RETURNING id, name, archived_at, require_mfa, created_at`;
 
 const LOCK_MEMBERSHIP = `SELECT 1 FROM memberships WHERE user_id = $1 AND tenant_id = $2 FOR UPDATE`;
 
@@ -105,6 +110,7 @@ export interface TenantResponseBody {
   archived: boolean;
   role: MemberRole;
   is_default: boolean;
+  require_mfa: boolean;
   created_at: string;
 }
 
@@ -120,6 +126,7 @@ function toTenantResponse(row: MembershipTenantRow): TenantResponseBody {
     archived: row.archived_at !== null,
     role: row.role,
     is_default: row.is_default,
+    require_mfa: row.require_mfa,
     created_at: toIsoTimestamp(row.created_at),
   };
 }
@@ -173,14 +180,24 @@ export async function createTenantForUser(
   return membershipTenant(em, userId, tenant.id);
 }
 
-export async function renameTenant(
+/**
+ * PATCH /v1/auth/tenants/{id} (owner): renames the tenant and/or requires a second factor of every
+ * member. Requiring one takes the owner's own factor first (422 mfa_not_enabled), so the switch cannot
+ * shut its owner out; members without one are held to the enrolment routes from their next request.
+ */
+export async function updateTenant(
   em: EntityManager,
   userId: string,
   tenantId: string,
-  name: string,
+  changes: { name?: string | undefined; requireMfa?: boolean | undefined },
 ): Promise<TenantResponseBody> {
   await requireMembership(em, userId, tenantId, 'owner');
-  await execute(em, RENAME_TENANT, [tenantId, name]);
+  if (changes.requireMfa === true && !(await queryOne(em, HAS_CONFIRMED_FACTOR, [userId])))
+    throw new AppError(
+      'mfa_not_enabled',
+      'Set up your own second factor before requiring one of every member of the tenant',
+    );
+  await execute(em, UPDATE_TENANT, [tenantId, changes.name ?? null, changes.requireMfa ?? null]);
   return membershipTenant(em, userId, tenantId);
 }
 

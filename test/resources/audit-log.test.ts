@@ -11,6 +11,7 @@ import { auditNames, isAuditedRoute } from '../../server/api/audit.ts';
 import { query, queryOne } from '../../server/base/db/sql.ts';
 import { newLinkToken } from '../../server/base/auth/link-tokens.ts';
 import { newId } from '../../server/base/ids.ts';
+import { totpCode, totpSecret } from '../support/totp.ts';
 
 let app: TestApp;
 let acme: TenantFixture;
@@ -48,6 +49,9 @@ const rowsOf = (requestId: string) =>
   );
 
 type Call = { as: 'service' | 'owner' | 'member'; path: string; body?: unknown };
+
+/** The current code of the authenticator an otpauth URI enrols. */
+const currentTotp = (uri: string) => totpCode(totpSecret(uri), Date.now());
 /** One call per audited route, in an order that lets each find what it needs (s holds earlier results). */
 function plan(s: Record<string, any>): Array<[string, () => Call]> {
   const type = '/v1/notification-types/audit_type';
@@ -281,6 +285,23 @@ function plan(s: Record<string, any>): Array<[string, () => Call]> {
     [
       'PATCH /v1/auth/tenants/:tenant_id',
       () => ({ as: 'owner', path: `/v1/auth/tenants/${s['POST /v1/auth/tenants'].id}`, body: { name: 'Audit Co 2' } }),
+    ],
+    ['POST /v1/auth/mfa/totp', () => ({ as: 'member', path: '/v1/auth/mfa/totp' })],
+    [
+      'POST /v1/auth/mfa/totp/confirm',
+      () => ({
+        as: 'member',
+        path: '/v1/auth/mfa/totp/confirm',
+        body: { code: currentTotp(s['POST /v1/auth/mfa/totp'].otpauth_uri) },
+      }),
+    ],
+    [
+      'POST /v1/auth/mfa/totp/disable',
+      () => ({
+        as: 'member',
+        path: '/v1/auth/mfa/totp/disable',
+        body: { recovery_code: s['POST /v1/auth/mfa/totp/confirm'].recovery_codes[0] },
+      }),
     ],
     [
       'POST /v1/auth/tenants/:tenant_id/archive',

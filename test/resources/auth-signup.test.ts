@@ -58,6 +58,7 @@ describe('POST /v1/auth/register', () => {
         archived: false,
         role: 'owner',
         is_default: true,
+        require_mfa: false,
         created_at: expect.any(String),
       },
     ]);

@@ -61,6 +61,7 @@ describe('POST /v1/auth/tenants', () => {
       archived: false,
       role: 'owner',
       is_default: false,
+      require_mfa: false,
       created_at: expect.any(String),
     });
     const brand = await queryOne(app.runtime.orm.em.fork(), `SELECT key, is_default FROM brands WHERE tenant_id = $1`, [

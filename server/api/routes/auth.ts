@@ -2,7 +2,6 @@
 import { defineRoute, reply } from '../route.ts';
 import { FreeFormObject } from '../../schemas/common.ts';
 import {
-  AccessTokenResponse,
   LoginRequest,
   PasswordResetTokenStatusResponse,
   RegisterRequest,
@@ -14,7 +13,9 @@ import {
   VerifyEmailRequest,
 } from '../../schemas/auth.ts';
 import { RATE_POLICIES } from '../../base/rate-limit.ts';
+import { SignInResponse } from '../../schemas/mfa.ts';
 import * as auth from '../../resources/auth.ts';
+import * as mfa from '../../resources/mfa.ts';
 
 const TAG = 'auth';
 
@@ -35,18 +36,23 @@ export const register = defineRoute({
 export const login = defineRoute({
   method: 'POST',
   path: '/v1/auth/login',
-  summary: "Sign in: an access token scoped to the user's default tenant",
+  summary:
+    "Sign in: an access token scoped to the user's default tenant, or, when the user has a second factor, " +
+    'an mfa_token for POST /v1/auth/mfa/verify',
   tag: TAG,
   auth: 'public',
   body: LoginRequest,
-  responses: { 200: AccessTokenResponse },
+  responses: { 200: SignInResponse },
   errors: [401, 403],
   // Counted by IP and by the email attempted at once (all or nothing).
   rateLimit: ({ ip, body }) => [
     { policy: RATE_POLICIES.loginIp, subject: ip },
     { policy: RATE_POLICIES.loginEmail, subject: body.email },
   ],
-  handler: ({ runtime, em, body }) => auth.login(runtime, em, body),
+  handler: async ({ runtime, em, body }) => {
+    const { userId, tenantId } = await auth.checkLogin(em, body);
+    return mfa.signInOrAskForSecondFactor(runtime, em, userId, tenantId);
+  },
 });
 
 export const verifyEmail = defineRoute({

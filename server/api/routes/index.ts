@@ -18,6 +18,7 @@ import * as pushTransports from './push-transports.ts';
 import * as webPush from './web-push.ts';
 import * as auth from './auth.ts';
 import * as tenants from './tenants.ts';
+import * as mfa from './mfa.ts';
 import * as members from './members.ts';
 import * as invitations from './invitations.ts';
 import * as dataRequests from './data-requests.ts';
@@ -123,10 +124,16 @@ export const routes: RouteDefinition<any, any, any>[] = [
   auth.requestPasswordReset,
   auth.confirmPasswordReset,
   auth.passwordResetStatus,
+  // second factor: the user's own (console user) and the sign-in's second step (no credential)
+  mfa.status,
+  mfa.enrolTotp,
+  mfa.confirmTotp,
+  mfa.disableTotp,
+  mfa.verify,
   // tenants and sessions (console user; owner-only actions judged by membership in the path's tenant)
   tenants.listTenants,
   tenants.createTenant,
-  tenants.renameTenant,
+  tenants.updateTenant,
   tenants.archiveTenant,
   tenants.unarchiveTenant,
   tenants.switchSession,

@@ -4,15 +4,15 @@ import { defineRoute } from '../route.ts';
 import {
   CreateTenantRequest,
   ListTenantsQuery,
-  RenameTenantRequest,
   SessionRequest,
   TenantParams,
   TenantResponse,
+  UpdateTenantRequest,
 } from '../../schemas/tenants.ts';
 import { AccessTokenResponse } from '../../schemas/auth.ts';
 import { z } from 'zod';
 import * as tenants from '../../resources/tenants.ts';
-import { issueAccessToken } from '../../resources/auth.ts';
+import { sessionTokenFor } from '../../resources/mfa.ts';
 import { userIdOf } from '../auth-rules.ts';
 
 const TAG = 'tenants';
@@ -22,6 +22,7 @@ export const listTenants = defineRoute({
   summary: 'The tenants the user belongs to (the tenant switcher); archived ones only with include_archived=true',
   tag: TAG,
   auth: 'user',
+  openDuringMfaEnrolment: true,
   query: ListTenantsQuery,
   responses: { 200: z.array(TenantResponse) },
   handler: ({ em, auth, query }) => tenants.listUserTenants(em, userIdOf(auth), query.include_archived),
@@ -41,17 +42,20 @@ export const createTenant = defineRoute({
   handler: ({ runtime, em, auth, body }) => tenants.createTenantForUser(runtime.config, em, userIdOf(auth), body.name),
 });
 
-export const renameTenant = defineRoute({
+export const updateTenant = defineRoute({
   method: 'PATCH',
   path: '/v1/auth/tenants/:tenant_id',
-  summary: 'Renames a tenant (owner only)',
+  summary:
+    'Renames a tenant and/or requires a second factor of every member (owner only; requiring one takes ' +
+    "the owner's own first)",
   tag: TAG,
   auth: 'user',
   params: TenantParams,
-  body: RenameTenantRequest,
+  body: UpdateTenantRequest,
   responses: { 200: TenantResponse },
-  errors: [403, 404],
-  handler: ({ em, auth, params, body }) => tenants.renameTenant(em, userIdOf(auth), params.tenant_id, body.name),
+  errors: [403, 404, 422],
+  handler: ({ em, auth, params, body }) =>
+    tenants.updateTenant(em, userIdOf(auth), params.tenant_id, { name: body.name, requireMfa: body.require_mfa }),
 });
 
 export const archiveTenant = defineRoute({
@@ -87,12 +91,14 @@ export const switchSession = defineRoute({
     'Switches tenant: an access token scoped to a tenant the user belongs to; remember=true makes it the default',
   tag: TAG,
   auth: 'user',
+  // To a tenant that does not require a second factor; the answer says whether the target does.
+  openDuringMfaEnrolment: true,
   body: SessionRequest,
   responses: { 200: AccessTokenResponse },
   errors: [403],
   audit: { exempt: 'a sign-in to another tenant: changes only which tenant the user lands in' },
   handler: async ({ runtime, em, auth, body }) => {
     await tenants.switchTenant(em, userIdOf(auth), body.tenant_id, body.remember);
-    return issueAccessToken(runtime, userIdOf(auth), body.tenant_id);
+    return sessionTokenFor(runtime, em, userIdOf(auth), body.tenant_id);
   },
 });

@@ -1,6 +1,7 @@
 // Authentication: turns the Authorization header into a verified credential: a service key looked up
-// by its hash (or taken from the process's cache), a host-operator token this process issued, or a signed token whose user's role in the token's
-// tenant is read from the memberships.
+// by its hash (or taken from the process's cache), a host-operator token this process issued, or a
+// signed token whose user's role in the token's tenant is read from the memberships, with whether that
+// tenant still waits for the user's second factor.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { queryOne } from '../db/sql.ts';
 import type { Context } from '../context.ts';
@@ -13,9 +14,15 @@ import {
   hostCredentialOf,
   unauthorized,
   type Credential,
+  type UserCredential,
 } from './credentials.ts';
 
-const MEMBERSHIP_ROLE = `SELECT role FROM memberships WHERE user_id = $1 AND tenant_id = $2`;
+// The user's role in the tenant, and whether the tenant requires a second factor the user has not set up.
+const MEMBERSHIP = `SELECT m.role, t.require_mfa AND NOT EXISTS (
+         SELECT 1 FROM mfa_factors f WHERE f.user_id = m.user_id AND f.confirmed_at IS NOT NULL
+       ) AS mfa_enrolment_required
+  FROM memberships m JOIN tenants t ON t.id = m.tenant_id
+ WHERE m.user_id = $1 AND m.tenant_id = $2`;
 
 /**
  * Finds an unrevoked service key by hash and records its use (at most once a minute, same round trip).
@@ -35,9 +42,17 @@ async function resolveServiceKey(runtime: Context, em: EntityManager, key: strin
   return credential;
 }
 
-async function membershipRole(em: EntityManager, userId: string, tenantId: string): Promise<'owner' | 'admin' | null> {
-  const row = await queryOne<{ role: 'owner' | 'admin' }>(em, MEMBERSHIP_ROLE, [userId, tenantId]);
-  return row?.role ?? null;
+/** A user's standing in a tenant: no role (and nothing required) when they are not a member. */
+export async function membershipOf(
+  em: EntityManager,
+  userId: string,
+  tenantId: string,
+): Promise<Pick<UserCredential, 'role' | 'mfaEnrolmentRequired'>> {
+  const row = await queryOne<{ role: 'owner' | 'admin'; mfa_enrolment_required: boolean }>(em, MEMBERSHIP, [
+    userId,
+    tenantId,
+  ]);
+  return { role: row?.role ?? null, mfaEnrolmentRequired: row?.mfa_enrolment_required ?? false };
 }
 
 /** Verifies the request's bearer credential; throws 401 when it is missing or invalid. */
@@ -65,6 +80,6 @@ export async function authenticate(
     kind: 'user',
     tenantId: claims.tid,
     userId: claims.sub,
-    role: await membershipRole(em, claims.sub, claims.tid),
+    ...(await membershipOf(em, claims.sub, claims.tid)),
   };
 }

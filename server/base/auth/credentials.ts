@@ -6,9 +6,21 @@ import { AppError } from '../errors.ts';
 
 export type Credential =
   | { kind: 'service'; tenantId: string; apiKeyId: string }
-  | { kind: 'user'; tenantId: string; userId: string; role: 'owner' | 'admin' | null }
+  | UserCredential
   | { kind: 'contact'; tenantId: string; contactId: string }
   | HostCredential;
+
+/**
+ * A console user's access token. `mfaEnrolmentRequired`: the token's tenant requires a second factor
+ * and the user has none yet, so only the routes that set one up are open to them.
+ */
+export type UserCredential = {
+  kind: 'user';
+  tenantId: string;
+  userId: string;
+  role: 'owner' | 'admin' | null;
+  mfaEnrolmentRequired: boolean;
+};
 
 /**
  * The host operator: the CLI's local mode calling the routes in its own process, acting for one tenant

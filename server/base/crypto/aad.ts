@@ -31,3 +31,6 @@ export const ssoClientSecretAad = (providerId: string) => `sso_providers/${provi
 
 /** A broadcast's secret variables, until the fan-out has copied them into its events. */
 export const broadcastSecretAad = (broadcastId: string) => `broadcasts/${broadcastId}/secret_variables`;
+
+/** A console user's TOTP secret, bound to its factor row. */
+export const mfaSecretAad = (factorId: string) => `mfa_factors/${factorId}/secret`;

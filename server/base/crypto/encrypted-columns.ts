@@ -7,6 +7,7 @@ import {
   dkimKeyAad,
   emailTransportPasswordAad,
   installSecretAad,
+  mfaSecretAad,
   pushTransportSecretsAad,
   secretVariablesAad,
   ssoClientSecretAad,
@@ -72,6 +73,12 @@ export const encryptedColumns: EncryptedColumn[] = [
     column: 'client_secret_ciphertext',
     keyColumns: ['id'],
     aad: (r) => ssoClientSecretAad(String(r.id)),
+  },
+  {
+    table: 'mfa_factors',
+    column: 'secret_ciphertext',
+    keyColumns: ['id'],
+    aad: (r) => mfaSecretAad(String(r.id)),
   },
   {
     // Until the fan-out has copied them into every event (and the broadcast is final).
