@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext } from 'playwright-core';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { chromiumMissing } from './skip-reasons.ts';
 
 export const CHROMIUM_PATH = '/usr/bin/chromium';
@@ -42,6 +42,20 @@ export async function launchChromium(options: { javaScriptEnabled?: boolean } = 
       rmSync(userDataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A fresh tab (its own sessionStorage) that records script errors and policy violations in `problems`.
+ * Failed resources are left out: 4xx answers a page expects (a spent link) show as those.
+ */
+export async function recordingPage(session: ChromiumSession, problems: string[]): Promise<Page> {
+  const page = await session.context.newPage();
+  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
+  page.on('console', (message) => {
+    const text = message.text();
+    if (message.type() === 'error' && !text.startsWith('Failed to load resource')) problems.push(`console: ${text}`);
+  });
+  return page;
 }
 
 export interface TcpRelay {

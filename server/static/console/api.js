@@ -63,6 +63,12 @@ export function onSessionExpired(listener) {
   expiredListeners.add(listener);
 }
 
+/** Listeners told when the tenant requires a second factor the user has not set up (403 mfa_enrolment_required). */
+const enrolmentListeners = new Set();
+export function onMfaEnrolmentRequired(listener) {
+  enrolmentListeners.add(listener);
+}
+
 /** Calls the API; resolves with the parsed body (undefined for 204), rejects with ApiError. */
 export async function api(method, path, body, options = {}) {
   const headers = { Accept: 'application/json' };
@@ -84,6 +90,7 @@ export async function api(method, path, body, options = {}) {
   }
   if (!response.ok) {
     if (response.status === 401 && token && options.token === undefined) for (const listener of expiredListeners) listener();
+    if (response.status === 403 && parsed?.code === 'mfa_enrolment_required') for (const listener of enrolmentListeners) listener();
     throw new ApiError(response.status, parsed);
   }
   return parsed;

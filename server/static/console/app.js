@@ -1,7 +1,7 @@
 // The console's shell: routes by path, shows the link pages (sign-in, reset, verify, invitation) to
 // anyone and the console sections to a signed-in admin or owner, with the tenant switcher and the
 // navigation built from the section registry (sections.js).
-import { api, session, onSessionExpired } from './api.js';
+import { api, session, onMfaEnrolmentRequired, onSessionExpired } from './api.js';
 import { h, mount } from './dom.js';
 import { AUTH_PAGES } from './auth-pages.js';
 import { SECTIONS } from './sections.js';
@@ -11,6 +11,7 @@ let tenants = null;
 let availablePaths = null;
 // The first page keeps the browser's own focus order (the skip link first); later navigations move focus to the new content.
 let navigated = false;
+const TWO_FACTOR_PAGE = '/console/two-factor';
 
 export function navigate(path, { replace = false } = {}) {
   if (replace) history.replaceState(null, '', path);
@@ -34,6 +35,8 @@ onSessionExpired(() => {
   tenants = null;
   navigate(`/login?next=${encodeURIComponent(location.pathname + location.search)}&expired=1`, { replace: true });
 });
+// The tenant requires a second factor the user has not set up: only its enrolment page works for them.
+onMfaEnrolmentRequired(() => navigate(TWO_FACTOR_PAGE, { replace: true }));
 
 /** The paths of the API this install serves (optional sections appear only when their routes exist). */
 async function apiPaths() {
@@ -51,6 +54,7 @@ async function apiPaths() {
 export function signedIn(access, next = '/console') {
   session.save(access);
   tenants = null;
+  if (access.mfa_enrolment_required) return navigate(TWO_FACTOR_PAGE, { replace: true });
   navigate(next.startsWith('/console') || next.startsWith('/invitations/') ? next : '/console', { replace: true });
 }
 
@@ -128,6 +132,7 @@ function sidebar(sections, current, tenant) {
         ),
       ),
     ),
+    h('a', { class: 'account-link', href: TWO_FACTOR_PAGE, 'data-nav': true }, 'Two-factor sign-in'),
     h(
       'button',
       {

@@ -1,9 +1,11 @@
-// The pages anyone may open: sign in (password or SSO), forgot password, and the three pages the
-// system emails link to (reset password, verify email, accept an invitation). Each failure is told in
+// The pages anyone may open: sign in (password or SSO, then the second factor where the user has one),
+// forgot password, and the three pages the system emails link to (reset password, verify email, accept
+// an invitation); with them, on the same card, the signed-in user's two-factor page (two-factor.js). Each failure is told in
 // words a person understands: the link expired, was already used, or was sent to another account.
 import { api, session, ApiError } from './api.js';
 import { h, mount, field, notice } from './dom.js';
 import { actionForm as form } from './kit.js';
+import { secondFactorStep, twoFactorPage } from './two-factor.js';
 
 const NEXT = 'herald.next';
 
@@ -49,18 +51,27 @@ const SSO_ERRORS = {
   not_a_member: 'Your account is no longer a member of any tenant. Ask an owner for an invitation.',
 };
 
-async function loginPage(root, { query, signedIn }) {
+async function loginPage(root, { query, navigate, signedIn }) {
   const next = query.get('next') ?? sessionStorage.getItem(NEXT) ?? '/console';
+  // A sign-in whose password (or provider) checked out and that waits for the second factor; a spent or
+  // expired mfa_token starts the sign-in again.
+  const askForSecondFactor = (mfaToken) =>
+    secondFactorStep(root, { card, mfaToken, next, signedIn, restart: () => navigate(`/login?mfa_expired=1&next=${encodeURIComponent(next)}`, { replace: true }) });
   // The SSO callback hands the token over in the fragment, which never reaches a server.
   const fragment = new URLSearchParams(location.hash.slice(1));
   if (location.hash) history.replaceState(null, '', location.pathname + location.search);
   if (fragment.get('sso_token')) {
     sessionStorage.removeItem(NEXT);
-    return signedIn({ access_token: fragment.get('sso_token'), expires_in: Number(fragment.get('expires_in') ?? 3600), tenant_id: fragment.get('tenant_id') }, next);
+    return signedIn({ access_token: fragment.get('sso_token'), expires_in: Number(fragment.get('expires_in') ?? 3600), tenant_id: fragment.get('tenant_id'), mfa_enrolment_required: fragment.get('mfa_enrolment_required') === 'true' }, next);
+  }
+  if (fragment.get('mfa_token')) {
+    sessionStorage.removeItem(NEXT);
+    return askForSecondFactor(fragment.get('mfa_token'));
   }
   const messages = [];
   if (fragment.get('sso_error')) messages.push(notice('error', SSO_ERRORS[fragment.get('sso_error')] ?? SSO_ERRORS.sso_failed));
   if (query.get('expired')) messages.push(notice('info', 'Your session has ended. Please sign in again.'));
+  if (query.get('mfa_expired')) messages.push(notice('info', 'That sign-in took too long or was finished already. Please sign in again.'));
   if (query.get('reset')) messages.push(notice('success', 'Your new password is set. Sign in with it.'));
   if (query.get('verified')) messages.push(notice('success', 'Your email address is confirmed.'));
   const sso = h('div', { class: 'sso' });
@@ -76,8 +87,9 @@ async function loginPage(root, { query, signedIn }) {
       'Sign in',
       async (formEl) => {
         try {
-          const access = await api('POST', '/v1/auth/login', { email: formEl.elements.email.value, password: formEl.elements.password.value }, { token: null });
-          signedIn(access, next);
+          const answer = await api('POST', '/v1/auth/login', { email: formEl.elements.email.value, password: formEl.elements.password.value }, { token: null });
+          if (answer.mfa_required) return askForSecondFactor(answer.mfa_token);
+          signedIn(answer, next);
         } catch (error) {
           if (error instanceof ApiError && error.status === 401) throw new Error('That email and password do not match an account.', { cause: error });
           if (error instanceof ApiError && error.status === 429) throw new Error('Too many attempts. Please wait a few minutes and try again.', { cause: error });
@@ -289,4 +301,5 @@ export const AUTH_PAGES = [
   [/^\/reset-password$/, resetPasswordPage],
   [/^\/verify-email$/, verifyEmailPage],
   [/^\/invitations\/([^/]+)$/, invitationPage],
+  [/^\/console\/two-factor$/, (root, ctx) => twoFactorPage(root, { ...ctx, card })],
 ];

@@ -9,7 +9,7 @@ import { mkdirSync } from 'node:fs';
 import type { Page } from 'playwright-core';
 import { startTestApp, type TestApp } from '../../support/app.ts';
 import { startSmtpPeer, type SmtpPeer } from '../../support/smtp-peer.ts';
-import { noChromium, launchChromium, type ChromiumSession } from '../../support/browser.ts';
+import { noChromium, launchChromium, recordingPage, type ChromiumSession } from '../../support/browser.ts';
 import { titleUnless } from '../../support/skip-reasons.ts';
 import { runCli } from '../../support/cli.ts';
 import { ManualClock } from '../../../server/base/clock.ts';
@@ -58,17 +58,8 @@ describe.skipIf(noChromium)(titleUnless(noChromium, 'console in Chromium'), { ti
     await smtp?.close();
   });
 
-  /** A fresh tab (its own sessionStorage) that records script errors and policy violations. */
-  async function newPage(): Promise<Page> {
-    const page = await browser.context.newPage();
-    page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
-    page.on('console', (message) => {
-      const text = message.text();
-      // 4xx answers the page expects (a spent link) show as failed resources; policy refusals are what matter here.
-      if (message.type() === 'error' && !text.startsWith('Failed to load resource')) problems.push(`console: ${text}`);
-    });
-    return page;
-  }
+  /** A fresh tab that records script errors and policy violations. */
+  const newPage = () => recordingPage(browser, problems);
 
   async function shot(page: Page, name: string): Promise<void> {
     await page.screenshot({ path: `${SHOTS}${name}.png`, fullPage: true });
