@@ -55,6 +55,7 @@ export async function initOrm(url: string, options: { poolMax: number }): Promis
       onPoolCreated: (pool: pg.Pool) => {
         holder.pool = pool;
         pool.on('connect', (client) => prepareStatementsOf(client));
+        discardBrokenConnections(pool);
       },
     },
     migrations: {
@@ -69,6 +70,30 @@ export async function initOrm(url: string, options: { poolMax: number }): Promis
   });
   pools.set(orm, holder);
   return orm;
+}
+
+/**
+ * A connection that breaks while checked out (the server restarted or went away) leaves the pool at
+ * once, whoever holds it, and its holder's own release later does nothing. Kysely (under MikroORM) never
+ * releases a transaction's connection whose BEGIN, COMMIT or ROLLBACK throws (kysely-org/kysely#1990),
+ * and on a broken connection they all throw: after a database restart under load every connection of
+ * the pool would stay checked out by transactions long over, and every later query, the drain's pool
+ * close among them, would wait for one forever. A broken connection can run nothing, so taking it from
+ * its holder loses nothing; the pool opens a new one for whoever waits.
+ */
+function discardBrokenConnections(pool: pg.Pool): void {
+  const checkedOut = new WeakSet<pg.PoolClient>();
+  pool.on('acquire', (client) => checkedOut.add(client));
+  pool.on('release', (_error, client) => checkedOut.delete(client));
+  pool.on('connect', (client) =>
+    client.on('error', (error) => {
+      // An idle connection that breaks is the pool's to discard, and it does.
+      if (!checkedOut.has(client)) return;
+      const release = client.release.bind(client);
+      client.release = () => undefined;
+      release(error);
+    }),
+  );
 }
 
 /** Connects to DATABASE_URL / the configured URL, or starts the embedded PostgreSQL first. */
