@@ -1,6 +1,7 @@
-// Serving the h3 app over HTTP with listhen, and closing it gracefully: stop accepting, let in-flight
-// requests finish, then cut long-lived streams.
-import type { Server } from 'node:http';
+// Serving the h3 app over HTTP with listhen, and closing it gracefully: end long-lived streams, stop
+// accepting, let in-flight requests finish (their keep-alive connections closing after them), then cut
+// whatever is left after the grace.
+import type { Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { listen } from 'listhen';
 import { toNodeHandler } from 'h3/node';
@@ -12,7 +13,8 @@ import { routes } from '../api/routes/index.ts';
 export interface HttpServer {
   url: string;
   port: number;
-  close(graceMs?: number): Promise<void>;
+  /** Resolves true when connections still busy after `graceMs` had to be cut. */
+  close(graceMs?: number): Promise<boolean>;
 }
 
 export async function startHttpServer(
@@ -57,6 +59,12 @@ export async function startHttpServer(
   server.headersTimeout = runtime.config.headersTimeoutMs;
   server.requestTimeout = Math.max(REQUEST_TIMEOUT_MS, runtime.config.headersTimeoutMs);
   capConnectionsPerClient(server, runtime.config.maxConnectionsPerClient, runtime.config.trustedProxies);
+  // Once closing, every response ends its connection: a keep-alive client that goes on sending requests
+  // would otherwise hold its connection, and the close, until the grace ran out.
+  let closing = false;
+  server.prependListener('request', (_request, response: ServerResponse) => {
+    if (closing) response.setHeader('connection', 'close');
+  });
   const displayHost = host.includes(':') ? `[${host}]` : host;
   return {
     url: `http://${displayHost}:${port}`,
@@ -64,11 +72,17 @@ export async function startHttpServer(
     async close(graceMs = 10_000) {
       // End real-time streams first: their clients reconnect elsewhere (Last-Event-ID) instead of holding the drain.
       runtime.streamHub?.closeStreams();
+      closing = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
-      const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+      let cut = false;
+      const timer = setTimeout(() => {
+        cut = true;
+        server.closeAllConnections();
+      }, graceMs);
       await closed;
       clearTimeout(timer);
+      return cut;
     },
   };
 }
