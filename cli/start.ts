@@ -1,5 +1,6 @@
-// herald start: runs the appliance (HTTP API, workers, or both) until SIGTERM/SIGINT, then drains:
-// stop accepting requests, finish in-flight jobs, stop the embedded PostgreSQL, exit 0.
+// herald start: runs the appliance (HTTP API, workers, or both) until SIGTERM/SIGINT, then drains within
+// shutdownTimeoutMs: stop accepting requests, finish in-flight jobs, stop the embedded PostgreSQL, exit 0.
+// A drain that had to leave something behind (its deadline, a second signal) exits 1.
 import { type Command, Option } from 'commander';
 import { loadConfig } from '../server/base/config.ts';
 import { startRuntime, stopRuntime } from '../server/app/runtime.ts';
@@ -7,7 +8,9 @@ import type { Role } from '../server/base/context.ts';
 import { startHttpServer, type HttpServer } from '../server/app/http-server.ts';
 import { startMetricsServer, type MetricsServer } from '../server/app/metrics-server.ts';
 import { recordListening } from '../server/app/listening.ts';
-import { usageError } from './support/output.ts';
+import { EXIT_FAILURE, EXIT_OK, usageError } from './support/output.ts';
+import { Drain } from '../server/app/drain.ts';
+import { createLogger, type Logger } from '../server/base/logger.ts';
 import { examples } from './support/examples.ts';
 
 interface StartOptions {
@@ -45,7 +48,28 @@ export function registerStart(program: Command): void {
         port: options.port === undefined ? undefined : Number(options.port),
         host: options.host,
       });
+      // From the first SIGTERM/SIGINT on, the process ends within shutdownTimeoutMs whatever it is doing
+      // (starting, serving, draining, the supervisor restarting the database), and at once on a second one.
+      const signals = stopSignals();
+      let logger: Logger = createLogger(config.logLevel);
+      let drain: Drain | null = null;
+      const forceExit = (reason: string) => {
+        const unfinished = [...(drain?.unfinished ?? []), drain ? drain.current : 'startup'].filter(Boolean);
+        logger.error(`shutdown forced: ${reason}`, { unfinished, timeout_ms: config.shutdownTimeoutMs });
+        // The embedded PostgreSQL's exit hook signals the postmaster on the way out (embedded-postgres.ts).
+        process.exit(EXIT_FAILURE);
+      };
+      let stopBy = Infinity;
+      void signals.first.then(() => {
+        stopBy = Date.now() + config.shutdownTimeoutMs;
+        // Not unref'd: the drain waits on timers that do not hold the process open (pg-boss's stop timeout
+        // among them), and without a handle of its own the process could end mid-drain, its exit code 13.
+        setTimeout(() => forceExit('the drain did not finish in time'), config.shutdownTimeoutMs);
+        void signals.second.then(() => forceExit('a second signal'));
+      });
+
       const runtime = await startRuntime(config, { role: options.role, migrate: options.migrate });
+      logger = runtime.logger;
       let http: HttpServer | null = null;
       let metrics: MetricsServer | null = null;
       try {
@@ -78,31 +102,51 @@ export function registerStart(program: Command): void {
       if (metrics) process.stdout.write(`Metrics on ${metrics.url}\n`);
       if (runtime.inboundSmtp)
         process.stdout.write(`Bounce SMTP listening on ${runtime.inboundSmtp.host}:${runtime.inboundSmtp.port}\n`);
-      await waitForSignal();
-      runtime.logger.info('draining');
-      // The drain waits on timers that do not hold the process open (pg-boss's stop timeout among
-      // them): without a handle of its own the process could end mid-drain, its exit code 13.
-      const draining = setInterval(() => undefined, 1000);
-      try {
-        forgetListening();
-        await http?.close();
-        await metrics?.close();
-        await stopRuntime(runtime);
-      } finally {
-        clearInterval(draining);
+      await signals.first;
+      const running = (drain = new Drain(runtime.logger, Math.max(0, stopBy - Date.now()), { stepsAt: 'info' }));
+      runtime.logger.info('draining', { timeout_ms: config.shutdownTimeoutMs });
+      forgetListening();
+      if (http) {
+        const server = http;
+        await running.step('http', HTTP_GRACE_MS + 1000, async () => {
+          if (await server.close(Math.min(HTTP_GRACE_MS, running.remaining() / 2)))
+            running.leftBehind('http: requests still running after the grace, cut');
+        });
       }
-      runtime.logger.info('herald stopped');
+      if (metrics) {
+        const listener = metrics;
+        await running.step('metrics listener', 5000, () => listener.close());
+      }
+      await stopRuntime(runtime, running);
+      if (running.unfinished.length > 0) {
+        runtime.logger.error('shutdown forced: the drain did not finish in time', {
+          unfinished: running.unfinished,
+          failed: running.failed,
+          timeout_ms: config.shutdownTimeoutMs,
+        });
+      } else if (running.failed.length > 0) {
+        runtime.logger.error('herald stopped; some stop steps failed', { failed: running.failed });
+      } else runtime.logger.info('herald stopped');
+      // Exits here rather than when the event loop empties: a handle some library keeps (a keep-alive
+      // socket, a timer) must not hold a stopped Herald.
+      process.exit(running.clean ? EXIT_OK : EXIT_FAILURE);
     });
 }
 
-function waitForSignal(): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      process.off('SIGTERM', done);
-      process.off('SIGINT', done);
-      resolve();
-    };
-    process.on('SIGTERM', done);
-    process.on('SIGINT', done);
-  });
+/** How long in-flight requests may take to finish once the server stops accepting (10 s, less in a short drain). */
+const HTTP_GRACE_MS = 10_000;
+
+/** The first SIGTERM or SIGINT, and the second: handled for as long as the process runs. */
+function stopSignals(): { first: Promise<NodeJS.Signals>; second: Promise<NodeJS.Signals> } {
+  let received = 0;
+  let first: (signal: NodeJS.Signals) => void = () => undefined;
+  let second: (signal: NodeJS.Signals) => void = () => undefined;
+  const promises = {
+    first: new Promise<NodeJS.Signals>((resolve) => (first = resolve)),
+    second: new Promise<NodeJS.Signals>((resolve) => (second = resolve)),
+  };
+  const onSignal = (signal: NodeJS.Signals) => (++received === 1 ? first(signal) : second(signal));
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  return promises;
 }

@@ -23,6 +23,7 @@ import type { StreamHub } from '../channels/inbox/hub.ts';
 import { ServiceKeyCache } from '../base/auth/service-key-cache.ts';
 import { DatabaseAvailability } from '../base/db/availability.ts';
 import { query } from '../base/db/sql.ts';
+import { Drain } from './drain.ts';
 import type { WebhookDispatchOptions } from '../webhooks/dispatcher.ts';
 import type { InboundSmtpListener } from '../channels/email/inbound-listener.ts';
 import type { Role } from '../base/context.ts';
@@ -152,7 +153,9 @@ export async function startRuntime(config: Config, options: RuntimeOptions = {})
       ]);
       const listener = await startInboundSmtp(runtime, recordLateOutcome);
       runtime.inboundSmtp = listener;
-      runtime.cleanups.push(() => listener.close());
+      runtime.cleanups.push(function bounceListener() {
+        return listener.close();
+      });
     }
     return runtime;
   } catch (error) {
@@ -183,6 +186,8 @@ async function startQueue(runtime: Runtime): Promise<void> {
   // Schedules live in the database (an idempotent upsert); only supervising workers fire them.
   for (const job of jobs) if (job.schedule) await boss.schedule(job.name, job.schedule);
   if (!worker) return;
+  const running = { count: 0 };
+  jobsInFlight.set(runtime, running);
   for (const job of jobs) {
     const work = typeof job.work === 'function' ? job.work(runtime.config) : job.work;
     // Jobs with a heartbeat refresh it often (base/queue.ts), so that a killed worker's jobs are found soon.
@@ -192,7 +197,12 @@ async function startQueue(runtime: Runtime): Promise<void> {
     const metrics = metricsOf(runtime);
     await boss.work(job.name, { batchSize: 1, ...heartbeat, ...work }, async (batch) => {
       metrics.observeJobs(job.name, batch.length);
-      return job.handler(batch as never, runtime);
+      running.count++;
+      try {
+        return await job.handler(batch as never, runtime);
+      } finally {
+        running.count--;
+      }
     });
   }
   const stopReaper = startLostJobReaper(boss, runtime.logger, runtime.config.lostWorkerSeconds, runtime.availability);
@@ -204,7 +214,9 @@ async function startQueue(runtime: Runtime): Promise<void> {
     await stopIndexBuild();
   };
   const dispatcher = startWebhookDispatcher(runtime, runtime.options.webhooks);
-  runtime.cleanups.push(() => dispatcher.stop());
+  runtime.cleanups.push(function webhookDispatcher() {
+    return dispatcher.stop();
+  });
 }
 
 /**
@@ -223,44 +235,49 @@ export async function createQueues(boss: PgBoss, config: Config): Promise<void> 
   }
 }
 
-/** Drains and stops: workers finish in-flight jobs, then cleanups run, then the database closes. */
-export async function stopRuntime(runtime: Runtime): Promise<void> {
-  if (runtime.stopQueueChecks) await bounded(runtime, 'queue upkeep', STEP_LIMIT_MS, runtime.stopQueueChecks());
-  if (runtime.boss) {
-    await bounded(runtime, 'queue', QUEUE_STOP_LIMIT_MS, stopBoss(runtime.boss, QUEUE_DRAIN_MS)).catch((error) =>
-      runtime.logger.warn('queue stop failed', { error }),
-    );
+/**
+ * Drains and stops: workers finish in-flight jobs, then cleanups run, then the database closes, all within
+ * `drain`'s deadline (shutdownTimeoutMs unless given). The embedded PostgreSQL's stop always runs, with the
+ * deadline's last part kept for it. Returns the drain, which says what did not finish.
+ */
+export async function stopRuntime(
+  runtime: Runtime,
+  drain: Drain = new Drain(runtime.logger, runtime.config.shutdownTimeoutMs),
+): Promise<Drain> {
+  if (runtime.stopQueueChecks) await drain.step('queue upkeep', STEP_LIMIT_MS, runtime.stopQueueChecks);
+  const boss = runtime.boss;
+  if (boss) {
+    // pg-boss waits for in-flight jobs, then fails those still running (the queue retries them) and closes
+    // its pool: the wait leaves it time for that within the drain.
+    const waitMs = Math.max(1000, Math.min(QUEUE_DRAIN_MS, drain.remaining() - QUEUE_CLOSE_MS));
+    await drain.step('queue', waitMs + QUEUE_CLOSE_MS, () => stopBoss(boss, waitMs));
     runtime.boss = null;
+    const running = jobsInFlight.get(runtime)?.count ?? 0;
+    if (running > 0) drain.leftBehind(`queue: ${running} job(s) still running, failed to be retried`);
   }
   runtime.smtp.close();
-  for (const [i, cleanup] of [...runtime.cleanups].reverse().entries()) {
-    await bounded(runtime, `cleanup ${i + 1}`, STEP_LIMIT_MS, cleanup()).catch((error) =>
-      runtime.logger.warn('cleanup failed', { error }),
-    );
-  }
+  for (const [i, cleanup] of [...runtime.cleanups].reverse().entries())
+    await drain.step(cleanup.name || `cleanup ${i + 1}`, STEP_LIMIT_MS, cleanup);
   runtime.availability.close();
-  await bounded(runtime, 'database', STEP_LIMIT_MS, runtime.db.close());
+  await drain.step('database connections', STEP_LIMIT_MS, () => runtime.db.orm.close(true));
+  const embedded = runtime.db.embedded;
+  // Whatever came before, the cluster is stopped: a postmaster left running would outlive Herald.
+  if (embedded)
+    await drain.step(
+      'embedded PostgreSQL',
+      drain.timeoutMs,
+      () => embedded.stop(Math.max(0, drain.remaining(true) - EMBEDDED_STOP_MARGIN_MS)),
+      { final: true },
+    );
+  return drain;
 }
 
-/** How long pg-boss may wait for in-flight jobs when stopping, and how long its whole stop may take. */
+/** How long pg-boss may wait for in-flight jobs when stopping, and what its stop needs after that wait. */
 const QUEUE_DRAIN_MS = 20_000;
-const QUEUE_STOP_LIMIT_MS = QUEUE_DRAIN_MS + 10_000;
+const QUEUE_CLOSE_MS = 3000;
 const STEP_LIMIT_MS = 10_000;
+/** The embedded PostgreSQL's stop ends this much before the deadline, so that its step is not reported late. */
+const EMBEDDED_STOP_MARGIN_MS = 250;
 
-/**
- * A stop step that has not finished within its limit is logged and left behind, so that the next steps
- * (the embedded PostgreSQL's stop among them) still run and the process ends: a step that waits on
- * something lost (a connection cut by a database outage) must not keep a stopping process forever.
- */
-async function bounded(runtime: Runtime, step: string, limitMs: number, work: Promise<void>): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<'late'>((resolve) => {
-    timer = setTimeout(() => resolve('late'), limitMs);
-  });
-  try {
-    if ((await Promise.race([work, late])) === 'late')
-      runtime.logger.warn('stop step did not finish in time; going on', { step, limit_seconds: limitMs / 1000 });
-  } finally {
-    clearTimeout(timer);
-  }
-}
+/** Delivery job handlers running, per runtime: jobs a stop left running did not finish in the drain. */
+const jobsInFlight = new WeakMap<Runtime, { count: number }>();

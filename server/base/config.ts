@@ -89,6 +89,11 @@ export const configSchema = z.object({
   allowPrivateSmtpHosts: z.boolean().default(false),
   /** DNS server(s) used to check sender domains, host:port; empty means the system resolver. */
   dnsServers: z.array(z.string()).default([]),
+  /**
+   * How long the drain after SIGTERM/SIGINT may take in all (requests, in-flight jobs, the embedded
+   * PostgreSQL's stop); past it Herald exits 1, naming what had not finished.
+   */
+  shutdownTimeoutMs: z.coerce.number().int().min(1000).max(600_000).default(30_000),
   /** Interval of the comment heartbeat on real-time streams (keeps proxies from closing idle connections). */
   streamHeartbeatMs: z.coerce.number().int().min(10).default(15_000),
   /**
@@ -169,6 +174,7 @@ const ENV_KEYS: Record<string, keyof ConfigInput> = {
   HERALD_METRICS_LISTEN: 'metricsListen',
   HERALD_INBOUND_SMTP: 'inboundSmtp',
   HERALD_BOUNCE_DOMAIN: 'bounceDomain',
+  HERALD_SHUTDOWN_TIMEOUT_MS: 'shutdownTimeoutMs',
 };
 const ENV_BOOLEANS: Record<string, keyof ConfigInput> = {
   HERALD_DEMO: 'demo',

@@ -50,7 +50,8 @@ export interface EmbeddedDatabase {
   readonly dir: string;
   /** running; restarting after the postmaster died (requests answer 503 meanwhile); stopped. */
   readonly state: EmbeddedState;
-  stop(): Promise<void>;
+  /** Stops the postmaster (running, or starting again) within `budgetMs` (stopPostmaster says how). */
+  stop(budgetMs?: number): Promise<void>;
 }
 
 /** The embedded cluster's secrets and location, kept in one 0600 file of the data directory. */
@@ -174,10 +175,14 @@ export interface StartOptions {
   onStateChange?: (state: EmbeddedState, detail: string) => void;
 }
 
-/** Processes started here, stopped synchronously should Herald exit without stopping them. */
+/** Postmasters started here (starting or running), signalled should Herald exit without stopping them. */
 const running = new Set<ChildProcess>();
+/** Of those, the ones a stop has begun with: already asked for a fast shutdown. */
+const stopping = new WeakSet<ChildProcess>();
 process.on('exit', () => {
-  for (const child of running) child.kill('SIGINT');
+  // A fast shutdown, or an immediate one for a postmaster already asked for a fast one: it completes after
+  // Herald is gone (the postmaster runs in its own process group), and leaves nothing of the cluster running.
+  for (const child of running) child.kill(stopping.has(child) ? 'SIGQUIT' : 'SIGINT');
 });
 
 /** Starts (initialising when asked) the cluster in `dir`, then makes sure `database` exists. */
@@ -246,7 +251,7 @@ export async function startEmbeddedPostgres(options: StartOptions): Promise<Embe
     get state() {
       return supervisor.state;
     },
-    stop: () => supervisor.stop(),
+    stop: (budgetMs) => supervisor.stop(budgetMs),
   };
 }
 
@@ -321,9 +326,12 @@ async function ensureDatabase(adminUrl: string, database: string): Promise<void>
 /** One cluster's postmaster, started by this process and restarted when it dies unexpectedly. */
 class Postmaster {
   state: EmbeddedState = 'stopped';
+  /** The postmaster running, or starting (stop() must reach one that is not ready yet). */
   #child: ChildProcess | null = null;
   #stopping = false;
   #restarting: Promise<void> | null = null;
+  /** Cuts short the pause between two restart attempts when the stop begins. */
+  readonly #stopped = new AbortController();
   readonly #bins: Binaries;
   readonly #dir: string;
   readonly #port: number;
@@ -360,6 +368,12 @@ class Postmaster {
         env: { ...process.env, LC_MESSAGES: 'C' },
       },
     );
+    this.#child = child;
+    running.add(child);
+    child.once('exit', () => {
+      running.delete(child);
+      if (this.#child === child) this.#child = null;
+    });
     await new Promise<void>((resolveStart, reject) => {
       const onData = (chunk: Buffer) => {
         const text = chunk.toString('utf8');
@@ -390,12 +404,8 @@ class Postmaster {
       });
     });
     writeFileSync(join(this.#dir, OWNER_FILE), `${process.pid}\n`);
-    this.#child = child;
-    running.add(child);
     this.state = 'running';
     child.once('exit', (code, signal) => {
-      running.delete(child);
-      this.#child = null;
       if (this.#stopping) return;
       this.state = 'restarting';
       this.#options.onStateChange?.(
@@ -408,30 +418,42 @@ class Postmaster {
 
   async #restartLoop(): Promise<void> {
     for (let attempt = 0; !this.#stopping; attempt++) {
-      await sleep(Math.min(250 * 2 ** attempt, 5000));
+      await sleep(Math.min(250 * 2 ** attempt, 5000), undefined, { signal: this.#stopped.signal }).catch(
+        () => undefined,
+      );
       if (this.#stopping) return;
       try {
         const leftover = clusterProcess(this.#dir);
         if (leftover.kind !== 'none') await stopPostmaster(leftover.pid);
+        if (this.#stopping) return;
         await this.start();
         this.#options.onStateChange?.('running', 'the embedded PostgreSQL is running again');
         return;
       } catch (error) {
-        if (attempt % 10 === 0)
+        if (attempt % 10 === 0 && !this.#stopping)
           this.#options.onNotice?.(`embedded PostgreSQL restart failed: ${(error as Error).message}`);
       }
     }
   }
 
-  async stop(): Promise<void> {
+  async stop(budgetMs = 40_000): Promise<void> {
+    const stopBy = Date.now() + budgetMs;
     this.#stopping = true;
-    await this.#restarting?.catch(() => undefined);
+    this.#stopped.abort();
     const child = this.#child;
-    if (child?.pid) {
+    if (child?.pid !== undefined && child.exitCode === null && child.signalCode === null) {
+      stopping.add(child);
       const exited = new Promise<void>((done) => child.once('exit', () => done()));
-      await stopPostmaster(child.pid);
-      if (child.exitCode === null && child.signalCode === null) await exited;
+      await stopPostmaster(child.pid, budgetMs);
+      // A stopped postmaster is gone once Node has reaped it (its exit event), which follows at once.
+      await atMost(exited, stopBy - Date.now());
     }
+    // A restart under way ends now: its pause was cut short, and a postmaster it was starting was stopped above.
+    if (this.#restarting)
+      await atMost(
+        this.#restarting.catch(() => undefined),
+        stopBy - Date.now(),
+      );
     try {
       unlinkSync(join(this.#dir, OWNER_FILE));
     } catch {
@@ -439,6 +461,13 @@ class Postmaster {
     }
     this.state = 'stopped';
   }
+}
+
+/** Waits for `promise`, at most `ms` (and no timer is left behind to hold the process). */
+async function atMost(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, ms))))]);
+  clearTimeout(timer);
 }
 
 // ---- an install's cluster ----------------------------------------------------------------------------

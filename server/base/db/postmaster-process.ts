@@ -100,13 +100,15 @@ export function discardForeignPidFile(dir: string): void {
   if (pidFile && !sameDir(pidFile.dir, dir)) rmSync(join(dir, 'postmaster.pid'), { force: true });
 }
 
-/** Stops a postmaster by pid: fast shutdown, then immediate, then SIGKILL; waits until it is gone. */
-export async function stopPostmaster(pid: number, timeoutMs = 30_000): Promise<void> {
-  const steps: Array<[NodeJS.Signals, number]> = [
-    ['SIGINT', timeoutMs],
-    ['SIGQUIT', 5000],
-    ['SIGKILL', 5000],
-  ];
+/**
+ * Stops a postmaster by pid within `budgetMs`: fast shutdown, then immediate, then SIGKILL, each of the
+ * last two given a quarter of the budget (at most 5 s); resolves once it is gone or the budget is spent.
+ * A budget under a second is spent on the fast shutdown alone, which goes on after that if need be.
+ */
+export async function stopPostmaster(pid: number, budgetMs = 40_000): Promise<void> {
+  const escalationMs = budgetMs < 1000 ? 0 : Math.min(5000, budgetMs / 4);
+  const steps: Array<[NodeJS.Signals, number]> = [['SIGINT', budgetMs - 2 * escalationMs]];
+  if (escalationMs > 0) steps.push(['SIGQUIT', escalationMs], ['SIGKILL', escalationMs]);
   for (const [signal, wait] of steps) {
     try {
       process.kill(pid, signal);
@@ -115,7 +117,7 @@ export async function stopPostmaster(pid: number, timeoutMs = 30_000): Promise<v
     }
     for (const deadline = Date.now() + wait; Date.now() < deadline;) {
       if (!alive(pid)) return;
-      await sleep(100);
+      await sleep(Math.min(100, Math.max(1, deadline - Date.now())));
     }
   }
 }

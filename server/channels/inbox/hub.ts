@@ -108,6 +108,11 @@ export class StreamHub {
     client.on('end', () => lost());
     await client.connect();
     await client.query(LISTEN_CHANNELS);
+    // A reconnect that ends after the stop began would keep a connection (and the process) open.
+    if (this.#stopping) {
+      await client.end().catch(() => undefined);
+      return;
+    }
     this.#client = client;
     this.#runtime.serviceKeys.setListening(true);
     this.#attempt = 0;
@@ -120,6 +125,7 @@ export class StreamHub {
       this.#reconnectTimer = null;
       this.connect().then(
         () => {
+          if (this.#stopping) return;
           this.#runtime.logger.info('stream listener reconnected');
           // Notices sent while we were away are gone: every contact re-reads from its last id.
           for (const contactId of this.#contacts.keys()) this.#wake(contactId);
@@ -269,6 +275,8 @@ export async function startStreamHub(runtime: StreamContext): Promise<StreamHub>
   const hub = new StreamHub(runtime);
   await hub.connect();
   runtime.streamHub = hub;
-  runtime.cleanups.push(() => hub.stop());
+  runtime.cleanups.push(function streamHub() {
+    return hub.stop();
+  });
   return hub;
 }
