@@ -175,6 +175,9 @@ const ENV_KEYS: Record<string, keyof ConfigInput> = {
   HERALD_INBOUND_SMTP: 'inboundSmtp',
   HERALD_BOUNCE_DOMAIN: 'bounceDomain',
   HERALD_SHUTDOWN_TIMEOUT_MS: 'shutdownTimeoutMs',
+  HERALD_REQUEST_BODY_TIMEOUT_MS: 'requestBodyTimeoutMs',
+  HERALD_HEADERS_TIMEOUT_MS: 'headersTimeoutMs',
+  HERALD_MAX_CONNECTIONS_PER_CLIENT: 'maxConnectionsPerClient',
 };
 const ENV_BOOLEANS: Record<string, keyof ConfigInput> = {
   HERALD_DEMO: 'demo',
@@ -184,9 +187,6 @@ const ENV_BOOLEANS: Record<string, keyof ConfigInput> = {
 };
 const ENV_LISTS: Record<string, keyof ConfigInput> = {
   HERALD_TRUSTED_PROXIES: 'trustedProxies',
-  HERALD_REQUEST_BODY_TIMEOUT_MS: 'requestBodyTimeoutMs',
-  HERALD_HEADERS_TIMEOUT_MS: 'headersTimeoutMs',
-  HERALD_MAX_CONNECTIONS_PER_CLIENT: 'maxConnectionsPerClient',
   HERALD_CORS_ORIGINS: 'corsOrigins',
   HERALD_DNS_SERVERS: 'dnsServers',
   HERALD_DELIVERY_RETRY_SCHEDULE: 'deliveryRetrySchedule',

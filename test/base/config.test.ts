@@ -53,6 +53,15 @@ describe('loadConfig', () => {
       );
   });
 
+  it('reads numbers from the environment as numbers, not as one-item lists', () => {
+    const env = { HERALD_MAX_CONNECTIONS_PER_CLIENT: '10', HERALD_HEADERS_TIMEOUT_MS: '5000' };
+    const config = loadConfig({ dataDir: dataDir() }, env);
+    expect([config.maxConnectionsPerClient, config.headersTimeoutMs]).toEqual([10, 5000]);
+    expect(() => loadConfig({ dataDir: dataDir() }, { HERALD_MAX_CONNECTIONS_PER_CLIENT: '10,20' })).toThrow(
+      /maxConnectionsPerClient/,
+    );
+  });
+
   it('takes the data directory from HERALD_HOME when no flag is given', () => {
     const dir = dataDir();
     expect(loadConfig({}, { HERALD_HOME: dir }).dataDir).toBe(dir);
