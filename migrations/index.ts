@@ -4,9 +4,11 @@ import type { MigrationObject } from '@mikro-orm/core';
 import { Baseline } from './0001-baseline.ts';
 import { DeliveryNextAttempt } from './0002-delivery-next-attempt.ts';
 import { Mfa } from './0003-mfa.ts';
+import { SsoIdentities } from './0004-sso-identities.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-baseline', class: Baseline },
   { name: '0002-delivery-next-attempt', class: DeliveryNextAttempt },
   { name: '0003-mfa', class: Mfa },
+  { name: '0004-sso-identities', class: SsoIdentities },
 ];

@@ -358,6 +358,13 @@ CREATE TABLE sender_domains (
   updated_at timestamp with time zone NOT NULL DEFAULT now()
 );
 
+CREATE TABLE sso_identities (
+  provider_id uuid NOT NULL,
+  subject text NOT NULL,
+  user_id uuid NOT NULL,
+  created_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
 CREATE TABLE sso_providers (
   id uuid NOT NULL,
   slug text NOT NULL,
@@ -379,7 +386,8 @@ CREATE TABLE sso_states (
   provider_id uuid NOT NULL,
   code_verifier text NOT NULL,
   binding_hash bytea NOT NULL,
-  expires_at timestamp with time zone NOT NULL
+  expires_at timestamp with time zone NOT NULL,
+  nonce_hash bytea NOT NULL
 );
 
 CREATE TABLE stream_events (
@@ -666,6 +674,16 @@ ALTER TABLE sender_domains ADD CONSTRAINT sender_domains_status_check CHECK ((st
 ALTER TABLE sender_domains ADD CONSTRAINT sender_domains_tenant_id_domain_key UNIQUE (tenant_id, domain);
 
 ALTER TABLE sender_domains ADD CONSTRAINT sender_domains_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id) ON DELETE CASCADE;
+
+ALTER TABLE sso_identities ADD CONSTRAINT sso_identities_pkey PRIMARY KEY (provider_id, subject);
+
+ALTER TABLE sso_identities ADD CONSTRAINT sso_identities_provider_id_fkey FOREIGN KEY (provider_id) REFERENCES sso_providers(id) ON DELETE CASCADE;
+
+ALTER TABLE sso_identities ADD CONSTRAINT sso_identities_subject_check CHECK (((length(subject) >= 1) AND (length(subject) <= 255)));
+
+ALTER TABLE sso_identities ADD CONSTRAINT sso_identities_user_id_fkey FOREIGN KEY (user_id) REFERENCES users(id) ON DELETE CASCADE;
+
+ALTER TABLE sso_identities ADD CONSTRAINT sso_identities_user_id_provider_id_key UNIQUE (user_id, provider_id);
 
 ALTER TABLE sso_providers ADD CONSTRAINT sso_providers_default_role_check CHECK ((default_role = ANY (ARRAY['admin'::text, 'owner'::text])));
 

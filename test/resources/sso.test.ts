@@ -1,10 +1,12 @@
 // SSO sign-in for console users, end to end in Chromium: a real OpenID Connect provider (the
 // oidc-provider package, its development login and consent pages) and a GitHub-shaped OAuth peer, both
-// on loopback, configured with `herald sso add`. Existing users sign in by their verified email; new
-// users only from an allowed domain (joining the provider's tenant); state is bound to the browser,
-// works once, and PKCE is checked by the peer; client secrets are sealed with the key ring.
+// on loopback, configured with `herald sso add`. Existing users sign in by their verified email, and
+// are linked to the provider's subject, which later sign-ins match first; new users only from an
+// allowed domain (joining the provider's tenant); state is bound to the browser, works once, and PKCE
+// is checked by the peer; ID tokens are verified (a forged or misdirected one, re-signed by the test
+// from the provider's real token, refuses the sign-in); client secrets are sealed with the key ring.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Provider from 'oidc-provider';
@@ -32,10 +34,62 @@ async function listen(server: Server): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-/** A real OpenID Connect provider: any login name is an account whose email is that name (verified unless it says "unverified"). */
-async function startOidcProvider(redirectUri: string): Promise<{ issuer: string; close(): Promise<void> }> {
+type Claims = Record<string, unknown>;
+
+interface OidcPeer {
+  issuer: string;
+  /** Accounts by login name (the subject); a login not here is an account whose email is its name. */
+  accounts: Map<string, { email: string }>;
+  /**
+   * Rewrites the ID token of the token responses (its claims, then re-signed with the provider's key or,
+   * with `otherKey`, with a key the provider does not publish under the same key id) and userinfo's
+   * answers, until set back to null.
+   */
+  tamper: { idToken?: (claims: Claims) => Claims; otherKey?: boolean; userinfo?: (info: Claims) => Claims } | null;
+  /** The ID tokens the tampering produced. */
+  forged: string[];
+  userinfoRequests: number;
+  close(): Promise<void>;
+}
+
+const base64url = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+
+function signJwt(header: Claims, claims: Claims, key: KeyObject): string {
+  const input = `${base64url(header)}.${base64url(claims)}`;
+  return `${input}.${sign('sha256', Buffer.from(input), key).toString('base64url')}`;
+}
+
+/** Lets `edit` change the JSON body of a 200 answer as the provider ends it. */
+function rewriteJsonAnswer(res: ServerResponse, edit: (body: Claims) => Claims): void {
+  const end = res.end.bind(res) as (chunk?: unknown) => ServerResponse;
+  res.end = ((chunk?: unknown) => {
+    if (res.statusCode !== 200 || chunk === undefined) return end(chunk);
+    const text = JSON.stringify(edit(JSON.parse(Buffer.from(chunk as string).toString('utf8')) as Claims));
+    res.setHeader('Content-Length', Buffer.byteLength(text));
+    return end(text);
+  }) as typeof res.end;
+}
+
+/**
+ * A real OpenID Connect provider: any login name is an account (the subject) whose email is that name
+ * (verified unless it says "unverified"), or the one `accounts` gives it. It signs its ID tokens with a
+ * key the test holds, so tests can forge one from a real token. Under /mismatch it serves its own
+ * discovery document (which names its issuer) as another issuer's.
+ */
+async function startOidcProvider(redirectUri: string): Promise<OidcPeer> {
   const server = createServer();
   const issuer = await listen(server);
+  const rsa = () => generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
+  const signingKey = rsa();
+  const otherKey = rsa();
+  const peer: OidcPeer = {
+    issuer,
+    accounts: new Map(),
+    tamper: null,
+    forged: [],
+    userinfoRequests: 0,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
   const provider = new Provider(issuer, {
     clients: [
       {
@@ -49,13 +103,34 @@ async function startOidcProvider(redirectUri: string): Promise<{ issuer: string;
     claims: { openid: ['sub'], email: ['email', 'email_verified'] },
     cookies: { keys: [randomBytes(16).toString('hex')] },
     features: { devInteractions: { enabled: true } },
-    findAccount: (_ctx: unknown, id: string) => ({
-      accountId: id,
-      claims: () => ({ sub: id, email: id, email_verified: !id.includes('unverified') }),
-    }),
+    jwks: { keys: [{ ...signingKey.export({ format: 'jwk' }), kid: 'herald-test', alg: 'RS256', use: 'sig' }] },
+    findAccount: (_ctx: unknown, id: string) => {
+      const email = peer.accounts.get(id)?.email ?? id;
+      return { accountId: id, claims: () => ({ sub: id, email, email_verified: !email.includes('unverified') }) };
+    },
   });
-  server.on('request', provider.callback());
-  return { issuer, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  const handle = provider.callback();
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    if (req.url!.startsWith('/mismatch/')) req.url = req.url!.slice('/mismatch'.length);
+    const tamper = peer.tamper;
+    if (req.url === '/token' && tamper?.idToken) {
+      rewriteJsonAnswer(res, (body) => {
+        const [header, claims] = String(body.id_token)
+          .split('.')
+          .slice(0, 2)
+          .map((part) => JSON.parse(Buffer.from(part, 'base64url').toString('utf8')) as Claims);
+        const forged = signJwt(header!, tamper.idToken!(claims!), tamper.otherKey ? otherKey : signingKey);
+        peer.forged.push(forged);
+        return { ...body, id_token: forged };
+      });
+    }
+    if (req.url === '/me') {
+      peer.userinfoRequests++;
+      if (tamper?.userinfo) rewriteJsonAnswer(res, tamper.userinfo);
+    }
+    handle(req, res);
+  });
+  return peer;
 }
 
 interface GitHubPeer {
@@ -66,7 +141,13 @@ interface GitHubPeer {
   close(): Promise<void>;
 }
 
-/** A GitHub-shaped OAuth peer: authorize (approves at once), access_token (checks the secret and PKCE), user/emails. */
+/** The GitHub peer's account id for an address: one account per address, as the tests need. */
+const gitHubIdOf = (email: string) => createHash('sha256').update(email.toLowerCase()).digest().readUInt32BE(0);
+
+/**
+ * A GitHub-shaped OAuth peer: authorize (approves at once), access_token (checks the secret and PKCE),
+ * user and user/emails.
+ */
 async function startGitHubPeer(): Promise<GitHubPeer> {
   const codes = new Map<string, { challenge: string; redirect: string; email: { email: string; verified: boolean } }>();
   const tokens = new Map<string, { email: string; verified: boolean }>();
@@ -106,6 +187,14 @@ async function startGitHubPeer(): Promise<GitHubPeer> {
         .end(JSON.stringify({ access_token: token, token_type: 'bearer', scope: 'read:user,user:email' }));
       return;
     }
+    if (url.pathname === '/api/user') {
+      const who = tokens.get((req.headers.authorization ?? '').replace(/^Bearer /, ''));
+      if (!who) return void res.writeHead(401).end();
+      res
+        .writeHead(200, { 'Content-Type': 'application/json' })
+        .end(JSON.stringify({ id: gitHubIdOf(who.email), login: who.email.split('@')[0] }));
+      return;
+    }
     if (url.pathname === '/api/user/emails') {
       const who = tokens.get((req.headers.authorization ?? '').replace(/^Bearer /, ''));
       if (!who) return void res.writeHead(401).end();
@@ -121,10 +210,25 @@ async function startGitHubPeer(): Promise<GitHubPeer> {
   return peer;
 }
 
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+/** ID tokens re-signed from the provider's real one, each wrong in one way (and a userinfo about someone else). */
+const BAD_ID_TOKENS: Array<[string, NonNullable<OidcPeer['tamper']>]> = [
+  ['signed by a key the issuer does not publish', { idToken: (c) => c, otherKey: true }],
+  ['for another client', { idToken: (c) => ({ ...c, aud: 'another-client' }) }],
+  ['for several clients, authorized for another', { idToken: (c) => ({ ...c, aud: ['herald', 'x'], azp: 'x' }) }],
+  ['for several clients, with no azp', { idToken: ({ azp: _azp, ...c }) => ({ ...c, aud: ['herald', 'x'] }) }],
+  ['from another issuer', { idToken: (c) => ({ ...c, iss: 'http://127.0.0.1:9' }) }],
+  ['that expired', { idToken: (c) => ({ ...c, iat: nowSeconds() - 900, exp: nowSeconds() - 300 }) }],
+  ['issued for another sign-in', { idToken: (c) => ({ ...c, nonce: randomBytes(32).toString('base64url') }) }],
+  ['without the nonce', { idToken: ({ nonce: _nonce, ...c }) => c }],
+  ['whose userinfo is about another subject', { userinfo: (info) => ({ ...info, sub: 'someone-else' }) }],
+];
+
 describe.skipIf(noChromium)(titleUnless(noChromium, 'SSO sign-in'), { timeout: 60_000 }, () => {
   let app: TestApp;
   let acme: TenantFixture;
-  let oidc: Awaited<ReturnType<typeof startOidcProvider>>;
+  let oidc: OidcPeer;
   let github: GitHubPeer;
   let browser: ChromiumSession;
   const env = () => ({
@@ -213,6 +317,41 @@ describe.skipIf(noChromium)(titleUnless(noChromium, 'SSO sign-in'), { timeout: 6
     await page.getByRole('button', { name: 'Continue' }).click();
   }
 
+  /** The user the page is signed in as (the console token's subject), or null. */
+  async function signedInAs(page: Page): Promise<string | null> {
+    const token = await page.evaluate(() => sessionStorage.getItem('herald.token'));
+    return token ? (app.runtime.tokens.verify(token, Date.now())?.sub ?? null) : null;
+  }
+
+  /** A sign-in through Corp SSO as `login` that reaches the console; the user it signed in as. */
+  async function corpSignIn(login: string): Promise<string | null> {
+    const page = await browser.context.newPage();
+    await ssoFromLogin(page, 'Continue with Corp SSO');
+    await oidcLogin(page, login);
+    await page.waitForURL(/\/console\//);
+    const user = await signedInAs(page);
+    await page.close();
+    return user;
+  }
+
+  /** A sign-in through Corp SSO as `login` that the login page refuses with `message`. */
+  async function corpRefused(login: string, message: RegExp): Promise<void> {
+    const page = await browser.context.newPage();
+    await ssoFromLogin(page, 'Continue with Corp SSO');
+    await oidcLogin(page, login);
+    await page.getByText(message).waitFor();
+    expect(await page.evaluate(() => sessionStorage.getItem('herald.token'))).toBeNull();
+    await page.close();
+  }
+
+  const identities = (where: string, params: unknown[]) =>
+    query<{ slug: string; subject: string; user_id: string }>(
+      app.runtime.orm.em.fork(),
+      `SELECT p.slug, i.subject, i.user_id FROM sso_identities i JOIN sso_providers p ON p.id = i.provider_id
+       WHERE ${where} ORDER BY p.slug`,
+      params,
+    );
+
   it('lists the providers publicly, and starts with state, PKCE (S256) and a browser-bound cookie', async () => {
     const list = await requestAs(app, 'GET', '/v1/auth/sso/providers');
     expect(list.status).toBe(200);
@@ -229,6 +368,12 @@ describe.skipIf(noChromium)(titleUnless(noChromium, 'SSO sign-in'), { timeout: 6
     expect(location.searchParams.get('code_challenge')).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(location.searchParams.get('redirect_uri')).toBe(`${app.config.publicUrl}/v1/auth/sso/corp/callback`);
     expect(location.searchParams.get('scope')).toBe('openid email profile');
+    // A nonce per sign-in, which its ID token must carry back.
+    expect(location.searchParams.get('nonce')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const again = new URL(
+      (await fetch(`${app.url}/v1/auth/sso/corp/start`, { redirect: 'manual' })).headers.get('location')!,
+    );
+    expect(again.searchParams.get('nonce')).not.toBe(location.searchParams.get('nonce'));
     expect(start.headers.get('set-cookie')).toMatch(
       /^herald_sso=[A-Za-z0-9_-]{40,}; Path=\/v1\/auth\/sso; Max-Age=600; HttpOnly; SameSite=Lax$/,
     );
@@ -252,6 +397,61 @@ describe.skipIf(noChromium)(titleUnless(noChromium, 'SSO sign-in'), { timeout: 6
     expect(tenants.status).toBe(200);
     expect(tenants.body[0]).toMatchObject({ id: acme.tenantId, role: 'owner' });
     await page.close();
+    // The provider's ID token (which carries no address: oidc-provider keeps it for userinfo) passed,
+    // and the account is linked to its subject.
+    expect(await identities('i.user_id = $1', [acme.ownerId])).toEqual([
+      { slug: 'corp', subject: acme.ownerEmail, user_id: acme.ownerId },
+    ]);
+  });
+
+  it.each(BAD_ID_TOKENS)('refuses an ID token %s, whatever userinfo says', async (_what, tamper) => {
+    const member = await addUser(app, acme.tenantId, 'admin', true);
+    const subject = `forged-${randomBytes(4).toString('hex')}`;
+    oidc.accounts.set(subject, { email: member.email });
+    const forged = oidc.forged.length;
+    const logged = app.logs.length;
+    oidc.tamper = tamper;
+    try {
+      await corpRefused(subject, /proof of your sign-in did not check out/);
+    } finally {
+      oidc.tamper = null;
+    }
+    if (tamper.idToken) expect(oidc.forged.length).toBe(forged + 1);
+    expect(await identities('i.subject = $1', [subject])).toEqual([]);
+    expect(app.logs.slice(logged).join('\n')).toMatch(/sso (id token refused|userinfo names another subject)/);
+    const logs = app.logs.join('\n');
+    for (const token of oidc.forged) expect(logs).not.toContain(token.split('.')[2]);
+    // The same account through the same provider, with the provider's own ID token: signed in.
+    expect(await corpSignIn(subject)).toBe(member.userId);
+  });
+
+  it('takes the address from the ID token when it carries one, and asks userinfo nothing', async () => {
+    const member = await addUser(app, acme.tenantId, 'admin', true);
+    const userinfoBefore = oidc.userinfoRequests;
+    oidc.tamper = { idToken: (c) => ({ ...c, email: member.email, email_verified: true }) };
+    try {
+      // userinfo would name another address (the login's own); the ID token's wins.
+      expect(await corpSignIn(`token-claims.${randomBytes(3).toString('hex')}@corp.example`)).toBe(member.userId);
+    } finally {
+      oidc.tamper = null;
+    }
+    expect(oidc.userinfoRequests).toBe(userinfoBefore);
+  });
+
+  it('matches the subject first: a changed address keeps the account, a reassigned one signs in nobody', async () => {
+    const member = await addUser(app, acme.tenantId, 'admin', true);
+    const subject = `employee-${randomBytes(4).toString('hex')}`;
+    oidc.accounts.set(subject, { email: member.email });
+    expect(await corpSignIn(subject)).toBe(member.userId);
+    expect(await identities('i.subject = $1', [subject])).toEqual([{ slug: 'corp', subject, user_id: member.userId }]);
+    // The person's address changes at the provider (to one of a domain that could join): still them.
+    oidc.accounts.set(subject, { email: `renamed.${randomBytes(3).toString('hex')}@corp.example` });
+    expect(await corpSignIn(subject)).toBe(member.userId);
+    // The provider gives the old address to someone else: not signed in to the linked account.
+    const successor = `successor-${randomBytes(4).toString('hex')}`;
+    oidc.accounts.set(successor, { email: member.email });
+    await corpRefused(successor, /linked to another account at this sign-in provider/);
+    expect(await identities('i.subject = $1', [successor])).toEqual([]);
   });
 
   it('lets a new user from an allowed domain join the provider tenant as admin, and refuses other domains and unverified emails', async () => {
@@ -293,6 +493,9 @@ describe.skipIf(noChromium)(titleUnless(noChromium, 'SSO sign-in'), { timeout: 6
     });
     await ssoFromLogin(page, 'Continue with GitHub');
     await page.waitForURL(/\/console\//);
+    expect(await identities('i.user_id = $1', [user.userId])).toEqual([
+      { slug: 'github', subject: String(gitHubIdOf(user.email)), user_id: user.userId },
+    ]);
     expect(github.codeChallenges.at(-1)).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(callback).toContain('state=');
     // The same callback again (a replay, or a reload of the history entry): the state is spent.
@@ -420,5 +623,25 @@ describe.skipIf(noChromium)(titleUnless(noChromium, 'SSO sign-in'), { timeout: 6
     const start = await fetch(`${app.url}/v1/auth/sso/down/start`, { redirect: 'manual' });
     expect(start.status).toBe(302);
     expect(start.headers.get('location')).toBe('/login#sso_error=sso_failed');
+  });
+
+  it('refuses a provider whose discovery document names another issuer', async () => {
+    /** Adds an OpenID Connect provider for the test provider's client, as `issuer`; where its start leads. */
+    const startThrough = async (slug: string, issuer: string) => {
+      const args = ['sso', 'add', slug, '--kind', 'oidc', '--issuer', issuer, '--client-id', 'herald'];
+      const added = await runCli([...args, '--client-secret-env', 'S'], { env: { ...env(), S: OIDC_SECRET } });
+      expect(added.code, added.stderr).toBe(0);
+      const start = await fetch(`${app.url}/v1/auth/sso/${slug}/start`, { redirect: 'manual' });
+      expect(start.status).toBe(302);
+      return start.headers.get('location')!;
+    };
+    // The real provider's document, served as that of another issuer (as a mix-up attack would).
+    const mixup = `${oidc.issuer}/mismatch`;
+    const doc = (await (await fetch(`${mixup}/.well-known/openid-configuration`)).json()) as Claims;
+    expect(doc.issuer).toBe(oidc.issuer);
+    expect(await startThrough('mixup', mixup)).toBe('/login#sso_error=sso_issuer_mismatch');
+    expect(app.logs.join('\n')).toContain('sso discovery names another issuer');
+    // The issuer as given, a trailing slash aside, is the one the document names: that provider starts.
+    expect(new URL(await startThrough('slash', `${oidc.issuer}/`)).origin).toBe(oidc.issuer);
   });
 });
