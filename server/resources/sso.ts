@@ -23,7 +23,8 @@ import { newId } from '../base/ids.ts';
 import { execute, query, queryOne, toIsoTimestamp } from '../base/db/sql.ts';
 import { publicBaseUrl } from '../base/config.ts';
 import type { Context } from '../base/context.ts';
-import { issueAccessToken, defaultTenantOf, type AccessTokenBody } from './auth.ts';
+import { defaultTenantOf, type AccessTokenBody } from './auth.ts';
+import { signInOrAskForSecondFactor, type MfaChallengeBody } from './mfa.ts';
 import { createTenant } from './tenants.ts';
 import { createUser, findUserByEmail, type UserRow } from './users.ts';
 import { ssoClientSecretAad } from '../base/crypto/aad.ts';
@@ -568,7 +569,7 @@ export async function finishSso(
   em: EntityManager,
   slug: string,
   input: { state?: string; code?: string; error?: string; cookie: string | null },
-): Promise<AccessTokenBody> {
+): Promise<AccessTokenBody | MfaChallengeBody> {
   const row = await providerBySlug(em, slug);
   const binding = cookieValue(input.cookie, SSO_COOKIE);
   const stored = input.state
@@ -616,7 +617,12 @@ export async function finishSso(
     identity.subject,
   ]);
   if (linked)
-    return issueAccessToken(runtime, linked.id, await tenantForExistingUser(em, row, linked, domainOf(linked.email)));
+    return signInOrAskForSecondFactor(
+      runtime,
+      em,
+      linked.id,
+      await tenantForExistingUser(em, row, linked, domainOf(linked.email)),
+    );
   const email = identity.email;
   if (!email) throw new SsoFailure('sso_email_unverified', 'The provider did not vouch for an email address');
   const domain = domainOf(email);
@@ -624,7 +630,7 @@ export async function finishSso(
   if (user) {
     const tenantId = await tenantForExistingUser(em, row, user, domain);
     await linkIdentity(em, row, identity.subject, user.id);
-    return issueAccessToken(runtime, user.id, tenantId);
+    return signInOrAskForSecondFactor(runtime, em, user.id, tenantId);
   }
   if (!row.allowed_domains.includes(domain))
     throw new SsoFailure(
@@ -639,7 +645,7 @@ export async function finishSso(
       (runtime.config.mode === 'single' ? (await queryOne<{ id: string }>(tx, FIND_INSTALL_TENANT))?.id : undefined);
     if (joinTenant) {
       await execute(tx, INSERT_DEFAULT_MEMBERSHIP, [created.id, joinTenant, row.default_role]);
-      return issueAccessToken(runtime, created.id, joinTenant);
+      return signInOrAskForSecondFactor(runtime, tx, created.id, joinTenant);
     }
     if (runtime.config.mode === 'single') throw new SsoFailure('sso_not_allowed', 'This install has no tenant to join');
     const tenant = await createTenant(tx, {
@@ -647,6 +653,6 @@ export async function finishSso(
       ownerUserId: created.id,
       makeDefault: true,
     });
-    return issueAccessToken(runtime, created.id, tenant.id);
+    return signInOrAskForSecondFactor(runtime, tx, created.id, tenant.id);
   });
 }

@@ -44,7 +44,8 @@ export const start = defineRoute({
 export const callback = defineRoute({
   method: 'GET',
   path: '/v1/auth/sso/:provider/callback',
-  summary: 'Where the provider returns: 302 to /login with the access token (or the reason it failed) in the fragment',
+  summary:
+    'Where the provider returns: 302 to /login with the access token, the second factor step (mfa_token) or the reason it failed, in the fragment',
   tag: TAG,
   auth: 'public',
   params: SsoProviderParams,
@@ -54,15 +55,21 @@ export const callback = defineRoute({
   handler: async ({ runtime, em, params, query, event }) => {
     let fragment: string;
     try {
-      const token = await finishSso(runtime, em, params.provider, {
+      const signedIn = await finishSso(runtime, em, params.provider, {
         ...query,
         cookie: event.req.headers.get('cookie'),
       });
-      fragment = new URLSearchParams({
-        sso_token: token.access_token,
-        expires_in: String(token.expires_in),
-        tenant_id: token.tenant_id,
-      }).toString();
+      // A user with a second factor gets the step that asks for it; the login page finishes it.
+      fragment = new URLSearchParams(
+        'mfa_required' in signedIn
+          ? { mfa_token: signedIn.mfa_token }
+          : {
+              sso_token: signedIn.access_token,
+              expires_in: String(signedIn.expires_in),
+              tenant_id: signedIn.tenant_id,
+              ...(signedIn.mfa_enrolment_required ? { mfa_enrolment_required: 'true' } : {}),
+            },
+      ).toString();
     } catch (error) {
       if (!(error instanceof SsoFailure)) throw error;
       fragment = new URLSearchParams({ sso_error: error.reason }).toString();
