@@ -1,7 +1,7 @@
 // Deliveries that fail for now are retried on the install's schedule (deliveryRetrySchedule), not
-// given up after a minute: a relay that turns an address away (451) for more attempts than pg-boss's
-// default retries still gets the email once it takes it; each retry waits the schedule's time; and a
-// delivery waiting for its retry shows when it runs (next_attempt_at).
+// given up after a minute: a relay that turns ten emails away (451) for more attempts than pg-boss's
+// default retries allow still gets every one of them, once, when it takes mail again; each retry waits
+// the schedule's time; and a delivery waiting for its retry shows when it runs (next_attempt_at).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { eventually } from '../support/eventually.ts';
@@ -60,15 +60,21 @@ async function deliveryOf(eventId: string): Promise<{ status: string; delivery: 
 }
 
 describe('the delivery retry schedule', () => {
-  it('retries past an outage longer than the default retries and delivers once the relay takes the email', async () => {
-    const address = 'ann@example.test';
-    deferred.add(address);
+  it('retries past an outage longer than the default retries and loses none of the emails it accepted', async () => {
+    const names = Array.from({ length: 10 }, (_, i) => `r${i}`);
+    const addressOf = (name: string) => `${name}@example.test`;
+    for (const name of names) deferred.add(addressOf(name));
     const res = await app.request('POST', '/v1/notifications', {
       token: acme.serviceKey,
-      body: { type: 'mail', recipients: [{ external_id: 'ann', email: address }], variables: { order: 'R-1' } },
+      body: {
+        type: 'mail',
+        recipients: names.map((name) => ({ external_id: name, email: addressOf(name) })),
+        variables: { order: 'R-1' },
+      },
     });
     expect(res.status).toBe(202);
-    const eventId: string = res.body.events[0].event_id;
+    const eventIds: string[] = res.body.events.map((e: { event_id: string }) => e.event_id);
+    const eventId = eventIds[0]!;
 
     // After the first attempt: pending, with its next attempt the schedule's first wait after it.
     const first = await eventually(
@@ -83,27 +89,34 @@ describe('the delivery retry schedule', () => {
     const firstWaitMs = Date.parse(first.next_attempt_at!) - Date.parse(first.updated_at);
     expect(firstWaitMs).toBeGreaterThanOrEqual(SCHEDULE[0]! * 1000 - 100);
 
-    // Turned away more times than pg-boss's default five retries allow: still waiting, not failed.
-    const later = await eventually(
+    // Turned away more times than pg-boss's default five retries allow: all still waiting, none failed.
+    await eventually(
       async () => {
-        const { delivery } = await deliveryOf(eventId);
-        return delivery && delivery.attempts >= 7 ? delivery : false;
+        for (const id of eventIds) {
+          const { delivery } = await deliveryOf(id);
+          if (!delivery || delivery.attempts < 7) return false;
+        }
+        return true;
       },
-      { timeoutMs: 60_000, message: 'seven attempts' },
+      { timeoutMs: 90_000, message: 'seven attempts of every email' },
     );
-    expect(later.status).toBe('pending');
+    for (const id of eventIds) expect((await deliveryOf(id)).delivery?.status).toBe('pending');
     expect(smtp.messages.filter((m) => m.parsed.subject === 'Order R-1')).toHaveLength(0);
 
-    deferred.delete(address);
-    const done = await eventually(
-      async () => {
-        const event = await deliveryOf(eventId);
-        return event.status === 'delivered' || event.status === 'failed' ? event : false;
-      },
-      { timeoutMs: 60_000, message: 'the event final' },
-    );
-    expect(done.status).toBe('delivered');
-    expect(done.delivery).toMatchObject({ status: 'sent', next_attempt_at: null });
-    expect(smtp.messages.filter((m) => m.parsed.subject === 'Order R-1')).toHaveLength(1);
+    // The relay takes mail again: every accepted email arrives, once.
+    deferred.clear();
+    for (const id of eventIds) {
+      const done = await eventually(
+        async () => {
+          const event = await deliveryOf(id);
+          return event.status === 'delivered' || event.status === 'failed' ? event : false;
+        },
+        { timeoutMs: 60_000, message: 'the event final' },
+      );
+      expect(done.status).toBe('delivered');
+      expect(done.delivery).toMatchObject({ status: 'sent', next_attempt_at: null });
+    }
+    const received = smtp.messages.filter((m) => m.parsed.subject === 'Order R-1').map((m) => m.envelope.to.join());
+    expect(received.sort()).toEqual(names.map(addressOf).sort());
   });
 });
