@@ -5,10 +5,12 @@ import { Baseline } from './0001-baseline.ts';
 import { DeliveryNextAttempt } from './0002-delivery-next-attempt.ts';
 import { Mfa } from './0003-mfa.ts';
 import { SsoIdentities } from './0004-sso-identities.ts';
+import { TenantCorsOrigins } from './0005-tenant-cors-origins.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-baseline', class: Baseline },
   { name: '0002-delivery-next-attempt', class: DeliveryNextAttempt },
   { name: '0003-mfa', class: Mfa },
   { name: '0004-sso-identities', class: SsoIdentities },
+  { name: '0005-tenant-cors-origins', class: TenantCorsOrigins },
 ];

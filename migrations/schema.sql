@@ -412,7 +412,8 @@ CREATE TABLE tenants (
   created_at timestamp with time zone NOT NULL DEFAULT now(),
   updated_at timestamp with time zone NOT NULL DEFAULT now(),
   default_language text NOT NULL DEFAULT 'en'::text,
-  require_mfa boolean NOT NULL DEFAULT false
+  require_mfa boolean NOT NULL DEFAULT false,
+  cors_origins text[] NOT NULL DEFAULT '{}'::text[]
 );
 
 CREATE TABLE throttle_hits (
@@ -710,6 +711,8 @@ ALTER TABLE tenant_limits ADD CONSTRAINT tenant_limits_pkey PRIMARY KEY (tenant_
 ALTER TABLE tenant_limits ADD CONSTRAINT tenant_limits_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id) ON DELETE CASCADE;
 
 ALTER TABLE tenant_limits ADD CONSTRAINT tenant_limits_value_check CHECK ((value >= (0)::double precision));
+
+ALTER TABLE tenants ADD CONSTRAINT tenants_cors_origins_check CHECK ((cardinality(cors_origins) <= 50));
 
 ALTER TABLE tenants ADD CONSTRAINT tenants_name_check CHECK (((length(name) >= 1) AND (length(name) <= 100)));
 

@@ -6,7 +6,7 @@ import { H3, getRouterParams, type H3Event } from 'h3';
 import { AppError, ValidationFailure } from '../base/errors.ts';
 import { assertAllowed, rateLimitHeaders, take } from '../base/rate-limit.ts';
 import { runAudited } from './audit.ts';
-import { authenticate, authorize } from './auth-rules.ts';
+import { authenticate, authorize, type Credential } from './auth-rules.ts';
 import { readJsonBody } from './body.ts';
 import { clientIp } from './client-ip.ts';
 import { errorResponse, errorToResponse, json } from './respond.ts';
@@ -14,6 +14,7 @@ import { Reply, type ApiContext, type AuthRule, type RouteContext, type RouteDef
 import { issuesOf, parseInput } from '../base/validation.ts';
 import { isDatabaseUnavailable, OUTAGE_RETRY_AFTER_SECONDS } from '../base/db/availability.ts';
 import { metricsOf } from '../base/metrics/registry.ts';
+import { tenantOriginsOf } from '../resources/tenants.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, Idempotency-Key, Last-Event-ID, X-Request-Id';
@@ -30,10 +31,25 @@ export function createApp(runtime: ApiContext, routes: RouteDefinition<any, any,
     app.on(route.method, route.path, (event) => handle(runtime, route, event, routes));
   }
   // Preflight for every path, answered before routing; it allows what the route asked for allows.
-  app.on('OPTIONS', '/**', (event) =>
-    finish(runtime, event, new Response(null, { status: 204 }), preflightRoute(event, routes), performance.now()),
-  );
+  app.on('OPTIONS', '/**', (event) => preflight(runtime, event, routes));
   return app;
+}
+
+/** A preflight: 204, with the grant grantCors decides (it may read the tenants' origins: 503 when it cannot). */
+async function preflight(
+  runtime: ApiContext,
+  event: H3Event,
+  routes: RouteDefinition<any, any, any>[],
+): Promise<Response> {
+  const started = performance.now();
+  const route = preflightRoute(event, routes);
+  let response = new Response(null, { status: 204 });
+  try {
+    await grantCors(runtime, event, route, null);
+  } catch (error) {
+    response = errorToResponse(outageOr(runtime, error), runtime.logger, { request_id: requestIdOf(event) });
+  }
+  return finish(runtime, event, response, route, started);
 }
 
 async function handle(
@@ -59,8 +75,10 @@ async function handle(
   };
   let response: Response;
   try {
+    await grantCors(runtime, event, route, null);
     if (route.auth !== 'public') {
       ctx.auth = await authenticate(runtime, ctx.em, event.req.headers.get('authorization'));
+      await grantCors(runtime, event, route, ctx.auth);
       authorize(route, ctx.auth);
     }
     ctx.params = route.params ? parseInput('path', route.params, getRouterParams(event, { decode: true })) : {};
@@ -230,7 +248,7 @@ function standardHeaders(
     'Referrer-Policy': 'no-referrer',
   };
   if (runtime.config.publicUrl?.startsWith('https://')) always['Strict-Transport-Security'] = 'max-age=31536000';
-  Object.assign(always, corsHeaders(runtime, event, route));
+  Object.assign(always, corsHeaders(event, route));
   return {
     defaults: {
       'X-Frame-Options': 'DENY',
@@ -293,18 +311,46 @@ function preflightRoute(
   return routes.find((r) => r.method === method && pathMatches(r.path, event.url.pathname)) ?? null;
 }
 
-/** CORS response headers for an allowed Origin on a cross-origin route; none for others. */
-function corsHeaders(
+type CorsState = { corsGrant?: string | null };
+
+/**
+ * Decides what Access-Control-Allow-Origin the response carries (corsHeaders writes it), called once
+ * before the credential is known and again with it. The install's `corsOrigins` grant on their own
+ * ('*' answers '*'); past them, a contact token's request is granted its tenant's own origins. A
+ * preflight carries no credential, so its tenant is unknown: it is granted any origin some tenant
+ * lists, and the actual request then answers only the token's tenant's origins, so a page can read
+ * answers only for tokens of its own tenant. Service keys and console tokens on these routes get the
+ * install's origins only: a tenant's list is for its contacts' browsers.
+ */
+async function grantCors(
   runtime: ApiContext,
   event: H3Event,
   route: RouteDefinition<any, any, any> | null,
-): Record<string, string> {
+  credential: Credential | null,
+): Promise<void> {
+  const state = event.context as CorsState;
   const origin = event.req.headers.get('origin');
-  if (!origin || !route || !CROSS_ORIGIN_RULES.has(route.auth)) return {};
-  const allowed = runtime.config.corsOrigins;
-  if (!allowed.includes('*') && !allowed.includes(origin)) return {};
+  if (state.corsGrant || !origin || !route || !CROSS_ORIGIN_RULES.has(route.auth)) return;
+  const install = runtime.config.corsOrigins;
+  if (install.includes('*') || install.includes(origin)) {
+    state.corsGrant = install.includes('*') ? '*' : origin;
+  } else if (event.req.method === 'OPTIONS') {
+    if ((await tenantOriginsOf(runtime).ofAnyTenant()).has(origin)) state.corsGrant = origin;
+  } else if (credential?.kind === 'contact') {
+    if ((await tenantOriginsOf(runtime).ofTenant(credential.tenantId)).has(origin)) state.corsGrant = origin;
+  }
+}
+
+/**
+ * CORS response headers of a cross-origin route: `Vary: Origin` always (the answer depends on it),
+ * the grant grantCors decided, none of the Access-Control headers without one.
+ */
+function corsHeaders(event: H3Event, route: RouteDefinition<any, any, any> | null): Record<string, string> {
+  if (!route || !CROSS_ORIGIN_RULES.has(route.auth)) return {};
+  const grant = (event.context as CorsState).corsGrant;
+  if (!grant) return { Vary: 'Origin' };
   const headers: Record<string, string> = {
-    'Access-Control-Allow-Origin': allowed.includes('*') ? '*' : origin,
+    'Access-Control-Allow-Origin': grant,
     Vary: 'Origin',
     'Access-Control-Expose-Headers': CORS_EXPOSE_HEADERS,
   };

@@ -31,7 +31,10 @@ export const configSchema = z.object({
   trustedProxies: z
     .array(z.string().refine(isProxyEntry, 'must be an IP address or a CIDR range (10.0.0.0/8)'))
     .default([]),
-  /** Origins allowed by CORS on browser routes; '*' allows any (contact tokens travel in a header, not a cookie). */
+  /**
+   * Origins allowed by CORS on browser routes for every tenant, added to each tenant's own (cors_origins);
+   * '*' allows any (contact tokens travel in a header, not a cookie).
+   */
   corsOrigins: z.array(z.string()).default(['*']),
   logLevel: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
   accessTokenTtlSeconds: durationSeconds.default(12 * 3600),

@@ -7,12 +7,14 @@ import { AppError } from '../base/errors.ts';
 import type { Config } from '../base/config.ts';
 import { roleAtLeast, type MemberRole } from '../base/auth/roles.ts';
 import { toIsoTimestamp } from '../base/timestamps.ts';
+import type { Context } from '../base/context.ts';
 
 export interface TenantRow {
   id: string;
   name: string;
   archived_at: Date | null;
   require_mfa: boolean;
+  cors_origins: string[];
   created_at: Date;
 }
 
@@ -20,7 +22,7 @@ export interface TenantRow {
 export const DEFAULT_BRAND_KEY = 'default';
 
 const INSERT_TENANT = `INSERT INTO tenants (id, name) VALUES ($1, $2)
-  RETURNING id, name, archived_at, require_mfa, created_at`;
+  RETURNING id, name, archived_at, require_mfa, cors_origins, created_at`;
 
 const CLEAR_DEFAULT_MEMBERSHIP = `UPDATE memberships SET is_default = false WHERE user_id = $1 AND is_default`;
 
@@ -30,23 +32,24 @@ const INSERT_OWNER_MEMBERSHIP = `INSERT INTO memberships (user_id, tenant_id, ro
 const INSERT_DEFAULT_BRAND = `INSERT INTO brands (id, tenant_id, key, "values", sender, is_default)
   VALUES ($1, $2, $3, $4, '{}', true)`;
 
-const FIND_TENANT = `SELECT id, name, archived_at, require_mfa, created_at FROM tenants WHERE id = $1`;
+const FIND_TENANT = `SELECT id, name, archived_at, require_mfa, cors_origins, created_at FROM tenants WHERE id = $1`;
 
-const LIST_ALL_TENANTS = `SELECT id, name, archived_at, require_mfa, created_at FROM tenants ORDER BY created_at, id`;
+const LIST_ALL_TENANTS = `SELECT id, name, archived_at, require_mfa, cors_origins, created_at FROM tenants
+  ORDER BY created_at, id`;
 
 const FIND_MEMBER_ROLE = `SELECT m.role FROM tenants t LEFT JOIN memberships m ON m.tenant_id = t.id AND m.user_id = $2
   WHERE t.id = $1`;
 
-const FIND_MEMBERSHIP_TENANT = `SELECT t.id, t.name, t.archived_at, t.require_mfa, t.created_at, m.role, m.is_default
-       FROM tenants t JOIN memberships m ON m.tenant_id = t.id AND m.user_id = $1 WHERE t.id = $2`;
+const FIND_MEMBERSHIP_TENANT = `SELECT t.id, t.name, t.archived_at, t.require_mfa, t.cors_origins, t.created_at,
+       m.role, m.is_default FROM tenants t JOIN memberships m ON m.tenant_id = t.id AND m.user_id = $1 WHERE t.id = $2`;
 
-const LIST_USER_TENANTS = `SELECT t.id, t.name, t.archived_at, t.require_mfa, t.created_at, m.role, m.is_default
-       FROM memberships m JOIN tenants t ON t.id = m.tenant_id
+const LIST_USER_TENANTS = `SELECT t.id, t.name, t.archived_at, t.require_mfa, t.cors_origins, t.created_at,
+       m.role, m.is_default FROM memberships m JOIN tenants t ON t.id = m.tenant_id
       WHERE m.user_id = $1 AND ($2::boolean OR t.archived_at IS NULL)
       ORDER BY t.created_at, t.id`;
 
 const UPDATE_TENANT = `UPDATE tenants SET name = coalesce($2, name), require_mfa = coalesce($3, require_mfa),
-  updated_at = now() WHERE id = $1`;
+  cors_origins = coalesce($4::text[], cors_origins), updated_at = now() WHERE id = $1`;
 
 const HAS_CONFIRMED_FACTOR = `SELECT 1 FROM mfa_factors WHERE user_id = $1 AND confirmed_at IS NOT NULL`;
 
@@ -55,11 +58,11 @@ const ARCHIVE_TENANT = `UPDATE tenants SET archived_at = coalesce(archived_at, $
 const UNARCHIVE_TENANT = `UPDATE tenants SET archived_at = NULL, updated_at = now() WHERE id = $1`;
 
 const RENAME_TENANT_RETURNING = `UPDATE tenants SET name = $2, updated_at = now() WHERE id = $1
-  RETURNING id, name, archived_at, require_mfa, created_at`;
+  RETURNING id, name, archived_at, require_mfa, cors_origins, created_at`;
 
 const SET_TENANT_ARCHIVED_RETURNING = `UPDATE tenants
      SET archived_at = CASE WHEN $2::boolean THEN coalesce(archived_at, now()) END, updated_at = now() WHERE id = $1
-     RETURNING id, name, archived_at, require_mfa, created_at`;
+     RETURNING id, name, archived_at, require_mfa, cors_origins, created_at`;
 
 const LOCK_MEMBERSHIP = `SELECT 1 FROM memberships WHERE user_id = $1 AND tenant_id = $2 FOR UPDATE`;
 
@@ -71,6 +74,10 @@ const SET_DEFAULT_MEMBERSHIP = `UPDATE memberships SET is_default = true WHERE u
 const ANY_TENANT = `SELECT 1 FROM tenants LIMIT 1`;
 
 const FIND_DEFAULT_MEMBERSHIP = `SELECT 1 FROM memberships WHERE user_id = $1 AND is_default`;
+
+const FIND_TENANT_ORIGINS = `SELECT cors_origins FROM tenants WHERE id = $1`;
+
+const ANY_TENANT_ORIGINS = `SELECT DISTINCT unnest(cors_origins) AS origin FROM tenants`;
 
 /**
  * Creates a tenant, its owner membership and its default brand (key "default", values.name = tenant
@@ -111,6 +118,7 @@ export interface TenantResponseBody {
   role: MemberRole;
   is_default: boolean;
   require_mfa: boolean;
+  cors_origins: string[];
   created_at: string;
 }
 
@@ -127,6 +135,7 @@ function toTenantResponse(row: MembershipTenantRow): TenantResponseBody {
     role: row.role,
     is_default: row.is_default,
     require_mfa: row.require_mfa,
+    cors_origins: row.cors_origins,
     created_at: toIsoTimestamp(row.created_at),
   };
 }
@@ -181,15 +190,17 @@ export async function createTenantForUser(
 }
 
 /**
- * PATCH /v1/auth/tenants/{id} (owner): renames the tenant and/or requires a second factor of every
- * member. Requiring one takes the owner's own factor first (422 mfa_not_enabled), so the switch cannot
- * shut its owner out; members without one are held to the enrolment routes from their next request.
+ * PATCH /v1/auth/tenants/{id} (owner): renames the tenant, requires a second factor of every member
+ * and/or sets the browser origins its contact tokens answer. Requiring a factor takes the owner's own
+ * first (422 mfa_not_enabled), so the switch cannot shut its owner out; members without one are held to
+ * the enrolment routes from their next request. New origins hold in this process at once.
  */
 export async function updateTenant(
+  runtime: Context,
   em: EntityManager,
   userId: string,
   tenantId: string,
-  changes: { name?: string | undefined; requireMfa?: boolean | undefined },
+  changes: { name?: string | undefined; requireMfa?: boolean | undefined; corsOrigins?: string[] | undefined },
 ): Promise<TenantResponseBody> {
   await requireMembership(em, userId, tenantId, 'owner');
   if (changes.requireMfa === true && !(await queryOne(em, HAS_CONFIRMED_FACTOR, [userId])))
@@ -197,7 +208,13 @@ export async function updateTenant(
       'mfa_not_enabled',
       'Set up your own second factor before requiring one of every member of the tenant',
     );
-  await execute(em, UPDATE_TENANT, [tenantId, changes.name ?? null, changes.requireMfa ?? null]);
+  await execute(em, UPDATE_TENANT, [
+    tenantId,
+    changes.name ?? null,
+    changes.requireMfa ?? null,
+    changes.corsOrigins ?? null,
+  ]);
+  if (changes.corsOrigins) tenantOriginsOf(runtime).remember(tenantId, changes.corsOrigins);
   return membershipTenant(em, userId, tenantId);
 }
 
@@ -266,4 +283,89 @@ export async function installHasTenant(em: EntityManager): Promise<boolean> {
 /** Whether the user has a default tenant already (a tenant created for them then does not become it). */
 export async function hasDefaultTenant(em: EntityManager, userId: string): Promise<boolean> {
   return (await queryOne(em, FIND_DEFAULT_MEMBERSHIP, [userId])) !== undefined;
+}
+
+// ---- Browser origins: what the CORS layer asks on every request of a contact-token route ----
+
+/** How long this process trusts the origins it read; a change made by another process shows within it. */
+export const TENANT_ORIGINS_TTL_MS = 30_000;
+const MAX_TENANTS_KEPT = 10_000;
+
+interface Kept {
+  origins: Promise<ReadonlySet<string>>;
+  until: number;
+}
+
+/**
+ * Tenants' browser origins, kept in memory so the inbox and the stream pay no query per request. The
+ * promise is kept, not its value: concurrent requests share one read, and a change stored meanwhile
+ * (remember) replaces the entry, so a read that began earlier never writes back what it saw.
+ */
+export class TenantOrigins {
+  readonly #byTenant = new Map<string, Kept>();
+  #anyTenant: Kept | null = null;
+  readonly #runtime: Context;
+
+  constructor(runtime: Context) {
+    this.#runtime = runtime;
+  }
+
+  /** The origins `tenantId` allows (empty for a tenant that does not exist). */
+  ofTenant(tenantId: string): Promise<ReadonlySet<string>> {
+    const now = this.#runtime.clock.now();
+    const kept = this.#byTenant.get(tenantId);
+    if (kept && kept.until > now) return kept.origins;
+    if (this.#byTenant.size >= MAX_TENANTS_KEPT) this.#byTenant.clear();
+    const origins = queryOne<{ cors_origins: string[] }>(this.#runtime.orm.em.fork(), FIND_TENANT_ORIGINS, [
+      tenantId,
+    ]).then((row): ReadonlySet<string> => new Set(row?.cors_origins ?? []));
+    const entry = { origins, until: now + TENANT_ORIGINS_TTL_MS };
+    this.#byTenant.set(tenantId, entry);
+    // A failed read is not kept: the next request reads again.
+    origins.catch(() => {
+      if (this.#byTenant.get(tenantId) === entry) this.#byTenant.delete(tenantId);
+    });
+    return origins;
+  }
+
+  /** Every origin some tenant allows: what a preflight, which carries no credential, is judged by. */
+  ofAnyTenant(): Promise<ReadonlySet<string>> {
+    const now = this.#runtime.clock.now();
+    if (this.#anyTenant && this.#anyTenant.until > now) return this.#anyTenant.origins;
+    const origins = query<{ origin: string }>(this.#runtime.orm.em.fork(), ANY_TENANT_ORIGINS).then(
+      (rows): ReadonlySet<string> => new Set(rows.map((r) => r.origin)),
+    );
+    const entry = { origins, until: now + TENANT_ORIGINS_TTL_MS };
+    this.#anyTenant = entry;
+    origins.catch(() => {
+      if (this.#anyTenant === entry) this.#anyTenant = null;
+    });
+    return origins;
+  }
+
+  /**
+   * A tenant's new origins, written in this process: they hold here from now on. Stored before the
+   * change commits, so a read racing the commit cannot keep the old list; should the transaction roll
+   * back, the list the owner asked for holds here until the entry expires. The set of every tenant's
+   * origins only gains them: one no longer listed is dropped when the set is read again, and meanwhile
+   * lets a preflight through, which the actual response still refuses.
+   */
+  remember(tenantId: string, origins: readonly string[]): void {
+    const until = this.#runtime.clock.now() + TENANT_ORIGINS_TTL_MS;
+    this.#byTenant.set(tenantId, { origins: Promise.resolve(new Set(origins)), until });
+    const any = this.#anyTenant;
+    if (any) any.origins = any.origins.then((known) => new Set([...known, ...origins]));
+  }
+}
+
+const tenantOrigins = new WeakMap<Context, TenantOrigins>();
+
+/** The process's cache of tenants' browser origins (one per runtime). */
+export function tenantOriginsOf(runtime: Context): TenantOrigins {
+  let origins = tenantOrigins.get(runtime);
+  if (!origins) {
+    origins = new TenantOrigins(runtime);
+    tenantOrigins.set(runtime, origins);
+  }
+  return origins;
 }

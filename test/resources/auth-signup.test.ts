@@ -59,6 +59,7 @@ describe('POST /v1/auth/register', () => {
         role: 'owner',
         is_default: true,
         require_mfa: false,
+        cors_origins: [],
         created_at: expect.any(String),
       },
     ]);

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { eventually } from '../support/eventually.ts';
-import { addMembership, addUser, signUp, type SignedUp } from '../support/fixtures.ts';
+import { addMembership, addUser, expectValidationError, signUp, type SignedUp } from '../support/fixtures.ts';
 import { queryOne } from '../../server/base/db/sql.ts';
 import { issueApiKey } from '../../server/resources/api-keys.ts';
 
@@ -62,6 +62,7 @@ describe('POST /v1/auth/tenants', () => {
       role: 'owner',
       is_default: false,
       require_mfa: false,
+      cors_origins: [],
       created_at: expect.any(String),
     });
     const brand = await queryOne(app.runtime.orm.em.fork(), `SELECT key, is_default FROM brands WHERE tenant_id = $1`, [
@@ -129,6 +130,80 @@ describe('PATCH /v1/auth/tenants/{tenant_id}', () => {
     expect((await app.request('PATCH', `/v1/auth/tenants/${owner.tenantId}`, { body: { name: 'A' } })).status).toBe(
       401,
     );
+  });
+});
+
+describe('PATCH /v1/auth/tenants/{tenant_id} cors_origins', () => {
+  const patch = (token: string, body: unknown, tenantId = owner.tenantId) =>
+    app.request('PATCH', `/v1/auth/tenants/${tenantId}`, { token, body });
+
+  it('sets the origins as browsers send them (lowercase, no default port, each once); [] clears them', async () => {
+    const res = await patch(owner.token, {
+      cors_origins: [
+        'HTTPS://App.Acme.Example:443',
+        'https://app.acme.example',
+        'http://localhost:3000',
+        ' https://bücher.example ',
+      ],
+    });
+    expect(res.status, res.text).toBe(200);
+    const origins = ['https://app.acme.example', 'http://localhost:3000', 'https://xn--bcher-kva.example'];
+    expect(res.body).toMatchObject({ id: owner.tenantId, name: 'First', cors_origins: origins });
+    const listed = await app.request('GET', '/v1/auth/tenants', { token: owner.token });
+    expect(listed.body.find((t: { id: string }) => t.id === owner.tenantId).cors_origins).toEqual(origins);
+    const audit = await queryOne<{ changes: unknown }>(
+      app.runtime.orm.em.fork(),
+      `SELECT changes FROM audit_log WHERE tenant_id = $1 ORDER BY at DESC, id DESC LIMIT 1`,
+      [owner.tenantId],
+    );
+    expect(audit?.changes).toEqual({ cors_origins: origins });
+    const renamed = await patch(owner.token, { name: 'First' });
+    expect(renamed.body.cors_origins).toEqual(origins);
+    const cleared = await patch(owner.token, { cors_origins: [] });
+    expect(cleared.status).toBe(200);
+    expect(cleared.body.cors_origins).toEqual([]);
+  });
+
+  it('answers 422 on the entry for anything but an origin, and for more than 50', async () => {
+    for (const bad of [
+      'https://app.example/',
+      'https://app.example/path',
+      'https://app.example?x=1',
+      '*',
+      'https://*.acme.example',
+      'null',
+      'app.example',
+      'ftp://app.example',
+      'https://user:pw@app.example',
+      'https://app.example:99999',
+      'https://',
+      `https://${'a'.repeat(300)}.example`,
+    ]) {
+      const res = await patch(owner.token, { cors_origins: ['https://fine.example', bad] });
+      expectValidationError(res, ['body', 'cors_origins', 1]);
+    }
+    for (const body of [{ cors_origins: 'https://app.example' }, { cors_origins: [42] }, { cors_origins: null }])
+      expect((await patch(owner.token, body)).status, JSON.stringify(body)).toBe(422);
+    const many = Array.from({ length: 51 }, (_, i) => `https://app${i}.example`);
+    expectValidationError(await patch(owner.token, { cors_origins: many }), ['body', 'cors_origins']);
+    expect((await patch(owner.token, { cors_origins: many.slice(0, 50) })).status).toBe(200);
+    expect((await patch(owner.token, { cors_origins: [] })).status).toBe(200);
+  });
+
+  it('answers 403 for an admin or a non-member, 404 for no tenant, 401 without a credential', async () => {
+    const admin = await addUser(app, owner.tenantId, 'admin');
+    const stranger = await signUp(app);
+    const body = { cors_origins: ['https://app.example'] };
+    const asAdmin = await patch(admin.token, body);
+    expect([asAdmin.status, asAdmin.body.code]).toEqual([403, 'insufficient_role']);
+    const asStranger = await patch(stranger.token, body);
+    expect([asStranger.status, asStranger.body.code]).toEqual([403, 'not_a_member']);
+    expect((await patch(owner.token, body, NO_SUCH_TENANT)).status).toBe(404);
+    expect((await app.request('PATCH', `/v1/auth/tenants/${owner.tenantId}`, { body })).status).toBe(401);
+    const key = await issueApiKey(app.runtime.orm.em.fork(), owner.tenantId, 'server');
+    expect((await patch(key.key, body)).status).toBe(403);
+    const unchanged = await app.request('GET', '/v1/auth/tenants', { token: owner.token });
+    expect(unchanged.body.find((t: { id: string }) => t.id === owner.tenantId).cors_origins).toEqual([]);
   });
 });
 

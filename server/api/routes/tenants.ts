@@ -46,16 +46,20 @@ export const updateTenant = defineRoute({
   method: 'PATCH',
   path: '/v1/auth/tenants/:tenant_id',
   summary:
-    'Renames a tenant and/or requires a second factor of every member (owner only; requiring one takes ' +
-    "the owner's own first)",
+    "Renames a tenant, requires a second factor of every member (requiring one takes the owner's own " +
+    'first) and/or sets the browser origins its contact tokens answer (owner only)',
   tag: TAG,
   auth: 'user',
   params: TenantParams,
   body: UpdateTenantRequest,
   responses: { 200: TenantResponse },
   errors: [403, 404, 422],
-  handler: ({ em, auth, params, body }) =>
-    tenants.updateTenant(em, userIdOf(auth), params.tenant_id, { name: body.name, requireMfa: body.require_mfa }),
+  handler: ({ runtime, em, auth, params, body }) =>
+    tenants.updateTenant(runtime, em, userIdOf(auth), params.tenant_id, {
+      name: body.name,
+      requireMfa: body.require_mfa,
+      corsOrigins: body.cors_origins,
+    }),
 });
 
 export const archiveTenant = defineRoute({
