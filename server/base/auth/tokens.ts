@@ -5,9 +5,8 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createJWTSignatureMessage, encodeJWT, parseJWT } from '@oslojs/jwt';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { KeyRing } from '../crypto/keyring.ts';
-import { queryOne } from '../db/sql.ts';
 import { installSecretAad } from '../crypto/aad.ts';
-import { storeInstallSecretOnce } from '../install-secrets.ts';
+import { readInstallSecret, storeInstallSecretOnce } from '../install-secrets.ts';
 
 export type TokenKind = 'access' | 'contact';
 
@@ -23,7 +22,6 @@ export interface TokenClaims {
 
 const HEADER = JSON.stringify({ alg: 'HS256', typ: 'JWT' });
 const SIGNING_SECRET = 'token_signing_key';
-const INSTALL_SECRET = `SELECT ciphertext FROM install_secrets WHERE name = $1`;
 
 export class TokenSigner {
   readonly #key: Buffer;
@@ -80,6 +78,6 @@ export class TokenSigner {
 export async function loadTokenSigner(em: EntityManager, keyRing: KeyRing): Promise<TokenSigner> {
   const aad = installSecretAad(SIGNING_SECRET);
   await storeInstallSecretOnce(em, SIGNING_SECRET, keyRing.encrypt(randomBytes(32).toString('base64'), aad));
-  const row = await queryOne<{ ciphertext: string }>(em, INSTALL_SECRET, [SIGNING_SECRET]);
-  return new TokenSigner(Buffer.from(keyRing.decrypt(row!.ciphertext, aad), 'base64'));
+  const ciphertext = await readInstallSecret(em, SIGNING_SECRET);
+  return new TokenSigner(Buffer.from(keyRing.decrypt(ciphertext!, aad), 'base64'));
 }

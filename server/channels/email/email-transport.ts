@@ -4,7 +4,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { emailTransportPasswordAad, installSecretAad } from '../../base/crypto/aad.ts';
 import { isUnreadable } from '../../base/crypto/keyring.ts';
 import { execute, queryOne } from '../../base/db/sql.ts';
-import { deleteInstallSecret, storeInstallSecret } from '../../base/install-secrets.ts';
+import { deleteInstallSecret, readInstallSecret, storeInstallSecret } from '../../base/install-secrets.ts';
 import { DEFAULT_SMTP_SECRET, installSmtp } from './install-smtp.ts';
 import { smtpSettingsFromUrl, type SmtpSettings } from './smtp.ts';
 import { SMTP_HOST_NOT_PUBLIC, loadEmailTransport, smtpHostAllowed, type EmailTransportRow } from './tenant-smtp.ts';
@@ -31,7 +31,6 @@ const PUT_TRANSPORT = `INSERT INTO email_transports
        password_ciphertext = CASE WHEN $9 THEN email_transports.password_ciphertext ELSE EXCLUDED.password_ciphertext END,
        updated_at = now()`;
 const DELETE_TRANSPORT = `DELETE FROM email_transports WHERE tenant_id = $1`;
-const INSTALL_SECRET = `SELECT ciphertext FROM install_secrets WHERE name = $1`;
 
 function toEmailTransportResponse(row: EmailTransportRow, unreadable: boolean): EmailTransportResponse {
   return {
@@ -214,11 +213,11 @@ export async function describeDefaultSmtp(
     const { host, port, secure, username } = smtpSettingsFromUrl(runtime.config.smtpUrl);
     return { source: 'config', host, port, secure, username, from: runtime.config.mailFrom };
   }
-  const row = await queryOne<{ ciphertext: string }>(em, INSTALL_SECRET, [DEFAULT_SMTP_SECRET]);
-  if (!row) return { source: 'none' };
+  const ciphertext = await readInstallSecret(em, DEFAULT_SMTP_SECRET);
+  if (!ciphertext) return { source: 'none' };
   try {
     const stored = JSON.parse(
-      runtime.keyRing.decrypt(row.ciphertext, installSecretAad(DEFAULT_SMTP_SECRET)),
+      runtime.keyRing.decrypt(ciphertext, installSecretAad(DEFAULT_SMTP_SECRET)),
     ) as DefaultSmtpInput;
     return {
       source: 'stored',
