@@ -360,6 +360,15 @@ export function rateLimitHeaders(results: RateResult[]): Record<string, string> 
   return headers;
 }
 
+/**
+ * Gives back the token a granted take charged `check`'s bucket: for a limit that counts only the
+ * attempts that fail (a sign-in's per-email bucket), once the attempt has succeeded.
+ */
+export async function giveBack(em: EntityManager, check: RateCheck): Promise<void> {
+  const burst = check.override?.burst ?? check.policy.burst;
+  await execute(em, RETURN_SQL, [`${check.policy.name}:${check.subject}`, 1, burst]);
+}
+
 /** Throws the 429 for a rejected set of results. */
 export function assertAllowed(results: RateResult[]): void {
   if (results.every((r) => r.allowed)) return;

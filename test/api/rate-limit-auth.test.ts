@@ -1,6 +1,7 @@
 // The sign-in related limits of the spec's Limits table, at their boundaries, with an injected clock:
-// login 10/min per IP and 5/15 min per email (counted at once, all or nothing), register 5/hour per IP,
-// and one 5/hour per-IP budget shared by password-reset, resend-verification and data requests.
+// login 10/min per IP and 5/15 min per email (counted at once, all or nothing; a right password gets the
+// email's token back), register 5/hour per IP, and one 5/hour per-IP budget shared by password-reset,
+// resend-verification and data requests.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { ManualClock } from '../../server/base/clock.ts';
@@ -70,6 +71,17 @@ describe('POST /v1/auth/login per email (5 per 15 minutes)', () => {
     clock.advance(180_000);
     expect((await login(freshIp(), email)).status).toBe(401);
     expect((await login(freshIp(), email)).status).toBe(429);
+  });
+});
+
+describe('POST /v1/auth/login per email counts failed attempts only', () => {
+  it('lets an owner sign in again and again, and still stops the sixth wrong password', async () => {
+    const user = await signUp(app);
+    for (let i = 0; i < 8; i++) expect((await login(freshIp(), user.email, PASSWORD)).status).toBe(200);
+    for (let i = 0; i < 5; i++) expect((await login(freshIp(), user.email)).status).toBe(401);
+    expect((await login(freshIp(), user.email)).status).toBe(429);
+    // Once stopped, the right password waits too: the limit holds whoever is guessing.
+    expect((await login(freshIp(), user.email, PASSWORD)).status).toBe(429);
   });
 });
 

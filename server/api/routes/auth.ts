@@ -12,7 +12,7 @@ import {
   UserResponse,
   VerifyEmailRequest,
 } from '../../schemas/auth.ts';
-import { RATE_POLICIES } from '../../base/rate-limit.ts';
+import { RATE_POLICIES, giveBack } from '../../base/rate-limit.ts';
 import { SignInResponse } from '../../schemas/mfa.ts';
 import * as auth from '../../resources/auth.ts';
 import * as mfa from '../../resources/mfa.ts';
@@ -44,13 +44,16 @@ export const login = defineRoute({
   body: LoginRequest,
   responses: { 200: SignInResponse },
   errors: [401, 403],
-  // Counted by IP and by the email attempted at once (all or nothing).
+  // Counted by IP and by the email attempted at once (all or nothing); a right password gets the
+  // email's token back, so the per-email limit counts failed attempts only and an owner who signs in
+  // often is not locked out by it.
   rateLimit: ({ ip, body }) => [
     { policy: RATE_POLICIES.loginIp, subject: ip },
     { policy: RATE_POLICIES.loginEmail, subject: body.email },
   ],
   handler: async ({ runtime, em, body }) => {
     const { userId, tenantId } = await auth.checkLogin(em, body);
+    await giveBack(em, { policy: RATE_POLICIES.loginEmail, subject: body.email });
     return mfa.signInOrAskForSecondFactor(runtime, em, userId, tenantId);
   },
 });
