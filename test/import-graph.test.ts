@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sourceFiles } from './support/source-files.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -34,16 +35,6 @@ export interface Edge {
   from: string;
   to: string;
   typeOnly: boolean;
-}
-
-function sourceFiles(dir: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(join(ROOT, dir))) {
-    const path = `${dir}/${name}`;
-    if (statSync(join(ROOT, path)).isDirectory()) out.push(...sourceFiles(path));
-    else if (name.endsWith('.ts')) out.push(path);
-  }
-  return out;
 }
 
 const STATIC_IMPORT = /^\s*(import|export)\s+(type\s+)?(?:[\w*{}\s,$]*?\s+from\s+)?['"]([^'"]+)['"]/gm;

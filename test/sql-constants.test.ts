@@ -5,9 +5,10 @@
 // statement in the HTTP layer (server/api/), whose routes call the modules that own the tables.
 import { describe, expect, it } from 'vitest';
 import ts from 'typescript';
-import { readFileSync, readdirSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sourceFiles } from './support/source-files.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -77,16 +78,6 @@ export function inlineStatements(fileName: string, source: string): Finding[] {
   };
   visit(file);
   return findings;
-}
-
-function sourceFiles(dir: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(join(ROOT, dir))) {
-    const path = join(dir, name);
-    if (statSync(join(ROOT, path)).isDirectory()) out.push(...sourceFiles(path));
-    else if (name.endsWith('.ts')) out.push(relative('.', path));
-  }
-  return out;
 }
 
 describe('the scanner', () => {

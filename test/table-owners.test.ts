@@ -4,9 +4,10 @@
 // write outside the owner's folder, on a written table the document does not list, and on a listed
 // table the migrations no longer create.
 import { describe, expect, it } from 'vitest';
-import { readFileSync, readdirSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sourceFiles } from './support/source-files.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -38,16 +39,6 @@ export function ownersFrom(markdown: string): Map<string, string> {
     if (m) owners.set(m[1]!, m[2]!);
   }
   return owners;
-}
-
-function sourceFiles(dir: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(join(ROOT, dir))) {
-    const path = join(dir, name);
-    if (statSync(join(ROOT, path)).isDirectory()) out.push(...sourceFiles(path));
-    else if (name.endsWith('.ts')) out.push(relative('.', path));
-  }
-  return out;
 }
 
 const owners = ownersFrom(readFileSync(join(ROOT, 'docs/architecture.md'), 'utf8'));
