@@ -296,6 +296,18 @@ describe('signing in with a second factor', () => {
     expect((await verify({ mfa_token: await challenge(user), code: totp(secret) })).status).toBe(200);
   });
 
+  it('counts wrong codes only: a user who signs in again and again is never stopped by the limit', async () => {
+    const { user, secret } = await enrolled();
+    for (let i = 0; i < 7; i++) {
+      expect((await verify({ mfa_token: await challenge(user), code: totp(secret) })).status).toBe(200);
+      nextStep();
+    }
+    const mfaToken = await challenge(user);
+    for (let i = 0; i < 4; i++) expect((await verify({ mfa_token: mfaToken, code: totp(secret, 7) })).status).toBe(401);
+    expect((await verify({ mfa_token: await challenge(user), code: totp(secret, 7) })).status).toBe(401);
+    expectError(await verify({ mfa_token: await challenge(user), code: totp(secret) }), 429, 'rate_limited');
+  });
+
   it('answers 422 for malformed input and never a 5xx', async () => {
     const { user } = await enrolled();
     const mfaToken = await challenge(user);

@@ -11,7 +11,7 @@ import {
   TotpDisableRequest,
   TotpEnrolmentResponse,
 } from '../../schemas/mfa.ts';
-import { RATE_POLICIES } from '../../base/rate-limit.ts';
+import { RATE_POLICIES, giveBack } from '../../base/rate-limit.ts';
 import * as mfa from '../../resources/mfa.ts';
 import { userIdOf } from '../auth-rules.ts';
 
@@ -100,11 +100,17 @@ export const verify = defineRoute({
   body: MfaVerifyRequest,
   responses: { 200: AccessTokenResponse },
   errors: [401],
-  // Counted by IP (with login's attempts) and by the user the mfa_token is for, all or nothing.
+  // Counted by IP (with login's attempts) and by the user the mfa_token is for, all or nothing; a right
+  // code gets the user's token back, as a right password does at login: the per-user limit counts
+  // wrong codes, so a user who signs in often is not locked out by it.
   rateLimit: async ({ ip, em, body }) => [
     { policy: RATE_POLICIES.loginIp, subject: ip },
     { policy: RATE_POLICIES.mfaCode, subject: await mfa.challengeRateSubject(em, body.mfa_token) },
   ],
-  handler: ({ runtime, em, body }) =>
-    mfa.verifySecondFactor(runtime, em, { mfaToken: body.mfa_token, ...proofOf(body) }),
+  handler: async ({ runtime, em, body }) => {
+    const subject = await mfa.challengeRateSubject(em, body.mfa_token);
+    const signedIn = await mfa.verifySecondFactor(runtime, em, { mfaToken: body.mfa_token, ...proofOf(body) });
+    await giveBack(em, { policy: RATE_POLICIES.mfaCode, subject });
+    return signedIn;
+  },
 });
