@@ -5,10 +5,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { eventually } from '../support/eventually.ts';
-import { createTenantFixture, insertNotificationType, type TenantFixture } from '../support/fixtures.ts';
+import {
+  createTenantFixture,
+  insertEmailTemplate,
+  insertNotificationType,
+  type TenantFixture,
+} from '../support/fixtures.ts';
 import { startSmtpPeer, type SmtpPeer } from '../support/smtp-peer.ts';
-import { execute } from '../../server/base/db/sql.ts';
-import { newId } from '../../server/base/ids.ts';
 
 /** The first wait is longer than pg-boss's first backoff (1-2 s), so a test can tell them apart. */
 const SCHEDULE = [4, 1, 1, 1, 1, 1, 1, 1, 1];
@@ -29,12 +32,7 @@ beforeAll(async () => {
   });
   expect(res.status).toBe(200);
   await insertNotificationType(app, acme.tenantId, { key: 'mail', channels: { email: true } });
-  await execute(
-    app.runtime.orm.em.fork(),
-    `INSERT INTO email_templates (id, tenant_id, notification_type_key, brand_key, language, subject, content)
-     VALUES ($1, $2, 'mail', 'default', 'en', 'Order {{ order }}', '<p>Hi</p>')`,
-    [newId(), acme.tenantId],
-  );
+  await insertEmailTemplate(app, acme.tenantId, { type: 'mail', subject: 'Order {{ order }}', content: '<p>Hi</p>' });
 });
 
 afterAll(async () => {

@@ -245,6 +245,19 @@ export async function insertInboxTemplate(
   );
 }
 
+export async function insertEmailTemplate(
+  app: TestApp,
+  tenantId: string,
+  input: { type: string; subject: string; content: string; brand?: string; language?: string },
+): Promise<void> {
+  await execute(
+    app.runtime.orm.em.fork(),
+    `INSERT INTO email_templates (id, tenant_id, notification_type_key, brand_key, language, subject, content)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    [newId(), tenantId, input.type, input.brand ?? 'default', input.language ?? 'en', input.subject, input.content],
+  );
+}
+
 /**
  * Stores an inbox item (its own 'notification' on the contact's stream) as the delivery worker's
  * inbox channel does. `app` may be any process of the install.

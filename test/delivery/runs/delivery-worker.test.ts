@@ -13,6 +13,7 @@ import { startTestApp, type TestApp } from '../../support/app.ts';
 import { eventually } from '../../support/eventually.ts';
 import {
   activeJobs,
+  insertEmailTemplate,
   insertInboxTemplate,
   createTenantFixture,
   insertNotificationType,
@@ -1105,11 +1106,7 @@ describe('push and email channels (their senders are injected until the transpor
     const em = api.runtime.orm.em.fork();
     const emailTemplate = async (type: string, subject: string, content: string) => {
       await insertNotificationType(api, acme.tenantId, { key: type });
-      await execute(
-        em,
-        `INSERT INTO email_templates (id, tenant_id, notification_type_key, brand_key, language, subject, content) VALUES ($1, $2, $3, 'default', 'en', $4, $5)`,
-        [newId(), acme.tenantId, type, subject, content],
-      );
+      await insertEmailTemplate(api, acme.tenantId, { type, subject, content });
     };
     await emailTemplate('memo_mail', 'Order {{ order }}', '<p>For {{ contact.name | default: "you" }}</p>');
     await emailTemplate('memo_mail_lookup', 'x', '<p>{{ [field] }}</p>');

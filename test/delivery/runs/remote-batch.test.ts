@@ -14,6 +14,7 @@ import { eventually } from '../../support/eventually.ts';
 import {
   createTenantFixture,
   deliveryJobsOf,
+  insertEmailTemplate,
   insertInboxTemplate,
   insertNotificationType,
   sql,
@@ -24,7 +25,6 @@ import { startSmtpPeer, type SmtpPeer } from '../../support/smtp-peer.ts';
 import { deliverRemoteBatch } from '../../../server/delivery/runs/remote.ts';
 import { loadEvents, type LoadedEvent } from '../../../server/delivery/stages/load.ts';
 import { execute } from '../../../server/base/db/sql.ts';
-import { newId } from '../../../server/base/ids.ts';
 
 let app: TestApp;
 let smtp: SmtpPeer;
@@ -45,18 +45,14 @@ beforeAll(async () => {
   });
   expect(res.status).toBe(200);
   await insertNotificationType(app, acme.tenantId, { key: 'mail', channels: { email: true } });
-  await execute(
-    app.runtime.orm.em.fork(),
-    `INSERT INTO email_templates (id, tenant_id, notification_type_key, brand_key, language, subject, content) VALUES ($1, $2, 'mail', 'default', 'en', 'Order {{ order }}', '<p>Hi {{ contact.external_id }}</p>')`,
-    [newId(), acme.tenantId],
-  );
+  await insertEmailTemplate(app, acme.tenantId, {
+    type: 'mail',
+    subject: 'Order {{ order }}',
+    content: '<p>Hi {{ contact.external_id }}</p>',
+  });
   await insertNotificationType(app, acme.tenantId, { key: 'mixed', channels: { inbox: true, email: true } });
   await insertInboxTemplate(app, acme.tenantId, { type: 'mixed', title: 'Order {{ order }}', content: 'Hi' });
-  await execute(
-    app.runtime.orm.em.fork(),
-    `INSERT INTO email_templates (id, tenant_id, notification_type_key, brand_key, language, subject, content) VALUES ($1, $2, 'mixed', 'default', 'en', 'Order {{ order }}', '<p>Hi</p>')`,
-    [newId(), acme.tenantId],
-  );
+  await insertEmailTemplate(app, acme.tenantId, { type: 'mixed', subject: 'Order {{ order }}', content: '<p>Hi</p>' });
 });
 
 afterAll(async () => {
