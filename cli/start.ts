@@ -119,7 +119,7 @@ export function registerStart(program: Command): void {
       }
       await stopRuntime(runtime, running);
       if (running.unfinished.length > 0) {
-        runtime.logger.error('shutdown forced: the drain did not finish in time', {
+        runtime.logger.error('shutdown forced: the drain left work unfinished', {
           unfinished: running.unfinished,
           failed: running.failed,
           timeout_ms: config.shutdownTimeoutMs,

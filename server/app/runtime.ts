@@ -253,7 +253,7 @@ export async function stopRuntime(
     await drain.step('queue', waitMs + QUEUE_CLOSE_MS, () => stopBoss(boss, waitMs));
     runtime.boss = null;
     const running = jobsInFlight.get(runtime)?.count ?? 0;
-    if (running > 0) drain.leftBehind(`queue: ${running} job(s) still running, failed to be retried`);
+    if (running > 0) drain.leftBehind(`queue: ${running} job(s) still running, failed so that they are retried`);
   }
   runtime.smtp.close();
   for (const [i, cleanup] of [...runtime.cleanups].reverse().entries())

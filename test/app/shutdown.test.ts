@@ -287,7 +287,7 @@ describe('SIGTERM', { timeout: 240_000 }, () => {
     expect(code, herald.output().slice(-4000)).toBe(1);
     // The deadline, and the moment the process takes to exit.
     expect(ms).toBeLessThan(deadlineMs + 1000);
-    expect(herald.output()).toMatch(/"msg":"shutdown forced: the drain did not finish in time".*"unfinished":\["queue/);
+    expect(herald.output()).toMatch(/"msg":"shutdown forced: the drain left work unfinished".*"unfinished":\["queue/);
     await noPostgresLeft(dataDir);
   });
 
