@@ -6,6 +6,7 @@ import { DeliveryNextAttempt } from './0002-delivery-next-attempt.ts';
 import { Mfa } from './0003-mfa.ts';
 import { SsoIdentities } from './0004-sso-identities.ts';
 import { TenantCorsOrigins } from './0005-tenant-cors-origins.ts';
+import { ProviderAttemptsChatDestinations } from './0006-provider-attempts-chat-destinations.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-baseline', class: Baseline },
@@ -13,4 +14,5 @@ export const migrations: MigrationObject[] = [
   { name: '0003-mfa', class: Mfa },
   { name: '0004-sso-identities', class: SsoIdentities },
   { name: '0005-tenant-cors-origins', class: TenantCorsOrigins },
+  { name: '0006-provider-attempts-chat-destinations', class: ProviderAttemptsChatDestinations },
 ];

@@ -61,6 +61,19 @@ CREATE TABLE broadcasts (
   failure_reason text
 );
 
+CREATE TABLE chat_destinations (
+  id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
+  contact_id uuid NOT NULL,
+  provider text NOT NULL,
+  label text,
+  webhook_url_ciphertext text,
+  webhook_url_hint text,
+  channel text,
+  chat_id text,
+  created_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
 CREATE TABLE contact_preferences (
   contact_id uuid NOT NULL,
   tenant_id uuid NOT NULL,
@@ -111,7 +124,8 @@ CREATE TABLE deliveries (
   provider_message_id text,
   created_at timestamp with time zone NOT NULL DEFAULT now(),
   updated_at timestamp with time zone NOT NULL DEFAULT now(),
-  next_attempt_at timestamp with time zone
+  next_attempt_at timestamp with time zone,
+  provider_attempts jsonb NOT NULL DEFAULT '[]'::jsonb
 );
 
 CREATE TABLE digests (
@@ -506,7 +520,23 @@ ALTER TABLE broadcasts ADD CONSTRAINT broadcasts_tenant_id_fkey FOREIGN KEY (ten
 
 ALTER TABLE broadcasts ADD CONSTRAINT broadcasts_topic_id_fkey FOREIGN KEY (topic_id) REFERENCES topics(id) ON DELETE SET NULL;
 
-ALTER TABLE contact_preferences ADD CONSTRAINT contact_preferences_channel_check CHECK ((channel = ANY (ARRAY['inbox'::text, 'email'::text, 'push'::text, 'web_push'::text])));
+ALTER TABLE chat_destinations ADD CONSTRAINT chat_destinations_channel_check CHECK ((length(channel) <= 200));
+
+ALTER TABLE chat_destinations ADD CONSTRAINT chat_destinations_chat_id_check CHECK ((length(chat_id) <= 200));
+
+ALTER TABLE chat_destinations ADD CONSTRAINT chat_destinations_check CHECK (((webhook_url_ciphertext IS NOT NULL) OR (channel IS NOT NULL) OR (chat_id IS NOT NULL)));
+
+ALTER TABLE chat_destinations ADD CONSTRAINT chat_destinations_contact_id_fkey FOREIGN KEY (contact_id) REFERENCES contacts(id) ON DELETE CASCADE;
+
+ALTER TABLE chat_destinations ADD CONSTRAINT chat_destinations_label_check CHECK ((length(label) <= 200));
+
+ALTER TABLE chat_destinations ADD CONSTRAINT chat_destinations_pkey PRIMARY KEY (id);
+
+ALTER TABLE chat_destinations ADD CONSTRAINT chat_destinations_provider_check CHECK ((provider = ANY (ARRAY['slack'::text, 'teams'::text, 'discord'::text, 'telegram'::text, 'mattermost'::text, 'google_chat'::text])));
+
+ALTER TABLE chat_destinations ADD CONSTRAINT chat_destinations_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id) ON DELETE CASCADE;
+
+ALTER TABLE contact_preferences ADD CONSTRAINT contact_preferences_channel_check CHECK ((channel = ANY (ARRAY['inbox'::text, 'email'::text, 'push'::text, 'web_push'::text, 'sms'::text, 'chat'::text, 'http'::text])));
 
 ALTER TABLE contact_preferences ADD CONSTRAINT contact_preferences_contact_id_fkey FOREIGN KEY (contact_id) REFERENCES contacts(id) ON DELETE CASCADE;
 
@@ -528,7 +558,7 @@ ALTER TABLE data_requests ADD CONSTRAINT data_requests_requested_by_fkey FOREIGN
 
 ALTER TABLE data_requests ADD CONSTRAINT data_requests_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'completed'::text, 'failed'::text])));
 
-ALTER TABLE deliveries ADD CONSTRAINT deliveries_channel_check CHECK ((channel = ANY (ARRAY['inbox'::text, 'email'::text, 'push'::text, 'web_push'::text])));
+ALTER TABLE deliveries ADD CONSTRAINT deliveries_channel_check CHECK ((channel = ANY (ARRAY['inbox'::text, 'email'::text, 'push'::text, 'web_push'::text, 'sms'::text, 'chat'::text, 'http'::text])));
 
 ALTER TABLE deliveries ADD CONSTRAINT deliveries_event_id_channel_destination_key UNIQUE (event_id, channel, destination);
 
@@ -751,6 +781,8 @@ CREATE INDEX audit_log_tenant_id ON public.audit_log USING btree (tenant_id, id 
 CREATE UNIQUE INDEX brands_one_default ON public.brands USING btree (tenant_id) WHERE is_default;
 
 CREATE INDEX broadcasts_tenant ON public.broadcasts USING btree (tenant_id, id DESC);
+
+CREATE INDEX chat_destinations_contact ON public.chat_destinations USING btree (contact_id, created_at);
 
 CREATE INDEX data_requests_tenant ON public.data_requests USING btree (tenant_id, created_at DESC);
 

@@ -211,3 +211,30 @@ export function readVariables(
     };
   }
 }
+
+/** What the text channels (sms, chat, http) send: a title, a body and where it leads. */
+export interface RenderedMessage {
+  title: string;
+  body: string;
+  action_url: string | null;
+}
+
+/**
+ * The message of an sms, chat or http delivery; null: no template. Without a template of the
+ * channel's own kind, it is the inbox template's title and body, so one template serves a type on
+ * every channel.
+ */
+export async function renderMessageDelivery(
+  em: EntityManager,
+  event: EventForDelivery,
+  contact: ContactRow,
+  variables: Record<string, unknown>,
+  cache: TemplateCache,
+): Promise<RenderedMessage | null> {
+  return renderInboxDelivery(em, event, contact, variables, cache);
+}
+
+/** An SMS's one text: the title and the body on lines of their own (either may be empty). */
+export function smsText(message: RenderedMessage): string {
+  return [message.title, message.body].filter((part) => part.trim().length > 0).join('\n');
+}

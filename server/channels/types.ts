@@ -23,12 +23,28 @@ export type SkipReason =
   /** The address is on the tenant's suppression list (bounced, complained, or added by hand). */
   | 'suppressed';
 
+/** One provider's answer within a delivery's attempt; a failover makes several per attempt. */
+export interface ProviderAttempt {
+  at: string;
+  provider: string;
+  /** skipped: not asked (its circuit open, or paused by a Retry-After). */
+  outcome: 'sent' | 'failed' | 'skipped';
+  error: string | null;
+}
+
+/** Which provider answered and the providers asked on the way (channels with failover fill them in). */
+interface ProviderTrail {
+  /** The provider that answered last; the delivery's `provider` becomes it. */
+  provider?: string;
+  providerAttempts?: ProviderAttempt[];
+}
+
 export type DeliveryOutcome =
   /** delivered: stored in the inbox or confirmed; sent: accepted by SMTP or a push service. */
-  | { status: 'delivered' | 'sent'; providerMessageId?: string | null }
+  | ({ status: 'delivered' | 'sent'; providerMessageId?: string | null } & ProviderTrail)
   | { status: 'skipped'; reason: SkipReason }
   /** retryable: worth another attempt later (network, 5xx, 429); otherwise final at once. */
-  | { status: 'failed'; error: string; retryable: boolean };
+  | ({ status: 'failed'; error: string; retryable: boolean } & ProviderTrail);
 
 /**
  * Records what is learnt of a sent delivery later (a bounce, a complaint) on its row. The deliveries

@@ -66,7 +66,7 @@ export const cursorPage = {
 };
 
 /** The channels Herald delivers over: the one list every schema, service and command takes them from. */
-export const CHANNELS = ['inbox', 'email', 'push', 'web_push'] as const;
+export const CHANNELS = ['inbox', 'email', 'push', 'web_push', 'sms', 'chat', 'http'] as const;
 export const Channel = z.enum(CHANNELS).meta({ id: 'Channel' });
 export type Channel = z.infer<typeof Channel>;
 

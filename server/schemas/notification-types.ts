@@ -27,6 +27,9 @@ export const DEFAULT_CHANNEL_DEFAULTS: Record<Channel, boolean> = {
   email: true,
   push: false,
   web_push: false,
+  sms: false,
+  chat: false,
+  http: false,
 };
 
 const ChannelDefaults = z.object(
@@ -61,7 +64,7 @@ export const CreateNotificationTypeRequest = z
     name: z.string().trim().max(200).optional().describe('Defaults to the key'),
     description: z.string().max(2000).default(''),
     channel_defaults: ChannelDefaultsPatch.default({}).describe(
-      'Channels on by default; unnamed channels: inbox and email on, push and web_push off',
+      'Channels on by default; unnamed channels: inbox and email on, the others off',
     ),
     opt_out: z.boolean().default(true).describe('Whether contacts may opt out of this type (the opt-out policy)'),
     variables: variableList.default([]),

@@ -54,6 +54,15 @@ export const TriggeredEvent = z
 export const TriggerResponse = z.object({ events: z.array(TriggeredEvent) }).meta({ id: 'TriggerResponse' });
 export type TriggerResponse = z.infer<typeof TriggerResponse>;
 
+export const ProviderAttempt = z
+  .object({
+    at: isoDateTime,
+    provider: z.string(),
+    outcome: z.enum(['sent', 'failed', 'skipped']).describe('skipped: not asked (its circuit open, or paused by Retry-After)'),
+    error: z.string().nullable(),
+  })
+  .meta({ id: 'ProviderAttempt' });
+
 export const DeliveryResponse = z
   .object({
     channel: Channel,
@@ -62,6 +71,9 @@ export const DeliveryResponse = z
     provider: z.string().nullable(),
     attempts: z.number().int(),
     last_error: z.string().nullable(),
+    provider_attempts: z
+      .array(ProviderAttempt)
+      .describe('Every provider asked, in order, over all attempts: a failover shows as several'),
     /** When a delivery that failed for now is tried again (deliveryRetrySchedule); null otherwise. */
     next_attempt_at: isoDateTime.nullable(),
     updated_at: isoDateTime,

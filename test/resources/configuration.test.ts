@@ -109,7 +109,7 @@ describe('configuration as code over HTTP', () => {
       key: 'order_shipped',
       name: 'Order shipped',
       description: 'An order left the warehouse',
-      channel_defaults: { inbox: true, email: true, push: true, web_push: false },
+      channel_defaults: { inbox: true, email: true, push: true, web_push: false, sms: false, chat: false, http: false },
       opt_out: false,
       variables: [{ name: 'order_id', required: true, description: 'Order number' }],
       bypass_quiet_hours: false,

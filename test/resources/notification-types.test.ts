@@ -55,7 +55,7 @@ describe('POST /v1/notification-types', () => {
       key: 'order.shipped',
       name: 'Order shipped',
       description: 'Sent when a parcel leaves',
-      channel_defaults: { inbox: true, email: false, push: true, web_push: true },
+      channel_defaults: { inbox: true, email: false, push: true, web_push: true, sms: false, chat: false, http: false },
       opt_out: false,
       variables: [
         { name: 'order_id', required: true, description: 'The order number' },
@@ -79,7 +79,7 @@ describe('POST /v1/notification-types', () => {
       key: 'welcome',
       name: 'welcome',
       description: '',
-      channel_defaults: { inbox: true, email: true, push: true, web_push: false },
+      channel_defaults: { inbox: true, email: true, push: true, web_push: false, sms: false, chat: false, http: false },
       opt_out: true,
       variables: [],
     });
@@ -113,7 +113,7 @@ describe('POST /v1/notification-types', () => {
     const post = (body: unknown) => app.request('POST', '/v1/notification-types', { token: acme.serviceKey, body });
     expectValidationError(await post({ key: 'Bad Key' }), ['body', 'key']);
     expectValidationError(await post({}), ['body', 'key']);
-    expectValidationError(await post({ key: 'x', channel_defaults: { sms: true } }), ['body', 'channel_defaults']);
+    expectValidationError(await post({ key: 'x', channel_defaults: { fax: true } }), ['body', 'channel_defaults']);
     expectValidationError(await post({ key: 'x', channel_defaults: { email: 'yes' } }), [
       'body',
       'channel_defaults',
@@ -266,7 +266,15 @@ describe('PATCH /v1/notification-types/{key}/channel-defaults', () => {
       body: { channel_defaults: { email: false, web_push: true } },
     });
     expect(res.status).toBe(200);
-    expect(res.body.channel_defaults).toEqual({ inbox: true, email: false, push: false, web_push: true });
+    expect(res.body.channel_defaults).toEqual({
+      inbox: true,
+      email: false,
+      push: false,
+      web_push: true,
+      sms: false,
+      chat: false,
+      http: false,
+    });
     expect(res.body.updated_at >= type.updated_at).toBe(true);
   });
 

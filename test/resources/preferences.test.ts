@@ -5,6 +5,7 @@ import { startTestApp, type TestApp } from '../support/app.ts';
 import { createTenantFixture, insertNotificationType, type TenantFixture } from '../support/fixtures.ts';
 import { enabledChannels } from '../../server/resources/preferences.ts';
 import { execute } from '../../server/base/db/sql.ts';
+import { CHANNELS } from '../../server/schemas/common.ts';
 
 let app: TestApp;
 let acme: TenantFixture;
@@ -47,7 +48,7 @@ describe('GET /v1/contacts/{id}/preferences', () => {
     const res = await app.request('GET', `/v1/contacts/${id}/preferences`, { token: acme.tokenFor(id) });
     expect(res.status).toBe(200);
     const list = res.body.preferences as Entry[];
-    expect(list).toHaveLength(8);
+    expect(list).toHaveLength(2 * CHANNELS.length);
     expect(new Set(list.map((e) => e.type))).toEqual(new Set(['order_shipped', 'security_alert']));
     expect(entry(list, 'order_shipped', 'email')).toEqual({
       type: 'order_shipped',
@@ -90,7 +91,7 @@ describe('PUT /v1/contacts/{id}/preferences', () => {
     });
     expect(res.status).toBe(200);
     const list = res.body.preferences as Entry[];
-    expect(list).toHaveLength(8);
+    expect(list).toHaveLength(2 * CHANNELS.length);
     expect(entry(list, 'order_shipped', 'email')).toMatchObject({ enabled: false, source: 'contact' });
     expect(entry(list, 'order_shipped', 'inbox')).toMatchObject({ enabled: true, source: 'default' });
     // An opt-in to a channel that defaults off counts too.
@@ -104,6 +105,9 @@ describe('PUT /v1/contacts/{id}/preferences', () => {
       email: false,
       push: true,
       web_push: false,
+      sms: false,
+      chat: false,
+      http: false,
     });
   });
 
@@ -158,7 +162,7 @@ describe('PUT /v1/contacts/{id}/preferences', () => {
     const id = await acme.contact('pref-8');
     const put = (body: unknown) =>
       app.request('PUT', `/v1/contacts/${id}/preferences`, { token: acme.tokenFor(id), body });
-    const channel = await put({ type: 'order_shipped', channel: 'sms', enabled: false });
+    const channel = await put({ type: 'order_shipped', channel: 'fax', enabled: false });
     expect(channel.status).toBe(422);
     expect(channel.body.detail[0].loc).toEqual(['body', 'channel']);
     expect((await put({ type: 'order_shipped', channel: 'email', enabled: 'no' })).status).toBe(422);

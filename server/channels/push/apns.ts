@@ -4,7 +4,7 @@
 import type { Context } from '../../base/context.ts';
 import type { PushMessage, PushOutcome } from './messages.ts';
 import { credentialsFingerprint, parsePrivateKey, signJwt } from './jwt.ts';
-import { providerCodes, providerRequest, providerState } from './provider-http.ts';
+import { providerCodes, providerRequest, providerState } from '../provider-http.ts';
 
 export interface ApnsCredentials {
   team_id: string;

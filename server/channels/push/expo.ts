@@ -2,7 +2,7 @@
 // token is required only when the Expo project enforces "enhanced push security".
 import type { Context } from '../../base/context.ts';
 import type { PushMessage, PushOutcome } from './messages.ts';
-import { describeAnswer, errorCode, providerRequest } from './provider-http.ts';
+import { describeAnswer, errorCode, providerRequest } from '../provider-http.ts';
 
 export interface ExpoCredentials {
   access_token?: string | null;

@@ -4,7 +4,7 @@
 import type { Context } from '../../base/context.ts';
 import type { PushMessage, PushOutcome } from './messages.ts';
 import { credentialsFingerprint, parsePrivateKey, signJwt } from './jwt.ts';
-import { describeAnswer, providerRequest, providerState, ProviderUnreachableError } from './provider-http.ts';
+import { describeAnswer, providerRequest, providerState, ProviderUnreachableError } from '../provider-http.ts';
 
 export interface FcmCredentials {
   project_id: string;

@@ -7,7 +7,7 @@ import webpush from 'web-push';
 import { createECDH } from 'node:crypto';
 import type { Context } from '../../base/context.ts';
 import type { PushMessage, PushOutcome, WebPushSubscription } from '../push/messages.ts';
-import { describeAnswer, providerRequest } from '../push/provider-http.ts';
+import { describeAnswer, providerRequest } from '../provider-http.ts';
 import { NonPublicAddressError } from '../../base/net/public-address.ts';
 import { allowsPrivate } from '../../base/net/allow-private.ts';
 import { encryptWebPushPayload } from './encryption.ts';

@@ -1,6 +1,6 @@
 // The load stage: one statement that reads a batch of events with everything the later stages need
 // (the type's policy and workflow, the tenant's state and default language, the brand to render with,
-// the contact with its preferences for the type, push subscriptions and quiet hours). The batched run
+// the contact with its preferences for the type, push subscriptions, chat destinations and quiet hours). The batched run
 // loads without locks (its store statement checks the events itself, store.ts); the per-event run
 // loads its event locked, inside the transaction that plans and stores it.
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -14,6 +14,8 @@ import type { EventForDelivery } from '../../channels/types.ts';
 export interface ContactWithDestinations extends ContactRow {
   preferences: Array<{ type_key: string; channel: Channel; enabled: boolean }>;
   subscriptions: Array<{ id: string; provider: string }>;
+  /** The contact's chat destinations (server/channels/chat), oldest first. */
+  chat_destinations: Array<{ id: string; provider: string }>;
 }
 
 export interface LoadedEvent extends EventForDelivery {
@@ -82,7 +84,9 @@ function loadSql(events: string): string {
                       coalesce((SELECT json_agg(json_build_object('type_key', p.type_key, 'channel', p.channel, 'enabled', p.enabled))
                                   FROM contact_preferences p WHERE p.contact_id = contacts.id AND p.type_key = ev.type_key), '[]') AS preferences,
                       coalesce((SELECT json_agg(json_build_object('id', s.id, 'provider', s.provider) ORDER BY s.created_at)
-                                  FROM push_subscriptions s WHERE s.contact_id = contacts.id), '[]') AS subscriptions
+                                  FROM push_subscriptions s WHERE s.contact_id = contacts.id), '[]') AS subscriptions,
+                      coalesce((SELECT json_agg(json_build_object('id', cd.id, 'provider', cd.provider) ORDER BY cd.created_at, cd.id)
+                                  FROM chat_destinations cd WHERE cd.contact_id = contacts.id), '[]') AS chat_destinations
                  FROM contacts WHERE contacts.id = ev.contact_id
              ) c) AS contact
        FROM ev

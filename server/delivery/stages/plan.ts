@@ -10,7 +10,8 @@
 // - A tenant archived after the trigger: every channel that would be attempted is skipped 'tenant_archived'.
 // - Contact opt-outs count only while the type's opt-out policy is on ('opted_out').
 // - Destinations: inbox always; email needs the contact's email; push one per apns/fcm/expo
-//   subscription; web_push one per webpush subscription; none -> 'no_destination'.
+//   subscription; web_push one per webpush subscription; sms needs the contact's phone; chat one per
+//   chat destination; http one per contact (the tenant's endpoint); none -> 'no_destination'.
 // - Channels without a registered sender are left out entirely (see channels/index.ts).
 import { CHANNELS, type Channel } from '../../schemas/common.ts';
 import type { SkipReason } from '../../channels/types.ts';
@@ -27,8 +28,10 @@ export interface PlanInput {
   tenantArchived: boolean;
   /** null when the contact no longer exists. */
   contactEmail: string | null;
+  contactPhone: string | null;
   contactExists: boolean;
   subscriptions: Array<{ id: string; provider: string }>;
+  chatDestinations: Array<{ id: string; provider: string }>;
   registered: ReadonlySet<Channel>;
   /** A workflow's channel step: only this channel is planned, with a row even when the trigger leaves it out. */
   step?: Channel;
@@ -96,6 +99,13 @@ function destinationsFor(channel: Channel, input: PlanInput): Array<{ destinatio
       return input.subscriptions
         .filter((s) => s.provider === 'webpush')
         .map((s) => ({ destination: s.id, provider: s.provider }));
+    case 'sms':
+      // The provider is the one that takes it (failover), recorded with the outcome.
+      return input.contactPhone ? [{ destination: input.contactPhone, provider: null }] : [];
+    case 'chat':
+      return input.chatDestinations.map((d) => ({ destination: d.id, provider: d.provider }));
+    case 'http':
+      return [{ destination: '', provider: null }];
   }
 }
 
@@ -115,8 +125,10 @@ export function planEvent(event: LoadedEvent, only?: Channel): PlannedDelivery[]
     preferences,
     tenantArchived: event.tenant_archived,
     contactEmail: contact?.email ?? null,
+    contactPhone: contact?.phone ?? null,
     contactExists: contact !== null,
     subscriptions: contact?.subscriptions ?? [],
+    chatDestinations: contact?.chat_destinations ?? [],
     registered: registeredChannels(),
     step: only,
   });

@@ -14,7 +14,7 @@ import { statementPerQueue, type PgBoss } from '../../base/queue.ts';
 import { streamLockSql, streamNoticesSql } from '../../channels/inbox/events.ts';
 import { insertInboxItemsSql, type NewInboxItem } from '../../channels/inbox/channel.ts';
 import { touchSentSubscriptionsSql } from '../../channels/push/push-subscriptions.ts';
-import type { DeliveryOutcome, DeliveryRow } from '../../channels/types.ts';
+import type { DeliveryOutcome, DeliveryRow, ProviderAttempt } from '../../channels/types.ts';
 import { completionParameters, deliveryJobsCompletionCte, type FetchedJob } from '../complete.ts';
 import type { PlannedDelivery } from './plan.ts';
 import { EVENT_STATUS_FROM_DELIVERIES } from './rollup.ts';
@@ -33,6 +33,8 @@ export interface StoredDelivery {
   attempts: number;
   /** What the provider that accepted a remote delivery calls it. */
   provider_message_id?: string | null;
+  /** The providers this attempt went through, in order (a failover shows as several). */
+  provider_attempts?: ProviderAttempt[] | null;
 }
 
 export type StoredItem = NewInboxItem;
@@ -56,6 +58,7 @@ const DELIVERY_COLUMNS = [
   ['reason', 'text'],
   ['last_error', 'text'],
   ['provider_message_id', 'text'],
+  ['provider_attempts', 'jsonb'],
 ] as const satisfies JsonRowColumns<StoredDelivery>;
 const ITEM_COLUMNS = [
   ['id', 'uuid'],
@@ -74,9 +77,12 @@ const ITEM_COLUMNS = [
  */
 function storeBatchSql(completedJobsCte: string): string {
   const deliveryColumns = DELIVERY_COLUMNS.map(([name]) => name).join(', ');
+  const selected = DELIVERY_COLUMNS.map(([name]) =>
+    name === 'provider_attempts' ? `coalesce(provider_attempts, '[]')` : name,
+  ).join(', ');
   return `WITH planned AS (
        INSERT INTO deliveries (${deliveryColumns})
-       SELECT ${deliveryColumns} FROM ${jsonRowsSql('$1', DELIVERY_COLUMNS)} AS x
+       SELECT ${selected} FROM ${jsonRowsSql('$1', DELIVERY_COLUMNS)} AS x
        RETURNING id, event_id, tenant_id, channel, destination, status
      ), touched AS (
        ${touchSentSubscriptionsSql('planned')}
@@ -150,19 +156,23 @@ const OUTCOME_COLUMNS = [
   ['reason', 'text'],
   ['error', 'text'],
   ['messageId', 'text'],
+  ['provider', 'text'],
+  ['attempts', 'jsonb'],
 ] as const satisfies JsonRowColumns<{ id: string } & ReturnType<typeof outcomeColumns>>;
 
 const RECORD_OUTCOME = `WITH recorded AS (
        UPDATE deliveries
           SET status = $2, reason = coalesce($3, reason), last_error = coalesce($4, last_error),
-              provider_message_id = coalesce($5, provider_message_id), attempts = attempts + 1, updated_at = now()
+              provider_message_id = coalesce($5, provider_message_id), attempts = attempts + 1, updated_at = now(),
+              provider = coalesce($6, provider), provider_attempts = provider_attempts || coalesce($7::jsonb, '[]')
         WHERE id = $1 AND status = 'pending'
        RETURNING channel, destination, status)
      ${touchSentSubscriptionsSql('recorded')}`;
 const RECORD_OUTCOMES = planEachCall(`WITH recorded AS (
        UPDATE deliveries d
           SET status = o.status, reason = coalesce(o.reason, d.reason), last_error = coalesce(o.error, d.last_error),
-              provider_message_id = coalesce(o."messageId", d.provider_message_id), attempts = d.attempts + 1, updated_at = now()
+              provider_message_id = coalesce(o."messageId", d.provider_message_id), attempts = d.attempts + 1, updated_at = now(),
+              provider = coalesce(o.provider, d.provider), provider_attempts = d.provider_attempts || coalesce(o.attempts, '[]')
          FROM ${jsonRowsSql('$1', OUTCOME_COLUMNS)} AS o
         WHERE d.id = o.id AND d.status = 'pending'
        RETURNING d.channel, d.destination, d.status)
@@ -268,9 +278,21 @@ export async function storePlans(
 export function storedAttempt(
   outcome: DeliveryOutcome,
   finalAttempt: boolean,
-): Pick<StoredDelivery, 'status' | 'reason' | 'last_error' | 'provider_message_id' | 'attempts'> {
-  const { status, reason, error, messageId } = outcomeColumns(outcome, finalAttempt);
-  return { status, reason, last_error: error, provider_message_id: messageId, attempts: 1 };
+): Pick<
+  StoredDelivery,
+  'status' | 'reason' | 'last_error' | 'provider_message_id' | 'attempts' | 'provider_attempts'
+> &
+  Partial<Pick<StoredDelivery, 'provider'>> {
+  const { status, reason, error, messageId, provider, attempts } = outcomeColumns(outcome, finalAttempt);
+  return {
+    status,
+    reason,
+    last_error: error,
+    provider_message_id: messageId,
+    attempts: 1,
+    ...(provider !== null ? { provider } : {}),
+    provider_attempts: attempts,
+  };
 }
 
 /** An event's deliveries still pending, optionally of some channels only. */
@@ -285,8 +307,16 @@ export async function recordOutcome(
   outcome: DeliveryOutcome,
   finalAttempt: boolean,
 ): Promise<void> {
-  const { status, reason, error, messageId } = outcomeColumns(outcome, finalAttempt);
-  await execute(em, RECORD_OUTCOME, [deliveryId, status, reason, error, messageId]);
+  const { status, reason, error, messageId, provider, attempts } = outcomeColumns(outcome, finalAttempt);
+  await execute(em, RECORD_OUTCOME, [
+    deliveryId,
+    status,
+    reason,
+    error,
+    messageId,
+    provider,
+    attempts ? JSON.stringify(attempts) : null,
+  ]);
 }
 
 /** recordOutcome for many deliveries in one statement (the batched remote run). */
@@ -302,20 +332,39 @@ export async function recordOutcomes(
   await execute(em, RECORD_OUTCOMES, [jsonRowsParameter(rows, OUTCOME_COLUMNS)]);
 }
 
+interface OutcomeColumns {
+  status: StoredDelivery['status'];
+  reason: string | null;
+  error: string | null;
+  messageId: string | null;
+  /** The provider that answered last (the one that sent it, after a failover); null: the planned one stays. */
+  provider: string | null;
+  attempts: ProviderAttempt[] | null;
+}
+
 /** What an outcome stores: a retryable failure stays pending unless it was the last attempt. */
-function outcomeColumns(
-  outcome: DeliveryOutcome,
-  finalAttempt: boolean,
-): { status: StoredDelivery['status']; reason: string | null; error: string | null; messageId: string | null } {
-  if (outcome.status === 'skipped') return { status: 'skipped', reason: outcome.reason, error: null, messageId: null };
+function outcomeColumns(outcome: DeliveryOutcome, finalAttempt: boolean): OutcomeColumns {
+  if (outcome.status === 'skipped')
+    return { status: 'skipped', reason: outcome.reason, error: null, messageId: null, provider: null, attempts: null };
+  const provider = outcome.provider ?? null;
+  const attempts = outcome.providerAttempts?.length ? outcome.providerAttempts : null;
   if (outcome.status === 'failed')
     return {
       status: outcome.retryable && !finalAttempt ? 'pending' : 'failed',
       reason: null,
       error: truncate(outcome.error),
       messageId: null,
+      provider,
+      attempts,
     };
-  return { status: outcome.status, reason: null, error: null, messageId: outcome.providerMessageId ?? null };
+  return {
+    status: outcome.status,
+    reason: null,
+    error: null,
+    messageId: outcome.providerMessageId ?? null,
+    provider,
+    attempts,
+  };
 }
 
 /** A last_error short enough to store. */

@@ -15,6 +15,7 @@ import { RATE_POLICIES, tenantOverride, type RateCheck } from '../../base/rate-l
 import { contactUpsertInput } from '../../resources/contact-upsert.ts';
 import type { ContactFields } from '../../schemas/contacts.ts';
 import { TriggerBatcher, writeTriggers, type TriggerInput, type TriggerOutcome } from './batch.ts';
+import type { ProviderAttempt } from '../../channels/types.ts';
 import { unauthorized } from '../../base/auth/credentials.ts';
 import {
   claimIdempotencyKey,
@@ -57,6 +58,7 @@ const EVENT_COLUMNS = `id, type_key, external_id, contact_id, broadcast_id, stat
        cancellation_key, digest_event_id, steps,
        (SELECT coalesce(json_agg(json_build_object('channel', d.channel, 'status', d.status, 'reason', d.reason, 'provider', d.provider,
                                                    'attempts', d.attempts, 'last_error', d.last_error, 'updated_at', d.updated_at,
+                                                   'provider_attempts', d.provider_attempts,
                                                    'next_attempt_at', CASE WHEN d.status = 'pending' AND d.next_attempt_at > now()
                                                                            THEN d.next_attempt_at END)
                                  ORDER BY d.created_at, d.channel, d.destination), '[]')
@@ -298,6 +300,7 @@ interface DeliveryStatusRow {
   provider: string | null;
   attempts: number;
   last_error: string | null;
+  provider_attempts: ProviderAttempt[];
   /** A pending delivery's retry still to come (delivery/retry.ts); null once it runs. */
   next_attempt_at: string | null;
   updated_at: string;
@@ -350,6 +353,7 @@ function toEventResponse(row: EventRow): EventResponse {
       provider: d.provider,
       attempts: d.attempts,
       last_error: d.last_error,
+      provider_attempts: d.provider_attempts,
       next_attempt_at: toIsoTimestampOrNull(d.next_attempt_at),
       updated_at: toIsoTimestamp(d.updated_at),
     })),

@@ -2,7 +2,7 @@
 // Use: `import type { HeraldClient } from './herald'` after saving this file next to your code, or
 // declare the module for the URL you import from.
 
-export type Channel = 'inbox' | 'email' | 'push' | 'web_push';
+export type Channel = 'inbox' | 'email' | 'push' | 'web_push' | 'sms' | 'chat' | 'http';
 
 /** What your backend's token endpoint answers: POST /v1/contacts/tokens's response, passed through. */
 export interface ContactTokenResponse {

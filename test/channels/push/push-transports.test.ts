@@ -12,7 +12,7 @@ import { startExpoPeer, type ExpoPeer } from '../../support/expo-peer.ts';
 import { sendPush } from '../../../server/channels/push/providers.ts';
 import { queryOne } from '../../../server/base/db/sql.ts';
 import { ManualClock } from '../../../server/base/clock.ts';
-import { describeAnswer, providerState } from '../../../server/channels/push/provider-http.ts';
+import { describeAnswer, providerState } from '../../../server/channels/provider-http.ts';
 
 const apnsKey = generateKeyPairSync('ec', { namedCurve: 'prime256v1' })
   .privateKey.export({ type: 'pkcs8', format: 'pem' })

@@ -723,6 +723,8 @@ describe('channel decision (planner)', () => {
     preferences: {},
     tenantArchived: false,
     contactEmail: 'a@example.org',
+    contactPhone: null,
+    chatDestinations: [],
     contactExists: true,
     subscriptions: [
       { id: 's1', provider: 'apns' },

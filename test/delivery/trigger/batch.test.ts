@@ -152,7 +152,8 @@ describe('the trigger statement, several triggers at once', () => {
 
   it('puts events in shared jobs exactly when the delivery plan can attempt no channel but the inbox', async () => {
     // The statement decides sharing in SQL; the worker plans deliveries with plan.ts. For every on/off
-    // of the four channels in the type, triggered as the type says (channels: null) and with every
+    // of four channels in the type (the inbox and three remote ones: the statement treats every
+    // channel but the inbox alike, and all seven would be 16,512 triggers), triggered as the type says (channels: null) and with every
     // subset of channels, the events of one more recipient than a job of remote events takes share one
     // job exactly when plan.ts, for a contact with every destination, plans no pending delivery but the
     // inbox.
@@ -163,19 +164,22 @@ describe('the trigger statement, several triggers at once', () => {
       preferences: {},
       tenantArchived: false,
       contactEmail: 'x@example.test',
+      contactPhone: '+4915112345678',
       contactExists: true,
+      chatDestinations: [],
       registered: new Set(CHANNELS),
     };
+    const SAMPLED: Channel[] = ['inbox', 'email', 'push', 'sms'];
     const subscriptions = [
       { id: 'mobile', provider: 'apns' },
       { id: 'browser', provider: 'webpush' },
     ];
     const decided: Array<{ on: Channel[]; channels: Channel[] | null; shared: boolean; planned: boolean }> = [];
-    for (const [i, on] of subsets(CHANNELS).entries()) {
+    for (const [i, on] of subsets(SAMPLED).entries()) {
       const channelDefaults = Object.fromEntries(CHANNELS.map((c) => [c, on.includes(c)]));
       const type = `sharing_${i}`;
       await insertNotificationType(app, acme.tenantId, { key: type, channels: channelDefaults });
-      for (const channels of [null, ...subsets(CHANNELS)]) {
+      for (const channels of [null, ...subsets(SAMPLED)]) {
         const recipients = Array.from(
           { length: REMOTE_EVENTS_PER_DELIVERY_JOB + 1 },
           (_, r) => `sharing_${decided.length}_${r}`,

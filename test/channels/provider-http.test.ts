@@ -1,4 +1,4 @@
-// The push providers' HTTP client (server/channels/push/provider-http.ts, provider-http2.ts) against
+// The push providers' HTTP client (server/channels/provider-http.ts, provider-http2.ts) against
 // real local TLS servers: HTTP/2 to an origin that offers it, with its sends sharing one session;
 // HTTP/1.1 to an origin that does not (remembered, not asked again per send); a stalled request's
 // deadline; a session the server closes, replaced by the next send; and a server that allows only a
@@ -15,14 +15,14 @@ import { createServer as createHttpServer, type IncomingMessage, type ServerResp
 import { hostname } from 'node:os';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import type { Runtime } from '../../../server/app/runtime.ts';
-import { loadConfig } from '../../../server/base/config.ts';
-import { isNonPublicAddress, NonPublicAddressError } from '../../../server/base/net/public-address.ts';
-import { providerRequest, ProviderUnreachableError } from '../../../server/channels/push/provider-http.ts';
-import { titleUnless, type SkipReason } from '../../support/skip-reasons.ts';
-import { testCertificate } from '../../support/tls.ts';
-import { runTempDir } from '../../support/tmp.ts';
-import { trackConnections } from '../../support/connections.ts';
+import type { Runtime } from '../../server/app/runtime.ts';
+import { loadConfig } from '../../server/base/config.ts';
+import { isNonPublicAddress, NonPublicAddressError } from '../../server/base/net/public-address.ts';
+import { providerRequest, ProviderUnreachableError } from '../../server/channels/provider-http.ts';
+import { titleUnless, type SkipReason } from '../support/skip-reasons.ts';
+import { testCertificate } from '../support/tls.ts';
+import { runTempDir } from '../support/tmp.ts';
+import { trackConnections } from '../support/connections.ts';
 
 interface Origin {
   url: string;

@@ -6,7 +6,7 @@
 // requests go to the keep-alive HTTP/1.1 agent instead (provider-http.ts).
 import { connect as http2Connect, constants, type ClientHttp2Session, type IncomingHttpHeaders } from 'node:http2';
 import { connect as tlsConnect, type SecureContext, type TLSSocket } from 'node:tls';
-import { publicOnlyLookup } from '../../base/net/public-address.ts';
+import { publicOnlyLookup } from '../base/net/public-address.ts';
 
 /** What a provider answered; its body read up to MAX_ANSWER_BYTES (either protocol). */
 export interface ProviderResponse {

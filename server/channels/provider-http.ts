@@ -1,13 +1,13 @@
-// Requests to push providers (APNs, FCM, Expo, web push services) with a deadline, trusting the
+// Requests to providers (APNs, FCM, Expo, web push services, SMS and chat providers) with a deadline, trusting the
 // system CAs plus config.providers.caFile: over HTTP/2 to an https origin that offers it
 // (provider-http2.ts), else over keep-alive HTTP/1.1. Per-runtime state (CA bundle, connections,
 // cached provider tokens) lives here so a process with several runtimes (tests) keeps them apart.
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { createSecureContext, type SecureContext } from 'node:tls';
-import type { Context } from '../../base/context.ts';
-import { NonPublicAddressError, assertPublicHost, publicOnlyLookup } from '../../base/net/public-address.ts';
-import { trustedCas } from '../../base/net/trusted-cas.ts';
+import type { Context } from '../base/context.ts';
+import { NonPublicAddressError, assertPublicHost, publicOnlyLookup } from '../base/net/public-address.ts';
+import { trustedCas } from '../base/net/trusted-cas.ts';
 import {
   Http2Origins,
   http2Request,

@@ -1,0 +1,175 @@
+// Failover across a channel's providers (server/channels/failover.ts) on a manual clock: the order
+// providers are asked in, what a permanent failure stops, when a circuit opens, probes and closes,
+// and how a Retry-After pauses one provider without touching another.
+import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../../server/base/clock.ts';
+import type { Context } from '../../server/base/context.ts';
+import {
+  FAILURES_TO_OPEN,
+  OPEN_MS,
+  retryAfterMs,
+  sendWithFailover,
+  type ProviderAnswer,
+  type ProviderCandidate,
+} from '../../server/channels/failover.ts';
+
+function runtimeWith(clock: ManualClock): Context {
+  return { clock } as unknown as Context;
+}
+
+/** A provider that answers from a script, and counts how often it was asked. */
+function provider(name: string, answer: () => ProviderAnswer): ProviderCandidate & { asked: number } {
+  const candidate = {
+    provider: name,
+    circuitKey: `tenant-1:sms:${name}`,
+    asked: 0,
+    send: async () => {
+      candidate.asked += 1;
+      return answer();
+    },
+  };
+  return candidate;
+}
+
+const sent = (): ProviderAnswer => ({ status: 'sent', providerMessageId: 'm-1' });
+const down = (): ProviderAnswer => ({ status: 'failed', error: 'HTTP 503', retryable: true });
+
+describe('sendWithFailover', () => {
+  it('sends through the first provider that takes the message, recording each one asked', async () => {
+    const clock = new ManualClock(Date.parse('2026-12-01T10:00:00Z'));
+    const primary = provider('twilio', down);
+    const fallback = provider('vonage', sent);
+    const outcome = await sendWithFailover(runtimeWith(clock), [primary, fallback]);
+    expect(outcome).toEqual({
+      status: 'sent',
+      providerMessageId: 'm-1',
+      provider: 'vonage',
+      providerAttempts: [
+        { at: '2026-12-01T10:00:00.000Z', provider: 'twilio', outcome: 'failed', error: 'HTTP 503' },
+        { at: '2026-12-01T10:00:00.000Z', provider: 'vonage', outcome: 'sent', error: null },
+      ],
+    });
+  });
+
+  it('stops at a permanent failure: another provider would refuse the same message', async () => {
+    const runtime = runtimeWith(new ManualClock());
+    const primary = provider('twilio', () => ({ status: 'failed', error: 'invalid number', retryable: false }));
+    const fallback = provider('vonage', sent);
+    const outcome = await sendWithFailover(runtime, [primary, fallback]);
+    expect(outcome).toMatchObject({ status: 'failed', retryable: false, provider: 'twilio', error: 'invalid number' });
+    expect(fallback.asked).toBe(0);
+  });
+
+  it('answers a retryable failure naming the last provider when every one fails, and counts a thrown error as one', async () => {
+    const runtime = runtimeWith(new ManualClock());
+    const primary = provider('twilio', () => {
+      throw new Error('connect ECONNREFUSED');
+    });
+    const fallback = provider('vonage', down);
+    const outcome = await sendWithFailover(runtime, [primary, fallback]);
+    expect(outcome).toMatchObject({
+      status: 'failed',
+      retryable: true,
+      provider: 'vonage',
+      error: 'every provider failed; last: vonage: HTTP 503',
+    });
+    if (outcome.status !== 'failed') throw new Error('unreachable');
+    expect(outcome.providerAttempts?.map((a) => [a.provider, a.outcome, a.error])).toEqual([
+      ['twilio', 'failed', 'connect ECONNREFUSED'],
+      ['vonage', 'failed', 'HTTP 503'],
+    ]);
+  });
+
+  it('opens a circuit after five failures in a row, probes once after 30 s, and closes it on success', async () => {
+    const clock = new ManualClock();
+    const runtime = runtimeWith(clock);
+    let primaryUp = false;
+    const primary = provider('twilio', () => (primaryUp ? sent() : down()));
+    const fallback = provider('vonage', sent);
+    for (let i = 0; i < FAILURES_TO_OPEN; i++) await sendWithFailover(runtime, [primary, fallback]);
+    expect(primary.asked).toBe(FAILURES_TO_OPEN);
+
+    // Open: passed over without being asked, and the trail says why.
+    const skipped = await sendWithFailover(runtime, [primary, fallback]);
+    expect(primary.asked).toBe(FAILURES_TO_OPEN);
+    if (skipped.status !== 'sent') throw new Error(`expected sent, got ${skipped.status}`);
+    expect(skipped.providerAttempts?.[0]).toMatchObject({ provider: 'twilio', outcome: 'skipped' });
+    expect(skipped.providerAttempts?.[0]?.error).toMatch(/circuit open/);
+
+    // Still open just before the 30 s are up; a failed probe opens it for another 30 s.
+    clock.advance(OPEN_MS - 1);
+    await sendWithFailover(runtime, [primary, fallback]);
+    expect(primary.asked).toBe(FAILURES_TO_OPEN);
+    clock.advance(1);
+    await sendWithFailover(runtime, [primary, fallback]);
+    expect(primary.asked).toBe(FAILURES_TO_OPEN + 1);
+    await sendWithFailover(runtime, [primary, fallback]);
+    expect(primary.asked).toBe(FAILURES_TO_OPEN + 1);
+
+    // A successful probe closes it: asked every time again.
+    clock.advance(OPEN_MS);
+    primaryUp = true;
+    expect(await sendWithFailover(runtime, [primary, fallback])).toMatchObject({ status: 'sent', provider: 'twilio' });
+    expect(await sendWithFailover(runtime, [primary, fallback])).toMatchObject({ status: 'sent', provider: 'twilio' });
+    expect(primary.asked).toBe(FAILURES_TO_OPEN + 3);
+  });
+
+  it('lets one probe out at a time while a circuit reopens', async () => {
+    const clock = new ManualClock();
+    const runtime = runtimeWith(clock);
+    let release: (answer: ProviderAnswer) => void = () => undefined;
+    let slow = false;
+    const primary = provider('twilio', down);
+    const probing: ProviderCandidate = {
+      provider: 'twilio',
+      circuitKey: primary.circuitKey,
+      send: () => (slow ? new Promise<ProviderAnswer>((resolve) => (release = resolve)) : primary.send()),
+    };
+    const fallback = provider('vonage', sent);
+    for (let i = 0; i < FAILURES_TO_OPEN; i++) await sendWithFailover(runtime, [probing, fallback]);
+    clock.advance(OPEN_MS);
+    slow = true;
+    const probe = sendWithFailover(runtime, [probing, fallback]);
+    // While the probe is out, the next message goes to the fallback.
+    expect(await sendWithFailover(runtime, [probing, fallback])).toMatchObject({ provider: 'vonage' });
+    release(sent());
+    expect(await probe).toMatchObject({ status: 'sent', provider: 'twilio' });
+  });
+
+  it('pauses a provider for its Retry-After, on that key only, and asks it again afterwards', async () => {
+    const clock = new ManualClock();
+    const runtime = runtimeWith(clock);
+    let limited = true;
+    const slack = provider('slack', () =>
+      limited ? { status: 'failed', error: 'HTTP 429', retryable: true, retryAfterMs: 2_000 } : sent(),
+    );
+    const otherTenant = { ...provider('slack', sent), circuitKey: 'tenant-2:chat:slack' };
+    expect(await sendWithFailover(runtime, [slack])).toMatchObject({ status: 'failed', retryable: true });
+    limited = false;
+    const paused = await sendWithFailover(runtime, [slack]);
+    expect(paused).toMatchObject({ status: 'failed', retryable: true });
+    expect(slack.asked).toBe(1);
+    expect(await sendWithFailover(runtime, [otherTenant])).toMatchObject({ status: 'sent' });
+    clock.advance(2_000);
+    expect(await sendWithFailover(runtime, [slack])).toMatchObject({ status: 'sent' });
+  });
+
+  it('skips the delivery when there is no provider to ask', async () => {
+    expect(await sendWithFailover(runtimeWith(new ManualClock()), [])).toEqual({
+      status: 'skipped',
+      reason: 'no_transport',
+    });
+  });
+});
+
+describe('retryAfterMs', () => {
+  it('reads seconds and HTTP dates, and caps them at an hour', () => {
+    const now = Date.parse('2026-12-01T10:00:00Z');
+    expect(retryAfterMs('3', now)).toBe(3_000);
+    expect(retryAfterMs(['1.5'], now)).toBe(1_500);
+    expect(retryAfterMs('Tue, 01 Dec 2026 10:00:10 GMT', now)).toBe(10_000);
+    expect(retryAfterMs('86400', now)).toBe(3_600_000);
+    expect(retryAfterMs('soon', now)).toBeUndefined();
+    expect(retryAfterMs(undefined, now)).toBeUndefined();
+  });
+});
