@@ -219,6 +219,9 @@ export interface RenderedMessage {
   action_url: string | null;
 }
 
+/** The template kinds of the text channels, one per channel. */
+export type MessageKind = 'sms' | 'chat' | 'http';
+
 /**
  * The message of an sms, chat or http delivery; null: no template. Without a template of the
  * channel's own kind, it is the inbox template's title and body, so one template serves a type on
@@ -226,6 +229,7 @@ export interface RenderedMessage {
  */
 export async function renderMessageDelivery(
   em: EntityManager,
+  _kind: MessageKind,
   event: EventForDelivery,
   contact: ContactRow,
   variables: Record<string, unknown>,
