@@ -16,6 +16,7 @@ import {
   type ContactTokenResponse,
 } from '../server/schemas/contacts.ts';
 import { examples } from './support/examples.ts';
+import { registerChatDestinations } from './chat-destinations.ts';
 
 interface ContactFieldOptions {
   email?: string;
@@ -239,6 +240,8 @@ index. Exit 1 when some were refused.
       if (options.json) printJson(result);
       else print(result.token);
     });
+
+  registerChatDestinations(contacts);
 }
 
 function readContactsFile(file: string): unknown[] {

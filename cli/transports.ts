@@ -1,4 +1,4 @@
-// herald transports email|push: a tenant's delivery transports, for local admins (--tenant, the API's
+// herald transports email|push (and sms|chat|http, text-transports.ts): a tenant's delivery transports, for local admins (--tenant, the API's
 // routes in process) and in remote mode (--url/--api-key or HERALD_URL/HERALD_API_KEY, the HTTP API),
 // the same requests; the install's default SMTP is the host's alone (services). Secrets come from files or stdin, never from flags, and are
 // never printed.
@@ -21,6 +21,7 @@ import type { RemoteClient } from './support/remote.ts';
 import { transports } from './support/paths.ts';
 import { onTarget, withTarget, type TargetOptions } from './support/target.ts';
 import { examples } from './support/examples.ts';
+import { registerTextTransports } from './text-transports.ts';
 
 /** The operations the commands need: the same requests, to Herald at --url or in process. */
 interface TransportApi {
@@ -467,7 +468,7 @@ function registerPush(transports: Command): void {
 export function registerTransports(program: Command): void {
   const transports = program
     .command('transports')
-    .description("manage a tenant's email and push transports")
+    .description("manage a tenant's transports: email, push, sms, chat and http")
     .addHelpText(
       'after',
       `
@@ -480,4 +481,5 @@ Local mode (on the host): --tenant <id> [--data-dir <dir>]. Remote mode: --url a
     );
   registerEmail(transports);
   registerPush(transports);
+  registerTextTransports(transports);
 }

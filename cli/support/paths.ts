@@ -60,6 +60,14 @@ export const transports = {
   push: () => '/v1/push-transport',
   pushOne: (provider: string) => `/v1/push-transport/${at(provider)}`,
   pushTest: (provider: string) => `/v1/push-transport/${at(provider)}/test`,
+  sms: () => '/v1/sms-transport',
+  smsOne: (provider: string) => `/v1/sms-transport/${at(provider)}`,
+  smsTest: (provider: string) => `/v1/sms-transport/${at(provider)}/test`,
+  chat: () => '/v1/chat-transport',
+  chatOne: (provider: string) => `/v1/chat-transport/${at(provider)}`,
+  chatTest: (provider: string) => `/v1/chat-transport/${at(provider)}/test`,
+  http: () => '/v1/http-transport',
+  httpTest: () => '/v1/http-transport/test',
 };
 
 export const apiKeys = {
@@ -74,6 +82,9 @@ export const contacts = {
   bulk: () => '/v1/contacts/bulk',
   import: () => '/v1/contacts/import',
   tokens: () => '/v1/contacts/tokens',
+  chatDestinations: (id: string) => `/v1/contacts/${at(id)}/chat-destinations`,
+  chatDestination: (id: string, destinationId: string) =>
+    `/v1/contacts/${at(id)}/chat-destinations/${at(destinationId)}`,
 };
 
 export const notifications = {
