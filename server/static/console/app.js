@@ -92,7 +92,7 @@ async function renderConsole(sectionId) {
   }
   main.append(h('p', { class: 'loading' }, 'Loading…'));
   try {
-    await section.render({ root: main, tenant, tenants, navigate });
+    await section.render({ root: main, tenant, tenants, navigate, paths });
   } catch (error) {
     mount(main, h('h1', {}, section.label), h('p', { class: 'notice notice-error', role: 'alert' }, error.message));
   }

@@ -1,8 +1,9 @@
-// Contacts: find one by your external id; see its fields, its preference matrix (and change it), and
-// the notifications sent to it (from the activity log).
+// Contacts: find one by your external id; see its fields, its preference matrix (and change it), its
+// chat destinations (and add or remove them), and the notifications sent to it (from the activity log).
 import { api, qs } from './api.js';
 import { h, mount, field, formatTime, pill, table, notice } from './dom.js';
-import { header, panel, CHANNELS, CHANNEL_NAMES } from './kit.js';
+import { header, panel, served, CHANNELS, CHANNEL_NAMES } from './kit.js';
+import { chatDestinationsPanel } from './contact-chat-destinations.js';
 
 function preferenceMatrix(contact, matrix) {
   const types = [...new Set(matrix.map((p) => p.type))];
@@ -23,7 +24,7 @@ function preferenceMatrix(contact, matrix) {
   return table([['Type', (t) => t], ...CHANNELS.map((c) => [CHANNEL_NAMES[c], (t) => cell(t, c)])], types, 'No live notification types.');
 }
 
-async function showContact(out, externalId) {
+async function showContact(out, externalId, paths) {
   mount(out, h('p', { class: 'loading' }, 'Looking…'));
   let contact;
   try {
@@ -31,9 +32,11 @@ async function showContact(out, externalId) {
   } catch (error) {
     return mount(out, notice(error.status === 404 ? 'info' : 'error', error.status === 404 ? `No contact has the external id “${externalId}”.` : error.message));
   }
-  const [prefs, events] = await Promise.all([
+  const withChat = served(paths, '/v1/contacts/{id}/chat-destinations');
+  const [prefs, events, destinations] = await Promise.all([
     api('GET', `/v1/contacts/${contact.id}/preferences`),
     api('GET', `/v1/notifications${qs({ external_id: contact.external_id, limit: 20 })}`),
+    withChat ? api('GET', `/v1/contacts/${contact.id}/chat-destinations`) : null,
   ]);
   mount(
     out,
@@ -44,6 +47,7 @@ async function showContact(out, externalId) {
       ].map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])),
       Object.keys(contact.properties ?? {}).length ? h('details', {}, h('summary', {}, 'Properties'), h('pre', { class: 'json' }, JSON.stringify(contact.properties, null, 2))) : null),
     panel('Preferences', preferenceMatrix(contact, prefs.preferences)),
+    withChat ? chatDestinationsPanel(contact, destinations) : null,
     panel('Inbox and recent notifications',
       table(
         [
@@ -58,7 +62,7 @@ async function showContact(out, externalId) {
   );
 }
 
-async function render({ root, navigate }) {
+async function render({ root, navigate, paths }) {
   const query = new URLSearchParams(location.search);
   const input = h('input', { type: 'search', name: 'external_id', value: query.get('external_id') ?? '', required: true, autocomplete: 'off', placeholder: 'user_42' });
   const out = h('div');
@@ -68,7 +72,7 @@ async function render({ root, navigate }) {
     if (input.value.trim()) navigate(`/console/contacts${qs({ external_id: input.value.trim() })}`);
   });
   mount(root, header('Contacts', 'The people you notify, by the id your system gives them.'), form, out);
-  if (query.get('external_id')) await showContact(out, query.get('external_id'));
+  if (query.get('external_id')) await showContact(out, query.get('external_id'), paths);
 }
 
 export default { id: 'contacts', label: 'Contacts', group: 'Audience', render };

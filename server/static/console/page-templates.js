@@ -1,8 +1,11 @@
-// Email and inbox templates: pick one, edit it, save it, and see the email as the render route makes
-// it (with sample variables) in a sandboxed frame; inbox templates show as plain text.
+// Templates of every channel: pick one, edit it, save it, and see the email as the render route makes
+// it (with sample variables) in a sandboxed frame; inbox templates show as plain text; sms, chat and
+// http templates as their render routes make them (template-text-editors.js). Kinds whose routes this
+// install does not serve are left out.
 import { api } from './api.js';
 import { h, mount, field, formatTime, notice } from './dom.js';
-import { header, panel, actionForm, debounce, parseJsonObject } from './kit.js';
+import { header, panel, actionForm, debounce, parseJsonObject, served } from './kit.js';
+import { sampleVariables, smsEditor, chatEditor, httpEditor, STARTERS } from './template-text-editors.js';
 
 /** The sandboxed preview: an opaque-origin frame whose own policy lets styles apply but runs no script of the email. */
 function previewFrame() {
@@ -21,12 +24,6 @@ function previewFrame() {
       if (ready) frame.contentWindow.postMessage({ html }, '*');
     },
   };
-}
-
-function sampleVariables(type) {
-  const sample = {};
-  for (const v of type?.variables ?? []) sample[v.name] = `Sample ${v.name}`;
-  return JSON.stringify(sample, null, 2);
 }
 
 function emailEditor(template, types) {
@@ -91,46 +88,58 @@ function inboxEditor(template) {
     h('div', { class: 'preview-pane' }, h('h3', {}, 'Inbox item (placeholders unfilled)'), card));
 }
 
-function newTemplateForm(types, brands, ctx) {
-  const kind = h('select', { name: 'kind' }, h('option', { value: 'email' }, 'Email'), h('option', { value: 'inbox' }, 'Inbox'));
-  const type = h('select', { name: 'type', required: true }, types.filter((t) => !t.deleted).map((t) => h('option', { value: t.key }, t.name || t.key)));
-  const brand = h('select', { name: 'brand' }, brands.map((b) => h('option', { value: b.key, selected: b.is_default }, b.key)));
+/** The template kinds, in the list's order: the API path, the name, the editor, and what a new one starts with. */
+const KINDS = [
+  { id: 'email', name: 'Email', editor: (t, types) => emailEditor(t, types), starter: { subject: 'Hello {{ contact.name | default: "there" }}', content: '<p>Hello!</p>' } },
+  { id: 'inbox', name: 'Inbox', editor: (t) => inboxEditor(t), starter: { title: 'Hello', content: 'Something happened.' } },
+  { id: 'sms', name: 'SMS', editor: smsEditor, starter: STARTERS.sms, optional: true },
+  { id: 'chat', name: 'Chat', editor: chatEditor, starter: STARTERS.chat, optional: true },
+  { id: 'http', name: 'HTTP', editor: httpEditor, starter: STARTERS.http, optional: true },
+];
+
+function newTemplateForm(kinds, types, brands, ctx) {
+  const kind = h('select', { name: 'kind' }, kinds.map((k) => h('option', { value: k.id }, k.name)));
+  const type = h('select', { name: 'notification_type_key', required: true }, types.filter((t) => !t.deleted).map((t) => h('option', { value: t.key }, t.name || t.key)));
+  const brand = h('select', { name: 'brand_key' }, brands.map((b) => h('option', { value: b.key, selected: b.is_default }, b.key)));
   const language = h('input', { name: 'language', value: 'en', maxlength: 35 });
   return actionForm([field('Channel', kind), field('Type', type), field('Brand', brand), field('Language', language)], 'Create template', async () => {
+    const chosen = kinds.find((k) => k.id === kind.value);
     const slot = { notification_type_key: type.value, brand_key: brand.value, language: language.value.trim() };
-    const created = kind.value === 'email'
-      ? await api('POST', '/v1/email-templates', { ...slot, subject: 'Hello {{ contact.name | default: "there" }}', content: '<p>Hello!</p>' })
-      : await api('POST', '/v1/inbox-templates', { ...slot, title: 'Hello', content: 'Something happened.' });
-    ctx.navigate(`/console/templates?${kind.value}=${created.id}`);
+    const created = await api('POST', `/v1/${chosen.id}-templates`, { ...slot, ...chosen.starter });
+    ctx.navigate(`/console/templates?${chosen.id}=${created.id}`);
   }, { inline: true });
 }
 
+const listOf = (body) => (Array.isArray(body) ? body : (body?.items ?? []));
+
 async function render(ctx) {
-  const { root } = ctx;
+  const { root, paths } = ctx;
   const query = new URLSearchParams(location.search);
-  const [email, inbox, types, brands] = await Promise.all([
-    api('GET', '/v1/email-templates'),
-    api('GET', '/v1/inbox-templates'),
+  const kinds = KINDS.filter((k) => !k.optional || served(paths, `/v1/${k.id}-templates`));
+  const [types, brands, ...lists] = await Promise.all([
     api('GET', '/v1/notification-types?include_deleted=true'),
     api('GET', '/v1/brandings'),
+    ...kinds.map((k) => api('GET', `/v1/${k.id}-templates`)),
   ]);
-  const selectedEmail = email.find((t) => t.id === query.get('email'));
-  const selectedInbox = inbox.find((t) => t.id === query.get('inbox'));
-  const item = (kind, t, selected) =>
-    h('li', {}, h('a', { href: `/console/templates?${kind}=${t.id}`, 'data-nav': true, 'aria-current': selected ? 'true' : undefined },
+  const templates = new Map(kinds.map((k, i) => [k.id, listOf(lists[i])]));
+  const selectedKind = kinds.find((k) => query.get(k.id) && templates.get(k.id).some((t) => t.id === query.get(k.id)));
+  const selected = selectedKind ? templates.get(selectedKind.id).find((t) => t.id === query.get(selectedKind.id)) : null;
+  const item = (kind, t) =>
+    h('li', {}, h('a', { href: `/console/templates?${kind}=${t.id}`, 'data-nav': true, 'aria-current': t === selected ? 'true' : undefined },
       h('span', { class: 'tpl-type' }, t.notification_type_key), h('span', { class: 'tpl-slot' }, `${t.brand_key} · ${t.language}`)));
   mount(
     root,
     header('Templates', 'What each type says, per channel, brand and language.'),
     h('div', { class: 'templates' },
       h('nav', { class: 'template-list', 'aria-label': 'Templates' },
-        h('h2', {}, 'Email'), email.length ? h('ul', {}, email.map((t) => item('email', t, t === selectedEmail))) : h('p', { class: 'empty' }, 'None yet.'),
-        h('h2', {}, 'Inbox'), inbox.length ? h('ul', {}, inbox.map((t) => item('inbox', t, t === selectedInbox))) : h('p', { class: 'empty' }, 'None yet.')),
+        kinds.map((k) => [
+          h('h2', {}, k.name),
+          templates.get(k.id).length ? h('ul', {}, templates.get(k.id).map((t) => item(k.id, t))) : h('p', { class: 'empty' }, 'None yet.'),
+        ])),
       h('div', { class: 'template-main' },
-        selectedEmail ? panel(`Email: ${selectedEmail.notification_type_key}`, emailEditor(selectedEmail, types))
-          : selectedInbox ? panel(`Inbox: ${selectedInbox.notification_type_key}`, inboxEditor(selectedInbox))
-            : h('p', { class: 'empty' }, 'Pick a template to edit it, or create one.'),
-        panel('New template', newTemplateForm(types, brands, ctx)))),
+        selected ? panel(`${selectedKind.name}: ${selected.notification_type_key}`, selectedKind.editor(selected, types))
+          : h('p', { class: 'empty' }, 'Pick a template to edit it, or create one.'),
+        panel('New template', newTemplateForm(kinds, types, brands, ctx)))),
   );
 }
 

@@ -1,5 +1,5 @@
 // The console's sections, in navigation order. A section is one module exporting
-// { id, label, group, requires?, render({ root, tenant, tenants, navigate }) }; `requires` names an
+// { id, label, group, requires?, render({ root, tenant, tenants, navigate, paths }) }; `requires` names an
 // API path that must exist on this install (optional capabilities appear once their routes do).
 // Adding a page is one module and one line here.
 import activity from './page-activity.js';
