@@ -7,6 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../server/base/clock.ts';
 import { queryOne } from '../../../server/base/db/sql.ts';
+import { envelopeKeyId, generateKey, KeyRing } from '../../../server/base/crypto/keyring.ts';
+import { rewrapAll } from '../../../server/app/keys.ts';
 import { FAILURES_TO_OPEN, OPEN_MS } from '../../../server/channels/failover.ts';
 import { startTestApp, type TestApp } from '../../support/app.ts';
 import {
@@ -15,6 +17,7 @@ import {
   expectValidationError,
   insertEmailTemplate,
   insertNotificationType,
+  sql,
   waitForFinal,
   type TenantFixture,
 } from '../../support/fixtures.ts';
@@ -215,6 +218,51 @@ describe('sending with a fallback transport', () => {
     }
   });
 
+  it("asks the fallback when the primary's own setup fails: its password refused, or unreadable", async () => {
+    const t = await tenant('Misconfigured', { fallback: true });
+    // The fallback's own server as primary, with a password it refuses (535): a fault of that relay.
+    const put = await app.request('PUT', '/v1/email-transport', {
+      token: t.fx.serviceKey,
+      body: { ...relay(fallback.port, 'primary@misconfigured.test', true), password: 'not-the-password' },
+    });
+    expect(put.status, put.text).toBe(200);
+    const refused = await t.send('lea@misconfigured.example.test');
+    expect(refused.delivery).toMatchObject({ status: 'sent', provider: 'smtp-fallback' });
+    expect(trail(refused.delivery)).toEqual([
+      ['smtp', 'failed'],
+      ['smtp-fallback', 'sent'],
+    ]);
+    expect(refused.delivery.provider_attempts[0].error).toMatch(/535|auth/i);
+    expect(JSON.stringify(refused.event)).not.toContain('not-the-password');
+
+    // A primary password sealed for another row cannot be decrypted: the fallback takes the mail.
+    await sql(app, `UPDATE email_transports SET password_ciphertext = $2 WHERE tenant_id = $1 AND slot = 'primary'`, [
+      t.fx.tenantId,
+      app.runtime.keyRing.encrypt('whatever', `email_transports/${t.fx.tenantId}/fallback/password`),
+    ]);
+    const unreadable = await t.send('max@misconfigured.example.test');
+    expect(unreadable.delivery).toMatchObject({ status: 'sent', provider: 'smtp-fallback' });
+    expect(unreadable.delivery.provider_attempts[0]).toMatchObject({
+      provider: 'smtp',
+      outcome: 'failed',
+      error: expect.stringContaining('credentials_unreadable'),
+    });
+    const shown = await app.request('GET', '/v1/email-transport', { token: t.fx.serviceKey });
+    expect(shown.body.credentials_unreadable).toBe(true);
+  });
+
+  it('skips with credentials_unreadable when no relay can be used, as without a fallback', async () => {
+    const t = await tenant('Locked', { primaryPort: primary.port, fallback: true });
+    for (const slot of ['primary', 'fallback'])
+      await sql(
+        app,
+        `UPDATE email_transports SET password_ciphertext = 'hv1.gone.x' WHERE tenant_id = $1 AND slot = $2`,
+        [t.fx.tenantId, slot],
+      );
+    const { delivery } = await t.send('ned@locked.example.test');
+    expect(delivery).toMatchObject({ status: 'skipped', reason: 'credentials_unreadable', provider_attempts: [] });
+  });
+
   it('skips a primary whose circuit opened after five failures, and probes it again 30 s later', async () => {
     const t = await tenant('Flaky', { primaryPort: primary.port, fallback: true });
     const addresses = Array.from({ length: FAILURES_TO_OPEN + 1 }, (_, i) => `flaky-${i}@flaky.example.test`);
@@ -382,6 +430,23 @@ describe('PUT|GET|DELETE /v1/email-transport/fallback', () => {
     expect((await app.request('DELETE', '/v1/email-transport', { token: a.serviceKey })).status).toBe(204);
     expect((await app.request('GET', '/v1/email-transport/fallback', { token: a.serviceKey })).body.configured).toBe(
       true,
+    );
+  });
+
+  it("re-wraps the fallback's password with the rest on key rotation, under its own context", async () => {
+    const [id, key] = app.config.encryptionKeys!.split(':') as [string, string];
+    const ring = new KeyRing({ active: 'rotated', keys: { [id]: key, rotated: generateKey() } });
+    const report = await rewrapAll(app.runtime.orm.em.fork(), ring);
+    // The rows other tests made unreadable on purpose stay as they are; the rest move to the new key.
+    expect(report.rewrapped).toBeGreaterThan(0);
+    const row = await queryOne<{ password_ciphertext: string }>(
+      app.runtime.orm.em.fork(),
+      `SELECT password_ciphertext FROM email_transports WHERE tenant_id = $1 AND slot = 'fallback'`,
+      [a.tenantId],
+    );
+    expect(envelopeKeyId(row!.password_ciphertext)).toBe('rotated');
+    expect(ring.decrypt(row!.password_ciphertext, `email_transports/${a.tenantId}/fallback/password`)).toBe(
+      FALLBACK_PASS,
     );
   });
 
