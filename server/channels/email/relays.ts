@@ -1,8 +1,8 @@
 // The SMTP relays a tenant's email may go through, in the order a send asks them: the tenant's
 // primary transport, or in its place the install's own SMTP; then the tenant's fallback transport,
-// if it set one. The install's SMTP stands in for a missing primary (as it always has), so a tenant
-// may keep a fallback of its own behind the shared relay. Each relay has its own circuit: the
-// tenant's per tenant and slot, the install's one for the whole install (it is one server).
+// if it set one. The install's SMTP stands in for a missing primary, so a tenant may keep a fallback
+// of its own behind the shared relay. Each relay has its own circuit: the tenant's per tenant and
+// slot, the install's one for the whole install (it is one server).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { isUnreadable } from '../../base/crypto/keyring.ts';
 import type { Context } from '../../base/context.ts';

@@ -1,8 +1,8 @@
 // A tenant's own SMTP transports as stored (a primary, and a fallback relay for when the primary fails
-// for now): each row, with the password decrypted for sending, and the
-// rule on which hosts a tenant may point it at: public ones (unless allowPrivateSmtpHosts), checked
-// when the transport is set and, through the SSRF guard, as each connection to it opens. Read by the
-// sender (transport.ts) and by the service that manages transports (email-transport.ts).
+// for now): each row, with the password decrypted for sending, and the rule on which hosts a tenant
+// may point them at: public ones (unless allowPrivateSmtpHosts), checked when a transport is set and,
+// through the SSRF guard, as each connection to it opens. Read by the sender (transport.ts, through
+// relays.ts) and by the service that manages transports (email-transport.ts).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { emailTransportPasswordAad } from '../../base/crypto/aad.ts';
 import { isUnreadable } from '../../base/crypto/keyring.ts';

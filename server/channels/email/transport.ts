@@ -11,7 +11,12 @@ import type { ChannelContext, DeliveryOutcome } from '../types.ts';
 import { isUnreadable } from '../../base/crypto/keyring.ts';
 import type { Context } from '../../base/context.ts';
 import { NonPublicAddressError } from '../../base/net/public-address.ts';
-import { loadEmailTransport, loadEmailTransports, SMTP_HOST_REFUSED, type LoadedEmailTransports } from './tenant-smtp.ts';
+import {
+  loadEmailTransport,
+  loadEmailTransports,
+  SMTP_HOST_REFUSED,
+  type LoadedEmailTransports,
+} from './tenant-smtp.ts';
 import { dkimSigningFor } from './sender-domains.ts';
 import { installSmtp } from './install-smtp.ts';
 import { addressOf, tenantRelays, type EmailRelay } from './relays.ts';
@@ -70,8 +75,7 @@ function relayFault(error: unknown): boolean {
 }
 
 type RelayAnswer =
-  | { status: 'sent'; messageId: string }
-  | { status: 'failed'; error: string; retryable: boolean; relayFault: boolean };
+  { status: 'sent'; messageId: string } | { status: 'failed'; error: string; retryable: boolean; relayFault: boolean };
 
 async function sendThrough(runtime: ChannelContext, settings: SmtpSettings, mail: OutgoingMail): Promise<RelayAnswer> {
   try {
@@ -183,7 +187,10 @@ export async function sendTenantEmail(
     case 'delivered':
       return { status: 'sent', messageId: outcome.providerMessageId ?? '' };
     case 'skipped':
-      return { status: 'skipped', reason: outcome.reason === 'credentials_unreadable' ? outcome.reason : 'no_transport' };
+      return {
+        status: 'skipped',
+        reason: outcome.reason === 'credentials_unreadable' ? outcome.reason : 'no_transport',
+      };
     case 'failed':
       return { status: 'failed', error: outcome.error, retryable: outcome.retryable };
   }
