@@ -190,7 +190,8 @@ CREATE TABLE email_transports (
   from_email text NOT NULL,
   from_name text,
   created_at timestamp with time zone NOT NULL DEFAULT now(),
-  updated_at timestamp with time zone NOT NULL DEFAULT now()
+  updated_at timestamp with time zone NOT NULL DEFAULT now(),
+  slot text NOT NULL DEFAULT 'primary'::text
 );
 
 CREATE TABLE events (
@@ -602,9 +603,11 @@ ALTER TABLE email_tokens ADD CONSTRAINT email_tokens_token_hash_key UNIQUE (toke
 
 ALTER TABLE email_tokens ADD CONSTRAINT email_tokens_user_id_fkey FOREIGN KEY (user_id) REFERENCES users(id) ON DELETE CASCADE;
 
-ALTER TABLE email_transports ADD CONSTRAINT email_transports_pkey PRIMARY KEY (tenant_id);
+ALTER TABLE email_transports ADD CONSTRAINT email_transports_pkey PRIMARY KEY (tenant_id, slot);
 
 ALTER TABLE email_transports ADD CONSTRAINT email_transports_port_check CHECK (((port >= 1) AND (port <= 65535)));
+
+ALTER TABLE email_transports ADD CONSTRAINT email_transports_slot_check CHECK ((slot = ANY (ARRAY['primary'::text, 'fallback'::text])));
 
 ALTER TABLE email_transports ADD CONSTRAINT email_transports_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id) ON DELETE CASCADE;
 

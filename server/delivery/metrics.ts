@@ -1,6 +1,6 @@
 // What the delivery runs report to the process's metrics: each delivery once, when it reaches a final
 // status, with the time since its event was triggered. In memory only (server/base/metrics/registry.ts).
-import { recordDeliveries } from '../base/metrics/registry.ts';
+import { recordDeliveries, recordProviderAnswers } from '../base/metrics/registry.ts';
 import type { ChannelContext, DeliveryOutcome } from '../channels/types.ts';
 import type { PlannedDelivery } from './stages/plan.ts';
 
@@ -8,7 +8,7 @@ function secondsSince(createdAt: string | Date, now: number): number {
   return Math.max(0, (now - new Date(createdAt).getTime()) / 1000);
 }
 
-/** A delivery's outcome, unless it stays pending (a failure to retry). */
+/** A delivery's outcome, unless it stays pending (a failure to retry); the providers it asked, always. */
 export function countOutcome(
   runtime: ChannelContext,
   event: { created_at: string | Date },
@@ -16,6 +16,8 @@ export function countOutcome(
   outcome: DeliveryOutcome | null,
   finalAttempt: boolean,
 ): void {
+  if (outcome && outcome.status !== 'skipped' && outcome.providerAttempts)
+    recordProviderAnswers(runtime, channel, outcome.providerAttempts);
   if (!outcome || (outcome.status === 'failed' && outcome.retryable && !finalAttempt)) return;
   recordDeliveries(runtime, channel, outcome.status, secondsSince(event.created_at, Date.now()));
 }

@@ -1,4 +1,5 @@
-// The tenant's email transport: read, replace, remove, and a test send.
+// The tenant's email transport: read, replace, remove, and a test send; and its fallback transport,
+// asked when the primary (or the install's default SMTP standing in for it) fails for now.
 import { defineRoute, reply } from '../route.ts';
 import {
   EmailTransportRequest,
@@ -60,4 +61,39 @@ export const testEmailTransportRoute = defineRoute({
   errors: [422],
   audit: { exempt: 'a test send: changes nothing' },
   handler: ({ runtime, em, auth, body }) => testEmailTransport(runtime, em, auth!.tenantId, body.to),
+});
+
+export const getEmailFallbackRoute = defineRoute({
+  method: 'GET',
+  path: '/v1/email-transport/fallback',
+  summary: "The tenant's fallback email transport (the password is never returned)",
+  tag,
+  auth: 'management',
+  responses: { 200: EmailTransportResponse },
+  handler: ({ runtime, em, auth }) => getEmailTransport(runtime, em, auth!.tenantId, 'fallback'),
+});
+
+export const putEmailFallbackRoute = defineRoute({
+  method: 'PUT',
+  path: '/v1/email-transport/fallback',
+  summary:
+    "Creates or replaces the tenant's fallback email transport, asked in the same attempt when the primary (or the install's default SMTP) fails for now; an omitted password keeps the stored one",
+  tag,
+  auth: 'management',
+  body: EmailTransportRequest,
+  responses: { 200: EmailTransportResponse },
+  handler: ({ runtime, em, auth, body }) => putEmailTransport(runtime, em, auth!.tenantId, body, 'fallback'),
+});
+
+export const deleteEmailFallbackRoute = defineRoute({
+  method: 'DELETE',
+  path: '/v1/email-transport/fallback',
+  summary: "Removes the tenant's fallback email transport",
+  tag,
+  auth: 'management',
+  responses: { 204: null },
+  handler: async ({ em, auth }) => {
+    await deleteEmailTransport(em, auth!.tenantId, 'fallback');
+    return reply(204);
+  },
 });

@@ -10,8 +10,9 @@ export const installSecretAad = (name: string) => `install_secrets/${name}`;
 /** A sender domain's DKIM private key. */
 export const dkimKeyAad = (senderDomainId: string) => `sender_domains/${senderDomainId}/dkim_private_key`;
 
-/** The password of a tenant's SMTP transport. */
-export const emailTransportPasswordAad = (tenantId: string) => `email_transports/${tenantId}/password`;
+/** The password of a tenant's SMTP transport in one slot (the primary's context names no slot). */
+export const emailTransportPasswordAad = (tenantId: string, slot: 'primary' | 'fallback' = 'primary') =>
+  slot === 'primary' ? `email_transports/${tenantId}/password` : `email_transports/${tenantId}/${slot}/password`;
 
 /** The secret fields of a tenant's push transport for one provider. */
 export const pushTransportSecretsAad = (tenantId: string, provider: string) =>

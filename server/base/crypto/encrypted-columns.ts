@@ -47,8 +47,8 @@ export const encryptedColumns: EncryptedColumn[] = [
   {
     table: 'email_transports',
     column: 'password_ciphertext',
-    keyColumns: ['tenant_id'],
-    aad: (r) => emailTransportPasswordAad(String(r.tenant_id)),
+    keyColumns: ['tenant_id', 'slot'],
+    aad: (r) => emailTransportPasswordAad(String(r.tenant_id), r.slot === 'fallback' ? 'fallback' : 'primary'),
   },
   {
     table: 'push_transports',

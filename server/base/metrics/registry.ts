@@ -20,6 +20,7 @@ export class HeraldMetrics {
   readonly triggerEvents: Counter;
   readonly deliveries: Counter<'channel' | 'status'>;
   readonly deliveryLatency: Histogram<'channel' | 'status'>;
+  readonly providerAnswers: Counter<'channel' | 'provider' | 'outcome'>;
   readonly jobsHandled: Counter<'queue'>;
   readonly webhookPolls: Counter;
   readonly streamConnections: Gauge;
@@ -33,6 +34,7 @@ export class HeraldMetrics {
   readonly recentDeliveryLatency: Gauge<'channel' | 'status' | 'quantile'>;
   readonly databaseReadErrors: Counter;
   readonly #jobChildren = new Map<string, { inc(n?: number): void }>();
+  readonly #providerChildren = new Map<string, { inc(n?: number): void }>();
   readonly #deliveryChildren = new Map<
     string,
     { count: { inc(n?: number): void }; latency: { observe(v: number): void } }
@@ -72,6 +74,11 @@ export class HeraldMetrics {
       "Seconds from the trigger to a delivery's final status, in this process, by channel and status",
       ['channel', 'status'],
       DELIVERY_BUCKETS,
+    );
+    this.providerAnswers = counter(
+      'herald_provider_answers_total',
+      'Providers asked by deliveries in this process (each one of a failover counts), by channel, provider and outcome (sent, failed, skipped: circuit open or paused)',
+      ['channel', 'provider', 'outcome'],
     );
     this.jobsHandled = counter(
       'herald_jobs_handled_total',
@@ -150,6 +157,13 @@ export class HeraldMetrics {
     if (secondsSinceTrigger !== null) for (let i = 0; i < count; i++) child.latency.observe(secondsSinceTrigger);
   }
 
+  observeProviderAnswer(channel: string, provider: string, outcome: string): void {
+    const key = `${channel} ${provider} ${outcome}`;
+    let child = this.#providerChildren.get(key);
+    if (!child) this.#providerChildren.set(key, (child = this.providerAnswers.labels({ channel, provider, outcome })));
+    child.inc();
+  }
+
   /** Sets the pool gauges from a pg.Pool's own counters. */
   observePool(
     pool: string,
@@ -178,6 +192,16 @@ export function metricsOf(runtime: Context): HeraldMetrics {
  * The hook of the delivery path: call it when deliveries reach a final status (sent, delivered,
  * failed, skipped), with the seconds since their event was triggered when known. In-memory only.
  */
+/** Each provider a delivery's attempt asked, with its answer. */
+export function recordProviderAnswers(
+  runtime: Context,
+  channel: string,
+  answers: ReadonlyArray<{ provider: string; outcome: string }>,
+): void {
+  const metrics = metricsOf(runtime);
+  for (const answer of answers) metrics.observeProviderAnswer(channel, answer.provider, answer.outcome);
+}
+
 export function recordDeliveries(
   runtime: Context,
   channel: string,

@@ -1,13 +1,14 @@
 // The email channel: renders the email template (subject, branded HTML, text part), sends through
-// the tenant's transport (or the install's default SMTP), and signs with DKIM when the From address
-// finally used belongs to one of the tenant's verified sender domains. A suppressed address is skipped;
+// the tenant's relays with failover (its transport or the install's default SMTP, then its fallback
+// transport: transport.ts), and signs with DKIM when the From address finally used belongs to one of
+// the tenant's verified sender domains. A suppressed address is skipped;
 // types whose opt-out policy is on carry one-click unsubscribe headers; with a bounce domain the
 // envelope sender is the delivery's VERP address.
 import { dkimSigningFor } from './sender-domains.ts';
 import { emailFlagsOf, emailLinksFor, type EmailFlagsKey } from './links.ts';
-import { sendTenantEmail, type EmailOutcome } from './transport.ts';
+import { sendTenantMail, type EmailOutcome } from './transport.ts';
 import { renderEmailDelivery } from '../render-delivery.ts';
-import { loadEmailTransport } from './tenant-smtp.ts';
+import { loadEmailTransports } from './tenant-smtp.ts';
 import { lookupOnce, type ChannelSender, type DeliveryOutcome } from '../types.ts';
 
 export const emailChannel: ChannelSender = {
@@ -31,7 +32,7 @@ export const emailChannel: ChannelSender = {
     if (!rendered) return { status: 'skipped', reason: 'no_template' };
     const { email, brand } = rendered;
     const sender = brand.sender ?? {};
-    const result = await sendTenantEmail(
+    return sendTenantMail(
       runtime,
       em,
       event.tenant_id,
@@ -51,11 +52,10 @@ export const emailChannel: ChannelSender = {
         envelopeFrom: links.envelopeFrom,
       },
       () =>
-        lookupOnce(lookups, `email-transport:${event.tenant_id}`, () =>
-          loadEmailTransport(runtime, em, event.tenant_id),
+        lookupOnce(lookups, `email-transports:${event.tenant_id}`, () =>
+          loadEmailTransports(runtime, em, event.tenant_id),
         ),
     );
-    return emailOutcome(result);
   },
   async preload(em, deliveries, lookups) {
     const keys = new Map<string, EmailFlagsKey>();

@@ -1,5 +1,6 @@
-// The tenant's own SMTP transport (one per tenant) and the install's default SMTP. The password is
-// write-only: stored as a key-ring ciphertext bound to the tenant's row, never returned.
+// The tenant's own SMTP transports (a primary and a fallback, one of each per tenant) and the
+// install's default SMTP. The password is write-only: stored as a key-ring ciphertext bound to the
+// tenant's row and slot, never returned.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { emailTransportPasswordAad, installSecretAad } from '../../base/crypto/aad.ts';
 import { isUnreadable } from '../../base/crypto/keyring.ts';
@@ -7,7 +8,13 @@ import { execute, queryOne } from '../../base/db/sql.ts';
 import { deleteInstallSecret, readInstallSecret, storeInstallSecret } from '../../base/install-secrets.ts';
 import { DEFAULT_SMTP_SECRET, installSmtp } from './install-smtp.ts';
 import { smtpSettingsFromUrl, type SmtpSettings } from './smtp.ts';
-import { SMTP_HOST_NOT_PUBLIC, loadEmailTransport, smtpHostAllowed, type EmailTransportRow } from './tenant-smtp.ts';
+import {
+  SMTP_HOST_NOT_PUBLIC,
+  loadEmailTransport,
+  smtpHostAllowed,
+  type EmailTransportRow,
+  type EmailTransportSlot,
+} from './tenant-smtp.ts';
 import { AppError, invalidField } from '../../base/errors.ts';
 import type { Context } from '../../base/context.ts';
 import type { ChannelContext } from '../types.ts';
@@ -21,16 +28,16 @@ import { deliverEmail, formatFrom } from './transport.ts';
 
 /** The server the stored password was given for. */
 const STORED_SERVER = `SELECT host, port, secure, username, password_ciphertext IS NOT NULL AS has_password
-       FROM email_transports WHERE tenant_id = $1`;
-/** Creates or replaces the transport; $9 keeps the stored password. */
+       FROM email_transports WHERE tenant_id = $1 AND slot = $2`;
+/** Creates or replaces the transport in slot $10; $9 keeps the stored password. */
 const PUT_TRANSPORT = `INSERT INTO email_transports
-       (tenant_id, host, port, secure, username, password_ciphertext, from_email, from_name)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-     ON CONFLICT (tenant_id) DO UPDATE SET host = EXCLUDED.host, port = EXCLUDED.port, secure = EXCLUDED.secure,
+       (tenant_id, host, port, secure, username, password_ciphertext, from_email, from_name, slot)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $10)
+     ON CONFLICT (tenant_id, slot) DO UPDATE SET host = EXCLUDED.host, port = EXCLUDED.port, secure = EXCLUDED.secure,
        username = EXCLUDED.username, from_email = EXCLUDED.from_email, from_name = EXCLUDED.from_name,
        password_ciphertext = CASE WHEN $9 THEN email_transports.password_ciphertext ELSE EXCLUDED.password_ciphertext END,
        updated_at = now()`;
-const DELETE_TRANSPORT = `DELETE FROM email_transports WHERE tenant_id = $1`;
+const DELETE_TRANSPORT = `DELETE FROM email_transports WHERE tenant_id = $1 AND slot = $2`;
 
 function toEmailTransportResponse(row: EmailTransportRow, unreadable: boolean): EmailTransportResponse {
   return {
@@ -45,31 +52,40 @@ function toEmailTransportResponse(row: EmailTransportRow, unreadable: boolean): 
   };
 }
 
+/**
+ * The tenant's transport in a slot. Without a primary, its email goes through the install's default
+ * SMTP, which the answer names; a missing fallback is just not configured.
+ */
 export async function getEmailTransport(
   runtime: Context,
   em: EntityManager,
   tenantId: string,
+  slot: EmailTransportSlot = 'primary',
 ): Promise<EmailTransportResponse> {
-  const loaded = await loadEmailTransport(runtime, em, tenantId);
-  if (!loaded) return { configured: false, install_default: await installDefaultOf(runtime, em) };
+  const loaded = await loadEmailTransport(runtime, em, tenantId, slot);
+  if (!loaded)
+    return slot === 'primary'
+      ? { configured: false, install_default: await installDefaultOf(runtime, em) }
+      : { configured: false };
   return toEmailTransportResponse(loaded.row, loaded.state === 'unreadable');
 }
 
 /**
- * Creates or replaces the tenant's transport. An omitted password keeps the stored one (clients
- * cannot read it back to resend it); null removes it.
+ * Creates or replaces the tenant's transport in a slot. An omitted password keeps the stored one
+ * (clients cannot read it back to resend it); null removes it.
  */
 export async function putEmailTransport(
   runtime: Context,
   em: EntityManager,
   tenantId: string,
   input: EmailTransportRequest,
+  slot: EmailTransportSlot = 'primary',
 ): Promise<EmailTransportResponse> {
   if (!(await smtpHostAllowed(runtime, input.host))) {
     throw invalidField(['body', 'host'], SMTP_HOST_NOT_PUBLIC, 'host_not_allowed');
   }
   const ciphertext = input.password
-    ? runtime.keyRing.encrypt(input.password, emailTransportPasswordAad(tenantId))
+    ? runtime.keyRing.encrypt(input.password, emailTransportPasswordAad(tenantId, slot))
     : null;
   const keepPassword = input.password === undefined;
   if (keepPassword) {
@@ -81,7 +97,7 @@ export async function putEmailTransport(
       secure: boolean;
       username: string | null;
       has_password: boolean;
-    }>(em, STORED_SERVER, [tenantId]);
+    }>(em, STORED_SERVER, [tenantId, slot]);
     const moved =
       stored &&
       (stored.host !== input.host ||
@@ -102,12 +118,17 @@ export async function putEmailTransport(
     input.from_email,
     input.from_name ?? null,
     keepPassword,
+    slot,
   ]);
-  return getEmailTransport(runtime, em, tenantId);
+  return getEmailTransport(runtime, em, tenantId, slot);
 }
 
-export async function deleteEmailTransport(em: EntityManager, tenantId: string): Promise<void> {
-  await execute(em, DELETE_TRANSPORT, [tenantId]);
+export async function deleteEmailTransport(
+  em: EntityManager,
+  tenantId: string,
+  slot: EmailTransportSlot = 'primary',
+): Promise<void> {
+  await execute(em, DELETE_TRANSPORT, [tenantId, slot]);
 }
 
 /**

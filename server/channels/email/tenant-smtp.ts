@@ -1,18 +1,23 @@
-// A tenant's own SMTP transport as stored: its row, with the password decrypted for sending, and the
-// rule on which hosts a tenant may point it at: public ones (unless allowPrivateSmtpHosts), checked
-// when the transport is set and, through the SSRF guard, as each connection to it opens. Read by the
-// sender (transport.ts) and by the service that manages transports (email-transport.ts).
+// A tenant's own SMTP transports as stored (a primary, and a fallback relay for when the primary fails
+// for now): each row, with the password decrypted for sending, and the rule on which hosts a tenant
+// may point them at: public ones (unless allowPrivateSmtpHosts), checked when a transport is set and,
+// through the SSRF guard, as each connection to it opens. Read by the sender (transport.ts, through
+// relays.ts) and by the service that manages transports (email-transport.ts).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { emailTransportPasswordAad } from '../../base/crypto/aad.ts';
 import { isUnreadable } from '../../base/crypto/keyring.ts';
-import { queryOne } from '../../base/db/sql.ts';
+import { query, queryOne } from '../../base/db/sql.ts';
 import { resolvesPublicly, type GuardOptions } from '../../base/net/public-address.ts';
 import { allowsPrivate } from '../../base/net/allow-private.ts';
 import type { Context } from '../../base/context.ts';
 import type { SmtpSettings } from './smtp.ts';
 
+/** The primary is the spec's /v1/email-transport; the fallback is asked when it fails for now. */
+export type EmailTransportSlot = 'primary' | 'fallback';
+
 export interface EmailTransportRow {
   tenant_id: string;
+  slot: EmailTransportSlot;
   host: string;
   port: number;
   secure: boolean;
@@ -26,25 +31,45 @@ export type LoadedEmailTransport =
   | { state: 'ready'; row: EmailTransportRow; settings: SmtpSettings; fromEmail: string; fromName: string | null }
   | { state: 'unreadable'; row: EmailTransportRow };
 
-const FIND_TRANSPORT = `SELECT tenant_id, host, port, secure, username, password_ciphertext, from_email, from_name
-  FROM email_transports WHERE tenant_id = $1`;
+const TRANSPORT_COLUMNS = `tenant_id, slot, host, port, secure, username, password_ciphertext, from_email, from_name`;
+const FIND_TRANSPORT = `SELECT ${TRANSPORT_COLUMNS} FROM email_transports WHERE tenant_id = $1 AND slot = $2`;
+const FIND_TRANSPORTS = `SELECT ${TRANSPORT_COLUMNS} FROM email_transports WHERE tenant_id = $1`;
 
-async function findRow(em: EntityManager, tenantId: string): Promise<EmailTransportRow | undefined> {
-  return queryOne<EmailTransportRow>(em, FIND_TRANSPORT, [tenantId]);
-}
-
-/** The tenant's transport with its password decrypted; null when the tenant has none. */
+/** The tenant's transport in one slot with its password decrypted; null when the tenant has none there. */
 export async function loadEmailTransport(
   runtime: Context,
   em: EntityManager,
   tenantId: string,
+  slot: EmailTransportSlot = 'primary',
 ): Promise<LoadedEmailTransport | null> {
-  const row = await findRow(em, tenantId);
-  if (!row) return null;
+  const row = await queryOne<EmailTransportRow>(em, FIND_TRANSPORT, [tenantId, slot]);
+  return row ? loaded(runtime, row) : null;
+}
+
+export interface LoadedEmailTransports {
+  primary: LoadedEmailTransport | null;
+  fallback: LoadedEmailTransport | null;
+}
+
+/** Both of the tenant's transports in one statement (a send asks for both). */
+export async function loadEmailTransports(
+  runtime: Context,
+  em: EntityManager,
+  tenantId: string,
+): Promise<LoadedEmailTransports> {
+  const rows = await query<EmailTransportRow>(em, FIND_TRANSPORTS, [tenantId]);
+  const inSlot = (slot: EmailTransportSlot) => {
+    const row = rows.find((r) => r.slot === slot);
+    return row ? loaded(runtime, row) : null;
+  };
+  return { primary: inSlot('primary'), fallback: inSlot('fallback') };
+}
+
+function loaded(runtime: Context, row: EmailTransportRow): LoadedEmailTransport {
   let password: string | null = null;
   if (row.password_ciphertext) {
     try {
-      password = runtime.keyRing.decrypt(row.password_ciphertext, emailTransportPasswordAad(tenantId));
+      password = runtime.keyRing.decrypt(row.password_ciphertext, emailTransportPasswordAad(row.tenant_id, row.slot));
     } catch (error) {
       if (isUnreadable(error)) return { state: 'unreadable', row };
       throw error;

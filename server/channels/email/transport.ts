@@ -1,16 +1,26 @@
-// Sending a tenant's email: through the tenant's own transport, else the install's default SMTP, else
-// skipped (no_transport). A transport whose password cannot be decrypted is skipped with
-// credentials_unreadable rather than failing. SMTP permanent rejections (5xx) are not retried;
-// connection problems and temporary (4xx) answers are.
+// Sending a tenant's email: through its relays in order (relays.ts: the tenant's primary transport,
+// else the install's default SMTP; then the tenant's fallback), else skipped (no_transport). A send
+// moves on to the next relay within the same attempt when one fails for now (no connection, a
+// timeout, an SMTP 4xx) or fails for reasons of its own (authentication, TLS, a host the guard
+// refuses, a password the key ring cannot decrypt); a permanent refusal of the message (a 5xx to its
+// recipient or content) fails the delivery at once, as another relay would refuse it too. When every
+// relay's password is unreadable the mail is skipped with credentials_unreadable rather than failing.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { installSmtp } from './install-smtp.ts';
 import type { DkimSigning, OutgoingMail, SmtpSettings } from './smtp.ts';
-import type { ChannelContext } from '../types.ts';
+import type { ChannelContext, DeliveryOutcome } from '../types.ts';
 import { isUnreadable } from '../../base/crypto/keyring.ts';
 import type { Context } from '../../base/context.ts';
 import { NonPublicAddressError } from '../../base/net/public-address.ts';
-import { loadEmailTransport, SMTP_HOST_REFUSED, type LoadedEmailTransport } from './tenant-smtp.ts';
+import {
+  loadEmailTransport,
+  loadEmailTransports,
+  SMTP_HOST_REFUSED,
+  type LoadedEmailTransports,
+} from './tenant-smtp.ts';
 import { dkimSigningFor } from './sender-domains.ts';
+import { installSmtp } from './install-smtp.ts';
+import { addressOf, tenantRelays, type EmailRelay } from './relays.ts';
+import { sendWithFailover, type ProviderAnswer } from '../failover.ts';
 
 export type EmailOutcome =
   | { status: 'sent'; messageId: string }
@@ -39,12 +49,6 @@ export function formatFrom(address: string, name?: string | null): string {
   return clean ? `"${clean.replace(/["\\]/g, '\\$&')}" <${address}>` : address;
 }
 
-/** The address part of a From header ("Herald <herald@x>" -> herald@x). */
-function addressOf(from: string): { email: string; name: string | null } {
-  const match = /^\s*"?([^"<]*?)"?\s*<([^>]+)>\s*$/.exec(from);
-  return match ? { email: match[2]!, name: match[1] || null } : { email: from.trim(), name: null };
-}
-
 interface SmtpErrorLike {
   code?: string;
   responseCode?: number;
@@ -61,67 +65,61 @@ export function classifySmtpError(error: unknown): { error: string; retryable: b
   return { error: message, retryable: e.code !== 'EAUTH' && e.code !== 'EENVELOPE' && e.code !== 'EMESSAGE' };
 }
 
+/**
+ * A failure of the relay rather than of the message: anything but the server refusing the envelope
+ * or the content (EENVELOPE, EMESSAGE), which another relay would refuse the same way.
+ */
+function relayFault(error: unknown): boolean {
+  const code = (error as SmtpErrorLike | null)?.code;
+  return code !== 'EENVELOPE' && code !== 'EMESSAGE';
+}
+
+type RelayAnswer =
+  { status: 'sent'; messageId: string } | { status: 'failed'; error: string; retryable: boolean; relayFault: boolean };
+
+async function sendThrough(runtime: ChannelContext, settings: SmtpSettings, mail: OutgoingMail): Promise<RelayAnswer> {
+  try {
+    const sent = await runtime.smtp.send(settings, mail);
+    if (sent.accepted.length === 0 && sent.rejected.length > 0)
+      return { status: 'failed', error: `recipient rejected: ${sent.response}`, retryable: false, relayFault: false };
+    return { status: 'sent', messageId: sent.messageId };
+  } catch (error) {
+    // A tenant's host that resolves only to non-public addresses now: refused before any connection.
+    if (error instanceof NonPublicAddressError)
+      return { status: 'failed', error: SMTP_HOST_REFUSED, retryable: false, relayFault: true };
+    return { status: 'failed', ...classifySmtpError(error), relayFault: relayFault(error) };
+  }
+}
+
 /** Sends one mail with the given SMTP settings through the runtime's pooled transports. */
 export async function deliverEmail(
   runtime: ChannelContext,
   settings: SmtpSettings,
   mail: OutgoingMail,
 ): Promise<EmailOutcome> {
-  try {
-    const sent = await runtime.smtp.send(settings, mail);
-    if (sent.accepted.length === 0 && sent.rejected.length > 0)
-      return { status: 'failed', error: `recipient rejected: ${sent.response}`, retryable: false };
-    return { status: 'sent', messageId: sent.messageId };
-  } catch (error) {
-    // A tenant's host that resolves only to non-public addresses now: refused before any connection.
-    if (error instanceof NonPublicAddressError) return { status: 'failed', error: SMTP_HOST_REFUSED, retryable: false };
-    return { status: 'failed', ...classifySmtpError(error) };
-  }
+  const answer = await sendThrough(runtime, settings, mail);
+  return answer.status === 'sent' ? answer : { status: 'failed', error: answer.error, retryable: answer.retryable };
 }
 
-/** `loadTransport`: how to find the tenant's own transport (a run's shared lookup); read from the database by default. */
-export async function sendTenantEmail(
-  runtime: ChannelContext,
-  em: EntityManager,
-  tenantId: string,
-  mail: TenantMail,
-  loadTransport: () => Promise<LoadedEmailTransport | null> = () => loadEmailTransport(runtime, em, tenantId),
-): Promise<EmailOutcome> {
-  let settings: SmtpSettings;
-  let defaultFrom: { email: string; name: string | null };
+const UNREADABLE_RELAY = 'credentials_unreadable: its password cannot be decrypted with the key ring; set it again';
+
+/** The mail as this relay sends it: its From, Reply-To and DKIM signature. */
+async function mailFor(relay: EmailRelay, mail: TenantMail): Promise<OutgoingMail> {
   let fromEmail = mail.fromEmail ?? null;
   let replyTo = mail.replyTo ?? null;
-  const own = await loadTransport();
-  if (own?.state === 'unreadable') return { status: 'skipped', reason: 'credentials_unreadable' };
-  if (own) {
-    // Its host is checked as each connection opens (smtp.ts), not per mail.
-    settings = own.settings;
-    defaultFrom = { email: own.fromEmail, name: own.fromName };
-  } else {
-    let install;
-    try {
-      install = await installSmtp(runtime, em);
-    } catch (error) {
-      if (isUnreadable(error)) return { status: 'skipped', reason: 'credentials_unreadable' };
-      throw error;
-    }
-    if (!install) return { status: 'skipped', reason: 'no_transport' };
-    settings = install.settings;
-    defaultFrom = addressOf(install.from);
-    // The install's SMTP is shared by every tenant: a brand may only claim a From address on one of its
-    // tenant's verified sender domains. Otherwise the mail comes from the install's address, with the
-    // brand's address as Reply-To, so no tenant can send as another (or as the operator).
-    if (fromEmail && !(mail.sign && (await mail.sign(fromEmail)))) {
-      replyTo ??= fromEmail;
-      fromEmail = null;
-    }
+  // On the install's shared SMTP a brand may only claim a From address on one of its tenant's verified
+  // sender domains. Otherwise the mail comes from the install's address, with the brand's address as
+  // Reply-To, so no tenant can send as another (or as the operator).
+  if (relay.shared && fromEmail && !(mail.sign && (await mail.sign(fromEmail)))) {
+    replyTo ??= fromEmail;
+    fromEmail = null;
   }
-  const finalFrom = fromEmail ?? defaultFrom.email;
+  const finalFrom = fromEmail ?? relay.defaultFrom.email;
   const from = fromEmail
     ? formatFrom(fromEmail, mail.fromName)
-    : formatFrom(defaultFrom.email, mail.fromName ?? defaultFrom.name);
+    : formatFrom(relay.defaultFrom.email, mail.fromName ?? relay.defaultFrom.name);
   const dkim = mail.sign ? await mail.sign(finalFrom) : null;
-  return deliverEmail(runtime, settings, {
+  return {
     from,
     to: mail.to,
     subject: mail.subject,
@@ -131,7 +129,71 @@ export async function sendTenantEmail(
     ...(dkim ? { dkim } : {}),
     ...(mail.headers && Object.keys(mail.headers).length > 0 ? { headers: mail.headers } : {}),
     ...(mail.envelopeFrom ? { envelope: { from: mail.envelopeFrom, to: mail.to } } : {}),
-  });
+  };
+}
+
+/**
+ * One relay's answer. With another relay to ask, a fault of this relay's own is worth asking the next
+ * (and, once every relay has been asked, another attempt later); alone, it is as final as before.
+ */
+async function relayAnswer(
+  runtime: ChannelContext,
+  relay: EmailRelay,
+  mail: TenantMail,
+  others: boolean,
+): Promise<ProviderAnswer> {
+  if (!relay.settings) return { status: 'failed', error: UNREADABLE_RELAY, retryable: true };
+  const answer = await sendThrough(runtime, relay.settings, await mailFor(relay, mail));
+  if (answer.status === 'sent') return { status: 'sent', providerMessageId: answer.messageId };
+  return { status: 'failed', error: answer.error, retryable: answer.retryable || (others && answer.relayFault) };
+}
+
+/**
+ * Sends through the tenant's relays with failover; the outcome names the relay that answered and
+ * every relay asked. `loadTransports`: the tenant's transports (a run's shared lookup); read from the
+ * database by default.
+ */
+export async function sendTenantMail(
+  runtime: ChannelContext,
+  em: EntityManager,
+  tenantId: string,
+  mail: TenantMail,
+  loadTransports: () => Promise<LoadedEmailTransports> = () => loadEmailTransports(runtime, em, tenantId),
+): Promise<DeliveryOutcome> {
+  const relays = await tenantRelays(runtime, em, tenantId, await loadTransports());
+  if (relays.length === 0) return { status: 'skipped', reason: 'no_transport' };
+  if (relays.every((relay) => !relay.settings)) return { status: 'skipped', reason: 'credentials_unreadable' };
+  const others = relays.length > 1;
+  return sendWithFailover(
+    runtime,
+    relays.map((relay) => ({
+      provider: relay.provider,
+      circuitKey: relay.circuitKey,
+      send: () => relayAnswer(runtime, relay, mail, others),
+    })),
+  );
+}
+
+/** sendTenantMail's outcome without its trail, for callers that need only what happened. */
+export async function sendTenantEmail(
+  runtime: ChannelContext,
+  em: EntityManager,
+  tenantId: string,
+  mail: TenantMail,
+): Promise<EmailOutcome> {
+  const outcome = await sendTenantMail(runtime, em, tenantId, mail);
+  switch (outcome.status) {
+    case 'sent':
+    case 'delivered':
+      return { status: 'sent', messageId: outcome.providerMessageId ?? '' };
+    case 'skipped':
+      return {
+        status: 'skipped',
+        reason: outcome.reason === 'credentials_unreadable' ? outcome.reason : 'no_transport',
+      };
+    case 'failed':
+      return { status: 'failed', error: outcome.error, retryable: outcome.retryable };
+  }
 }
 
 /**
