@@ -153,7 +153,7 @@ async function render(ctx) {
     ['push', part('push', 'Push', pushPanel(push, ctx))],
     ['sms', sms ? part('sms', 'SMS', smsPanel(sms, rerender)) : null],
     ['chat', chat ? part('chat', 'Chat', chatPanel(chat, rerender)) : null],
-    ['http', http !== undefined ? part('http', 'HTTP', httpPanel(http, { rerender, secretSlot: ctx.httpSecretSlot })) : null],
+    ['http', http !== undefined ? part('http', 'HTTP', httpPanel(http, { rerender, secretSlot: ctx.httpSecretSlot, canRotate: has('/v1/http-transport/rotate-secret') })) : null],
   ].filter(([, el]) => el);
   const shown = new Set(parts.map(([id]) => id));
   mount(

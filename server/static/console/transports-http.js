@@ -1,6 +1,6 @@
 // The http endpoint of the Transports page: the tenant's own URL, one signed POST per recipient. Its
-// signing secret is answered once, when the endpoint is created: shown then with a copy button, never
-// again. Header values are write-only.
+// signing secret is answered once, when the endpoint is created or the secret rotated: shown then with
+// a copy button, never again. Header values are write-only.
 import { api } from './api.js';
 import { h, mount, field, formatTime, notice } from './dom.js';
 import { panel, actionForm, actionButton, parseJsonObject, shownOnce } from './kit.js';
@@ -15,7 +15,7 @@ function facts(current) {
 }
 
 /** `secretSlot` keeps its content across the page's re-render: the secret shows there after a save. */
-export function httpPanel(current, { rerender, secretSlot }) {
+export function httpPanel(current, { rerender, secretSlot, canRotate }) {
   const url = h('input', { name: 'url', type: 'url', value: current?.url ?? '', placeholder: 'https://hooks.example.com/herald', autocomplete: 'off', spellcheck: 'false' });
   const headers = h('textarea', { name: 'headers', rows: 3, class: 'code', spellcheck: 'false', autocomplete: 'off', placeholder: current?.header_names?.length ? 'stored: leave empty to keep them' : '{"Authorization": "Bearer …"}' });
   const secretVars = h('input', { type: 'checkbox', name: 'include_secret_variables', checked: Boolean(current?.include_secret_variables) });
@@ -44,11 +44,18 @@ export function httpPanel(current, { rerender, secretSlot }) {
     current
       ? h('div', { class: 'row' },
         actionForm([], 'Send a test request', async () => {
-          const result = await api('POST', '/v1/http-transport/test', {});
+          const result = await api('POST', '/v1/http-transport/test');
           const status = result.status ? ` (HTTP ${result.status})` : '';
           if (!result.ok) throw new Error(`Not delivered${status}: ${result.error ?? 'the endpoint refused it'}`);
           return `Delivered${status}${result.message_id ? `, id ${result.message_id}` : ''}.`;
         }, { inline: true }),
+        canRotate
+          ? actionButton('Rotate signing secret', async () => {
+            const rotated = await api('POST', '/v1/http-transport/rotate-secret');
+            mount(secretSlot, shownOnce('New signing secret: the old one no longer signs.', rotated.secret, 'http-secret'));
+            await rerender();
+          }, { question: 'Make a new signing secret? Your endpoint must check the new one from now on.' })
+          : null,
         actionButton('Remove endpoint', async () => { await api('DELETE', '/v1/http-transport'); mount(secretSlot); await rerender(); }, { question: 'Remove the HTTP endpoint?', kind: 'danger' }))
       : null,
   );

@@ -26,12 +26,14 @@ const FORMS = {
     [text('api_key', s.api_key), 'API key'],
     [secretInput('api_secret', stored), 'API secret', 'Write-only: never shown again.'],
     [text('from', s.from, 'Acme'), 'From (number or sender id)'],
+    [secretInput('signature_secret', stored), 'Signature secret (optional)', 'Write-only: when set, receipts and replies must carry a valid Vonage signature.'],
   ],
   http: (s, stored) => [
     [text('url', s.url, 'https://sms.example.net/send'), 'Gateway URL'],
     [h('select', { name: 'method' }, ['POST', 'PUT'].map((m) => h('option', { value: m, selected: (s.method ?? 'POST') === m }, m))), 'Method'],
     [secretInput('headers', stored, 'textarea'), 'Headers (JSON)', 'Write-only (they often hold a key): never shown again. Empty keeps the stored ones.', 'json'],
     [json('body', s.body), 'Body (JSON template over {{ to }} and {{ text }})', 'Like {"to": "{{ to }}", "message": "{{ text }}"}.', 'json'],
+    [text('message_id_path', s.message_id_path, 'data.id'), 'Message id path (optional)', "Where the gateway's JSON answer holds its message id."],
   ],
 };
 
@@ -50,13 +52,13 @@ function smsForm(provider, entry, rerender) {
   });
 }
 
-/** Where a provider posts delivery receipts and STOP replies, when the API names it. */
+/** Where a provider posts delivery receipts and inbound replies (STOP): set it as the number's webhook. */
 function callbackUrls(entries) {
-  const withUrl = entries.filter((e) => e.status_callback_url);
+  const withUrl = entries.filter((e) => e.callback_url);
   if (!withUrl.length) return null;
   return h('div', { class: 'callbacks' }, withUrl.map((e) => {
-    const copy = h('button', { type: 'button', onclick: () => copyText(copy, e.status_callback_url) }, 'Copy');
-    return h('p', { class: 'hint' }, `${SMS_NAMES[e.provider] ?? e.provider} delivery receipts and STOP replies: `, h('code', {}, e.status_callback_url), ' ', copy);
+    const copy = h('button', { type: 'button', onclick: () => copyText(copy, e.callback_url) }, 'Copy');
+    return h('p', { class: 'hint' }, `${SMS_NAMES[e.provider] ?? e.provider}: set this as the number's status callback and inbound webhook (delivery receipts, STOP and START replies): `, h('code', {}, e.callback_url), ' ', copy);
   }));
 }
 
