@@ -36,17 +36,21 @@ const ROW_COLUMNS = 'provider, priority, enabled, settings, secrets_ciphertext, 
 /** The tenant's transports, or ($2) the one of a provider. */
 const FIND_TRANSPORTS = `SELECT ${ROW_COLUMNS} FROM chat_transports
       WHERE tenant_id = $1 AND ($2::text IS NULL OR provider = $2) ORDER BY priority, provider`;
-/** $4 null keeps the stored token; $5, $6 null keep the stored priority and switch (or the defaults). */
+/** $5, $6 null keep the stored priority and switch (or the defaults, 0 and on). */
 const PUT_TRANSPORT = `INSERT INTO chat_transports (tenant_id, provider, settings, secrets_ciphertext, priority, enabled)
      VALUES ($1, $2, $3::jsonb, $4, coalesce($5, 0), coalesce($6, true))
      ON CONFLICT (tenant_id, provider) DO UPDATE
        SET settings = EXCLUDED.settings,
-           secrets_ciphertext = coalesce($4, chat_transports.secrets_ciphertext),
+           secrets_ciphertext = EXCLUDED.secrets_ciphertext,
            priority = coalesce($5, chat_transports.priority),
            enabled = coalesce($6, chat_transports.enabled),
            updated_at = now()
      RETURNING ${ROW_COLUMNS}`;
-const STORED_SETTINGS = `SELECT settings FROM chat_transports WHERE tenant_id = $1 AND provider = $2`;
+/** A PUT without a token: the stored one is kept; $3, $4 null keep priority and switch. */
+const UPDATE_TRANSPORT = `UPDATE chat_transports
+       SET priority = coalesce($3, priority), enabled = coalesce($4, enabled), updated_at = now()
+     WHERE tenant_id = $1 AND provider = $2
+     RETURNING ${ROW_COLUMNS}`;
 const DELETE_TRANSPORT = `DELETE FROM chat_transports WHERE tenant_id = $1 AND provider = $2`;
 
 const TOKEN_SHAPES: Record<ChatTransportProvider, { pattern: RegExp; what: string }> = {
@@ -99,30 +103,31 @@ export async function putChatTransport(
   provider: ChatTransportProvider,
   input: ChatTransportRequest,
 ): Promise<ChatTransportResponse> {
-  let settings: Record<string, unknown>;
-  let ciphertext: string | null = null;
-  if (input.bot_token !== undefined) {
-    const shape = TOKEN_SHAPES[provider];
-    if (!shape.pattern.test(input.bot_token)) throw invalidField(['body', 'bot_token'], shape.what);
-    settings = settingsOf(provider, input.bot_token);
-    ciphertext = runtime.keyRing.encrypt(
-      JSON.stringify({ bot_token: input.bot_token }),
-      chatTransportSecretsAad(tenantId, provider),
-    );
-  } else {
-    const stored = await queryOne<{ settings: Record<string, unknown> }>(em, STORED_SETTINGS, [tenantId, provider]);
-    if (!stored) throw invalidField(['body', 'bot_token'], `the first ${provider} transport needs its bot_token`);
-    settings = stored.settings;
+  if (input.bot_token === undefined) {
+    const row = await queryOne<ChatTransportRow>(em, UPDATE_TRANSPORT, [
+      tenantId,
+      provider,
+      input.priority ?? null,
+      input.enabled ?? null,
+    ]);
+    if (!row) throw invalidField(['body', 'bot_token'], `the first ${provider} transport needs its bot_token`);
+    return toResponse(row, decryptToken(runtime, tenantId, row) === 'unreadable');
   }
+  const shape = TOKEN_SHAPES[provider];
+  if (!shape.pattern.test(input.bot_token)) throw invalidField(['body', 'bot_token'], shape.what);
+  const ciphertext = runtime.keyRing.encrypt(
+    JSON.stringify({ bot_token: input.bot_token }),
+    chatTransportSecretsAad(tenantId, provider),
+  );
   const row = await queryOne<ChatTransportRow>(em, PUT_TRANSPORT, [
     tenantId,
     provider,
-    JSON.stringify(settings),
+    JSON.stringify(settingsOf(provider, input.bot_token)),
     ciphertext,
     input.priority ?? null,
     input.enabled ?? null,
   ]);
-  return toResponse(row!, ciphertext === null && decryptToken(runtime, tenantId, row!) === 'unreadable');
+  return toResponse(row!, false);
 }
 
 export async function deleteChatTransport(
