@@ -74,6 +74,17 @@ CREATE TABLE chat_destinations (
   created_at timestamp with time zone NOT NULL DEFAULT now()
 );
 
+CREATE TABLE chat_transports (
+  tenant_id uuid NOT NULL,
+  provider text NOT NULL,
+  priority integer NOT NULL DEFAULT 0,
+  enabled boolean NOT NULL DEFAULT true,
+  settings jsonb NOT NULL DEFAULT '{}'::jsonb,
+  secrets_ciphertext text NOT NULL,
+  created_at timestamp with time zone NOT NULL DEFAULT now(),
+  updated_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
 CREATE TABLE contact_preferences (
   contact_id uuid NOT NULL,
   tenant_id uuid NOT NULL,
@@ -536,6 +547,14 @@ ALTER TABLE chat_destinations ADD CONSTRAINT chat_destinations_pkey PRIMARY KEY 
 ALTER TABLE chat_destinations ADD CONSTRAINT chat_destinations_provider_check CHECK ((provider = ANY (ARRAY['slack'::text, 'teams'::text, 'discord'::text, 'telegram'::text, 'mattermost'::text, 'google_chat'::text])));
 
 ALTER TABLE chat_destinations ADD CONSTRAINT chat_destinations_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id) ON DELETE CASCADE;
+
+ALTER TABLE chat_transports ADD CONSTRAINT chat_transports_pkey PRIMARY KEY (tenant_id, provider);
+
+ALTER TABLE chat_transports ADD CONSTRAINT chat_transports_priority_check CHECK (((priority >= 0) AND (priority <= 1000)));
+
+ALTER TABLE chat_transports ADD CONSTRAINT chat_transports_provider_check CHECK ((provider = ANY (ARRAY['slack'::text, 'telegram'::text])));
+
+ALTER TABLE chat_transports ADD CONSTRAINT chat_transports_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id) ON DELETE CASCADE;
 
 ALTER TABLE contact_preferences ADD CONSTRAINT contact_preferences_channel_check CHECK ((channel = ANY (ARRAY['inbox'::text, 'email'::text, 'push'::text, 'web_push'::text, 'sms'::text, 'chat'::text, 'http'::text])));
 

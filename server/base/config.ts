@@ -62,7 +62,7 @@ export const configSchema = z.object({
   encryptionKeys: z.string().optional(),
   /** Serve the demo page (/demo); on by default for installs bound to loopback. */
   demo: z.boolean().optional(),
-  /** Base URLs of push providers; tests point them at local peers. */
+  /** Base URLs of push and chat providers; tests point them at local peers. */
   providers: z
     .object({
       apnsProductionUrl: z.string().url().default('https://api.push.apple.com'),
@@ -70,6 +70,10 @@ export const configSchema = z.object({
       fcmUrl: z.string().url().default('https://fcm.googleapis.com'),
       fcmTokenUrl: z.string().url().optional(),
       expoUrl: z.string().url().default('https://exp.host'),
+      /** The Slack Web API's base (chat.postMessage with a tenant's bot token). */
+      slackUrl: z.string().url().default('https://slack.com'),
+      /** The Telegram Bot API's base (sendMessage with a tenant's bot token). */
+      telegramUrl: z.string().url().default('https://api.telegram.org'),
       /** Extra CA certificate (PEM file) trusted for outbound TLS: push providers and SMTP servers. */
       caFile: z.string().optional(),
     })
@@ -78,6 +82,8 @@ export const configSchema = z.object({
       apnsSandboxUrl: 'https://api.sandbox.push.apple.com',
       fcmUrl: 'https://fcm.googleapis.com',
       expoUrl: 'https://exp.host',
+      slackUrl: 'https://slack.com',
+      telegramUrl: 'https://api.telegram.org',
     }),
   /**
    * Let web push endpoints (chosen by browsers) resolve to loopback or private addresses. Off in

@@ -3,7 +3,9 @@
 // retryable failure (connection, timeout, 429, 5xx, SMTP 4xx) moves on to the next provider within
 // the same attempt; a permanent one (an invalid number, another 4xx) ends the attempt, since another
 // provider would refuse the same message. A provider that failed FAILURES_TO_OPEN times in a row is
-// skipped for OPEN_MS (its circuit is open), then asked once (a probe) before it is trusted again.
+// skipped for OPEN_MS (its circuit is open), then asked once (a probe) before it is trusted again;
+// the last provider of a list is asked even while its circuit is open when no other was asked, so that
+// an attempt is never spent without a send (a channel with one provider keeps its retry schedule).
 // A 429 with Retry-After pauses that provider for that long under its key (a tenant's own, so one
 // tenant's limit never holds another's messages); nothing waits: the next provider is asked, or the
 // delivery is retried later. Circuits are per process: each worker learns of an outage by itself.
@@ -41,7 +43,7 @@ interface CircuitState {
   pausedUntil: number;
 }
 
-type Admission = { ask: true; probe: boolean } | { ask: false; why: string };
+type Admission = { ask: true; probe: boolean } | { ask: false; why: string; paused: boolean };
 
 /** The circuits of one runtime (tests run several runtimes in one process). */
 export class Circuits {
@@ -51,10 +53,14 @@ export class Circuits {
     const state = this.#states.get(key);
     if (!state) return { ask: true, probe: false };
     if (state.pausedUntil > now)
-      return { ask: false, why: `paused by the provider for ${Math.ceil((state.pausedUntil - now) / 1000)} s` };
+      return {
+        ask: false,
+        why: `paused by the provider for ${Math.ceil((state.pausedUntil - now) / 1000)} s`,
+        paused: true,
+      };
     if (state.openUntil === 0) return { ask: true, probe: false };
     if (state.openUntil > now || state.probing)
-      return { ask: false, why: `skipped: ${state.failures} failures in a row, circuit open` };
+      return { ask: false, why: `skipped: ${state.failures} failures in a row, circuit open`, paused: false };
     state.probing = true;
     return { ask: true, probe: true };
   }
@@ -117,10 +123,14 @@ export async function sendWithFailover(runtime: Context, candidates: ProviderCan
   const state = circuitsOf(runtime);
   const trail: ProviderAttempt[] = [];
   let last: { provider: string; error: string } | null = null;
-  for (const candidate of candidates) {
+  let asked = false;
+  for (const [index, candidate] of candidates.entries()) {
     const now = runtime.clock.now();
     const admission = state.admit(candidate.circuitKey, now);
-    if (!admission.ask) {
+    // An attempt never ends without asking anyone for an open circuit alone: the last provider is
+    // asked all the same, so a channel with one provider keeps trying on its retry schedule.
+    const lastResort = !asked && index === candidates.length - 1 && admission.ask === false && !admission.paused;
+    if (!admission.ask && !lastResort) {
       trail.push({
         at: new Date(now).toISOString(),
         provider: candidate.provider,
@@ -130,6 +140,7 @@ export async function sendWithFailover(runtime: Context, candidates: ProviderCan
       last ??= { provider: candidate.provider, error: admission.why };
       continue;
     }
+    asked = true;
     let answer: ProviderAnswer;
     try {
       answer = await candidate.send();

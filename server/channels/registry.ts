@@ -6,9 +6,10 @@ import { emailChannel } from './email/channel.ts';
 import { pushChannel } from './push/channel.ts';
 import { webPushChannel } from './web-push/channel.ts';
 import { sendPush } from './push/providers.ts';
+import { chatChannel } from './chat/channel.ts';
 import type { ChannelSender } from './types.ts';
 
-const senders: ChannelSender[] = [inboxChannel, emailChannel, pushChannel(sendPush), webPushChannel(sendPush)];
+const senders: ChannelSender[] = [inboxChannel, emailChannel, pushChannel(sendPush), webPushChannel(sendPush), chatChannel];
 
 export const channelRegistry: ReadonlyMap<Channel, ChannelSender> = new Map(senders.map((s) => [s.channel, s]));
 

@@ -89,6 +89,9 @@ interface World {
   inboxItemId: string;
   pushSubscriptionId: string;
   deviceToken: string;
+  chatDestinationId: string;
+  /** A chat destination's webhook URL: a credential, never answered whole. */
+  chatWebhookUrl: string;
   /** Every value that identifies the world's data: ids, keys, names, addresses, secrets (longest first). */
   markers: string[];
 }
@@ -117,7 +120,8 @@ beforeAll(async () => {
       smtpUrl: smtp.url,
       allowPrivateWebhookUrls: true,
       dnsServers: [dnsServer.address],
-      providers: { expoUrl: expo.url },
+      // No chat provider listens there: a test send with a bot B set up fails at once.
+      providers: { expoUrl: expo.url, slackUrl: 'http://127.0.0.1:1' },
     },
     webhooks: { retryScheduleMs: [100, 200, 300], pollMs: 20 },
   });
@@ -199,6 +203,15 @@ async function plant(name: string, prefix: string): Promise<World> {
     provider: 'expo',
     token: deviceToken,
   });
+  const chatWebhookUrl = `https://hooks.${tag}.test/services/${tag}-chat-secret`;
+  const chatDestination = await svc('POST', `/v1/contacts/${contact.id}/chat-destinations`, {
+    provider: 'slack',
+    webhook_url: chatWebhookUrl,
+    label: `${tag} channel`,
+  });
+  // Only A has a Slack bot: B's calls on /v1/chat-transport/slack act on a provider B lacks.
+  if (prefix === 'alpha')
+    await svc('PUT', '/v1/chat-transport/slack', { bot_token: 'xoxb-000000000001-alphabottoken' });
   const topicKey = `${tag}-topic`;
   await svc('POST', '/v1/topics', { key: topicKey, name: `${tag} Topic` });
   await svc('POST', `/v1/topics/${topicKey}/subscribers`, { external_ids: [externalId] });
@@ -322,6 +335,8 @@ async function plant(name: string, prefix: string): Promise<World> {
     inboxItemId: inbox.items[0].id,
     pushSubscriptionId: subscription.id,
     deviceToken,
+    chatDestinationId: chatDestination.id,
+    chatWebhookUrl,
   };
   const values = [
     ...Object.values(world).filter((v): v is string => typeof v === 'string'),
@@ -518,6 +533,7 @@ const webhook = { id: (w: World) => w.webhookId };
 const topic = { key: (w: World) => w.topicKey };
 const broadcast = { broadcast_id: (w: World) => w.broadcastId };
 const expoProvider = { provider: () => 'expo' };
+const slackProvider = { provider: () => 'slack' };
 
 const readType = (a: World) => [`/v1/notification-types/${a.typeKey}`];
 const readBrand = (a: World) => [`/v1/brandings/${a.brandKey}`];
@@ -528,6 +544,7 @@ const readContact = (a: World) => [
   `/v1/contacts/${a.contactId}`,
   `/v1/contacts/${a.contactId}/preferences`,
   `/v1/contacts/${a.contactId}/push-subscriptions`,
+  `/v1/contacts/${a.contactId}/chat-destinations`,
   `/v1/contacts/${a.contactId}/notifications`,
   `/v1/contacts/${a.contactId}/topics`,
 ];
@@ -639,6 +656,16 @@ const AIMS: Record<string, Aim> = {
     params: { ...contact, subscription_id: (w) => w.pushSubscriptionId },
     readBack: readContact,
   },
+  'POST /v1/contacts/:id/chat-destinations': {
+    params: contact,
+    body: (a) => ({ provider: 'slack', webhook_url: a.chatWebhookUrl }),
+    readBack: readContact,
+  },
+  'GET /v1/contacts/:id/chat-destinations': { params: contact },
+  'DELETE /v1/contacts/:id/chat-destinations/:destination_id': {
+    params: { ...contact, destination_id: (w) => w.chatDestinationId },
+    readBack: readContact,
+  },
   'GET /v1/contacts/:id/notifications': { params: contact },
   'PATCH /v1/contacts/:id/notifications/:notification_id': {
     params: { ...contact, notification_id: (w) => w.inboxItemId },
@@ -664,6 +691,24 @@ const AIMS: Record<string, Aim> = {
     params: expoProvider,
     body: (_, b) => ({ token: b.deviceToken }),
     readBack: () => ['/v1/push-transport'],
+    ownKind: true,
+  },
+
+  'PUT /v1/chat-transport/:provider': {
+    params: slackProvider,
+    body: () => ({ bot_token: 'xoxb-000000000002-intrudertoken' }),
+    readBack: () => ['/v1/chat-transport'],
+    ownKind: true,
+  },
+  'DELETE /v1/chat-transport/:provider': {
+    params: slackProvider,
+    readBack: () => ['/v1/chat-transport'],
+    ownKind: true,
+  },
+  'POST /v1/chat-transport/:provider/test': {
+    params: slackProvider,
+    body: () => ({ channel: 'C0INTRUDER' }),
+    readBack: () => ['/v1/chat-transport'],
     ownKind: true,
   },
 

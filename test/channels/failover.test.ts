@@ -154,6 +154,23 @@ describe('sendWithFailover', () => {
     expect(await sendWithFailover(runtime, [slack])).toMatchObject({ status: 'sent' });
   });
 
+  it('asks the last provider despite its open circuit when no other was asked: no attempt without a send', async () => {
+    const clock = new ManualClock();
+    const runtime = runtimeWith(clock);
+    let up = false;
+    const only = provider('smtp', () => (up ? sent() : down()));
+    for (let i = 0; i < FAILURES_TO_OPEN + 3; i++) await sendWithFailover(runtime, [only]);
+    expect(only.asked).toBe(FAILURES_TO_OPEN + 3);
+    up = true;
+    expect(await sendWithFailover(runtime, [only])).toMatchObject({ status: 'sent', provider: 'smtp' });
+    // With a fallback left to ask, the open circuit is passed over as before.
+    const primary = provider('twilio', down);
+    const fallback = provider('vonage', sent);
+    for (let i = 0; i < FAILURES_TO_OPEN; i++) await sendWithFailover(runtime, [primary, fallback]);
+    await sendWithFailover(runtime, [primary, fallback]);
+    expect(primary.asked).toBe(FAILURES_TO_OPEN);
+  });
+
   it('skips the delivery when there is no provider to ask', async () => {
     expect(await sendWithFailover(runtimeWith(new ManualClock()), [])).toEqual({
       status: 'skipped',

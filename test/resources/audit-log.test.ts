@@ -18,6 +18,8 @@ let acme: TenantFixture;
 let globex: TenantFixture;
 
 const SMTP_SECRET = 'smtp-password-never-shown';
+const CHAT_WEBHOOK_URL = 'https://hooks.slack.com/services/T1/B1/chat-webhook-never-shown';
+const CHAT_BOT_TOKEN = 'xoxb-000000000000-chatbottokenneverShown';
 
 beforeAll(async () => {
   app = await startTestApp({ config: { dnsServers: ['127.0.0.1:9'], allowPrivateWebhookUrls: true } });
@@ -186,6 +188,21 @@ function plan(s: Record<string, any>): Array<[string, () => Call]> {
         path: `/v1/contacts/${s['POST /v1/contacts'].id}/push-subscriptions/${s['POST /v1/contacts/:id/push-subscriptions'].id}`,
       }),
     ],
+    [
+      'POST /v1/contacts/:id/chat-destinations',
+      () => ({
+        as: 'service',
+        path: `/v1/contacts/${s['POST /v1/contacts'].id}/chat-destinations`,
+        body: { provider: 'slack', webhook_url: CHAT_WEBHOOK_URL },
+      }),
+    ],
+    [
+      'DELETE /v1/contacts/:id/chat-destinations/:destination_id',
+      () => ({
+        as: 'service',
+        path: `/v1/contacts/${s['POST /v1/contacts'].id}/chat-destinations/${s['POST /v1/contacts/:id/chat-destinations'].id}`,
+      }),
+    ],
     ['DELETE /v1/contacts/:id', () => ({ as: 'service', path: `/v1/contacts/${s['POST /v1/contacts'].id}` })],
     [
       'PUT /v1/email-transport',
@@ -208,6 +225,11 @@ function plan(s: Record<string, any>): Array<[string, () => Call]> {
       () => ({ as: 'service', path: '/v1/push-transport/webpush', body: { subject: 'mailto:ops@example.com' } }),
     ],
     ['DELETE /v1/push-transport/:provider', () => ({ as: 'service', path: '/v1/push-transport/webpush' })],
+    [
+      'PUT /v1/chat-transport/:provider',
+      () => ({ as: 'service', path: '/v1/chat-transport/slack', body: { bot_token: CHAT_BOT_TOKEN } }),
+    ],
+    ['DELETE /v1/chat-transport/:provider', () => ({ as: 'service', path: '/v1/chat-transport/slack' })],
     [
       'PUT /v1/notification-types/:key/workflow',
       () => ({ as: 'service', path: `${type}/workflow`, body: { steps: [{ kind: 'channel', channel: 'inbox' }] } }),
@@ -454,6 +476,8 @@ describe('every management write route', () => {
       `SELECT string_agg(changes::text || coalesce(target_id, ''), ' ') AS text FROM audit_log`,
     );
     expect(dump!.text).not.toContain(SMTP_SECRET);
+    expect(dump!.text).not.toContain('chat-webhook-never-shown');
+    expect(dump!.text).not.toContain(CHAT_BOT_TOKEN);
     expect(dump!.text).not.toContain(state['POST /v1/api-keys'].key);
     expect(dump!.text).not.toContain(state.invitationToken);
     // A webhook's signing secret is in the answers only, never in the entries.

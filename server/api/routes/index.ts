@@ -11,10 +11,12 @@ import * as inboxTemplates from './inbox-templates.ts';
 import * as contacts from './contacts.ts';
 import * as preferences from './preferences.ts';
 import * as pushSubscriptions from './push-subscriptions.ts';
+import * as chatDestinations from './chat-destinations.ts';
 import * as inbox from './inbox.ts';
 import * as stream from './stream.ts';
 import * as emailTransport from './email-transport.ts';
 import * as pushTransports from './push-transports.ts';
+import * as chatTransport from './chat-transport.ts';
 import * as webPush from './web-push.ts';
 import * as auth from './auth.ts';
 import * as tenants from './tenants.ts';
@@ -101,6 +103,10 @@ export const routes: RouteDefinition<any, any, any>[] = [
   pushSubscriptions.create,
   pushSubscriptions.list,
   pushSubscriptions.remove,
+  // chat destinations (management)
+  chatDestinations.create,
+  chatDestinations.list,
+  chatDestinations.remove,
   // inbox and its real-time stream (contact token)
   inbox.list,
   inbox.update,
@@ -118,6 +124,10 @@ export const routes: RouteDefinition<any, any, any>[] = [
   pushTransports.putPushTransportRoute,
   pushTransports.deletePushTransportRoute,
   pushTransports.testPushTransportRoute,
+  chatTransport.listChatTransportsRoute,
+  chatTransport.putChatTransportRoute,
+  chatTransport.deleteChatTransportRoute,
+  chatTransport.testChatTransportRoute,
   webPush.webPushPublicKeyRoute,
   // sign-up, sign-in and recovery (no credential)
   auth.register,

@@ -35,3 +35,11 @@ export const broadcastSecretAad = (broadcastId: string) => `broadcasts/${broadca
 
 /** A console user's TOTP secret, bound to its factor row. */
 export const mfaSecretAad = (factorId: string) => `mfa_factors/${factorId}/secret`;
+
+/** The webhook URL of a contact's chat destination (a credential: whoever has it can post). */
+export const chatWebhookUrlAad = (tenantId: string, destinationId: string) =>
+  `chat_destinations/${tenantId}/${destinationId}/webhook_url`;
+
+/** The bot token of a tenant's chat transport for one provider (slack, telegram). */
+export const chatTransportSecretsAad = (tenantId: string, provider: string) =>
+  `chat_transports/${tenantId}/${provider}/secrets`;

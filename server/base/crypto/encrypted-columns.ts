@@ -4,6 +4,8 @@
 import { BOSS_SCHEMA, SYSTEM_EMAIL_JOB } from '../queue.ts';
 import {
   broadcastSecretAad,
+  chatTransportSecretsAad,
+  chatWebhookUrlAad,
   dkimKeyAad,
   emailTransportPasswordAad,
   installSecretAad,
@@ -55,6 +57,19 @@ export const encryptedColumns: EncryptedColumn[] = [
     column: 'secrets_ciphertext',
     keyColumns: ['tenant_id', 'provider'],
     aad: (r) => pushTransportSecretsAad(String(r.tenant_id), String(r.provider)),
+  },
+  {
+    table: 'chat_destinations',
+    column: 'webhook_url_ciphertext',
+    keyColumns: ['id'],
+    aadInputs: { tenant_id: 'tenant_id' },
+    aad: (r) => chatWebhookUrlAad(String(r.tenant_id), String(r.id)),
+  },
+  {
+    table: 'chat_transports',
+    column: 'secrets_ciphertext',
+    keyColumns: ['tenant_id', 'provider'],
+    aad: (r) => chatTransportSecretsAad(String(r.tenant_id), String(r.provider)),
   },
   {
     table: 'events',
