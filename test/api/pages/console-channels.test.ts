@@ -9,7 +9,7 @@ import type { Locator, Page } from 'playwright-core';
 import { startTestApp, type TestApp } from '../../support/app.ts';
 import { noChromium, launchChromium, recordingPage, type ChromiumSession } from '../../support/browser.ts';
 import { titleUnless } from '../../support/skip-reasons.ts';
-import { startTwilioPeer, type TwilioPeer } from '../../support/provider-peers/index.ts';
+import { startSlackPeer, startTwilioPeer, type SlackPeer, type TwilioPeer } from '../../support/provider-peers/index.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../../support/webhook-receiver.ts';
 import { createTenantFixture, requestAs, type TenantFixture } from '../../support/fixtures.ts';
 
@@ -18,6 +18,7 @@ const WIDTHS = [1366, 390] as const;
 describe.skipIf(noChromium)(titleUnless(noChromium, 'console channels in Chromium'), { timeout: 60_000 }, () => {
   let app: TestApp;
   let twilio: TwilioPeer;
+  let slack: SlackPeer;
   let endpoint: WebhookReceiver;
   let browser: ChromiumSession;
   let acme: TenantFixture;
@@ -28,9 +29,10 @@ describe.skipIf(noChromium)(titleUnless(noChromium, 'console channels in Chromiu
 
   beforeAll(async () => {
     twilio = await startTwilioPeer();
+    slack = await startSlackPeer({ channels: ['C0123456789'] });
     endpoint = await startWebhookReceiver();
     app = await startTestApp({
-      config: { providers: { twilioUrl: twilio.url }, allowPrivateWebhookUrls: true } as never,
+      config: { providers: { twilioUrl: twilio.url, slackUrl: slack.url }, allowPrivateWebhookUrls: true } as never,
     });
     acme = await createTenantFixture(app, 'Acme');
     expect(
@@ -56,6 +58,7 @@ describe.skipIf(noChromium)(titleUnless(noChromium, 'console channels in Chromiu
     await browser?.close();
     await app?.close();
     await twilio?.close();
+    await slack?.close();
     await endpoint?.close();
   });
 
@@ -141,6 +144,25 @@ describe.skipIf(noChromium)(titleUnless(noChromium, 'console channels in Chromiu
     await expect(fieldOf(fallback, 'Host').locator('.field-error').count()).resolves.toBe(0);
   });
 
+  it('sets a Slack bot: listed without its token, a test message posts through the peer', async () => {
+    await open('/console/transports', 'Transports');
+    const chat = part('chat');
+    await chat.getByText('No chat bot yet').waitFor();
+    await chat.getByText('Set up Slack bot').click();
+    const bot = chat.locator('form', { has: page.getByRole('button', { name: 'Save Slack bot' }) });
+    await bot.getByLabel('Bot token').fill(slack.botToken);
+    await chat.getByRole('button', { name: 'Save Slack bot' }).click();
+    await chat.locator('tbody tr', { hasText: 'Slack bot' }).waitFor();
+    expect(await page.content()).not.toContain(slack.botToken);
+    await chat.getByLabel('Channel or user id').fill('C0123456789');
+    await chat.getByRole('button', { name: 'Post a test message' }).click();
+    await chat.getByText(/^Sent through Slack bot/).waitFor();
+    // A channel the bot cannot post to: the provider's answer, in words.
+    await chat.getByLabel('Channel or user id').fill('C9999999999');
+    await chat.getByRole('button', { name: 'Post a test message' }).click();
+    await chat.getByText(/^Not sent through Slack bot: .*channel_not_found/).waitFor();
+  });
+
   it('sets the email fallback relay, with the email transport form', async () => {
     await open('/console/transports', 'Transports');
     const fallback = part('email').locator('section.panel', { hasText: 'Fallback email (SMTP)' });
@@ -209,6 +231,7 @@ describe.skipIf(noChromium)(titleUnless(noChromium, 'console channels in Chromiu
     await expect(row.locator('code').textContent()).resolves.toBe(destination.webhook_url_hint);
     expect(destination.webhook_url_hint).toMatch(/XYZW$/);
     expect(await page.content()).not.toContain('hushhushtopsecret');
+    await panel.getByText('Add a chat destination').click();
     await expect(panel.getByLabel('Webhook URL').inputValue()).resolves.toBe('');
     await shots('contacts');
 
