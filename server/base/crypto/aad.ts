@@ -34,3 +34,9 @@ export const broadcastSecretAad = (broadcastId: string) => `broadcasts/${broadca
 
 /** A console user's TOTP secret, bound to its factor row. */
 export const mfaSecretAad = (factorId: string) => `mfa_factors/${factorId}/secret`;
+
+/** The secret headers of a tenant's http channel transport. */
+export const httpTransportHeadersAad = (tenantId: string) => `http_transports/${tenantId}/headers`;
+
+/** The signing secret of a tenant's http channel transport. */
+export const httpTransportSecretAad = (tenantId: string) => `http_transports/${tenantId}/secret`;

@@ -6,6 +6,8 @@ import {
   broadcastSecretAad,
   dkimKeyAad,
   emailTransportPasswordAad,
+  httpTransportHeadersAad,
+  httpTransportSecretAad,
   installSecretAad,
   mfaSecretAad,
   pushTransportSecretsAad,
@@ -55,6 +57,18 @@ export const encryptedColumns: EncryptedColumn[] = [
     column: 'secrets_ciphertext',
     keyColumns: ['tenant_id', 'provider'],
     aad: (r) => pushTransportSecretsAad(String(r.tenant_id), String(r.provider)),
+  },
+  {
+    table: 'http_transports',
+    column: 'headers_ciphertext',
+    keyColumns: ['tenant_id'],
+    aad: (r) => httpTransportHeadersAad(String(r.tenant_id)),
+  },
+  {
+    table: 'http_transports',
+    column: 'secret_ciphertext',
+    keyColumns: ['tenant_id'],
+    aad: (r) => httpTransportSecretAad(String(r.tenant_id)),
   },
   {
     table: 'events',
