@@ -5,10 +5,17 @@ import { inboxChannel } from './inbox/channel.ts';
 import { emailChannel } from './email/channel.ts';
 import { pushChannel } from './push/channel.ts';
 import { webPushChannel } from './web-push/channel.ts';
+import { httpChannel } from './http/channel.ts';
 import { sendPush } from './push/providers.ts';
 import type { ChannelSender } from './types.ts';
 
-const senders: ChannelSender[] = [inboxChannel, emailChannel, pushChannel(sendPush), webPushChannel(sendPush)];
+const senders: ChannelSender[] = [
+  inboxChannel,
+  emailChannel,
+  pushChannel(sendPush),
+  webPushChannel(sendPush),
+  httpChannel,
+];
 
 export const channelRegistry: ReadonlyMap<Channel, ChannelSender> = new Map(senders.map((s) => [s.channel, s]));
 

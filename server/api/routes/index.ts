@@ -15,6 +15,7 @@ import * as inbox from './inbox.ts';
 import * as stream from './stream.ts';
 import * as emailTransport from './email-transport.ts';
 import * as pushTransports from './push-transports.ts';
+import * as httpTransport from './http-transport.ts';
 import * as webPush from './web-push.ts';
 import * as auth from './auth.ts';
 import * as tenants from './tenants.ts';
@@ -115,6 +116,11 @@ export const routes: RouteDefinition<any, any, any>[] = [
   pushTransports.putPushTransportRoute,
   pushTransports.deletePushTransportRoute,
   pushTransports.testPushTransportRoute,
+  httpTransport.getHttpTransportRoute,
+  httpTransport.putHttpTransportRoute,
+  httpTransport.deleteHttpTransportRoute,
+  httpTransport.rotateHttpSecretRoute,
+  httpTransport.testHttpTransportRoute,
   webPush.webPushPublicKeyRoute,
   // sign-up, sign-in and recovery (no credential)
   auth.register,
