@@ -84,7 +84,7 @@ export const testHttpTransportRoute = defineRoute({
   tag,
   auth: 'management',
   responses: { 200: SendTestHttpResponse },
-  errors: [422],
+  errors: [404],
   audit: { exempt: 'a test send: changes nothing' },
   handler: ({ runtime, em, auth }) => testHttpTransport(runtime, em, auth!.tenantId),
 });

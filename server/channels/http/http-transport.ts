@@ -167,7 +167,7 @@ export async function testHttpTransport(
   tenantId: string,
 ): Promise<SendTestHttpResult> {
   const transport = await loadHttpTransport(runtime, em, tenantId);
-  if (!transport) throw new AppError('not_configured', 'No http transport is configured for this tenant');
+  if (!transport) throw notConfigured();
   if (transport.state === 'unreadable')
     return {
       ok: false,

@@ -116,7 +116,7 @@ describe('a delivery over the http channel', () => {
     const [event] = await waitForFinal(app, [eventId]);
     expect(event!.status).toBe('delivered');
     const delivery = await httpDelivery(app, t.fx, eventId);
-    expect(delivery).toMatchObject({
+    expect(delivery, JSON.stringify(delivery)).toMatchObject({
       status: 'sent',
       provider: 'http',
       attempts: 1,

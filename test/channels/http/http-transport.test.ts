@@ -251,10 +251,10 @@ describe('POST /v1/http-transport/test', () => {
     }
   });
 
-  it('answers 422 not_configured for a tenant without a transport', async () => {
+  it('answers 404 for a tenant without a transport', async () => {
     const res = await app.request('POST', '/v1/http-transport/test', { token: b.serviceKey });
-    expect(res.status).toBe(422);
-    expect(res.body.code).toBe('not_configured');
+    expect(res.status).toBe(404);
+    expect(res.body.code).toBe('not_found');
   });
 
   it('answers 401/403 as a management route', async () => {
