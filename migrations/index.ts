@@ -8,6 +8,7 @@ import { SsoIdentities } from './0004-sso-identities.ts';
 import { TenantCorsOrigins } from './0005-tenant-cors-origins.ts';
 import { ProviderAttemptsChatDestinations } from './0006-provider-attempts-chat-destinations.ts';
 import { ChatTransports } from './0009-chat-transports.ts';
+import { HttpTransports } from './0010-http-transports.ts';
 import { EmailFallbackTransport } from './0011-email-fallback-transport.ts';
 
 export const migrations: MigrationObject[] = [
@@ -18,5 +19,6 @@ export const migrations: MigrationObject[] = [
   { name: '0005-tenant-cors-origins', class: TenantCorsOrigins },
   { name: '0006-provider-attempts-chat-destinations', class: ProviderAttemptsChatDestinations },
   { name: '0009-chat-transports', class: ChatTransports },
+  { name: '0010-http-transports', class: HttpTransports },
   { name: '0011-email-fallback-transport', class: EmailFallbackTransport },
 ];

@@ -232,6 +232,16 @@ CREATE TABLE herald_migrations (
   executed_at timestamp(6) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP(6)
 );
 
+CREATE TABLE http_transports (
+  tenant_id uuid NOT NULL,
+  url text NOT NULL,
+  headers_ciphertext text,
+  secret_ciphertext text NOT NULL,
+  include_secret_variables boolean NOT NULL DEFAULT false,
+  created_at timestamp with time zone NOT NULL DEFAULT now(),
+  updated_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
 CREATE TABLE idempotency_keys (
   tenant_id uuid NOT NULL,
   key text NOT NULL,
@@ -635,6 +645,12 @@ ALTER TABLE events ADD CONSTRAINT events_pkey PRIMARY KEY (id);
 ALTER TABLE events ADD CONSTRAINT events_status_check CHECK ((status = ANY (ARRAY['scheduled'::text, 'queued'::text, 'processing'::text, 'delivered'::text, 'partially_delivered'::text, 'failed'::text, 'skipped'::text, 'canceled'::text, 'digested'::text])));
 
 ALTER TABLE herald_migrations ADD CONSTRAINT herald_migrations_pkey PRIMARY KEY (id);
+
+ALTER TABLE http_transports ADD CONSTRAINT http_transports_pkey PRIMARY KEY (tenant_id);
+
+ALTER TABLE http_transports ADD CONSTRAINT http_transports_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id) ON DELETE CASCADE;
+
+ALTER TABLE http_transports ADD CONSTRAINT http_transports_url_check CHECK ((length(url) <= 2048));
 
 ALTER TABLE idempotency_keys ADD CONSTRAINT idempotency_keys_pkey PRIMARY KEY (tenant_id, key);
 

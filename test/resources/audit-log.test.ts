@@ -231,6 +231,12 @@ function plan(s: Record<string, any>): Array<[string, () => Call]> {
     ],
     ['DELETE /v1/chat-transport/:provider', () => ({ as: 'service', path: '/v1/chat-transport/slack' })],
     [
+      'PUT /v1/http-transport',
+      () => ({ as: 'service', path: '/v1/http-transport', body: { url: 'https://93.184.215.14/hook' } }),
+    ],
+    ['POST /v1/http-transport/rotate-secret', () => ({ as: 'owner', path: '/v1/http-transport/rotate-secret' })],
+    ['DELETE /v1/http-transport', () => ({ as: 'service', path: '/v1/http-transport' })],
+    [
       'PUT /v1/notification-types/:key/workflow',
       () => ({ as: 'service', path: `${type}/workflow`, body: { steps: [{ kind: 'channel', channel: 'inbox' }] } }),
     ],

@@ -17,6 +17,7 @@ import * as stream from './stream.ts';
 import * as emailTransport from './email-transport.ts';
 import * as pushTransports from './push-transports.ts';
 import * as chatTransport from './chat-transport.ts';
+import * as httpTransport from './http-transport.ts';
 import * as webPush from './web-push.ts';
 import * as auth from './auth.ts';
 import * as tenants from './tenants.ts';
@@ -128,6 +129,11 @@ export const routes: RouteDefinition<any, any, any>[] = [
   chatTransport.putChatTransportRoute,
   chatTransport.deleteChatTransportRoute,
   chatTransport.testChatTransportRoute,
+  httpTransport.getHttpTransportRoute,
+  httpTransport.putHttpTransportRoute,
+  httpTransport.deleteHttpTransportRoute,
+  httpTransport.rotateHttpSecretRoute,
+  httpTransport.testHttpTransportRoute,
   webPush.webPushPublicKeyRoute,
   // sign-up, sign-in and recovery (no credential)
   auth.register,

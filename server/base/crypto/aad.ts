@@ -43,3 +43,9 @@ export const chatWebhookUrlAad = (tenantId: string, destinationId: string) =>
 /** The bot token of a tenant's chat transport for one provider (slack, telegram). */
 export const chatTransportSecretsAad = (tenantId: string, provider: string) =>
   `chat_transports/${tenantId}/${provider}/secrets`;
+
+/** The secret headers of a tenant's http channel transport. */
+export const httpTransportHeadersAad = (tenantId: string) => `http_transports/${tenantId}/headers`;
+
+/** The signing secret of a tenant's http channel transport. */
+export const httpTransportSecretAad = (tenantId: string) => `http_transports/${tenantId}/secret`;

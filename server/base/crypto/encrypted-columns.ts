@@ -8,6 +8,8 @@ import {
   chatWebhookUrlAad,
   dkimKeyAad,
   emailTransportPasswordAad,
+  httpTransportHeadersAad,
+  httpTransportSecretAad,
   installSecretAad,
   mfaSecretAad,
   pushTransportSecretsAad,
@@ -70,6 +72,18 @@ export const encryptedColumns: EncryptedColumn[] = [
     column: 'secrets_ciphertext',
     keyColumns: ['tenant_id', 'provider'],
     aad: (r) => chatTransportSecretsAad(String(r.tenant_id), String(r.provider)),
+  },
+  {
+    table: 'http_transports',
+    column: 'headers_ciphertext',
+    keyColumns: ['tenant_id'],
+    aad: (r) => httpTransportHeadersAad(String(r.tenant_id)),
+  },
+  {
+    table: 'http_transports',
+    column: 'secret_ciphertext',
+    keyColumns: ['tenant_id'],
+    aad: (r) => httpTransportSecretAad(String(r.tenant_id)),
   },
   {
     table: 'events',
