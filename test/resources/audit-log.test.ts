@@ -221,6 +221,22 @@ function plan(s: Record<string, any>): Array<[string, () => Call]> {
     ],
     ['DELETE /v1/email-transport', () => ({ as: 'service', path: '/v1/email-transport' })],
     [
+      'PUT /v1/email-transport/fallback',
+      () => ({
+        as: 'owner',
+        path: '/v1/email-transport/fallback',
+        body: {
+          host: 'smtp-fallback.example.com',
+          port: 587,
+          secure: false,
+          username: 'u',
+          password: SMTP_SECRET,
+          from_email: 'a@example.com',
+        },
+      }),
+    ],
+    ['DELETE /v1/email-transport/fallback', () => ({ as: 'service', path: '/v1/email-transport/fallback' })],
+    [
       'PUT /v1/push-transport/:provider',
       () => ({ as: 'service', path: '/v1/push-transport/webpush', body: { subject: 'mailto:ops@example.com' } }),
     ],
