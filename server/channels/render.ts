@@ -82,7 +82,9 @@ export function renderChat(
 ): RenderedChat {
   return {
     markdown: renderText(template.content),
-    blocks: template.blocks ? (renderJsonTemplate(template.blocks as JsonValue, context, renderText) as ChatBlocks) : null,
+    blocks: template.blocks
+      ? (renderJsonTemplate(template.blocks as JsonValue, context, renderText) as ChatBlocks)
+      : null,
   };
 }
 

@@ -49,15 +49,6 @@ interface TemplateResponses {
 
 type ResponseOf<K extends TemplateKind> = TemplateResponses[K];
 
-/**
- * A field's value as bound to its column: JSON fields as JSON text (node-postgres would write a
- * JavaScript array as a PostgreSQL array), null as SQL NULL.
- */
-function bound(kind: TemplateKind, field: string, value: unknown): unknown {
-  if (value === null || value === undefined) return null;
-  return KINDS[kind].jsonFields?.includes(field) ? JSON.stringify(value) : value;
-}
-
 interface TemplateRow {
   id: string;
   notification_type_key: string;
@@ -123,6 +114,15 @@ function updateTemplateSql(kind: TemplateKind, names: string[]): string {
 
 function deleteTemplateSql(kind: TemplateKind): string {
   return `DELETE FROM ${KINDS[kind].table} WHERE id = $1 AND tenant_id = $2`;
+}
+
+/**
+ * A field's value as bound to its column: JSON fields as JSON text (node-postgres would write a
+ * JavaScript array as a PostgreSQL array), null as SQL NULL.
+ */
+function bound(kind: TemplateKind, field: string, value: unknown): unknown {
+  if (value === null || value === undefined) return null;
+  return KINDS[kind].jsonFields?.includes(field) ? JSON.stringify(value) : value;
 }
 
 function toTemplateResponse<K extends TemplateKind>(row: TemplateRow): ResponseOf<K> {

@@ -268,7 +268,10 @@ export const RenderedSmsResponse = z
   .object({
     text: z.string(),
     encoding: z.enum(['gsm7', 'ucs2']).describe('GSM-7 when every character is in its alphabet, else UCS-2'),
-    segments: z.number().int().describe('The messages the text is sent in (160/153 GSM-7 septets, 70/67 UCS-2 code units)'),
+    segments: z
+      .number()
+      .int()
+      .describe('The messages the text is sent in (160/153 GSM-7 septets, 70/67 UCS-2 code units)'),
   })
   .meta({ id: 'RenderedSmsResponse' });
 
