@@ -74,6 +74,18 @@ CREATE TABLE chat_destinations (
   created_at timestamp with time zone NOT NULL DEFAULT now()
 );
 
+CREATE TABLE chat_templates (
+  id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
+  notification_type_key text NOT NULL,
+  brand_key text NOT NULL,
+  language text NOT NULL,
+  content text NOT NULL,
+  blocks jsonb,
+  created_at timestamp with time zone NOT NULL DEFAULT now(),
+  updated_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
 CREATE TABLE chat_transports (
   tenant_id uuid NOT NULL,
   provider text NOT NULL,
@@ -230,6 +242,17 @@ CREATE TABLE herald_migrations (
   id integer NOT NULL DEFAULT nextval('herald_migrations_id_seq'::regclass),
   name character varying(255) NOT NULL,
   executed_at timestamp(6) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP(6)
+);
+
+CREATE TABLE http_templates (
+  id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
+  notification_type_key text NOT NULL,
+  brand_key text NOT NULL,
+  language text NOT NULL,
+  body jsonb NOT NULL,
+  created_at timestamp with time zone NOT NULL DEFAULT now(),
+  updated_at timestamp with time zone NOT NULL DEFAULT now()
 );
 
 CREATE TABLE http_transports (
@@ -390,6 +413,17 @@ CREATE TABLE sender_domains (
   dkim_private_key_ciphertext text NOT NULL,
   last_checked_at timestamp with time zone,
   last_error text,
+  created_at timestamp with time zone NOT NULL DEFAULT now(),
+  updated_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
+CREATE TABLE sms_templates (
+  id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
+  notification_type_key text NOT NULL,
+  brand_key text NOT NULL,
+  language text NOT NULL,
+  content text NOT NULL,
   created_at timestamp with time zone NOT NULL DEFAULT now(),
   updated_at timestamp with time zone NOT NULL DEFAULT now()
 );
@@ -558,6 +592,18 @@ ALTER TABLE chat_destinations ADD CONSTRAINT chat_destinations_provider_check CH
 
 ALTER TABLE chat_destinations ADD CONSTRAINT chat_destinations_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id) ON DELETE CASCADE;
 
+ALTER TABLE chat_templates ADD CONSTRAINT chat_templates_blocks_check CHECK ((jsonb_typeof(blocks) = 'object'::text));
+
+ALTER TABLE chat_templates ADD CONSTRAINT chat_templates_content_check CHECK ((content <> ''::text));
+
+ALTER TABLE chat_templates ADD CONSTRAINT chat_templates_pkey PRIMARY KEY (id);
+
+ALTER TABLE chat_templates ADD CONSTRAINT chat_templates_tenant_id_brand_key_fkey FOREIGN KEY (tenant_id, brand_key) REFERENCES brands(tenant_id, key) ON DELETE CASCADE;
+
+ALTER TABLE chat_templates ADD CONSTRAINT chat_templates_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id) ON DELETE CASCADE;
+
+ALTER TABLE chat_templates ADD CONSTRAINT chat_templates_tenant_id_notification_type_key_brand_key_la_key UNIQUE (tenant_id, notification_type_key, brand_key, language);
+
 ALTER TABLE chat_transports ADD CONSTRAINT chat_transports_pkey PRIMARY KEY (tenant_id, provider);
 
 ALTER TABLE chat_transports ADD CONSTRAINT chat_transports_priority_check CHECK (((priority >= 0) AND (priority <= 1000)));
@@ -645,6 +691,16 @@ ALTER TABLE events ADD CONSTRAINT events_pkey PRIMARY KEY (id);
 ALTER TABLE events ADD CONSTRAINT events_status_check CHECK ((status = ANY (ARRAY['scheduled'::text, 'queued'::text, 'processing'::text, 'delivered'::text, 'partially_delivered'::text, 'failed'::text, 'skipped'::text, 'canceled'::text, 'digested'::text])));
 
 ALTER TABLE herald_migrations ADD CONSTRAINT herald_migrations_pkey PRIMARY KEY (id);
+
+ALTER TABLE http_templates ADD CONSTRAINT http_templates_body_check CHECK ((jsonb_typeof(body) = ANY (ARRAY['object'::text, 'array'::text])));
+
+ALTER TABLE http_templates ADD CONSTRAINT http_templates_pkey PRIMARY KEY (id);
+
+ALTER TABLE http_templates ADD CONSTRAINT http_templates_tenant_id_brand_key_fkey FOREIGN KEY (tenant_id, brand_key) REFERENCES brands(tenant_id, key) ON DELETE CASCADE;
+
+ALTER TABLE http_templates ADD CONSTRAINT http_templates_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id) ON DELETE CASCADE;
+
+ALTER TABLE http_templates ADD CONSTRAINT http_templates_tenant_id_notification_type_key_brand_key_la_key UNIQUE (tenant_id, notification_type_key, brand_key, language);
 
 ALTER TABLE http_transports ADD CONSTRAINT http_transports_pkey PRIMARY KEY (tenant_id);
 
@@ -743,6 +799,16 @@ ALTER TABLE sender_domains ADD CONSTRAINT sender_domains_status_check CHECK ((st
 ALTER TABLE sender_domains ADD CONSTRAINT sender_domains_tenant_id_domain_key UNIQUE (tenant_id, domain);
 
 ALTER TABLE sender_domains ADD CONSTRAINT sender_domains_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id) ON DELETE CASCADE;
+
+ALTER TABLE sms_templates ADD CONSTRAINT sms_templates_content_check CHECK ((content <> ''::text));
+
+ALTER TABLE sms_templates ADD CONSTRAINT sms_templates_pkey PRIMARY KEY (id);
+
+ALTER TABLE sms_templates ADD CONSTRAINT sms_templates_tenant_id_brand_key_fkey FOREIGN KEY (tenant_id, brand_key) REFERENCES brands(tenant_id, key) ON DELETE CASCADE;
+
+ALTER TABLE sms_templates ADD CONSTRAINT sms_templates_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id) ON DELETE CASCADE;
+
+ALTER TABLE sms_templates ADD CONSTRAINT sms_templates_tenant_id_notification_type_key_brand_key_lan_key UNIQUE (tenant_id, notification_type_key, brand_key, language);
 
 ALTER TABLE sso_identities ADD CONSTRAINT sso_identities_pkey PRIMARY KEY (provider_id, subject);
 

@@ -8,6 +8,9 @@ import * as brandings from './brandings.ts';
 import * as senderDomains from './sender-domains.ts';
 import * as emailTemplates from './email-templates.ts';
 import * as inboxTemplates from './inbox-templates.ts';
+import * as smsTemplates from './sms-templates.ts';
+import * as chatTemplates from './chat-templates.ts';
+import * as httpTemplates from './http-templates.ts';
 import * as contacts from './contacts.ts';
 import * as preferences from './preferences.ts';
 import * as pushSubscriptions from './push-subscriptions.ts';
@@ -86,6 +89,25 @@ export const routes: RouteDefinition<any, any, any>[] = [
   inboxTemplates.get,
   inboxTemplates.update,
   inboxTemplates.remove,
+  // sms, chat and http templates (management)
+  smsTemplates.create,
+  smsTemplates.list,
+  smsTemplates.render,
+  smsTemplates.get,
+  smsTemplates.update,
+  smsTemplates.remove,
+  chatTemplates.create,
+  chatTemplates.list,
+  chatTemplates.render,
+  chatTemplates.get,
+  chatTemplates.update,
+  chatTemplates.remove,
+  httpTemplates.create,
+  httpTemplates.list,
+  httpTemplates.render,
+  httpTemplates.get,
+  httpTemplates.update,
+  httpTemplates.remove,
   // contacts (service key), contact tokens (service key), language (either)
   contacts.create,
   contacts.find,
