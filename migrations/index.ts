@@ -7,6 +7,7 @@ import { Mfa } from './0003-mfa.ts';
 import { SsoIdentities } from './0004-sso-identities.ts';
 import { TenantCorsOrigins } from './0005-tenant-cors-origins.ts';
 import { ProviderAttemptsChatDestinations } from './0006-provider-attempts-chat-destinations.ts';
+import { Sms } from './0008-sms.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-baseline', class: Baseline },
@@ -15,4 +16,5 @@ export const migrations: MigrationObject[] = [
   { name: '0004-sso-identities', class: SsoIdentities },
   { name: '0005-tenant-cors-origins', class: TenantCorsOrigins },
   { name: '0006-provider-attempts-chat-destinations', class: ProviderAttemptsChatDestinations },
+  { name: '0008-sms', class: Sms },
 ];

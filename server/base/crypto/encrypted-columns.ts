@@ -10,6 +10,7 @@ import {
   mfaSecretAad,
   pushTransportSecretsAad,
   secretVariablesAad,
+  smsTransportSecretsAad,
   ssoClientSecretAad,
   systemEmailAad,
   webhookSecretAad,
@@ -55,6 +56,12 @@ export const encryptedColumns: EncryptedColumn[] = [
     column: 'secrets_ciphertext',
     keyColumns: ['tenant_id', 'provider'],
     aad: (r) => pushTransportSecretsAad(String(r.tenant_id), String(r.provider)),
+  },
+  {
+    table: 'sms_transports',
+    column: 'secrets_ciphertext',
+    keyColumns: ['tenant_id', 'provider'],
+    aad: (r) => smsTransportSecretsAad(String(r.tenant_id), String(r.provider)),
   },
   {
     table: 'events',
