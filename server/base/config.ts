@@ -70,6 +70,9 @@ export const configSchema = z.object({
       fcmUrl: z.string().url().default('https://fcm.googleapis.com'),
       fcmTokenUrl: z.string().url().optional(),
       expoUrl: z.string().url().default('https://exp.host'),
+      /** Twilio's REST API (SMS) and Vonage's SMS API. */
+      twilioUrl: z.string().url().default('https://api.twilio.com'),
+      vonageUrl: z.string().url().default('https://rest.nexmo.com'),
       /** Extra CA certificate (PEM file) trusted for outbound TLS: push providers and SMTP servers. */
       caFile: z.string().optional(),
     })
@@ -78,6 +81,8 @@ export const configSchema = z.object({
       apnsSandboxUrl: 'https://api.sandbox.push.apple.com',
       fcmUrl: 'https://fcm.googleapis.com',
       expoUrl: 'https://exp.host',
+      twilioUrl: 'https://api.twilio.com',
+      vonageUrl: 'https://rest.nexmo.com',
     }),
   /**
    * Let web push endpoints (chosen by browsers) resolve to loopback or private addresses. Off in

@@ -6,9 +6,10 @@ import { emailChannel } from './email/channel.ts';
 import { pushChannel } from './push/channel.ts';
 import { webPushChannel } from './web-push/channel.ts';
 import { sendPush } from './push/providers.ts';
+import { smsChannel } from './sms/channel.ts';
 import type { ChannelSender } from './types.ts';
 
-const senders: ChannelSender[] = [inboxChannel, emailChannel, pushChannel(sendPush), webPushChannel(sendPush)];
+const senders: ChannelSender[] = [inboxChannel, emailChannel, pushChannel(sendPush), webPushChannel(sendPush), smsChannel];
 
 export const channelRegistry: ReadonlyMap<Channel, ChannelSender> = new Map(senders.map((s) => [s.channel, s]));
 
