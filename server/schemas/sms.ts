@@ -116,10 +116,19 @@ export const SmsSettingsByProvider = {
   http: HttpSmsSettings,
 } as const;
 
-// The body is checked against the path's provider in the service (precise 422 locations); this
-// union documents the three shapes. Loose objects keep every field for that second check.
+// The body is checked against the path's provider in the service, for 422s that name the field the
+// provider needs; this union documents the three shapes with every field optional, and takes any
+// object (so that a wrong field is reported by that second check, by its name).
 export const SmsTransportRequest = z
-  .union([z.looseObject(TwilioSmsSettings.shape), z.looseObject(VonageSmsSettings.shape), HttpSmsSettings.loose()])
+  .union([
+    z.looseObject(TwilioSmsSettings.shape).partial(),
+    z.looseObject(VonageSmsSettings.shape).partial(),
+    z.looseObject(HttpSmsSettings.shape).partial(),
+    z.looseObject({}),
+  ])
+  .describe(
+    "TwilioSmsTransportSettings, VonageSmsTransportSettings or HttpSmsTransportSettings, by the path's provider",
+  )
   .meta({ id: 'SmsTransportRequest' });
 
 export const SmsTransportResponse = z
