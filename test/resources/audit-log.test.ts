@@ -209,6 +209,15 @@ function plan(s: Record<string, any>): Array<[string, () => Call]> {
     ],
     ['DELETE /v1/push-transport/:provider', () => ({ as: 'service', path: '/v1/push-transport/webpush' })],
     [
+      'PUT /v1/sms-transport/:provider',
+      () => ({
+        as: 'service',
+        path: '/v1/sms-transport/vonage',
+        body: { api_key: 'abc123', api_secret: SMTP_SECRET, from: 'Acme' },
+      }),
+    ],
+    ['DELETE /v1/sms-transport/:provider', () => ({ as: 'service', path: '/v1/sms-transport/vonage' })],
+    [
       'PUT /v1/notification-types/:key/workflow',
       () => ({ as: 'service', path: `${type}/workflow`, body: { steps: [{ kind: 'channel', channel: 'inbox' }] } }),
     ],

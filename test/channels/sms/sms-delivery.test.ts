@@ -490,3 +490,26 @@ describe('inbound STOP and START', () => {
     expect(res.status).toBe(415);
   });
 });
+
+describe('secrets', () => {
+  it('never reach the logs: auth token, api secret, callback tokens', async () => {
+    const { callbacks } = await tenantWith('Logs', ['twilio', 'vonage']);
+    await twilio.sendInbound(callbacks.twilio!, { From: nextPhone(), To: '+15005550006', Body: 'hello' });
+    const logs = app.logs.join('\n');
+    expect(logs).toContain('/callbacks/twilio/:token');
+    for (const secret of [
+      twilio.authToken,
+      vonage.apiSecret,
+      callbacks.twilio!.split('/').pop()!,
+      callbacks.vonage!.split('/').pop()!,
+    ])
+      expect(logs).not.toContain(secret);
+    const errors = await sql<{ last_error: string | null; provider_attempts: unknown }>(
+      app,
+      `SELECT last_error, provider_attempts FROM deliveries WHERE channel = 'sms'`,
+    );
+    const stored = JSON.stringify(errors);
+    expect(stored).not.toContain(twilio.authToken);
+    expect(stored).not.toMatch(/Invalid 'To'|Too Many Requests|Service unavailable/);
+  });
+});
