@@ -76,6 +76,9 @@ export const VonageSmsSettings = z
   })
   .meta({ id: 'VonageSmsTransportSettings' });
 
+/** Headers the request itself defines: a tenant's value would corrupt or smuggle the request. */
+const RESERVED_HEADERS = new Set(['host', 'content-length', 'content-type', 'transfer-encoding', 'connection']);
+
 const headerName = z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/, 'must be an HTTP header name');
 
 export const HttpSmsSettings = z
@@ -95,6 +98,10 @@ export const HttpSmsSettings = z
           .regex(/^[^\r\n]*$/, 'must be one line'),
       )
       .refine((h) => Object.keys(h).length <= 20, 'at most 20 headers')
+      .refine(
+        (h) => Object.keys(h).every((name) => !RESERVED_HEADERS.has(name.toLowerCase())),
+        'Host, Content-Length, Content-Type, Transfer-Encoding and Connection are set by Herald',
+      )
       .optional()
       .describe('write-only (they usually hold the API key); omitted: kept'),
     body: z

@@ -146,6 +146,10 @@ describe('PUT /v1/sms-transport/{provider}', () => {
       'body',
     ]);
     expectValidationError(await put('http', { ...gatewayBody(), url: 'ftp://x' }), ['body', 'url']);
+    expectValidationError(await put('http', { ...gatewayBody(), headers: { 'Content-Length': '1' } }), [
+      'body',
+      'headers',
+    ]);
     expectValidationError(await put('http', { ...gatewayBody(), priority: -1 }), ['body', 'priority']);
     expectValidationError(await put('mms', twilioBody()), ['path', 'provider']);
     const malformed = await app.request('PUT', '/v1/sms-transport/twilio', { token: acme.serviceKey, rawBody: '{' });
