@@ -428,6 +428,18 @@ CREATE TABLE sms_templates (
   updated_at timestamp with time zone NOT NULL DEFAULT now()
 );
 
+CREATE TABLE sms_transports (
+  tenant_id uuid NOT NULL,
+  provider text NOT NULL,
+  priority integer NOT NULL DEFAULT 0,
+  enabled boolean NOT NULL DEFAULT true,
+  settings jsonb NOT NULL DEFAULT '{}'::jsonb,
+  secrets_ciphertext text,
+  callback_token_hash text NOT NULL,
+  created_at timestamp with time zone NOT NULL DEFAULT now(),
+  updated_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
 CREATE TABLE sso_identities (
   provider_id uuid NOT NULL,
   subject text NOT NULL,
@@ -810,6 +822,16 @@ ALTER TABLE sms_templates ADD CONSTRAINT sms_templates_tenant_id_fkey FOREIGN KE
 
 ALTER TABLE sms_templates ADD CONSTRAINT sms_templates_tenant_id_notification_type_key_brand_key_lan_key UNIQUE (tenant_id, notification_type_key, brand_key, language);
 
+ALTER TABLE sms_transports ADD CONSTRAINT sms_transports_callback_token_hash_key UNIQUE (callback_token_hash);
+
+ALTER TABLE sms_transports ADD CONSTRAINT sms_transports_pkey PRIMARY KEY (tenant_id, provider);
+
+ALTER TABLE sms_transports ADD CONSTRAINT sms_transports_priority_check CHECK (((priority >= 0) AND (priority <= 1000)));
+
+ALTER TABLE sms_transports ADD CONSTRAINT sms_transports_provider_check CHECK ((provider = ANY (ARRAY['twilio'::text, 'vonage'::text, 'http'::text])));
+
+ALTER TABLE sms_transports ADD CONSTRAINT sms_transports_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id) ON DELETE CASCADE;
+
 ALTER TABLE sso_identities ADD CONSTRAINT sso_identities_pkey PRIMARY KEY (provider_id, subject);
 
 ALTER TABLE sso_identities ADD CONSTRAINT sso_identities_provider_id_fkey FOREIGN KEY (provider_id) REFERENCES sso_providers(id) ON DELETE CASCADE;
@@ -889,6 +911,8 @@ CREATE INDEX broadcasts_tenant ON public.broadcasts USING btree (tenant_id, id D
 CREATE INDEX chat_destinations_contact ON public.chat_destinations USING btree (contact_id, created_at);
 
 CREATE INDEX data_requests_tenant ON public.data_requests USING btree (tenant_id, created_at DESC);
+
+CREATE INDEX deliveries_sms_provider_message ON public.deliveries USING btree (tenant_id, provider_message_id) WHERE ((channel = 'sms'::text) AND (provider_message_id IS NOT NULL));
 
 CREATE UNIQUE INDEX digests_open ON public.digests USING btree (tenant_id, external_id, type_key, key) WHERE (closed_at IS NULL);
 

@@ -1,4 +1,4 @@
-// The channel registry: the four channels Herald delivers over. The planner fans out only to
+// The channel registry: the channels Herald delivers over. The planner fans out only to
 // registered channels.
 import type { Channel } from '../schemas/common.ts';
 import { inboxChannel } from './inbox/channel.ts';
@@ -8,6 +8,7 @@ import { webPushChannel } from './web-push/channel.ts';
 import { httpChannel } from './http/channel.ts';
 import { sendPush } from './push/providers.ts';
 import { chatChannel } from './chat/channel.ts';
+import { smsChannel } from './sms/channel.ts';
 import type { ChannelSender } from './types.ts';
 
 const senders: ChannelSender[] = [
@@ -15,6 +16,7 @@ const senders: ChannelSender[] = [
   emailChannel,
   pushChannel(sendPush),
   webPushChannel(sendPush),
+  smsChannel,
   chatChannel,
   httpChannel,
 ];

@@ -253,6 +253,15 @@ function plan(s: Record<string, any>): Array<[string, () => Call]> {
     ['POST /v1/http-transport/rotate-secret', () => ({ as: 'owner', path: '/v1/http-transport/rotate-secret' })],
     ['DELETE /v1/http-transport', () => ({ as: 'service', path: '/v1/http-transport' })],
     [
+      'PUT /v1/sms-transport/:provider',
+      () => ({
+        as: 'service',
+        path: '/v1/sms-transport/vonage',
+        body: { api_key: 'abc123', api_secret: SMTP_SECRET, from: 'Acme' },
+      }),
+    ],
+    ['DELETE /v1/sms-transport/:provider', () => ({ as: 'service', path: '/v1/sms-transport/vonage' })],
+    [
       'PUT /v1/notification-types/:key/workflow',
       () => ({ as: 'service', path: `${type}/workflow`, body: { steps: [{ kind: 'channel', channel: 'inbox' }] } }),
     ],

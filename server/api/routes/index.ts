@@ -40,6 +40,8 @@ import * as sso from './sso.ts';
 import * as consolePages from '../pages/console.ts';
 import * as topics from './topics.ts';
 import * as broadcasts from './broadcasts.ts';
+import * as smsTransport from './sms-transport.ts';
+import * as providerCallbacks from './provider-callbacks.ts';
 
 export const routes: RouteDefinition<any, any, any>[] = [
   // system (no credential)
@@ -157,6 +159,13 @@ export const routes: RouteDefinition<any, any, any>[] = [
   httpTransport.rotateHttpSecretRoute,
   httpTransport.testHttpTransportRoute,
   webPush.webPushPublicKeyRoute,
+  smsTransport.listSmsTransportsRoute,
+  smsTransport.putSmsTransportRoute,
+  smsTransport.deleteSmsTransportRoute,
+  smsTransport.testSmsTransportRoute,
+  // SMS providers' callbacks: receipts and inbound messages (the provider's signature, no credential)
+  providerCallbacks.twilioCallback,
+  providerCallbacks.vonageCallback,
   // sign-up, sign-in and recovery (no credential)
   auth.register,
   auth.login,

@@ -18,6 +18,10 @@ export const emailTransportPasswordAad = (tenantId: string, slot: 'primary' | 'f
 export const pushTransportSecretsAad = (tenantId: string, provider: string) =>
   `push_transports/${tenantId}/${provider}/secrets`;
 
+/** The secret fields of a tenant's SMS transport for one provider (and its callback token). */
+export const smsTransportSecretsAad = (tenantId: string, provider: string) =>
+  `sms_transports/${tenantId}/${provider}/secrets`;
+
 /** An event's secret variables, until it is final. */
 export const secretVariablesAad = (eventId: string) => `events/${eventId}/secret_variables`;
 

@@ -14,6 +14,7 @@ import {
   mfaSecretAad,
   pushTransportSecretsAad,
   secretVariablesAad,
+  smsTransportSecretsAad,
   ssoClientSecretAad,
   systemEmailAad,
   webhookSecretAad,
@@ -84,6 +85,12 @@ export const encryptedColumns: EncryptedColumn[] = [
     column: 'secret_ciphertext',
     keyColumns: ['tenant_id'],
     aad: (r) => httpTransportSecretAad(String(r.tenant_id)),
+  },
+  {
+    table: 'sms_transports',
+    column: 'secrets_ciphertext',
+    keyColumns: ['tenant_id', 'provider'],
+    aad: (r) => smsTransportSecretsAad(String(r.tenant_id), String(r.provider)),
   },
   {
     table: 'events',
