@@ -7,7 +7,10 @@ import { Mfa } from './0003-mfa.ts';
 import { SsoIdentities } from './0004-sso-identities.ts';
 import { TenantCorsOrigins } from './0005-tenant-cors-origins.ts';
 import { ProviderAttemptsChatDestinations } from './0006-provider-attempts-chat-destinations.ts';
+import { MessageTemplates } from './0007-message-templates.ts';
+import { Sms } from './0008-sms.ts';
 import { ChatTransports } from './0009-chat-transports.ts';
+import { HttpTransports } from './0010-http-transports.ts';
 import { EmailFallbackTransport } from './0011-email-fallback-transport.ts';
 
 export const migrations: MigrationObject[] = [
@@ -17,6 +20,9 @@ export const migrations: MigrationObject[] = [
   { name: '0004-sso-identities', class: SsoIdentities },
   { name: '0005-tenant-cors-origins', class: TenantCorsOrigins },
   { name: '0006-provider-attempts-chat-destinations', class: ProviderAttemptsChatDestinations },
+  { name: '0007-message-templates', class: MessageTemplates },
+  { name: '0008-sms', class: Sms },
   { name: '0009-chat-transports', class: ChatTransports },
+  { name: '0010-http-transports', class: HttpTransports },
   { name: '0011-email-fallback-transport', class: EmailFallbackTransport },
 ];

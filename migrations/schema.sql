@@ -74,6 +74,18 @@ CREATE TABLE chat_destinations (
   created_at timestamp with time zone NOT NULL DEFAULT now()
 );
 
+CREATE TABLE chat_templates (
+  id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
+  notification_type_key text NOT NULL,
+  brand_key text NOT NULL,
+  language text NOT NULL,
+  content text NOT NULL,
+  blocks jsonb,
+  created_at timestamp with time zone NOT NULL DEFAULT now(),
+  updated_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
 CREATE TABLE chat_transports (
   tenant_id uuid NOT NULL,
   provider text NOT NULL,
@@ -232,6 +244,27 @@ CREATE TABLE herald_migrations (
   executed_at timestamp(6) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP(6)
 );
 
+CREATE TABLE http_templates (
+  id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
+  notification_type_key text NOT NULL,
+  brand_key text NOT NULL,
+  language text NOT NULL,
+  body jsonb NOT NULL,
+  created_at timestamp with time zone NOT NULL DEFAULT now(),
+  updated_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
+CREATE TABLE http_transports (
+  tenant_id uuid NOT NULL,
+  url text NOT NULL,
+  headers_ciphertext text,
+  secret_ciphertext text NOT NULL,
+  include_secret_variables boolean NOT NULL DEFAULT false,
+  created_at timestamp with time zone NOT NULL DEFAULT now(),
+  updated_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
 CREATE TABLE idempotency_keys (
   tenant_id uuid NOT NULL,
   key text NOT NULL,
@@ -380,6 +413,29 @@ CREATE TABLE sender_domains (
   dkim_private_key_ciphertext text NOT NULL,
   last_checked_at timestamp with time zone,
   last_error text,
+  created_at timestamp with time zone NOT NULL DEFAULT now(),
+  updated_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
+CREATE TABLE sms_templates (
+  id uuid NOT NULL,
+  tenant_id uuid NOT NULL,
+  notification_type_key text NOT NULL,
+  brand_key text NOT NULL,
+  language text NOT NULL,
+  content text NOT NULL,
+  created_at timestamp with time zone NOT NULL DEFAULT now(),
+  updated_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
+CREATE TABLE sms_transports (
+  tenant_id uuid NOT NULL,
+  provider text NOT NULL,
+  priority integer NOT NULL DEFAULT 0,
+  enabled boolean NOT NULL DEFAULT true,
+  settings jsonb NOT NULL DEFAULT '{}'::jsonb,
+  secrets_ciphertext text,
+  callback_token_hash text NOT NULL,
   created_at timestamp with time zone NOT NULL DEFAULT now(),
   updated_at timestamp with time zone NOT NULL DEFAULT now()
 );
@@ -548,6 +604,18 @@ ALTER TABLE chat_destinations ADD CONSTRAINT chat_destinations_provider_check CH
 
 ALTER TABLE chat_destinations ADD CONSTRAINT chat_destinations_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id) ON DELETE CASCADE;
 
+ALTER TABLE chat_templates ADD CONSTRAINT chat_templates_blocks_check CHECK ((jsonb_typeof(blocks) = 'object'::text));
+
+ALTER TABLE chat_templates ADD CONSTRAINT chat_templates_content_check CHECK ((content <> ''::text));
+
+ALTER TABLE chat_templates ADD CONSTRAINT chat_templates_pkey PRIMARY KEY (id);
+
+ALTER TABLE chat_templates ADD CONSTRAINT chat_templates_tenant_id_brand_key_fkey FOREIGN KEY (tenant_id, brand_key) REFERENCES brands(tenant_id, key) ON DELETE CASCADE;
+
+ALTER TABLE chat_templates ADD CONSTRAINT chat_templates_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id) ON DELETE CASCADE;
+
+ALTER TABLE chat_templates ADD CONSTRAINT chat_templates_tenant_id_notification_type_key_brand_key_la_key UNIQUE (tenant_id, notification_type_key, brand_key, language);
+
 ALTER TABLE chat_transports ADD CONSTRAINT chat_transports_pkey PRIMARY KEY (tenant_id, provider);
 
 ALTER TABLE chat_transports ADD CONSTRAINT chat_transports_priority_check CHECK (((priority >= 0) AND (priority <= 1000)));
@@ -635,6 +703,22 @@ ALTER TABLE events ADD CONSTRAINT events_pkey PRIMARY KEY (id);
 ALTER TABLE events ADD CONSTRAINT events_status_check CHECK ((status = ANY (ARRAY['scheduled'::text, 'queued'::text, 'processing'::text, 'delivered'::text, 'partially_delivered'::text, 'failed'::text, 'skipped'::text, 'canceled'::text, 'digested'::text])));
 
 ALTER TABLE herald_migrations ADD CONSTRAINT herald_migrations_pkey PRIMARY KEY (id);
+
+ALTER TABLE http_templates ADD CONSTRAINT http_templates_body_check CHECK ((jsonb_typeof(body) = ANY (ARRAY['object'::text, 'array'::text])));
+
+ALTER TABLE http_templates ADD CONSTRAINT http_templates_pkey PRIMARY KEY (id);
+
+ALTER TABLE http_templates ADD CONSTRAINT http_templates_tenant_id_brand_key_fkey FOREIGN KEY (tenant_id, brand_key) REFERENCES brands(tenant_id, key) ON DELETE CASCADE;
+
+ALTER TABLE http_templates ADD CONSTRAINT http_templates_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id) ON DELETE CASCADE;
+
+ALTER TABLE http_templates ADD CONSTRAINT http_templates_tenant_id_notification_type_key_brand_key_la_key UNIQUE (tenant_id, notification_type_key, brand_key, language);
+
+ALTER TABLE http_transports ADD CONSTRAINT http_transports_pkey PRIMARY KEY (tenant_id);
+
+ALTER TABLE http_transports ADD CONSTRAINT http_transports_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id) ON DELETE CASCADE;
+
+ALTER TABLE http_transports ADD CONSTRAINT http_transports_url_check CHECK ((length(url) <= 2048));
 
 ALTER TABLE idempotency_keys ADD CONSTRAINT idempotency_keys_pkey PRIMARY KEY (tenant_id, key);
 
@@ -728,6 +812,26 @@ ALTER TABLE sender_domains ADD CONSTRAINT sender_domains_tenant_id_domain_key UN
 
 ALTER TABLE sender_domains ADD CONSTRAINT sender_domains_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id) ON DELETE CASCADE;
 
+ALTER TABLE sms_templates ADD CONSTRAINT sms_templates_content_check CHECK ((content <> ''::text));
+
+ALTER TABLE sms_templates ADD CONSTRAINT sms_templates_pkey PRIMARY KEY (id);
+
+ALTER TABLE sms_templates ADD CONSTRAINT sms_templates_tenant_id_brand_key_fkey FOREIGN KEY (tenant_id, brand_key) REFERENCES brands(tenant_id, key) ON DELETE CASCADE;
+
+ALTER TABLE sms_templates ADD CONSTRAINT sms_templates_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id) ON DELETE CASCADE;
+
+ALTER TABLE sms_templates ADD CONSTRAINT sms_templates_tenant_id_notification_type_key_brand_key_lan_key UNIQUE (tenant_id, notification_type_key, brand_key, language);
+
+ALTER TABLE sms_transports ADD CONSTRAINT sms_transports_callback_token_hash_key UNIQUE (callback_token_hash);
+
+ALTER TABLE sms_transports ADD CONSTRAINT sms_transports_pkey PRIMARY KEY (tenant_id, provider);
+
+ALTER TABLE sms_transports ADD CONSTRAINT sms_transports_priority_check CHECK (((priority >= 0) AND (priority <= 1000)));
+
+ALTER TABLE sms_transports ADD CONSTRAINT sms_transports_provider_check CHECK ((provider = ANY (ARRAY['twilio'::text, 'vonage'::text, 'http'::text])));
+
+ALTER TABLE sms_transports ADD CONSTRAINT sms_transports_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id) ON DELETE CASCADE;
+
 ALTER TABLE sso_identities ADD CONSTRAINT sso_identities_pkey PRIMARY KEY (provider_id, subject);
 
 ALTER TABLE sso_identities ADD CONSTRAINT sso_identities_provider_id_fkey FOREIGN KEY (provider_id) REFERENCES sso_providers(id) ON DELETE CASCADE;
@@ -807,6 +911,8 @@ CREATE INDEX broadcasts_tenant ON public.broadcasts USING btree (tenant_id, id D
 CREATE INDEX chat_destinations_contact ON public.chat_destinations USING btree (contact_id, created_at);
 
 CREATE INDEX data_requests_tenant ON public.data_requests USING btree (tenant_id, created_at DESC);
+
+CREATE INDEX deliveries_sms_provider_message ON public.deliveries USING btree (tenant_id, provider_message_id) WHERE ((channel = 'sms'::text) AND (provider_message_id IS NOT NULL));
 
 CREATE UNIQUE INDEX digests_open ON public.digests USING btree (tenant_id, external_id, type_key, key) WHERE (closed_at IS NULL);
 

@@ -1,5 +1,7 @@
 // The API's paths, one place per resource: both modes send the same requests (see target.ts), and a
 // path a command builds is built here, its parameters encoded.
+import type { TemplateKind } from '../../server/resources/templates.ts';
+
 const at = (value: string) => encodeURIComponent(value);
 
 /** A query string of the values given (undefined ones left out), '' when there are none. */
@@ -22,9 +24,9 @@ export const notificationTypes = {
 };
 
 export const templates = {
-  list: (kind: 'email' | 'inbox', filter: Record<string, string | undefined> = {}) =>
+  list: (kind: TemplateKind, filter: Record<string, string | undefined> = {}) =>
     `/v1/${kind}-templates${query(filter)}`,
-  one: (kind: 'email' | 'inbox', id: string) => `/v1/${kind}-templates/${at(id)}`,
+  one: (kind: TemplateKind, id: string) => `/v1/${kind}-templates/${at(id)}`,
 };
 
 export const suppressions = {

@@ -74,6 +74,9 @@ export const configSchema = z.object({
       slackUrl: z.string().url().default('https://slack.com'),
       /** The Telegram Bot API's base (sendMessage with a tenant's bot token). */
       telegramUrl: z.string().url().default('https://api.telegram.org'),
+      /** Twilio's REST API (SMS) and Vonage's SMS API. */
+      twilioUrl: z.string().url().default('https://api.twilio.com'),
+      vonageUrl: z.string().url().default('https://rest.nexmo.com'),
       /** Extra CA certificate (PEM file) trusted for outbound TLS: push providers and SMTP servers. */
       caFile: z.string().optional(),
     })
@@ -84,6 +87,8 @@ export const configSchema = z.object({
       expoUrl: 'https://exp.host',
       slackUrl: 'https://slack.com',
       telegramUrl: 'https://api.telegram.org',
+      twilioUrl: 'https://api.twilio.com',
+      vonageUrl: 'https://rest.nexmo.com',
     }),
   /**
    * Let web push endpoints (chosen by browsers) resolve to loopback or private addresses. Off in

@@ -8,21 +8,31 @@ import type { Context } from '../base/context.ts';
 import type { ContactRow } from '../base/db/contacts.ts';
 import { MUTABLE_CONTACT_FIELDS } from '../schemas/contacts.ts';
 import { secretVariablesAad } from '../base/crypto/aad.ts';
+import type { JsonValue } from '../schemas/common.ts';
 import {
   findTemplate,
   renderContext,
   templateCandidates,
   type BrandRow,
+  type ChatBlocks,
   type EmailTemplateRow,
-  type InboxTemplateRow,
   type TemplateKind,
+  type TemplateRows,
 } from './resolve.ts';
-import { renderEmail, renderInbox, type RenderedEmail, type RenderedInbox } from './render.ts';
+import {
+  renderChat,
+  renderEmail,
+  renderHttp,
+  renderInbox,
+  renderSms,
+  type RenderedEmail,
+  type RenderedInbox,
+} from './render.ts';
 import { referencedVariables, renderString } from '../base/template-engine.ts';
 import type { EventForDelivery } from './types.ts';
 
 /** Templates found during one run, by what was asked. */
-export type TemplateCache = Map<string, Promise<EmailTemplateRow | InboxTemplateRow | null>>;
+export type TemplateCache = Map<string, Promise<TemplateRows[TemplateKind] | null>>;
 
 export function newTemplateCache(): TemplateCache {
   return new Map();
@@ -39,7 +49,7 @@ async function deliveryTemplate<K extends TemplateKind>(
   event: EventForDelivery,
   contact: Pick<ContactRow, 'language'>,
   cache: TemplateCache,
-): Promise<ResolvedTemplate<K extends 'email' ? EmailTemplateRow : InboxTemplateRow> | null> {
+): Promise<ResolvedTemplate<TemplateRows[K]> | null> {
   const brand = event.brand;
   if (!brand) return null;
   // Keyed by what the candidates are made of (ids, keys and language tags never hold a newline, nor
@@ -91,10 +101,16 @@ export async function renderInboxDelivery(
   const resolved = await deliveryTemplate(em, 'inbox', event, contact, cache);
   if (!resolved) return null;
   const context = deliveryContext(resolved.brand, variables, contact);
+  // Throws UnfilledSlotError or TemplateError: a final failure naming the slot (the run records it).
+  return renderInbox(resolved.template, context, runTextRenderer(cache, context));
+}
+
+/** Renders a template string with the context, once per distinct values of what it reads within the run. */
+function runTextRenderer(cache: TemplateCache, context: Record<string, unknown>): (source: string) => string {
   let rendered = renderedByRun.get(cache);
   if (!rendered) renderedByRun.set(cache, (rendered = new Map()));
-  // Throws UnfilledSlotError or TemplateError: a final failure naming the slot (the run records it).
-  return renderInbox(resolved.template, context, (source) => renderTextOnce(rendered, source, context));
+  const renderings = rendered;
+  return (source) => renderTextOnce(renderings, source, context);
 }
 
 /** A run's renderings: by source, then by the values of the names the source reads. */
@@ -212,33 +228,106 @@ export function readVariables(
   }
 }
 
-/** What the text channels (sms, chat, http) send: a title, a body and where it leads. */
+/**
+ * What the text channels (sms, chat, http) send: a title, a body and where it leads (from the inbox
+ * template when the channel's kind has no template of its own), and what the channel's own template
+ * gave.
+ */
 export interface RenderedMessage {
   title: string;
   body: string;
   action_url: string | null;
+  /** An SMS template's rendered content: the whole text of the SMS (smsText). */
+  text?: string;
+}
+
+export interface RenderedChatMessage extends RenderedMessage {
+  /** The chat template's content rendered (Markdown); null: no chat template, the title and body are plain text. */
+  markdown: string | null;
+  /** The chat template's provider blocks rendered; null when it has none (or there is no chat template). */
+  blocks: ChatBlocks | null;
+}
+
+export interface RenderedHttpMessage extends RenderedMessage {
+  /** The http template's body rendered (a JSON value); null: no http template, the channel sends its default body. */
+  http_body: JsonValue | null;
 }
 
 /** The template kinds of the text channels, one per channel. */
 export type MessageKind = 'sms' | 'chat' | 'http';
 
+interface RenderedMessages {
+  sms: RenderedMessage;
+  chat: RenderedChatMessage;
+  http: RenderedHttpMessage;
+}
+
+export type RenderedMessageOf<K extends MessageKind> = RenderedMessages[K];
+
 /**
- * The message of an sms, chat or http delivery; null: no template. Without a template of the
- * channel's own kind, it is the inbox template's title and body, so one template serves a type on
- * every channel.
+ * The message of an sms, chat or http delivery; null: no template. The channel's own template kind
+ * is looked up first (the fallback chain of resolve.ts, once per run as the others); without one, it
+ * is the inbox template's title and body, so one template serves a type on every channel.
  */
-export async function renderMessageDelivery(
+export async function renderMessageDelivery<K extends MessageKind>(
   em: EntityManager,
-  _kind: MessageKind,
+  kind: K,
   event: EventForDelivery,
   contact: ContactRow,
   variables: Record<string, unknown>,
   cache: TemplateCache,
-): Promise<RenderedMessage | null> {
-  return renderInboxDelivery(em, event, contact, variables, cache);
+): Promise<RenderedMessageOf<K> | null> {
+  const own = await deliveryTemplate(em, kind, event, contact, cache);
+  if (own) {
+    const context = deliveryContext(own.brand, variables, contact);
+    // Throws UnfilledSlotError or TemplateError: a final failure naming the slot (the run records it).
+    return messageFromTemplate(kind, own.template, context, runTextRenderer(cache, context));
+  }
+  const inbox = await renderInboxDelivery(em, event, contact, variables, cache);
+  return inbox ? messageFromInbox(kind, inbox) : null;
 }
 
-/** An SMS's one text: the title and the body on lines of their own (either may be empty). */
+/** A message from the channel's own template, rendered with the context. Throws as renderInbox does. */
+export function messageFromTemplate<K extends MessageKind>(
+  kind: K,
+  template: TemplateRows[K],
+  context: Record<string, unknown>,
+  renderText: (source: string) => string = (source) => renderString(source, context, 'text'),
+): RenderedMessageOf<K> {
+  const none = { title: '', action_url: null };
+  const rows = template as TemplateRows[MessageKind];
+  switch (kind) {
+    case 'sms': {
+      const { text } = renderSms(rows as TemplateRows['sms'], context, renderText);
+      return { ...none, body: text, text } as RenderedMessageOf<K>;
+    }
+    case 'chat': {
+      const { markdown, blocks } = renderChat(rows as TemplateRows['chat'], context, renderText);
+      return { ...none, body: markdown, markdown, blocks } as RenderedMessageOf<K>;
+    }
+    default: {
+      const { body } = renderHttp(rows as TemplateRows['http'], context, renderText);
+      return { ...none, body: '', http_body: body } as RenderedMessageOf<K>;
+    }
+  }
+}
+
+/** A message from the inbox template's rendering, for a channel whose kind has no template of its own. */
+export function messageFromInbox<K extends MessageKind>(kind: K, inbox: RenderedInbox): RenderedMessageOf<K> {
+  const message: RenderedMessage = { title: inbox.title, body: inbox.body, action_url: inbox.action_url };
+  if (kind === 'chat') return { ...message, markdown: null, blocks: null } as RenderedMessageOf<K>;
+  if (kind === 'http') return { ...message, http_body: null } as RenderedMessageOf<K>;
+  return message as RenderedMessageOf<K>;
+}
+
+/** An SMS's one text: the sms template's text, else the title and the body on lines of their own (either may be empty). */
 export function smsText(message: RenderedMessage): string {
+  if (message.text !== undefined) return message.text;
   return [message.title, message.body].filter((part) => part.trim().length > 0).join('\n');
+}
+
+/** A chat message's text: the chat template's Markdown, else the title and the body on lines of their own. */
+export function chatText(message: RenderedChatMessage): string {
+  if (message.markdown !== null) return message.markdown;
+  return smsText(message);
 }

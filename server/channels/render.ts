@@ -1,12 +1,22 @@
 // Rendering templates into what a channel sends. Inbox items are plain text (title, body, action URL);
-// emails are a subject, the content in the brand's react-email layout, and a derived text part.
+// emails are a subject, the content in the brand's react-email layout, and a derived text part; an
+// SMS is one text; a chat message is Markdown and the providers' own blocks; an HTTP body is JSON.
 import { randomBytes } from 'node:crypto';
 import type { ReactElement } from 'react';
 import type { render as renderReactEmail } from '@react-email/render';
 import type { BrandLayout as BrandLayoutOf, BrandLayoutProps } from '../../templates/layouts/brand-layout.ts';
 import { renderString } from '../base/template-engine.ts';
+import type { JsonValue } from '../schemas/common.ts';
 import { isSelfContained } from './self-contained-markup.ts';
-import type { BrandRow, EmailTemplateRow, InboxTemplateRow } from './resolve.ts';
+import type {
+  BrandRow,
+  ChatBlocks,
+  ChatTemplateRow,
+  EmailTemplateRow,
+  HttpTemplateRow,
+  InboxTemplateRow,
+  SmsTemplateRow,
+} from './resolve.ts';
 
 export interface RenderedInbox {
   title: string;
@@ -44,6 +54,100 @@ export function renderInbox(
     body: renderText(template.content),
     action_url: template.action_url ? safeActionUrl(renderText(template.action_url)) : null,
   };
+}
+
+type RenderText = (source: string) => string;
+
+/** An SMS template's text: its content rendered as plain text. Throws as renderInbox does. */
+export function renderSms(
+  template: SmsTemplateRow,
+  context: Record<string, unknown>,
+  renderText: RenderText = (source) => renderString(source, context, 'text'),
+): { text: string } {
+  return { text: renderText(template.content) };
+}
+
+export interface RenderedChat {
+  /** The content rendered: Markdown, the values in it as they are. */
+  markdown: string;
+  /** Each provider's blocks rendered, or null when the template has none. */
+  blocks: ChatBlocks | null;
+}
+
+/** A chat template rendered: the Markdown content, and every string leaf of its blocks as text. */
+export function renderChat(
+  template: ChatTemplateRow,
+  context: Record<string, unknown>,
+  renderText: RenderText = (source) => renderString(source, context, 'text'),
+): RenderedChat {
+  return {
+    markdown: renderText(template.content),
+    blocks: template.blocks
+      ? (renderJsonTemplate(template.blocks as JsonValue, context, renderText) as ChatBlocks)
+      : null,
+  };
+}
+
+/** An HTTP template's body rendered (renderJsonTemplate, whole placeholders taking their values). */
+export function renderHttp(
+  template: HttpTemplateRow,
+  context: Record<string, unknown>,
+  renderText: RenderText = (source) => renderString(source, context, 'text'),
+): { body: JsonValue } {
+  return { body: renderJsonTemplate(template.body, context, renderText, { wholeValues: true }) };
+}
+
+/** `{{ a.b.c }}` and nothing else around it. */
+const WHOLE_PLACEHOLDER = /^\{\{\s*([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*\}\}$/;
+/** Names the engine reads its own way (its literals first, the size/first/last shorthands anywhere). */
+const ENGINE_NAMES = new Set(['true', 'false', 'nil', 'null', 'empty', 'blank', 'size', 'first', 'last']);
+
+/**
+ * A JSON template rendered into JSON: the structure and the keys stay as written, and every string
+ * leaf is a template rendered as plain text into a string. The output is valid JSON whatever the
+ * values hold, since a value only ever becomes (part of) a string, which JSON.stringify escapes when
+ * the result is sent. With `wholeValues`, a leaf that is one placeholder alone ("{{ order }}") takes
+ * the value itself (a number, an object, a list), so structured variables pass as they are.
+ * Throws UnfilledSlotError or TemplateError as renderString does.
+ */
+export function renderJsonTemplate(
+  template: JsonValue,
+  context: Record<string, unknown>,
+  renderText: RenderText = (source) => renderString(source, context, 'text'),
+  options: { wholeValues?: boolean } = {},
+): JsonValue {
+  const render = (node: JsonValue): JsonValue => {
+    if (typeof node === 'string') {
+      if (options.wholeValues) {
+        const value = wholeValue(node, context);
+        if (value !== undefined) return value;
+      }
+      return renderText(node);
+    }
+    if (Array.isArray(node)) return node.map(render);
+    if (node !== null && typeof node === 'object') {
+      const out: Record<string, JsonValue> = {};
+      for (const [key, value] of Object.entries(node)) out[key] = render(value);
+      return out;
+    }
+    return node;
+  };
+  return render(template);
+}
+
+/** The value a leaf that is one placeholder alone names; undefined when it is not one, or the context lacks it (renderText then renders, or names the unfilled slot). */
+function wholeValue(source: string, context: Record<string, unknown>): JsonValue | undefined {
+  const match = WHOLE_PLACEHOLDER.exec(source);
+  if (!match) return undefined;
+  const path = match[1]!.split('.');
+  if (path.some((key) => ENGINE_NAMES.has(key))) return undefined;
+  let value: unknown = context;
+  for (const key of path) {
+    if (value === null || typeof value !== 'object' || Array.isArray(value) || !Object.hasOwn(value, key))
+      return undefined;
+    value = (value as Record<string, unknown>)[key];
+  }
+  return value === undefined ? undefined : (value as JsonValue);
 }
 
 // Headings keep their case in the text part (html-to-text shouts them by default).

@@ -4,8 +4,9 @@
 // ("de-AT") also tries its primary subtag ("de") before the tenant default.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query, queryOne } from '../base/db/sql.ts';
+import type { JsonValue } from '../schemas/common.ts';
 
-export type TemplateKind = 'email' | 'inbox';
+export type TemplateKind = 'email' | 'inbox' | 'sms' | 'chat' | 'http';
 
 export interface BrandRow {
   id: string;
@@ -34,16 +35,68 @@ export interface InboxTemplateRow {
   action_url: string | null;
 }
 
+export interface SmsTemplateRow {
+  id: string;
+  notification_type_key: string;
+  brand_key: string;
+  language: string;
+  content: string;
+}
+
+/** Provider-native message blocks: JSON whose string leaves are templates. */
+export interface ChatBlocks {
+  slack?: JsonValue;
+  teams?: JsonValue;
+  discord?: JsonValue;
+}
+
+export interface ChatTemplateRow {
+  id: string;
+  notification_type_key: string;
+  brand_key: string;
+  language: string;
+  /** Markdown (the subset every chat provider renders) with placeholders. */
+  content: string;
+  blocks: ChatBlocks | null;
+}
+
+export interface HttpTemplateRow {
+  id: string;
+  notification_type_key: string;
+  brand_key: string;
+  language: string;
+  /** A JSON value whose string leaves are templates (server/channels/render.ts, renderJsonTemplate). */
+  body: JsonValue;
+}
+
+/** The row of each template kind. */
+export interface TemplateRows {
+  email: EmailTemplateRow;
+  inbox: InboxTemplateRow;
+  sms: SmsTemplateRow;
+  chat: ChatTemplateRow;
+  http: HttpTemplateRow;
+}
+
 export interface Resolved<T> {
   template: T;
   /** The brand whose values render the template: the requested brand when it exists, else the default. */
   brand: BrandRow;
 }
 
-const TABLE = { email: 'email_templates', inbox: 'inbox_templates' } as const;
+const TABLE = {
+  email: 'email_templates',
+  inbox: 'inbox_templates',
+  sms: 'sms_templates',
+  chat: 'chat_templates',
+  http: 'http_templates',
+} as const;
 const COLUMNS = {
   email: 'id, notification_type_key, brand_key, language, subject, content',
   inbox: 'id, notification_type_key, brand_key, language, title, content, action_url',
+  sms: 'id, notification_type_key, brand_key, language, content',
+  chat: 'id, notification_type_key, brand_key, language, content, blocks',
+  http: 'id, notification_type_key, brand_key, language, body',
 } as const;
 
 const BRAND_BY_KEY = `SELECT id, key, "values", sender, is_default FROM brands WHERE tenant_id = $1 AND key = $2`;
@@ -100,7 +153,7 @@ export async function resolveTemplate<K extends TemplateKind>(
   em: EntityManager,
   kind: K,
   request: { tenantId: string; typeKey: string; brand: BrandRow; language?: string | null },
-): Promise<Resolved<K extends 'email' ? EmailTemplateRow : InboxTemplateRow> | null> {
+): Promise<Resolved<TemplateRows[K]> | null> {
   const tenant = await queryOne<{ default_language: string }>(em, TENANT_LANGUAGE, [request.tenantId]);
   const defaultBrand = request.brand.is_default ? request.brand : await findBrand(em, request.tenantId, null);
   const template = await findTemplate(em, kind, {
@@ -116,7 +169,7 @@ export async function findTemplate<K extends TemplateKind>(
   em: EntityManager,
   kind: K,
   candidates: { tenantId: string; typeKey: string; brandKeys: string[]; languages: string[] },
-): Promise<(K extends 'email' ? EmailTemplateRow : InboxTemplateRow) | null> {
+): Promise<TemplateRows[K] | null> {
   const rows = await query<Record<string, unknown>>(em, findTemplateSql(kind), [
     candidates.tenantId,
     candidates.typeKey,

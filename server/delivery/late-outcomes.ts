@@ -1,13 +1,40 @@
 // What is learnt of a delivery after its send: a bounce or a complaint (channels/email/feedback.ts,
-// through the inbound listener). The deliveries table is this folder's, so the channels that hear of
-// such an outcome are handed this recorder (app/runtime.ts) instead of writing the row themselves.
+// through the inbound listener), an SMS provider's delivery receipt (api/routes/provider-callbacks.ts).
+// The deliveries table is this folder's, so the channels that hear of such an outcome are handed this
+// recorder (app/runtime.ts), or the route that hears of it calls it, instead of writing the row themselves.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { execute } from '../base/db/sql.ts';
+import { execute, query } from '../base/db/sql.ts';
 import type { LateOutcomeRecorder } from '../channels/types.ts';
 import { truncate } from './stages/store.ts';
 
 const RECORD_LATE_OUTCOME = `UPDATE deliveries SET status = $2, last_error = $3, updated_at = now() WHERE id = $1`;
 
+// A provider's receipt moves a sent delivery on (sent -> delivered or failed) and never back: a
+// receipt for a delivery already delivered, failed or bounced, or arriving twice, changes nothing.
+const RECORD_RECEIPT = `UPDATE deliveries
+     SET status = $4, last_error = CASE WHEN $4 = 'failed' THEN $5 ELSE last_error END, updated_at = now()
+   WHERE tenant_id = $1 AND channel = $2 AND provider_message_id = $3 AND status = 'sent'
+   RETURNING id`;
+
 export const recordLateOutcome: LateOutcomeRecorder = async (em: EntityManager, deliveryId, outcome) => {
   await execute(em, RECORD_LATE_OUTCOME, [deliveryId, outcome.status, truncate(outcome.error)]);
 };
+
+/**
+ * Records a provider's delivery receipt on the tenant's delivery that the provider's message id
+ * names; the ids of the deliveries it moved (none for an unknown id or a delivery already final).
+ */
+export async function recordReceipt(
+  em: EntityManager,
+  tenantId: string,
+  receipt: { channel: 'sms'; providerMessageId: string; status: 'delivered' | 'failed'; error: string | null },
+): Promise<string[]> {
+  const rows = await query<{ id: string }>(em, RECORD_RECEIPT, [
+    tenantId,
+    receipt.channel,
+    receipt.providerMessageId,
+    receipt.status,
+    receipt.error === null ? null : truncate(receipt.error),
+  ]);
+  return rows.map((r) => r.id);
+}

@@ -170,7 +170,8 @@ async function runStep(step: Step): Promise<void> {
       throw new ValidationFailure(
         error.issues.map((issue) => ({
           ...issue,
-          loc: [...where, ...issue.loc.filter((part) => part !== 'body')],
+          // The service's loc is rooted at its request body: only that root goes (a field may be named "body").
+          loc: [...where, ...(issue.loc[0] === 'body' ? issue.loc.slice(1) : issue.loc)],
           msg: `${id}: ${issue.msg}`,
         })),
       );

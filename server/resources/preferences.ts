@@ -69,7 +69,7 @@ export async function setPreference(
   tenantId: string,
   contactId: string,
   input: SetPreferenceRequest,
-  source: 'api' | 'one_click' | 'preference_page' = 'api',
+  source: 'api' | 'one_click' | 'preference_page' | 'sms_reply' = 'api',
 ): Promise<void> {
   await em.transactional(async (tx) => {
     const type = await queryOne<TypeRow>(tx, LIVE_TYPE, [tenantId, input.type]);

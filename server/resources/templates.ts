@@ -1,6 +1,7 @@
-// Email and inbox templates share one life cycle: a template fills a slot (notification type + brand +
-// language, unique per tenant), its type must be live when it is written into a slot, its brand must
-// exist, and every field must parse as a template. Write order of checks: 404, then 422, then 409.
+// Templates of every kind (email, inbox, sms, chat, http) share one life cycle: a template fills a
+// slot (notification type + brand + language, unique per tenant), its type must be live when it is
+// written into a slot, its brand must exist, and every field must parse as a template (every string
+// leaf of a JSON field: chat blocks, the http body). Write order of checks: 404, then 422, then 409.
 // Defaults: the tenant's default brand and the tenant's default language.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, ValidationFailure, notFound, type ValidationIssue } from '../base/errors.ts';
@@ -8,7 +9,14 @@ import { newId } from '../base/ids.ts';
 import { execute, isUniqueViolation, query, queryOne } from '../base/db/sql.ts';
 import { templateSyntaxError } from '../base/template-engine.ts';
 import type { TemplateKind } from '../channels/resolve.ts';
-import type { EmailTemplateResponse, InboxTemplateResponse, TemplateListQuery } from '../schemas/templates.ts';
+import type {
+  ChatTemplateResponse,
+  EmailTemplateResponse,
+  HttpTemplateResponse,
+  InboxTemplateResponse,
+  SmsTemplateResponse,
+  TemplateListQuery,
+} from '../schemas/templates.ts';
 import { findType } from './notification-types.ts';
 import { toIsoTimestamp } from '../base/timestamps.ts';
 
@@ -19,14 +27,27 @@ interface KindSpec {
   noun: string;
   /** The kind's own fields (besides the slot), each parsed as a template on write. */
   fields: readonly string[];
+  /** Those of its fields stored as jsonb: JSON whose string leaves are templates. */
+  jsonFields?: readonly string[];
 }
 
 const KINDS: Record<TemplateKind, KindSpec> = {
   email: { table: 'email_templates', noun: 'Email template', fields: ['subject', 'content'] },
   inbox: { table: 'inbox_templates', noun: 'Inbox template', fields: ['title', 'content', 'action_url'] },
+  sms: { table: 'sms_templates', noun: 'SMS template', fields: ['content'] },
+  chat: { table: 'chat_templates', noun: 'Chat template', fields: ['content', 'blocks'], jsonFields: ['blocks'] },
+  http: { table: 'http_templates', noun: 'HTTP template', fields: ['body'], jsonFields: ['body'] },
 };
 
-type ResponseOf<K extends TemplateKind> = K extends 'email' ? EmailTemplateResponse : InboxTemplateResponse;
+interface TemplateResponses {
+  email: EmailTemplateResponse;
+  inbox: InboxTemplateResponse;
+  sms: SmsTemplateResponse;
+  chat: ChatTemplateResponse;
+  http: HttpTemplateResponse;
+}
+
+type ResponseOf<K extends TemplateKind> = TemplateResponses[K];
 
 interface TemplateRow {
   id: string;
@@ -95,6 +116,15 @@ function deleteTemplateSql(kind: TemplateKind): string {
   return `DELETE FROM ${KINDS[kind].table} WHERE id = $1 AND tenant_id = $2`;
 }
 
+/**
+ * A field's value as bound to its column: JSON fields as JSON text (node-postgres would write a
+ * JavaScript array as a PostgreSQL array), null as SQL NULL.
+ */
+function bound(kind: TemplateKind, field: string, value: unknown): unknown {
+  if (value === null || value === undefined) return null;
+  return KINDS[kind].jsonFields?.includes(field) ? JSON.stringify(value) : value;
+}
+
 function toTemplateResponse<K extends TemplateKind>(row: TemplateRow): ResponseOf<K> {
   return {
     ...row,
@@ -131,12 +161,27 @@ async function checkWrite(
     const brand = await queryOne(tx, SHARE_LOCK_BRAND, [tenantId, slot.brandKey]);
     if (!brand) issues.push({ loc: ['body', 'brand_key'], msg: `no branding ${slot.brandKey}`, type: 'not_found' });
   }
-  for (const [field, value] of Object.entries(fields)) {
-    if (typeof value !== 'string') continue;
-    const error = templateSyntaxError(value);
-    if (error) issues.push({ loc: ['body', field], msg: `template syntax error: ${error}`, type: 'template_syntax' });
-  }
+  for (const [field, value] of Object.entries(fields)) issues.push(...syntaxIssues(value, ['body', field]));
   if (issues.length > 0) throw new ValidationFailure(issues);
+}
+
+/** A template syntax error for each string (each string leaf of a JSON field) that does not parse, located. */
+function syntaxIssues(value: unknown, loc: Array<string | number>): ValidationIssue[] {
+  const issues: ValidationIssue[] = [];
+  // Iterative: the schemas bound the depth, and a stack of our own keeps that from mattering here.
+  const stack: Array<[unknown, Array<string | number>]> = [[value, loc]];
+  while (stack.length > 0) {
+    const [node, at] = stack.pop()!;
+    if (typeof node === 'string') {
+      const error = templateSyntaxError(node);
+      if (error) issues.push({ loc: at, msg: `template syntax error: ${error}`, type: 'template_syntax' });
+    } else if (Array.isArray(node)) {
+      for (let i = node.length - 1; i >= 0; i--) stack.push([node[i], [...at, i]]);
+    } else if (node !== null && typeof node === 'object') {
+      for (const [key, child] of Object.entries(node).reverse()) stack.push([child, [...at, key]]);
+    }
+  }
+  return issues;
 }
 
 function slotTaken(): AppError {
@@ -168,7 +213,7 @@ export async function createTemplate<K extends TemplateKind>(
       input.notification_type_key,
       brandKey,
       language,
-      ...spec.fields.map((f) => fields[f]),
+      ...spec.fields.map((f) => bound(kind, f, fields[f])),
     ];
     const row = await queryOne<TemplateRow>(tx, insertTemplateSql(kind, values.length), values);
     if (!row) throw slotTaken();
@@ -240,7 +285,7 @@ export async function updateTemplate<K extends TemplateKind>(
       const row = await queryOne<TemplateRow>(tx, updateTemplateSql(kind, names), [
         id,
         tenantId,
-        ...names.map((n) => next[n]),
+        ...names.map((n) => bound(kind, n, next[n])),
       ]);
       return toTemplateResponse<K>(row!);
     } catch (error) {

@@ -6,7 +6,13 @@
 import { z } from 'zod';
 import { CreateNotificationTypeRequest } from './notification-types.ts';
 import { CreateBrandingRequest } from './brandings.ts';
-import { CreateEmailTemplateRequest, CreateInboxTemplateRequest } from './templates.ts';
+import {
+  CreateChatTemplateRequest,
+  CreateEmailTemplateRequest,
+  CreateHttpTemplateRequest,
+  CreateInboxTemplateRequest,
+  CreateSmsTemplateRequest,
+} from './templates.ts';
 import { RegisterSenderDomainRequest } from './sender-domains.ts';
 import { CreateTopicRequest } from './topics.ts';
 import { CreateWebhookRequest } from './webhooks.ts';
@@ -19,6 +25,9 @@ export const ConfigurationDocument = z
     brands: z.array(CreateBrandingRequest.strict()).default([]),
     email_templates: z.array(CreateEmailTemplateRequest.strict()).default([]),
     inbox_templates: z.array(CreateInboxTemplateRequest.strict()).default([]),
+    sms_templates: z.array(CreateSmsTemplateRequest.strict()).default([]),
+    chat_templates: z.array(CreateChatTemplateRequest.strict()).default([]),
+    http_templates: z.array(CreateHttpTemplateRequest.strict()).default([]),
     sender_domains: z.array(RegisterSenderDomainRequest.strict()).default([]),
     /** Topic definitions only: subscriptions are data, never part of the document. */
     topics: z.array(CreateTopicRequest.strict()).default([]),

@@ -1,6 +1,7 @@
 // Contacts: the recipients of a tenant, addressed by the caller's own external_id.
 import { z } from 'zod';
 import { email, externalId, FreeFormObject, isoDateTime, languageTag } from './common.ts';
+import { parsePhoneNumberWithError } from 'libphonenumber-js/max';
 import { isUuid } from '../base/ids.ts';
 
 /** A service-assigned id in a path (UUID); anything else is a 422 on the path. */
@@ -8,7 +9,36 @@ export const uuidParam = z.string().refine(isUuid, 'must be a UUID').meta({ form
 
 export const ContactIdParams = z.object({ id: uuidParam });
 
-const phone = z.string().trim().min(1).max(64);
+/**
+ * A phone number in E.164 (`+4915112345678`), or null when the text is not a valid number given in
+ * international form (with its `+` and country code; no extension). Numbers are checked against the
+ * full metadata: a number of the right length in an unassigned range is refused too.
+ */
+export function normalisePhone(text: string): string | null {
+  const value = text.trim();
+  if (!value.startsWith('+') || value.length > 64) return null;
+  try {
+    const parsed = parsePhoneNumberWithError(value);
+    if (parsed.ext || !parsed.isValid()) return null;
+    return parsed.number;
+  } catch {
+    return null;
+  }
+}
+
+const E164_MESSAGE = 'must be a valid phone number in international E.164 form, such as +4915112345678';
+
+/** A contact's phone: validated and stored as E.164, whatever spacing the caller wrote it with. */
+const phone = z
+  .string()
+  .trim()
+  .min(1)
+  .max(64)
+  // A refinement, not an issue raised in the transform: a refinement's issue leaves the union of a
+  // trigger's recipients naming this field rather than the whole recipient.
+  .refine((value) => normalisePhone(value) !== null, E164_MESSAGE)
+  .transform((value) => normalisePhone(value) ?? value)
+  .meta({ description: 'E.164, e.g. +4915112345678 (spaces and dashes are removed)' });
 const name = z.string().trim().min(1).max(200);
 
 /** The mutable fields of a contact; null clears a field. */

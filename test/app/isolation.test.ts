@@ -273,6 +273,10 @@ async function plant(name: string, prefix: string): Promise<World> {
     from_name: `${tag} Mailer`,
   });
   await svc('PUT', '/v1/push-transport/webpush', { subject: `mailto:push@${tag}.test` });
+  const http = await svc('PUT', '/v1/http-transport', {
+    url: `${receiver.url}/${tag}-http`,
+    headers: { 'X-Tag': `${tag}-http-header` },
+  });
   // Only A has an Expo transport: B's calls on /v1/push-transport/expo act on a provider B lacks.
   if (prefix === 'alpha') await svc('PUT', '/v1/push-transport/expo', { access_token: `${tag}-expo-token` });
   const vapid = await svc('GET', '/v1/web-push/public-key');
@@ -348,6 +352,8 @@ async function plant(name: string, prefix: string): Promise<World> {
     fx.ownerToken,
     apiKey.key,
     webhook.secret,
+    http.secret,
+    `${tag}-http-header`,
     vapid.public_key,
     domain.dns_records[0].value,
     sso.id,

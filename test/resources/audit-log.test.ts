@@ -221,6 +221,22 @@ function plan(s: Record<string, any>): Array<[string, () => Call]> {
     ],
     ['DELETE /v1/email-transport', () => ({ as: 'service', path: '/v1/email-transport' })],
     [
+      'PUT /v1/email-transport/fallback',
+      () => ({
+        as: 'owner',
+        path: '/v1/email-transport/fallback',
+        body: {
+          host: 'smtp-fallback.example.com',
+          port: 587,
+          secure: false,
+          username: 'u',
+          password: SMTP_SECRET,
+          from_email: 'a@example.com',
+        },
+      }),
+    ],
+    ['DELETE /v1/email-transport/fallback', () => ({ as: 'service', path: '/v1/email-transport/fallback' })],
+    [
       'PUT /v1/push-transport/:provider',
       () => ({ as: 'service', path: '/v1/push-transport/webpush', body: { subject: 'mailto:ops@example.com' } }),
     ],
@@ -230,6 +246,21 @@ function plan(s: Record<string, any>): Array<[string, () => Call]> {
       () => ({ as: 'service', path: '/v1/chat-transport/slack', body: { bot_token: CHAT_BOT_TOKEN } }),
     ],
     ['DELETE /v1/chat-transport/:provider', () => ({ as: 'service', path: '/v1/chat-transport/slack' })],
+    [
+      'PUT /v1/http-transport',
+      () => ({ as: 'service', path: '/v1/http-transport', body: { url: 'https://93.184.215.14/hook' } }),
+    ],
+    ['POST /v1/http-transport/rotate-secret', () => ({ as: 'owner', path: '/v1/http-transport/rotate-secret' })],
+    ['DELETE /v1/http-transport', () => ({ as: 'service', path: '/v1/http-transport' })],
+    [
+      'PUT /v1/sms-transport/:provider',
+      () => ({
+        as: 'service',
+        path: '/v1/sms-transport/vonage',
+        body: { api_key: 'abc123', api_secret: SMTP_SECRET, from: 'Acme' },
+      }),
+    ],
+    ['DELETE /v1/sms-transport/:provider', () => ({ as: 'service', path: '/v1/sms-transport/vonage' })],
     [
       'PUT /v1/notification-types/:key/workflow',
       () => ({ as: 'service', path: `${type}/workflow`, body: { steps: [{ kind: 'channel', channel: 'inbox' }] } }),

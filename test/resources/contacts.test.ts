@@ -37,7 +37,7 @@ describe('POST /v1/contacts', () => {
       external_id: 'user-1',
       email: 'ann@example.org',
       name: 'Ann',
-      phone: '+49 30 1234',
+      phone: '+49301234',
       language: 'de-AT',
       properties: { plan: 'pro' },
     });

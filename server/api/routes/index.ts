@@ -8,6 +8,9 @@ import * as brandings from './brandings.ts';
 import * as senderDomains from './sender-domains.ts';
 import * as emailTemplates from './email-templates.ts';
 import * as inboxTemplates from './inbox-templates.ts';
+import * as smsTemplates from './sms-templates.ts';
+import * as chatTemplates from './chat-templates.ts';
+import * as httpTemplates from './http-templates.ts';
 import * as contacts from './contacts.ts';
 import * as preferences from './preferences.ts';
 import * as pushSubscriptions from './push-subscriptions.ts';
@@ -17,6 +20,7 @@ import * as stream from './stream.ts';
 import * as emailTransport from './email-transport.ts';
 import * as pushTransports from './push-transports.ts';
 import * as chatTransport from './chat-transport.ts';
+import * as httpTransport from './http-transport.ts';
 import * as webPush from './web-push.ts';
 import * as auth from './auth.ts';
 import * as tenants from './tenants.ts';
@@ -36,6 +40,8 @@ import * as sso from './sso.ts';
 import * as consolePages from '../pages/console.ts';
 import * as topics from './topics.ts';
 import * as broadcasts from './broadcasts.ts';
+import * as smsTransport from './sms-transport.ts';
+import * as providerCallbacks from './provider-callbacks.ts';
 
 export const routes: RouteDefinition<any, any, any>[] = [
   // system (no credential)
@@ -85,6 +91,25 @@ export const routes: RouteDefinition<any, any, any>[] = [
   inboxTemplates.get,
   inboxTemplates.update,
   inboxTemplates.remove,
+  // sms, chat and http templates (management)
+  smsTemplates.create,
+  smsTemplates.list,
+  smsTemplates.render,
+  smsTemplates.get,
+  smsTemplates.update,
+  smsTemplates.remove,
+  chatTemplates.create,
+  chatTemplates.list,
+  chatTemplates.render,
+  chatTemplates.get,
+  chatTemplates.update,
+  chatTemplates.remove,
+  httpTemplates.create,
+  httpTemplates.list,
+  httpTemplates.render,
+  httpTemplates.get,
+  httpTemplates.update,
+  httpTemplates.remove,
   // contacts (service key), contact tokens (service key), language (either)
   contacts.create,
   contacts.find,
@@ -128,7 +153,19 @@ export const routes: RouteDefinition<any, any, any>[] = [
   chatTransport.putChatTransportRoute,
   chatTransport.deleteChatTransportRoute,
   chatTransport.testChatTransportRoute,
+  httpTransport.getHttpTransportRoute,
+  httpTransport.putHttpTransportRoute,
+  httpTransport.deleteHttpTransportRoute,
+  httpTransport.rotateHttpSecretRoute,
+  httpTransport.testHttpTransportRoute,
   webPush.webPushPublicKeyRoute,
+  smsTransport.listSmsTransportsRoute,
+  smsTransport.putSmsTransportRoute,
+  smsTransport.deleteSmsTransportRoute,
+  smsTransport.testSmsTransportRoute,
+  // SMS providers' callbacks: receipts and inbound messages (the provider's signature, no credential)
+  providerCallbacks.twilioCallback,
+  providerCallbacks.vonageCallback,
   // sign-up, sign-in and recovery (no credential)
   auth.register,
   auth.login,

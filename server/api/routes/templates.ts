@@ -1,5 +1,5 @@
-// The CRUD routes shared by email and inbox templates: the same five routes over the one templates
-// service (server/resources/templates.ts), differing only in the kind and its request/response schemas.
+// The CRUD routes shared by every template kind: the same five routes over the one templates service
+// (server/resources/templates.ts), differing only in the kind and its request/response schemas.
 import { z } from 'zod';
 import { defineRoute } from '../route.ts';
 import { TemplateListQuery, TemplateParams } from '../../schemas/templates.ts';
@@ -18,14 +18,24 @@ interface TemplateSchemas {
   response: z.ZodType;
 }
 
+/** How a summary names the kind ("an email template", "a chat template", "an SMS template"). */
+const NAMED: Record<TemplateKind, string> = {
+  email: 'an email',
+  inbox: 'an inbox',
+  sms: 'an SMS',
+  chat: 'a chat',
+  http: 'an HTTP',
+};
+
 export function templateCrudRoutes(kind: TemplateKind, schemas: TemplateSchemas) {
   const tag = `${kind} templates`;
   const path = `/v1/${kind}-templates`;
+  const one = `${NAMED[kind]} template`;
   return {
     create: defineRoute({
       method: 'POST',
       path,
-      summary: `Create an ${kind} template for a type + brand + language slot`,
+      summary: `Create ${one} for a type + brand + language slot`,
       tag,
       auth: 'management',
       body: schemas.create,
@@ -37,7 +47,7 @@ export function templateCrudRoutes(kind: TemplateKind, schemas: TemplateSchemas)
     list: defineRoute({
       method: 'GET',
       path,
-      summary: `List ${kind} templates`,
+      summary: `List ${NAMED[kind].split(' ')[1]} templates`,
       tag,
       auth: 'management',
       query: TemplateListQuery,
@@ -48,7 +58,7 @@ export function templateCrudRoutes(kind: TemplateKind, schemas: TemplateSchemas)
     get: defineRoute({
       method: 'GET',
       path: `${path}/:template_id`,
-      summary: `Get an ${kind} template`,
+      summary: `Get ${one}`,
       tag,
       auth: 'management',
       params: TemplateParams,
@@ -60,7 +70,7 @@ export function templateCrudRoutes(kind: TemplateKind, schemas: TemplateSchemas)
     update: defineRoute({
       method: 'PUT',
       path: `${path}/:template_id`,
-      summary: `Change an ${kind} template (the fields given; 409 when the target slot is taken)`,
+      summary: `Change ${one} (the fields given; 409 when the target slot is taken)`,
       tag,
       auth: 'management',
       params: TemplateParams,
@@ -73,7 +83,7 @@ export function templateCrudRoutes(kind: TemplateKind, schemas: TemplateSchemas)
     remove: defineRoute({
       method: 'DELETE',
       path: `${path}/:template_id`,
-      summary: `Delete an ${kind} template`,
+      summary: `Delete ${one}`,
       tag,
       auth: 'management',
       params: TemplateParams,

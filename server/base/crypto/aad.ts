@@ -18,6 +18,10 @@ export const emailTransportPasswordAad = (tenantId: string, slot: 'primary' | 'f
 export const pushTransportSecretsAad = (tenantId: string, provider: string) =>
   `push_transports/${tenantId}/${provider}/secrets`;
 
+/** The secret fields of a tenant's SMS transport for one provider (and its callback token). */
+export const smsTransportSecretsAad = (tenantId: string, provider: string) =>
+  `sms_transports/${tenantId}/${provider}/secrets`;
+
 /** An event's secret variables, until it is final. */
 export const secretVariablesAad = (eventId: string) => `events/${eventId}/secret_variables`;
 
@@ -43,3 +47,9 @@ export const chatWebhookUrlAad = (tenantId: string, destinationId: string) =>
 /** The bot token of a tenant's chat transport for one provider (slack, telegram). */
 export const chatTransportSecretsAad = (tenantId: string, provider: string) =>
   `chat_transports/${tenantId}/${provider}/secrets`;
+
+/** The secret headers of a tenant's http channel transport. */
+export const httpTransportHeadersAad = (tenantId: string) => `http_transports/${tenantId}/headers`;
+
+/** The signing secret of a tenant's http channel transport. */
+export const httpTransportSecretAad = (tenantId: string) => `http_transports/${tenantId}/secret`;

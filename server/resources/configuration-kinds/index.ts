@@ -3,7 +3,13 @@
 import type { ConfigurationKind } from './types.ts';
 import { notificationTypesKind } from './notification-types.ts';
 import { brandsKind } from './brands.ts';
-import { emailTemplatesKind, inboxTemplatesKind } from './templates.ts';
+import {
+  chatTemplatesKind,
+  emailTemplatesKind,
+  httpTemplatesKind,
+  inboxTemplatesKind,
+  smsTemplatesKind,
+} from './templates.ts';
 import { senderDomainsKind } from './sender-domains.ts';
 import { topicsKind } from './topics.ts';
 import { webhooksKind } from './webhooks.ts';
@@ -13,6 +19,9 @@ export const configurationKinds: ConfigurationKind<any>[] = [
   brandsKind,
   emailTemplatesKind,
   inboxTemplatesKind,
+  smsTemplatesKind,
+  chatTemplatesKind,
+  httpTemplatesKind,
   senderDomainsKind,
   topicsKind,
   webhooksKind,

@@ -1,4 +1,4 @@
-// Email and inbox templates in configuration as code, named by their slot (type/brand/language). Only
+// Templates of every kind in configuration as code, named by their slot (type/brand/language). Only
 // templates of live types are configuration: a deleted type's templates wait, untouched, for its restore.
 import { query } from '../../base/db/sql.ts';
 import type { ConfigurationKindName } from '../../schemas/configuration.ts';
@@ -74,3 +74,6 @@ export const emailTemplatesKind = templateKind('email_templates', 'email', ['sub
 export const inboxTemplatesKind = templateKind('inbox_templates', 'inbox', ['title', 'content', 'action_url'], {
   title: '',
 });
+export const smsTemplatesKind = templateKind('sms_templates', 'sms', ['content']);
+export const chatTemplatesKind = templateKind('chat_templates', 'chat', ['content', 'blocks']);
+export const httpTemplatesKind = templateKind('http_templates', 'http', ['body']);

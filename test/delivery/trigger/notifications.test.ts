@@ -64,7 +64,7 @@ describe('POST /v1/notifications', () => {
   it('validates an object recipient as a contact is created: trimmed, language canonical, the same limits', async () => {
     const res = await trigger({
       type: 'plain',
-      recipients: [{ external_id: 'same_rules', name: '  Ann  ', language: 'DE-at', phone: ' +49 30 1 ' }],
+      recipients: [{ external_id: 'same_rules', name: '  Ann  ', language: 'DE-at', phone: ' +49 30 123456 ' }],
     });
     expect(res.status).toBe(202);
     const contact = await sqlOne(
@@ -72,12 +72,14 @@ describe('POST /v1/notifications', () => {
       `SELECT name, language, phone FROM contacts WHERE tenant_id = $1 AND external_id = 'same_rules'`,
       [acme.tenantId],
     );
-    expect(contact).toEqual({ name: 'Ann', language: 'de-AT', phone: '+49 30 1' });
+    expect(contact).toEqual({ name: 'Ann', language: 'de-AT', phone: '+4930123456' });
     for (const [field, value] of [
       ['name', 'x'.repeat(201)],
       ['name', '   '],
       ['language', 'not a tag!'],
       ['email', 'nope'],
+      ['phone', '+49 30 1'],
+      ['phone', '030 1234567'],
     ] as const) {
       const refused = await trigger({ type: 'plain', recipients: [{ external_id: 'same_rules', [field]: value }] });
       expect(refused.status, `${field} ${value}`).toBe(422);
