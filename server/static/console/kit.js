@@ -89,7 +89,7 @@ function fieldErrorSummary(form, error) {
   }
   first?.focus();
   if (unplaced.length) return unplaced.join('; ');
-  return error.fields.length === 1 ? 'Check the field marked below.' : 'Check the fields marked below.';
+  return error.fields.length === 1 ? 'Check the marked field.' : 'Check the marked fields.';
 }
 
 /** A button that asks first (when `question` is given), runs `action`, and reports a failure next to itself. */

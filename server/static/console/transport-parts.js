@@ -9,7 +9,7 @@ export function orderControls(entry) {
   const priority = h('input', { name: 'priority', type: 'number', min: 0, max: 1000, step: 1, value: entry?.priority ?? '', placeholder: '0', inputmode: 'numeric' });
   const enabled = h('input', { type: 'checkbox', name: 'enabled', checked: entry ? entry.enabled : true });
   return {
-    fields: h('div', { class: 'grid' }, field('Priority', priority, 'Lower is asked first.'), h('div', { class: 'field' }, h('label', { class: 'check' }, enabled, ' Ask this provider'))),
+    fields: h('div', { class: 'grid top' }, field('Priority', priority, 'Lower is asked first.'), h('div', { class: 'field check-field' }, h('label', { class: 'check' }, enabled, ' Ask this provider'))),
     body() {
       const body = { enabled: enabled.checked };
       if (priority.value !== '') body.priority = Number(priority.value);

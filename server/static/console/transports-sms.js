@@ -41,7 +41,7 @@ function smsForm(provider, entry, rerender) {
   const rows = FORMS[provider](entry?.settings ?? {}, Boolean(entry));
   const order = orderControls(entry);
   const name = SMS_NAMES[provider];
-  return actionForm([h('div', { class: 'grid' }, rows.map(([control, label, hint]) => field(label, control, hint))), order.fields], `Save ${name}`, async () => {
+  return actionForm([h('div', { class: 'grid top' }, rows.map(([control, label, hint]) => field(label, control, hint))), order.fields], `Save ${name}`, async () => {
     const body = order.body();
     for (const [control, label, , kind] of rows) {
       if (!control.value.trim()) continue;

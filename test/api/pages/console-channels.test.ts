@@ -9,7 +9,12 @@ import type { Locator, Page } from 'playwright-core';
 import { startTestApp, type TestApp } from '../../support/app.ts';
 import { noChromium, launchChromium, recordingPage, type ChromiumSession } from '../../support/browser.ts';
 import { titleUnless } from '../../support/skip-reasons.ts';
-import { startSlackPeer, startTwilioPeer, type SlackPeer, type TwilioPeer } from '../../support/provider-peers/index.ts';
+import {
+  startSlackPeer,
+  startTwilioPeer,
+  type SlackPeer,
+  type TwilioPeer,
+} from '../../support/provider-peers/index.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../../support/webhook-receiver.ts';
 import { createTenantFixture, requestAs, type TenantFixture } from '../../support/fixtures.ts';
 
@@ -32,7 +37,7 @@ describe.skipIf(noChromium)(titleUnless(noChromium, 'console channels in Chromiu
     slack = await startSlackPeer({ channels: ['C0123456789'] });
     endpoint = await startWebhookReceiver();
     app = await startTestApp({
-      config: { providers: { twilioUrl: twilio.url, slackUrl: slack.url }, allowPrivateWebhookUrls: true } as never,
+      config: { providers: { twilioUrl: twilio.url, slackUrl: slack.url }, allowPrivateWebhookUrls: true },
     });
     acme = await createTenantFixture(app, 'Acme');
     expect(
@@ -119,12 +124,13 @@ describe.skipIf(noChromium)(titleUnless(noChromium, 'console channels in Chromiu
     const priority = fieldOf(vonage, 'Priority');
     await priority.locator('.field-error').waitFor();
     await expect(vonage.getByLabel('Priority').getAttribute('aria-invalid')).resolves.toBe('true');
-    await vonage.getByText('Check the field marked below.').waitFor();
+    await vonage.getByText('Check the marked field.').waitFor();
     // The message is read with the field, and goes once the input is right.
     const describedBy = (await vonage.getByLabel('Priority').getAttribute('aria-describedby'))!;
     const errorId = (await priority.locator('.field-error').getAttribute('id'))!;
     expect(describedBy.split(' ')).toContain(errorId);
     await shots('transports-422');
+    await vonage.screenshot({ path: '/tmp/console-transports-422-form.png' });
     await vonage.getByLabel('Priority').fill('2');
     await vonage.getByRole('button', { name: 'Save Vonage' }).click();
     await sms.locator('tbody tr', { hasText: 'Vonage' }).waitFor();
@@ -253,7 +259,9 @@ describe.skipIf(noChromium)(titleUnless(noChromium, 'console channels in Chromiu
     await page.getByLabel('Text (with {{ placeholders }})').fill(text);
     await page.getByLabel('Sample variables (JSON)').fill('{"order_id": "A-1001"}');
     await page.getByRole('button', { name: 'Save and preview' }).click();
-    await expect.poll(() => page.locator('.sms-bubble').textContent(), { timeout: 10_000 }).toContain('Order A-1001 📦');
+    await expect
+      .poll(() => page.locator('.sms-bubble').textContent(), { timeout: 10_000 })
+      .toContain('Order A-1001 📦');
     const id = new URL(page.url()).searchParams.get('sms')!;
     const template = (await api('GET', `/v1/sms-templates/${id}`)).body;
     const rendered = (
@@ -280,7 +288,9 @@ describe.skipIf(noChromium)(titleUnless(noChromium, 'console channels in Chromiu
     await page.waitForURL(/\/console\/templates\?chat=/);
     await page.getByLabel('Content (Markdown: bold, italic, code, links, lists)').fill('*Shipped* {{ order_id }}');
     await page.getByText('Provider blocks').click();
-    await page.getByLabel('Slack blocks (JSON list, Block Kit)').fill('[{"type": "section", "text": {"type": "mrkdwn", "text": "Order {{ order_id }}"}}]');
+    await page
+      .getByLabel('Slack blocks (JSON list, Block Kit)')
+      .fill('[{"type": "section", "text": {"type": "mrkdwn", "text": "Order {{ order_id }}"}}]');
     await page.getByLabel('Sample variables (JSON)').fill('{"order_id": "C-3"}');
     await page.getByRole('button', { name: 'Save and preview' }).click();
     await expect.poll(() => page.locator('.preview-text').textContent(), { timeout: 10_000 }).toContain('C-3');
@@ -291,10 +301,14 @@ describe.skipIf(noChromium)(titleUnless(noChromium, 'console channels in Chromiu
     await form.getByLabel('Channel').selectOption('http');
     await form.getByRole('button', { name: 'Create template' }).click();
     await page.waitForURL(/\/console\/templates\?http=/);
-    await page.getByLabel('Body (JSON with {{ placeholders }} in its strings)').fill('{"order": "{{ order_id }}", "n": 1}');
+    await page
+      .getByLabel('Body (JSON with {{ placeholders }} in its strings)')
+      .fill('{"order": "{{ order_id }}", "n": 1}');
     await page.getByLabel('Sample variables (JSON)').fill('{"order_id": "H-9"}');
     await page.getByRole('button', { name: 'Save and preview' }).click();
-    await expect.poll(() => page.locator('.preview-pane pre.json').textContent(), { timeout: 10_000 }).toContain('"order": "H-9"');
+    await expect
+      .poll(() => page.locator('.preview-pane pre.json').textContent(), { timeout: 10_000 })
+      .toContain('"order": "H-9"');
     // A body that is not JSON is refused at once, in words.
     await page.getByLabel('Body (JSON with {{ placeholders }} in its strings)').fill('{not json');
     await page.getByRole('button', { name: 'Save and preview' }).click();
