@@ -69,6 +69,9 @@ interface World {
   brandKey: string;
   emailTemplateId: string;
   inboxTemplateId: string;
+  smsTemplateId: string;
+  chatTemplateId: string;
+  httpTemplateId: string;
   topicKey: string;
   webhookId: string;
   webhookDeliveryId: string;
@@ -189,6 +192,18 @@ async function plant(name: string, prefix: string): Promise<World> {
     title: `${tag} title {{ order }}`,
     content: `${tag} inbox {{ order }}`,
   });
+  const smsTemplate = await svc('POST', '/v1/sms-templates', {
+    notification_type_key: typeKey,
+    content: `${tag} sms {{ order }}`,
+  });
+  const chatTemplate = await svc('POST', '/v1/chat-templates', {
+    notification_type_key: typeKey,
+    content: `**${tag}** chat {{ order }}`,
+  });
+  const httpTemplate = await svc('POST', '/v1/http-templates', {
+    notification_type_key: typeKey,
+    body: { tag: `${tag} http {{ order }}` },
+  });
   const externalId = `${tag}-contact`;
   const contact = await svc('POST', '/v1/contacts', {
     external_id: externalId,
@@ -209,9 +224,15 @@ async function plant(name: string, prefix: string): Promise<World> {
     webhook_url: chatWebhookUrl,
     label: `${tag} channel`,
   });
-  // Only A has a Slack bot: B's calls on /v1/chat-transport/slack act on a provider B lacks.
-  if (prefix === 'alpha')
+  // Only A has a Slack bot and a Vonage transport: B's calls on them act on providers B lacks.
+  if (prefix === 'alpha') {
     await svc('PUT', '/v1/chat-transport/slack', { bot_token: 'xoxb-000000000001-alphabottoken' });
+    await svc('PUT', '/v1/sms-transport/vonage', {
+      api_key: `${tag}key`,
+      api_secret: `${tag}-vonage-secret`,
+      from: 'Alpha',
+    });
+  }
   const topicKey = `${tag}-topic`;
   await svc('POST', '/v1/topics', { key: topicKey, name: `${tag} Topic` });
   await svc('POST', `/v1/topics/${topicKey}/subscribers`, { external_ids: [externalId] });
@@ -320,6 +341,9 @@ async function plant(name: string, prefix: string): Promise<World> {
     brandKey,
     emailTemplateId: emailTemplate.id,
     inboxTemplateId: inboxTemplate.id,
+    smsTemplateId: smsTemplate.id,
+    chatTemplateId: chatTemplate.id,
+    httpTemplateId: httpTemplate.id,
     topicKey,
     webhookId: webhook.id,
     webhookDeliveryId: delivery.id,
@@ -540,10 +564,26 @@ const topic = { key: (w: World) => w.topicKey };
 const broadcast = { broadcast_id: (w: World) => w.broadcastId };
 const expoProvider = { provider: () => 'expo' };
 const slackProvider = { provider: () => 'slack' };
+const vonageProvider = { provider: () => 'vonage' };
 
 const readType = (a: World) => [`/v1/notification-types/${a.typeKey}`];
 const readBrand = (a: World) => [`/v1/brandings/${a.brandKey}`];
 const readDomain = (a: World) => [`/v1/sender-domains/${a.senderDomain}`];
+/** The aims of a text channel's template routes (GET, PUT, DELETE of one template). */
+function messageTemplateAims(
+  kind: 'sms' | 'chat' | 'http',
+  idOf: (w: World) => string,
+  update: () => Record<string, unknown>,
+): Record<string, Aim> {
+  const params = { template_id: idOf };
+  const readBack = (a: World) => [`/v1/${kind}-templates/${idOf(a)}`];
+  return {
+    [`GET /v1/${kind}-templates/:template_id`]: { params },
+    [`PUT /v1/${kind}-templates/:template_id`]: { params, body: update, readBack },
+    [`DELETE /v1/${kind}-templates/:template_id`]: { params, readBack },
+  };
+}
+
 const readEmailTemplate = (a: World) => [`/v1/email-templates/${a.emailTemplateId}`];
 const readInboxTemplate = (a: World) => [`/v1/inbox-templates/${a.inboxTemplateId}`];
 const readContact = (a: World) => [
@@ -636,6 +676,21 @@ const AIMS: Record<string, Aim> = {
     readBack: readInboxTemplate,
   },
   'DELETE /v1/inbox-templates/:template_id': { params: inboxTemplate, readBack: readInboxTemplate },
+  ...messageTemplateAims(
+    'sms',
+    (w) => w.smsTemplateId,
+    () => ({ content: 'Intruder' }),
+  ),
+  ...messageTemplateAims(
+    'chat',
+    (w) => w.chatTemplateId,
+    () => ({ content: 'Intruder' }),
+  ),
+  ...messageTemplateAims(
+    'http',
+    (w) => w.httpTemplateId,
+    () => ({ body: { intruder: true } }),
+  ),
 
   'GET /v1/contacts/:id': { params: contact },
   'PUT /v1/contacts/:id': { params: contact, body: () => ({ name: 'Intruder' }), readBack: readContact },
@@ -697,6 +752,24 @@ const AIMS: Record<string, Aim> = {
     params: expoProvider,
     body: (_, b) => ({ token: b.deviceToken }),
     readBack: () => ['/v1/push-transport'],
+    ownKind: true,
+  },
+
+  'PUT /v1/sms-transport/:provider': {
+    params: vonageProvider,
+    body: () => ({ api_key: 'intruder', api_secret: 'intruder-secret', from: 'Intruder' }),
+    readBack: () => ['/v1/sms-transport'],
+    ownKind: true,
+  },
+  'DELETE /v1/sms-transport/:provider': {
+    params: vonageProvider,
+    readBack: () => ['/v1/sms-transport'],
+    ownKind: true,
+  },
+  'POST /v1/sms-transport/:provider/test': {
+    params: vonageProvider,
+    body: () => ({ to: '+4915112345678' }),
+    readBack: () => ['/v1/sms-transport'],
     ownKind: true,
   },
 
@@ -820,6 +893,10 @@ const EXEMPT: Record<string, string> = {
   'GET /invitations/:token': 'the console page an invitation links to (static HTML; its script previews)',
   'GET /console/:section': 'a static console page',
   'GET /console/assets/:file': 'a static console asset',
+  'POST /callbacks/twilio/:token':
+    "a provider's callback: the token names the tenant's transport, and X-Twilio-Signature its auth token (sms tests)",
+  'POST /callbacks/vonage/:token':
+    "a provider's callback: the token names the tenant's transport, and its signature secret (sms tests)",
 };
 
 const keyOf = (r: RouteDefinition) => `${r.method} ${r.path}`;

@@ -142,6 +142,54 @@ function plan(s: Record<string, any>): Array<[string, () => Call]> {
       () => ({ as: 'service', path: `/v1/inbox-templates/${s['POST /v1/inbox-templates'].id}` }),
     ],
     [
+      'POST /v1/sms-templates',
+      () => ({ as: 'service', path: '/v1/sms-templates', body: { notification_type_key: 'audit_type', content: 'C' } }),
+    ],
+    [
+      'PUT /v1/sms-templates/:template_id',
+      () => ({ as: 'service', path: `/v1/sms-templates/${s['POST /v1/sms-templates'].id}`, body: { content: 'C2' } }),
+    ],
+    [
+      'DELETE /v1/sms-templates/:template_id',
+      () => ({ as: 'service', path: `/v1/sms-templates/${s['POST /v1/sms-templates'].id}` }),
+    ],
+    [
+      'POST /v1/chat-templates',
+      () => ({
+        as: 'service',
+        path: '/v1/chat-templates',
+        body: { notification_type_key: 'audit_type', content: '**C**' },
+      }),
+    ],
+    [
+      'PUT /v1/chat-templates/:template_id',
+      () => ({ as: 'service', path: `/v1/chat-templates/${s['POST /v1/chat-templates'].id}`, body: { content: 'C2' } }),
+    ],
+    [
+      'DELETE /v1/chat-templates/:template_id',
+      () => ({ as: 'service', path: `/v1/chat-templates/${s['POST /v1/chat-templates'].id}` }),
+    ],
+    [
+      'POST /v1/http-templates',
+      () => ({
+        as: 'service',
+        path: '/v1/http-templates',
+        body: { notification_type_key: 'audit_type', body: { c: 'C' } },
+      }),
+    ],
+    [
+      'PUT /v1/http-templates/:template_id',
+      () => ({
+        as: 'service',
+        path: `/v1/http-templates/${s['POST /v1/http-templates'].id}`,
+        body: { body: { c: 'C2' } },
+      }),
+    ],
+    [
+      'DELETE /v1/http-templates/:template_id',
+      () => ({ as: 'service', path: `/v1/http-templates/${s['POST /v1/http-templates'].id}` }),
+    ],
+    [
       'POST /v1/contacts',
       () => ({ as: 'service', path: '/v1/contacts', body: { external_id: 'audit-c', email: 'c@example.com' } }),
     ],

@@ -38,7 +38,7 @@ export const chatChannel: ChannelSender = {
     if (!destination) return { status: 'skipped', reason: 'no_destination' };
     const rendered = await renderMessageDelivery(em, 'chat', event, contact, renderVariables, templates);
     if (!rendered) return { status: 'skipped', reason: 'no_template' };
-    const message = rendered as ChatMessage;
+    const message: ChatMessage = rendered;
     const tenantId = event.tenant_id;
     const url = webhookUrlOf(runtime, destination);
     if (url === 'unreadable') return { status: 'skipped', reason: 'credentials_unreadable' };

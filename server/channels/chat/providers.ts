@@ -12,14 +12,8 @@ import { allowsPrivate } from '../../base/net/allow-private.ts';
 import { errorCode, providerCodes, providerRequest, type ProviderResponse } from '../provider-http.ts';
 import { retryAfterMs, type ProviderAnswer } from '../failover.ts';
 import type { ChatProvider } from '../../schemas/chat.ts';
+import type { ChatBlocks } from '../resolve.ts';
 import { chatBold, renderChatMarkdown, type ChatSyntax } from './markdown.ts';
-
-/** Provider-native blocks a chat template may carry beside its Markdown content. */
-export interface ChatBlocks {
-  slack?: unknown;
-  teams?: unknown;
-  discord?: unknown;
-}
 
 /** What a chat delivery posts: a title, a body in the Markdown subset, where it leads, native blocks. */
 export interface ChatMessage {

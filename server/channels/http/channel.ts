@@ -1,5 +1,6 @@
 // The http channel: one signed POST per recipient to the tenant's endpoint (http_transports). The body
-// is the default of payload.ts, with the type's message rendered into it; the send goes through the
+// is the type's http template rendered, or else the default of payload.ts with the type's message
+// (its inbox template) rendered into it; the send goes through the
 // failover (one candidate) for its trail, its circuit and the pause a Retry-After asks for, under the
 // tenant's own key so one tenant's failing endpoint never holds another's messages.
 import { renderMessageDelivery } from '../render-delivery.ts';
@@ -22,13 +23,14 @@ export const httpChannel: ChannelSender = {
     if (transport.state === 'unreadable') return { status: 'skipped', reason: 'credentials_unreadable' };
     const rendered = await renderMessageDelivery(em, 'http', event, contact, renderVariables, templates);
     const body = JSON.stringify(
-      defaultHttpBody({
-        eventId: event.id,
-        type: event.type_key,
-        contact,
-        variables: bodyVariables(event.variables, renderVariables, transport.includeSecretVariables),
-        rendered,
-      }),
+      rendered?.http_body ??
+        defaultHttpBody({
+          eventId: event.id,
+          type: event.type_key,
+          contact,
+          variables: bodyVariables(event.variables, renderVariables, transport.includeSecretVariables),
+          rendered,
+        }),
     );
     return sendWithFailover(runtime, [
       {
