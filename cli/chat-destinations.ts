@@ -49,6 +49,12 @@ export function registerChatDestinations(contacts: Command): void {
 
   withRemote(destinations.command('add <external_id>'))
     .description('add a chat destination to a contact')
+    .addHelpText(
+      'after',
+      examples(
+        'printf \'%s\' "$SLACK_WEBHOOK_URL" | herald contacts destinations add team-ops --create --provider slack --webhook-url-file -',
+      ),
+    )
     .requiredOption('--provider <provider>', PROVIDERS.join(', '))
     .option('--webhook-url-file <path>', 'the incoming webhook URL, from a file or "-" for stdin (a credential)')
     .option('--channel <id>', "slack: a channel or user id, posted to with the tenant's bot token")
@@ -74,6 +80,7 @@ export function registerChatDestinations(contacts: Command): void {
 
   withRemote(destinations.command('list <external_id>'))
     .description("list a contact's chat destinations (webhook URLs as hints only)")
+    .addHelpText('after', examples('herald contacts destinations list team-ops --json'))
     .option('--json', 'print JSON')
     .action(async (externalId: string, options: RemoteOptions & { json?: boolean }) => {
       const client = remoteClient(options);
@@ -98,6 +105,7 @@ export function registerChatDestinations(contacts: Command): void {
 
   withRemote(destinations.command('remove <external_id> <destination_id>'))
     .description('remove a chat destination')
+    .addHelpText('after', examples('herald contacts destinations remove team-ops 0199... --yes'))
     .option('-y, --yes', 'do not ask for confirmation')
     .action(async (externalId: string, destinationId: string, options: RemoteOptions & { yes?: boolean }) => {
       await confirmUnlessYes(options.yes, {

@@ -170,6 +170,7 @@ function registerSms(transports: Command): void {
 
   withTarget(sms.command('list'))
     .description("list the tenant's SMS providers, first asked first (secrets are never shown)")
+    .addHelpText('after', examples('herald transports sms list --json'))
     .action(async (options: TargetOptions) => {
       await onTarget(options, async (client) => {
         const list = await client.call<Entry[]>('GET', paths.sms());
@@ -213,6 +214,7 @@ function registerSms(transports: Command): void {
 
   withTarget(sms.command('remove <provider>'))
     .description("remove one provider's settings")
+    .addHelpText('after', examples('herald transports sms remove vonage --yes'))
     .option('-y, --yes', 'do not ask for confirmation')
     .action(async (providerName: string, options: TargetOptions & { yes?: boolean }) => {
       const provider = providerOf(providerName, SMS_PROVIDERS);
@@ -226,6 +228,7 @@ function registerSms(transports: Command): void {
 
   withTarget(sms.command('test <provider>'))
     .description('send a test SMS through one provider and show its answer')
+    .addHelpText('after', examples('herald transports sms test twilio --to +4915112345678'))
     .requiredOption('--to <phone>', 'the number to send to, E.164 (+4915112345678)')
     .action(async (providerName: string, options: TargetOptions & { to: string }) => {
       const provider = providerOf(providerName, SMS_PROVIDERS);
@@ -257,6 +260,7 @@ contact with herald contacts destinations add.
 
   withTarget(chat.command('list'))
     .description("list the tenant's chat bots (tokens are never shown)")
+    .addHelpText('after', examples('herald transports chat list'))
     .action(async (options: TargetOptions) => {
       await onTarget(options, async (client) => {
         const list = await client.call<Entry[]>('GET', paths.chat());
@@ -267,6 +271,13 @@ contact with herald contacts destinations add.
 
   withListedSetOptions(withTarget(chat.command('set <provider>')))
     .description("create or replace one bot's token")
+    .addHelpText(
+      'after',
+      examples(
+        'printf \'%s\' "$SLACK_BOT_TOKEN" | herald transports chat set slack --bot-token-file -',
+        'herald transports chat set telegram --bot-token-file /run/secrets/telegram-bot',
+      ),
+    )
     .option('--bot-token-file <path>', 'the bot token (xoxb-... or 123456:ABC...), from a file or "-" for stdin')
     .action(async (providerName: string, options: ListedSetOptions & { botTokenFile?: string }) => {
       const provider = providerOf(providerName, CHAT_PROVIDERS);
@@ -281,6 +292,7 @@ contact with herald contacts destinations add.
 
   withTarget(chat.command('remove <provider>'))
     .description("remove one bot's token")
+    .addHelpText('after', examples('herald transports chat remove telegram --yes'))
     .option('-y, --yes', 'do not ask for confirmation')
     .action(async (providerName: string, options: TargetOptions & { yes?: boolean }) => {
       const provider = providerOf(providerName, CHAT_PROVIDERS);
@@ -294,6 +306,7 @@ contact with herald contacts destinations add.
 
   withTarget(chat.command('test <provider>'))
     .description('post a test message with one bot and show the answer')
+    .addHelpText('after', examples('herald transports chat test slack --channel C0123456789'))
     .option('--channel <id>', 'slack: the channel or user id')
     .option('--chat-id <id>', 'telegram: the chat id')
     .action(async (providerName: string, options: TargetOptions & { channel?: string; chatId?: string }) => {
@@ -322,6 +335,7 @@ function registerHttp(transports: Command): void {
 
   withTarget(http.command('show'))
     .description('show the endpoint (header values and the signing secret are never shown)')
+    .addHelpText('after', examples('herald transports http show --json'))
     .action(async (options: TargetOptions) => {
       await onTarget(options, async (client) => {
         const entry = await client.call<Entry>('GET', paths.http());
@@ -333,6 +347,10 @@ function registerHttp(transports: Command): void {
 
   withTarget(http.command('set'))
     .description('create or replace the endpoint; the signing secret is printed once, on creation')
+    .addHelpText(
+      'after',
+      examples('herald transports http set --endpoint https://hooks.acme.test/herald --headers-file headers.json'),
+    )
     .option('--file <path>', 'JSON settings file {url, headers, include_secret_variables}')
     .option('--endpoint <url>', 'the endpoint URL (https)')
     .option('--headers-file <path>', 'JSON object of headers sent with each request (secret: never shown)')
@@ -361,6 +379,7 @@ function registerHttp(transports: Command): void {
 
   withTarget(http.command('remove'))
     .description('remove the endpoint')
+    .addHelpText('after', examples('herald transports http remove --yes'))
     .option('-y, --yes', 'do not ask for confirmation')
     .action(async (options: TargetOptions & { yes?: boolean }) => {
       await removal(options.yes, 'Remove the http transport?');
@@ -373,6 +392,7 @@ function registerHttp(transports: Command): void {
 
   withTarget(http.command('test'))
     .description('post a signed sample body to the endpoint and show its answer')
+    .addHelpText('after', examples('herald transports http test'))
     .action(async (options: TargetOptions) => {
       await onTarget(options, async (client) =>
         printTest(await client.call<Entry>('POST', paths.httpTest(), { body: {} }), options.json),

@@ -25,9 +25,10 @@ import { registerTextTransports } from './text-transports.ts';
 
 /** The operations the commands need: the same requests, to Herald at --url or in process. */
 interface TransportApi {
-  getEmail(): Promise<EmailTransportResponse>;
-  putEmail(body: unknown): Promise<EmailTransportResponse>;
-  deleteEmail(): Promise<void>;
+  /** `fallback`: the relay that takes what the first one could not send (failover). */
+  getEmail(fallback?: boolean): Promise<EmailTransportResponse>;
+  putEmail(body: unknown, fallback?: boolean): Promise<EmailTransportResponse>;
+  deleteEmail(fallback?: boolean): Promise<void>;
   testEmail(body: unknown): Promise<SendTestEmailResult>;
   listPush(): Promise<PushTransportResponse[]>;
   putPush(provider: PushProvider, body: unknown): Promise<PushTransportResponse>;
@@ -38,9 +39,9 @@ interface TransportApi {
 function transportApi(client: RemoteClient): TransportApi {
   const call = <T>(method: string, path: string, body?: unknown): Promise<T> => client.call<T>(method, path, { body });
   return {
-    getEmail: () => call('GET', transports.email()),
-    putEmail: (body) => call('PUT', transports.email(), body),
-    deleteEmail: () => call('DELETE', transports.email()),
+    getEmail: (fallback) => call('GET', fallback ? transports.emailFallback() : transports.email()),
+    putEmail: (body, fallback) => call('PUT', fallback ? transports.emailFallback() : transports.email(), body),
+    deleteEmail: (fallback) => call('DELETE', fallback ? transports.emailFallback() : transports.email()),
     testEmail: (body) => call('POST', transports.emailTest(), body),
     listPush: () => call('GET', transports.push()),
     putPush: (provider, body) => call('PUT', transports.pushOne(provider), body),
@@ -160,11 +161,17 @@ function registerEmail(transports: Command): void {
 
   withTarget(email.command('show'))
     .description("show the tenant's email transport (the password is never shown)")
-    .addHelpText('after', examples('herald transports email show --tenant <id> --json'))
-    .action(async (options: TargetOptions) => {
+    .option('--fallback', 'the fallback relay instead')
+    .addHelpText(
+      'after',
+      examples('herald transports email show --tenant <id> --json', 'herald transports email show --fallback'),
+    )
+    .action(async (options: TargetOptions & { fallback?: boolean }) => {
       await withApi(options, async (api) => {
-        const transport = await api.getEmail();
+        const transport = await api.getEmail(options.fallback);
         if (options.json) return printJson(transport);
+        if (options.fallback && !transport.configured)
+          return print('no fallback relay: a failed send waits for its retry');
         printEmail(transport);
       });
     });
@@ -184,6 +191,7 @@ function registerEmail(transports: Command): void {
     .option('--no-password', 'remove the stored password')
     .option('--from-email <email>', 'default From address')
     .option('--from-name <name>', 'default From name')
+    .option('--fallback', 'set the fallback relay: it takes what the first one could not send (failover)')
     .addHelpText(
       'after',
       `
@@ -194,26 +202,28 @@ Without --password-file the stored password is kept.
           'herald transports email set --url $HERALD_URL --api-key $KEY --file smtp.json --password-file -',
         ),
     )
-    .action(async (options: EmailSetOptions) => {
+    .action(async (options: EmailSetOptions & { fallback?: boolean }) => {
       const body = emailBody(options);
       await withApi(options, async (api) => {
-        const transport = await api.putEmail(body);
+        const transport = await api.putEmail(body, options.fallback);
         if (options.json) return printJson(transport);
-        print('email transport saved');
+        print(options.fallback ? 'fallback email transport saved' : 'email transport saved');
         printEmail(transport);
       });
     });
 
   withTarget(email.command('remove'))
     .description("remove the tenant's email transport")
+    .option('--fallback', 'remove the fallback relay instead')
     .option('-y, --yes', 'do not ask for confirmation')
     .addHelpText('after', examples('herald transports email remove --tenant <id> --yes'))
-    .action(async (options: TargetOptions & { yes?: boolean }) => {
-      await confirmRemoval(options.yes, 'Remove the email transport?');
+    .action(async (options: TargetOptions & { yes?: boolean; fallback?: boolean }) => {
+      const which = options.fallback ? 'fallback email transport' : 'email transport';
+      await confirmRemoval(options.yes, `Remove the ${which}?`);
       await withApi(options, async (api) => {
-        await api.deleteEmail();
+        await api.deleteEmail(options.fallback);
         if (options.json) printJson({ removed: true });
-        else print('email transport removed');
+        else print(`${which} removed`);
       });
     });
 

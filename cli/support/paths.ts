@@ -59,6 +59,7 @@ export const topics = {
 export const transports = {
   email: () => '/v1/email-transport',
   emailTest: () => '/v1/email-transport/test',
+  emailFallback: () => '/v1/email-transport/fallback',
   push: () => '/v1/push-transport',
   pushOne: (provider: string) => `/v1/push-transport/${at(provider)}`,
   pushTest: (provider: string) => `/v1/push-transport/${at(provider)}/test`,

@@ -116,7 +116,15 @@ const TEMPLATE = `
 </div>`;
 
 // What a contact reads for each channel (a test holds the keys to the server's list).
-const CHANNEL_LABELS = { inbox: 'In-app', email: 'Email', push: 'Mobile push', web_push: 'Browser push' };
+const CHANNEL_LABELS = {
+  inbox: 'In-app',
+  email: 'Email',
+  push: 'Mobile push',
+  web_push: 'Browser push',
+  sms: 'Text message',
+  chat: 'Chat',
+  http: 'Webhook',
+};
 
 let sharedSheet = null;
 function styleSheet() {

@@ -10,7 +10,7 @@
 // after every (re)connect, so the counts shown always equal the server's.
 
 // The API's channel order, for sorting preferences (a test holds it to the server's list).
-const CHANNEL_ORDER = ['inbox', 'email', 'push', 'web_push'];
+const CHANNEL_ORDER = ['inbox', 'email', 'push', 'web_push', 'sms', 'chat', 'http'];
 
 /** An error answer from Herald: status, machine code and message (ErrorResponse or HTTPValidationError). */
 export class HeraldError extends Error {
