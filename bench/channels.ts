@@ -46,13 +46,13 @@ import {
   machineTicks,
   type MachineTicks,
   print,
+  processCpu,
   runBench,
   sleep,
   startHerald,
   stolenShare,
   type CpuPerItem,
 } from './support.ts';
-import { readFileSync } from 'node:fs';
 
 const MESSAGES = Number(process.env.BENCH_CHANNEL_MESSAGES ?? 10_000);
 const CHANNELS = (process.env.BENCH_CHANNELS ?? 'email,web_push,apns,fcm').split(',').map((c) => c.trim());
@@ -374,13 +374,6 @@ async function main(): Promise<void> {
   print(`done in ${Math.round((Date.now() - started) / 1000)} s`);
   apiProcess.kill('SIGTERM');
   await once(apiProcess, 'exit');
-}
-
-/** CPU seconds (user + system) of a process so far, from /proc. */
-function processCpu(pid: number): number {
-  const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 await runBench(main);

@@ -311,9 +311,7 @@ export async function databaseBackendsCpu(db: pg.Client): Promise<Map<number, nu
   const out = new Map<number, number>();
   for (const { pid } of rows as Array<{ pid: number }>) {
     try {
-      const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-      out.set(pid, (Number(fields[11]) + Number(fields[12])) / 100);
+      out.set(pid, processCpu(pid));
     } catch {
       // exited meanwhile, or another machine's server
     }
@@ -326,4 +324,11 @@ export function backendsCpuBetween(before: Map<number, number>, after: Map<numbe
   let total = 0;
   for (const [pid, seconds] of after) total += seconds - (before.get(pid) ?? 0);
   return total;
+}
+
+/** CPU seconds (user + system) of a process so far, from /proc. */
+export function processCpu(pid: number): number {
+  const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
