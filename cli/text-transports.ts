@@ -207,8 +207,7 @@ function registerSms(transports: Command): void {
         print(
           `${provider} SMS transport saved (priority ${String(entry.priority)}${entry.enabled ? '' : ', disabled'})`,
         );
-        if (entry.status_callback_url)
-          print(`  delivery receipts and STOP replies: ${String(entry.status_callback_url)}`);
+        if (entry.callback_url) print(`  delivery receipts and STOP replies: ${String(entry.callback_url)}`);
       });
     });
 

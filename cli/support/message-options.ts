@@ -32,7 +32,12 @@ export function withMessageOptions(command: Command): Command {
     )
     .option('--data-file <file>', 'JSON object of variables (merged under --var)')
     .option('--brand <key>', 'brand key (default: the tenant default brand)')
-    .option('--channel <channel>', 'only these channels: inbox, email, push, web_push, sms, chat, http (repeatable)', collect, [])
+    .option(
+      '--channel <channel>',
+      'only these channels: inbox, email, push, web_push, sms, chat, http (repeatable)',
+      collect,
+      [],
+    )
     .option('--idempotency-key <key>', 'makes a retry safe: the same key and input never send twice');
 }
 

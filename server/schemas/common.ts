@@ -73,6 +73,19 @@ export type Channel = z.infer<typeof Channel>;
 export const PushProvider = z.enum(['apns', 'fcm', 'expo', 'webpush']).meta({ id: 'PushProvider' });
 export type PushProvider = z.infer<typeof PushProvider>;
 
+/**
+ * Whether a URL carries no user name or password: a tenant's URL is shown and audited, so credentials
+ * go in the write-only headers instead.
+ */
+export function withoutUrlCredentials(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return !url.username && !url.password;
+  } catch {
+    return true;
+  }
+}
+
 /** A free-form object (202 answers of resend-verification and password-reset). */
 export const FreeFormObject = z.record(z.string(), z.unknown());
 

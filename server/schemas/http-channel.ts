@@ -2,7 +2,7 @@
 // /v1/http-transport, its secret rotation and test send). Header values and the signing secret appear
 // only in requests, save the secret in the one answer that creates or rotates it.
 import { z } from 'zod';
-import { isoDateTime } from './common.ts';
+import { isoDateTime, withoutUrlCredentials } from './common.ts';
 
 /** Headers Herald sets itself (the signature, the body's framing) or that HTTP/2 forbids. */
 export const RESERVED_HEADERS: ReadonlySet<string> = new Set([
@@ -48,7 +48,8 @@ export const HttpTransportRequest = z
       .string()
       .trim()
       .max(2048)
-      .pipe(z.url({ protocol: /^https?$/, message: 'must be an https URL' })),
+      .pipe(z.url({ protocol: /^https?$/, message: 'must be an https URL' }))
+      .refine(withoutUrlCredentials, { message: 'must not hold a user name or password: put credentials in headers' }),
     /**
      * Write-only (they often carry credentials). Omitted: the stored ones are kept (not when the URL's
      * origin changes); {}: none.

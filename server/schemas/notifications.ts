@@ -58,7 +58,9 @@ export const ProviderAttempt = z
   .object({
     at: isoDateTime,
     provider: z.string(),
-    outcome: z.enum(['sent', 'failed', 'skipped']).describe('skipped: not asked (its circuit open, or paused by Retry-After)'),
+    outcome: z
+      .enum(['sent', 'failed', 'skipped'])
+      .describe('skipped: not asked (its circuit open, or paused by Retry-After)'),
     error: z.string().nullable(),
   })
   .meta({ id: 'ProviderAttempt' });

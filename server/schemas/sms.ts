@@ -2,6 +2,7 @@
 // their test sends. Secret fields (auth_token, api_secret, signature_secret, the gateway's headers)
 // appear only in requests: no response schema has a place for them.
 import { z } from 'zod';
+import { withoutUrlCredentials } from './common.ts';
 import { normalisePhone } from './contacts.ts';
 
 export const SMS_PROVIDERS = ['twilio', 'vonage', 'http'] as const;
@@ -87,7 +88,8 @@ export const HttpSmsSettings = z
       .string()
       .trim()
       .max(2048)
-      .pipe(z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' })),
+      .pipe(z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }))
+      .refine(withoutUrlCredentials, { message: 'must not hold a user name or password: put credentials in headers' }),
     method: z.enum(['POST', 'PUT']).optional().describe('Default POST'),
     headers: z
       .record(

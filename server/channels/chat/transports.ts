@@ -178,10 +178,16 @@ export async function testChatTransport(
     body: input.text ?? `Your ${provider} chat transport works.`,
     action_url: null,
   };
-  const answer =
-    provider === 'slack'
-      ? await sendSlackBot(runtime, loaded.botToken, input.channel!, message)
-      : await sendTelegram(runtime, loaded.botToken, input.chat_id!, message);
+  let answer;
+  try {
+    answer =
+      provider === 'slack'
+        ? await sendSlackBot(runtime, loaded.botToken, input.channel!, message)
+        : await sendTelegram(runtime, loaded.botToken, input.chat_id!, message);
+  } catch (error) {
+    // Unreachable or too slow: the test's answer, not a 500.
+    return { ok: false, error: `${provider} unreachable: ${(error as Error).message}` };
+  }
   if (answer.status === 'sent') return { ok: true, message_id: answer.providerMessageId ?? '' };
   return { ok: false, error: answer.error };
 }

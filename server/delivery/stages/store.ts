@@ -278,10 +278,7 @@ export async function storePlans(
 export function storedAttempt(
   outcome: DeliveryOutcome,
   finalAttempt: boolean,
-): Pick<
-  StoredDelivery,
-  'status' | 'reason' | 'last_error' | 'provider_message_id' | 'attempts' | 'provider_attempts'
-> &
+): Pick<StoredDelivery, 'status' | 'reason' | 'last_error' | 'provider_message_id' | 'attempts' | 'provider_attempts'> &
   Partial<Pick<StoredDelivery, 'provider'>> {
   const { status, reason, error, messageId, provider, attempts } = outcomeColumns(outcome, finalAttempt);
   return {

@@ -111,6 +111,7 @@ describe('PUT /v1/http-transport', () => {
       [{}, ['body', 'url']],
       [{ url: 'not a url' }, ['body', 'url']],
       [{ url: 'ftp://example.com/x' }, ['body', 'url']],
+      [{ url: 'https://user:secret@example.com/x' }, ['body', 'url']],
       [{ url: 42 }, ['body', 'url']],
       [{ url: 'https://example.com', headers: { 'Bad Name': 'x' } }, ['body', 'headers', 'Bad Name']],
       [{ url: 'https://example.com', headers: { 'X-A': 'line\r\nInjected: 1' } }, ['body', 'headers', 'X-A']],

@@ -146,6 +146,10 @@ describe('PUT /v1/sms-transport/{provider}', () => {
       'body',
     ]);
     expectValidationError(await put('http', { ...gatewayBody(), url: 'ftp://x' }), ['body', 'url']);
+    expectValidationError(await put('http', { ...gatewayBody(), url: 'https://key:secret@sms.example.net/send' }), [
+      'body',
+      'url',
+    ]);
     expectValidationError(await put('http', { ...gatewayBody(), headers: { 'Content-Length': '1' } }), [
       'body',
       'headers',
