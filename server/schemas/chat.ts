@@ -2,6 +2,7 @@
 // channel on one provider) and the tenant's chat bot transports. A webhook URL and a bot token appear
 // only in requests: responses carry the URL's hint and never the token.
 import { z } from 'zod';
+import { SendTestOutcome } from './transports.ts';
 import { isoDateTime } from './common.ts';
 import { uuidParam } from './contacts.ts';
 
@@ -115,7 +116,5 @@ export const TestChatTransportRequest = z
   .meta({ id: 'TestChatTransportRequest' });
 export type TestChatTransportRequest = z.infer<typeof TestChatTransportRequest>;
 
-export const TestChatTransportResponse = z
-  .object({ ok: z.boolean(), message_id: z.string().optional(), error: z.string().optional() })
-  .meta({ id: 'TestChatTransportResponse' });
+export const TestChatTransportResponse = SendTestOutcome.meta({ id: 'TestChatTransportResponse' });
 export type TestChatTransportResponse = z.infer<typeof TestChatTransportResponse>;

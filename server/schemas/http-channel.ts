@@ -34,7 +34,8 @@ const headerValue = z
   // Printable characters and tabs only: a CR or LF would end the header and start another.
   .regex(/^[\t\x20-\x7e\x80-\xff]*$/, 'must be printable text on one line');
 
-const headers = z
+/** Headers a tenant has Herald send with each request (the http channel, the SMS gateway): write-only. */
+export const tenantHeaders = z
   .record(headerName, headerValue)
   .refine((h) => Object.keys(h).length <= MAX_HEADERS, `at most ${MAX_HEADERS} headers`)
   .refine(
@@ -54,7 +55,7 @@ export const HttpTransportRequest = z
      * Write-only (they often carry credentials). Omitted: the stored ones are kept (not when the URL's
      * origin changes); {}: none.
      */
-    headers: headers.optional(),
+    headers: tenantHeaders.optional(),
     include_secret_variables: z
       .boolean()
       .default(false)

@@ -3,6 +3,8 @@
 // appear only in requests: no response schema has a place for them.
 import { z } from 'zod';
 import { withoutUrlCredentials } from './common.ts';
+import { tenantHeaders } from './http-channel.ts';
+import { SendTestOutcome } from './transports.ts';
 import { normalisePhone } from './contacts.ts';
 
 export const SMS_PROVIDERS = ['twilio', 'vonage', 'http'] as const;
@@ -77,11 +79,6 @@ export const VonageSmsSettings = z
   })
   .meta({ id: 'VonageSmsTransportSettings' });
 
-/** Headers the request itself defines: a tenant's value would corrupt or smuggle the request. */
-const RESERVED_HEADERS = new Set(['host', 'content-length', 'content-type', 'transfer-encoding', 'connection']);
-
-const headerName = z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/, 'must be an HTTP header name');
-
 export const HttpSmsSettings = z
   .object({
     url: z
@@ -91,21 +88,7 @@ export const HttpSmsSettings = z
       .pipe(z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }))
       .refine(withoutUrlCredentials, { message: 'must not hold a user name or password: put credentials in headers' }),
     method: z.enum(['POST', 'PUT']).optional().describe('Default POST'),
-    headers: z
-      .record(
-        headerName,
-        z
-          .string()
-          .max(4000)
-          .regex(/^[^\r\n]*$/, 'must be one line'),
-      )
-      .refine((h) => Object.keys(h).length <= 20, 'at most 20 headers')
-      .refine(
-        (h) => Object.keys(h).every((name) => !RESERVED_HEADERS.has(name.toLowerCase())),
-        'Host, Content-Length, Content-Type, Transfer-Encoding and Connection are set by Herald',
-      )
-      .optional()
-      .describe('write-only (they usually hold the API key); omitted: kept'),
+    headers: tenantHeaders.optional().describe('write-only (they usually hold the API key); omitted: kept'),
     body: z
       .record(z.string().max(200), z.unknown())
       .refine((body) => JSON.stringify(body).length <= 20_000, 'must be at most 20000 characters as JSON')
@@ -165,11 +148,5 @@ export const SendTestSmsRequest = z
   .object({ to: e164, text: z.string().min(1).max(1600).optional() })
   .meta({ id: 'SendTestSmsRequest' });
 
-export const SendTestSmsResponse = z
-  .object({
-    ok: z.boolean(),
-    message_id: z.string().optional(),
-    error: z.string().optional(),
-  })
-  .meta({ id: 'SendTestSmsResponse' });
+export const SendTestSmsResponse = SendTestOutcome.meta({ id: 'SendTestSmsResponse' });
 export type SendTestSmsResponse = z.infer<typeof SendTestSmsResponse>;

@@ -60,8 +60,8 @@ export type EmailTransportResponse = z.infer<typeof EmailTransportResponse>;
 
 export const SendTestEmailRequest = z.object({ to: email }).meta({ id: 'SendTestEmailRequest' });
 
-/** A test send's outcome: the server's answer, or why there was none. */
-const SendTestOutcome = z.object({
+/** A test send's outcome: the server's answer, or why there was none (every transport's test route). */
+export const SendTestOutcome = z.object({
   ok: z.boolean(),
   message_id: z.string().optional(),
   error: z.string().optional(),

@@ -90,9 +90,7 @@ function pauseOf(response: ProviderResponse, now: number): number | undefined {
   if (header !== undefined) return header;
   const body = parseJson(response.text);
   const seconds = body?.retry_after ?? (body?.parameters as { retry_after?: unknown } | undefined)?.retry_after;
-  return typeof seconds === 'number' && Number.isFinite(seconds)
-    ? Math.min(Math.max(seconds * 1000, 0), 3_600_000)
-    : undefined;
+  return typeof seconds === 'number' ? retryAfterMs(String(seconds), now) : undefined;
 }
 
 /** Whether the webhook itself is gone (deleted, or its token revoked) by the provider's answer. */

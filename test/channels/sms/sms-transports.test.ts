@@ -153,6 +153,7 @@ describe('PUT /v1/sms-transport/{provider}', () => {
     expectValidationError(await put('http', { ...gatewayBody(), headers: { 'Content-Length': '1' } }), [
       'body',
       'headers',
+      'Content-Length',
     ]);
     expectValidationError(await put('http', { ...gatewayBody(), priority: -1 }), ['body', 'priority']);
     expectValidationError(await put('mms', twilioBody()), ['path', 'provider']);
