@@ -6,7 +6,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { execute, query, queryOne, toIsoTimestamp } from '../base/db/sql.ts';
 import { invalidField, notFound } from '../base/errors.ts';
 import { newId, isUuid } from '../base/ids.ts';
-import { resolvesPublicly } from '../base/net/public-address.ts';
+import { HOST_UNRESOLVED, hostReach } from '../base/net/public-address.ts';
 import { allowsPrivate } from '../base/net/allow-private.ts';
 import type { Context } from '../base/context.ts';
 import type {
@@ -76,7 +76,9 @@ export const WEBHOOK_URL_REFUSED = `the URL must reach a public address ${allows
 
 async function checkUrl(runtime: Context, url: string): Promise<void> {
   if (runtime.config.allowPrivateWebhookUrls) return;
-  if (!(await resolvesPublicly(new URL(url).hostname))) throw invalidField(['body', 'url'], WEBHOOK_URL_REFUSED);
+  const reach = await hostReach(new URL(url).hostname, { dnsServers: runtime.config.dnsServers });
+  if (reach !== 'public')
+    throw invalidField(['body', 'url'], reach === 'unresolved' ? HOST_UNRESOLVED : WEBHOOK_URL_REFUSED);
 }
 
 export async function createWebhook(

@@ -149,19 +149,29 @@ export async function checkedAddresses(host: string, options: GuardOptions = {})
   return allowed;
 }
 
-/**
- * Whether a hostname (or IP literal) reaches only public addresses, for checks at registration; a
- * name that does not resolve is not public.
- */
-export async function resolvesPublicly(host: string, options: ResolveOptions = {}): Promise<boolean> {
+/** What a registration check learns of a host: it reaches only public addresses, some other one, or nothing now. */
+export type HostReach = 'public' | 'non_public' | 'unresolved';
+
+/** Whether a hostname (or IP literal) reaches only public addresses, for checks at registration. */
+export async function hostReach(host: string, options: ResolveOptions = {}): Promise<HostReach> {
   const bare = bareHost(host);
-  if (isLocalhost(bare)) return false;
+  if (isLocalhost(bare)) return 'non_public';
+  let addresses: LookupAddress[];
   try {
-    const addresses = await resolveHost(bare, options);
-    return addresses.length > 0 && addresses.every((a) => !isNonPublicAddress(a.address));
+    addresses = await resolveHost(bare, options);
   } catch {
-    return false;
+    return 'unresolved';
   }
+  if (addresses.length === 0) return 'unresolved';
+  return addresses.every((a) => !isNonPublicAddress(a.address)) ? 'public' : 'non_public';
+}
+
+/** The 422 message of a host that does not resolve, whichever field names it. */
+export const HOST_UNRESOLVED = 'the host name does not resolve (check its spelling, or try again if DNS is failing)';
+
+/** Whether a hostname (or IP literal) reaches only public addresses; a name that does not resolve is not public. */
+export async function resolvesPublicly(host: string, options: ResolveOptions = {}): Promise<boolean> {
+  return (await hostReach(host, options)) === 'public';
 }
 
 /**

@@ -5,6 +5,7 @@ import type { AddressInfo, Server as NetServer } from 'node:net';
 import webpush from 'web-push';
 import {
   checkedAddresses,
+  hostReach,
   isNonPublicAddress,
   NonPublicAddressError,
   publicOnlyLookup,
@@ -157,6 +158,17 @@ describe('checkedAddresses (resolving once, through config.dnsServers)', () => {
     expect(dns.queries.length).toBe(before);
   });
 
+  it('tells a registration check a public host, a non-public one and one that does not resolve apart', async () => {
+    dns.addresses.set('public.reach.test', ['93.184.215.14']);
+    dns.addresses.set('mixed.reach.test', ['93.184.215.14', '10.0.0.7']);
+    const options = { dnsServers: [dns.address] };
+    expect(await hostReach('public.reach.test', options)).toBe('public');
+    expect(await hostReach('mixed.reach.test', options)).toBe('non_public');
+    expect(await hostReach('localhost', options)).toBe('non_public');
+    expect(await hostReach('[::1]', options)).toBe('non_public');
+    expect(await hostReach('gone.reach.test', options)).toBe('unresolved');
+  });
+
   it('fails a name that does not resolve as a DNS failure (tried again later), not as a refusal', async () => {
     const failure = await checkedAddresses('gone.guard.test', { dnsServers: [dns.address] }).catch((e: unknown) => e);
     expect(failure).not.toBeInstanceOf(NonPublicAddressError);
@@ -255,11 +267,38 @@ describe('tenant SMTP hosts with allowPrivateSmtpHosts off (the production defau
       socket.end('220 internal ESMTP\r\n');
     });
     await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
-    app = await startTestApp({ config: { allowPrivateSmtpHosts: false } });
+    app = await startTestApp({ config: { allowPrivateSmtpHosts: false, allowPrivateWebhookUrls: false } });
   });
   afterAll(async () => {
     await app?.close();
     await new Promise<void>((resolve) => target.close(() => resolve()));
+  });
+
+  it('says a host that does not resolve does not resolve, not that it is private (422)', async () => {
+    const fx = await createTenantFixture(app, 'Misspeller');
+    const host = 'no-such-host.invalid';
+    const contact = await app.request('POST', '/v1/contacts', { token: fx.serviceKey, body: { external_id: 'm1' } });
+    expect(contact.status).toBe(201);
+    for (const [path, body, field] of [
+      ['/v1/email-transport', { host, port: 587, secure: false, from_email: 'a@misspeller.test' }, 'host'],
+      ['/v1/webhooks', { url: `https://${host}/hook`, event_types: ['delivery.sent'] }, 'url'],
+      ['/v1/http-transport', { url: `https://${host}/hook` }, 'url'],
+      [
+        `/v1/contacts/${contact.body.id}/chat-destinations`,
+        { provider: 'slack', webhook_url: `https://${host}/services/x` },
+        'webhook_url',
+      ],
+    ] as const) {
+      const res = await app.request(path.startsWith('/v1/contacts') || path === '/v1/webhooks' ? 'POST' : 'PUT', path, {
+        token: fx.serviceKey,
+        body,
+      });
+      expect(res.status, path).toBe(422);
+      expect(res.body.detail[0], path).toMatchObject({
+        loc: ['body', field],
+        msg: expect.stringContaining('does not resolve'),
+      });
+    }
   });
 
   it('refuses a transport on a loopback or private host (422), and never connects to one already stored', async () => {
