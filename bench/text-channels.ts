@@ -127,7 +127,10 @@ async function main(): Promise<void> {
     { type: 'bench_failover', channels: { email: true, sms: true }, prefix: 'failover' },
   ];
   for (const s of scenarios) {
-    await api('POST', '/v1/notification-types', { key: s.type, channel_defaults: { inbox: false, email: false, ...s.channels } });
+    await api('POST', '/v1/notification-types', {
+      key: s.type,
+      channel_defaults: { inbox: false, email: false, ...s.channels },
+    });
     await api('POST', '/v1/inbox-templates', {
       notification_type_key: s.type,
       title: 'Deploy {{ version }}',
