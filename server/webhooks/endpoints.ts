@@ -6,7 +6,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { execute, query, queryOne, toIsoTimestamp } from '../base/db/sql.ts';
 import { invalidField, notFound } from '../base/errors.ts';
 import { newId, isUuid } from '../base/ids.ts';
-import { HOST_UNRESOLVED, hostReach } from '../base/net/public-address.ts';
+import { hostRefusal } from '../base/net/public-address.ts';
 import { allowsPrivate } from '../base/net/allow-private.ts';
 import type { Context } from '../base/context.ts';
 import type {
@@ -76,9 +76,9 @@ export const WEBHOOK_URL_REFUSED = `the URL must reach a public address ${allows
 
 async function checkUrl(runtime: Context, url: string): Promise<void> {
   if (runtime.config.allowPrivateWebhookUrls) return;
-  const reach = await hostReach(new URL(url).hostname, { dnsServers: runtime.config.dnsServers });
-  if (reach !== 'public')
-    throw invalidField(['body', 'url'], reach === 'unresolved' ? HOST_UNRESOLVED : WEBHOOK_URL_REFUSED);
+  const options = { dnsServers: runtime.config.dnsServers };
+  const refusal = await hostRefusal(new URL(url).hostname, options, WEBHOOK_URL_REFUSED);
+  if (refusal) throw invalidField(['body', 'url'], refusal);
 }
 
 export async function createWebhook(

@@ -166,12 +166,16 @@ export async function hostReach(host: string, options: ResolveOptions = {}): Pro
   return addresses.every((a) => !isNonPublicAddress(a.address)) ? 'public' : 'non_public';
 }
 
-/** The 422 message of a host that does not resolve, whichever field names it. */
-export const HOST_UNRESOLVED = 'the host name does not resolve (check its spelling, or try again if DNS is failing)';
+const HOST_UNRESOLVED = 'the host name does not resolve (check its spelling, or try again if DNS is failing)';
 
-/** Whether a hostname (or IP literal) reaches only public addresses; a name that does not resolve is not public. */
-export async function resolvesPublicly(host: string, options: ResolveOptions = {}): Promise<boolean> {
-  return (await hostReach(host, options)) === 'public';
+/**
+ * Why a registration check refuses a host, as its 422 message: `refused` (the caller's, naming the
+ * setting that allows private addresses) for a non-public one, or that it does not resolve; null
+ * when it reaches only public addresses.
+ */
+export async function hostRefusal(host: string, options: ResolveOptions, refused: string): Promise<string | null> {
+  const reach = await hostReach(host, options);
+  return reach === 'public' ? null : reach === 'unresolved' ? HOST_UNRESOLVED : refused;
 }
 
 /**

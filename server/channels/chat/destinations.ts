@@ -12,7 +12,7 @@ import { execute, query, queryOne } from '../../base/db/sql.ts';
 import { invalidField, notFound } from '../../base/errors.ts';
 import { newId } from '../../base/ids.ts';
 import { allowsPrivate } from '../../base/net/allow-private.ts';
-import { HOST_UNRESOLVED, hostReach } from '../../base/net/public-address.ts';
+import { hostRefusal } from '../../base/net/public-address.ts';
 import { toIsoTimestamp } from '../../base/timestamps.ts';
 import type { ChatDestinationResponse, ChatProvider, CreateChatDestinationRequest } from '../../schemas/chat.ts';
 
@@ -107,9 +107,9 @@ export async function createChatDestination(
   checkFields(input);
   const url = input.webhook_url;
   if (url !== undefined && !runtime.config.allowPrivateWebhookUrls) {
-    const reach = await hostReach(new URL(url).hostname, { dnsServers: runtime.config.dnsServers });
-    if (reach !== 'public')
-      throw invalidField(['body', 'webhook_url'], reach === 'unresolved' ? HOST_UNRESOLVED : CHAT_WEBHOOK_URL_REFUSED);
+    const options = { dnsServers: runtime.config.dnsServers };
+    const refusal = await hostRefusal(new URL(url).hostname, options, CHAT_WEBHOOK_URL_REFUSED);
+    if (refusal) throw invalidField(['body', 'webhook_url'], refusal);
   }
   const id = newId();
   const row = await queryOne<ChatDestinationRow>(em, INSERT_DESTINATION, [

@@ -5,17 +5,10 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { emailTransportPasswordAad, installSecretAad } from '../../base/crypto/aad.ts';
 import { isUnreadable } from '../../base/crypto/keyring.ts';
 import { execute, queryOne } from '../../base/db/sql.ts';
-import { HOST_UNRESOLVED } from '../../base/net/public-address.ts';
 import { deleteInstallSecret, readInstallSecret, storeInstallSecret } from '../../base/install-secrets.ts';
 import { DEFAULT_SMTP_SECRET, installSmtp } from './install-smtp.ts';
 import { smtpSettingsFromUrl, type SmtpSettings } from './smtp.ts';
-import {
-  SMTP_HOST_NOT_PUBLIC,
-  loadEmailTransport,
-  smtpHostReach,
-  type EmailTransportRow,
-  type EmailTransportSlot,
-} from './tenant-smtp.ts';
+import { loadEmailTransport, smtpHostRefusal, type EmailTransportRow, type EmailTransportSlot } from './tenant-smtp.ts';
 import { AppError, invalidField } from '../../base/errors.ts';
 import type { Context } from '../../base/context.ts';
 import type { ChannelContext } from '../types.ts';
@@ -82,9 +75,8 @@ export async function putEmailTransport(
   input: EmailTransportRequest,
   slot: EmailTransportSlot = 'primary',
 ): Promise<EmailTransportResponse> {
-  const reach = await smtpHostReach(runtime, input.host);
-  if (reach === 'unresolved') throw invalidField(['body', 'host'], HOST_UNRESOLVED, 'host_not_allowed');
-  if (reach !== 'public') throw invalidField(['body', 'host'], SMTP_HOST_NOT_PUBLIC, 'host_not_allowed');
+  const refusal = await smtpHostRefusal(runtime, input.host);
+  if (refusal) throw invalidField(['body', 'host'], refusal, 'host_not_allowed');
   const ciphertext = input.password
     ? runtime.keyRing.encrypt(input.password, emailTransportPasswordAad(tenantId, slot))
     : null;

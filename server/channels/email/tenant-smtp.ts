@@ -7,7 +7,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { emailTransportPasswordAad } from '../../base/crypto/aad.ts';
 import { isUnreadable } from '../../base/crypto/keyring.ts';
 import { query, queryOne } from '../../base/db/sql.ts';
-import { hostReach, type GuardOptions, type HostReach } from '../../base/net/public-address.ts';
+import { hostRefusal, type GuardOptions } from '../../base/net/public-address.ts';
 import { allowsPrivate } from '../../base/net/allow-private.ts';
 import type { Context } from '../../base/context.ts';
 import type { SmtpSettings } from './smtp.ts';
@@ -104,10 +104,10 @@ function smtpGuard(runtime: Context): GuardOptions {
 }
 
 /**
- * Whether a tenant may set this SMTP host ('public'): one whose every address is public (see
+ * Why a tenant may not set this SMTP host, or null when it may: one whose every address is public (see
  * config.allowPrivateSmtpHosts). Sends check again as they connect; the install's own SMTP is trusted.
  */
-export async function smtpHostReach(runtime: Context, host: string): Promise<HostReach> {
-  if (runtime.config.allowPrivateSmtpHosts) return 'public';
-  return hostReach(host, { dnsServers: runtime.config.dnsServers });
+export async function smtpHostRefusal(runtime: Context, host: string): Promise<string | null> {
+  if (runtime.config.allowPrivateSmtpHosts) return null;
+  return hostRefusal(host, { dnsServers: runtime.config.dnsServers }, SMTP_HOST_NOT_PUBLIC);
 }

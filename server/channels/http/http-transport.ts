@@ -5,7 +5,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, invalidField } from '../../base/errors.ts';
 import { newId } from '../../base/ids.ts';
-import { HOST_UNRESOLVED, hostReach } from '../../base/net/public-address.ts';
+import { hostRefusal } from '../../base/net/public-address.ts';
 import { allowsPrivate } from '../../base/net/allow-private.ts';
 import { toIsoTimestamp } from '../../base/timestamps.ts';
 import type { Context } from '../../base/context.ts';
@@ -51,9 +51,8 @@ async function checkUrl(runtime: Context, url: string): Promise<void> {
   const target = new URL(url);
   if (runtime.config.allowPrivateWebhookUrls) return;
   if (target.protocol !== 'https:') throw invalidField(['body', 'url'], HTTPS_REQUIRED);
-  const reach = await hostReach(target.hostname, { dnsServers: runtime.config.dnsServers });
-  if (reach !== 'public')
-    throw invalidField(['body', 'url'], reach === 'unresolved' ? HOST_UNRESOLVED : WEBHOOK_URL_REFUSED);
+  const refusal = await hostRefusal(target.hostname, { dnsServers: runtime.config.dnsServers }, WEBHOOK_URL_REFUSED);
+  if (refusal) throw invalidField(['body', 'url'], refusal);
 }
 
 /**
