@@ -7,8 +7,9 @@
 // the last provider of a list is asked even while its circuit is open when no other was asked, so that
 // an attempt is never spent without a send (a channel with one provider keeps its retry schedule).
 // A 429 with Retry-After pauses that provider for that long under its key (a tenant's own, so one
-// tenant's limit never holds another's messages); nothing waits: the next provider is asked, or the
-// delivery is retried later. Circuits are per process: each worker learns of an outage by itself.
+// tenant's limit never holds another's messages); nothing waits: the next provider is asked, or, when
+// every provider is paused, the delivery waits for the earliest pause to end (the outcome's retryAt),
+// without spending a retry. Circuits are per process: each worker learns of an outage by itself.
 import type { Context } from '../base/context.ts';
 import type { DeliveryOutcome, ProviderAttempt } from './types.ts';
 
@@ -43,7 +44,7 @@ interface CircuitState {
   pausedUntil: number;
 }
 
-type Admission = { ask: true; probe: boolean } | { ask: false; why: string; paused: boolean };
+type Admission = { ask: true; probe: boolean } | { ask: false; why: string; pausedUntil: number | null };
 
 /** The circuits of one runtime (tests run several runtimes in one process). */
 export class Circuits {
@@ -56,11 +57,11 @@ export class Circuits {
       return {
         ask: false,
         why: `paused by the provider for ${Math.ceil((state.pausedUntil - now) / 1000)} s`,
-        paused: true,
+        pausedUntil: state.pausedUntil,
       };
     if (state.openUntil === 0) return { ask: true, probe: false };
     if (state.openUntil > now || state.probing)
-      return { ask: false, why: `skipped: ${state.failures} failures in a row, circuit open`, paused: false };
+      return { ask: false, why: `skipped: ${state.failures} failures in a row, circuit open`, pausedUntil: null };
     state.probing = true;
     return { ask: true, probe: true };
   }
@@ -124,13 +125,21 @@ export async function sendWithFailover(runtime: Context, candidates: ProviderCan
   const trail: ProviderAttempt[] = [];
   let last: { provider: string; error: string } | null = null;
   let asked = false;
+  // When the earliest pause ends, while every provider so far was paused rather than failing; null
+  // once one failed otherwise (then the retry schedule decides).
+  let pausesEnd: number | null = Infinity;
+  const noteFailure = (pausedUntil: number | null) => {
+    pausesEnd = pausedUntil === null || pausesEnd === null ? null : Math.min(pausesEnd, pausedUntil);
+  };
   for (const [index, candidate] of candidates.entries()) {
     const now = runtime.clock.now();
     const admission = state.admit(candidate.circuitKey, now);
     // An attempt never ends without asking anyone for an open circuit alone: the last provider is
     // asked all the same, so a channel with one provider keeps trying on its retry schedule.
-    const lastResort = !asked && index === candidates.length - 1 && admission.ask === false && !admission.paused;
+    const lastResort =
+      !asked && index === candidates.length - 1 && admission.ask === false && admission.pausedUntil === null;
     if (!admission.ask && !lastResort) {
+      noteFailure(admission.pausedUntil);
       trail.push({
         at: new Date(now).toISOString(),
         provider: candidate.provider,
@@ -169,9 +178,14 @@ export async function sendWithFailover(runtime: Context, candidates: ProviderCan
         providerAttempts: trail,
       };
     }
-    if (answer.retryAfterMs !== undefined)
-      state.paused(candidate.circuitKey, runtime.clock.now() + answer.retryAfterMs);
-    else state.failed(candidate.circuitKey, runtime.clock.now());
+    if (answer.retryAfterMs !== undefined) {
+      const until = runtime.clock.now() + answer.retryAfterMs;
+      state.paused(candidate.circuitKey, until);
+      noteFailure(until);
+    } else {
+      state.failed(candidate.circuitKey, runtime.clock.now());
+      noteFailure(null);
+    }
     last = { provider: candidate.provider, error: answer.error };
   }
   if (!last) return { status: 'skipped', reason: 'no_transport' };
@@ -179,6 +193,7 @@ export async function sendWithFailover(runtime: Context, candidates: ProviderCan
     status: 'failed',
     error: candidates.length > 1 ? `every provider failed; last: ${last.provider}: ${last.error}` : last.error,
     retryable: true,
+    ...(pausesEnd !== null && Number.isFinite(pausesEnd) ? { retryAt: pausesEnd } : {}),
     provider: last.provider,
     providerAttempts: trail,
   };

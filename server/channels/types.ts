@@ -43,8 +43,12 @@ export type DeliveryOutcome =
   /** delivered: stored in the inbox or confirmed; sent: accepted by SMTP or a push service. */
   | ({ status: 'delivered' | 'sent'; providerMessageId?: string | null } & ProviderTrail)
   | { status: 'skipped'; reason: SkipReason }
-  /** retryable: worth another attempt later (network, 5xx, 429); otherwise final at once. */
-  | ({ status: 'failed'; error: string; retryable: boolean } & ProviderTrail);
+  /**
+   * retryable: worth another attempt later (network, 5xx, 429); otherwise final at once. `retryAt`
+   * (epoch ms): every provider asked the sender to wait until then (a 429 with Retry-After, or such a
+   * pause still running), so the next attempt is due then and this one spends none of the retries.
+   */
+  | ({ status: 'failed'; error: string; retryable: boolean; retryAt?: number } & ProviderTrail);
 
 /**
  * Records what is learnt of a sent delivery later (a bounce, a complaint) on its row. The deliveries

@@ -3,6 +3,7 @@
 import { recordDeliveries, recordProviderAnswers } from '../base/metrics/registry.ts';
 import type { ChannelContext, DeliveryOutcome } from '../channels/types.ts';
 import type { PlannedDelivery } from './stages/plan.ts';
+import { staysPending } from './pauses.ts';
 
 function secondsSince(createdAt: string | Date, now: number): number {
   return Math.max(0, (now - new Date(createdAt).getTime()) / 1000);
@@ -18,7 +19,7 @@ export function countOutcome(
 ): void {
   if (outcome && outcome.status !== 'skipped' && outcome.providerAttempts)
     recordProviderAnswers(runtime, channel, outcome.providerAttempts);
-  if (!outcome || (outcome.status === 'failed' && outcome.retryable && !finalAttempt)) return;
+  if (!outcome || staysPending(outcome, finalAttempt)) return;
   recordDeliveries(runtime, channel, outcome.status, secondsSince(event.created_at, Date.now()));
 }
 

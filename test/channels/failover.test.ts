@@ -144,14 +144,44 @@ describe('sendWithFailover', () => {
       limited ? { status: 'failed', error: 'HTTP 429', retryable: true, retryAfterMs: 2_000 } : sent(),
     );
     const otherTenant = { ...provider('slack', sent), circuitKey: 'tenant-2:chat:slack' };
-    expect(await sendWithFailover(runtime, [slack])).toMatchObject({ status: 'failed', retryable: true });
+    const start = clock.now();
+    expect(await sendWithFailover(runtime, [slack])).toMatchObject({
+      status: 'failed',
+      retryable: true,
+      retryAt: start + 2_000,
+    });
     limited = false;
+    clock.advance(500);
     const paused = await sendWithFailover(runtime, [slack]);
-    expect(paused).toMatchObject({ status: 'failed', retryable: true });
+    expect(paused).toMatchObject({ status: 'failed', retryable: true, retryAt: start + 2_000 });
     expect(slack.asked).toBe(1);
     expect(await sendWithFailover(runtime, [otherTenant])).toMatchObject({ status: 'sent' });
-    clock.advance(2_000);
+    clock.advance(1_500);
     expect(await sendWithFailover(runtime, [slack])).toMatchObject({ status: 'sent' });
+  });
+
+  it('waits for the earliest pause only when every provider is paused; another failure leaves it to the retries', async () => {
+    const clock = new ManualClock();
+    const runtime = runtimeWith(clock);
+    const limitedFor = (ms: number) => (): ProviderAnswer => ({
+      status: 'failed',
+      error: 'HTTP 429',
+      retryable: true,
+      retryAfterMs: ms,
+    });
+    const start = clock.now();
+    const both = await sendWithFailover(runtime, [
+      provider('twilio', limitedFor(5_000)),
+      provider('vonage', limitedFor(1_000)),
+    ]);
+    expect(both).toMatchObject({ status: 'failed', retryable: true, retryAt: start + 1_000 });
+    const pausedThenDown = await sendWithFailover(runtime, [
+      { ...provider('slack', limitedFor(1_000)), circuitKey: 'tenant-1:chat:a' },
+      { ...provider('telegram', down), circuitKey: 'tenant-1:chat:b' },
+    ]);
+    expect(pausedThenDown).toMatchObject({ status: 'failed', retryable: true });
+    expect(pausedThenDown).not.toHaveProperty('retryAt');
+    expect(await sendWithFailover(runtime, [provider('smtp', down)])).not.toHaveProperty('retryAt');
   });
 
   it('asks the last provider despite its open circuit when no other was asked: no attempt without a send', async () => {

@@ -17,6 +17,7 @@ import { wakeWebhookDispatch } from '../../webhooks/wake.ts';
 import type { DeliveryRow, ChannelContext } from '../../channels/types.ts';
 import { noteRetry, quietHoldUntil, settleLocal, type RoundContext } from './round.ts';
 import { scheduleRuns, wakeWhenDue, type HeldEvent } from '../schedule.ts';
+import { deferDeliveries, noteDeferral, type Deferral } from '../pauses.ts';
 import { countOutcome, countSkipped } from '../metrics.ts';
 import { loadEventLocked, type LoadedEvent } from '../stages/load.ts';
 import { planEvent } from '../stages/plan.ts';
@@ -55,6 +56,7 @@ export async function deliverEvent(
   const em = runtime.orm.em.fork();
   const templates = newTemplateCache();
   const retryErrors: string[] = [];
+  const deferrals: Deferral[] = [];
   // A round ends at a remote send or a wait; a workflow has at most MAX_WORKFLOW_STEPS steps.
   for (let round = 0; round < MAX_WORKFLOW_STEPS + 2; round++) {
     const done = await em.transactional((tx) => runRound(runtime, tx, eventId, templates, options.finalAttempt));
@@ -77,11 +79,14 @@ export async function deliverEvent(
         finalAttempt: options.finalAttempt,
       });
       noteRetry(retryErrors, delivery, outcome, options.finalAttempt);
+      noteDeferral(deferrals, done.event, delivery, outcome);
       countOutcome(runtime, done.event, delivery.channel, outcome, options.finalAttempt);
     }
     if (done.remote.length > 0) await rollupEvent(em, eventId);
-    if (!done.again || retryErrors.length > 0) break;
+    // A workflow goes on once its step's deliveries are sent: a deferred one is not yet.
+    if (!done.again || retryErrors.length > 0 || deferrals.length > 0) break;
   }
+  await deferDeliveries(em, runtime, deferrals);
   wakeWebhookDispatch(runtime);
   if (retryErrors.length > 0) throw new RetryableDeliveryError(retryErrors.join('; '));
 }

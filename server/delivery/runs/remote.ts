@@ -17,7 +17,7 @@
 // channel, destination); a delivery is sent only under a lock that a second worker holding the same
 // jobs waits for or skips, and only while nothing final is stored for it, so that worker never sends
 // it twice; a retryable failure stays pending and fails the event's job, whose retry (then a planned
-// event) takes the per-event run. Events the batch cannot take (a workflow, quiet hours holding them,
+// event) takes the per-event run; one waiting for a provider's pause gets a run of its own (pauses.ts). Events the batch cannot take (a workflow, quiet hours holding them,
 // variables that cannot be read, already started, held by another run, nothing remote to send) are
 // left to the per-event run, untouched.
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -27,6 +27,7 @@ import { isLocalChannel } from '../../channels/registry.ts';
 import type { DeliveryOutcome, DeliveryRow, RunLookups, ChannelContext } from '../../channels/types.ts';
 import { countOutcome, countSkipped } from '../metrics.ts';
 import { noteRetry, quietHoldUntil, settleLocal } from './round.ts';
+import { deferDeliveries, noteDeferral, type Deferral } from '../pauses.ts';
 import {
   claimLoadedNewEventsWithoutWorkflow,
   claimNewEventsWithoutWorkflow,
@@ -64,11 +65,13 @@ export async function deliverRemoteBatch(
   const noteErrors = (eventId: string, errors: string[]) => {
     if (errors.length > 0) retryErrors.set(eventId, [...(retryErrors.get(eventId) ?? []), ...errors]);
   };
+  const deferrals: Deferral[] = [];
   const noteOutcomes = (sent: Array<RemoteSend & { outcome: DeliveryOutcome | null }>) => {
     for (const { event, input, outcome } of sent) {
       const errors: string[] = [];
       noteRetry(errors, input.delivery, outcome, input.finalAttempt);
       noteErrors(event.id, errors);
+      noteDeferral(deferrals, event, input.delivery, outcome);
       countOutcome(runtime, event, input.delivery.channel, outcome, input.finalAttempt);
     }
   };
@@ -145,6 +148,13 @@ export async function deliverRemoteBatch(
       const message = error instanceof Error ? error.message : String(error);
       for (const id of sent) noteErrors(id, [`roll-up failed: ${message}`]);
     }
+  }
+  try {
+    await deferDeliveries(em, runtime, deferrals);
+  } catch (error) {
+    // Their deliveries are pending with no run to send them: the jobs' retries do.
+    const message = error instanceof Error ? error.message : String(error);
+    for (const { eventId } of deferrals) noteErrors(eventId, [`deferring for a provider's pause failed: ${message}`]);
   }
   wakeWebhookDispatch(runtime);
   return { settled, retryErrors };

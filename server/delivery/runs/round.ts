@@ -31,7 +31,7 @@ export function noteRetry(
   outcome: DeliveryOutcome | null,
   finalAttempt: boolean,
 ): void {
-  if (outcome?.status === 'failed' && outcome.retryable && !finalAttempt)
+  if (outcome?.status === 'failed' && outcome.retryable && !finalAttempt && outcome.retryAt === undefined)
     errors.push(`${delivery.channel}: ${outcome.error}`);
 }
 

@@ -19,6 +19,7 @@ import type {
 } from '../../channels/types.ts';
 import type { TemplateCache } from '../../channels/render-delivery.ts';
 import { recordOutcome, recordOutcomes } from './store.ts';
+import { withinPauseBudget } from '../pauses.ts';
 
 export interface SendInput {
   runtime: ChannelContext;
@@ -156,7 +157,7 @@ async function preloadLookups(runtime: ChannelContext, em: EntityManager, inputs
 async function attempt(em: EntityManager, input: SendInput): Promise<DeliveryOutcome> {
   const sender = channelRegistry.get(input.delivery.channel)!;
   try {
-    return await sender.deliver({ ...input, em });
+    return withinPauseBudget(await sender.deliver({ ...input, em }), input.delivery);
   } catch (error) {
     if (!(error instanceof UnfilledSlotError || error instanceof TemplateError)) throw error;
     // A template problem does not heal by retrying: final failure, naming the slot.

@@ -15,6 +15,7 @@ import { streamLockSql, streamNoticesSql } from '../../channels/inbox/events.ts'
 import { insertInboxItemsSql, type NewInboxItem } from '../../channels/inbox/channel.ts';
 import { touchSentSubscriptionsSql } from '../../channels/push/push-subscriptions.ts';
 import type { DeliveryOutcome, DeliveryRow, ProviderAttempt } from '../../channels/types.ts';
+import { staysPending } from '../pauses.ts';
 import { completionParameters, deliveryJobsCompletionCte, type FetchedJob } from '../complete.ts';
 import type { PlannedDelivery } from './plan.ts';
 import { EVENT_STATUS_FROM_DELIVERIES } from './rollup.ts';
@@ -339,7 +340,7 @@ interface OutcomeColumns {
   attempts: ProviderAttempt[] | null;
 }
 
-/** What an outcome stores: a retryable failure stays pending unless it was the last attempt. */
+/** What an outcome stores: a failure that stays pending (pauses.ts staysPending) is stored as pending. */
 function outcomeColumns(outcome: DeliveryOutcome, finalAttempt: boolean): OutcomeColumns {
   if (outcome.status === 'skipped')
     return { status: 'skipped', reason: outcome.reason, error: null, messageId: null, provider: null, attempts: null };
@@ -347,7 +348,7 @@ function outcomeColumns(outcome: DeliveryOutcome, finalAttempt: boolean): Outcom
   const attempts = outcome.providerAttempts?.length ? outcome.providerAttempts : null;
   if (outcome.status === 'failed')
     return {
-      status: outcome.retryable && !finalAttempt ? 'pending' : 'failed',
+      status: staysPending(outcome, finalAttempt) ? 'pending' : 'failed',
       reason: null,
       error: truncate(outcome.error),
       messageId: null,
