@@ -16,7 +16,17 @@ import type { DeliveryOutcome, ProviderAttempt } from './types.ts';
 /** What one provider answered to one send. */
 export type ProviderAnswer =
   | { status: 'sent'; providerMessageId?: string | null }
-  | { status: 'failed'; error: string; retryable: boolean; retryAfterMs?: number };
+  | {
+      status: 'failed';
+      error: string;
+      retryable: boolean;
+      retryAfterMs?: number;
+      /**
+       * The provider answered and refused this message for now (an SMTP 4xx to one recipient): worth
+       * another provider or a retry, but no sign of the provider's health, so not counted towards its circuit.
+       */
+      messageFault?: boolean;
+    };
 
 export interface ProviderCandidate {
   /** The provider's name as deliveries and the activity log show it (`twilio`, `smtp`, `smtp-fallback`). */
@@ -83,7 +93,10 @@ export class Circuits {
     state.probing = false;
   }
 
-  /** A probe that ended without an answer about the provider's health (a permanent refusal of one message). */
+  /**
+   * The provider answered but refused one message (for good, or for now): it is up, so its run of
+   * failures ends, and so does a probe.
+   */
   settled(key: string): void {
     const state = this.#states.get(key);
     if (!state) return;
@@ -178,7 +191,10 @@ export async function sendWithFailover(runtime: Context, candidates: ProviderCan
         providerAttempts: trail,
       };
     }
-    if (answer.retryAfterMs !== undefined) {
+    if (answer.messageFault) {
+      state.settled(candidate.circuitKey);
+      noteFailure(null);
+    } else if (answer.retryAfterMs !== undefined) {
       const until = runtime.clock.now() + answer.retryAfterMs;
       state.paused(candidate.circuitKey, until);
       noteFailure(until);

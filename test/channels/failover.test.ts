@@ -201,6 +201,27 @@ describe('sendWithFailover', () => {
     expect(primary.asked).toBe(FAILURES_TO_OPEN);
   });
 
+  it("does not count one message's temporary refusal (an SMTP 4xx to a recipient) towards the circuit", async () => {
+    const runtime = runtimeWith(new ManualClock());
+    const refused = (): ProviderAnswer => ({
+      status: 'failed',
+      error: '452 4.2.2 mailbox full',
+      retryable: true,
+      messageFault: true,
+    });
+    let answer = refused;
+    const primary = provider('smtp', () => answer());
+    const fallback = provider('smtp-fallback', sent);
+    for (let i = 0; i < FAILURES_TO_OPEN + 2; i++)
+      expect(await sendWithFailover(runtime, [primary, fallback])).toMatchObject({ provider: 'smtp-fallback' });
+    expect(primary.asked).toBe(FAILURES_TO_OPEN + 2);
+    // Its own faults still open it.
+    answer = down;
+    for (let i = 0; i < FAILURES_TO_OPEN; i++) await sendWithFailover(runtime, [primary, fallback]);
+    await sendWithFailover(runtime, [primary, fallback]);
+    expect(primary.asked).toBe(2 * FAILURES_TO_OPEN + 2);
+  });
+
   it('skips the delivery when there is no provider to ask', async () => {
     expect(await sendWithFailover(runtimeWith(new ManualClock()), [])).toEqual({
       status: 'skipped',

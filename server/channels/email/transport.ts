@@ -145,7 +145,12 @@ async function relayAnswer(
   if (!relay.settings) return { status: 'failed', error: UNREADABLE_RELAY, retryable: true };
   const answer = await sendThrough(runtime, relay.settings, await mailFor(relay, mail));
   if (answer.status === 'sent') return { status: 'sent', providerMessageId: answer.messageId };
-  return { status: 'failed', error: answer.error, retryable: answer.retryable || (others && answer.relayFault) };
+  return {
+    status: 'failed',
+    error: answer.error,
+    retryable: answer.retryable || (others && answer.relayFault),
+    ...(answer.relayFault ? {} : { messageFault: true }),
+  };
 }
 
 /**

@@ -264,46 +264,62 @@ describe('sending with a fallback transport', () => {
   });
 
   it('skips a primary whose circuit opened after five failures, and probes it again 30 s later', async () => {
-    const t = await tenant('Flaky', { primaryPort: primary.port, fallback: true });
-    const addresses = Array.from({ length: FAILURES_TO_OPEN + 1 }, (_, i) => `flaky-${i}@flaky.example.test`);
+    const t = await tenant('Flaky', { primaryPort: downPort, fallback: true });
+    for (let i = 0; i < FAILURES_TO_OPEN; i++) {
+      const { delivery } = await t.send(`flaky-${i}@flaky.example.test`);
+      expect(trail(delivery)).toEqual([
+        ['smtp', 'failed'],
+        ['smtp-fallback', 'sent'],
+      ]);
+    }
+    const { delivery: open } = await t.send('flaky-open@flaky.example.test');
+    expect(open).toMatchObject({ status: 'sent', provider: 'smtp-fallback' });
+    expect(trail(open)).toEqual([
+      ['smtp', 'skipped'],
+      ['smtp-fallback', 'sent'],
+    ]);
+    expect(open.provider_attempts[0].error).toMatch(/circuit open/);
+
+    // Another tenant's primary keeps its own circuit.
+    const neighbour = await tenant('Neighbour', { primaryPort: primary.port, fallback: true });
+    expect(trail((await neighbour.send('hal@neighbour.example.test')).delivery)).toEqual([['smtp', 'sent']]);
+
+    // Still open just before OPEN_MS; the relay comes back meanwhile; asked again (a probe) once
+    // OPEN_MS has passed, and trusted after.
+    clock.advance(OPEN_MS - 1000);
+    expect(trail((await t.send('ivy@flaky.example.test')).delivery)).toEqual([
+      ['smtp', 'skipped'],
+      ['smtp-fallback', 'sent'],
+    ]);
+    const repaired = await app.request('PUT', '/v1/email-transport', {
+      token: t.fx.serviceKey,
+      body: relay(primary.port, 'primary@flaky.test'),
+    });
+    expect(repaired.status, repaired.text).toBe(200);
+    clock.advance(1000);
+    const received = primary.messages.length;
+    const probe = await t.send('jo@flaky.example.test');
+    expect(probe.delivery).toMatchObject({ status: 'sent', provider: 'smtp' });
+    expect(trail(probe.delivery)).toEqual([['smtp', 'sent']]);
+    await primary.waitFor((m) => m.envelope.to.includes('jo@flaky.example.test'));
+    expect(primary.messages.length).toBeGreaterThan(received);
+    expect(trail((await t.send('kit@flaky.example.test')).delivery)).toEqual([['smtp', 'sent']]);
+  });
+
+  it("does not open the primary's circuit for recipients it greylists (451): the relay itself is up", async () => {
+    const t = await tenant('Greylisting', { primaryPort: primary.port, fallback: true });
+    const addresses = Array.from({ length: FAILURES_TO_OPEN + 2 }, (_, i) => `grey-${i}@greylisting.example.test`);
     for (const address of addresses) deferred.add(address);
     try {
-      for (const address of addresses.slice(0, FAILURES_TO_OPEN)) {
-        const { delivery } = await t.send(address);
-        expect(trail(delivery)).toEqual([
+      for (const address of addresses)
+        expect(trail((await t.send(address)).delivery)).toEqual([
           ['smtp', 'failed'],
           ['smtp-fallback', 'sent'],
         ]);
-      }
-      const received = primary.messages.length;
-      const { delivery: open } = await t.send(addresses[FAILURES_TO_OPEN]!);
-      expect(open).toMatchObject({ status: 'sent', provider: 'smtp-fallback' });
-      expect(trail(open)).toEqual([
-        ['smtp', 'skipped'],
-        ['smtp-fallback', 'sent'],
-      ]);
-      expect(open.provider_attempts[0].error).toMatch(/circuit open/);
-
-      // Another tenant's primary on the same server keeps its own circuit.
-      const neighbour = await tenant('Neighbour', { primaryPort: primary.port, fallback: true });
-      expect(trail((await neighbour.send('hal@neighbour.example.test')).delivery)).toEqual([['smtp', 'sent']]);
-
-      // Still open just before OPEN_MS; asked again (a probe) once it has passed, and trusted after.
-      clock.advance(OPEN_MS - 1000);
-      expect(trail((await t.send('ivy@flaky.example.test')).delivery)).toEqual([
-        ['smtp', 'skipped'],
-        ['smtp-fallback', 'sent'],
-      ]);
-      clock.advance(1000);
-      const probe = await t.send('jo@flaky.example.test');
-      expect(probe.delivery).toMatchObject({ status: 'sent', provider: 'smtp' });
-      expect(trail(probe.delivery)).toEqual([['smtp', 'sent']]);
-      await primary.waitFor((m) => m.envelope.to.includes('jo@flaky.example.test'));
-      expect(primary.messages.length).toBeGreaterThan(received);
-      expect(trail((await t.send('kit@flaky.example.test')).delivery)).toEqual([['smtp', 'sent']]);
     } finally {
       for (const address of addresses) deferred.delete(address);
     }
+    expect(trail((await t.send('lee@greylisting.example.test')).delivery)).toEqual([['smtp', 'sent']]);
   });
 });
 
