@@ -2,7 +2,7 @@
 // newest first, with the API's filters.
 import type { Command } from 'commander';
 import { listAudit } from '../server/resources/audit-log.ts';
-import { AuditListQuery } from '../server/schemas/audit.ts';
+import { AuditListQuery, type AuditEntryResponse } from '../server/schemas/audit.ts';
 import { configFrom, withDataDir, withLocalRuntime } from './support/context.ts';
 import { printJson, printTable, usageError } from './support/output.ts';
 import { checkTenantId } from './support/tenant-option.ts';
@@ -55,7 +55,7 @@ export function registerAudit(program: Command): void {
         page.items.map((e) => ({
           at: e.at,
           tenant: e.tenant_id ?? '-',
-          actor: `${e.actor.kind}:${e.actor.email ?? e.actor.id ?? '-'}`,
+          actor: `${e.actor.kind}:${actorLabel(e.actor)}`,
           action: e.action,
           target: `${e.target.kind}:${e.target.id ?? '-'}`,
           ip: e.ip ?? '-',
@@ -64,4 +64,11 @@ export function registerAudit(program: Command): void {
       );
       if (page.next_cursor) process.stderr.write(`more: --cursor ${page.next_cursor}\n`);
     });
+}
+
+/** A user by email, a service key by name and id (the id is what --actor takes), the CLI by its account. */
+function actorLabel(actor: AuditEntryResponse['actor']): string {
+  if (actor.email) return actor.email;
+  if (actor.name) return `${actor.name} (${actor.id})`;
+  return actor.id ?? '-';
 }

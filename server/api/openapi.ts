@@ -91,6 +91,7 @@ export function buildOpenApi(
 
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
+    if (route.notAnOperation) continue;
     const path = openApiPath(route.path);
     const parameters: unknown[] = [];
     for (const [where, schema] of [

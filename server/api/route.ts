@@ -117,8 +117,13 @@ export interface RouteDefinition<
   produces?: string;
   /** Extra request headers the route reads (documented in OpenAPI). */
   headers?: Array<{ name: string; description: string; required?: boolean }>;
-  /** Buckets to charge before the handler runs (they may use the parsed body and the credential). */
   audit?: AuditSpec;
+  /**
+   * Why the route is left out of the OpenAPI document: a browser's way in (GET /), not an operation
+   * a client calls. Every other route is documented.
+   */
+  notAnOperation?: string;
+  /** Buckets to charge before the handler runs (they may use the parsed body and the credential). */
   rateLimit?: (ctx: RouteContext<z.infer<P>, z.infer<Q>, z.infer<B>>) => Promise<RateCheck[]> | RateCheck[];
   handler: (ctx: RouteContext<z.infer<P>, z.infer<Q>, z.infer<B>>) => Promise<unknown> | unknown;
 }

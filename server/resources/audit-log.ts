@@ -31,15 +31,17 @@ const INSERT_AUDIT_ENTRY = `INSERT INTO audit_log
      VALUES ($1, $2, $3, $4, CASE WHEN $3 = 'user' THEN (SELECT email FROM users WHERE id::text = $4) END,
              $5, $6, $7, $8, $9, $10::jsonb)`;
 
-const LIST_AUDIT_ENTRIES = `SELECT id, at, tenant_id, actor_kind, actor_id, actor_email, action,
-             target_kind, target_id, ip, request_id, changes
-       FROM audit_log
-      WHERE ($1::boolean OR tenant_id = $2::uuid)
-        AND ($3::text IS NULL OR actor_id = $3 OR lower(actor_email) = lower($3))
-        AND (($4::text IS NULL AND $5::text IS NULL) OR action = $4 OR starts_with(action, $5))
-        AND ($6::timestamptz IS NULL OR at >= $6)
-        AND ($7::uuid IS NULL OR id < $7::uuid)
-      ORDER BY id DESC
+// A service key is named by its row (kept after revocation), of the entry's own tenant.
+const LIST_AUDIT_ENTRIES = `SELECT a.id, a.at, a.tenant_id, a.actor_kind, a.actor_id, a.actor_email, k.name AS actor_name,
+             a.action, a.target_kind, a.target_id, a.ip, a.request_id, a.changes
+       FROM audit_log a
+       LEFT JOIN api_keys k ON a.actor_kind = 'service_key' AND k.id::text = a.actor_id AND k.tenant_id = a.tenant_id
+      WHERE ($1::boolean OR a.tenant_id = $2::uuid)
+        AND ($3::text IS NULL OR a.actor_id = $3 OR lower(a.actor_email) = lower($3))
+        AND (($4::text IS NULL AND $5::text IS NULL) OR a.action = $4 OR starts_with(a.action, $5))
+        AND ($6::timestamptz IS NULL OR a.at >= $6)
+        AND ($7::uuid IS NULL OR a.id < $7::uuid)
+      ORDER BY a.id DESC
       LIMIT $8`;
 
 /** A copy of `value` with every secret-looking field's value replaced by the mask (at any depth). */
@@ -86,6 +88,7 @@ interface AuditRow {
   actor_kind: 'user' | 'service_key' | 'cli';
   actor_id: string | null;
   actor_email: string | null;
+  actor_name: string | null;
   action: string;
   target_kind: string;
   target_id: string | null;
@@ -100,7 +103,7 @@ function toAuditEntryResponse(row: AuditRow): AuditEntryResponse {
     id: row.id,
     at: toIsoTimestamp(row.at),
     tenant_id: row.tenant_id,
-    actor: { kind: row.actor_kind, id: row.actor_id, email: row.actor_email },
+    actor: { kind: row.actor_kind, id: row.actor_id, email: row.actor_email, name: row.actor_name },
     action: row.action,
     target: { kind: row.target_kind, id: row.target_id },
     ip: row.ip,

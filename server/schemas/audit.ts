@@ -11,6 +11,10 @@ export const AuditEntryResponse = z
       kind: z.enum(['user', 'service_key', 'cli']),
       id: z.string().nullable(),
       email: z.string().nullable(),
+      name: z
+        .string()
+        .nullable()
+        .meta({ description: "A service key's name (its current one, revoked keys included); null for other actors" }),
     }),
     action: z.string().meta({ description: 'What was done, e.g. brand.create, api_key.delete, member.update' }),
     target: z.object({ kind: z.string(), id: z.string().nullable() }),

@@ -26,12 +26,17 @@ describe('GET /v1/openapi.json', () => {
     expect(result.valid).toBe(true);
   });
 
-  it('documents every route registered in the app, and nothing else', () => {
+  it('documents every route registered in the app but the browser entry points, and nothing else', () => {
     const registered = createApp(app.runtime, routes)['~routes'];
+    const entryPoints = routes.filter((r) => r.notAnOperation).map((r) => `${r.method} ${openApiPath(r.path)}`);
+    expect(entryPoints).toEqual(['GET /']);
     const served = registered
       .filter((r) => r.method !== 'OPTIONS')
       .map((r) => `${r.method} ${openApiPath(r.route ?? '')}`)
+      .filter((r) => !entryPoints.includes(r))
       .sort();
+    expect(served.length).toBe(registered.filter((r) => r.method !== 'OPTIONS').length - 1);
+    expect(doc.paths['/']).toBeUndefined();
     const documented = Object.entries(doc.paths as Record<string, Record<string, unknown>>)
       .flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`))
       .sort();

@@ -83,6 +83,28 @@ describe('POST /v1/auth/login per email counts failed attempts only', () => {
     // Once stopped, the right password waits too: the limit holds whoever is guessing.
     expect((await login(freshIp(), user.email, PASSWORD)).status).toBe(429);
   });
+
+  it('passes six sign-ins from one IP within a minute, and answers the sixth failed one 429 with Retry-After', async () => {
+    const user = await signUp(app);
+    const ip = freshIp();
+    for (let i = 0; i < 6; i++) {
+      expect((await login(ip, user.email, PASSWORD)).status).toBe(200);
+      clock.advance(5_000);
+    }
+    // The IP's bucket refills; the email's was never drawn down by the sign-ins.
+    clock.advance(60_000);
+    for (let i = 0; i < 5; i++) expect((await login(ip, user.email)).status).toBe(401);
+    const limited = await login(ip, user.email);
+    expect(limited.status).toBe(429);
+    expect(limited.body.code).toBe('rate_limited');
+    expect(limited.headers.get('retry-after')).toBe('180');
+    expect(limited.headers.get('ratelimit-policy')).toBe('5;w=900;burst=5');
+    // After Retry-After, the owner's right password passes (and gives its token back).
+    clock.advance(180_000);
+    expect((await login(ip, user.email, PASSWORD)).status).toBe(200);
+    expect((await login(ip, user.email)).status).toBe(401);
+    expect((await login(ip, user.email)).status).toBe(429);
+  });
 });
 
 describe('POST /v1/auth/register per IP (5 per hour)', () => {

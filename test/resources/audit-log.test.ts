@@ -606,6 +606,31 @@ describe('GET /v1/audit-log', () => {
     expect(future.body.items).toEqual([]);
   });
 
+  it("names a service key actor by the key's name beside its id, also once the key is revoked", async () => {
+    const issued = await requestAs(app, 'POST', '/v1/api-keys', {
+      token: acme.ownerToken,
+      body: { name: 'deploy-bot' },
+    });
+    expect(issued.status).toBe(201);
+    const key = issued.body as { id: string; key: string };
+    const wrote = await requestAs(app, 'POST', '/v1/brandings', {
+      token: key.key,
+      body: { key: 'named-actor-brand', values: { name: 'Named actor' } },
+    });
+    expect(wrote.status, wrote.text).toBe(201);
+    const named = async () => {
+      const res = await list(`?actor=${key.id}&action=brand.create`, acme.ownerToken);
+      expect(res.status).toBe(200);
+      expect(res.body.items).toHaveLength(1);
+      return res.body.items[0].actor;
+    };
+    expect(await named()).toEqual({ kind: 'service_key', id: key.id, email: null, name: 'deploy-bot' });
+    expect((await requestAs(app, 'DELETE', `/v1/api-keys/${key.id}`, { token: acme.ownerToken })).status).toBe(204);
+    expect((await named()).name).toBe('deploy-bot');
+    const byOwner = await list(`?actor=${encodeURIComponent(acme.ownerEmail)}`, acme.ownerToken);
+    expect(byOwner.body.items[0].actor).toEqual({ kind: 'user', id: acme.ownerId, email: acme.ownerEmail, name: null });
+  });
+
   it('pages with a cursor', async () => {
     const first = await list('?limit=3', acme.ownerToken);
     expect(first.body.items).toHaveLength(3);
@@ -660,6 +685,11 @@ describe('herald audit and the CLI writes', () => {
     const table = await runCli(['audit', '--limit', '5'], { env: env() });
     expect(table.code, table.stderr).toBe(0);
     expect(table.stdout).toContain('api_key.create');
+    const byKey = await runCli(['audit', '--tenant', acme.tenantId, '--actor', acme.apiKeyId, '--limit', '1'], {
+      env: env(),
+    });
+    expect(byKey.code, byKey.stderr).toBe(0);
+    expect(byKey.stdout).toContain(`service_key:fixture (${acme.apiKeyId})`);
     const bad = await runCli(['audit', '--since', 'yesterday'], { env: env() });
     expect(bad.code).toBe(2);
   });

@@ -63,7 +63,21 @@ export const previewFrame = defineRoute({
   handler: ({ event }) => assetResponse(PREVIEW_FRAME, event.req),
 });
 
+// The server cannot tell a signed-in browser (the token lives in the tab, never in a cookie), so the
+// way in is the console, whose page signs in first where the tab holds no token.
+export const entry = defineRoute({
+  method: 'GET',
+  path: '/',
+  summary: 'The way in for a browser: 302 to the console, which sends a signed-out tab on to /login',
+  tag: TAG,
+  auth: 'public',
+  responses: { 302: null },
+  notAnOperation: 'a browser entry point, not an API operation',
+  handler: () => new Response(null, { status: 302, headers: { Location: '/console' } }),
+});
+
 export const routes: RouteDefinition<any, any, any>[] = [
+  entry,
   page('/login', 'Sign-in page (password or SSO)'),
   page('/forgot-password', 'Page to ask for a password reset link'),
   page('/reset-password', 'Page of the emailed password reset link (?token=)'),

@@ -103,6 +103,7 @@ async function loginPage(root, { query, navigate, signedIn }) {
     ),
     sso,
     h('p', { class: 'links' }, h('a', { href: '/forgot-password', 'data-nav': true }, 'Forgot your password?')),
+    developerLinks(),
   );
   try {
     const providers = await api('GET', '/v1/auth/sso/providers', undefined, { token: null });
@@ -127,6 +128,19 @@ async function loginPage(root, { query, navigate, signedIn }) {
     // No SSO buttons: password sign-in still works.
   }
   return main;
+}
+
+// Where someone who opened the install's address goes when they have no account yet: the API description,
+// and the demo page where this install serves it (it is off on installs that are not local).
+function developerLinks() {
+  const demo = h('span', {});
+  const links = h('p', { class: 'links developer-links' }, h('a', { href: '/v1/openapi.json' }, 'API description (OpenAPI)'), demo);
+  fetch('/demo', { headers: { accept: 'text/html' } })
+    .then((res) => {
+      if (res.ok) mount(demo, ' · ', h('a', { href: '/demo' }, 'Demo'));
+    })
+    .catch(() => undefined);
+  return links;
 }
 
 function forgotPasswordPage(root) {

@@ -24,7 +24,7 @@ async function render({ root, navigate }) {
     mount(rows, table(
       [
         ['When', (e) => formatTime(e.at, 'short')],
-        ['Who', (e) => h('span', {}, h('span', { class: 'pill' }, e.actor.kind.replace('_', ' ')), ' ', e.actor.email ?? e.actor.id ?? '—')],
+        ['Who', (e) => h('span', {}, h('span', { class: 'pill' }, e.actor.kind.replace('_', ' ')), ' ', actorLabel(e.actor))],
         ['Action', (e) => h('code', {}, e.action)],
         ['Target', (e) => h('span', { title: e.target.id ?? '' }, e.target.kind, e.target.id ? h('code', { class: 'id' }, ` ${e.target.id.length > 24 ? `${e.target.id.slice(0, 8)}…` : e.target.id}`) : null)],
         ['From', (e) => e.ip ?? '—'],
@@ -34,6 +34,13 @@ async function render({ root, navigate }) {
       'No entries match.',
     ));
   });
+}
+
+// A service key by its name, its id kept beside it (shortened; whole on hover) for the Actor filter.
+function actorLabel(actor) {
+  if (actor.email) return actor.email;
+  if (actor.name) return h('span', { title: actor.id }, actor.name, h('code', { class: 'id' }, ` ${actor.id.slice(0, 8)}…`));
+  return actor.id ?? '—';
 }
 
 export default { id: 'audit', label: 'Audit log', group: 'Settings', render };
