@@ -164,6 +164,15 @@ CREATE TABLE digests (
   closed_at timestamp with time zone
 );
 
+CREATE TABLE early_receipts (
+  tenant_id uuid NOT NULL,
+  channel text NOT NULL,
+  provider_message_id text NOT NULL,
+  status text NOT NULL,
+  error text,
+  received_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
 CREATE TABLE email_feedback (
   id uuid NOT NULL DEFAULT gen_random_uuid(),
   tenant_id uuid NOT NULL,
@@ -660,6 +669,12 @@ ALTER TABLE digests ADD CONSTRAINT digests_pkey PRIMARY KEY (opener_event_id);
 
 ALTER TABLE digests ADD CONSTRAINT digests_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id) ON DELETE CASCADE;
 
+ALTER TABLE early_receipts ADD CONSTRAINT early_receipts_pkey PRIMARY KEY (tenant_id, channel, provider_message_id);
+
+ALTER TABLE early_receipts ADD CONSTRAINT early_receipts_status_check CHECK ((status = ANY (ARRAY['delivered'::text, 'failed'::text])));
+
+ALTER TABLE early_receipts ADD CONSTRAINT early_receipts_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id) ON DELETE CASCADE;
+
 ALTER TABLE email_feedback ADD CONSTRAINT email_feedback_kind_check CHECK ((kind = ANY (ARRAY['hard_bounce'::text, 'soft_bounce'::text, 'complaint'::text])));
 
 ALTER TABLE email_feedback ADD CONSTRAINT email_feedback_pkey PRIMARY KEY (id);
@@ -915,6 +930,8 @@ CREATE INDEX data_requests_tenant ON public.data_requests USING btree (tenant_id
 CREATE INDEX deliveries_sms_provider_message ON public.deliveries USING btree (tenant_id, provider_message_id) WHERE ((channel = 'sms'::text) AND (provider_message_id IS NOT NULL));
 
 CREATE UNIQUE INDEX digests_open ON public.digests USING btree (tenant_id, external_id, type_key, key) WHERE (closed_at IS NULL);
+
+CREATE INDEX early_receipts_received_at ON public.early_receipts USING btree (received_at);
 
 CREATE INDEX email_feedback_address ON public.email_feedback USING btree (tenant_id, email, created_at);
 

@@ -1,5 +1,6 @@
-// Reading JSON request bodies with a hard size cap: the Content-Length is checked first, and the
-// stream is counted as it arrives, so an oversized or endless body is cut off without being buffered.
+// Reading request bodies (JSON, forms) with a hard size cap and a read deadline: the Content-Length is
+// checked first, and the stream is counted as it arrives, so an oversized or endless body is cut off
+// without being buffered, and one trickling in is answered 408 instead of holding its connection.
 import type { Readable } from 'node:stream';
 import { AppError, ValidationFailure } from '../base/errors.ts';
 import { MAX_JSON_DEPTH, tooDeepPath } from '../base/json-depth.ts';
@@ -10,12 +11,7 @@ interface NodeServedRequest {
 }
 
 export async function readJsonBody(request: Request, maxBytes: number, timeoutMs: number): Promise<unknown> {
-  const declared = Number(request.headers.get('content-length') ?? NaN);
-  if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes);
-  const nodeRequest = (request as NodeServedRequest).runtime?.node?.req;
-  const body = nodeRequest
-    ? await readNodeRequest(nodeRequest, maxBytes, timeoutMs)
-    : await readChunks(request.body, maxBytes);
+  const body = await readBody(request, maxBytes, timeoutMs);
   if (body.byteLength === 0) return undefined;
   const text = body.toString('utf8');
   if (text.trim() === '') return undefined;
@@ -40,6 +36,17 @@ export async function readJsonBody(request: Request, maxBytes: number, timeoutMs
   return value;
 }
 
+/**
+ * The whole body, within the cap and, served by Node, the deadline. A web Request's body (tests that
+ * call the app directly) is read without one: no socket is held by it.
+ */
+async function readBody(request: Request, maxBytes: number, timeoutMs: number): Promise<Buffer<ArrayBuffer>> {
+  const declared = Number(request.headers.get('content-length') ?? NaN);
+  if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes);
+  const nodeRequest = (request as NodeServedRequest).runtime?.node?.req;
+  return nodeRequest ? readNodeRequest(nodeRequest, maxBytes, timeoutMs) : readChunks(request.body, maxBytes);
+}
+
 async function readChunks(chunks: AsyncIterable<Uint8Array> | null, maxBytes: number): Promise<Buffer<ArrayBuffer>> {
   const received: Uint8Array[] = [];
   let total = 0;
@@ -57,10 +64,10 @@ async function readChunks(chunks: AsyncIterable<Uint8Array> | null, maxBytes: nu
  * a pool's worth of nothing), it stops reading (paused, not destroyed: the 413 or 408 still has to go
  * out on the socket).
  */
-function readNodeRequest(request: Readable, maxBytes: number, timeoutMs: number): Promise<Buffer> {
+function readNodeRequest(request: Readable, maxBytes: number, timeoutMs: number): Promise<Buffer<ArrayBuffer>> {
   if (request.readableEnded) return Promise.resolve(Buffer.alloc(0));
   return new Promise((resolve, reject) => {
-    const received: Buffer[] = [];
+    const received: Buffer<ArrayBuffer>[] = [];
     let total = 0;
     const deadline = setTimeout(() => {
       request.pause();
@@ -70,13 +77,13 @@ function readNodeRequest(request: Readable, maxBytes: number, timeoutMs: number)
         }),
       );
     }, timeoutMs);
-    const settle = (error: unknown, body?: Buffer) => {
+    const settle = (error: unknown, body?: Buffer<ArrayBuffer>) => {
       clearTimeout(deadline);
       request.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
       if (error) reject(error);
       else resolve(body!);
     };
-    const onData = (chunk: Buffer) => {
+    const onData = (chunk: Buffer<ArrayBuffer>) => {
       total += chunk.byteLength;
       if (total <= maxBytes) return void received.push(chunk);
       request.pause();
@@ -105,12 +112,10 @@ function tooLarge(maxBytes: number): AppError {
 
 /**
  * Reads an HTML form body (application/x-www-form-urlencoded or multipart/form-data) with the same
- * size cap; any other content type is refused with 415. Non-text multipart fields are ignored.
+ * size cap and deadline; any other content type is refused with 415. Non-text multipart fields are ignored.
  */
-export async function readFormBody(request: Request, maxBytes: number): Promise<URLSearchParams> {
-  const declared = Number(request.headers.get('content-length') ?? NaN);
-  if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes);
-  const raw = await readChunks(request.body, maxBytes);
+export async function readFormBody(request: Request, maxBytes: number, timeoutMs: number): Promise<URLSearchParams> {
+  const raw = await readBody(request, maxBytes, timeoutMs);
   const type = request.headers.get('content-type') ?? '';
   if (/^application\/x-www-form-urlencoded\b/i.test(type) || (type === '' && raw.byteLength > 0))
     return new URLSearchParams(raw.toString('utf8'));

@@ -176,17 +176,27 @@ export function errorCode(value: unknown): string | null {
   return typeof value === 'string' && /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/.test(value) ? value : null;
 }
 
+/** A provider's answer body as JSON, or undefined when it is not JSON (an HTML error page, plain text). */
+export function answerJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A provider's answer body when it is a JSON object, else null. */
+export function answerObject(text: string): Record<string, unknown> | null {
+  const value = answerJson(text);
+  return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+}
+
 /**
  * The error codes in a provider's JSON answer: APNs `reason`; FCM `error.status` and each detail's
  * `errorCode`; Expo `errors[].code`; OAuth and web push services' `error` (and autopush's `errno`).
  */
 export function providerCodes(text: string): string[] {
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    return [];
-  }
+  const body = answerJson(text);
   if (!body || typeof body !== 'object') return [];
   const b = body as { reason?: unknown; error?: unknown; errors?: unknown; errno?: unknown };
   const found: unknown[] = [b.reason];

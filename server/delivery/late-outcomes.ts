@@ -1,5 +1,6 @@
 // What is learnt of a delivery after its send: a bounce or a complaint (channels/email/feedback.ts,
-// through the inbound listener), an SMS provider's delivery receipt (api/routes/provider-callbacks.ts).
+// through the inbound listener), an SMS provider's delivery receipt (api/routes/provider-callbacks.ts),
+// kept when it comes before the delivery names its message id (early-receipts.ts).
 // The deliveries table is this folder's, so the channels that hear of such an outcome are handed this
 // recorder (app/runtime.ts), or the route that hears of it calls it, instead of writing the row themselves.
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -10,11 +11,20 @@ import { truncate } from './stages/store.ts';
 const RECORD_LATE_OUTCOME = `UPDATE deliveries SET status = $2, last_error = $3, updated_at = now() WHERE id = $1`;
 
 // A provider's receipt moves a sent delivery on (sent -> delivered or failed) and never back: a
-// receipt for a delivery already delivered, failed or bounced, or arriving twice, changes nothing.
-const RECORD_RECEIPT = `UPDATE deliveries
-     SET status = $4, last_error = CASE WHEN $4 = 'failed' THEN $5 ELSE last_error END, updated_at = now()
-   WHERE tenant_id = $1 AND channel = $2 AND provider_message_id = $3 AND status = 'sent'
-   RETURNING id`;
+// receipt for a delivery already delivered, failed or bounced, or arriving twice, changes nothing. A
+// receipt no delivery names yet is kept (early-receipts.ts) for the store to apply; the first kept wins.
+const RECORD_RECEIPT = `WITH moved AS (
+       UPDATE deliveries
+          SET status = $4, last_error = CASE WHEN $4 = 'failed' THEN $5 ELSE last_error END, updated_at = now()
+        WHERE tenant_id = $1 AND channel = $2 AND provider_message_id = $3 AND status = 'sent'
+       RETURNING id
+     ), kept AS (
+       INSERT INTO early_receipts (tenant_id, channel, provider_message_id, status, error)
+       SELECT $1::uuid, $2::text, $3::text, $4::text, $5::text
+        WHERE NOT EXISTS (SELECT 1 FROM deliveries WHERE tenant_id = $1 AND channel = $2 AND provider_message_id = $3)
+       ON CONFLICT (tenant_id, channel, provider_message_id) DO NOTHING
+     )
+     SELECT id FROM moved`;
 
 export const recordLateOutcome: LateOutcomeRecorder = async (em: EntityManager, deliveryId, outcome) => {
   await execute(em, RECORD_LATE_OUTCOME, [deliveryId, outcome.status, truncate(outcome.error)]);
@@ -22,7 +32,8 @@ export const recordLateOutcome: LateOutcomeRecorder = async (em: EntityManager, 
 
 /**
  * Records a provider's delivery receipt on the tenant's delivery that the provider's message id
- * names; the ids of the deliveries it moved (none for an unknown id or a delivery already final).
+ * names; the ids of the deliveries it moved (none for a delivery already final, or one not stored
+ * yet: its receipt is kept until the store writes the id).
  */
 export async function recordReceipt(
   em: EntityManager,

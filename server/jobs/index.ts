@@ -5,6 +5,7 @@ import { deliverEventDeadJob, deliverEventJob } from './deliver-event.ts';
 import { pruneIdempotencyKeysJob } from './prune-idempotency-keys.ts';
 import { streamPrune } from './stream-prune.ts';
 import { rateLimitPrune } from './rate-limit-prune.ts';
+import { earlyReceiptsSweep } from './early-receipts-sweep.ts';
 import { systemEmailJob } from './system-email.ts';
 import { dataRequestJob } from './data-request.ts';
 import { emailLinkJob } from './email-link.ts';
@@ -19,6 +20,8 @@ export const jobs: JobDefinition<any>[] = [
   // the stream log's retention (daily) and idle rate-limit buckets (hourly)
   streamPrune,
   rateLimitPrune,
+  // provider receipts that came before their delivery's message id: applied late, or pruned (hourly)
+  earlyReceiptsSweep,
   // system emails (verification, reset, invitation) and the lookups behind them
   systemEmailJob,
   emailLinkJob,

@@ -1,4 +1,4 @@
-// Clients that hold connections: a JSON body that trickles in is answered 408 after
+// Clients that hold connections: a JSON or form body that trickles in is answered 408 after
 // requestBodyTimeoutMs, not after Node's five minutes, and one address past maxConnectionsPerClient
 // open connections is answered 429 and closed. On a real listening server, over raw sockets.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -39,6 +39,22 @@ describe('slow and greedy clients', () => {
     socket.write(
       'POST /v1/notifications HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' +
         `Authorization: Bearer ${acme.serviceKey}\r\nContent-Length: 200\r\n\r\n{"type":`,
+    );
+    await ended;
+    expect(received()).toMatch(/^HTTP\/1\.1 408 /);
+    expect(received()).toContain('"code":"request_timeout"');
+  });
+
+  it('answers 408 to a provider callback whose form body does not arrive in time, and closes', async () => {
+    const transport = await app.request('PUT', '/v1/sms-transport/twilio', {
+      token: acme.serviceKey,
+      body: { account_sid: `AC${'0'.repeat(32)}`, auth_token: 'a'.repeat(32), from: '+15005550006' },
+    });
+    expect(transport.status, JSON.stringify(transport.body)).toBe(200);
+    const { socket, received, ended } = await open();
+    socket.write(
+      `POST ${new URL(transport.body.callback_url).pathname} HTTP/1.1\r\nHost: x\r\n` +
+        'Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 200\r\n\r\nMessageSid=SM',
     );
     await ended;
     expect(received()).toMatch(/^HTTP\/1\.1 408 /);

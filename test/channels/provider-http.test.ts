@@ -18,7 +18,13 @@ import type { AddressInfo } from 'node:net';
 import type { Runtime } from '../../server/app/runtime.ts';
 import { loadConfig } from '../../server/base/config.ts';
 import { isNonPublicAddress, NonPublicAddressError } from '../../server/base/net/public-address.ts';
-import { providerRequest, ProviderUnreachableError } from '../../server/channels/provider-http.ts';
+import {
+  answerJson,
+  answerObject,
+  providerCodes,
+  providerRequest,
+  ProviderUnreachableError,
+} from '../../server/channels/provider-http.ts';
 import { titleUnless, type SkipReason } from '../support/skip-reasons.ts';
 import { testCertificate } from '../support/tls.ts';
 import { runTempDir } from '../support/tmp.ts';
@@ -226,4 +232,23 @@ describe('providerRequest', () => {
       }
     },
   );
+});
+
+describe('provider answers as JSON (the SMS and chat providers read theirs through these)', () => {
+  it('reads JSON, and anything else (an HTML error page, plain text, nothing) as undefined', () => {
+    expect(answerJson('{"sid":"SM1"}')).toEqual({ sid: 'SM1' });
+    expect(answerJson('[{"id":"a"}]')).toEqual([{ id: 'a' }]);
+    expect(answerJson('<html>502 Bad Gateway</html>')).toBeUndefined();
+    expect(answerJson('')).toBeUndefined();
+  });
+
+  it('reads an object only as an object: arrays, scalars and null are null', () => {
+    expect(answerObject('{"ok":true,"ts":"1.2"}')).toEqual({ ok: true, ts: '1.2' });
+    for (const text of ['[1]', '"ok"', '42', 'null', 'no_service']) expect(answerObject(text)).toBeNull();
+  });
+
+  it('finds error codes in a JSON answer, and none in one that is not JSON', () => {
+    expect(providerCodes('{"error":{"status":"UNREGISTERED"}}')).toEqual(['UNREGISTERED']);
+    expect(providerCodes('no_service')).toEqual([]);
+  });
 });

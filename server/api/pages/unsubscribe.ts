@@ -48,7 +48,7 @@ export const unsubscribeOneClick = defineRoute({
   handler: async ({ runtime, em, params, event }) => {
     const target = await resolveContactLink(runtime, em, params.token, 'unsubscribe');
     if (!target) return invalidLinkPage();
-    const form = await readFormBody(event.req, FORM_BYTES);
+    const form = await readFormBody(event.req, FORM_BYTES, runtime.config.requestBodyTimeoutMs);
     if (form.get('List-Unsubscribe') !== 'One-Click')
       throw invalidField(['body', 'List-Unsubscribe'], 'must be One-Click (RFC 8058)');
     return applyOneClickUnsubscribe(em, target);
@@ -84,7 +84,7 @@ export const preferencesSave = defineRoute({
   handler: async ({ runtime, em, params, event }) => {
     const target = await resolveContactLink(runtime, em, params.token, 'preferences');
     if (!target) return invalidLinkPage();
-    const form = await readFormBody(event.req, FORM_BYTES);
+    const form = await readFormBody(event.req, FORM_BYTES, runtime.config.requestBodyTimeoutMs);
     if (form.get('save') !== '1') throw invalidField(['body', 'save'], "must be 1 (submit the page's form)");
     return savePreferencePage(em, target, form);
   },

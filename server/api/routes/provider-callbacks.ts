@@ -66,7 +66,7 @@ export const twilioCallback = defineRoute({
   handler: async ({ runtime, em, params, event }) => {
     const found = await transportByCallbackToken(runtime, em, 'twilio', params.token);
     if (!found) throw unknownToken();
-    const form = await readFormBody(event.req, CALLBACK_BYTES);
+    const form = await readFormBody(event.req, CALLBACK_BYTES, runtime.config.requestBodyTimeoutMs);
     // Twilio signs the URL it called: the one Herald gave it, under the public URL.
     const url = `${publicBaseUrl(runtime.config)}${event.url.pathname}${event.url.search}`;
     if (!twilioCallbackAuthentic(found.transport, url, form, event.req.headers.get('x-twilio-signature')))
@@ -114,5 +114,5 @@ async function readVonageFields(
           fields[name] = String(value);
     return fields;
   }
-  return Object.fromEntries(await readFormBody(request, CALLBACK_BYTES));
+  return Object.fromEntries(await readFormBody(request, CALLBACK_BYTES, config.requestBodyTimeoutMs));
 }

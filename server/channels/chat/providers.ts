@@ -9,7 +9,7 @@
 import type { Context } from '../../base/context.ts';
 import { NonPublicAddressError } from '../../base/net/public-address.ts';
 import { allowsPrivate } from '../../base/net/allow-private.ts';
-import { errorCode, providerCodes, providerRequest, type ProviderResponse } from '../provider-http.ts';
+import { answerObject, errorCode, providerCodes, providerRequest, type ProviderResponse } from '../provider-http.ts';
 import { retryAfterMs, type ProviderAnswer } from '../failover.ts';
 import type { ChatProvider } from '../../schemas/chat.ts';
 import type { ChatBlocks } from '../resolve.ts';
@@ -54,19 +54,10 @@ function escapeAttribute(value: string): string {
   return value.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 }
 
-function parseJson(text: string): Record<string, unknown> | null {
-  try {
-    const value: unknown = JSON.parse(text);
-    return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
-  } catch {
-    return null;
-  }
-}
-
 /** The provider's error codes: JSON ones, a plain-text word (Slack's no_service), Discord's numeric code, Mattermost's id. */
 function codesOf(response: ProviderResponse): string[] {
   const codes = providerCodes(response.text);
-  const body = parseJson(response.text);
+  const body = answerObject(response.text);
   if (body) {
     if (typeof body.code === 'number') codes.push(String(body.code));
     const id = errorCode(body.id);
@@ -88,7 +79,7 @@ function describe(response: ProviderResponse, codes = codesOf(response)): string
 function pauseOf(response: ProviderResponse, now: number): number | undefined {
   const header = retryAfterMs(response.headers['retry-after'], now);
   if (header !== undefined) return header;
-  const body = parseJson(response.text);
+  const body = answerObject(response.text);
   const seconds = body?.retry_after ?? (body?.parameters as { retry_after?: unknown } | undefined)?.retry_after;
   return typeof seconds === 'number' ? retryAfterMs(String(seconds), now) : undefined;
 }
@@ -257,7 +248,7 @@ export async function sendWebhook(
     const status = Number(/returned HTTP error (\d+)/.exec(response.text)![1]);
     return failure(runtime, provider, { ...response, status, text: '' }, true);
   }
-  const body = parseJson(response.text);
+  const body = answerObject(response.text);
   const id = provider === 'discord' ? body?.id : provider === 'google_chat' ? body?.name : undefined;
   return { status: 'sent', providerMessageId: typeof id === 'string' ? id : null };
 }
@@ -278,7 +269,7 @@ export async function sendSlackBot(
   );
   if (isAnswer(response)) return response;
   if (response.status < 200 || response.status >= 300) return failure(runtime, 'slack', response, false);
-  const body = parseJson(response.text);
+  const body = answerObject(response.text);
   if (body?.ok === true) return { status: 'sent', providerMessageId: typeof body.ts === 'string' ? body.ts : null };
   const code = errorCode(body?.error) ?? 'unknown_error';
   if (code === 'ratelimited') {
@@ -307,7 +298,7 @@ export async function sendTelegram(
     { publicOnly: false },
   );
   if (isAnswer(response)) return response;
-  const body = parseJson(response.text);
+  const body = answerObject(response.text);
   if (response.status >= 200 && response.status < 300 && body?.ok === true) {
     const id = (body.result as { message_id?: unknown } | undefined)?.message_id;
     return { status: 'sent', providerMessageId: id === undefined ? null : String(id) };

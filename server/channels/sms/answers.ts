@@ -44,12 +44,3 @@ export function httpFailure(response: ProviderResponse, now: number, code: strin
     return failure(`${error} (credentials refused)`, true, { credentialsRefused: true });
   return failure(error, false);
 }
-
-/** The body as JSON, or undefined. */
-export function jsonOf(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}

@@ -4,8 +4,8 @@
 // id read from `message_id_path` when set), 429 and 5xx retryable, any other 4xx permanent.
 import type { Context } from '../../base/context.ts';
 import { NonPublicAddressError } from '../../base/net/public-address.ts';
-import { providerRequest } from '../provider-http.ts';
-import { failure, httpFailure, jsonOf, type SmsAnswer } from './answers.ts';
+import { answerJson, providerRequest } from '../provider-http.ts';
+import { failure, httpFailure, type SmsAnswer } from './answers.ts';
 import { renderBodyTemplate } from './body-template.ts';
 import type { SmsCredentials } from './sms-transports.ts';
 
@@ -31,7 +31,7 @@ export async function sendGateway(
     throw error;
   }
   if (response.status >= 200 && response.status < 300)
-    return { status: 'sent', providerMessageId: messageIdAt(jsonOf(response.text), credentials.message_id_path) };
+    return { status: 'sent', providerMessageId: messageIdAt(answerJson(response.text), credentials.message_id_path) };
   return httpFailure(response, runtime.clock.now(), null);
 }
 

@@ -4,8 +4,8 @@
 // (21211 invalid To, 21610 unsubscribed recipient, ...): a 400 is permanent.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Context } from '../../base/context.ts';
-import { providerRequest } from '../provider-http.ts';
-import { codeOf, httpFailure, jsonOf, type SmsAnswer } from './answers.ts';
+import { answerJson, providerRequest } from '../provider-http.ts';
+import { codeOf, httpFailure, type SmsAnswer } from './answers.ts';
 import { callbackUrl, type SmsCredentials } from './sms-transports.ts';
 
 type TwilioCredentials = Extract<SmsCredentials, { provider: 'twilio' }>;
@@ -36,7 +36,7 @@ export async function sendTwilio(
       timeoutMs: 15_000,
     },
   );
-  const body = jsonOf(response.text) as { sid?: unknown; code?: unknown } | undefined;
+  const body = answerJson(response.text) as { sid?: unknown; code?: unknown } | undefined;
   if (response.status >= 200 && response.status < 300) {
     const messageSid = typeof body?.sid === 'string' && /^[A-Za-z0-9]{1,64}$/.test(body.sid) ? body.sid : null;
     return { status: 'sent', providerMessageId: messageSid };

@@ -5,8 +5,8 @@
 // Receipts are asked for per message with `callback`. Signed callbacks use the signature secret.
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { Context } from '../../base/context.ts';
-import { providerRequest } from '../provider-http.ts';
-import { codeOf, failure, httpFailure, jsonOf, type SmsAnswer } from './answers.ts';
+import { answerJson, providerRequest } from '../provider-http.ts';
+import { codeOf, failure, httpFailure, type SmsAnswer } from './answers.ts';
 import { callbackUrl, type SmsCredentials } from './sms-transports.ts';
 import { smsLength } from './encoding.ts';
 
@@ -40,7 +40,7 @@ export async function sendVonage(
     timeoutMs: 15_000,
   });
   if (response.status < 200 || response.status >= 300) return httpFailure(response, runtime.clock.now(), null);
-  const answer = jsonOf(response.text) as
+  const answer = answerJson(response.text) as
     { messages?: Array<{ status?: unknown; 'message-id'?: unknown }> } | undefined;
   const first = Array.isArray(answer?.messages) ? answer.messages[0] : undefined;
   const status = codeOf(first?.status);

@@ -51,7 +51,7 @@ export async function settleLocal(context: RoundContext, deliveries: DeliveryRow
         'error' in variables
           ? { status: 'failed', error: variables.error, retryable: false }
           : { status: 'skipped', reason: 'no_destination' };
-      await recordOutcome(tx, delivery.id, outcome, context.finalAttempt);
+      await recordOutcome(tx, delivery, outcome, context.finalAttempt);
       countOutcome(runtime, event, delivery.channel, outcome, context.finalAttempt);
     } else if (sender.local) {
       const outcome = await sendLocal(tx, {

@@ -42,13 +42,13 @@ export async function sendLocal(tx: EntityManager, input: SendInput): Promise<De
   try {
     return await tx.transactional(async (savepoint) => {
       const outcome = await attempt(savepoint, input);
-      await recordOutcome(savepoint, input.delivery.id, outcome, input.finalAttempt);
+      await recordOutcome(savepoint, input.delivery, outcome, input.finalAttempt);
       return outcome;
     });
   } catch (error) {
     // Rolled back to the savepoint: count the attempt, keep the error, retry later.
     const outcome = unexpectedFailure(input, error);
-    await recordOutcome(tx, input.delivery.id, outcome, input.finalAttempt);
+    await recordOutcome(tx, input.delivery, outcome, input.finalAttempt);
     return outcome;
   }
 }
@@ -60,12 +60,12 @@ export async function sendRemote(em: EntityManager, input: SendInput): Promise<D
       const locked = await queryOne(tx, LOCK_PENDING, [input.delivery.id]);
       if (!locked) return null;
       const outcome = await attempt(tx, input);
-      await recordOutcome(tx, input.delivery.id, outcome, input.finalAttempt);
+      await recordOutcome(tx, input.delivery, outcome, input.finalAttempt);
       return outcome;
     });
   } catch (error) {
     const outcome = unexpectedFailure(input, error);
-    await recordOutcome(em, input.delivery.id, outcome, input.finalAttempt);
+    await recordOutcome(em, input.delivery, outcome, input.finalAttempt);
     return outcome;
   }
 }
@@ -95,7 +95,7 @@ export async function sendRemoteBatch(
     await recordOutcomes(
       tx,
       inputs.flatMap((input, i) =>
-        outcomes[i] ? [{ deliveryId: input.delivery.id, outcome: outcomes[i], finalAttempt: input.finalAttempt }] : [],
+        outcomes[i] ? [{ delivery: input.delivery, outcome: outcomes[i], finalAttempt: input.finalAttempt }] : [],
       ),
     );
     return outcomes;

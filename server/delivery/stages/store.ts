@@ -19,6 +19,7 @@ import { staysPending } from '../pauses.ts';
 import { completionParameters, deliveryJobsCompletionCte, type FetchedJob } from '../complete.ts';
 import type { PlannedDelivery } from './plan.ts';
 import { EVENT_STATUS_FROM_DELIVERIES } from './rollup.ts';
+import { applyEarlyReceipts, mayHaveEarlyReceipt } from '../early-receipts.ts';
 
 export interface StoredDelivery {
   id: string;
@@ -231,6 +232,10 @@ export async function storeBatch(
     batch.eventIds,
     ...completionParameters(batch.jobs),
   ]);
+  await applyEarlyReceipts(
+    em,
+    batch.deliveries.filter(mayHaveEarlyReceipt).map((d) => d.id),
+  );
 }
 
 /** The statement per queue instance: it embeds the delivery queue's table name, read from pg-boss once. */
@@ -301,13 +306,13 @@ export async function pendingDeliveries(em: EntityManager, eventId: string): Pro
 /** Stores an attempt's outcome on a still-pending delivery; a retryable failure stays pending unless it was the last attempt. */
 export async function recordOutcome(
   em: EntityManager,
-  deliveryId: string,
+  delivery: Pick<DeliveryRow, 'id' | 'channel'>,
   outcome: DeliveryOutcome,
   finalAttempt: boolean,
 ): Promise<void> {
   const { status, reason, error, messageId, provider, attempts } = outcomeColumns(outcome, finalAttempt);
   await execute(em, RECORD_OUTCOME, [
-    deliveryId,
+    delivery.id,
     status,
     reason,
     error,
@@ -315,19 +320,28 @@ export async function recordOutcome(
     provider,
     attempts ? JSON.stringify(attempts) : null,
   ]);
+  if (mayHaveEarlyReceipt({ channel: delivery.channel, status, provider_message_id: messageId }))
+    await applyEarlyReceipts(em, [delivery.id]);
 }
 
 /** recordOutcome for many deliveries in one statement (the batched remote run). */
 export async function recordOutcomes(
   em: EntityManager,
-  outcomes: Array<{ deliveryId: string; outcome: DeliveryOutcome; finalAttempt: boolean }>,
+  outcomes: Array<{ delivery: Pick<DeliveryRow, 'id' | 'channel'>; outcome: DeliveryOutcome; finalAttempt: boolean }>,
 ): Promise<void> {
   if (outcomes.length === 0) return;
-  const rows = outcomes.map(({ deliveryId, outcome, finalAttempt }) => ({
-    id: deliveryId,
+  const rows = outcomes.map(({ delivery, outcome, finalAttempt }) => ({
+    id: delivery.id,
+    channel: delivery.channel,
     ...outcomeColumns(outcome, finalAttempt),
   }));
   await execute(em, RECORD_OUTCOMES, [jsonRowsParameter(rows, OUTCOME_COLUMNS)]);
+  await applyEarlyReceipts(
+    em,
+    rows
+      .filter((r) => mayHaveEarlyReceipt({ channel: r.channel, status: r.status, provider_message_id: r.messageId }))
+      .map((r) => r.id),
+  );
 }
 
 interface OutcomeColumns {

@@ -25,6 +25,7 @@ import {
 } from '../../support/provider-peers/index.ts';
 import { ManualClock } from '../../../server/base/clock.ts';
 import { freePort } from '../../../server/base/db/embedded-postgres.ts';
+import { sweepEarlyReceipts } from '../../../server/delivery/early-receipts.ts';
 
 let app: TestApp;
 let twilio: TwilioPeer;
@@ -413,6 +414,61 @@ describe('delivery receipts', () => {
       status: 'failed',
       last_error: 'vonage rejected err-code 6',
     });
+  });
+});
+
+describe('receipts before their delivery is stored', () => {
+  const kept = (fx: TenantFixture) =>
+    sql<{ provider_message_id: string; status: string }>(
+      app,
+      `SELECT provider_message_id, status FROM early_receipts WHERE tenant_id = $1 ORDER BY provider_message_id`,
+      [fx.tenantId],
+    );
+
+  it('twilio: a status callback that overtakes the answer to the send moves the delivery once it is stored', async () => {
+    const { fx } = await tenantWith('E-twilio', ['twilio']);
+    const phone = nextPhone();
+    const callbacks: number[] = [];
+    twilio.beforeAnswering(async (message) => {
+      if (message.to === phone) callbacks.push((await twilio.sendStatusCallback(message.sid, 'delivered')).status);
+    });
+    try {
+      const { eventId } = await send(fx, phone);
+      expect(callbacks).toEqual([204]);
+      expect((await smsDelivery(fx, eventId)).status).toBe('delivered');
+    } finally {
+      twilio.beforeAnswering(null);
+    }
+    expect(await kept(fx)).toEqual([]);
+  });
+
+  it('keeps only receipts no delivery names; the sweep applies one whose delivery appeared since, and prunes after a day', async () => {
+    const { fx } = await tenantWith('E-sweep', ['twilio']);
+    const phone = nextPhone();
+    const { eventId } = await send(fx, phone);
+    const sid = messageSid(twilio, phone);
+    // A receipt kept while the store was still committing: its delivery did not name the id yet.
+    await sql(app, `UPDATE deliveries SET provider_message_id = NULL WHERE event_id = $1`, [eventId]);
+    expect((await twilio.sendStatusCallback(sid, 'undelivered', undefined, { errorCode: '30003' })).status).toBe(204);
+    expect(await kept(fx)).toEqual([{ provider_message_id: sid, status: 'failed' }]);
+    await sql(app, `UPDATE deliveries SET provider_message_id = $2 WHERE event_id = $1`, [eventId, sid]);
+    // A receipt for a message no delivery will ever name, kept a day, and one kept an hour.
+    await sql(
+      app,
+      `INSERT INTO early_receipts (tenant_id, channel, provider_message_id, status, received_at)
+       VALUES ($1, 'sms', 'SM-old', 'delivered', now() - interval '25 hours'), ($1, 'sms', 'SM-new', 'delivered', now() - interval '1 hour')`,
+      [fx.tenantId],
+    );
+    const swept = await sweepEarlyReceipts(app.runtime.orm.em.fork());
+    expect(swept.applied).toBeGreaterThanOrEqual(1);
+    expect(await smsDelivery(fx, eventId)).toMatchObject({
+      status: 'failed',
+      last_error: 'twilio undelivered error 30003',
+    });
+    expect(await kept(fx)).toEqual([{ provider_message_id: 'SM-new', status: 'delivered' }]);
+    // A receipt for a delivery already final is not kept.
+    expect((await twilio.sendStatusCallback(sid, 'delivered')).status).toBe(204);
+    expect(await kept(fx)).toEqual([{ provider_message_id: 'SM-new', status: 'delivered' }]);
   });
 });
 

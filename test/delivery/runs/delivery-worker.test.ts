@@ -967,7 +967,7 @@ describe('push and email channels (their senders are injected until the transpor
         `INSERT INTO deliveries (id, event_id, tenant_id, channel, destination, provider, status) VALUES ($1, $2, $3, 'push', $4, 'apns', 'pending')`,
         [id, eventId, acme.tenantId, destination],
       );
-      return id;
+      return { id, channel: 'push' as const };
     };
     const [failed, other] = [await subscription('token-failed'), await subscription('token-other')];
     await recordOutcome(em, await pushDelivery(failed), { status: 'failed', error: 'boom', retryable: false }, false);
@@ -975,7 +975,7 @@ describe('push and email channels (their senders are injected until the transpor
     expect(await lastUsed(live)).not.toBeNull();
     expect(await lastUsed(failed)).toBeNull();
     await recordOutcomes(em, [
-      { deliveryId: await pushDelivery(other), outcome: { status: 'sent' }, finalAttempt: false },
+      { delivery: await pushDelivery(other), outcome: { status: 'sent' }, finalAttempt: false },
     ]);
     expect(await lastUsed(other)).not.toBeNull();
     // To the minute: a use within a minute of the last one writes nothing, a later one moves it on.
@@ -991,8 +991,8 @@ describe('push and email channels (their senders are injected until the transpor
     const recent = await usedAgo(recentlyUsed, 30);
     const stale = await usedAgo(longAgoUsed, 120);
     await recordOutcomes(em, [
-      { deliveryId: await pushDelivery(recentlyUsed), outcome: { status: 'sent' }, finalAttempt: false },
-      { deliveryId: await pushDelivery(longAgoUsed), outcome: { status: 'sent' }, finalAttempt: false },
+      { delivery: await pushDelivery(recentlyUsed), outcome: { status: 'sent' }, finalAttempt: false },
+      { delivery: await pushDelivery(longAgoUsed), outcome: { status: 'sent' }, finalAttempt: false },
     ]);
     expect(new Date((await lastUsed(recentlyUsed))!).getTime()).toBe(recent);
     expect(new Date((await lastUsed(longAgoUsed))!).getTime()).toBeGreaterThan(stale + 60_000);
@@ -1008,7 +1008,11 @@ describe('push and email channels (their senders are injected until the transpor
       [eventId],
     ))!;
     const em = api.runtime.orm.em.fork();
-    const outcomes: Array<{ deliveryId: string; outcome: { status: 'sent' }; finalAttempt: boolean }> = [];
+    const outcomes: Array<{
+      delivery: { id: string; channel: 'push' };
+      outcome: { status: 'sent' };
+      finalAttempt: boolean;
+    }> = [];
     for (let i = 0; i < 200; i++) {
       const [subscriptionId, deliveryId] = [newId(), newId()];
       const token = `token-hot-${String(i).padStart(3, '0')}`;
@@ -1022,7 +1026,11 @@ describe('push and email channels (their senders are injected until the transpor
         `INSERT INTO deliveries (id, event_id, tenant_id, channel, destination, provider, status) VALUES ($1, $2, $3, 'push', $4, 'apns', 'pending')`,
         [deliveryId, eventId, acme.tenantId, subscriptionId],
       );
-      outcomes.push({ deliveryId, outcome: { status: 'sent' as const }, finalAttempt: false });
+      outcomes.push({
+        delivery: { id: deliveryId, channel: 'push' },
+        outcome: { status: 'sent' as const },
+        finalAttempt: false,
+      });
     }
     // This connection's counts not yet reported, read before and after, inside one transaction.
     const counts = await em.fork().transactional(async (tx) => {

@@ -41,6 +41,11 @@ export interface TwilioPeer extends PeerControls {
   unsubscribed: Set<string>;
   /** The next `count` requests get Twilio's 429 (error 20429). */
   rateLimitNext(count: number): void;
+  /**
+   * Runs `hook` on each accepted message before its answer goes out (null: no more), as when Twilio's
+   * status callback overtakes its answer to the send.
+   */
+  beforeAnswering(hook: ((message: TwilioMessage) => Promise<unknown>) | null): void;
   /** POSTs a signed status callback for a sent message to its StatusCallback (or `opts.url`). */
   sendStatusCallback(
     sid: string,
@@ -93,8 +98,9 @@ export async function startTwilioPeer(
   const received: TwilioMessage[] = [];
   const invalidNumbers = new Set(options.invalidNumbers ?? []);
   const unsubscribed = new Set<string>();
+  let beforeAnswer: ((message: TwilioMessage) => Promise<unknown>) | null = null;
 
-  const handle = (request: RawRequest): Reply => {
+  const handle = async (request: RawRequest): Promise<Reply> => {
     const match = /^\/2010-04-01\/Accounts\/([^/]+)\/Messages\.json$/.exec(pathOf(request));
     if (!match) {
       return twilioError(404, 20404, `The requested resource ${pathOf(request)} was not found`);
@@ -138,6 +144,7 @@ export async function startTwilioPeer(
       at: Date.now(),
     };
     received.push(message);
+    if (beforeAnswer) await beforeAnswer(message);
     const now = new Date().toUTCString().replace('GMT', '+0000');
     return {
       status: 201,
@@ -177,6 +184,9 @@ export async function startTwilioPeer(
     received,
     invalidNumbers,
     unsubscribed,
+    beforeAnswering(hook: ((message: TwilioMessage) => Promise<unknown>) | null) {
+      beforeAnswer = hook;
+    },
     rateLimitNext(count: number) {
       controls.failNext(count, twilioError(429, 20429, 'Too Many Requests'));
     },
