@@ -5,14 +5,16 @@
 // names --tenant, --data-dir or --install runs in local mode (HERALD_URL unset). What the examples only
 // name stands for something real here: <tenant-id> is the tenant, <event_id> the latest event, the
 // example URLs this Herald, /var/lib/herald its data directory, the files they read are in the working
-// directory. The lines that cannot run here are in SKIPPED, each with its reason.
+// directory. The lines that cannot run here are in SKIPPED, each with its reason. The channel documents
+// (FIRST_SENDS) start from a bare tenant, as their reader does, and their curl calls to Herald run too
+// (their first send needs the type they make); what they send must reach the provider's local peer.
 import { describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { createTenantFixture } from './support/fixtures.ts';
+import { createTenantFixture, type TenantFixture } from './support/fixtures.ts';
 import { testTempDir } from './support/tmp.ts';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.ts';
 import { generateKey } from '../server/base/crypto/keyring.ts';
@@ -25,6 +27,7 @@ import {
   type Example,
 } from './support/doc-examples.ts';
 import { seedWelcomeNotification } from '../server/resources/welcome.ts';
+import { FIRST_SENDS, type FirstSendPeers } from './support/doc-first-sends.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -63,19 +66,24 @@ const SKIPPED: Array<{ doc: string; line: string; reason: string }> = [
 
 const used = new Set<(typeof SKIPPED)[number]>();
 
+/** A curl call, which runs in the documents of FIRST_SENDS. */
+const callsCurl = (text: string) => /^\s*curl\s/.test(text);
+
 /** The examples of a document that run here, block by block; the skipped ones are noted in `used`. */
 function runnableBlocks(doc: string): Example[][] {
+  const runsCurl = doc in FIRST_SENDS;
   return shellBlocks(doc)
     .map((block) =>
       block.filter((example) => {
         if (/^\s*(#|$)/.test(example.text)) return false;
-        if (!runsHerald(example.text) && !setsVariables(example.text)) return false;
+        if (!runsHerald(example.text) && !setsVariables(example.text) && !(runsCurl && callsCurl(example.text)))
+          return false;
         const skip = SKIPPED.find((s) => s.doc === doc && example.text.includes(s.line));
         if (skip) used.add(skip);
         return !skip;
       }),
     )
-    .filter((block) => block.some((example) => runsHerald(example.text)));
+    .filter((block) => block.some((example) => runsHerald(example.text) || (runsCurl && callsCurl(example.text))));
 }
 
 /** Runs a bash script; resolves with its exit code and output. */
@@ -96,22 +104,8 @@ function bash(script: string, cwd: string, env: Record<string, string>): Promise
 
 const quote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
 
-/** Everything the examples refer to, in a working directory and a fresh Herald with one tenant. */
-async function installFor(doc: string): Promise<{
-  app: TestApp;
-  receiver: WebhookReceiver;
-  dir: string;
-  env: Record<string, string>;
-  prelude: string;
-  substitute: (text: string) => string;
-}> {
-  const app = await startTestApp({
-    config: { allowPrivateWebhookUrls: true },
-    keyFile: { active: 'k1', keys: { k1: generateKey() } },
-  });
-  const receiver = await startWebhookReceiver();
-  const acme = await createTenantFixture(app, 'Acme');
-  await seedWelcomeNotification(app.runtime.orm.em.fork(), acme.tenantId);
+/** The types, templates and contact the documents name. */
+async function configureTenant(app: TestApp, acme: TenantFixture): Promise<void> {
   const types = ['deploy_finished', 'release_notes', 'maintenance', 'order_shipped', 'comment_added'];
   const applied = await app.request('POST', '/v1/configuration/apply', {
     token: acme.serviceKey,
@@ -125,6 +119,31 @@ async function installFor(doc: string): Promise<{
   });
   expect(applied.status, applied.text).toBe(200);
   await acme.contact('user-42', { email: 'ann@example.com', name: 'Ann' });
+}
+
+/**
+ * Everything the examples refer to, in a working directory and a fresh Herald with one tenant: with the
+ * types, templates and contact the documents name, or bare (its welcome type only) for a first send.
+ */
+async function installFor(
+  doc: string,
+  peers: FirstSendPeers | undefined,
+): Promise<{
+  app: TestApp;
+  receiver: WebhookReceiver;
+  dir: string;
+  env: Record<string, string>;
+  prelude: string;
+  substitute: (text: string) => string;
+}> {
+  const app = await startTestApp({
+    config: { allowPrivateWebhookUrls: true, ...peers?.config },
+    keyFile: { active: 'k1', keys: { k1: generateKey() } },
+  });
+  const receiver = await startWebhookReceiver();
+  const acme = await createTenantFixture(app, 'Acme');
+  await seedWelcomeNotification(app.runtime.orm.em.fork(), acme.tenantId);
+  if (!peers) await configureTenant(app, acme);
 
   const dir = testTempDir(`docs-${doc.replace(/\W/g, '-')}-`);
   symlinkSync(join(ROOT, 'bin'), join(dir, 'bin'));
@@ -145,7 +164,7 @@ async function installFor(doc: string): Promise<{
   );
 
   const substitute = (text: string) =>
-    text
+    (peers?.substitute(text) ?? text)
       .replace(/<tenant-id>/g, acme.tenantId)
       .replace(/<event_id>/g, `$(latest /v1/notifications)`)
       .replace(/<broadcast-id>/g, `$(latest /v1/broadcasts)`)
@@ -153,7 +172,7 @@ async function installFor(doc: string): Promise<{
       .replace(/<template-id>/g, `$(first /v1/email-templates)`)
       .replace(/<old-id>/g, 'k1')
       .replace(/https:\/\/api\.acme\.example\/herald/g, `${receiver.url}/herald`)
-      .replace(/http:\/\/127\.0\.0\.1:8025|https:\/\/herald\.acme\.(example|test)/g, app.url)
+      .replace(/http:\/\/127\.0\.0\.1:8025|https:\/\/herald\.(acme\.example|acme\.test|example\.com)/g, app.url)
       .replace(/\bsk_\.\.\./g, acme.serviceKey)
       .replace(/\/var\/lib\/herald(?![\w-])/g, app.dataDir)
       .replace(/\/backups\//g, `${dir}/backups/`);
@@ -162,8 +181,10 @@ async function installFor(doc: string): Promise<{
   const prelude = [
     'set -euo pipefail',
     `herald() { case " $* " in *" --tenant "*|*" --data-dir "*|*" --install "*) HERALD_URL= command herald "$@" ;; *) command herald "$@" ;; esac; }`,
-    `latest() { curl -sf -H "Authorization: Bearer $DOCS_KEY" "$DOCS_URL$1?limit=1" | jq -r '.items[0] | .event_id // .broadcast_id // .id'; }`,
-    `first() { curl -sf -H "Authorization: Bearer $DOCS_KEY" "$DOCS_URL$1" | jq -r '.[0].id'; }`,
+    // A curl call Herald refuses fails the example, its answer printed (curl -s alone exits 0 on a 4xx).
+    `curl() { command curl --fail-with-body "$@"; }`,
+    `latest() { command curl -sf -H "Authorization: Bearer $DOCS_KEY" "$DOCS_URL$1?limit=1" | jq -r '.items[0] | .event_id // .broadcast_id // .id'; }`,
+    `first() { command curl -sf -H "Authorization: Bearer $DOCS_KEY" "$DOCS_URL$1" | jq -r '.[0].id'; }`,
     // The reader's own alerting (docs/operations.md): here a failure of the example.
     `alert() { printf 'alert: %s\\n' "$*" >&2; return 1; }`,
   ].join('\n');
@@ -181,6 +202,7 @@ async function installFor(doc: string): Promise<{
     HERALD_API_KEY: acme.serviceKey,
     DOCS_URL: app.url,
     DOCS_KEY: acme.serviceKey,
+    ...peers?.env,
   };
   return { app, receiver, dir, env, prelude, substitute };
 }
@@ -195,7 +217,9 @@ describe('the shell examples of the documents', () => {
   for (const { doc, blocks } of runnable) {
     if (blocks.length === 0) continue;
     it(`run as printed: ${doc}`, { timeout: 600_000 }, async () => {
-      const { app, receiver, dir, env, prelude, substitute } = await installFor(doc);
+      const peers = await FIRST_SENDS[doc]?.();
+      const { app, receiver, dir, env, prelude, substitute } = await installFor(doc, peers);
+      let printed = '';
       try {
         for (const block of blocks) {
           const script = [
@@ -207,10 +231,13 @@ describe('the shell examples of the documents', () => {
           ].join('\n');
           const result = await bash(script, dir, env);
           expect(result.code, result.out).toBe(0);
+          printed += result.out;
         }
+        peers?.check(printed);
       } finally {
         await receiver.close();
         await app.close();
+        await peers?.close();
       }
     });
   }

@@ -162,9 +162,8 @@ const anchorsOf = (path: URL) => [...readFileSync(path, 'utf8').matchAll(/^#+ (.
 /** The documents, and CONTRIBUTING.md, which links into them. */
 const WRITINGS = [...DOCUMENTS, 'CONTRIBUTING.md'];
 
-/** Where a document's relative reference leads. */
-const resolveFrom = (document: string, target: string) =>
-  new URL(target, new URL(`../${document.startsWith('docs/') ? 'docs/' : ''}`, import.meta.url));
+/** Where a document's relative reference leads: from the document's own folder (docs/channels/ too). */
+const resolveFrom = (document: string, target: string) => new URL(target, new URL(`../${document}`, import.meta.url));
 
 describe('links between the documents', () => {
   it('lead to documents and headings that exist', () => {
