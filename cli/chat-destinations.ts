@@ -1,9 +1,10 @@
 // herald contacts destinations: a contact's chat destinations (a person, or a team channel posing as a
 // contact) over the HTTP API. The contact is named by its external id, as `herald send --to` names it;
-// `add --create` makes the contact first when there is none, so that a team channel takes one command.
+// `add --create` makes the contact first when there is none, so that a team channel takes one command;
+// when the destination is then refused, it deletes that contact again, so a failed command leaves nothing.
 // A webhook URL is a credential: it comes from a file or stdin, and Herald answers only its hint.
 import type { Command } from 'commander';
-import { print, printJson, printTable, usageError } from './support/output.ts';
+import { CliError, describeFailure, print, printJson, printTable, usageError } from './support/output.ts';
 import { confirmUnlessYes } from './support/confirm.ts';
 import { readSecret } from './support/file-input.ts';
 import { contacts as paths } from './support/paths.ts';
@@ -25,13 +26,37 @@ interface AddOptions extends RemoteOptions {
   json?: boolean;
 }
 
-async function contactId(client: RemoteClient, externalId: string, create = false): Promise<string> {
+async function contactId(client: RemoteClient, externalId: string): Promise<string> {
+  return (await client.call<ContactResponse>('GET', paths.byExternalId(externalId))).id;
+}
+
+/** The contact's id, creating the contact when there is none and `create` is set; `created` says which. */
+async function contactIdOrCreate(
+  client: RemoteClient,
+  externalId: string,
+  create = false,
+): Promise<{ id: string; created: boolean }> {
   try {
-    return (await client.call<ContactResponse>('GET', paths.byExternalId(externalId))).id;
+    return { id: await contactId(client, externalId), created: false };
   } catch (error) {
     if (!create || !(error instanceof ApiError) || error.status !== 404) throw error;
   }
-  return (await client.call<ContactResponse>('POST', paths.list(), { body: { external_id: externalId } })).id;
+  const created = await client.call<ContactResponse>('POST', paths.list(), { body: { external_id: externalId } });
+  return { id: created.id, created: true };
+}
+
+/** Deletes the contact `add --create` made for a destination Herald refused; if that fails too, the refusal says so. */
+async function removeCreated(client: RemoteClient, id: string, externalId: string, refusal: unknown): Promise<void> {
+  try {
+    await client.call('DELETE', paths.one(id));
+  } catch (cleanup) {
+    const failure = describeFailure(refusal);
+    throw new CliError(
+      `${failure.message} (the contact ${externalId} it created is left: ${describeFailure(cleanup).message})`,
+      failure.exitCode,
+      failure.answer,
+    );
+  }
 }
 
 export function registerChatDestinations(contacts: Command): void {
@@ -53,6 +78,8 @@ export function registerChatDestinations(contacts: Command): void {
       'after',
       examples(
         'printf \'%s\' "$SLACK_WEBHOOK_URL" | herald contacts destinations add team-ops --create --provider slack --webhook-url-file -',
+        'herald contacts destinations add team-ops --create --provider telegram --chat-id -1001234567890 --label "ops chat"',
+        'herald contacts destinations add user-42 --provider slack --channel U0123456789 --json',
       ),
     )
     .requiredOption('--provider <provider>', PROVIDERS.join(', '))
@@ -60,7 +87,10 @@ export function registerChatDestinations(contacts: Command): void {
     .option('--channel <id>', "slack: a channel or user id, posted to with the tenant's bot token")
     .option('--chat-id <id>', "telegram: the chat id, posted to with the tenant's bot token")
     .option('--label <text>', 'a name to tell destinations apart')
-    .option('--create', 'create the contact when there is none with this external id')
+    .option(
+      '--create',
+      'create the contact when there is none with this external id (deleted again if the destination is refused)',
+    )
     .option('--json', 'print the destination as JSON')
     .action(async (externalId: string, options: AddOptions) => {
       if (!PROVIDERS.includes(options.provider))
@@ -71,8 +101,14 @@ export function registerChatDestinations(contacts: Command): void {
       if (options.chatId) body.chat_id = options.chatId;
       if (options.label) body.label = options.label;
       const client = remoteClient(options);
-      const id = await contactId(client, externalId, options.create);
-      const destination = await client.call<Destination>('POST', paths.chatDestinations(id), { body });
+      const { id, created } = await contactIdOrCreate(client, externalId, options.create);
+      let destination: Destination;
+      try {
+        destination = await client.call<Destination>('POST', paths.chatDestinations(id), { body });
+      } catch (refusal) {
+        if (created) await removeCreated(client, id, externalId, refusal);
+        throw refusal;
+      }
       if (options.json) return printJson(destination);
       const where = destination.webhook_url_hint ?? destination.channel ?? destination.chat_id;
       print(`added ${String(destination.provider)} destination ${String(destination.id)} (${String(where)})`);

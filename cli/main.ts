@@ -67,7 +67,7 @@ function groupsFor(argv: string[]): string[] {
 export async function buildProgram(argv: string[] = process.argv): Promise<Command> {
   const { Command } = await import('commander');
   const program = new Command('herald')
-    .description('Herald: self-hosted notification delivery (inbox, email, mobile push, web push)')
+    .description('Herald: self-hosted notification delivery (inbox, email, mobile push, web push, SMS, chat, HTTP)')
     .version(pkg.version, '-v, --version', 'print the version')
     .showHelpAfterError(jsonRequested(argv) ? false : '(run with --help for usage)')
     .addHelpText(

@@ -1,6 +1,6 @@
 // herald send: trigger a notification from a CI script or a terminal (remote mode), optionally
 // waiting until every event is final. Exit 0 delivered (or still running without --wait), 1 an API
-// error or a failed delivery, 2 a usage error.
+// error, a failed delivery or an event that sent nothing (every delivery skipped), 2 a usage error.
 import type { Command } from 'commander';
 import { messageFields, withMessageOptions, type MessageOptions } from './support/message-options.ts';
 import { CliError, EXIT_FAILURE, print, printJson, printTable, usageError } from './support/output.ts';
@@ -34,7 +34,7 @@ export function registerSend(program: Command): void {
   )
     .option('--at <time>', 'deliver at this time (RFC 3339, e.g. 2027-01-01T09:00:00+01:00; at most 90 days ahead)')
     .option('--cancellation-key <key>', 'a key that cancels the events later: herald events cancel --key <key>')
-    .option('--wait', 'wait until every event is final; exit 1 when a delivery failed')
+    .option('--wait', 'wait until every event is final; exit 1 when a delivery failed or an event sent nothing')
     .option('--timeout <seconds>', 'with --wait: give up after this long', '60')
     .option('--json', 'print JSON')
     .addHelpText(
@@ -43,6 +43,7 @@ export function registerSend(program: Command): void {
         'export HERALD_URL=https://herald.example.com HERALD_API_KEY=sk_...',
         'herald send --type deploy_finished --to ops_team --var version=1.4.2',
         'herald send --type login_code --to user_42 --secret code=913455 --wait --json',
+        'herald send --type order_shipped --to user_42 --channel sms --wait   # exit 1 when the SMS was skipped',
         'herald send --type report --to a --to b --data-file vars.json --idempotency-key build-1234',
         'herald send --type trial_ending --to user_42 --at 2027-01-01T09:00:00Z --cancellation-key trial-user_42',
         'printf \'{"code": "%s"}\' "$CODE" | herald send --type login_code --to user_42 --secrets-file -',
@@ -88,6 +89,13 @@ export function registerSend(program: Command): void {
         process.stderr.write(`herald: ${failed.length} event(s) had a failed delivery\n`);
         process.exitCode = EXIT_FAILURE;
       }
+      const skipped = events.filter((e) => e.status === 'skipped');
+      if (skipped.length > 0) {
+        process.stderr.write(
+          `herald: ${skipped.length} event(s) sent nothing, every delivery skipped: ${skipReasons(skipped)}\n`,
+        );
+        process.exitCode = EXIT_FAILURE;
+      }
     });
 }
 
@@ -98,6 +106,16 @@ async function waitForEvents(client: RemoteClient, ids: string[], timeoutMs: num
     if (events.every((e) => FINAL_EVENT_STATUSES.has(e.status)) || Date.now() >= deadline) return events;
     await new Promise((r) => setTimeout(r, Math.min(delay, Math.max(0, deadline - Date.now()))));
   }
+}
+
+/** Why skipped events sent nothing: each channel's reason, or a skipped step's (a throttle), once each. */
+function skipReasons(events: EventResponse[]): string {
+  const reasons = new Set<string>();
+  for (const e of events) {
+    for (const d of e.deliveries) if (d.status === 'skipped') reasons.add(`${d.channel} ${d.reason ?? 'skipped'}`);
+    for (const step of e.steps) if (step.status === 'skipped' && step.reason) reasons.add(step.reason);
+  }
+  return reasons.size > 0 ? [...reasons].join(', ') : 'no channel to deliver on';
 }
 
 export function summaryRow(e: EventResponse): Record<string, unknown> {

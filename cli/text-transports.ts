@@ -86,6 +86,7 @@ interface SmsSetOptions extends ListedSetOptions {
   messagingServiceSid?: string;
   vonageApiKey?: string;
   apiSecretFile?: string;
+  signatureSecretFile?: string;
   gatewayUrl?: string;
   method?: string;
   headersFile?: string;
@@ -124,6 +125,13 @@ const SMS_FLAGS: Array<{
     providers: ['vonage'],
     field: 'api_secret',
     read: (f) => readSecret(f, 'API secret'),
+  },
+  {
+    option: 'signatureSecretFile',
+    flag: '--signature-secret-file',
+    providers: ['vonage'],
+    field: 'signature_secret',
+    read: (f) => readSecret(f, 'signature secret'),
   },
   { option: 'gatewayUrl', flag: '--gateway-url', providers: ['http'], field: 'url' },
   { option: 'method', flag: '--method', providers: ['http'], field: 'method' },
@@ -187,6 +195,10 @@ function registerSms(transports: Command): void {
     .option('--from <sender>', 'twilio, vonage: the sender number (E.164) or alphanumeric sender id')
     .option('--vonage-api-key <key>', 'vonage: the API key')
     .option('--api-secret-file <path>', 'vonage: the API secret, from a file or "-" for stdin')
+    .option(
+      '--signature-secret-file <path>',
+      'vonage: the signature secret, from a file or "-" for stdin; receipts and replies must then be signed',
+    )
     .option('--gateway-url <url>', 'http: the gateway URL')
     .option('--method <method>', 'http: POST (default) or PUT')
     .option('--headers-file <path>', 'http: JSON object of headers sent with each request (secret: never shown)')
@@ -195,6 +207,7 @@ function registerSms(transports: Command): void {
       'after',
       examples(
         'herald transports sms set twilio --file twilio.json --priority 1',
+        'herald transports sms set vonage --vonage-api-key abc123 --from Acme --api-secret-file /run/secrets/vonage-api --signature-secret-file /run/secrets/vonage-signature',
         'herald transports sms set http --gateway-url https://sms.example.net/send --headers-file headers.json --body-file body.json',
       ),
     )

@@ -128,6 +128,19 @@ describe('herald (no database needed)', { timeout: 120_000 }, () => {
     }
   });
 
+  it('--help and the README name all seven channels', async () => {
+    const channels = ['inbox', 'email', 'mobile push', 'web push', 'SMS', 'chat', 'HTTP'];
+    // The description above the options, and the README's first paragraph, as one line each.
+    const help = (await runCli(['--help'])).stdout.split('Options:')[0]!.replace(/\s+/g, ' ');
+    const intro = readFileSync(new URL('../../README.md', import.meta.url), 'utf8')
+      .split('\n\n')[1]!
+      .replace(/\s+/g, ' ');
+    for (const channel of channels) {
+      expect(help).toContain(channel);
+      expect(intro).toContain(channel);
+    }
+  });
+
   it('ends as SIGPIPE would (141), without a stack, when its reader closes the pipe early (herald --help | head)', async () => {
     const child = spawn(HERALD_BIN, ['--help'], { stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout.destroy(); // the reader is gone before the first line is written

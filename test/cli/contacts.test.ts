@@ -129,6 +129,39 @@ describe('herald contacts delete', () => {
   });
 });
 
+describe('herald contacts destinations add --create', () => {
+  const contactStatus = async (externalId: string) =>
+    (await app.request('GET', `/v1/contacts?external_id=${externalId}`, { token: acme.serviceKey })).status;
+
+  it('deletes the contact it created when Herald refuses the destination, and keeps one that was there', async () => {
+    // A Slack destination needs a webhook URL or a channel: Herald refuses this one with a 422.
+    const refused = await runCli(['contacts', 'destinations', 'add', 'team-gone', '--create', '--provider', 'slack'], {
+      env,
+    });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^herald: HTTP 422/);
+    expect(await contactStatus('team-gone')).toBe(404);
+
+    const existing = await runCli(['contacts', 'create', 'team-kept', '--json'], { env });
+    expect(existing.code, existing.stderr).toBe(0);
+    const kept = await runCli(['contacts', 'destinations', 'add', 'team-kept', '--create', '--provider', 'slack'], {
+      env,
+    });
+    expect(kept.code).toBe(1);
+    expect(await contactStatus('team-kept')).toBe(200);
+  });
+
+  it('keeps the contact it created when the destination is added', async () => {
+    const added = await runCli(
+      ['contacts', 'destinations', 'add', 'team-new', '--create', '--provider', 'slack', '--channel', 'C0123456789'],
+      { env },
+    );
+    expect(added.code, added.stderr).toBe(0);
+    expect(added.stdout).toMatch(/^added slack destination \S+ \(C0123456789\)\n$/);
+    expect(await contactStatus('team-new')).toBe(200);
+  });
+});
+
 describe('herald contacts import', () => {
   it('imports a file in bulk, reports refused entries by index and exits 1 for them', async () => {
     const file = join(dir, 'contacts.json');

@@ -1,5 +1,5 @@
 // herald types|templates|brands list|get (the real bin/herald), locally and remotely: the same records
-// the API answers.
+// the API answers, templates of every kind.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { runCli } from '../support/cli.ts';
@@ -42,6 +42,13 @@ beforeAll(async () => {
             title: 'Shipped {{ order_id }}',
             content: 'Track it',
           },
+        ],
+        sms_templates: [{ notification_type_key: 'order_shipped', content: 'Order {{ order_id }} is on its way' }],
+        chat_templates: [
+          { notification_type_key: 'order_shipped', brand_key: 'shop', content: '*Shipped* {{ order_id }}' },
+        ],
+        http_templates: [
+          { notification_type_key: 'order_shipped', body: { event: 'shipped', order: '{{ order_id }}' } },
         ],
       },
     },
@@ -104,6 +111,41 @@ describe('herald types, templates and brands (read commands)', () => {
     expect(missing.code).toBe(1);
     expect((await herald(['templates', 'get', 'not-an-id', '--tenant', acme.tenantId])).code).toBe(2);
   });
+
+  it('lists and shows SMS, chat and HTTP templates with --kind, and says where to look without it', async () => {
+    const sms = (await api('/v1/sms-templates'))[0];
+    const chat = (await api('/v1/chat-templates'))[0];
+    const http = (await api('/v1/http-templates'))[0];
+    for (const [kind, template] of [
+      ['sms', sms],
+      ['chat', chat],
+      ['http', http],
+    ] as const) {
+      const listed = await herald(['templates', 'list', '--kind', kind, '--json'], remote);
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(JSON.parse(listed.stdout)).toEqual([{ ...template, kind }]);
+      const got = await herald(['templates', 'get', template.id, '--kind', kind, '--json'], remote);
+      expect(got.code, got.stderr).toBe(0);
+      expect(JSON.parse(got.stdout)).toEqual({ ...template, kind });
+    }
+    const table = await herald(['templates', 'list', '--kind', 'sms'], remote);
+    expect(table.stdout).toMatch(/sms\s+order_shipped\s+default\s+en\s+Order \{\{ order_id \}\} is on its way/);
+    const bodies = await herald(['templates', 'list', '--kind', 'http', '--tenant', acme.tenantId]);
+    expect(bodies.stdout).toContain('{"event":"shipped","order":"{{ order_id }}"}');
+    const filtered = await herald(['templates', 'list', '--kind', 'chat', '--brand', 'default', '--json'], remote);
+    expect(JSON.parse(filtered.stdout)).toEqual([]);
+
+    // Without --kind: email and inbox, as before; an SMS template's id points at --kind.
+    const both = await herald(['templates', 'list', '--json'], remote);
+    expect(JSON.parse(both.stdout).map((t: { kind: string }) => t.kind)).toEqual(['email', 'inbox']);
+    const unkinded = await herald(['templates', 'get', sms.id], remote);
+    expect(unkinded.code).toBe(1);
+    expect(unkinded.stderr).toContain('--kind sms|chat|http');
+    const wrongKind = await herald(['templates', 'get', sms.id, '--kind', 'chat'], remote);
+    expect(wrongKind.code).toBe(1);
+    expect(wrongKind.stderr).toContain(`no chat template ${sms.id}`);
+    expect((await herald(['templates', 'list', '--kind', 'fax'], remote)).code).toBe(2);
+  }, 240_000);
 
   it('lists and shows brands', async () => {
     const local = await herald(['brands', 'list', '--tenant', acme.tenantId, '--json']);

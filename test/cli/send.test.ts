@@ -26,6 +26,15 @@ beforeAll(async () => {
     title: 'Deployed {{ version }}',
     content: 'by {{ who }} code {{ code }}',
   });
+  await insertNotificationType(app, acme.tenantId, {
+    key: 'text_only',
+    channels: { inbox: false, email: false, push: false, web_push: false, sms: true },
+  });
+  await insertNotificationType(app, acme.tenantId, {
+    key: 'inbox_and_sms',
+    channels: { inbox: true, email: false, push: false, web_push: false, sms: true },
+  });
+  await insertInboxTemplate(app, acme.tenantId, { type: 'inbox_and_sms', title: 'Hi', content: 'there' });
   await insertNotificationType(app, acme.tenantId, { key: 'broken' });
   await insertInboxTemplate(app, acme.tenantId, { type: 'broken', title: 'x', content: '{{ missing_slot }}' });
   dir = mkdtempSync(join(tmpdir(), 'herald-cli-send-'));
@@ -130,6 +139,29 @@ describe('herald send', () => {
     expect(res.code).toBe(1);
     expect(res.stdout).toContain('failed');
     expect(res.stderr).toContain('failed delivery');
+  });
+
+  it('exits 1 with --wait when every delivery was skipped, naming the reasons', async () => {
+    // The contact has no phone and the tenant no SMS provider: the one delivery is skipped.
+    const res = await runCli(['send', '--type', 'text_only', '--to', 'no_phone', '--wait', ...remote()]);
+    expect(res.stdout).toMatch(/skipped\s+sms:skipped\(\w+\)/);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/^herald: 1 event\(s\) sent nothing, every delivery skipped: sms (no_\w+)\n$/);
+
+    // With --json the answer is on stdout and the reason still on stderr.
+    const json = await runCli(['send', '--type', 'text_only', '--to', 'no_phone', '--wait', '--json', ...remote()]);
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stdout).events[0].status).toBe('skipped');
+    expect(json.stderr).toContain('sent nothing');
+  });
+
+  it('exits 0 with --wait when one channel delivered and another was skipped', async () => {
+    const res = await runCli(['send', '--type', 'inbox_and_sms', '--to', 'no_phone', '--wait', ...remote()]);
+    expect(res.stdout).toMatch(
+      /delivered\s+inbox:delivered, sms:skipped|delivered\s+sms:skipped\(\w+\), inbox:delivered/,
+    );
+    expect(res.stderr).toBe('');
+    expect(res.code).toBe(0);
   });
 
   it('takes the server and key from HERALD_URL / HERALD_API_KEY, and replays with an idempotency key', async () => {

@@ -2,7 +2,7 @@
 // and remote mode (--url/--api-key or HERALD_URL/HERALD_API_KEY, through the HTTP API). Secrets come
 // from files or stdin and never appear in the output.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateKeyPairSync } from 'node:crypto';
+import { createHash, generateKeyPairSync } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestApp, type TestApp } from '../support/app.ts';
@@ -12,8 +12,11 @@ import { testCertificate } from '../support/tls.ts';
 import { createTenantFixture, type TenantFixture } from '../support/fixtures.ts';
 import { sendTenantEmail } from '../../server/channels/email/transport.ts';
 import { runTempDir } from '../support/tmp.ts';
+import { postJson } from '../support/provider-peers/index.ts';
 
 const SMTP_PASS = 'cli-smtp-Secret-5150';
+const VONAGE_API_SECRET = 'cli-vonage-Api-Secret-77';
+const VONAGE_SIGNATURE_SECRET = 'cli-vonage-Signature-Secret-4242';
 const apnsKey = generateKeyPairSync('ec', { namedCurve: 'prime256v1' })
   .privateKey.export({ type: 'pkcs8', format: 'pem' })
   .toString();
@@ -225,6 +228,75 @@ describe('herald transports email (local mode)', () => {
   });
 });
 
+/** A Vonage callback's parameters signed as Vonage's md5hash method signs them, with `secret`. */
+function vonageSigned(params: Record<string, string>, secret: string): Record<string, string> {
+  const data = Object.keys(params)
+    .sort()
+    .map((name) => `&${name}=${params[name]}`)
+    .join('');
+  return {
+    ...params,
+    sig: createHash('md5')
+      .update(data + secret)
+      .digest('hex'),
+  };
+}
+
+describe('herald transports sms (remote mode)', () => {
+  it('set vonage reads the signature secret from --signature-secret-file: Herald then admits only signed receipts', async () => {
+    const remote = ['--url', app.url, '--api-key', t.serviceKey];
+    writeFileSync(join(dir, 'vonage-api-secret'), `${VONAGE_API_SECRET}\n`);
+    const vonage = [
+      'transports',
+      'sms',
+      'set',
+      'vonage',
+      ...remote,
+      '--vonage-api-key',
+      'abc123',
+      '--from',
+      'Acme',
+      '--api-secret-file',
+      join(dir, 'vonage-api-secret'),
+    ];
+    const set = await herald([...vonage, '--signature-secret-file', '-', '--json'], {
+      input: `${VONAGE_SIGNATURE_SECRET}\n`,
+    });
+    expect(set.code, set.stderr).toBe(0);
+    const entry = JSON.parse(set.stdout);
+    expect(entry.settings).toMatchObject({ api_key: 'abc123', signed_callbacks: true });
+    const callback = `${app.url}${new URL(entry.callback_url).pathname}`;
+    const receipt = {
+      messageId: 'cli-unknown-1',
+      status: 'delivered',
+      timestamp: String(Math.floor(Date.now() / 1000)),
+    };
+    expect((await postJson(callback, receipt)).status).toBe(403);
+    expect((await postJson(callback, vonageSigned(receipt, 'some-other-secret'))).status).toBe(403);
+    expect((await postJson(callback, vonageSigned(receipt, VONAGE_SIGNATURE_SECRET))).status).toBe(204);
+
+    // Set again without it: the secret is kept, as the API keeps an omitted one.
+    const again = await herald([...vonage, '--json']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout).settings).toMatchObject({ signed_callbacks: true });
+
+    const empty = await herald([...vonage, '--signature-secret-file', '-'], { input: '\n' });
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toContain('signature secret is empty');
+    const notTwilio = await herald([
+      'transports',
+      'sms',
+      'set',
+      'twilio',
+      ...remote,
+      '--signature-secret-file',
+      join(dir, 'vonage-api-secret'),
+    ]);
+    expect(notTwilio.code).toBe(2);
+    expect(notTwilio.stderr).toContain('--signature-secret-file is for vonage');
+  });
+});
+
 describe('herald transports push (remote mode)', () => {
   it('sets webpush with generated keys and apns from a settings file and a key file', async () => {
     const web = await herald([
@@ -293,7 +365,12 @@ describe('herald transports push (remote mode)', () => {
   it('never prints a secret', () => {
     const all = outputs.map((o) => o.stdout + o.stderr).join('\n');
     expect(outputs.length).toBeGreaterThanOrEqual(8);
-    for (const secret of [SMTP_PASS, ...apnsKey.split('\n').filter((l) => l.length > 40)])
+    for (const secret of [
+      SMTP_PASS,
+      VONAGE_API_SECRET,
+      VONAGE_SIGNATURE_SECRET,
+      ...apnsKey.split('\n').filter((l) => l.length > 40),
+    ])
       expect(all).not.toContain(secret);
   });
 });

@@ -78,4 +78,5 @@ export const READERS_OWN = {
   SLACK_WEBHOOK_URL: 'https://hooks.slack.com/services/T0000000000/B0000000000/a-slack-webhook-secret',
   TWILIO_AUTH_TOKEN: 'a twilio auth token',
   VONAGE_API_SECRET: 'a vonage api secret',
+  VONAGE_SIGNATURE_SECRET: 'a vonage signature secret',
 };
