@@ -20,7 +20,7 @@ import { sendVonage } from './vonage.ts';
 export function sendSmsWith(
   runtime: Context,
   credentials: SmsCredentials,
-  message: { to: string; text: string },
+  message: { to: string; text: string; reference?: string },
 ): Promise<SmsAnswer> {
   switch (credentials.provider) {
     case 'twilio':
@@ -39,7 +39,8 @@ export async function sendSmsWithFailover(
   runtime: Context,
   tenantId: string,
   transports: SmsCredentials[],
-  message: { to: string; text: string },
+  /** `reference`: the delivery's id, for the providers that echo one in their receipts (Vonage's client-ref). */
+  message: { to: string; text: string; reference?: string },
 ): Promise<DeliveryOutcome> {
   let refused = 0;
   let passing = 0;
@@ -82,6 +83,6 @@ export const smsChannel: ChannelSender = {
     if (!rendered) return { status: 'skipped', reason: 'no_template' };
     const text = smsText(rendered);
     if (!text) return { status: 'skipped', reason: 'no_template' };
-    return sendSmsWithFailover(runtime, event.tenant_id, readable, { to, text });
+    return sendSmsWithFailover(runtime, event.tenant_id, readable, { to, text, reference: delivery.id });
   },
 };

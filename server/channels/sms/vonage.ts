@@ -3,6 +3,11 @@
 // delivery receipts), "1" throttled (retryable), "4"/"8"/"9"/"14" the account's credentials or standing
 // (fail over), "5" an internal error (retryable), the rest ("2", "3", "6", "7", "15") permanent.
 // Receipts are asked for per message with `callback`. Signed callbacks use the signature secret.
+// A long text goes out in several parts, each with its own message-id and its own receipt; every
+// part's receipt carries the send's `client-ref`, so a delivery's is Herald's reference (the
+// delivery's id) and its provider message id that reference: any part's receipt finds it. A text
+// whose first parts were accepted and a later one refused fails for good: a retry would send the
+// accepted parts again.
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { Context } from '../../base/context.ts';
 import { answerJson, providerRequest } from '../provider-http.ts';
@@ -20,7 +25,7 @@ const ACCOUNT = new Set(['4', '8', '9', '14']);
 export async function sendVonage(
   runtime: Context,
   credentials: VonageCredentials,
-  message: { to: string; text: string },
+  message: { to: string; text: string; reference?: string },
 ): Promise<SmsAnswer> {
   const base = runtime.config.providers.vonageUrl.replace(/\/+$/, '');
   const body: Record<string, string> = {
@@ -31,6 +36,7 @@ export async function sendVonage(
     text: message.text,
   };
   if (smsLength(message.text).encoding === 'ucs2') body.type = 'unicode';
+  if (message.reference) body['client-ref'] = message.reference;
   const receipts = callbackUrl(runtime.config, 'vonage', credentials.callback_token);
   if (receipts) body.callback = receipts;
   const response = await providerRequest(runtime, `${base}/sms/json`, {
@@ -42,10 +48,17 @@ export async function sendVonage(
   if (response.status < 200 || response.status >= 300) return httpFailure(response, runtime.clock.now(), null);
   const answer = answerJson(response.text) as
     { messages?: Array<{ status?: unknown; 'message-id'?: unknown }> } | undefined;
-  const first = Array.isArray(answer?.messages) ? answer.messages[0] : undefined;
+  const parts = Array.isArray(answer?.messages) ? answer.messages : [];
+  const first = parts[0];
   const status = codeOf(first?.status);
   if (status === '0') {
-    const id = first?.['message-id'];
+    const refused = parts.findIndex((part) => codeOf(part?.status) !== '0');
+    if (refused > 0)
+      return failure(
+        `part ${refused + 1} of ${parts.length} refused: status ${codeOf(parts[refused]?.status) ?? 'missing'} (the parts before it were sent)`,
+        false,
+      );
+    const id = message.reference ?? first?.['message-id'];
     return { status: 'sent', providerMessageId: typeof id === 'string' && id.length <= 100 ? id : null };
   }
   const error = status ? `status ${status}` : 'an answer without a status';

@@ -98,10 +98,10 @@ async function tenantWith(name: string, providers: Provider[], options: { signat
 }
 
 /** Triggers the sms type for a contact with this phone and waits until its event is final. */
-async function send(fx: TenantFixture, phone: string, externalId = `c-${phone}`) {
+async function send(fx: TenantFixture, phone: string, externalId = `c-${phone}`, code = '4711') {
   const res = await app.request('POST', '/v1/notifications', {
     token: fx.serviceKey,
-    body: { type: 'otp', recipients: [{ external_id: externalId, phone }], variables: { code: '4711' } },
+    body: { type: 'otp', recipients: [{ external_id: externalId, phone }], variables: { code } },
   });
   expect(res.status, JSON.stringify(res.body)).toBe(202);
   const eventId = res.body.events[0].event_id as string;
@@ -393,7 +393,12 @@ describe('delivery receipts', () => {
     });
     expect(malformed.status).toBe(422);
     // The account that holds the secret signs it (its peer: the same secret).
-    const ok = await signedVonage.sendDeliveryReceipt(callbacks.vonage!, { messageId: id, status: 'delivered' });
+    const clientRef = vonage.received.findLast((m) => m.to === phone.slice(1))!.clientRef;
+    const ok = await signedVonage.sendDeliveryReceipt(callbacks.vonage!, {
+      messageId: id,
+      status: 'delivered',
+      clientRef,
+    });
     expect(ok.status).toBe(204);
     expect((await smsDelivery(fx, eventId)).status).toBe('delivered');
   });
@@ -414,6 +419,50 @@ describe('delivery receipts', () => {
       status: 'failed',
       last_error: 'vonage rejected err-code 6',
     });
+  });
+});
+
+describe('vonage: a long text in several parts', () => {
+  const LONG_CODE = 'x'.repeat(200);
+
+  it("is known by its client-ref, so any part's receipt moves the delivery", async () => {
+    const { fx, callbacks } = await tenantWith('P-vonage', ['vonage']);
+    const phone = nextPhone();
+    const { eventId, delivery } = await send(fx, phone, undefined, LONG_CODE);
+    const message = vonage.received.findLast((m) => m.to === phone.slice(1))!;
+    expect(message.parts).toBe(2);
+    expect(message.clientRef).toMatch(/^[0-9a-f-]{36}$/);
+    expect(delivery).toMatchObject({ status: 'sent', provider: 'vonage' });
+    const [stored] = await sql<{ provider_message_id: string }>(
+      app,
+      `SELECT provider_message_id FROM deliveries WHERE event_id = $1 AND channel = 'sms'`,
+      [eventId],
+    );
+    expect(stored!.provider_message_id).toBe(message.clientRef);
+    // The second part's receipt comes first: it names the delivery all the same.
+    const res = await vonage.sendDeliveryReceipt(callbacks.vonage!, {
+      messageId: message.partIds[1]!,
+      status: 'delivered',
+    });
+    expect(res.status).toBe(204);
+    expect((await smsDelivery(fx, eventId)).status).toBe('delivered');
+    const first = await vonage.sendDeliveryReceipt(callbacks.vonage!, {
+      messageId: message.partIds[0]!,
+      status: 'delivered',
+    });
+    expect(first.status).toBe(204);
+    expect((await smsDelivery(fx, eventId)).status).toBe('delivered');
+  });
+
+  it('fails for good, without failover, when a later part is refused: a retry would resend the sent parts', async () => {
+    const { fx } = await tenantWith('Q-vonage', ['vonage', 'twilio']);
+    const phone = nextPhone();
+    vonage.refuseLastPartNext('15');
+    const before = twilio.received.length;
+    const { delivery } = await send(fx, phone, undefined, LONG_CODE);
+    expect(delivery).toMatchObject({ status: 'failed', provider: 'vonage', attempts: 1 });
+    expect(delivery.last_error).toBe('part 2 of 2 refused: status 15 (the parts before it were sent)');
+    expect(twilio.received.length).toBe(before);
   });
 });
 

@@ -24,7 +24,9 @@ import {
 export type VonageSignatureMethod = 'md5hash' | 'md5' | 'sha1' | 'sha256' | 'sha512';
 
 export interface VonageMessage {
+  /** The first part's id; `partIds` has every part's, in order (a long text is sent in several). */
   messageId: string;
+  partIds: string[];
   to: string;
   from: string;
   text: string;
@@ -47,6 +49,8 @@ export interface VonagePeer extends PeerControls {
   invalidNumbers: Set<string>;
   /** The next `count` sends are answered 200 with this Vonage status ("1" throttled, "9" quota, ...). */
   statusNext(count: number, status: VonageStatus): void;
+  /** The next message of several parts has its last part refused with this status (the others accepted). */
+  refuseLastPartNext(status: VonageStatus): void;
   /** Posts a delivery receipt (DLR) for a sent message, as Vonage calls the delivery receipt webhook. */
   sendDeliveryReceipt(
     url: string,
@@ -55,6 +59,8 @@ export interface VonagePeer extends PeerControls {
       status: 'delivered' | 'failed' | 'rejected' | 'expired' | 'accepted' | 'buffered';
       errCode?: string;
       format?: 'json' | 'form';
+      /** The send's client-ref, for a message this peer did not take itself (another account's peer signs it). */
+      clientRef?: string;
     },
   ): Promise<Response>;
   /** Posts an inbound message, as Vonage calls the inbound SMS webhook. */
@@ -121,6 +127,7 @@ export async function startVonagePeer(
   const received: VonageMessage[] = [];
   const invalidNumbers = new Set(options.invalidNumbers ?? []);
   const statuses: VonageStatus[] = [];
+  let lastPartStatus: VonageStatus | null = null;
 
   const failed = (status: VonageStatus, text = ERROR_TEXT[status], to?: string): Reply => ({
     status: 200,
@@ -155,8 +162,11 @@ export async function startVonagePeer(
     if (queued) return failed(queued, ERROR_TEXT[queued], to);
     const parts = smsSegments(params.text).segments;
     const messageIds = Array.from({ length: parts }, () => randomUUID());
+    const refusedLast = parts > 1 ? lastPartStatus : null;
+    if (refusedLast) lastPartStatus = null;
     received.push({
       messageId: messageIds[0]!,
+      partIds: refusedLast ? messageIds.slice(0, -1) : messageIds,
       to,
       from: params.from,
       text: params.text,
@@ -171,10 +181,11 @@ export async function startVonagePeer(
       status: 200,
       body: {
         'message-count': String(parts),
-        messages: messageIds.map((id) => ({
+        messages: messageIds.map((id, i) => ({
           to,
-          'message-id': id,
-          status: '0',
+          ...(refusedLast && i === parts - 1
+            ? { status: refusedLast, 'error-text': ERROR_TEXT[refusedLast] }
+            : { 'message-id': id, status: '0' }),
           'remaining-balance': '15.53590000',
           'message-price': '0.03330000',
           network: '26201',
@@ -201,14 +212,17 @@ export async function startVonagePeer(
     signatureMethod,
     received,
     invalidNumbers,
+    refuseLastPartNext(status: VonageStatus) {
+      lastPartStatus = status;
+    },
     statusNext(count: number, status: VonageStatus) {
       for (let i = 0; i < count; i++) statuses.push(status);
     },
     sendDeliveryReceipt(
       url: string,
-      receipt: { messageId: string; status: string; errCode?: string; format?: 'json' | 'form' },
+      receipt: { messageId: string; status: string; errCode?: string; format?: 'json' | 'form'; clientRef?: string },
     ) {
-      const message = received.find((m) => m.messageId === receipt.messageId);
+      const message = received.find((m) => m.partIds.includes(receipt.messageId));
       const now = new Date();
       const scts = vonageTimestamp(now).replace(/[- :]/g, '').slice(2, 12);
       const errCode = receipt.errCode ?? (receipt.status === 'delivered' ? '0' : '1');
@@ -225,7 +239,9 @@ export async function startVonagePeer(
           'err-code': errCode,
           'api-key': apiKey,
           'message-timestamp': vonageTimestamp(now),
-          ...(message?.clientRef ? { 'client-ref': message.clientRef } : {}),
+          ...((receipt.clientRef ?? message?.clientRef)
+            ? { 'client-ref': (receipt.clientRef ?? message?.clientRef)! }
+            : {}),
         },
         receipt.format ?? 'json',
       );
