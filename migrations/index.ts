@@ -12,6 +12,7 @@ import { Sms } from './0008-sms.ts';
 import { ChatTransports } from './0009-chat-transports.ts';
 import { HttpTransports } from './0010-http-transports.ts';
 import { EmailFallbackTransport } from './0011-email-fallback-transport.ts';
+import { Retention } from './0013-retention.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-baseline', class: Baseline },
@@ -25,4 +26,5 @@ export const migrations: MigrationObject[] = [
   { name: '0009-chat-transports', class: ChatTransports },
   { name: '0010-http-transports', class: HttpTransports },
   { name: '0011-email-fallback-transport', class: EmailFallbackTransport },
+  { name: '0013-retention', class: Retention },
 ];

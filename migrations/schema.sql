@@ -924,6 +924,8 @@ CREATE UNIQUE INDEX events_broadcast_contact ON public.events USING btree (broad
 
 CREATE INDEX events_cancellation_key ON public.events USING btree (tenant_id, cancellation_key) WHERE (cancellation_key IS NOT NULL);
 
+CREATE INDEX events_created ON public.events USING btree (created_at);
+
 CREATE INDEX events_tenant_external ON public.events USING btree (tenant_id, external_id, id DESC);
 
 CREATE INDEX events_tenant_id ON public.events USING btree (tenant_id, id DESC);
@@ -933,6 +935,10 @@ CREATE INDEX events_tenant_type ON public.events USING btree (tenant_id, type_ke
 CREATE INDEX idempotency_keys_expiry ON public.idempotency_keys USING btree (expires_at);
 
 CREATE INDEX inbox_items_contact ON public.inbox_items USING btree (contact_id, id DESC);
+
+CREATE INDEX inbox_items_created ON public.inbox_items USING btree (created_at);
+
+CREATE INDEX inbox_items_event ON public.inbox_items USING btree (event_id) WHERE (event_id IS NOT NULL);
 
 CREATE INDEX inbox_items_stream ON public.inbox_items USING btree (contact_id, stream_id) WHERE (stream_id IS NOT NULL);
 
@@ -1007,7 +1013,7 @@ CREATE OR REPLACE FUNCTION public.herald_events_deleted()
 AS $function$
       BEGIN
         DELETE FROM deliveries d USING deleted_events e WHERE d.event_id = e.id;
-        UPDATE inbox_items i SET event_id = NULL FROM deleted_events e WHERE i.event_id = e.id;
+        UPDATE inbox_items i SET event_id = NULL, delivery_id = NULL FROM deleted_events e WHERE i.event_id = e.id;
         RETURN NULL;
       END $function$;
 

@@ -5,6 +5,7 @@ import { deliverEventDeadJob, deliverEventJob } from './deliver-event.ts';
 import { pruneIdempotencyKeysJob } from './prune-idempotency-keys.ts';
 import { streamPrune } from './stream-prune.ts';
 import { rateLimitPrune } from './rate-limit-prune.ts';
+import { retentionPrune } from './retention-prune.ts';
 import { systemEmailJob } from './system-email.ts';
 import { dataRequestJob } from './data-request.ts';
 import { emailLinkJob } from './email-link.ts';
@@ -19,6 +20,8 @@ export const jobs: JobDefinition<any>[] = [
   // the stream log's retention (daily) and idle rate-limit buckets (hourly)
   streamPrune,
   rateLimitPrune,
+  // retention of events, deliveries and inbox items (hourly, in small batches)
+  retentionPrune,
   // system emails (verification, reset, invitation) and the lookups behind them
   systemEmailJob,
   emailLinkJob,
