@@ -13,6 +13,7 @@ import { ChatTransports } from './0009-chat-transports.ts';
 import { HttpTransports } from './0010-http-transports.ts';
 import { EmailFallbackTransport } from './0011-email-fallback-transport.ts';
 import { EarlyReceipts } from './0012-early-receipts.ts';
+import { Retention } from './0013-retention.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-baseline', class: Baseline },
@@ -27,4 +28,5 @@ export const migrations: MigrationObject[] = [
   { name: '0010-http-transports', class: HttpTransports },
   { name: '0011-email-fallback-transport', class: EmailFallbackTransport },
   { name: '0012-early-receipts', class: EarlyReceipts },
+  { name: '0013-retention', class: Retention },
 ];

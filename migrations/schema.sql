@@ -951,6 +951,8 @@ CREATE INDEX idempotency_keys_expiry ON public.idempotency_keys USING btree (exp
 
 CREATE INDEX inbox_items_contact ON public.inbox_items USING btree (contact_id, id DESC);
 
+CREATE INDEX inbox_items_event ON public.inbox_items USING btree (event_id) WHERE (event_id IS NOT NULL);
+
 CREATE INDEX inbox_items_stream ON public.inbox_items USING btree (contact_id, stream_id) WHERE (stream_id IS NOT NULL);
 
 CREATE INDEX inbox_items_unread ON public.inbox_items USING btree (contact_id) WHERE ((read_at IS NULL) AND (archived_at IS NULL));
@@ -1024,7 +1026,7 @@ CREATE OR REPLACE FUNCTION public.herald_events_deleted()
 AS $function$
       BEGIN
         DELETE FROM deliveries d USING deleted_events e WHERE d.event_id = e.id;
-        UPDATE inbox_items i SET event_id = NULL FROM deleted_events e WHERE i.event_id = e.id;
+        UPDATE inbox_items i SET event_id = NULL, delivery_id = NULL FROM deleted_events e WHERE i.event_id = e.id;
         RETURN NULL;
       END $function$;
 

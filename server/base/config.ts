@@ -131,6 +131,13 @@ export const configSchema = z.object({
     .min(1)
     .max(50)
     .default([30, 120, 600, 1800, 7200, 21600]),
+  /**
+   * Days an event in a final status, its deliveries, and a read or archived inbox item are kept
+   * (jobs/retention-prune.ts).
+   */
+  retentionDays: z.coerce.number().int().min(1).max(36_500).default(90),
+  /** Days an unread inbox item is kept: longer than retentionDays, since its contact has not seen it yet. */
+  inboxUnreadRetentionDays: z.coerce.number().int().min(1).max(36_500).default(365),
   /** Worker concurrency per process for delivery jobs. */
   workerConcurrency: z.coerce.number().int().min(1).max(256).default(8),
   /** SMTP connections a process keeps open per server and credentials (email/smtp.ts). */
@@ -192,6 +199,8 @@ const ENV_KEYS: Record<string, keyof ConfigInput> = {
   HERALD_REQUEST_BODY_TIMEOUT_MS: 'requestBodyTimeoutMs',
   HERALD_HEADERS_TIMEOUT_MS: 'headersTimeoutMs',
   HERALD_MAX_CONNECTIONS_PER_CLIENT: 'maxConnectionsPerClient',
+  HERALD_RETENTION_DAYS: 'retentionDays',
+  HERALD_INBOX_UNREAD_RETENTION_DAYS: 'inboxUnreadRetentionDays',
 };
 const ENV_BOOLEANS: Record<string, keyof ConfigInput> = {
   HERALD_DEMO: 'demo',

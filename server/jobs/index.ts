@@ -6,6 +6,7 @@ import { pruneIdempotencyKeysJob } from './prune-idempotency-keys.ts';
 import { streamPrune } from './stream-prune.ts';
 import { rateLimitPrune } from './rate-limit-prune.ts';
 import { earlyReceiptsSweep } from './early-receipts-sweep.ts';
+import { retentionPrune } from './retention-prune.ts';
 import { systemEmailJob } from './system-email.ts';
 import { dataRequestJob } from './data-request.ts';
 import { emailLinkJob } from './email-link.ts';
@@ -22,6 +23,8 @@ export const jobs: JobDefinition<any>[] = [
   rateLimitPrune,
   // provider receipts that came before their delivery's message id: applied late, or pruned (hourly)
   earlyReceiptsSweep,
+  // retention of events, deliveries and inbox items (hourly, in small batches)
+  retentionPrune,
   // system emails (verification, reset, invitation) and the lookups behind them
   systemEmailJob,
   emailLinkJob,
