@@ -13,15 +13,17 @@ const RECORD_LATE_OUTCOME = `UPDATE deliveries SET status = $2, last_error = $3,
 // A provider's receipt moves a sent delivery on (sent -> delivered or failed) and never back: a
 // receipt for a delivery already delivered, failed or bounced, or arriving twice, changes nothing. A
 // receipt no delivery names yet is kept (early-receipts.ts) for the store to apply; the first kept wins.
+// The channel is written out, not a parameter: only then can a prepared statement's generic plan use
+// the partial index deliveries_sms_provider_message (channel = 'sms') instead of scanning deliveries.
 const RECORD_RECEIPT = `WITH moved AS (
        UPDATE deliveries
-          SET status = $4, last_error = CASE WHEN $4 = 'failed' THEN $5 ELSE last_error END, updated_at = now()
-        WHERE tenant_id = $1 AND channel = $2 AND provider_message_id = $3 AND status = 'sent'
+          SET status = $3, last_error = CASE WHEN $3 = 'failed' THEN $4 ELSE last_error END, updated_at = now()
+        WHERE tenant_id = $1 AND channel = 'sms' AND provider_message_id = $2 AND status = 'sent'
        RETURNING id
      ), kept AS (
        INSERT INTO early_receipts (tenant_id, channel, provider_message_id, status, error)
-       SELECT $1::uuid, $2::text, $3::text, $4::text, $5::text
-        WHERE NOT EXISTS (SELECT 1 FROM deliveries WHERE tenant_id = $1 AND channel = $2 AND provider_message_id = $3)
+       SELECT $1::uuid, 'sms', $2::text, $3::text, $4::text
+        WHERE NOT EXISTS (SELECT 1 FROM deliveries WHERE tenant_id = $1 AND channel = 'sms' AND provider_message_id = $2)
        ON CONFLICT (tenant_id, channel, provider_message_id) DO NOTHING
      )
      SELECT id FROM moved`;
@@ -42,7 +44,6 @@ export async function recordReceipt(
 ): Promise<string[]> {
   const rows = await query<{ id: string }>(em, RECORD_RECEIPT, [
     tenantId,
-    receipt.channel,
     receipt.providerMessageId,
     receipt.status,
     receipt.error === null ? null : truncate(receipt.error),
