@@ -44,6 +44,14 @@ const ordering = {
   enabled: z.boolean().optional().describe('Default true'),
 };
 
+/** Twilio and Vonage call back at a URL with a token of the transport's own. */
+const callbackRotation = {
+  rotate_callback_url: z
+    .boolean()
+    .optional()
+    .describe('true: a new callback_url (a new token); the old one answers 404 from now on'),
+};
+
 export const TwilioSmsSettings = z
   .object({
     account_sid: z.string().regex(/^AC[0-9a-f]{32}$/, 'must be a Twilio Account SID (AC + 32 hex digits)'),
@@ -56,6 +64,7 @@ export const TwilioSmsSettings = z
       .regex(/^MG[0-9a-f]{32}$/, 'must be a Messaging Service SID (MG + 32 hex digits)')
       .optional(),
     ...ordering,
+    ...callbackRotation,
   })
   .refine((s) => s.from !== undefined || s.messaging_service_sid !== undefined, {
     message: 'give from or messaging_service_sid',
@@ -76,6 +85,7 @@ export const VonageSmsSettings = z
         'write-only; when set, delivery receipts and inbound messages must carry a valid Vonage signature (md5hash). Omitted: kept; null: removed',
       ),
     ...ordering,
+    ...callbackRotation,
   })
   .meta({ id: 'VonageSmsTransportSettings' });
 

@@ -246,9 +246,13 @@ export async function putSmsTransport(
   const stored = current ? decryptSecrets(runtime, current) : {};
   const readable = stored === 'unreadable' ? {} : stored;
   const { settings, secrets, priority, enabled } = splitSettings(runtime, provider, body, readable);
-  // The callback token outlives a change of credentials: the provider's console keeps the URL.
+  // The callback token outlives a change of credentials: the provider's console keeps the URL. It is
+  // replaced only when asked (a URL that leaked; for an unsigned Vonage account it is the credential).
+  const rotate = provider !== 'http' && (body as { rotate_callback_url?: unknown }).rotate_callback_url === true;
   const token =
-    typeof readable.callback_token === 'string' ? readable.callback_token : randomBytes(24).toString('base64url');
+    typeof readable.callback_token === 'string' && !rotate
+      ? readable.callback_token
+      : randomBytes(24).toString('base64url');
   const ciphertext = runtime.keyRing.encrypt(
     JSON.stringify({ ...secrets, callback_token: token }),
     smsTransportSecretsAad(tenantId, provider),

@@ -93,6 +93,30 @@ describe('PUT /v1/sms-transport/{provider}', () => {
     }
   });
 
+  it('rotates the callback URL when asked: the old one is 404 from then on, the new one answers', async () => {
+    const fx = await createTenantFixture(app, 'Rotating');
+    const before = (await put('vonage', vonageBody(), fx.serviceKey)).body;
+    const receipt = { messageId: 'not-ours', status: 'delivered' };
+    const post = (url: string) =>
+      fetch(url.replace('https://herald.example.test', app.url), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(receipt),
+      });
+    expect((await post(before.callback_url)).status).toBe(204);
+    const rotated = await put('vonage', { ...vonageBody(), rotate_callback_url: true }, fx.serviceKey);
+    expect(rotated.status).toBe(200);
+    expect(rotated.body.callback_url).not.toBe(before.callback_url);
+    expect((await post(before.callback_url)).status).toBe(404);
+    expect((await post(rotated.body.callback_url)).status).toBe(204);
+    // Without the flag it stays.
+    expect((await put('vonage', vonageBody(), fx.serviceKey)).body.callback_url).toBe(rotated.body.callback_url);
+    expectValidationError(await put('vonage', { ...vonageBody(), rotate_callback_url: 'yes' }, fx.serviceKey), [
+      'body',
+      'rotate_callback_url',
+    ]);
+  });
+
   it('keeps stored secrets and the callback URL when a later PUT leaves the secret out', async () => {
     const before = (await put('twilio', twilioBody())).body;
     const res = await put('twilio', {
