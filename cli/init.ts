@@ -14,6 +14,8 @@ import { seedWelcomeNotification } from '../server/resources/welcome.ts';
 import { PASSWORD_MAX, PASSWORD_MIN } from '../server/base/auth/passwords.ts';
 import { CliError, print, printJson, usageError } from './support/output.ts';
 import { examples } from './support/examples.ts';
+import { readSecret } from './support/file-input.ts';
+import { deprecatedSecretOption, secretOf, warnDeprecatedSecretFlag } from './support/deprecated-secret-flag.ts';
 
 interface InitOptions {
   yes?: boolean;
@@ -25,9 +27,11 @@ interface InitOptions {
   port?: string;
   publicUrl?: string;
   smtpUrl?: string;
+  smtpUrlFile?: string;
   tenant?: string;
   ownerEmail?: string;
   ownerPassword?: string;
+  ownerPasswordFile?: string;
   embeddedPostgresPort?: string;
 }
 
@@ -53,16 +57,35 @@ export function registerInit(program: Command): void {
     .option('--host <host>', 'address to listen on (default 127.0.0.1)')
     .option('--port <port>', 'port to listen on (default 8025)')
     .option('--public-url <url>', 'URL people reach Herald at (used in emailed links)')
-    .option('--smtp-url <url>', "the install's own SMTP server, e.g. smtp://user:pass@mail.example:587")
+    .option(
+      '--smtp-url-file <path>',
+      'read the install\'s own SMTP server from a file, or "-" for stdin, e.g. smtp://user:pass@mail.example:587',
+    )
+    .option(
+      '--smtp-url <url>',
+      "the install's own SMTP server without a password, e.g. smtp://mail.example:25 (with a password in it: deprecated, use --smtp-url-file)",
+    )
     .option('--tenant <name>', 'single mode: the tenant name')
     .option('--owner-email <email>', "single mode: the owner's email")
-    .option('--owner-password <password>', "single mode: the owner's password (default: generated and printed once)")
+    .option(
+      '--owner-password-file <path>',
+      'single mode: read the owner\'s password from a file, or "-" for stdin (default: generated and printed once)',
+    )
+    .addOption(
+      deprecatedSecretOption(
+        '--owner-password <password>',
+        "single mode: the owner's password",
+        '--owner-password-file',
+      ),
+    )
     .option('--json', 'print the result as JSON')
     .addHelpText(
       'after',
       examples(
         'herald init                                    # interactive',
         'herald init --yes --data-dir /var/lib/herald --tenant Acme --owner-email ops@acme.test',
+        'printf \'%s\' "$OWNER_PASSWORD" | herald init --yes --tenant Acme --owner-email ops@acme.test --owner-password-file -',
+        'herald init --yes --tenant Acme --owner-email ops@acme.test --smtp-url-file /run/secrets/smtp-url',
         'herald init --yes --data-dir /srv/herald-b --tenant AcmeB --owner-email ops@acme.test --embedded-postgres-port 54400',
         'herald init --yes --mode multi --database-url postgres://herald@db/herald --public-url https://herald.acme.test',
       ),
@@ -76,6 +99,7 @@ async function runInit(options: InitOptions): Promise<void> {
   const interactive = !options.yes;
   if (interactive && !process.stdin.isTTY)
     throw usageError('stdin is not a terminal: pass --yes (and flags) to run init non-interactively');
+  readSecretOptions(options);
   if (interactive) await promptMissing(options);
 
   const dataDir = options.dataDir ?? process.env.HERALD_HOME ?? defaultDataDir();
@@ -142,6 +166,19 @@ async function runInit(options: InitOptions): Promise<void> {
     );
   if (summary.generated_password) print(`Owner password (shown once, store it now): ${summary.generated_password}`);
   print(`Next: herald start --data-dir ${dataDir}`);
+}
+
+/** The SMTP URL and owner password from their files (or their deprecated flags) into the options. */
+function readSecretOptions(options: InitOptions): void {
+  if (options.smtpUrlFile !== undefined && options.smtpUrl !== undefined)
+    throw usageError('give --smtp-url-file or --smtp-url, not both');
+  if (options.smtpUrlFile !== undefined) options.smtpUrl = readSecret(options.smtpUrlFile, '--smtp-url-file');
+  else if (options.smtpUrl !== undefined && URL.canParse(options.smtpUrl) && new URL(options.smtpUrl).password)
+    warnDeprecatedSecretFlag('--smtp-url with a password', '--smtp-url-file');
+  options.ownerPassword = secretOf(
+    { file: options.ownerPasswordFile, flag: options.ownerPassword },
+    { file: '--owner-password-file', flag: '--owner-password' },
+  );
 }
 
 /** Single mode: the install's one tenant and its verified owner, created once. */

@@ -23,6 +23,7 @@ import { cliActor, recordAudit } from '../server/resources/audit-log.ts';
 import { emailArg } from './tenants.ts';
 import { toIsoTimestamp } from '../server/base/timestamps.ts';
 import { examples } from './support/examples.ts';
+import { deprecatedSecretOption, secretOf } from './support/deprecated-secret-flag.ts';
 
 interface CommonOptions {
   dataDir?: string;
@@ -31,8 +32,22 @@ interface CommonOptions {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+interface PasswordOptions {
+  passwordFile?: string;
+  /** Deprecated: --password-file keeps the password out of the process list. */
+  password?: string;
+}
+
+function passwordFlag(what: string): Option {
+  return deprecatedSecretOption('--password <password>', what, '--password-file');
+}
+
 /** The given password (checked against the bounds) or a generated one. */
-function passwordOf(given: string | undefined): { password: string; generated: boolean } {
+function passwordOf(options: PasswordOptions): { password: string; generated: boolean } {
+  const given = secretOf(
+    { file: options.passwordFile, flag: options.password },
+    { file: '--password-file', flag: '--password' },
+  );
   if (given === undefined) return { password: randomBytes(18).toString('base64url'), generated: true };
   if (given.length < PASSWORD_MIN || given.length > PASSWORD_MAX)
     throw usageError(`the password must be ${PASSWORD_MIN} to ${PASSWORD_MAX} characters`);
@@ -48,6 +63,7 @@ export function registerUsers(program: Command): void {
       examples(
         'herald users create ops@acme.test --verified',
         'herald users create dev@acme.test --tenant 0190f5e2-... --role admin',
+        'herald users create dev@acme.test --password-file /run/secrets/dev-password',
         'herald users list --json',
         'herald users reset-password ops@acme.test',
         'herald users verify dev@acme.test',
@@ -60,7 +76,11 @@ export function registerUsers(program: Command): void {
       .command('create <email>')
       .description('create a console user (password generated and printed once unless given)'),
   )
-    .option('--password <password>', `the password (${PASSWORD_MIN} to ${PASSWORD_MAX} characters); default: generated`)
+    .option(
+      '--password-file <path>',
+      `read the password (${PASSWORD_MIN} to ${PASSWORD_MAX} characters) from a file, or "-" for stdin; default: generated`,
+    )
+    .addOption(passwordFlag('the password'))
     .option('--verified', 'mark the email address as verified')
     .option('--tenant <tenant-id>', 'also add the user to this tenant')
     .addOption(new Option('--role <role>', 'role in --tenant').choices(['owner', 'admin']).default('admin'))
@@ -69,12 +89,12 @@ export function registerUsers(program: Command): void {
     .action(
       async (
         rawEmail: string,
-        options: CommonOptions & { password?: string; verified?: boolean; tenant?: string; role: 'owner' | 'admin' },
+        options: CommonOptions & PasswordOptions & { verified?: boolean; tenant?: string; role: 'owner' | 'admin' },
       ) => {
         const email = emailArg(rawEmail);
         if (options.tenant !== undefined && !UUID.test(options.tenant))
           throw usageError(`not a tenant id: ${options.tenant}`);
-        const { password, generated } = passwordOf(options.password);
+        const { password, generated } = passwordOf(options);
         const user = await withLocalRuntime(configFrom(options), async (runtime) =>
           runtime.orm.em.fork().transactional(async (tx) => {
             if (await findUserByEmail(tx, email)) throw new CliError(`a user with email ${email} already exists`);
@@ -129,20 +149,21 @@ export function registerUsers(program: Command): void {
       .description("set a user's password (generated and printed once unless given)"),
   )
     .option(
-      '--password <password>',
-      `the new password (${PASSWORD_MIN} to ${PASSWORD_MAX} characters); default: generated`,
+      '--password-file <path>',
+      `read the new password (${PASSWORD_MIN} to ${PASSWORD_MAX} characters) from a file, or "-" for stdin; default: generated`,
     )
+    .addOption(passwordFlag('the new password'))
     .option('--json', 'print JSON')
     .addHelpText(
       'after',
       examples(
         'herald users reset-password ops@acme.test',
-        'herald users reset-password ops@acme.test --password "a long passphrase"',
+        'printf \'%s\' "$NEW_PASSWORD" | herald users reset-password ops@acme.test --password-file -',
       ),
     )
-    .action(async (rawEmail: string, options: CommonOptions & { password?: string }) => {
+    .action(async (rawEmail: string, options: CommonOptions & PasswordOptions) => {
       const email = emailArg(rawEmail);
-      const { password, generated } = passwordOf(options.password);
+      const { password, generated } = passwordOf(options);
       const user = await withLocalRuntime(configFrom(options), (runtime) =>
         auditedWrite(
           runtime,

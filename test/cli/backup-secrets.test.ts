@@ -9,19 +9,14 @@ import { runCli } from '../support/cli.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { admin, withDatabase } from '../support/global-setup.ts';
 import { runTempDir } from '../support/tmp.ts';
+import { OPERATOR_ENV } from '../support/operator-shell.ts';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
 afterAll(async () => {
   for (const c of cleanups.reverse()) await c();
 });
 
-const ENV = {
-  DATABASE_URL: undefined,
-  HERALD_DATABASE_URL: undefined,
-  HERALD_HOME: undefined,
-  HERALD_ENCRYPTION_KEYS: undefined,
-  HERALD_SMTP_URL: undefined,
-};
+const ENV = OPERATOR_ENV;
 const MARKER = `smtp-secret-${Math.random().toString(36).slice(2, 10)}`;
 
 function tempDataDir(): string {

@@ -10,6 +10,7 @@ import { createTestDatabase } from '../support/database.ts';
 import { admin, withDatabase } from '../support/global-setup.ts';
 import { startHerald, type HeraldProcess } from '../support/herald-process.ts';
 import { runTempDir } from '../support/tmp.ts';
+import { OPERATOR_ENV } from '../support/operator-shell.ts';
 import { freePort } from '../../server/base/db/embedded-postgres.ts';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
@@ -17,15 +18,8 @@ afterAll(async () => {
   for (const c of cleanups.reverse()) await c();
 });
 
-// The shell of an operator: no HERALD_* settings, no DATABASE_URL (herald.json names the database).
-const ENV = {
-  DATABASE_URL: undefined,
-  HERALD_DATABASE_URL: undefined,
-  HERALD_HOME: undefined,
-  HERALD_PORT: undefined,
-  HERALD_HOST: undefined,
-  HERALD_ENCRYPTION_KEYS: undefined,
-};
+// herald.json names the database.
+const ENV = OPERATOR_ENV;
 
 /** A new, empty database (what `herald restore --database-url` restores into). */
 async function emptyDatabase(): Promise<string> {
