@@ -1,7 +1,7 @@
 // Retention (jobs/retention-prune.ts) finds old events and inbox items by id (UUIDv7, ordered by
 // creation) through their primary keys. Deleting an event deletes its deliveries
 // (herald_events_deleted); its inbox items lose both references to them, found through this index on
-// their event_id, so the trigger's update no longer scans every inbox item.
+// their event_id rather than by a scan of every inbox item.
 import { Migration } from '@mikro-orm/migrations';
 
 export class Retention extends Migration {

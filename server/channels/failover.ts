@@ -40,6 +40,7 @@ export interface ProviderCandidate {
 }
 
 export const FAILURES_TO_OPEN = 5;
+const MIN_PAUSE_MS = 1000;
 export const OPEN_MS = 30_000;
 /** Circuits remembered at most per process; past it the least recently used is forgotten. */
 const MAX_CIRCUITS = 10_000;
@@ -195,7 +196,9 @@ export async function sendWithFailover(runtime: Context, candidates: ProviderCan
       state.settled(candidate.circuitKey);
       noteFailure(null);
     } else if (answer.retryAfterMs !== undefined) {
-      const until = runtime.clock.now() + answer.retryAfterMs;
+      // A Retry-After of 0 (or a date past) still pauses a little: asking again at once would only
+      // spend the delivery's budget of pauses on a provider that is limiting it.
+      const until = runtime.clock.now() + Math.max(answer.retryAfterMs, MIN_PAUSE_MS);
       state.paused(candidate.circuitKey, until);
       noteFailure(until);
     } else {

@@ -7,18 +7,14 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { execute } from '../base/db/sql.ts';
 import type { DeliveryOutcome, DeliveryRow, ChannelContext } from '../channels/types.ts';
-import { scheduleRuns, wakeWhenDue } from './schedule.ts';
+import { scheduleRuns, wakeWhenDue, type HeldEvent } from './schedule.ts';
 
 /** Attempts after which a delivery's pauses no longer defer it (about what a 1/s webhook serves a burst of 50). */
 export const PAUSED_ATTEMPTS_HONOURED = 50;
 
-/** A pending delivery and when its event's next run is due. */
-export interface Deferral {
-  eventId: string;
+/** A pending delivery, with its event's run that sends it when the pause ends. */
+export interface Deferral extends HeldEvent {
   deliveryId: string;
-  runAt: number;
-  /** A broadcast's event (its runs are bulk jobs). */
-  bulk: boolean;
 }
 
 const SHOW_NEXT_ATTEMPT = `UPDATE deliveries d SET next_attempt_at = to_timestamp(x.at / 1000.0)
@@ -67,7 +63,9 @@ export async function deferDeliveries(
   runtime: ChannelContext,
   deferrals: Deferral[],
 ): Promise<void> {
-  if (deferrals.length === 0 || !runtime.boss) return;
+  if (deferrals.length === 0) return;
+  // Stopping (the queue is gone): the job must not complete, or nothing would ever send them.
+  if (!runtime.boss) throw new Error('the delivery queue is stopping: deferred deliveries go with the job retry');
   const boss = runtime.boss;
   const byEvent = new Map<string, Deferral>();
   for (const deferral of deferrals) {

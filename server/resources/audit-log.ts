@@ -35,7 +35,7 @@ const INSERT_AUDIT_ENTRY = `INSERT INTO audit_log
 const LIST_AUDIT_ENTRIES = `SELECT a.id, a.at, a.tenant_id, a.actor_kind, a.actor_id, a.actor_email, k.name AS actor_name,
              a.action, a.target_kind, a.target_id, a.ip, a.request_id, a.changes
        FROM audit_log a
-       LEFT JOIN api_keys k ON a.actor_kind = 'service_key' AND k.id::text = a.actor_id AND k.tenant_id = a.tenant_id
+       LEFT JOIN api_keys k ON k.id = CASE WHEN a.actor_kind = 'service_key' THEN a.actor_id::uuid END AND k.tenant_id = a.tenant_id
       WHERE ($1::boolean OR a.tenant_id = $2::uuid)
         AND ($3::text IS NULL OR a.actor_id = $3 OR lower(a.actor_email) = lower($3))
         AND (($4::text IS NULL AND $5::text IS NULL) OR a.action = $4 OR starts_with(a.action, $5))

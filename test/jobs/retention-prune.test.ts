@@ -65,8 +65,8 @@ const exists = async (table: string, id: string) =>
 const oldDeliveredEvents = (count: number) =>
   sql(
     app,
-    `INSERT INTO events (id, tenant_id, type_key, external_id, status, created_at)
-     SELECT id, $1, 'news', 'c1', 'delivered', $2 FROM unnest($3::uuid[]) AS id`,
+    `INSERT INTO events (id, tenant_id, type_key, external_id, status, created_at, updated_at)
+     SELECT id, $1, 'news', 'c1', 'delivered', $2, $2 FROM unnest($3::uuid[]) AS id`,
     [fx.tenantId, ago(100), Array.from({ length: count }, () => idAgo(100))],
   );
 
@@ -117,6 +117,21 @@ describe('retention', () => {
     // the old read item went; the unread one of the pruned failed event stays, without its event
     expect(await sql(app, `SELECT 1 FROM inbox_items WHERE event_id IS NULL AND read_at IS NOT NULL`)).toEqual([]);
     expect((await sql(app, `SELECT 1 FROM inbox_items WHERE event_id IS NULL AND read_at IS NULL`)).length).toBe(1);
+  });
+
+  it('keeps an event made long ago but final only lately, as long after it became final', async () => {
+    const id = idAgo(100);
+    await sql(
+      app,
+      `INSERT INTO events (id, tenant_id, type_key, external_id, status, created_at, updated_at)
+       VALUES ($1, $2, 'news', 'c1', 'delivered', $3, $4)`,
+      [id, fx.tenantId, ago(100), ago(10)],
+    );
+    await pruneRetained(app.runtime.orm.em.fork(), config, NOW);
+    expect(await exists('events', id)).toBe(true);
+    await sql(app, `UPDATE events SET updated_at = $2 WHERE id = $1`, [id, ago(91)]);
+    await pruneRetained(app.runtime.orm.em.fork(), config, NOW);
+    expect(await exists('events', id)).toBe(false);
   });
 
   it('keeps unread inbox items to their own cap', async () => {

@@ -65,13 +65,18 @@ export function classifySmtpError(error: unknown): { error: string; retryable: b
   return { error: message, retryable: e.code !== 'EAUTH' && e.code !== 'EENVELOPE' && e.code !== 'EMESSAGE' };
 }
 
+/** Enhanced status codes of the relay's own state (RFC 3463: 4.3.x mail system, 4.4.x network or routing). */
+const RELAY_STATUS = /\b4\.[34]\.\d{1,3}\b/;
+
 /**
  * A failure of the relay rather than of the message: anything but the server refusing the envelope
- * or the content (EENVELOPE, EMESSAGE), which another relay would refuse the same way.
+ * or the content (EENVELOPE, EMESSAGE), which another relay would refuse the same way, unless the
+ * refusal speaks of the relay itself (421 closing the channel, "452 4.3.1 insufficient storage").
  */
-function relayFault(error: unknown): boolean {
-  const code = (error as SmtpErrorLike | null)?.code;
-  return code !== 'EENVELOPE' && code !== 'EMESSAGE';
+export function relayFault(error: unknown): boolean {
+  const e = (error ?? {}) as SmtpErrorLike;
+  if (e.code !== 'EENVELOPE' && e.code !== 'EMESSAGE') return true;
+  return e.responseCode === 421 || RELAY_STATUS.test(String(e.message ?? ''));
 }
 
 type RelayAnswer =

@@ -14,13 +14,15 @@ const PRUNE_PAST_CAP = `DELETE FROM inbox_items WHERE id IN (
 
 const PRUNE_READ = `WITH scanned AS (
     SELECT id, read_at IS NOT NULL OR archived_at IS NOT NULL AS done FROM inbox_items
-     WHERE id >= $1::uuid AND id < $2::uuid AND ($3::uuid IS NULL OR id > $3::uuid)
+     WHERE id >= $1::uuid AND id > $3::uuid AND id < $2::uuid
      ORDER BY id LIMIT $4
   ), gone AS (
     DELETE FROM inbox_items i USING scanned s WHERE i.id = s.id AND s.done RETURNING 1
   )
   SELECT (SELECT count(*) FROM scanned)::int AS scanned, (SELECT count(*) FROM gone)::int AS deleted,
          (SELECT id::text FROM scanned ORDER BY id DESC LIMIT 1) AS last_id`;
+
+const NO_ID = '00000000-0000-0000-0000-000000000000';
 
 /** Where a run's walk over the read stretch has got to: the last id it looked at; null before the first batch. */
 export type InboxCursor = string | null;
@@ -44,7 +46,8 @@ export async function pruneReadInboxItems(
   const row = await queryOne<{ scanned: number; deleted: number; last_id: string | null }>(em, PRUNE_READ, [
     idFloor(unreadCutoff.getTime()),
     idFloor(readCutoff.getTime()),
-    cursor,
+    // Always a bound, so that a generic plan walks the primary key from the cursor on.
+    cursor ?? NO_ID,
     limit,
   ]);
   return { scanned: row?.scanned ?? 0, deleted: row?.deleted ?? 0, next: row?.last_id ?? cursor };

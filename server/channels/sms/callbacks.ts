@@ -86,7 +86,7 @@ export function parseVonageCallback(params: Record<string, string>): SmsCallback
   }
   // Each part of a long text has a receipt of its own, all with the send's client-ref: the delivery's
   // reference (vonage.ts). A message sent without one is known by its (first part's) message id.
-  const id = messageIdOf(params['client-ref'] ?? params.messageId ?? params['message-id']);
+  const id = messageIdOf(params['client-ref']) ?? messageIdOf(params.messageId ?? params['message-id']);
   if (!id || params.status === undefined) return { kind: 'ignored' };
   if (params.status === 'delivered')
     return { kind: 'receipt', providerMessageId: id, status: 'delivered', error: null };

@@ -17,7 +17,8 @@
 // channel, destination); a delivery is sent only under a lock that a second worker holding the same
 // jobs waits for or skips, and only while nothing final is stored for it, so that worker never sends
 // it twice; a retryable failure stays pending and fails the event's job, whose retry (then a planned
-// event) takes the per-event run; one waiting for a provider's pause gets a run of its own (pauses.ts). Events the batch cannot take (a workflow, quiet hours holding them,
+// event) takes the per-event run; one waiting for a provider's pause gets a run of its own
+// (pauses.ts). Events the batch cannot take (a workflow, quiet hours holding them,
 // variables that cannot be read, already started, held by another run, nothing remote to send) are
 // left to the per-event run, untouched.
 import type { EntityManager } from '@mikro-orm/postgresql';
