@@ -172,6 +172,9 @@ async function runInit(options: InitOptions): Promise<void> {
 function readSecretOptions(options: InitOptions): void {
   if (options.smtpUrlFile !== undefined && options.smtpUrl !== undefined)
     throw usageError('give --smtp-url-file or --smtp-url, not both');
+  // Standard input can be read once: the second reader would get nothing.
+  if (options.smtpUrlFile === '-' && options.ownerPasswordFile === '-')
+    throw usageError('--smtp-url-file and --owner-password-file cannot both read standard input (-)');
   if (options.smtpUrlFile !== undefined) options.smtpUrl = readSecret(options.smtpUrlFile, '--smtp-url-file');
   else if (options.smtpUrl !== undefined && URL.canParse(options.smtpUrl) && new URL(options.smtpUrl).password)
     warnDeprecatedSecretFlag('--smtp-url with a password', '--smtp-url-file');

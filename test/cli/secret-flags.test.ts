@@ -99,6 +99,11 @@ describe('herald init secrets', { timeout: 180_000 }, () => {
         extra: ['--owner-password-file', secretFile('long enough password'), '--owner-password', 'another password'],
         message: /--owner-password-file or --owner-password, not both/,
       },
+      {
+        extra: ['--owner-password-file', '-', '--smtp-url-file', '-'],
+        input: 'long enough password\n',
+        message: /cannot both read standard input/,
+      },
     ];
     for (const { extra, input, message } of cases) {
       const r = await runCli([...base, ...extra], { env: ENV, input });
