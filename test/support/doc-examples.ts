@@ -79,4 +79,5 @@ export const READERS_OWN = {
   TWILIO_AUTH_TOKEN: 'a twilio auth token',
   VONAGE_API_SECRET: 'a vonage api secret',
   VONAGE_SIGNATURE_SECRET: 'a vonage signature secret',
+  DEV_PASSWORD: 'a password of ten or more characters',
 };
