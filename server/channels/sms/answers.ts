@@ -3,6 +3,16 @@
 // is permanent (another provider would refuse the same message). Errors keep the status and the
 // provider's code only, never its body: bodies echo the recipient's number and the text.
 import type { ProviderAnswer } from '../failover.ts';
+
+/**
+ * One text to send. `reference`: the delivery's id, for the providers that echo one in their
+ * receipts (Vonage's client-ref); absent for a test send.
+ */
+export interface SmsMessage {
+  to: string;
+  text: string;
+  reference?: string;
+}
 import { retryAfterMs } from '../failover.ts';
 import type { ProviderResponse } from '../provider-http.ts';
 

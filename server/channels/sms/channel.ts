@@ -10,18 +10,14 @@ import { normalisePhone } from '../../schemas/contacts.ts';
 import { sendWithFailover, type ProviderCandidate } from '../failover.ts';
 import { renderMessageDelivery, smsText } from '../render-delivery.ts';
 import { lookupOnce, type ChannelSender, type DeliveryOutcome } from '../types.ts';
-import type { SmsAnswer } from './answers.ts';
+import type { SmsAnswer, SmsMessage } from './answers.ts';
 import { sendGateway } from './gateway.ts';
 import { loadEnabledSmsTransports, type SmsCredentials } from './sms-transports.ts';
 import { sendTwilio } from './twilio.ts';
 import { sendVonage } from './vonage.ts';
 
 /** Sends one text through one provider's transport. */
-export function sendSmsWith(
-  runtime: Context,
-  credentials: SmsCredentials,
-  message: { to: string; text: string; reference?: string },
-): Promise<SmsAnswer> {
+export function sendSmsWith(runtime: Context, credentials: SmsCredentials, message: SmsMessage): Promise<SmsAnswer> {
   switch (credentials.provider) {
     case 'twilio':
       return sendTwilio(runtime, credentials, message);
@@ -39,8 +35,7 @@ export async function sendSmsWithFailover(
   runtime: Context,
   tenantId: string,
   transports: SmsCredentials[],
-  /** `reference`: the delivery's id, for the providers that echo one in their receipts (Vonage's client-ref). */
-  message: { to: string; text: string; reference?: string },
+  message: SmsMessage,
 ): Promise<DeliveryOutcome> {
   let refused = 0;
   let passing = 0;

@@ -5,7 +5,7 @@
 import type { Context } from '../../base/context.ts';
 import { NonPublicAddressError } from '../../base/net/public-address.ts';
 import { answerJson, providerRequest } from '../provider-http.ts';
-import { failure, httpFailure, type SmsAnswer } from './answers.ts';
+import { failure, httpFailure, type SmsAnswer, type SmsMessage } from './answers.ts';
 import { renderBodyTemplate } from './body-template.ts';
 import type { SmsCredentials } from './sms-transports.ts';
 
@@ -14,7 +14,7 @@ type GatewayCredentials = Extract<SmsCredentials, { provider: 'http' }>;
 export async function sendGateway(
   runtime: Context,
   credentials: GatewayCredentials,
-  message: { to: string; text: string },
+  message: SmsMessage,
 ): Promise<SmsAnswer> {
   let response;
   try {

@@ -5,7 +5,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Context } from '../../base/context.ts';
 import { answerJson, providerRequest } from '../provider-http.ts';
-import { codeOf, httpFailure, type SmsAnswer } from './answers.ts';
+import { codeOf, httpFailure, type SmsAnswer, type SmsMessage } from './answers.ts';
 import { callbackUrl, type SmsCredentials } from './sms-transports.ts';
 
 type TwilioCredentials = Extract<SmsCredentials, { provider: 'twilio' }>;
@@ -13,7 +13,7 @@ type TwilioCredentials = Extract<SmsCredentials, { provider: 'twilio' }>;
 export async function sendTwilio(
   runtime: Context,
   credentials: TwilioCredentials,
-  message: { to: string; text: string },
+  message: SmsMessage,
 ): Promise<SmsAnswer> {
   const sid = credentials.account_sid;
   const form = new URLSearchParams({ To: message.to, Body: message.text });

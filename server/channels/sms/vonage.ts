@@ -11,7 +11,7 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { Context } from '../../base/context.ts';
 import { answerJson, providerRequest } from '../provider-http.ts';
-import { codeOf, failure, httpFailure, type SmsAnswer } from './answers.ts';
+import { codeOf, failure, httpFailure, type SmsAnswer, type SmsMessage } from './answers.ts';
 import { callbackUrl, type SmsCredentials } from './sms-transports.ts';
 import { smsLength } from './encoding.ts';
 
@@ -25,7 +25,7 @@ const ACCOUNT = new Set(['4', '8', '9', '14']);
 export async function sendVonage(
   runtime: Context,
   credentials: VonageCredentials,
-  message: { to: string; text: string; reference?: string },
+  message: SmsMessage,
 ): Promise<SmsAnswer> {
   const base = runtime.config.providers.vonageUrl.replace(/\/+$/, '');
   const body: Record<string, string> = {
